@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/shoal-project/shoal/crush"
-	"github.com/shoal-project/shoal/crush/internal/mapgen"
+	"github.com/shoal-project/shoal/internal/mapgen"
 )
 
 // The committed vectors under testdata/crushtool were produced by Ceph's own

@@ -833,14 +833,12 @@ func (m *Map) Decompile() []byte {
 		}
 	}
 	w("\n# devices\n")
-	for i := int32(0); i < m.maxDevices; i++ {
-		if d := m.devices[i]; d != nil {
-			w("device %d %s", i, d.Name)
-			if d.Class != "" {
-				w(" class %s", d.Class)
-			}
-			w("\n")
+	for _, d := range m.Devices() {
+		w("device %d %s", d.ID, d.Name)
+		if d.Class != "" {
+			w(" class %s", d.Class)
 		}
+		w("\n")
 	}
 	w("\n# types\n")
 	var typeIDs []int32

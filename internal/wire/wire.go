@@ -1,0 +1,219 @@
+// Package wire is the versioned binary encoding of Shoal's maps (and, later,
+// messages): little-endian fixed-width integers, length-prefixed strings,
+// and sections that carry their own version, oldest compatible version and
+// length, so that a newer writer can append fields an older reader skips.
+//
+// Section layout: version u8, compat u8, length u32, then length bytes. A
+// reader that knows versions up to V accepts a section whose compat ≤ V,
+// reads the fields it knows, and skips the rest. This is the scheme of
+// Ceph's ENCODE_START/DECODE_START (src/include/encoding.h).
+//
+// A Decoder never panics and never allocates more than the input could
+// hold: every length is checked against the bytes remaining. Its first
+// error sticks; callers check Err once at the end.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrCorrupt marks undecodable input: truncated, oversized lengths or a
+// section newer than the reader understands.
+var ErrCorrupt = errors.New("corrupt encoding")
+
+// Encoder appends to a byte slice.
+type Encoder struct{ buf []byte }
+
+// Bytes returns the encoding so far.
+func (e *Encoder) Bytes() []byte { return e.buf }
+
+// U8 appends one byte.
+func (e *Encoder) U8(v uint8) { e.buf = append(e.buf, v) }
+
+// Bool appends 0 or 1.
+func (e *Encoder) Bool(v bool) {
+	if v {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+}
+
+// U32 appends a little-endian uint32.
+func (e *Encoder) U32(v uint32) { e.buf = binary.LittleEndian.AppendUint32(e.buf, v) }
+
+// I32 appends a little-endian int32.
+func (e *Encoder) I32(v int32) { e.U32(uint32(v)) }
+
+// U64 appends a little-endian uint64.
+func (e *Encoder) U64(v uint64) { e.buf = binary.LittleEndian.AppendUint64(e.buf, v) }
+
+// I64 appends a little-endian int64.
+func (e *Encoder) I64(v int64) { e.U64(uint64(v)) }
+
+// String appends a u32 length and the bytes.
+func (e *Encoder) String(s string) {
+	e.U32(uint32(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+// Blob appends a u32 length and the bytes.
+func (e *Encoder) Blob(b []byte) {
+	e.U32(uint32(len(b)))
+	e.buf = append(e.buf, b...)
+}
+
+// Begin opens a section; End(mark) closes it by writing its length.
+func (e *Encoder) Begin(version, compat uint8) int {
+	e.U8(version)
+	e.U8(compat)
+	e.U32(0)
+	return len(e.buf)
+}
+
+// End closes the section opened by Begin.
+func (e *Encoder) End(mark int) {
+	binary.LittleEndian.PutUint32(e.buf[mark-4:mark], uint32(len(e.buf)-mark))
+}
+
+// Decoder reads what an Encoder wrote.
+type Decoder struct {
+	buf []byte
+	off int
+	err error
+}
+
+// NewDecoder reads b.
+func NewDecoder(b []byte) *Decoder { return &Decoder{buf: b} }
+
+// Err returns the first error met, wrapping ErrCorrupt.
+func (d *Decoder) Err() error { return d.err }
+
+// Fail records err (wrapped in ErrCorrupt) unless an error is already set.
+func (d *Decoder) Fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s at byte %d", ErrCorrupt, fmt.Sprintf(format, args...), d.off)
+	}
+}
+
+// Remaining is the count of unread bytes.
+func (d *Decoder) Remaining() int { return len(d.buf) - d.off }
+
+func (d *Decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || d.Remaining() < n {
+		d.Fail("truncated: need %d bytes, have %d", n, d.Remaining())
+		return nil
+	}
+	b := d.buf[d.off : d.off+n]
+	d.off += n
+	return b
+}
+
+// U8 reads one byte.
+func (d *Decoder) U8() uint8 {
+	if b := d.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+// Bool reads a byte that must be 0 or 1.
+func (d *Decoder) Bool() bool {
+	v := d.U8()
+	if v > 1 {
+		d.Fail("bool %d", v)
+	}
+	return v == 1
+}
+
+// U32 reads a little-endian uint32.
+func (d *Decoder) U32() uint32 {
+	if b := d.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+// I32 reads a little-endian int32.
+func (d *Decoder) I32() int32 { return int32(d.U32()) }
+
+// U64 reads a little-endian uint64.
+func (d *Decoder) U64() uint64 {
+	if b := d.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+// I64 reads a little-endian int64.
+func (d *Decoder) I64() int64 { return int64(d.U64()) }
+
+// String reads a length-prefixed string.
+func (d *Decoder) String() string { return string(d.take(int(d.U32()))) }
+
+// Blob reads a length-prefixed byte string (a copy).
+func (d *Decoder) Blob() []byte {
+	b := d.take(int(d.U32()))
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Count reads a u32 element count and checks that count elements of at
+// least minSize bytes each could still follow, so a corrupt count cannot
+// trigger a huge allocation.
+func (d *Decoder) Count(minSize int) int {
+	n := d.U32()
+	if d.err != nil {
+		return 0
+	}
+	if minSize < 1 {
+		minSize = 1
+	}
+	if uint64(n)*uint64(minSize) > uint64(d.Remaining()) || n > math.MaxInt32 {
+		d.Fail("count %d exceeds the %d bytes left", n, d.Remaining())
+		return 0
+	}
+	return int(n)
+}
+
+// Begin opens a section written by Encoder.Begin. It fails if the section
+// needs a reader newer than supported. It returns the section's version and
+// the offset at which it ends, for End.
+func (d *Decoder) Begin(what string, supported uint8) (version uint8, end int) {
+	version = d.U8()
+	compat := d.U8()
+	n := int(d.U32())
+	if d.err != nil {
+		return 0, d.off
+	}
+	if compat > supported {
+		d.Fail("%s: encoding needs a reader of version %d, this one is %d", what, compat, supported)
+		return 0, d.off
+	}
+	if n > d.Remaining() {
+		d.Fail("%s: section of %d bytes, %d left", what, n, d.Remaining())
+		return 0, d.off
+	}
+	return version, d.off + n
+}
+
+// End skips whatever a newer writer appended to the section, and fails if
+// the fields read overran it.
+func (d *Decoder) End(what string, end int) {
+	if d.err != nil {
+		return
+	}
+	if d.off > end {
+		d.Fail("%s: fields overrun the section end", what)
+		return
+	}
+	d.off = end
+}

@@ -1,0 +1,34 @@
+// Package osdmap is the cluster's OSD map: pools, OSD states, the CRUSH map
+// and temporary mappings, versioned by epoch and changed only by
+// incrementals, plus the pure function from an object name to the OSDs that
+// serve it.
+//
+// # Mapping
+//
+// An object reaches its OSDs exactly as in Ceph (src/osd/OSDMap.cc,
+// src/osd/osd_types.cc):
+//
+//  1. ps = rjenkins string hash of the name (or of "namespace\x1fname"),
+//     the raw placement seed; the PG is (pool, stable_mod(ps, pg_num)).
+//  2. pps = rjenkins1(stable_mod(ps, pgp_num), pool) for pools with the
+//     hashpspool flag (else stable_mod(ps, pgp_num) + pool): the CRUSH
+//     input, so that pools do not overlap.
+//  3. raw = CRUSH(rule, pps, size) with each OSD's in/out weight; OSDs that
+//     do not exist are dropped (replicated) or become holes (erasure).
+//  4. up = raw without down OSDs (replicated: shifted left; erasure: holes
+//     stay, positionally stable). The up primary is the first OSD, unless
+//     primary affinity below 1.0 makes CRUSH skip it.
+//  5. acting = pg_temp if set (used while backfilling to a new up set), else
+//     up; the acting primary is primary_temp, else acting's first.
+//
+// # Epochs and encoding
+//
+// A Map is immutable once published. Incremental describes the change from
+// epoch e to e+1; Apply returns the next map and is deterministic, so every
+// daemon that applies the same incrementals holds the same map. Maps and
+// incrementals encode to versioned binary sections (internal/wire): a newer
+// Shoal may append fields an older one skips.
+//
+// Not yet modelled: pg_upmap and pg_upmap_items (the balancer's explicit
+// overrides), CRUSH choose_args, snapshots, cache tiers.
+package osdmap

@@ -1,0 +1,265 @@
+package osdmap
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/wire"
+)
+
+// Encoding versions. Map v1 and Incremental v1 are the first; a reader
+// accepts newer versions whose compat is 1 and skips fields it does not
+// know.
+const (
+	mapVersion         = 1
+	incrementalVersion = 1
+	magicMap           = "SHOALMAP"
+	magicIncremental   = "SHOALINC"
+)
+
+func encodePool(e *wire.Encoder, p *Pool) {
+	mark := e.Begin(1, 1)
+	e.I64(p.ID)
+	e.String(p.Name)
+	e.U8(uint8(p.Type))
+	e.U32(uint32(p.Size))
+	e.U32(uint32(p.MinSize))
+	e.U32(p.PGNum)
+	e.U32(p.PGPNum)
+	e.I32(int32(p.CrushRule))
+	e.String(p.ECProfile)
+	e.U64(p.Flags)
+	e.U8(p.ObjectHash)
+	e.End(mark)
+}
+
+func decodePool(d *wire.Decoder) *Pool {
+	_, end := d.Begin("pool", 1)
+	p := &Pool{ID: d.I64(), Name: d.String(), Type: PoolType(d.U8()), Size: int(d.U32()),
+		MinSize: int(d.U32()), PGNum: d.U32(), PGPNum: d.U32(), CrushRule: int(d.I32()),
+		ECProfile: d.String(), Flags: d.U64(), ObjectHash: d.U8()}
+	d.End("pool", end)
+	if d.Err() == nil {
+		if err := p.validate(); err != nil {
+			d.Fail("%v", err)
+		}
+	}
+	return p
+}
+
+func encodeOSD(e *wire.Encoder, o OSD) {
+	e.Bool(o.Exists)
+	e.Bool(o.Up)
+	e.U32(o.Weight)
+	e.U32(o.PrimaryAffinity)
+	e.String(o.Addr)
+}
+
+func decodeOSD(d *wire.Decoder) OSD {
+	o := OSD{Exists: d.Bool(), Up: d.Bool(), Weight: d.U32(), PrimaryAffinity: d.U32(), Addr: d.String()}
+	if o.Weight > WeightIn || o.PrimaryAffinity > DefaultPrimaryAffinity {
+		d.Fail("osd weight %#x or primary affinity %#x above 1.0", o.Weight, o.PrimaryAffinity)
+	}
+	return o
+}
+
+func sortedPGs[V any](m map[PGID]V) []PGID {
+	pgs := make([]PGID, 0, len(m))
+	for pg := range m {
+		pgs = append(pgs, pg)
+	}
+	sort.Slice(pgs, func(i, j int) bool {
+		if pgs[i].Pool != pgs[j].Pool {
+			return pgs[i].Pool < pgs[j].Pool
+		}
+		return pgs[i].Seed < pgs[j].Seed
+	})
+	return pgs
+}
+
+func encodePGTemp(e *wire.Encoder, t map[PGID][]int32) {
+	e.U32(uint32(len(t)))
+	for _, pg := range sortedPGs(t) {
+		e.I64(pg.Pool)
+		e.U32(pg.Seed)
+		e.U32(uint32(len(t[pg])))
+		for _, o := range t[pg] {
+			e.I32(o)
+		}
+	}
+}
+
+func decodePGTemp(d *wire.Decoder) map[PGID][]int32 {
+	t := map[PGID][]int32{}
+	for n := d.Count(16); n > 0; n-- {
+		pg := PGID{Pool: d.I64(), Seed: d.U32()}
+		osds := make([]int32, d.Count(4))
+		for i := range osds {
+			osds[i] = d.I32()
+		}
+		t[pg] = osds
+	}
+	return t
+}
+
+func encodePrimaryTemp(e *wire.Encoder, t map[PGID]int32) {
+	e.U32(uint32(len(t)))
+	for _, pg := range sortedPGs(t) {
+		e.I64(pg.Pool)
+		e.U32(pg.Seed)
+		e.I32(t[pg])
+	}
+}
+
+func decodePrimaryTemp(d *wire.Decoder) map[PGID]int32 {
+	t := map[PGID]int32{}
+	for n := d.Count(16); n > 0; n-- {
+		pg := PGID{Pool: d.I64(), Seed: d.U32()}
+		t[pg] = d.I32()
+	}
+	return t
+}
+
+func encodeCrush(e *wire.Encoder, c *crush.Map) {
+	e.Bool(c != nil)
+	if c != nil {
+		c.Encode(e)
+	}
+}
+
+func decodeCrush(d *wire.Decoder) *crush.Map {
+	if !d.Bool() || d.Err() != nil {
+		return nil
+	}
+	c, err := crush.Decode(d)
+	if err != nil {
+		d.Fail("crush map: %v", err)
+	}
+	return c
+}
+
+// Encode returns the map's versioned binary encoding, deterministic for
+// equal maps.
+func (m *Map) Encode() []byte {
+	var e wire.Encoder
+	for i := 0; i < len(magicMap); i++ {
+		e.U8(magicMap[i])
+	}
+	mark := e.Begin(mapVersion, 1)
+	e.U32(uint32(m.Epoch))
+	e.String(m.FSID)
+	e.I64(m.PoolMax)
+	e.U32(uint32(len(m.Pools)))
+	for _, id := range m.PoolIDs() {
+		encodePool(&e, m.Pools[id])
+	}
+	e.U32(uint32(len(m.OSDs)))
+	for _, o := range m.OSDs {
+		encodeOSD(&e, o)
+	}
+	encodeCrush(&e, m.Crush)
+	encodePGTemp(&e, m.PGTemp)
+	encodePrimaryTemp(&e, m.PrimaryTemp)
+	e.End(mark)
+	return e.Bytes()
+}
+
+func checkMagic(d *wire.Decoder, magic string) {
+	for i := 0; i < len(magic); i++ {
+		if d.U8() != magic[i] {
+			d.Fail("not a Shoal %s", map[string]string{magicMap: "OSD map", magicIncremental: "OSD map incremental"}[magic])
+			return
+		}
+	}
+}
+
+// Decode reads a map written by Encode. Errors wrap wire.ErrCorrupt.
+func Decode(b []byte) (*Map, error) {
+	d := wire.NewDecoder(b)
+	checkMagic(d, magicMap)
+	_, end := d.Begin("osdmap", mapVersion)
+	m := New("", nil)
+	m.Epoch = Epoch(d.U32())
+	m.FSID = d.String()
+	m.PoolMax = d.I64()
+	for n := d.Count(20); n > 0 && d.Err() == nil; n-- {
+		p := decodePool(d)
+		m.Pools[p.ID] = p
+	}
+	m.OSDs = make([]OSD, d.Count(14))
+	for i := range m.OSDs {
+		m.OSDs[i] = decodeOSD(d)
+	}
+	m.Crush = decodeCrush(d)
+	m.PGTemp = decodePGTemp(d)
+	m.PrimaryTemp = decodePrimaryTemp(d)
+	d.End("osdmap", end)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("osdmap: decode: %w", err)
+	}
+	return m, nil
+}
+
+// Encode returns the incremental's versioned binary encoding.
+func (inc *Incremental) Encode() []byte {
+	var e wire.Encoder
+	for i := 0; i < len(magicIncremental); i++ {
+		e.U8(magicIncremental[i])
+	}
+	mark := e.Begin(incrementalVersion, 1)
+	e.U32(uint32(inc.Epoch))
+	encodeCrush(&e, inc.NewCrush)
+	e.U32(uint32(len(inc.NewPools)))
+	for _, p := range inc.NewPools {
+		encodePool(&e, p)
+	}
+	e.U32(uint32(len(inc.OldPools)))
+	for _, id := range inc.OldPools {
+		e.I64(id)
+	}
+	e.I32(inc.NewMaxOSD)
+	e.U32(uint32(len(inc.NewOSDs)))
+	for _, id := range sortedIDs(inc.NewOSDs) {
+		e.I32(id)
+		encodeOSD(&e, inc.NewOSDs[id])
+	}
+	encodePGTemp(&e, inc.NewPGTemp)
+	encodePrimaryTemp(&e, inc.NewPrimaryTemp)
+	e.End(mark)
+	return e.Bytes()
+}
+
+// DecodeIncremental reads an incremental written by Incremental.Encode.
+// Errors wrap wire.ErrCorrupt.
+func DecodeIncremental(b []byte) (*Incremental, error) {
+	d := wire.NewDecoder(b)
+	checkMagic(d, magicIncremental)
+	_, end := d.Begin("incremental", incrementalVersion)
+	inc := &Incremental{Epoch: Epoch(d.U32())}
+	inc.NewCrush = decodeCrush(d)
+	for n := d.Count(20); n > 0 && d.Err() == nil; n-- {
+		inc.NewPools = append(inc.NewPools, decodePool(d))
+	}
+	for n := d.Count(8); n > 0; n-- {
+		inc.OldPools = append(inc.OldPools, d.I64())
+	}
+	inc.NewMaxOSD = d.I32()
+	if inc.NewMaxOSD < 0 || inc.NewMaxOSD > 1<<20 {
+		d.Fail("max_osd %d outside [0, 2^20]", inc.NewMaxOSD)
+	}
+	if n := d.Count(18); n > 0 {
+		inc.NewOSDs = make(map[int32]OSD, n)
+		for ; n > 0; n-- {
+			id := d.I32()
+			inc.NewOSDs[id] = decodeOSD(d)
+		}
+	}
+	inc.NewPGTemp = decodePGTemp(d)
+	inc.NewPrimaryTemp = decodePrimaryTemp(d)
+	d.End("incremental", end)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("osdmap: decode incremental: %w", err)
+	}
+	return inc, nil
+}

@@ -1,0 +1,148 @@
+package osdmap
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/shoal-project/shoal/crush"
+)
+
+// Incremental is the change from epoch Epoch-1 to Epoch. Fields left at
+// their zero value change nothing. Apply is deterministic: the same map and
+// incremental always give the same next map.
+type Incremental struct {
+	Epoch Epoch
+	// NewCrush replaces the CRUSH map when non-nil.
+	NewCrush *crush.Map
+	// NewPools creates or replaces pools; OldPools deletes them (with their
+	// pg_temp and primary_temp entries).
+	NewPools []*Pool
+	OldPools []int64
+	// NewMaxOSD resizes the OSD id space when > 0; OSDs beyond it vanish.
+	NewMaxOSD int32
+	// NewOSDs replaces whole OSD entries (Exists=false removes an OSD).
+	NewOSDs map[int32]OSD
+	// NewPGTemp sets a PG's temporary acting set; an empty list removes it.
+	NewPGTemp map[PGID][]int32
+	// NewPrimaryTemp sets a PG's temporary primary; -1 removes it.
+	NewPrimaryTemp map[PGID]int32
+}
+
+// Clone returns a deep copy of the map that shares only the immutable CRUSH
+// map.
+func (m *Map) Clone() *Map {
+	n := *m
+	n.Pools = make(map[int64]*Pool, len(m.Pools))
+	for id, p := range m.Pools {
+		cp := *p
+		n.Pools[id] = &cp
+	}
+	n.OSDs = slices.Clone(m.OSDs)
+	n.PGTemp = make(map[PGID][]int32, len(m.PGTemp))
+	for pg, v := range m.PGTemp {
+		n.PGTemp[pg] = slices.Clone(v)
+	}
+	n.PrimaryTemp = maps.Clone(m.PrimaryTemp)
+	if n.PrimaryTemp == nil {
+		n.PrimaryTemp = map[PGID]int32{}
+	}
+	return &n
+}
+
+// Apply returns the map of inc.Epoch. It fails with ErrEpoch unless
+// inc.Epoch is m.Epoch+1, and with a descriptive error for a change that
+// would leave the map inconsistent (a pool with zero PGs, an OSD id beyond
+// max_osd); m is never modified.
+func (m *Map) Apply(inc *Incremental) (*Map, error) {
+	if inc.Epoch != m.Epoch+1 {
+		return nil, fmt.Errorf("osdmap: apply epoch %d to epoch %d: %w", inc.Epoch, m.Epoch, ErrEpoch)
+	}
+	n := m.Clone()
+	n.Epoch = inc.Epoch
+	if inc.NewCrush != nil {
+		n.Crush = inc.NewCrush
+	}
+	if inc.NewMaxOSD > 0 {
+		if int(inc.NewMaxOSD) < len(n.OSDs) {
+			n.OSDs = n.OSDs[:inc.NewMaxOSD]
+		}
+		for len(n.OSDs) < int(inc.NewMaxOSD) {
+			n.OSDs = append(n.OSDs, OSD{})
+		}
+	}
+	for _, id := range sortedIDs(inc.NewOSDs) {
+		if id < 0 || int(id) >= len(n.OSDs) {
+			return nil, fmt.Errorf("osdmap: epoch %d: osd.%d beyond max_osd %d", inc.Epoch, id, len(n.OSDs))
+		}
+		n.OSDs[id] = inc.NewOSDs[id]
+	}
+	for _, id := range inc.OldPools {
+		delete(n.Pools, id)
+		for pg := range n.PGTemp {
+			if pg.Pool == id {
+				delete(n.PGTemp, pg)
+			}
+		}
+		for pg := range n.PrimaryTemp {
+			if pg.Pool == id {
+				delete(n.PrimaryTemp, pg)
+			}
+		}
+	}
+	for _, p := range inc.NewPools {
+		if err := p.validate(); err != nil {
+			return nil, fmt.Errorf("osdmap: epoch %d: %w", inc.Epoch, err)
+		}
+		cp := *p
+		n.Pools[p.ID] = &cp
+		if p.ID > n.PoolMax {
+			n.PoolMax = p.ID
+		}
+	}
+	for pg, osds := range inc.NewPGTemp {
+		if len(osds) == 0 {
+			delete(n.PGTemp, pg)
+		} else {
+			n.PGTemp[pg] = slices.Clone(osds)
+		}
+	}
+	for pg, o := range inc.NewPrimaryTemp {
+		if o < 0 {
+			delete(n.PrimaryTemp, pg)
+		} else {
+			n.PrimaryTemp[pg] = o
+		}
+	}
+	return n, nil
+}
+
+func sortedIDs[V any](m map[int32]V) []int32 {
+	ids := make([]int32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// validate checks a pool's parameters.
+func (p *Pool) validate() error {
+	switch {
+	case p.ID < 0:
+		return fmt.Errorf("pool %q: negative id %d", p.Name, p.ID)
+	case p.Name == "":
+		return fmt.Errorf("pool %d: empty name", p.ID)
+	case p.Type != PoolReplicated && p.Type != PoolErasure:
+		return fmt.Errorf("pool %q: unknown type %d", p.Name, p.Type)
+	case p.Size < 1 || p.Size > 32:
+		return fmt.Errorf("pool %q: size %d outside [1, 32]", p.Name, p.Size)
+	case p.MinSize < 1 || p.MinSize > p.Size:
+		return fmt.Errorf("pool %q: min_size %d outside [1, size %d]", p.Name, p.MinSize, p.Size)
+	case p.PGNum < 1 || p.PGPNum < 1 || p.PGPNum > p.PGNum:
+		return fmt.Errorf("pool %q: pg_num %d / pgp_num %d: want 1 ≤ pgp_num ≤ pg_num", p.Name, p.PGNum, p.PGPNum)
+	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:
+		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package osdmap
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/shoal-project/shoal/crush"
+)
+
+// Epoch numbers OSD map versions; every change makes a new epoch.
+type Epoch uint32
+
+// Weight and affinity constants, 16.16 fixed point as in Ceph.
+const (
+	WeightIn                      = 0x10000 // CEPH_OSD_IN
+	WeightOut                     = 0       // CEPH_OSD_OUT
+	DefaultPrimaryAffinity uint32 = 0x10000
+)
+
+// NoOSD is the "no OSD" value in mapping results (a hole in an erasure
+// acting set); equal to CRUSH's ItemNone.
+const NoOSD = crush.ItemNone
+
+// OSD is one OSD's entry. An OSD that does not exist is the zero value.
+type OSD struct {
+	Exists          bool
+	Up              bool
+	Weight          uint32 // in/out reweight: 0 out … 0x10000 fully in
+	PrimaryAffinity uint32 // 0 … 0x10000: chance to be primary of its PGs
+	Addr            string // host:port of its messenger, when up
+}
+
+// In reports whether the OSD receives data (reweight above zero).
+func (o OSD) In() bool { return o.Weight > 0 }
+
+// Map is one epoch of the OSD map. Treat it as immutable once published:
+// changes go through Apply, which returns a new Map.
+type Map struct {
+	Epoch       Epoch
+	FSID        string
+	Pools       map[int64]*Pool
+	PoolMax     int64 // highest pool id ever used
+	OSDs        []OSD // index = OSD id; len = max_osd
+	Crush       *crush.Map
+	PGTemp      map[PGID][]int32
+	PrimaryTemp map[PGID]int32
+}
+
+// Errors callers branch on.
+var (
+	// ErrNoPool means the pool id or name is not in the map.
+	ErrNoPool = errors.New("no such pool")
+	// ErrEpoch means an incremental does not follow the map's epoch.
+	ErrEpoch = errors.New("incremental does not follow this epoch")
+)
+
+// New returns an empty map at epoch 0 holding the given CRUSH map.
+func New(fsid string, c *crush.Map) *Map {
+	return &Map{FSID: fsid, Pools: map[int64]*Pool{}, Crush: c,
+		PGTemp: map[PGID][]int32{}, PrimaryTemp: map[PGID]int32{}}
+}
+
+// Pool returns the pool with the given id.
+func (m *Map) Pool(id int64) (*Pool, error) {
+	p, ok := m.Pools[id]
+	if !ok {
+		return nil, fmt.Errorf("pool %d: %w", id, ErrNoPool)
+	}
+	return p, nil
+}
+
+// PoolByName returns the pool with the given name.
+func (m *Map) PoolByName(name string) (*Pool, error) {
+	for _, p := range m.Pools {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("pool %q: %w", name, ErrNoPool)
+}
+
+// PoolIDs returns the pool ids in increasing order.
+func (m *Map) PoolIDs() []int64 {
+	ids := make([]int64, 0, len(m.Pools))
+	for id := range m.Pools {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// MaxOSD is the size of the OSD id space.
+func (m *Map) MaxOSD() int32 { return int32(len(m.OSDs)) }
+
+func (m *Map) exists(o int32) bool { return o >= 0 && int(o) < len(m.OSDs) && m.OSDs[o].Exists }
+
+func (m *Map) isUp(o int32) bool { return m.exists(o) && m.OSDs[o].Up }
+
+// weights is the per-OSD reweight vector CRUSH reads.
+func (m *Map) weights() []uint32 {
+	w := make([]uint32, len(m.OSDs))
+	for i, o := range m.OSDs {
+		if o.Exists {
+			w[i] = o.Weight
+		}
+	}
+	return w
+}
+
+// ObjectToPG maps an object name (in a namespace, "" for none) in a pool to
+// its PG. The PG's seed is already folded to the pool's pg_num.
+func (m *Map) ObjectToPG(pool int64, name, namespace string) (PGID, error) {
+	p, err := m.Pool(pool)
+	if err != nil {
+		return PGID{}, err
+	}
+	raw := PGID{Pool: pool, Seed: p.HashKey(name, namespace)}
+	return p.RawPGToPG(raw), nil
+}
+
+// Mapping is where a PG lives.
+type Mapping struct {
+	Raw           []int32 // CRUSH's choice, nonexistent OSDs removed
+	Up            []int32 // Raw without down OSDs
+	UpPrimary     int32   // -1 when Up is empty
+	Acting        []int32 // pg_temp, else Up
+	ActingPrimary int32   // primary_temp, else Acting's first, -1 if none
+}
+
+// MapPG computes a PG's raw, up and acting sets and primaries
+// (OSDMap::_pg_to_up_acting_osds). The PG's seed may be raw or folded.
+func (m *Map) MapPG(pg PGID) (Mapping, error) {
+	p, err := m.Pool(pg.Pool)
+	if err != nil {
+		return Mapping{}, err
+	}
+	return m.mapPG(p, pg, m.weights()), nil
+}
+
+func (m *Map) mapPG(p *Pool, pg PGID, weights []uint32) Mapping {
+	var mp Mapping
+	pps := p.PlacementSeed(pg)
+	// A rule serves only pools of its own type (CrushWrapper::find_rule).
+	if m.Crush != nil {
+		if r := m.Crush.Rule(p.CrushRule); r != nil && r.Type == uint8(p.Type) {
+			mp.Raw = m.Crush.DoRule(p.CrushRule, pps, p.Size, weights, nil)
+		}
+	}
+	// remove OSDs that do not exist
+	if p.CanShiftOSDs() {
+		out := mp.Raw[:0]
+		for _, o := range mp.Raw {
+			if m.exists(o) {
+				out = append(out, o)
+			}
+		}
+		mp.Raw = out
+	} else {
+		for i, o := range mp.Raw {
+			if !m.exists(o) {
+				mp.Raw[i] = NoOSD
+			}
+		}
+	}
+	// up: without down OSDs
+	for _, o := range mp.Raw {
+		switch {
+		case m.isUp(o):
+			mp.Up = append(mp.Up, o)
+		case !p.CanShiftOSDs():
+			mp.Up = append(mp.Up, NoOSD)
+		}
+	}
+	mp.UpPrimary = pickPrimary(mp.Up)
+	m.applyPrimaryAffinity(pps, p, mp.Up, &mp.UpPrimary)
+	// acting: pg_temp / primary_temp override
+	folded := p.RawPGToPG(pg)
+	temp, tempPrimary := m.tempOSDs(p, folded)
+	if len(temp) > 0 {
+		mp.Acting = temp
+	} else {
+		mp.Acting = append([]int32(nil), mp.Up...)
+	}
+	mp.ActingPrimary = tempPrimary
+	if len(temp) == 0 && tempPrimary == -1 {
+		mp.ActingPrimary = mp.UpPrimary
+	}
+	return mp
+}
+
+func pickPrimary(osds []int32) int32 {
+	for _, o := range osds {
+		if o != NoOSD {
+			return o
+		}
+	}
+	return -1
+}
+
+// applyPrimaryAffinity lets an OSD with primary affinity a < 1 decline to
+// be primary for a fraction 1-a of its PGs; the next OSD willing takes the
+// role (replicated pools move it to the front). OSDMap::_apply_primary_affinity.
+func (m *Map) applyPrimaryAffinity(seed uint32, p *Pool, osds []int32, primary *int32) {
+	any := false
+	for _, o := range osds {
+		if o != NoOSD && m.OSDs[o].PrimaryAffinity != DefaultPrimaryAffinity {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	pos := -1
+	for i, o := range osds {
+		if o == NoOSD {
+			continue
+		}
+		a := m.OSDs[o].PrimaryAffinity
+		if a < DefaultPrimaryAffinity && crushHash2(seed, uint32(o))>>16 >= a {
+			if pos < 0 {
+				pos = i // fallback if nobody else accepts
+			}
+			continue
+		}
+		pos = i
+		break
+	}
+	if pos < 0 {
+		return
+	}
+	*primary = osds[pos]
+	if p.CanShiftOSDs() && pos > 0 {
+		copy(osds[1:pos+1], osds[:pos])
+		osds[0] = *primary
+	}
+}
+
+// tempOSDs returns the pg_temp acting set (down or missing OSDs dropped, or
+// holes for erasure pools) and the temp primary, -1 when none.
+func (m *Map) tempOSDs(p *Pool, pg PGID) ([]int32, int32) {
+	var temp []int32
+	for _, o := range m.PGTemp[pg] {
+		switch {
+		case m.isUp(o):
+			temp = append(temp, o)
+		case !p.CanShiftOSDs():
+			temp = append(temp, NoOSD)
+		}
+	}
+	if pt, ok := m.PrimaryTemp[pg]; ok {
+		return temp, pt
+	}
+	return temp, pickPrimary(temp)
+}
+
+// PGMappings maps every PG of a pool, in seed order, computing the weight
+// vector once.
+func (m *Map) PGMappings(pool int64) ([]Mapping, error) {
+	p, err := m.Pool(pool)
+	if err != nil {
+		return nil, err
+	}
+	w := m.weights()
+	out := make([]Mapping, p.PGNum)
+	for s := range out {
+		out[s] = m.mapPG(p, PGID{Pool: pool, Seed: uint32(s)}, w)
+	}
+	return out, nil
+}

@@ -1,0 +1,131 @@
+package osdmap
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// PoolType is a pool's protection scheme, numbered as Ceph's
+// pg_pool_t::TYPE_*.
+type PoolType uint8
+
+// Pool types.
+const (
+	PoolReplicated PoolType = 1
+	PoolErasure    PoolType = 3
+)
+
+func (t PoolType) String() string {
+	switch t {
+	case PoolReplicated:
+		return "replicated"
+	case PoolErasure:
+		return "erasure"
+	}
+	return fmt.Sprintf("type%d", uint8(t))
+}
+
+// Pool flags (Ceph's pg_pool_t::FLAG_*).
+const (
+	// FlagHashPSPool mixes the pool id into the CRUSH input so that pools'
+	// PGs land on different OSDs; on by default.
+	FlagHashPSPool uint64 = 1 << 0
+	// FlagECOverwrites allows partial overwrites on an erasure pool.
+	FlagECOverwrites uint64 = 1 << 17
+)
+
+// Object hash functions (Ceph's CEPH_STR_HASH_*).
+const (
+	HashLinux    = 1
+	HashRjenkins = 2
+)
+
+// Pool is one pool's placement parameters.
+type Pool struct {
+	ID         int64
+	Name       string
+	Type       PoolType
+	Size       int // replicas, or k+m shards
+	MinSize    int // fewest acting OSDs that still accept writes
+	PGNum      uint32
+	PGPNum     uint32 // PGs used for placement (≤ PGNum while splitting)
+	CrushRule  int
+	ECProfile  string // erasure-code profile name for erasure pools
+	Flags      uint64
+	ObjectHash uint8
+}
+
+// CanShiftOSDs reports whether OSDs may move positions in the acting set:
+// true for replicated pools; erasure pools keep shard positions fixed.
+func (p *Pool) CanShiftOSDs() bool { return p.Type == PoolReplicated }
+
+// cbitsMask returns (1 << bits(n-1)) - 1, Ceph's pg_num_mask.
+func cbitsMask(n uint32) uint32 {
+	if n == 0 {
+		return 0
+	}
+	return 1<<bits.Len32(n-1) - 1
+}
+
+// StableMod is Ceph's ceph_stable_mod: x mod b such that growing b moves
+// only the inputs that must move (PG splitting keeps children near their
+// parents). bmask is (next power of two ≥ b) - 1.
+func StableMod(x, b, bmask uint32) uint32 {
+	if x&bmask < b {
+		return x & bmask
+	}
+	return x & (bmask >> 1)
+}
+
+// RawPGToPG folds a raw placement seed into one of the pool's pg_num PGs.
+func (p *Pool) RawPGToPG(pg PGID) PGID {
+	return PGID{Pool: pg.Pool, Seed: StableMod(pg.Seed, p.PGNum, cbitsMask(p.PGNum))}
+}
+
+// PlacementSeed is the CRUSH input for a PG (pg_pool_t::raw_pg_to_pps).
+func (p *Pool) PlacementSeed(pg PGID) uint32 {
+	ps := StableMod(pg.Seed, p.PGPNum, cbitsMask(p.PGPNum))
+	if p.Flags&FlagHashPSPool != 0 {
+		return crushHash2(ps, uint32(p.ID))
+	}
+	return ps + uint32(p.ID)
+}
+
+// HashKey hashes an object name (in a namespace) to its raw placement seed.
+func (p *Pool) HashKey(name, namespace string) uint32 {
+	key := name
+	if namespace != "" {
+		key = namespace + "\x1f" + name
+	}
+	if p.ObjectHash == HashLinux {
+		return StrHashLinux(key)
+	}
+	return StrHashRjenkins(key)
+}
+
+// PGID names a placement group: pool and seed, printed "pool.seedhex".
+type PGID struct {
+	Pool int64
+	Seed uint32
+}
+
+func (pg PGID) String() string { return fmt.Sprintf("%d.%x", pg.Pool, pg.Seed) }
+
+// ParsePGID parses "1.2f".
+func ParsePGID(s string) (PGID, error) {
+	pool, seed, ok := strings.Cut(s, ".")
+	if !ok {
+		return PGID{}, fmt.Errorf("pgid %q: want POOL.SEED (seed in hex)", s)
+	}
+	p, err := strconv.ParseInt(pool, 10, 64)
+	if err != nil || p < 0 {
+		return PGID{}, fmt.Errorf("pgid %q: bad pool id", s)
+	}
+	sd, err := strconv.ParseUint(seed, 16, 32)
+	if err != nil {
+		return PGID{}, fmt.Errorf("pgid %q: bad seed (hex)", s)
+	}
+	return PGID{Pool: p, Seed: uint32(sd)}, nil
+}
