@@ -287,12 +287,14 @@ func TestCrushtoolRandomMaps(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("map%d", i), func(t *testing.T) {
 			src, rules := mapgen.Generate(rng, spec)
+			defer func() {
+				if t.Failed() {
+					t.Logf("spec %+v\nsource:\n%s", spec, src)
+				}
+			}()
 			ndev := spec.HostsPerRack * max(spec.Racks, 1) * spec.OSDsPerHost
 			dec, tests := runCrushtool(t, src, invocations(rng, rules, ndev, 127))
 			checkVector(t, []byte(src), dec, tests)
-			if t.Failed() {
-				t.Logf("spec %+v\nsource:\n%s", spec, src)
-			}
 		})
 	}
 }

@@ -13,7 +13,11 @@ import (
 type SyntaxError struct {
 	Line, Col int // 1-based
 	Msg       string
+	Err       error // a sentinel such as ErrUnsupported, or nil
 }
+
+// Unwrap returns the sentinel the error carries, if any.
+func (e *SyntaxError) Unwrap() error { return e.Err }
 
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
@@ -72,7 +76,7 @@ func lex(src []byte) ([]token, error) {
 			col += j - i
 			i = j
 		default:
-			return nil, &SyntaxError{line, col, fmt.Sprintf("unexpected character %q", c)}
+			return nil, &SyntaxError{line, col, fmt.Sprintf("unexpected character %q", c), nil}
 		}
 	}
 	return toks, nil
@@ -100,7 +104,7 @@ func (p *parser) next() token {
 }
 
 func (p *parser) errAt(t token, format string, args ...any) error {
-	return &SyntaxError{t.line, t.col, fmt.Sprintf(format, args...)}
+	return &SyntaxError{t.line, t.col, fmt.Sprintf(format, args...), nil}
 }
 
 func (p *parser) expect(word string) (token, error) {
@@ -292,7 +296,7 @@ func Compile(src []byte) (*Map, error) {
 			}
 			rules = append(rules, r)
 		case "choose_args":
-			return nil, p.errAt(t, "choose_args (weight sets): %v", ErrUnsupported)
+			return nil, &SyntaxError{t.line, t.col, "choose_args (weight sets) are not supported", ErrUnsupported}
 		default:
 			if len(rules) > 0 {
 				return nil, p.errAt(t, "buckets must be defined before rules")
@@ -307,7 +311,12 @@ func Compile(src []byte) (*Map, error) {
 	if err := m.buildBuckets(p, buckets); err != nil {
 		return nil, err
 	}
-	if len(rules) > 0 {
+	if len(rules) > 0 && len(m.classes) > 0 {
+		for _, src := range buckets {
+			if src.alg == AlgUniform {
+				return nil, p.errAt(src.name, "uniform bucket %q cannot hold device-class shadow trees; use straw2 (Ceph cannot build them either)", src.name.text)
+			}
+		}
 		m.populateClasses()
 	}
 	for _, r := range rules {

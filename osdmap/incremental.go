@@ -126,6 +126,10 @@ func sortedIDs[V any](m map[int32]V) []int32 {
 	return ids
 }
 
+// MaxPGNum bounds a pool's pg_num (Ceph's mon_max_pool_pg_num defaults to
+// 65536; this is a hard ceiling for maps of any origin).
+const MaxPGNum = 1 << 20
+
 // validate checks a pool's parameters.
 func (p *Pool) validate() error {
 	switch {
@@ -139,8 +143,8 @@ func (p *Pool) validate() error {
 		return fmt.Errorf("pool %q: size %d outside [1, 32]", p.Name, p.Size)
 	case p.MinSize < 1 || p.MinSize > p.Size:
 		return fmt.Errorf("pool %q: min_size %d outside [1, size %d]", p.Name, p.MinSize, p.Size)
-	case p.PGNum < 1 || p.PGPNum < 1 || p.PGPNum > p.PGNum:
-		return fmt.Errorf("pool %q: pg_num %d / pgp_num %d: want 1 ≤ pgp_num ≤ pg_num", p.Name, p.PGNum, p.PGPNum)
+	case p.PGNum < 1 || p.PGPNum < 1 || p.PGPNum > p.PGNum || p.PGNum > MaxPGNum:
+		return fmt.Errorf("pool %q: pg_num %d / pgp_num %d: want 1 ≤ pgp_num ≤ pg_num ≤ %d", p.Name, p.PGNum, p.PGPNum, MaxPGNum)
 	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:
 		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
 	}

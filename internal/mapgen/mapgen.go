@@ -70,7 +70,14 @@ func Generate(rng *rand.Rand, s Spec) (string, []Rule) {
 	}
 	pickAlg := func() string {
 		if s.Alg == "mixed" {
-			return algs[rng.Intn(len(algs))]
+			a := algs[rng.Intn(len(algs))]
+			if (a == "uniform" || a == "tree") && s.Classes {
+				// Ceph cannot clone uniform buckets into class shadow
+				// trees, and clones tree buckets with uninitialised node
+				// weights (nondeterministic crushtool output).
+				a = "straw2"
+			}
+			return a
 		}
 		return s.Alg
 	}
@@ -136,8 +143,14 @@ func Generate(rng *rand.Rand, s Spec) (string, []Rule) {
 	rule("replicated_osd", "replicated", "\tstep take default\n\tstep choose firstn 0 type osd\n\tstep emit\n", []int{2, 3})
 	rule("ec", "erasure", "\tstep set_chooseleaf_tries 5\n\tstep set_choose_tries 100\n\tstep take default\n\tstep chooseleaf indep 0 type "+failureDomain+"\n\tstep emit\n", []int{3, 6, 11})
 	rule("ec_osd", "erasure", "\tstep set_choose_tries 100\n\tstep take default\n\tstep choose indep 0 type osd\n\tstep emit\n", []int{5, 11})
-	if s.Classes {
+	has := map[string]bool{}
+	for _, c := range classOf {
+		has[c] = true
+	}
+	if has["hdd"] {
 		rule("replicated_hdd", "replicated", "\tstep take default class hdd\n\tstep chooseleaf firstn 0 type host\n\tstep emit\n", []int{3})
+	}
+	if has["ssd"] {
 		rule("ec_ssd", "erasure", "\tstep set_chooseleaf_tries 5\n\tstep take default class ssd\n\tstep chooseleaf indep 0 type "+failureDomain+"\n\tstep emit\n", []int{6})
 	}
 	if s.Racks >= 2 {
