@@ -48,9 +48,8 @@ func Hash32_2(a, b uint32) uint32 {
 	h := hashSeed ^ a ^ b
 	x, y := uint32(231232), uint32(1232)
 	a, b, h = hashMix(a, b, h)
-	x, a, h = hashMix(x, a, h)
+	_, _, h = hashMix(x, a, h)
 	_, _, h = hashMix(b, y, h)
-	_ = x
 	return h
 }
 
@@ -60,8 +59,8 @@ func Hash32_3(a, b, c uint32) uint32 {
 	x, y := uint32(231232), uint32(1232)
 	a, b, h = hashMix(a, b, h)
 	c, x, h = hashMix(c, x, h)
-	y, a, h = hashMix(y, a, h)
-	b, x, h = hashMix(b, x, h)
+	y, _, h = hashMix(y, a, h)
+	_, _, h = hashMix(b, x, h)
 	_, _, h = hashMix(y, c, h)
 	return h
 }
@@ -72,9 +71,9 @@ func Hash32_4(a, b, c, d uint32) uint32 {
 	x, y := uint32(231232), uint32(1232)
 	a, b, h = hashMix(a, b, h)
 	c, d, h = hashMix(c, d, h)
-	a, x, h = hashMix(a, x, h)
-	y, b, h = hashMix(y, b, h)
-	c, x, h = hashMix(c, x, h)
+	_, x, h = hashMix(a, x, h)
+	y, _, h = hashMix(y, b, h)
+	_, _, h = hashMix(c, x, h)
 	_, _, h = hashMix(y, d, h)
 	return h
 }

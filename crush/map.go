@@ -297,7 +297,11 @@ func (m *Map) splitShadow(id int32) (orig int32, class string, ok bool) {
 }
 
 // IsShadow reports whether a bucket is a device-class shadow bucket.
-func IsShadow(b *Bucket) bool { return strings.Contains(b.Name, "~") }
+func IsShadow(b *Bucket) bool { return IsShadowName(b.Name) }
+
+// IsShadowName reports whether a bucket name is a shadow bucket's
+// ("<bucket>~<class>").
+func IsShadowName(name string) bool { return strings.Contains(name, "~") }
 
 // itemWeight is crush_get_bucket_item_weight: the weight of the i-th item.
 func (b *Bucket) itemWeight(i int) uint32 { return b.ItemWeights[i] }

@@ -137,18 +137,9 @@ func isOut(weights []uint32, item int32, x uint32) bool {
 	return Hash32_2(x, uint32(item))&0xffff >= w
 }
 
-func (m *Map) itemType(item int32) int32 {
-	if item < 0 {
-		return m.buckets[-1-item].Type
-	}
-	return 0
-}
-
 type chooseArgs struct {
 	weights          []uint32
 	x                uint32
-	tries            uint32
-	recurseTries     uint32
 	localRetries     uint32
 	localFallbackTry uint32
 	varyR            uint32

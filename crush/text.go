@@ -167,13 +167,12 @@ type bucketSrc struct {
 }
 
 type stepSrc struct {
-	op          Op
-	arg1        int32
-	target      token // take
-	class       token // take ... class
-	typeName    token // choose
-	hasClass    bool
-	requireType bool
+	op       Op
+	arg1     int32
+	target   token // take
+	class    token // take ... class
+	typeName token // choose
+	hasClass bool
 }
 
 type ruleSrc struct {

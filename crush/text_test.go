@@ -233,3 +233,14 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// crush_ln(2^k - 1) is exactly k·2^44 (log2 of a power of two needs no
+// table refinement): an independent check of the fixed-point core.
+func TestLnPowersOfTwo(t *testing.T) {
+	for k := 0; k < 16; k++ {
+		u := uint32(1)<<k - 1
+		if got, want := crush.CrushLnForTest(u), uint64(k)<<44; got != want {
+			t.Errorf("crush_ln(%d) = %#x, want %#x (log2(%d) = %d)", u, got, want, u+1, k)
+		}
+	}
+}

@@ -119,6 +119,32 @@ func crushCmd() *cobra.Command {
 	f.BoolVar(&o.ShowUtilAll, "show-utilization-all", false, "as --show-utilization, with zero-weight devices")
 	f.BoolVar(&o.ShowStatistics, "show-statistics", false, "print result-size statistics")
 
-	cmd.AddCommand(compile, decompile, test)
+	var spec crush.SimpleSpec
+	build := &cobra.Command{
+		Use:   "build [-o OUT.txt]",
+		Short: "Write a regular hierarchy (root > racks > hosts > OSDs) as a text map (crushtool --build)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			text, err := crush.SimpleText(spec)
+			if err != nil {
+				return err
+			}
+			m, err := crush.Compile([]byte(text))
+			if err != nil {
+				return err
+			}
+			return writeOutput(out, m.Decompile())
+		},
+	}
+	bf := build.Flags()
+	bf.StringVarP(&out, "outfn", "o", "-", "output file (- for stdout)")
+	bf.IntVar(&spec.Racks, "racks", 0, "racks (0: hosts directly under the root)")
+	bf.IntVar(&spec.HostsPerRack, "hosts-per-rack", 3, "hosts per rack (or in total without racks)")
+	bf.IntVar(&spec.OSDsPerHost, "osds-per-host", 1, "OSDs per host")
+	bf.Float64Var(&spec.Weight, "weight", 1, "CRUSH weight of each OSD (conventionally TiB)")
+	bf.StringVar(&spec.Class, "device-class", "", "device class of every OSD")
+	bf.StringVar(&spec.FailureDomain, "failure-domain", "host", "bucket type the default rules spread replicas across")
+
+	cmd.AddCommand(compile, decompile, test, build)
 	return cmd
 }
