@@ -198,6 +198,7 @@ func Decode(b []byte) (*Map, error) {
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
 	}
+	m.crushWeights = m.computeWeights()
 	return m, nil
 }
 

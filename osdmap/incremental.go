@@ -47,6 +47,7 @@ func (m *Map) Clone() *Map {
 	if n.PrimaryTemp == nil {
 		n.PrimaryTemp = map[PGID]int32{}
 	}
+	n.crushWeights = nil
 	return &n
 }
 
@@ -114,6 +115,7 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 			n.PrimaryTemp[pg] = o
 		}
 	}
+	n.crushWeights = n.computeWeights()
 	return n, nil
 }
 

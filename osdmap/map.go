@@ -34,8 +34,9 @@ type OSD struct {
 // In reports whether the OSD receives data (reweight above zero).
 func (o OSD) In() bool { return o.Weight > 0 }
 
-// Map is one epoch of the OSD map. Treat it as immutable once published:
-// changes go through Apply, which returns a new Map.
+// Map is one epoch of the OSD map. It is immutable once made by Apply or
+// Decode (mapping caches derived state); changes go through Apply, which
+// returns a new Map. Safe for concurrent reads.
 type Map struct {
 	Epoch       Epoch
 	FSID        string
@@ -45,6 +46,10 @@ type Map struct {
 	Crush       *crush.Map
 	PGTemp      map[PGID][]int32
 	PrimaryTemp map[PGID]int32
+
+	// crushWeights caches weights() for maps made by Apply or Decode,
+	// which are never modified afterwards.
+	crushWeights []uint32
 }
 
 // Errors callers branch on.
@@ -97,8 +102,16 @@ func (m *Map) exists(o int32) bool { return o >= 0 && int(o) < len(m.OSDs) && m.
 
 func (m *Map) isUp(o int32) bool { return m.exists(o) && m.OSDs[o].Up }
 
-// weights is the per-OSD reweight vector CRUSH reads.
+// weights is the per-OSD reweight vector CRUSH reads (0 for OSDs that do
+// not exist).
 func (m *Map) weights() []uint32 {
+	if len(m.crushWeights) == len(m.OSDs) && m.crushWeights != nil {
+		return m.crushWeights
+	}
+	return m.computeWeights()
+}
+
+func (m *Map) computeWeights() []uint32 {
 	w := make([]uint32, len(m.OSDs))
 	for i, o := range m.OSDs {
 		if o.Exists {
