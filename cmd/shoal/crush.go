@@ -95,7 +95,7 @@ func crushCmd() *cobra.Command {
 				d, err1 := strconv.ParseInt(weights[i], 10, 32)
 				w, err2 := strconv.ParseFloat(weights[i+1], 64)
 				if err1 != nil || err2 != nil || w < 0 || w > 1 {
-					return fmt.Errorf("--weight %s %s: want a device id and a weight in [0,1]", weights[i], weights[i+1])
+					return fmt.Errorf("--weight %s,%s: want DEVICE,WEIGHT with WEIGHT in [0,1]", weights[i], weights[i+1])
 				}
 				o.Reweight[int32(d)] = w
 			}

@@ -10,6 +10,13 @@ import (
 )
 
 func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "shoal:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "shoal",
 		Short:         "Shoal: scale-out software-defined storage (RADOS-style object store, CRUSH placement)",
@@ -17,10 +24,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(crushCmd(), osdmapCmd(), upCmd())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "shoal:", err)
-		os.Exit(1)
-	}
+	return root
 }
 
 func upCmd() *cobra.Command {
