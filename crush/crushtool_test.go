@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/golden"
 	"github.com/shoal-project/shoal/internal/mapgen"
 )
 
@@ -163,7 +164,7 @@ func checkVector(t *testing.T, src, decompiled, tests []byte) {
 		t.Fatalf("compile source: %v", err)
 	}
 	if got := m.Decompile(); !bytes.Equal(got, decompiled) {
-		t.Errorf("decompiled source differs from crushtool -d:\n%s", firstDiff(got, decompiled))
+		t.Errorf("decompiled source differs from crushtool -d:\n%s", golden.FirstDiff(got, decompiled, "shoal", "crushtool"))
 	}
 	m2, err := crush.Compile(decompiled)
 	if err != nil {
@@ -175,7 +176,7 @@ func checkVector(t *testing.T, src, decompiled, tests []byte) {
 		t.Fatalf("compile second generation: %v", err)
 	}
 	if d3 := m3.Decompile(); !bytes.Equal(d3, d2) {
-		t.Errorf("decompile is not a fixed point:\n%s", firstDiff(d3, d2))
+		t.Errorf("decompile is not a fixed point:\n%s", golden.FirstDiff(d3, d2, "third", "second"))
 	}
 	var args []string
 	var want strings.Builder
@@ -190,7 +191,7 @@ func checkVector(t *testing.T, src, decompiled, tests []byte) {
 			t.Fatal(err)
 		}
 		if got.String() != want.String() {
-			t.Errorf("crushtool --test %s: output differs:\n%s", strings.Join(args, " "), firstDiff(got.Bytes(), []byte(want.String())))
+			t.Errorf("crushtool --test %s: output differs:\n%s", strings.Join(args, " "), golden.FirstDiff(got.Bytes(), []byte(want.String()), "shoal", "crushtool"))
 		}
 	}
 	for _, line := range strings.SplitAfter(string(tests), "\n") {
@@ -206,23 +207,6 @@ func checkVector(t *testing.T, src, decompiled, tests []byte) {
 	if blocks == 0 {
 		t.Fatal("no test blocks in vector")
 	}
-}
-
-func firstDiff(got, want []byte) string {
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("line %d:\n  shoal:     %q\n  crushtool: %q", i+1, gl, wl)
-		}
-	}
-	return "(identical lines, different bytes)"
 }
 
 func TestCrushtoolVectors(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/golden"
 	"github.com/shoal-project/shoal/internal/mapgen"
 	"github.com/shoal-project/shoal/osdmap"
 )
@@ -211,7 +212,7 @@ func TestOsdmaptoolVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want := read("pgs.out"); !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("--test-map-pgs-dump-all differs:\n%s", firstDiff(got.Bytes(), want))
+				t.Errorf("--test-map-pgs-dump-all differs:\n%s", golden.FirstDiff(got.Bytes(), want, "shoal", "osdmaptool"))
 			}
 			got.Reset()
 			for _, line := range strings.Split(strings.TrimSuffix(string(read("objects.out")), "\n"), "\n") {
@@ -221,25 +222,8 @@ func TestOsdmaptoolVectors(t *testing.T) {
 				}
 			}
 			if want := read("objects.out"); !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("--test-map-object differs:\n%s", firstDiff(got.Bytes(), want))
+				t.Errorf("--test-map-object differs:\n%s", golden.FirstDiff(got.Bytes(), want, "shoal", "osdmaptool"))
 			}
 		})
 	}
-}
-
-func firstDiff(got, want []byte) string {
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("line %d:\n  shoal:      %q\n  osdmaptool: %q", i+1, gl, wl)
-		}
-	}
-	return "(identical lines, different bytes)"
 }

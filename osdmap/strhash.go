@@ -1,39 +1,11 @@
 package osdmap
 
-import "github.com/shoal-project/shoal/crush"
+import (
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/jenkins"
+)
 
 func crushHash2(a, b uint32) uint32 { return crush.Hash32_2(a, b) }
-
-func mix(a, b, c uint32) (uint32, uint32, uint32) {
-	a -= b
-	a -= c
-	a ^= c >> 13
-	b -= c
-	b -= a
-	b ^= a << 8
-	c -= a
-	c -= b
-	c ^= b >> 13
-	a -= b
-	a -= c
-	a ^= c >> 12
-	b -= c
-	b -= a
-	b ^= a << 16
-	c -= a
-	c -= b
-	c ^= b >> 5
-	a -= b
-	a -= c
-	a ^= c >> 3
-	b -= c
-	b -= a
-	b ^= a << 10
-	c -= a
-	c -= b
-	c ^= b >> 15
-	return a, b, c
-}
 
 // StrHashRjenkins is Bob Jenkins' lookup2 hash of a string (public domain,
 // http://burtleburtle.net/bob/hash/evahash.html) with Ceph's initial values
@@ -47,7 +19,7 @@ func StrHashRjenkins(s string) uint32 {
 		a += uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
 		b += uint32(k[4]) | uint32(k[5])<<8 | uint32(k[6])<<16 | uint32(k[7])<<24
 		c += uint32(k[8]) | uint32(k[9])<<8 | uint32(k[10])<<16 | uint32(k[11])<<24
-		a, b, c = mix(a, b, c)
+		a, b, c = jenkins.Mix(a, b, c)
 		k = k[12:]
 	}
 	c += length
@@ -64,7 +36,7 @@ func StrHashRjenkins(s string) uint32 {
 			a += v
 		}
 	}
-	_, _, c = mix(a, b, c)
+	_, _, c = jenkins.Mix(a, b, c)
 	return c
 }
 
