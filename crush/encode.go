@@ -119,7 +119,7 @@ func Decode(d *wire.Decoder) (*Map, error) {
 	}
 	for n := d.Count(12); n > 0; n-- {
 		dev := &Device{ID: d.I32(), Name: d.String(), Class: d.String()}
-		if dev.ID < 0 || m.devices[dev.ID] != nil {
+		if dev.ID < 0 || dev.ID > MaxDeviceID || m.devices[dev.ID] != nil {
 			d.Fail("device id %d negative or repeated", dev.ID)
 		}
 		m.devices[dev.ID] = dev
@@ -137,7 +137,7 @@ func Decode(d *wire.Decoder) (*Map, error) {
 			sum += uint64(b.ItemWeights[i])
 		}
 		switch {
-		case b.ID >= 0 || b.ID < -1<<20:
+		case b.ID >= 0 || b.ID < MinBucketID:
 			d.Fail("bucket id %d out of range", b.ID)
 		case m.Bucket(b.ID) != nil:
 			d.Fail("bucket id %d repeated", b.ID)

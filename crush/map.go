@@ -460,3 +460,20 @@ func calcStraws(weights []uint32, version uint8) []uint32 {
 	}
 	return straws
 }
+
+// MaxRetries is the largest retry count the map asks for, from its
+// tunables or any rule's set_*_tries step. Mapping an unsatisfiable rule
+// costs up to about MaxRetries² bucket draws per input, so code that maps
+// untrusted maps can bound its work by checking it first.
+func (m *Map) MaxRetries() uint32 {
+	t := m.Tunables
+	r := max(t.ChooseTotalTries, t.ChooseLocalTries, t.ChooseLocalFallbackTries)
+	for _, rule := range m.Rules() {
+		for _, s := range rule.Steps {
+			if s.Op >= OpSetChooseTries && s.Arg1 > 0 {
+				r = max(r, uint32(s.Arg1))
+			}
+		}
+	}
+	return r
+}

@@ -23,6 +23,13 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
 }
 
+// Id limits: far beyond any real cluster, and small enough that tables
+// indexed by id stay allocatable.
+const (
+	MaxDeviceID = 1<<20 - 1
+	MinBucketID = -(1 << 20)
+)
+
 // ErrUnsupported marks text-map features Shoal parses but does not
 // implement; Compile refuses them rather than place data differently.
 var ErrUnsupported = errors.New("unsupported")
@@ -187,6 +194,15 @@ type ruleSrc struct {
 var tunableNames = []string{"choose_local_tries", "choose_local_fallback_tries", "choose_total_tries",
 	"chooseleaf_descend_once", "chooseleaf_vary_r", "chooseleaf_stable", "straw_calc_version", "allowed_bucket_algs"}
 
+// tunableMax is the largest value a tunable's field holds.
+func tunableMax(name string) int64 {
+	switch name {
+	case "chooseleaf_vary_r", "chooseleaf_stable", "straw_calc_version":
+		return math.MaxUint8
+	}
+	return math.MaxInt32
+}
+
 func setTunable(t *Tunables, name string, v int32) bool {
 	switch name {
 	case "choose_local_tries":
@@ -244,9 +260,12 @@ func Compile(src []byte) (*Map, error) {
 			if err != nil {
 				return nil, err
 			}
-			v, _, err := p.integer("tunable value")
+			v, vt, err := p.integer("tunable value")
 			if err != nil {
 				return nil, err
+			}
+			if limit := tunableMax(n.text); v < 0 || int64(v) > limit {
+				return nil, p.errAt(vt, "tunable %s must be in [0, %d], found %d", n.text, limit, v)
 			}
 			if !setTunable(&m.Tunables, n.text, v) {
 				return nil, p.errAt(n, "unknown tunable %q (known: %s)", n.text, strings.Join(tunableNames, ", "))
@@ -256,8 +275,8 @@ func Compile(src []byte) (*Map, error) {
 			if err != nil {
 				return nil, err
 			}
-			if id < 0 {
-				return nil, p.errAt(idt, "device id must be >= 0, found %d", id)
+			if id < 0 || id > MaxDeviceID {
+				return nil, p.errAt(idt, "device id must be in [0, %d], found %d", MaxDeviceID, id)
 			}
 			n, err := p.name("device name")
 			if err != nil {
@@ -360,8 +379,8 @@ func (p *parser) parseBucket(typ token) (*bucketSrc, error) {
 			if err != nil {
 				return nil, err
 			}
-			if id >= 0 {
-				return nil, p.errAt(idt, "bucket id must be negative, found %d", id)
+			if id >= 0 || id < MinBucketID {
+				return nil, p.errAt(idt, "bucket id must be in [%d, -1], found %d", MinBucketID, id)
 			}
 			if p.peek().text == "class" {
 				p.next()
