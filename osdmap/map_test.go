@@ -3,6 +3,7 @@ package osdmap_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -441,4 +442,35 @@ func FuzzDecodeIncremental(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Many goroutines may map against one published map at once (clients do);
+// run under -race this checks that mapping shares nothing mutable.
+func TestConcurrentMapping(t *testing.T) {
+	m := testMap(t)
+	want := map[uint32][]int32{}
+	for s := uint32(0); s < 64; s++ {
+		want[s] = mapPG(t, m, 2, s).Acting
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for s := uint32(0); s < 64; s++ {
+				mp, err := m.MapPG(osdmap.PGID{Pool: 2, Seed: s})
+				if err == nil && !slices.Equal(mp.Acting, want[s]) {
+					err = fmt.Errorf("pg 2.%x: %v, want %v", s, mp.Acting, want[s])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
