@@ -2,6 +2,7 @@ package crush_test
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/internal/golden"
@@ -32,16 +34,52 @@ type vectorSpec struct {
 	seed int64
 	spec mapgen.Spec
 	maxX int
+	// src, when set, is a hand-written map tested with invs instead.
+	src  string
+	invs [][]string
+}
+
+const handHeader = "device 0 osd.0 class hdd\ndevice 1 osd.1 class ssd\ndevice 2 osd.2 class hdd\ndevice 3 osd.3 class hdd\n" +
+	"type 0 osd\ntype 1 host\ntype 2 rack\ntype 11 root\n"
+
+const handRule = "rule r {\n id 0\n type replicated\n min_size 1\n max_size 10\n step take default\n step chooseleaf firstn 0 type host\n step emit\n}\n"
+
+func handInvs(extra ...[]string) [][]string {
+	return append([][]string{{"--rule", "0", "--num-rep", "2", "--show-mappings", "--show-bad-mappings", "--min-x", "0", "--max-x", "63"}}, extra...)
 }
 
 var vectorSpecs = []vectorSpec{
-	{"one-host", 1, mapgen.Spec{HostsPerRack: 1, OSDsPerHost: 6, Tunables: "optimal", Alg: "straw2", ZeroWeights: true}, 511},
-	{"three-hosts-classes", 2, mapgen.Spec{HostsPerRack: 3, OSDsPerHost: 4, Tunables: "optimal", Alg: "straw2", Classes: true, ZeroWeights: true}, 511},
-	{"legacy-straw", 3, mapgen.Spec{HostsPerRack: 6, OSDsPerHost: 5, Tunables: "legacy", Alg: "straw", ZeroWeights: true, ExplicitIDs: true}, 255},
-	{"firefly-mixed-algs", 4, mapgen.Spec{Racks: 2, HostsPerRack: 4, OSDsPerHost: 3, Tunables: "firefly", Alg: "mixed"}, 255},
-	{"hammer-straw", 5, mapgen.Spec{HostsPerRack: 5, OSDsPerHost: 4, Tunables: "hammer", Alg: "straw", Classes: true}, 255},
-	{"twelve-hosts", 6, mapgen.Spec{HostsPerRack: 12, OSDsPerHost: 2, Tunables: "optimal", Alg: "straw2", ZeroWeights: true, ExplicitIDs: true}, 255},
-	{"3x10x12-classes", 7, mapgen.Spec{Racks: 3, HostsPerRack: 10, OSDsPerHost: 12, Tunables: "optimal", Alg: "straw2", Classes: true, ZeroWeights: true}, 255},
+	{"one-host", 1, mapgen.Spec{HostsPerRack: 1, OSDsPerHost: 6, Tunables: "optimal", Alg: "straw2", ZeroWeights: true}, 511, "", nil},
+	{"three-hosts-classes", 2, mapgen.Spec{HostsPerRack: 3, OSDsPerHost: 4, Tunables: "optimal", Alg: "straw2", Classes: true, ZeroWeights: true}, 511, "", nil},
+	{"legacy-straw", 3, mapgen.Spec{HostsPerRack: 6, OSDsPerHost: 5, Tunables: "legacy", Alg: "straw", ZeroWeights: true, ExplicitIDs: true}, 255, "", nil},
+	{"firefly-mixed-algs", 4, mapgen.Spec{Racks: 2, HostsPerRack: 4, OSDsPerHost: 3, Tunables: "firefly", Alg: "mixed"}, 255, "", nil},
+	{"hammer-straw", 5, mapgen.Spec{HostsPerRack: 5, OSDsPerHost: 4, Tunables: "hammer", Alg: "straw", Classes: true}, 255, "", nil},
+	{"twelve-hosts", 6, mapgen.Spec{HostsPerRack: 12, OSDsPerHost: 2, Tunables: "optimal", Alg: "straw2", ZeroWeights: true, ExplicitIDs: true}, 255, "", nil},
+	{"3x10x12-classes", 7, mapgen.Spec{Racks: 3, HostsPerRack: 10, OSDsPerHost: 12, Tunables: "optimal", Alg: "straw2", Classes: true, ZeroWeights: true}, 255, "", nil},
+	// crushtool reorders buckets defined before their items by swapping
+	// original positions; buckets without ids take ids in that order.
+	{name: "hand-reorder", src: handHeader +
+		"root default {\n alg straw2\n item rack1\n item hostA\n}\nrack rack1 {\n alg straw2\n item hostB\n}\n" +
+		"host other {\n alg straw2\n item osd.2\n}\nhost hostA {\n alg straw2\n item osd.0\n item osd.3\n}\nhost hostB {\n alg straw2\n item osd.1\n}\n" + handRule,
+		invs: handInvs()},
+	// A first-line `id N class C` is reserved before automatic ids are
+	// given; shadow trees take the text's ids, the rest the lowest free.
+	{name: "hand-class-ids", src: handHeader +
+		"host a {\n id -3 class hdd\n alg straw2\n item osd.0\n item osd.1\n}\nhost b {\n alg straw2\n item osd.2\n item osd.3\n}\n" +
+		"root default {\n id -9 class ssd\n alg straw2\n item a\n item b\n}\n" +
+		"rule r {\n id 0\n type replicated\n min_size 1\n max_size 10\n step take default class hdd\n step chooseleaf firstn 0 type host\n step emit\n}\n",
+		invs: handInvs()},
+	// explicit item positions in uniform and tree buckets; a type name
+	// defined twice resolves to its last definition
+	{name: "hand-pos-types", src: handHeader + "type 3 host\n" +
+		"host h0 {\n alg uniform\n item osd.1 weight 1 pos 1\n item osd.0 weight 1 pos 0\n}\n" +
+		"host h1 {\n alg tree\n item osd.3 weight 2 pos 1\n item osd.2 weight 1\n}\n" +
+		"root default {\n alg straw2\n item h0\n item h1\n}\n" + strings.Replace(handRule, "chooseleaf firstn 0 type host", "choose firstn 0 type host\n step choose firstn 1 type osd", 1),
+		invs: handInvs()},
+	// Ceph stops building class shadow trees at the first uniform bucket
+	// and keeps the ones it made: here "other" has them, "default" not.
+	{name: "hand-uniform-classes", src: "device 0 osd.0 class hdd\ndevice 1 osd.1 class ssd\ndevice 2 osd.2 class hdd\ndevice 3 osd.3 class hdd\ntype 0 osd\ntype 1 host\ntype 11 root\nhost h1 {\n alg tree\n item osd.3 weight 2\n item osd.2 weight 1\n}\nhost h0 {\n alg uniform\n item osd.1 weight 1\n item osd.0 weight 1\n}\nroot default {\n alg straw2\n item h1\n item h0\n}\nroot other {\n alg straw2\n item h1\n}\nrule r {\n id 0\n type replicated\n min_size 1\n max_size 10\n step take default\n step chooseleaf firstn 0 type host\n step emit\n}\n",
+		invs: handInvs()},
 }
 
 // invocations lists the crushtool --test argument sets run against a map.
@@ -121,7 +159,9 @@ func parseArgs(t *testing.T, args []string) crush.TestOptions {
 func crushtool(t *testing.T, args ...string) []byte {
 	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command("crushtool", args...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "crushtool", args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -215,9 +255,14 @@ func TestCrushtoolVectors(t *testing.T) {
 			dir := filepath.Join(vectorDir, vs.name)
 			if *update {
 				rng := rand.New(rand.NewSource(vs.seed))
-				src, rules := mapgen.Generate(rng, vs.spec)
-				ndev := vs.spec.HostsPerRack * max(vs.spec.Racks, 1) * vs.spec.OSDsPerHost
-				dec, tests := runCrushtool(t, src, invocations(rng, rules, ndev, vs.maxX))
+				src, invs := vs.src, vs.invs
+				if src == "" {
+					var rules []mapgen.Rule
+					src, rules = mapgen.Generate(rng, vs.spec)
+					ndev := vs.spec.HostsPerRack * max(vs.spec.Racks, 1) * vs.spec.OSDsPerHost
+					invs = invocations(rng, rules, ndev, vs.maxX)
+				}
+				dec, tests := runCrushtool(t, src, invs)
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}

@@ -135,6 +135,9 @@ func Decode(d *wire.Decoder) (*Map, error) {
 			b.Items[i] = d.I32()
 			b.ItemWeights[i] = d.U32()
 			sum += uint64(b.ItemWeights[i])
+			if b.Items[i] > MaxDeviceID || b.Items[i] < MinBucketID {
+				d.Fail("bucket %d: item %d out of range", b.ID, b.Items[i])
+			}
 		}
 		switch {
 		case b.ID >= 0 || b.ID < MinBucketID:

@@ -154,6 +154,7 @@ type Map struct {
 	classBucket map[int32]map[int32]int32
 	maxDevices  int32
 	names       map[string]int32
+	typeIDs     map[string]int32 // type name → id; the last definition wins
 }
 
 // MaxDevices is one more than the highest device id the map knows.
@@ -253,14 +254,21 @@ func (m *Map) TypeName(t int32) string {
 	return fmt.Sprintf("type%d", t)
 }
 
-// TypeID returns the id of the named bucket type.
+// TypeID returns the id of the named bucket type (for a name defined
+// twice, the later definition, as crushtool).
 func (m *Map) TypeID(name string) (int32, bool) {
-	for id, n := range m.Types {
-		if n == name {
-			return id, true
+	if m.typeIDs != nil {
+		id, ok := m.typeIDs[name]
+		return id, ok
+	}
+	var best int32
+	found := false
+	for _, id := range sortedKeys(m.Types) {
+		if m.Types[id] == name {
+			best, found = id, true
 		}
 	}
-	return 0, false
+	return best, found
 }
 
 // ClassID returns the id of a device class.
@@ -387,24 +395,13 @@ func (b *Bucket) prepareTree() {
 func calcStraws(weights []uint32, version uint8) []uint32 {
 	size := len(weights)
 	straws := make([]uint32, size)
-	// indexes sorted by increasing weight (stable insertion sort)
+	// indexes by increasing weight, equal weights in item order: the order
+	// of Ceph's insertion sort, in O(n log n)
 	reverse := make([]int, size)
-	if size > 0 {
-		reverse[0] = 0
+	for i := range reverse {
+		reverse[i] = i
 	}
-	for i := 1; i < size; i++ {
-		j := 0
-		for ; j < i; j++ {
-			if weights[i] < weights[reverse[j]] {
-				copy(reverse[j+1:i+1], reverse[j:i])
-				reverse[j] = i
-				break
-			}
-		}
-		if j == i {
-			reverse[i] = i
-		}
-	}
+	sort.SliceStable(reverse, func(i, j int) bool { return weights[reverse[i]] < weights[reverse[j]] })
 	numleft := size
 	straw := 1.0
 	wbelow := 0.0
@@ -462,15 +459,21 @@ func calcStraws(weights []uint32, version uint8) []uint32 {
 }
 
 // MaxRetries is the largest retry count the map asks for, from its
-// tunables or any rule's set_*_tries step. Mapping an unsatisfiable rule
-// costs up to about MaxRetries² bucket draws per input, so code that maps
-// untrusted maps can bound its work by checking it first.
+// tunables or any rule's set_*_tries step. The work of mapping an
+// unsatisfiable rule grows with it (times the replica count and the depth
+// and width of the hierarchy), so code that maps untrusted maps can bound
+// its work by checking it first.
 func (m *Map) MaxRetries() uint32 {
 	t := m.Tunables
 	r := max(t.ChooseTotalTries, t.ChooseLocalTries, t.ChooseLocalFallbackTries)
 	for _, rule := range m.Rules() {
 		for _, s := range rule.Steps {
-			if s.Op >= OpSetChooseTries && s.Arg1 > 0 {
+			switch s.Op {
+			case OpSetChooseTries, OpSetChooseLeafTries, OpSetChooseLocalTries, OpSetChooseLocalFallbackTries:
+			default:
+				continue
+			}
+			if s.Arg1 > 0 {
 				r = max(r, uint32(s.Arg1))
 			}
 		}

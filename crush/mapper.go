@@ -66,6 +66,11 @@ func (b *Bucket) treeChoose(x uint32, r int) int32 {
 			n = n + (1 << (h - 1))
 		}
 	}
+	// A tree whose weights are all zero descends right past the last item;
+	// Ceph reads beyond its array there (undefined). Stay in bounds.
+	if n>>1 >= len(b.Items) {
+		return b.Items[len(b.Items)-1]
+	}
 	return b.Items[n>>1]
 }
 

@@ -169,9 +169,10 @@ func (m *Map) Test(out io.Writer, o TestOptions) error {
 				}
 				hasNone := false
 				for _, d := range result {
-					if d == ItemNone {
+					switch {
+					case d == ItemNone:
 						hasNone = true
-					} else {
+					case d >= 0 && int(d) < len(per): // a rule may emit buckets
 						per[d]++
 					}
 				}

@@ -47,7 +47,7 @@ func (t token) String() string {
 }
 
 func isWordByte(c byte) bool {
-	return c == '-' || c == '_' || c == '.' || c == '~' || c == '+' ||
+	return c == '-' || c == '_' || c == '.' ||
 		(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
@@ -164,6 +164,7 @@ type bucketItemSrc struct {
 type bucketSrc struct {
 	typ, name token
 	id        int32
+	firstID   int32 // id of the first statement when it is an id line (reserved, as crushtool's find_used_bucket_ids)
 	classIDs  []struct {
 		id    int32
 		class token
@@ -252,6 +253,7 @@ func Compile(src []byte) (*Map, error) {
 		classes: map[int32]string{}, classBucket: map[int32]map[int32]int32{}, names: map[string]int32{}}
 	var buckets []*bucketSrc
 	var rules []*ruleSrc
+	typeIDs := map[string]int32{}
 	for p.peek().text != "" {
 		t := p.next()
 		switch t.text {
@@ -307,6 +309,7 @@ func Compile(src []byte) (*Map, error) {
 				return nil, err
 			}
 			m.Types[id] = n.text
+			typeIDs[n.text] = id
 		case "rule":
 			r, err := p.parseRule(t)
 			if err != nil {
@@ -326,16 +329,15 @@ func Compile(src []byte) (*Map, error) {
 			buckets = append(buckets, b)
 		}
 	}
-	if err := m.buildBuckets(p, buckets); err != nil {
+	m.typeIDs = typeIDs
+	textClassIDs, err := m.buildBuckets(p, buckets)
+	if err != nil {
 		return nil, err
 	}
 	if len(rules) > 0 && len(m.classes) > 0 {
-		for _, src := range buckets {
-			if src.alg == AlgUniform {
-				return nil, p.errAt(src.name, "uniform bucket %q cannot hold device-class shadow trees; use straw2 (Ceph cannot build them either)", src.name.text)
-			}
+		if err := m.populateClasses(textClassIDs); err != nil {
+			return nil, err
 		}
-		m.populateClasses()
 	}
 	for _, r := range rules {
 		if err := m.buildRule(p, r); err != nil {
@@ -369,7 +371,7 @@ func (p *parser) parseBucket(typ token) (*bucketSrc, error) {
 		return nil, err
 	}
 	b := &bucketSrc{typ: typ, name: n, alg: AlgStraw2}
-	for {
+	for first := true; ; first = false {
 		t := p.next()
 		switch t.text {
 		case "}":
@@ -381,6 +383,9 @@ func (p *parser) parseBucket(typ token) (*bucketSrc, error) {
 			}
 			if id >= 0 || id < MinBucketID {
 				return nil, p.errAt(idt, "bucket id must be in [%d, -1], found %d", MinBucketID, id)
+			}
+			if first {
+				b.firstID = id
 			}
 			if p.peek().text == "class" {
 				p.next()
@@ -561,73 +566,96 @@ func (p *parser) parseStep() (stepSrc, error) {
 		if !ok {
 			return s, p.errAt(t, "expected take, choose, chooseleaf, emit or set_* step, found %s", t)
 		}
-		v, _, err := p.integer(t.text + " value")
+		v, vt, err := p.integer(t.text + " value")
 		if err != nil {
 			return s, err
+		}
+		if v < 0 {
+			return s, p.errAt(vt, "%s must be >= 0, found %d", t.text, v)
 		}
 		s.op, s.arg1 = op, v
 	}
 	return s, nil
 }
 
-// buildBuckets orders the bucket definitions so that every bucket follows
-// the buckets it contains (crushtool's adjust_bucket_item_place) and adds
-// them.
-func (m *Map) buildBuckets(p *parser, bs []*bucketSrc) error {
-	contains := func(a, b *bucketSrc) bool {
-		for _, it := range a.items {
-			if it.name.text == b.name.text {
-				return true
-			}
+// Ceph's weight limits (crush.h CRUSH_MAX_DEVICE_WEIGHT and
+// CRUSH_MAX_BUCKET_WEIGHT), in 16.16 fixed point.
+const (
+	maxDeviceWeight = 100 * WeightOne
+	maxBucketWeight = 65535 * WeightOne
+)
+
+// buildBuckets adds the buckets. The definitions are first reordered the
+// way crushtool's adjust_bucket_item_place does — swapping the bucket at
+// the original position of a container with the one at the original
+// position of its item, decided on the original name order — so that
+// buckets without ids get the same ids as under crushtool. It returns the
+// shadow ids the text gives (`id N class C`), which apply only if shadow
+// trees are built.
+func (m *Map) buildBuckets(p *parser, bs []*bucketSrc) (map[int32]map[int32]int32, error) {
+	contains := map[string]map[string]bool{}
+	pos := map[string]int{}
+	for i, b := range bs {
+		items := map[string]bool{}
+		for _, it := range b.items {
+			items[it.name.text] = true
 		}
-		return false
+		contains[b.name.text] = items
+		pos[b.name.text] = i
 	}
-	for i := range bs {
-		for j := i + 1; j < len(bs); j++ {
-			if contains(bs[i], bs[j]) {
-				if contains(bs[j], bs[i]) {
-					return p.errAt(bs[i].name, "buckets %q and %q contain each other", bs[i].name.text, bs[j].name.text)
+	names := make([]string, len(bs))
+	for i, b := range bs {
+		names[i] = b.name.text
+	}
+	slots := append([]*bucketSrc(nil), bs...)
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			if contains[names[i]][names[j]] {
+				if contains[names[j]][names[i]] {
+					return nil, p.errAt(bs[i].name, "buckets %q and %q contain each other", names[i], names[j])
 				}
-				bs[i], bs[j] = bs[j], bs[i]
+				a, b := pos[names[i]], pos[names[j]]
+				slots[a], slots[b] = slots[b], slots[a]
 			}
 		}
 	}
 	used := map[int32]bool{}
 	for _, b := range bs {
-		if b.id != 0 {
-			used[b.id] = true
+		if b.firstID != 0 {
+			used[b.firstID] = true
 		}
 	}
 	weightOf := map[int32]uint32{}
-	for _, src := range bs {
+	textClassIDs := map[int32]map[int32]int32{}
+	for _, src := range slots {
 		typ, ok := m.TypeID(src.typ.text)
 		if !ok {
-			return p.errAt(src.typ, "bucket type %q is not defined", src.typ.text)
+			return nil, p.errAt(src.typ, "bucket type %q is not defined", src.typ.text)
 		}
 		if _, dup := m.names[src.name.text]; dup {
-			return p.errAt(src.name, "bucket or device %q is already defined", src.name.text)
+			return nil, p.errAt(src.name, "bucket or device %q is already defined", src.name.text)
 		}
+		// size: the item count, or the highest explicit position if larger
 		size := len(src.items)
 		taken := map[int]bool{}
 		for _, it := range src.items {
 			if it.pos >= 0 {
 				if taken[it.pos] {
-					return p.errAt(it.name, "item %q in bucket %q has position %d, which is taken", it.name.text, src.name.text, it.pos)
+					return nil, p.errAt(it.name, "item %q in bucket %q has position %d, which is taken", it.name.text, src.name.text, it.pos)
 				}
 				taken[it.pos] = true
-				if it.pos+1 > size {
-					size = it.pos + 1
-				}
+				size = max(size, it.pos)
 			}
 		}
 		b := &Bucket{Name: src.name.text, Type: typ, Alg: src.alg, Hash: src.hash,
 			Items: make([]int32, size), ItemWeights: make([]uint32, size)}
 		cur := 0
 		var sum uint64
-		for _, it := range src.items {
+		var uniformW uint32
+		for k, it := range src.items {
 			id, ok := m.names[it.name.text]
 			if !ok {
-				return p.errAt(it.name, "item %q in bucket %q is not defined", it.name.text, src.name.text)
+				return nil, p.errAt(it.name, "item %q in bucket %q is not defined", it.name.text, src.name.text)
 			}
 			w := uint32(WeightOne)
 			if id < 0 {
@@ -635,22 +663,35 @@ func (m *Map) buildBuckets(p *parser, bs []*bucketSrc) error {
 			}
 			if it.hasW {
 				w = it.weight
+				if id >= 0 && w > maxDeviceWeight {
+					return nil, p.errAt(it.name, "device weight limited to %d", maxDeviceWeight/WeightOne)
+				}
+				if id < 0 && w > maxBucketWeight {
+					return nil, p.errAt(it.name, "bucket weight limited to %d to prevent overflow", maxBucketWeight/WeightOne)
+				}
 			}
-			if src.alg == AlgUniform && cur > 0 && w != b.ItemWeights[0] {
-				return p.errAt(it.name, "item %q in uniform bucket %q has a weight different from the others", it.name.text, src.name.text)
+			if src.alg == AlgUniform {
+				if k == 0 {
+					uniformW = w
+				} else if w != uniformW {
+					return nil, p.errAt(it.name, "item %q in uniform bucket %q has a weight different from the others", it.name.text, src.name.text)
+				}
 			}
-			pos := it.pos
-			if pos < 0 {
+			at := it.pos
+			if at >= size {
+				return nil, p.errAt(it.name, "item %q in bucket %q has position %d >= size %d", it.name.text, src.name.text, at, size)
+			}
+			if at < 0 {
 				for taken[cur] {
 					cur++
 				}
-				pos = cur
+				at = cur
 				cur++
 			}
-			b.Items[pos], b.ItemWeights[pos] = id, w
+			b.Items[at], b.ItemWeights[at] = id, w
 			sum += uint64(w)
 			if sum > math.MaxUint32 {
-				return p.errAt(it.name, "bucket %q weight overflows 16.16 fixed point", src.name.text)
+				return nil, p.errAt(it.name, "bucket %q weight overflows 16.16 fixed point", src.name.text)
 			}
 		}
 		id := src.id
@@ -660,24 +701,24 @@ func (m *Map) buildBuckets(p *parser, bs []*bucketSrc) error {
 		}
 		used[id] = true
 		if m.Bucket(id) != nil {
-			return p.errAt(src.name, "duplicate bucket id %d", id)
+			return nil, p.errAt(src.name, "duplicate bucket id %d", id)
 		}
 		b.ID = id
 		for _, c := range src.classIDs {
 			cid := m.classIDFor(c.class.text)
-			if _, dup := m.classBucket[id][cid]; dup {
-				return p.errAt(c.class, "duplicate device class %q for bucket %q", c.class.text, src.name.text)
+			if _, dup := textClassIDs[id][cid]; dup {
+				return nil, p.errAt(c.class, "duplicate device class %q for bucket %q", c.class.text, src.name.text)
 			}
-			if m.classBucket[id] == nil {
-				m.classBucket[id] = map[int32]int32{}
+			if textClassIDs[id] == nil {
+				textClassIDs[id] = map[int32]int32{}
 			}
-			m.classBucket[id][cid] = c.id
+			textClassIDs[id][cid] = c.id
 		}
 		b.prepare(m.Tunables.StrawCalcVersion)
 		weightOf[id] = b.Weight
 		m.addBucket(b)
 	}
-	return nil
+	return textClassIDs, nil
 }
 
 func (m *Map) addBucket(b *Bucket) {
@@ -692,9 +733,8 @@ func (m *Map) addBucket(b *Bucket) {
 // populateClasses builds the per-class shadow trees (Ceph's
 // CrushWrapper::populate_classes and device_class_clone): for every root and
 // class, a copy of the hierarchy holding only that class's devices, named
-// "<bucket>~<class>".
-func (m *Map) populateClasses() {
-	old := m.classBucket
+// "<bucket>~<class>", with the ids the text gave or the lowest free ones.
+func (m *Map) populateClasses(old map[int32]map[int32]int32) error {
 	used := map[int32]bool{}
 	for _, cls := range old {
 		for _, id := range cls {
@@ -724,16 +764,29 @@ func (m *Map) populateClasses() {
 	sort.Slice(classIDs, func(i, j int) bool { return classIDs[i] < classIDs[j] })
 	for _, r := range roots {
 		for _, c := range classIDs {
-			m.cloneForClass(r, c, old, used)
+			if _, err := m.cloneForClass(r, c, old, used); errors.Is(err, errUniformShadow) {
+				// Ceph stops here, keeping the shadow buckets made so far;
+				// rules that need the missing ones are refused.
+				return nil
+			} else if err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
-func (m *Map) cloneForClass(orig, class int32, old map[int32]map[int32]int32, used map[int32]bool) int32 {
+// errUniformShadow: Ceph cannot clone a uniform bucket into a shadow tree.
+var errUniformShadow = errors.New("uniform buckets have no class shadow trees")
+
+func (m *Map) cloneForClass(orig, class int32, old map[int32]map[int32]int32, used map[int32]bool) (int32, error) {
 	ob := m.Bucket(orig)
 	name := ob.Name + "~" + m.classes[class]
 	if id, ok := m.names[name]; ok {
-		return id
+		return id, nil
+	}
+	if ob.Alg == AlgUniform {
+		return 0, errUniformShadow
 	}
 	cp := &Bucket{Name: name, Type: ob.Type, Alg: ob.Alg, Hash: ob.Hash}
 	for i, it := range ob.Items {
@@ -744,7 +797,10 @@ func (m *Map) cloneForClass(orig, class int32, old map[int32]map[int32]int32, us
 			}
 			continue
 		}
-		sub := m.cloneForClass(it, class, old, used)
+		sub, err := m.cloneForClass(it, class, old, used)
+		if err != nil {
+			return 0, err
+		}
 		cp.Items = append(cp.Items, sub)
 		cp.ItemWeights = append(cp.ItemWeights, m.Bucket(sub).Weight)
 	}
@@ -752,6 +808,8 @@ func (m *Map) cloneForClass(orig, class int32, old map[int32]map[int32]int32, us
 	if !ok {
 		for id = -1; m.Bucket(id) != nil || used[id]; id-- {
 		}
+	} else if other := m.Bucket(id); other != nil {
+		return 0, fmt.Errorf("crush: shadow id %d for %s is already bucket %q", id, name, other.Name)
 	}
 	cp.ID = id
 	cp.prepare(m.Tunables.StrawCalcVersion)
@@ -760,7 +818,7 @@ func (m *Map) cloneForClass(orig, class int32, old map[int32]map[int32]int32, us
 		m.classBucket[orig] = map[int32]int32{}
 	}
 	m.classBucket[orig][class] = id
-	return id
+	return id, nil
 }
 
 func (m *Map) buildRule(p *parser, src *ruleSrc) error {
@@ -784,9 +842,12 @@ func (m *Map) buildRule(p *parser, src *ruleSrc) error {
 				if !ok {
 					return p.errAt(s.class, "in rule %q device class %q does not exist", src.name, s.class.text)
 				}
+				if m.classBucket[id] == nil {
+					return p.errAt(s.target, "in rule %q step take %s has no class information (no shadow trees: is a uniform bucket in its subtree?)", src.name, s.target.text)
+				}
 				shadow, ok := m.classBucket[id][cid]
 				if !ok {
-					return p.errAt(s.class, "in rule %q step take %s has no bucket for class %q", src.name, s.target.text, s.class.text)
+					return p.errAt(s.class, "in rule %q step take %s no matching bucket for class %q", src.name, s.target.text, s.class.text)
 				}
 				id = shadow
 			}

@@ -60,7 +60,7 @@ func TestCompileErrors(t *testing.T) {
 		{"huge bucket id", "type 1 host\nhost h { id -2000000000 }", 2, 13, "bucket id must be in"},
 		{"huge device id", "device 2000000000 osd.x", 1, 8, "device id must be in"},
 		{"rule without id", "rule x {\n type replicated\n}", 3, 1, "has no id"},
-		{"uniform with classes", strings.Replace(small, "alg straw2\n\titem osd.0 weight 1.5", "alg uniform\n\titem osd.0", 1), 6, 6, "uniform bucket \"h0\" cannot hold device-class"},
+		{"uniform under a class rule", strings.Replace(strings.Replace(small, "alg straw2\n\titem osd.0 weight 1.5", "alg uniform\n\titem osd.0", 1), "take default", "take default class ssd", 1), 17, 12, "step take default has no class information"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,6 +252,53 @@ func TestLnPowersOfTwo(t *testing.T) {
 		u := uint32(1)<<k - 1
 		if got, want := crush.CrushLnForTest(u), uint64(k)<<44; got != want {
 			t.Errorf("crush_ln(%d) = %#x, want %#x (log2(%d) = %d)", u, got, want, u+1, k)
+		}
+	}
+}
+
+// A rule may emit buckets instead of devices. crushtool maps this map to
+// [-1,-2] for x 0..3 and then crashes in its statistics (it counts uses
+// per device with the bucket id as index); Shoal maps the same and its
+// tester skips non-devices.
+func TestRuleEmittingBuckets(t *testing.T) {
+	src := "device 0 osd.0\ndevice 1 osd.1\ndevice 2 osd.2\ndevice 3 osd.3\ntype 0 osd\ntype 1 host\ntype 11 root\n" +
+		"host h0 {\n alg straw2\n item osd.0\n item osd.1\n}\nhost h1 {\n alg straw2\n item osd.2\n item osd.3\n}\n" +
+		"root default {\n alg straw2\n item h0\n item h1\n}\n" +
+		"rule r {\n id 0\n type replicated\n min_size 1\n max_size 10\n step take default\n step choose firstn 0 type host\n step emit\n}\n"
+	m, err := crush.Compile([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := []uint32{crush.WeightOne, crush.WeightOne, crush.WeightOne, crush.WeightOne}
+	for x := uint32(0); x < 4; x++ {
+		if got := crush.FormatMapping(m.DoRule(0, x, 2, w, nil)); got != "[-1,-2]" {
+			t.Fatalf("x %d: %s, want [-1,-2] (crushtool)", x, got)
+		}
+	}
+	o := crush.DefaultTestOptions()
+	o.MinRep, o.MaxRep, o.ShowUtilization = 2, 2, true
+	var out bytes.Buffer
+	if err := m.Test(&out, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A tree bucket whose weights are all zero must not index past its items
+// (Ceph reads out of bounds there).
+func TestTreeAllZeroWeights(t *testing.T) {
+	src := optimal + "device 0 osd.0\ndevice 1 osd.1\ndevice 2 osd.2\ntype 0 osd\ntype 11 root\n" +
+		"root default {\n alg tree\n item osd.0 weight 0\n item osd.1 weight 0\n item osd.2 weight 0\n}\n" +
+		"rule r {\n id 0\n type replicated\n step take default\n step choose firstn 0 type osd\n step emit\n}\n"
+	m, err := crush.Compile([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := []uint32{crush.WeightOne, crush.WeightOne, crush.WeightOne}
+	for x := uint32(0); x < 100; x++ {
+		for _, d := range m.DoRule(0, x, 3, w, nil) {
+			if d < 0 || d > 2 {
+				t.Fatalf("x %d: device %d", x, d)
+			}
 		}
 	}
 }

@@ -183,11 +183,20 @@ func Decode(b []byte) (*Map, error) {
 	m.Epoch = Epoch(d.U32())
 	m.FSID = d.String()
 	m.PoolMax = d.I64()
+	names := map[string]bool{}
 	for n := d.Count(20); n > 0 && d.Err() == nil; n-- {
 		p := decodePool(d)
-		m.Pools[p.ID] = p
+		if m.Pools[p.ID] != nil || names[p.Name] {
+			d.Fail("pool %d %q repeated", p.ID, p.Name)
+		}
+		m.Pools[p.ID], names[p.Name] = p, true
 	}
-	m.OSDs = make([]OSD, d.Count(14))
+	n := d.Count(14)
+	if n > MaxOSDs {
+		d.Fail("max_osd %d above %d", n, MaxOSDs)
+		n = 0
+	}
+	m.OSDs = make([]OSD, n)
 	for i := range m.OSDs {
 		m.OSDs[i] = decodeOSD(d)
 	}
@@ -246,8 +255,8 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 		inc.OldPools = append(inc.OldPools, d.I64())
 	}
 	inc.NewMaxOSD = d.I32()
-	if inc.NewMaxOSD < 0 || inc.NewMaxOSD > 1<<20 {
-		d.Fail("max_osd %d outside [0, 2^20]", inc.NewMaxOSD)
+	if inc.NewMaxOSD < 0 || inc.NewMaxOSD > MaxOSDs {
+		d.Fail("max_osd %d outside [0, %d]", inc.NewMaxOSD, MaxOSDs)
 	}
 	if n := d.Count(18); n > 0 {
 		inc.NewOSDs = make(map[int32]OSD, n)

@@ -64,6 +64,9 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 	if inc.NewCrush != nil {
 		n.Crush = inc.NewCrush
 	}
+	if inc.NewMaxOSD > MaxOSDs {
+		return nil, fmt.Errorf("osdmap: epoch %d: max_osd %d above %d", inc.Epoch, inc.NewMaxOSD, MaxOSDs)
+	}
 	if inc.NewMaxOSD > 0 {
 		if int(inc.NewMaxOSD) < len(n.OSDs) {
 			n.OSDs = n.OSDs[:inc.NewMaxOSD]
@@ -78,6 +81,23 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 		}
 		n.OSDs[id] = inc.NewOSDs[id]
 	}
+	// New pools first, then deletions (Ceph's order): a pool in both is gone.
+	for _, p := range inc.NewPools {
+		if p == nil {
+			return nil, fmt.Errorf("osdmap: epoch %d: nil pool", inc.Epoch)
+		}
+		if err := p.validate(); err != nil {
+			return nil, fmt.Errorf("osdmap: epoch %d: %w", inc.Epoch, err)
+		}
+		if other, err := n.PoolByName(p.Name); err == nil && other.ID != p.ID {
+			return nil, fmt.Errorf("osdmap: epoch %d: pool name %q already names pool %d", inc.Epoch, p.Name, other.ID)
+		}
+		cp := *p
+		n.Pools[p.ID] = &cp
+		if p.ID > n.PoolMax {
+			n.PoolMax = p.ID
+		}
+	}
 	for _, id := range inc.OldPools {
 		delete(n.Pools, id)
 		for pg := range n.PGTemp {
@@ -89,16 +109,6 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 			if pg.Pool == id {
 				delete(n.PrimaryTemp, pg)
 			}
-		}
-	}
-	for _, p := range inc.NewPools {
-		if err := p.validate(); err != nil {
-			return nil, fmt.Errorf("osdmap: epoch %d: %w", inc.Epoch, err)
-		}
-		cp := *p
-		n.Pools[p.ID] = &cp
-		if p.ID > n.PoolMax {
-			n.PoolMax = p.ID
 		}
 	}
 	for pg, osds := range inc.NewPGTemp {
@@ -127,6 +137,9 @@ func sortedIDs[V any](m map[int32]V) []int32 {
 	slices.Sort(ids)
 	return ids
 }
+
+// MaxOSDs bounds max_osd: the id space of OSDs.
+const MaxOSDs = 1 << 20
 
 // MaxPGNum bounds a pool's pg_num (Ceph's mon_max_pool_pg_num defaults to
 // 65536; this is a hard ceiling for maps of any origin).

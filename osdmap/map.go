@@ -102,8 +102,10 @@ func (m *Map) exists(o int32) bool { return o >= 0 && int(o) < len(m.OSDs) && m.
 
 func (m *Map) isUp(o int32) bool { return m.exists(o) && m.OSDs[o].Up }
 
-// weights is the per-OSD reweight vector CRUSH reads (0 for OSDs that do
-// not exist).
+// weights is the per-OSD reweight vector CRUSH reads. As in Ceph it holds
+// each entry's weight even for OSDs that no longer exist (removing an OSD
+// does not reset its weight): CRUSH may choose one, and the mapping then
+// drops it (replicated) or leaves a hole (erasure).
 func (m *Map) weights() []uint32 {
 	if len(m.crushWeights) == len(m.OSDs) && m.crushWeights != nil {
 		return m.crushWeights
@@ -114,9 +116,7 @@ func (m *Map) weights() []uint32 {
 func (m *Map) computeWeights() []uint32 {
 	w := make([]uint32, len(m.OSDs))
 	for i, o := range m.OSDs {
-		if o.Exists {
-			w[i] = o.Weight
-		}
+		w[i] = o.Weight
 	}
 	return w
 }

@@ -474,3 +474,55 @@ func TestConcurrentMapping(t *testing.T) {
 		}
 	}
 }
+
+// Removing an OSD leaves its weight (Ceph does not reset it), so CRUSH may
+// still choose it; the mapping then drops it (replicated) or leaves a hole
+// (erasure) instead of choosing another OSD.
+func TestRemovedOSDKeepsWeight(t *testing.T) {
+	m := testMap(t)
+	gone := apply(t, m, &osdmap.Incremental{NewOSDs: map[int32]osdmap.OSD{3: {Exists: false, Weight: osdmap.WeightIn}}})
+	hit := false
+	for _, pool := range []int64{1, 2} {
+		for s := uint32(0); s < 64; s++ {
+			before, after := mapPG(t, m, pool, s), mapPG(t, gone, pool, s)
+			var want []int32
+			for _, o := range before.Raw {
+				switch {
+				case o != 3:
+					want = append(want, o)
+				case pool == 2:
+					want = append(want, osdmap.NoOSD)
+					hit = true
+				default:
+					hit = true
+				}
+			}
+			if !slices.Equal(after.Raw, want) {
+				t.Fatalf("pool %d pg %d: raw %v, want %v", pool, s, after.Raw, want)
+			}
+		}
+	}
+	if !hit {
+		t.Fatal("osd.3 in no PG")
+	}
+}
+
+func TestPoolNamesAndOrder(t *testing.T) {
+	m := testMap(t)
+	dup := &osdmap.Pool{ID: 7, Name: "rep", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 8, PGPNum: 8, ObjectHash: osdmap.HashRjenkins}
+	if _, err := m.Apply(&osdmap.Incremental{Epoch: m.Epoch + 1, NewPools: []*osdmap.Pool{dup}}); err == nil {
+		t.Fatal("second pool named \"rep\" accepted")
+	}
+	if _, err := m.Apply(&osdmap.Incremental{Epoch: m.Epoch + 1, NewPools: []*osdmap.Pool{nil}}); err == nil {
+		t.Fatal("nil pool accepted")
+	}
+	if _, err := m.Apply(&osdmap.Incremental{Epoch: m.Epoch + 1, NewMaxOSD: osdmap.MaxOSDs + 1}); err == nil {
+		t.Fatal("max_osd above the limit accepted")
+	}
+	// a pool both created and deleted in one epoch ends deleted (Ceph's order)
+	dup.Name = "brief"
+	n := apply(t, m, &osdmap.Incremental{NewPools: []*osdmap.Pool{dup}, OldPools: []int64{7}})
+	if _, err := n.Pool(7); !errors.Is(err, osdmap.ErrNoPool) {
+		t.Fatalf("pool 7: %v", err)
+	}
+}

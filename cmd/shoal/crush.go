@@ -25,8 +25,8 @@ func writeOutput(path string, data []byte) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
-// loadCrush reads a CRUSH map in the text format (Shoal keeps no separate
-// binary form: the text is the compiled map's canonical encoding).
+// loadCrush reads a CRUSH map in the text format, the form the CLI
+// exchanges; OSD map files carry CRUSH maps in their exact binary encoding.
 func loadCrush(path string) (*crush.Map, error) {
 	src, err := readInput(path)
 	if err != nil {
@@ -57,7 +57,7 @@ func crushCmd() *cobra.Command {
 	}
 	decompile := &cobra.Command{
 		Use:   "decompile -i MAP [-o OUT.txt]",
-		Short: "Write a CRUSH map as text, in crushtool -d's exact layout",
+		Short: "Write a text CRUSH map in crushtool -d's exact layout (the same as compile: the CLI keeps maps as text)",
 		Args:  cobra.NoArgs,
 		RunE:  compile.RunE,
 	}

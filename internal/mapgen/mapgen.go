@@ -73,8 +73,9 @@ func Generate(rng *rand.Rand, s Spec) (string, []Rule) {
 			a := algs[rng.Intn(len(algs))]
 			if (a == "uniform" || a == "tree") && s.Classes {
 				// Ceph cannot clone uniform buckets into class shadow
-				// trees, and clones tree buckets with uninitialised node
-				// weights (nondeterministic crushtool output).
+				// trees (class rules then fail), and clones tree buckets
+				// with uninitialised node weights (nondeterministic
+				// crushtool output).
 				a = "straw2"
 			}
 			return a
