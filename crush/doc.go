@@ -35,13 +35,16 @@
 //   - straw2 uses Ceph's published crush_ln tables as data: they deviate
 //     from their documented formula in 236 of 256 entries, and only the
 //     published values give Ceph's placements.
-//   - Device classes under a uniform bucket are refused: Ceph cannot clone
-//     empty uniform buckets and then rejects every class rule.
+//   - Like Ceph, shadow-tree building stops at the first uniform bucket
+//     (Ceph cannot clone one), keeping the trees already built; a class
+//     rule that needs a missing tree is refused.
 //   - Ceph clones tree buckets into shadow trees with uninitialised node
 //     weights (crush_add_tree_bucket_item reallocs without zeroing), so
 //     crushtool's output for class rules through tree buckets varies from
 //     run to run; Shoal computes the zero-initialised tree, which is
 //     Ceph's answer whenever that memory happens to be clean.
+//   - A zero-weight tree bucket (Ceph reads out of bounds) and a rule that
+//     emits buckets (crushtool crashes counting them) are handled safely.
 //   - choose_args (weight sets) and MSR rules are not implemented; Compile
 //     refuses choose_args rather than place data differently.
 //
