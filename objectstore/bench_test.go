@@ -1,0 +1,145 @@
+package objectstore_test
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shoal-project/shoal/objectstore"
+)
+
+func benchStore(b *testing.B) *objectstore.BlockStore {
+	s, err := objectstore.Open(objectstore.Options{Dir: b.TempDir(), Size: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var txn objectstore.Transaction
+	txn.CreateCollection("1.0")
+	if err := s.Apply(&txn); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// benchWrites runs b.N WriteFull transactions of size bytes from 16
+// concurrent writers (as 16 client ops in flight), each to a fresh object.
+func benchWrites(b *testing.B, s objectstore.Store, size int) {
+	data := make([]byte, size)
+	rand.New(rand.NewSource(1)).Read(data)
+	var n atomic.Int64
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.SetParallelism(8) // 16 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var txn objectstore.Transaction
+			txn.WriteFull("1.0", fmt.Sprintf("obj-%d", n.Add(1)), data)
+			txn.SetAttr("1.0", fmt.Sprintf("obj-%d", n.Load()), "_", []byte("v1"))
+			if err := s.Apply(&txn); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txn/s")
+}
+
+// BenchmarkWrite4K: 4 KiB objects (stored inline in the metadata store).
+func BenchmarkWrite4K(b *testing.B) { benchWrites(b, benchStore(b), 4<<10) }
+
+// BenchmarkWrite64K: 64 KiB objects (on the data device).
+func BenchmarkWrite64K(b *testing.B) { benchWrites(b, benchStore(b), 64<<10) }
+
+// BenchmarkWrite4M: 4 MiB objects (on the data device).
+func BenchmarkWrite4M(b *testing.B) { benchWrites(b, benchStore(b), 4<<20) }
+
+// BenchmarkRead4M reads whole 4 MiB objects, checksums verified.
+func BenchmarkRead4M(b *testing.B) {
+	s := benchStore(b)
+	data := make([]byte, 4<<20)
+	rand.New(rand.NewSource(1)).Read(data)
+	for i := 0; i < 64; i++ {
+		var txn objectstore.Transaction
+		txn.WriteFull("1.0", fmt.Sprint(i), data)
+		if err := s.Apply(&txn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Read("1.0", fmt.Sprint(i%64), 0, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var (
+	fillOnce  sync.Map // fill count → *objectstore.BlockStore
+	fillMutex sync.Mutex
+)
+
+// filledStore returns a store holding n small objects (shared across the
+// benchmark's runs: filling a million takes a while).
+func filledStore(b *testing.B, n int) *objectstore.BlockStore {
+	fillMutex.Lock()
+	defer fillMutex.Unlock()
+	if s, ok := fillOnce.Load(n); ok {
+		return s.(*objectstore.BlockStore)
+	}
+	dir, err := tempDirNoCleanup()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := objectstore.Open(objectstore.Options{Dir: dir, Size: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var txn objectstore.Transaction
+	txn.CreateCollection("1.0")
+	if err := s.Apply(&txn); err != nil {
+		b.Fatal(err)
+	}
+	val := make([]byte, 256)
+	for i := 0; i < n; i += 1000 {
+		var txn objectstore.Transaction
+		for j := i; j < min(n, i+1000); j++ {
+			txn.WriteFull("1.0", fmt.Sprintf("fill-%09d", j), val)
+		}
+		if err := s.Apply(&txn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fillOnce.Store(n, s)
+	return s
+}
+
+// BenchmarkScale measures a 4 KiB object write and a stat+read of a random
+// existing object with 0 and 1,000,000 objects already in the store: the
+// cost per operation must not grow with the object count.
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{1000, 1_000_000} {
+		b.Run(fmt.Sprintf("objects=%d/write4K", n), func(b *testing.B) {
+			benchWrites(b, filledStore(b, n), 4<<10)
+		})
+		b.Run(fmt.Sprintf("objects=%d/read", n), func(b *testing.B) {
+			s := filledStore(b, n)
+			rng := rand.New(rand.NewSource(2))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				name := fmt.Sprintf("fill-%09d", rng.Intn(n))
+				if _, err := s.Stat("1.0", name); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Read("1.0", name, 0, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

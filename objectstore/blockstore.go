@@ -1,0 +1,593 @@
+package objectstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// Options configure Open.
+type Options struct {
+	// Dir holds the data file ("block") and, by default, the metadata.
+	Dir string
+	// DBDir puts the metadata (Pebble) on another, faster device
+	// (BlueStore's block.db); default Dir/db.
+	DBDir string
+	// WALDir puts the metadata write-ahead log on another device
+	// (BlueStore's block.wal, the SSD journal of the Ceph guides); default
+	// DBDir.
+	WALDir string
+	// Device replaces the data file (tests inject faults with it).
+	Device Device
+	// FS is the filesystem of the metadata store; default the OS's. Tests
+	// use Pebble's crash-simulating in-memory one.
+	FS vfs.FS
+	// Size is the data device's size in bytes, fixed when the store is
+	// created; default 10 GiB (a sparse file).
+	Size int64
+	// InlineMax is the size up to which objects live in the metadata store
+	// instead of on the data device; fixed at creation; default 32 KiB.
+	InlineMax int
+	// Logger receives the store's and Pebble's warnings; default slog's.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultSize      = 10 << 30
+	DefaultInlineMax = 32 << 10
+	maxGroup         = 512 // transactions per commit group
+)
+
+// BlockStore is the default Store: metadata, attributes, omap and small
+// objects in Pebble, larger objects copy-on-write in 4 KiB blocks on a data
+// device, each block with a crc32c. See the package documentation.
+type BlockStore struct {
+	db    *pebble.DB
+	dev   Device
+	sb    superblock
+	log   *slog.Logger
+	alloc *allocator // owned by the committer goroutine
+	used  atomic.Uint64
+	mu    sync.RWMutex // readers hold it shared; the committer takes it to retire freed blocks
+	// commitMu is held while a commit group runs; Fsck takes it to see a
+	// quiescent allocator.
+	commitMu sync.Mutex
+	reqs     chan *request
+	quit     chan struct{}
+	exited   chan struct{}
+	once     sync.Once
+	failed   atomic.Pointer[error]
+}
+
+type request struct {
+	t   *Transaction
+	err error
+	ok  bool
+	out chan error
+}
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(string, ...any)           {}
+func (p pebbleLogger) Errorf(format string, a ...any) { p.l.Error(fmt.Sprintf(format, a...)) }
+func (p pebbleLogger) Fatalf(format string, a ...any) {
+	p.l.Error(fmt.Sprintf(format, a...))
+	os.Exit(1)
+}
+
+// Open opens the store in opts.Dir, creating it if it does not exist.
+func Open(opts Options) (*BlockStore, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("objectstore: %w: no directory", ErrInvalid)
+	}
+	if opts.DBDir == "" {
+		opts.DBDir = filepath.Join(opts.Dir, "db")
+	}
+	if opts.Size == 0 {
+		opts.Size = DefaultSize
+	}
+	if opts.InlineMax == 0 {
+		opts.InlineMax = DefaultInlineMax
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Device == nil {
+		if err := mkdirDurable(vfs.Default, opts.Dir); err != nil {
+			return nil, fmt.Errorf("objectstore: %w", err)
+		}
+	}
+	for _, d := range []string{opts.DBDir, opts.WALDir} {
+		if d != "" {
+			if err := mkdirDurable(opts.FS, d); err != nil {
+				return nil, fmt.Errorf("objectstore: %w", err)
+			}
+		}
+	}
+	db, err := pebble.Open(opts.DBDir, &pebble.Options{FS: opts.FS, WALDir: opts.WALDir, Logger: pebbleLogger{opts.Logger}})
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: open metadata in %s: %w", opts.DBDir, err)
+	}
+	s := &BlockStore{db: db, log: opts.Logger, reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{})}
+	if err := s.load(opts); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go s.committer()
+	return s, nil
+}
+
+func (s *BlockStore) load(opts Options) error {
+	v, closer, err := s.db.Get([]byte{pSuper})
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if opts.Size < BlockSize || opts.InlineMax < 0 {
+			return fmt.Errorf("objectstore: %w: size %d, inline max %d", ErrInvalid, opts.Size, opts.InlineMax)
+		}
+		s.sb = superblock{Blocks: uint64(opts.Size) / BlockSize, InlineMax: uint32(opts.InlineMax)}
+		if err := s.db.Set([]byte{pSuper}, s.sb.encode(), pebble.Sync); err != nil {
+			return fmt.Errorf("objectstore: write superblock: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("objectstore: read superblock: %w", err)
+	default:
+		s.sb, err = decodeSuperblock(v)
+		closer.Close()
+		if err != nil {
+			return err
+		}
+	}
+	s.dev = opts.Device
+	if s.dev == nil {
+		if s.dev, err = openFileDevice(filepath.Join(opts.Dir, "block"), int64(s.sb.Blocks*BlockSize)); err != nil {
+			return fmt.Errorf("objectstore: open data device: %w", err)
+		}
+	}
+	s.alloc = newAllocator(s.sb.Blocks)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pBitmap}, UpperBound: []byte{pBitmap + 1}})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if len(k) != 9 {
+			it.Close()
+			return fmt.Errorf("objectstore: %w: bitmap key %x", ErrCorrupt, k)
+		}
+		s.alloc.loadRegion(beUint64(k[1:]), it.Value())
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	s.used.Store(s.alloc.used)
+	return nil
+}
+
+// mkdirDurable creates dir and its missing parents and syncs each parent
+// whose entries changed: a directory whose entry was never synced can
+// vanish with everything in it at power loss.
+func mkdirDurable(fs vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := syncDir(fs, filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	f, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// Apply commits t atomically and durably (see Store).
+func (s *BlockStore) Apply(t *Transaction) error {
+	if p := s.failed.Load(); p != nil {
+		return fmt.Errorf("objectstore: %w: %v", ErrClosed, *p)
+	}
+	for i := range t.ops {
+		if err := t.ops[i].validate(); err != nil {
+			return fmt.Errorf("objectstore: op %d: %w", i, err)
+		}
+	}
+	r := &request{t: t, out: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return fmt.Errorf("objectstore: %w", ErrClosed)
+	}
+	return <-r.out
+}
+
+// Close stops accepting transactions, waits for the committer and closes
+// the device and the metadata store.
+func (s *BlockStore) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.quit)
+		<-s.exited
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		err = errors.Join(s.dev.Close(), s.db.Close())
+	})
+	return err
+}
+
+func (s *BlockStore) committer() {
+	defer close(s.exited)
+	for {
+		var first *request
+		select {
+		case first = <-s.reqs:
+		case <-s.quit:
+			return
+		}
+		group := []*request{first}
+	drain:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.reqs:
+				group = append(group, r)
+			default:
+				break drain
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+// group is the state of one commit group: its batch, the blocks it
+// allocated and freed, and the data it will write.
+type group struct {
+	s       *BlockStore
+	b       *pebble.Batch
+	alloced []run
+	freed   []run
+	pending map[uint64][]byte // physical block → its new 4 KiB, until freed again
+	writes  []pendingWrite    // in allocation order
+	onodes  map[string]*onode // this transaction's loaded onodes; nil = removed
+	order   []string
+}
+
+// pendingWrite is one allocated run: data (whole blocks) for the device
+// blocks from phys on.
+type pendingWrite struct {
+	phys uint64
+	data []byte
+}
+
+func (s *BlockStore) commitGroup(reqs []*request) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	g := &group{s: s, b: s.db.NewIndexedBatch(), pending: map[uint64][]byte{}}
+	defer g.b.Close()
+	var fatal error
+	for _, r := range reqs {
+		if r.err = g.check(r.t); r.err != nil {
+			continue
+		}
+		if err := g.apply(r.t); err != nil {
+			fatal = err
+			break
+		}
+		r.ok = true
+	}
+	if fatal == nil {
+		fatal = g.persist()
+	}
+	if fatal != nil {
+		for _, a := range g.alloced {
+			s.alloc.set(a.start, a.n, false)
+		}
+		var errno syscall.Errno
+		if errors.Is(fatal, ErrNoSpace) || (errors.As(fatal, &errno) && errno == syscall.ENOSPC) {
+			fatal = fmt.Errorf("objectstore: %w: %v", ErrNoSpace, fatal)
+		} else {
+			s.failed.CompareAndSwap(nil, &fatal)
+			s.log.Error("objectstore: commit failed; store is now read-only", "err", fatal)
+			fatal = fmt.Errorf("objectstore: %w: %v", ErrClosed, fatal)
+		}
+		for _, r := range reqs {
+			if r.ok {
+				r.err = fatal
+			}
+		}
+	} else {
+		// Readers that looked up metadata before the commit may still be
+		// reading the freed blocks: wait for them before reuse.
+		s.mu.Lock()
+		for _, f := range g.freed {
+			s.alloc.set(f.start, f.n, false)
+		}
+		s.mu.Unlock()
+	}
+	s.used.Store(s.alloc.used)
+	for _, r := range reqs {
+		r.out <- r.err
+	}
+}
+
+// persist writes the group's data, syncs it, then commits the metadata
+// batch (with the new bitmap regions) synchronously: metadata never refers
+// to blocks that are not yet durable.
+func (g *group) persist() error {
+	if len(g.alloced)+len(g.freed) > 0 {
+		regions := map[uint64]bool{}
+		for _, rs := range [][]run{g.alloced, g.freed} {
+			for _, r := range rs {
+				for b := r.start / regionBlocks; b <= (r.start+r.n-1)/regionBlocks; b++ {
+					regions[b] = true
+				}
+			}
+		}
+		for reg := range regions {
+			v := g.s.alloc.region(reg)
+			for _, f := range g.freed { // freed in the persisted map, still held in memory
+				for b := max(f.start, reg*regionBlocks); b < min(f.start+f.n, (reg+1)*regionBlocks); b++ {
+					off := b - reg*regionBlocks
+					v[off/8] &^= 1 << (off % 8)
+				}
+			}
+			if err := g.b.Set(bitmapKey(reg), v, nil); err != nil {
+				return err
+			}
+		}
+	}
+	// Write each allocated run with one pwrite, from the buffer it was
+	// placed from; blocks freed again within the group are skipped.
+	wrote := false
+	for _, w := range g.writes {
+		for i := uint64(0); i < uint64(len(w.data))/BlockSize; {
+			if _, ok := g.pending[w.phys+i]; !ok {
+				i++
+				continue
+			}
+			j := i
+			for j < uint64(len(w.data))/BlockSize {
+				if _, ok := g.pending[w.phys+j]; !ok {
+					break
+				}
+				j++
+			}
+			if _, err := g.s.dev.WriteAt(w.data[i*BlockSize:j*BlockSize], int64((w.phys+i)*BlockSize)); err != nil {
+				return fmt.Errorf("write data blocks %d+%d: %w", w.phys+i, j-i, err)
+			}
+			wrote = true
+			i = j
+		}
+	}
+	if wrote {
+		if err := g.s.dev.Sync(); err != nil {
+			return fmt.Errorf("sync data device: %w", err)
+		}
+	}
+	if err := g.b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("commit metadata: %w", err)
+	}
+	return nil
+}
+
+func objKey(c Coll, oid string) string { return string(onodeKey(c, oid)) }
+
+func (g *group) exists(key []byte) (bool, error) {
+	v, closer, err := g.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_ = v
+	return true, closer.Close()
+}
+
+// check validates t against the state the group has built so far,
+// simulating t's own creations and removals, and reserves nothing: a
+// transaction that fails here leaves no trace.
+func (g *group) check(t *Transaction) error {
+	colls := map[Coll]bool{}
+	objs := map[string]bool{}
+	collExists := func(c Coll) (bool, error) {
+		if v, ok := colls[c]; ok {
+			return v, nil
+		}
+		return g.exists(collKey(c))
+	}
+	objExists := func(c Coll, oid string) (bool, error) {
+		if v, ok := objs[objKey(c, oid)]; ok {
+			return v, nil
+		}
+		return g.exists(onodeKey(c, oid))
+	}
+	var blocks uint64
+	for i := range t.ops {
+		o := &t.ops[i]
+		fail := func(err error, what string) error {
+			return fmt.Errorf("objectstore: op %d (%s %s/%s): %w", i, what, o.coll, o.oid, err)
+		}
+		ce, err := collExists(o.coll)
+		if err != nil {
+			return err
+		}
+		switch o.code {
+		case opCreateColl:
+			if ce {
+				return fail(ErrExists, "create collection")
+			}
+			colls[o.coll] = true
+			continue
+		case opRemoveColl:
+			if !ce {
+				return fail(ErrNotFound, "remove collection")
+			}
+			empty, err := g.collEmpty(o.coll, objs)
+			if err != nil {
+				return err
+			}
+			if !empty {
+				return fail(ErrNotEmpty, "remove collection")
+			}
+			colls[o.coll] = false
+			continue
+		}
+		if !ce {
+			return fail(fmt.Errorf("collection: %w", ErrNotFound), "object op")
+		}
+		oe, err := objExists(o.coll, o.oid)
+		if err != nil {
+			return err
+		}
+		switch o.code {
+		case opTouch, opWrite, opZero, opTruncate, opSetAttr, opOmapSet:
+			objs[objKey(o.coll, o.oid)] = true
+		case opRemove:
+			if !oe {
+				return fail(ErrNotFound, "remove")
+			}
+			objs[objKey(o.coll, o.oid)] = false
+		case opRmAttr, opOmapRm, opOmapClear:
+			if !oe {
+				return fail(ErrNotFound, "update")
+			}
+		case opClone:
+			if !oe {
+				return fail(ErrNotFound, "clone source")
+			}
+			objs[objKey(o.coll, o.oid2)] = true
+		}
+		n, err := g.blocksNeeded(o)
+		if err != nil {
+			return err
+		}
+		blocks += n
+	}
+	if blocks > g.s.alloc.free() {
+		return fmt.Errorf("objectstore: transaction may need %d blocks, %d free: %w", blocks, g.s.alloc.free(), ErrNoSpace)
+	}
+	return nil
+}
+
+// collEmpty reports whether a collection holds no objects, given this
+// transaction's own creations and removals.
+func (g *group) collEmpty(c Coll, objs map[string]bool) (bool, error) {
+	prefix := collPrefix(pOnode, c)
+	for k, live := range objs {
+		if live && bytes.HasPrefix([]byte(k), prefix) {
+			return false, nil
+		}
+	}
+	it, err := g.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if live, ok := objs[string(it.Key())]; !ok || live {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func blocksSpanned(off, n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	return (off+n+BlockSize-1)/BlockSize - off/BlockSize
+}
+
+// blocksNeeded bounds the new blocks an operation may allocate.
+func (g *group) blocksNeeded(o *op) (uint64, error) {
+	switch o.code {
+	case opWrite, opZero, opTruncate, opClone:
+	default:
+		return 0, nil
+	}
+	cur, err := g.s.readOnode(g.b, o.coll, o.oid)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	var size, stored uint64
+	if cur != nil {
+		size = cur.Size
+		for _, x := range cur.Extents {
+			stored += x.blocks()
+		}
+	}
+	inlineMax := uint64(g.s.sb.InlineMax)
+	switch o.code {
+	case opWrite:
+		end := max(size, o.off+o.n)
+		if end <= inlineMax && stored == 0 {
+			return 0, nil
+		}
+		return blocksSpanned(o.off, o.n) + (size+BlockSize-1)/BlockSize, nil
+	case opZero:
+		return 2 + (size+BlockSize-1)/BlockSize, nil
+	case opTruncate:
+		return 1 + (size+BlockSize-1)/BlockSize, nil
+	case opClone:
+		return stored, nil
+	}
+	return 0, nil
+}
+
+// readOnode loads an onode through r (the DB or a batch).
+func (s *BlockStore) readOnode(r pebble.Reader, c Coll, oid string) (*onode, error) {
+	v, closer, err := r.Get(onodeKey(c, oid))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("%s/%s: %w", c, oid, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeOnode(v)
+}

@@ -1,0 +1,172 @@
+package objectstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/shoal-project/shoal/internal/wire"
+)
+
+// Pebble key layout. Names are length-prefixed so any bytes are allowed and
+// an object's keys sort together, objects by name within a collection:
+//
+//	'S'                                  superblock
+//	'C' coll                             collection marker
+//	'O' u16(len coll) coll oid           onode
+//	'M' u16(len coll) coll u32(len oid) oid key   omap entry
+//	'F' u64be(region)                    allocation bitmap region
+const (
+	pSuper  = 'S'
+	pColl   = 'C'
+	pOnode  = 'O'
+	pOmap   = 'M'
+	pBitmap = 'F'
+)
+
+func collKey(c Coll) []byte { return append([]byte{pColl}, c...) }
+
+func collPrefix(p byte, c Coll) []byte {
+	k := make([]byte, 3, 3+len(c))
+	k[0] = p
+	binary.BigEndian.PutUint16(k[1:], uint16(len(c)))
+	return append(k, c...)
+}
+
+func onodeKey(c Coll, oid string) []byte { return append(collPrefix(pOnode, c), oid...) }
+
+func omapPrefix(c Coll, oid string) []byte {
+	k := collPrefix(pOmap, c)
+	k = binary.BigEndian.AppendUint32(k, uint32(len(oid)))
+	return append(k, oid...)
+}
+
+func omapKey(c Coll, oid, key string) []byte { return append(omapPrefix(c, oid), key...) }
+
+func bitmapKey(region uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{pBitmap}, region)
+}
+
+// prefixEnd is the smallest key greater than every key with the prefix.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// BlockSize is the allocation and checksum unit of the data device.
+const BlockSize = 4096
+
+// extent maps Blocks logical blocks starting at Logical to physical blocks
+// starting at Phys; CRCs holds the crc32c of each 4 KiB block.
+type extent struct {
+	Logical uint64
+	Phys    uint64
+	CRCs    []uint32
+}
+
+func (e extent) blocks() uint64 { return uint64(len(e.CRCs)) }
+func (e extent) end() uint64    { return e.Logical + e.blocks() }
+
+// onode is an object's metadata. Small objects keep their bytes inline
+// (in Pebble); larger ones have extents on the data device.
+type onode struct {
+	Size      uint64
+	OnDevice  bool // data lives in Extents (holes read as zeros), not Inline
+	Attrs     map[string][]byte
+	Inline    []byte // when no extents: the object's bytes, len == Size
+	InlineCRC uint32
+	Extents   []extent // sorted by Logical, non-overlapping
+}
+
+func (o *onode) isInline() bool { return !o.OnDevice }
+
+const onodeVersion = 1
+
+func (o *onode) encode() []byte {
+	var e wire.Encoder
+	m := e.Begin(onodeVersion, 1)
+	e.U64(o.Size)
+	e.Bool(o.OnDevice)
+	names := make([]string, 0, len(o.Attrs))
+	for n := range o.Attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	e.U32(uint32(len(names)))
+	for _, n := range names {
+		e.String(n)
+		e.Blob(o.Attrs[n])
+	}
+	e.Blob(o.Inline)
+	e.U32(o.InlineCRC)
+	e.U32(uint32(len(o.Extents)))
+	for _, x := range o.Extents {
+		e.U64(x.Logical)
+		e.U64(x.Phys)
+		e.U32(uint32(len(x.CRCs)))
+		for _, c := range x.CRCs {
+			e.U32(c)
+		}
+	}
+	e.End(m)
+	return e.Bytes()
+}
+
+func decodeOnode(b []byte) (*onode, error) {
+	d := wire.NewDecoder(b)
+	_, end := d.Begin("onode", onodeVersion)
+	o := &onode{Size: d.U64(), OnDevice: d.Bool(), Attrs: map[string][]byte{}}
+	for n := d.Count(8); n > 0; n-- {
+		name := d.String()
+		o.Attrs[name] = d.Blob()
+	}
+	o.Inline = d.Blob()
+	o.InlineCRC = d.U32()
+	o.Extents = make([]extent, d.Count(20))
+	for i := range o.Extents {
+		x := &o.Extents[i]
+		x.Logical = d.U64()
+		x.Phys = d.U64()
+		x.CRCs = make([]uint32, d.Count(4))
+		for j := range x.CRCs {
+			x.CRCs[j] = d.U32()
+		}
+	}
+	d.End("onode", end)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: onode: %v", ErrCorrupt, err)
+	}
+	return o, nil
+}
+
+// superblock records the data device's geometry at creation.
+type superblock struct {
+	Blocks    uint64 // data device size in blocks
+	InlineMax uint32 // objects up to this size are stored inline
+}
+
+func (s superblock) encode() []byte {
+	var e wire.Encoder
+	m := e.Begin(1, 1)
+	e.U64(s.Blocks)
+	e.U32(s.InlineMax)
+	e.End(m)
+	return e.Bytes()
+}
+
+func decodeSuperblock(b []byte) (superblock, error) {
+	d := wire.NewDecoder(b)
+	_, end := d.Begin("superblock", 1)
+	s := superblock{Blocks: d.U64(), InlineMax: d.U32()}
+	d.End("superblock", end)
+	if err := d.Err(); err != nil {
+		return s, fmt.Errorf("%w: superblock: %v", ErrCorrupt, err)
+	}
+	return s, nil
+}

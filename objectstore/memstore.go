@@ -1,0 +1,311 @@
+package objectstore
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// MemStore is an in-memory Store with the same semantics as BlockStore and
+// none of its durability: the model the differential tests compare
+// BlockStore against, and a fast store for tests of the layers above.
+type MemStore struct {
+	mu    sync.RWMutex
+	colls map[Coll]map[string]*memObject
+}
+
+type memObject struct {
+	data  []byte
+	attrs map[string][]byte
+	omap  map[string][]byte
+}
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore { return &MemStore{colls: map[Coll]map[string]*memObject{}} }
+
+func (m *memObject) clone() *memObject {
+	n := &memObject{data: append([]byte(nil), m.data...), attrs: map[string][]byte{}, omap: map[string][]byte{}}
+	for k, v := range m.attrs {
+		n.attrs[k] = append([]byte(nil), v...)
+	}
+	for k, v := range m.omap {
+		n.omap[k] = append([]byte(nil), v...)
+	}
+	return n
+}
+
+func (m *memObject) resize(size uint64) {
+	if uint64(len(m.data)) < size {
+		m.data = append(m.data, make([]byte, size-uint64(len(m.data)))...)
+	}
+	m.data = m.data[:size]
+}
+
+// Apply applies t atomically: on error nothing changes.
+func (s *MemStore) Apply(t *Transaction) error {
+	for i := range t.ops {
+		if err := t.ops[i].validate(); err != nil {
+			return fmt.Errorf("memstore: op %d: %w", i, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// work on copies of what t touches, then publish
+	colls := map[Coll]map[string]*memObject{}
+	get := func(c Coll) map[string]*memObject {
+		if objs, ok := colls[c]; ok {
+			return objs
+		}
+		objs, ok := s.colls[c]
+		if !ok {
+			return nil
+		}
+		cp := make(map[string]*memObject, len(objs))
+		for k, v := range objs {
+			cp[k] = v
+		}
+		colls[c] = cp
+		return cp
+	}
+	touched := map[*memObject]bool{}
+	obj := func(objs map[string]*memObject, oid string, create bool) *memObject {
+		o := objs[oid]
+		if o == nil {
+			if !create {
+				return nil
+			}
+			o = &memObject{attrs: map[string][]byte{}, omap: map[string][]byte{}}
+		} else if !touched[o] {
+			o = o.clone()
+		}
+		touched[o] = true
+		objs[oid] = o
+		return o
+	}
+	for i := range t.ops {
+		op := &t.ops[i]
+		fail := func(err error) error { return fmt.Errorf("memstore: op %d: %w", i, err) }
+		objs := get(op.coll)
+		switch op.code {
+		case opCreateColl:
+			if objs != nil {
+				return fail(ErrExists)
+			}
+			colls[op.coll] = map[string]*memObject{}
+			continue
+		case opRemoveColl:
+			if objs == nil {
+				return fail(ErrNotFound)
+			}
+			if len(objs) > 0 {
+				return fail(ErrNotEmpty)
+			}
+			colls[op.coll] = nil
+			continue
+		}
+		if objs == nil {
+			return fail(ErrNotFound)
+		}
+		switch op.code {
+		case opRemove, opRmAttr, opOmapRm, opOmapClear, opClone:
+			if objs[op.oid] == nil {
+				return fail(ErrNotFound)
+			}
+		}
+		switch op.code {
+		case opTouch:
+			obj(objs, op.oid, true)
+		case opWrite:
+			o := obj(objs, op.oid, true)
+			o.resize(max(uint64(len(o.data)), op.off+op.n))
+			copy(o.data[op.off:], op.data)
+		case opZero:
+			o := obj(objs, op.oid, true)
+			o.resize(max(uint64(len(o.data)), op.off+op.n))
+			clear(o.data[op.off : op.off+op.n])
+		case opTruncate:
+			obj(objs, op.oid, true).resize(op.off)
+		case opRemove:
+			delete(objs, op.oid)
+		case opSetAttr:
+			obj(objs, op.oid, true).attrs[op.name] = append([]byte(nil), op.data...)
+		case opRmAttr:
+			delete(obj(objs, op.oid, false).attrs, op.name)
+		case opOmapSet:
+			o := obj(objs, op.oid, true)
+			for _, kv := range op.kvs {
+				o.omap[kv.Key] = append([]byte(nil), kv.Value...)
+			}
+		case opOmapRm:
+			o := obj(objs, op.oid, false)
+			for _, k := range op.keys {
+				delete(o.omap, k)
+			}
+		case opOmapClear:
+			obj(objs, op.oid, false).omap = map[string][]byte{}
+		case opClone:
+			if op.oid != op.oid2 {
+				c := objs[op.oid].clone()
+				touched[c] = true
+				objs[op.oid2] = c
+			}
+		}
+	}
+	for c, objs := range colls {
+		if objs == nil {
+			delete(s.colls, c)
+		} else {
+			s.colls[c] = objs
+		}
+	}
+	return nil
+}
+
+func (s *MemStore) object(c Coll, oid string) (*memObject, error) {
+	objs, ok := s.colls[c]
+	if !ok || objs[oid] == nil {
+		return nil, fmt.Errorf("memstore: %s/%s: %w", c, oid, ErrNotFound)
+	}
+	return objs[oid], nil
+}
+
+// Read implements Store.
+func (s *MemStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, err := s.object(c, oid)
+	if err != nil {
+		return nil, err
+	}
+	size := uint64(len(o.data))
+	if off >= size {
+		return []byte{}, nil
+	}
+	end := size
+	if length != 0 && length < end-off {
+		end = off + length
+	}
+	return append([]byte(nil), o.data[off:end]...), nil
+}
+
+// Stat implements Store.
+func (s *MemStore) Stat(c Coll, oid string) (Stat, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, err := s.object(c, oid)
+	if err != nil {
+		return Stat{}, err
+	}
+	return Stat{Size: uint64(len(o.data))}, nil
+}
+
+// GetAttr implements Store.
+func (s *MemStore) GetAttr(c Coll, oid, name string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, err := s.object(c, oid)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := o.attrs[name]
+	if !ok {
+		return nil, fmt.Errorf("memstore: attr %q: %w", name, ErrNotFound)
+	}
+	return append([]byte(nil), v...), nil
+}
+
+// Attrs implements Store.
+func (s *MemStore) Attrs(c Coll, oid string) (map[string][]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, err := s.object(c, oid)
+	if err != nil {
+		return nil, err
+	}
+	return o.clone().attrs, nil
+}
+
+// OmapGet implements Store.
+func (s *MemStore) OmapGet(c Coll, oid string, keys []string) (map[string][]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, err := s.object(c, oid)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, k := range keys {
+		if v, ok := o.omap[k]; ok {
+			out[k] = append([]byte(nil), v...)
+		}
+	}
+	return out, nil
+}
+
+// OmapList implements Store.
+func (s *MemStore) OmapList(c Coll, oid, startAfter, prefix string, max int) ([]KV, bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, err := s.object(c, oid)
+	if err != nil {
+		return nil, false, err
+	}
+	var keys []string
+	for k := range o.omap {
+		if strings.HasPrefix(k, prefix) && k > startAfter {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	more := false
+	if max > 0 && len(keys) > max {
+		keys, more = keys[:max], true
+	}
+	out := make([]KV, len(keys))
+	for i, k := range keys {
+		out[i] = KV{k, append([]byte(nil), o.omap[k]...)}
+	}
+	return out, more, nil
+}
+
+// List implements Store.
+func (s *MemStore) List(c Coll, startAfter string, max int) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	objs, ok := s.colls[c]
+	if !ok {
+		return nil, fmt.Errorf("memstore: collection %s: %w", c, ErrNotFound)
+	}
+	var names []string
+	for n := range objs {
+		if n > startAfter {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	if max > 0 && len(names) > max {
+		names = names[:max]
+	}
+	return names, nil
+}
+
+// Collections implements Store.
+func (s *MemStore) Collections() ([]Coll, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Coll
+	for c := range s.colls {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// StatFS implements Store; a MemStore has no device.
+func (s *MemStore) StatFS() (FSStat, error) { return FSStat{}, nil }
+
+// Close implements Store.
+func (s *MemStore) Close() error { return nil }
+
+var _ Store = (*MemStore)(nil)

@@ -1,0 +1,210 @@
+package objectstore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+func (s *BlockStore) readable() error {
+	select {
+	case <-s.quit:
+		return fmt.Errorf("objectstore: %w", ErrClosed)
+	default:
+		return nil
+	}
+}
+
+// Read returns bytes [off, off+length) of the object, clipped to its size
+// (length 0 reads to the end). Every block read is checked against its
+// crc32c; a mismatch returns ErrCorrupt, never the bad bytes.
+func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	o, err := s.readOnode(s.db, c, oid)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: read %w", err)
+	}
+	if off >= o.Size {
+		return []byte{}, nil
+	}
+	end := o.Size
+	if length != 0 && length < end-off {
+		end = off + length
+	}
+	if o.isInline() {
+		if crc32c(o.Inline) != o.InlineCRC {
+			return nil, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
+		}
+		return append([]byte(nil), o.Inline[off:end]...), nil
+	}
+	// Read whole blocks straight into a block-aligned buffer and return
+	// the requested window of it: one copy from the device, none after.
+	b0, b1 := off/BlockSize, (end+BlockSize-1)/BlockSize
+	buf := make([]byte, (b1-b0)*BlockSize)
+	i, _ := o.find(b0)
+	for ; i < len(o.Extents) && o.Extents[i].Logical < b1; i++ {
+		x := o.Extents[i]
+		from, to := max(x.Logical, b0), min(x.end(), b1)
+		dst := buf[(from-b0)*BlockSize : (to-b0)*BlockSize]
+		phys := x.Phys + (from - x.Logical)
+		if _, err := s.dev.ReadAt(dst, int64(phys*BlockSize)); err != nil {
+			return nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
+		}
+		for lb := from; lb < to; lb++ {
+			blk := dst[(lb-from)*BlockSize : (lb-from+1)*BlockSize]
+			if got, want := crc32c(blk), x.CRCs[lb-x.Logical]; got != want {
+				return nil, fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
+					c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
+			}
+		}
+	}
+	return buf[off-b0*BlockSize : end-b0*BlockSize], nil
+}
+
+func (s *BlockStore) lookup(c Coll, oid string) (*onode, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	return s.readOnode(s.db, c, oid)
+}
+
+// Stat returns the object's size.
+func (s *BlockStore) Stat(c Coll, oid string) (Stat, error) {
+	o, err := s.lookup(c, oid)
+	if err != nil {
+		return Stat{}, fmt.Errorf("objectstore: stat %w", err)
+	}
+	return Stat{Size: o.Size}, nil
+}
+
+// GetAttr returns one extended attribute (ErrNotFound if absent).
+func (s *BlockStore) GetAttr(c Coll, oid, name string) ([]byte, error) {
+	o, err := s.lookup(c, oid)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: getattr %w", err)
+	}
+	v, ok := o.Attrs[name]
+	if !ok {
+		return nil, fmt.Errorf("objectstore: getattr %s/%s %q: %w", c, oid, name, ErrNotFound)
+	}
+	return v, nil
+}
+
+// Attrs returns every extended attribute.
+func (s *BlockStore) Attrs(c Coll, oid string) (map[string][]byte, error) {
+	o, err := s.lookup(c, oid)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: attrs %w", err)
+	}
+	return o.Attrs, nil
+}
+
+// OmapGet returns the values of the keys that exist.
+func (s *BlockStore) OmapGet(c Coll, oid string, keys []string) (map[string][]byte, error) {
+	if _, err := s.lookup(c, oid); err != nil {
+		return nil, fmt.Errorf("objectstore: omap get %w", err)
+	}
+	out := map[string][]byte{}
+	for _, k := range keys {
+		v, closer, err := s.db.Get(omapKey(c, oid, k))
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = append([]byte(nil), v...)
+		closer.Close()
+	}
+	return out, nil
+}
+
+// OmapList lists omap entries (see Store).
+func (s *BlockStore) OmapList(c Coll, oid, startAfter, prefix string, max int) ([]KV, bool, error) {
+	if _, err := s.lookup(c, oid); err != nil {
+		return nil, false, fmt.Errorf("objectstore: omap list %w", err)
+	}
+	base := omapPrefix(c, oid)
+	lower := append(append([]byte(nil), base...), prefix...)
+	if startAfter >= prefix {
+		lower = append(omapKey(c, oid, startAfter), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(append(append([]byte(nil), base...), prefix...))})
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	var out []KV
+	for it.First(); it.Valid(); it.Next() {
+		if max > 0 && len(out) == max {
+			return out, true, nil
+		}
+		out = append(out, KV{Key: string(it.Key()[len(base):]), Value: append([]byte(nil), it.Value()...)})
+	}
+	return out, false, it.Error()
+}
+
+// List returns object names in a collection (see Store).
+func (s *BlockStore) List(c Coll, startAfter string, max int) ([]string, error) {
+	if ok, err := s.collExists(c); err != nil || !ok {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return nil, fmt.Errorf("objectstore: list collection %s: %w", c, err)
+	}
+	base := collPrefix(pOnode, c)
+	lower := base
+	if startAfter != "" {
+		lower = append(onodeKey(c, startAfter), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(base)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []string
+	for it.First(); it.Valid() && (max <= 0 || len(out) < max); it.Next() {
+		out = append(out, string(it.Key()[len(base):]))
+	}
+	return out, it.Error()
+}
+
+func (s *BlockStore) collExists(c Coll) (bool, error) {
+	_, closer, err := s.db.Get(collKey(c))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, closer.Close()
+}
+
+// Collections lists every collection.
+func (s *BlockStore) Collections() ([]Coll, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pColl}, UpperBound: []byte{pColl + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []Coll
+	for it.First(); it.Valid(); it.Next() {
+		out = append(out, Coll(it.Key()[1:]))
+	}
+	return out, it.Error()
+}
+
+// StatFS reports the data device's size and the bytes in use on it (inline
+// objects live in the metadata store and are not counted).
+func (s *BlockStore) StatFS() (FSStat, error) {
+	return FSStat{Total: s.sb.Blocks * BlockSize, Used: s.used.Load() * BlockSize}, nil
+}
+
+var _ Store = (*BlockStore)(nil)

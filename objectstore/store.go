@@ -1,0 +1,218 @@
+package objectstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors callers branch on (test with errors.Is).
+var (
+	// ErrNotFound: the object or collection does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: the collection already exists.
+	ErrExists = errors.New("already exists")
+	// ErrNotEmpty: a collection to remove still holds objects.
+	ErrNotEmpty = errors.New("collection not empty")
+	// ErrNoSpace: the data device is full; nothing of the transaction was
+	// applied, and everything already stored stays readable.
+	ErrNoSpace = errors.New("no space left on device")
+	// ErrCorrupt: stored bytes failed their checksum.
+	ErrCorrupt = errors.New("checksum mismatch")
+	// ErrInvalid: a malformed request (bad name, offset overflow, …).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrClosed: the store is closed, or failed and went read-only.
+	ErrClosed = errors.New("store closed or failed")
+)
+
+// Limits on names and sizes.
+const (
+	MaxNameLen   = 2048      // bytes in an object name
+	MaxCollLen   = 255       // bytes in a collection name
+	MaxObjectEnd = 1<<40 - 1 // highest byte offset an object may reach (1 TiB)
+)
+
+// Coll names a collection: the objects of one PG shard, e.g. "1.2f" or
+// "2.1as3". Collections are created and removed explicitly.
+type Coll string
+
+// Stat describes an object.
+type Stat struct {
+	Size uint64 // logical size in bytes
+}
+
+// KV is one omap entry.
+type KV struct {
+	Key   string
+	Value []byte
+}
+
+// Store is a local object store on one device. Apply commits a transaction
+// atomically and durably: when it returns nil, every operation in it
+// survives kill -9 and power loss; when it returns an error, none took
+// effect. Reads see every transaction that has returned. All methods are
+// safe for concurrent use; returned slices belong to the caller.
+type Store interface {
+	Apply(t *Transaction) error
+	Read(c Coll, oid string, off, length uint64) ([]byte, error) // length 0: to the end
+	Stat(c Coll, oid string) (Stat, error)
+	GetAttr(c Coll, oid, name string) ([]byte, error)
+	Attrs(c Coll, oid string) (map[string][]byte, error)
+	OmapGet(c Coll, oid string, keys []string) (map[string][]byte, error)
+	// OmapList returns up to max entries with the prefix, in key order,
+	// after startAfter; more reports whether entries remain.
+	OmapList(c Coll, oid, startAfter, prefix string, max int) (kvs []KV, more bool, err error)
+	// List returns up to max object names after startAfter, in name order.
+	List(c Coll, startAfter string, max int) ([]string, error)
+	Collections() ([]Coll, error)
+	StatFS() (FSStat, error)
+	Close() error
+}
+
+// FSStat is the device's capacity and use.
+type FSStat struct {
+	Total, Used uint64 // bytes of the data device
+}
+
+type opCode uint8
+
+const (
+	opCreateColl opCode = iota + 1
+	opRemoveColl
+	opTouch
+	opWrite
+	opZero
+	opTruncate
+	opRemove
+	opSetAttr
+	opRmAttr
+	opOmapSet
+	opOmapRm
+	opOmapClear
+	opClone
+)
+
+type op struct {
+	code      opCode
+	coll      Coll
+	oid, oid2 string // oid2: clone destination
+	off, n    uint64 // offset and length (write: len(data)), truncate size in off
+	data      []byte
+	name      string // attribute name
+	kvs       []KV   // omap set
+	keys      []string
+}
+
+// Transaction is an ordered list of operations applied atomically. Build it
+// with the methods below; data slices are referenced, not copied, until
+// Apply returns.
+type Transaction struct{ ops []op }
+
+// Len is the number of operations.
+func (t *Transaction) Len() int { return len(t.ops) }
+
+// CreateCollection creates an empty collection (ErrExists if it exists).
+func (t *Transaction) CreateCollection(c Coll) {
+	t.ops = append(t.ops, op{code: opCreateColl, coll: c})
+}
+
+// RemoveCollection removes an empty collection (ErrNotEmpty otherwise).
+func (t *Transaction) RemoveCollection(c Coll) {
+	t.ops = append(t.ops, op{code: opRemoveColl, coll: c})
+}
+
+// Touch creates the object if it does not exist.
+func (t *Transaction) Touch(c Coll, oid string) {
+	t.ops = append(t.ops, op{code: opTouch, coll: c, oid: oid})
+}
+
+// Write writes data at off, creating the object and extending its size as
+// needed; gaps read as zeros.
+func (t *Transaction) Write(c Coll, oid string, off uint64, data []byte) {
+	t.ops = append(t.ops, op{code: opWrite, coll: c, oid: oid, off: off, n: uint64(len(data)), data: data})
+}
+
+// WriteFull replaces the object's data with data.
+func (t *Transaction) WriteFull(c Coll, oid string, data []byte) {
+	t.Truncate(c, oid, 0)
+	t.Write(c, oid, 0, data)
+}
+
+// Zero makes [off, off+n) read as zeros, freeing whole blocks, extending
+// the object if the range passes its end.
+func (t *Transaction) Zero(c Coll, oid string, off, n uint64) {
+	t.ops = append(t.ops, op{code: opZero, coll: c, oid: oid, off: off, n: n})
+}
+
+// Truncate sets the object's size, creating it if needed.
+func (t *Transaction) Truncate(c Coll, oid string, size uint64) {
+	t.ops = append(t.ops, op{code: opTruncate, coll: c, oid: oid, off: size})
+}
+
+// Remove deletes the object with its attributes and omap (ErrNotFound if
+// it does not exist).
+func (t *Transaction) Remove(c Coll, oid string) {
+	t.ops = append(t.ops, op{code: opRemove, coll: c, oid: oid})
+}
+
+// SetAttr sets an extended attribute, creating the object if needed.
+func (t *Transaction) SetAttr(c Coll, oid, name string, value []byte) {
+	t.ops = append(t.ops, op{code: opSetAttr, coll: c, oid: oid, name: name, data: value})
+}
+
+// RmAttr removes an extended attribute (no error if it is absent).
+func (t *Transaction) RmAttr(c Coll, oid, name string) {
+	t.ops = append(t.ops, op{code: opRmAttr, coll: c, oid: oid, name: name})
+}
+
+// OmapSet sets omap entries, creating the object if needed.
+func (t *Transaction) OmapSet(c Coll, oid string, kvs []KV) {
+	t.ops = append(t.ops, op{code: opOmapSet, coll: c, oid: oid, kvs: kvs})
+}
+
+// OmapRm removes omap keys (absent keys are ignored).
+func (t *Transaction) OmapRm(c Coll, oid string, keys []string) {
+	t.ops = append(t.ops, op{code: opOmapRm, coll: c, oid: oid, keys: keys})
+}
+
+// OmapClear removes every omap entry of the object.
+func (t *Transaction) OmapClear(c Coll, oid string) {
+	t.ops = append(t.ops, op{code: opOmapClear, coll: c, oid: oid})
+}
+
+// Clone makes dst a copy of src (data, attributes, omap), replacing dst.
+func (t *Transaction) Clone(c Coll, src, dst string) {
+	t.ops = append(t.ops, op{code: opClone, coll: c, oid: src, oid2: dst})
+}
+
+// validate checks names and ranges, independent of stored state.
+func (o *op) validate() error {
+	if len(o.coll) == 0 || len(o.coll) > MaxCollLen {
+		return fmt.Errorf("%w: collection name of %d bytes (1..%d)", ErrInvalid, len(o.coll), MaxCollLen)
+	}
+	if o.code == opCreateColl || o.code == opRemoveColl {
+		return nil
+	}
+	for _, n := range []string{o.oid, o.oid2} {
+		if len(n) > MaxNameLen {
+			return fmt.Errorf("%w: object name of %d bytes (max %d)", ErrInvalid, len(n), MaxNameLen)
+		}
+	}
+	if o.oid == "" || (o.code == opClone && o.oid2 == "") {
+		return fmt.Errorf("%w: empty object name", ErrInvalid)
+	}
+	switch o.code {
+	case opWrite, opZero:
+		if o.off > MaxObjectEnd || o.n > MaxObjectEnd-o.off {
+			return fmt.Errorf("%w: range %d+%d passes the %d-byte object limit", ErrInvalid, o.off, o.n, uint64(MaxObjectEnd))
+		}
+	case opTruncate:
+		if o.off > MaxObjectEnd {
+			return fmt.Errorf("%w: size %d passes the %d-byte object limit", ErrInvalid, o.off, uint64(MaxObjectEnd))
+		}
+	case opSetAttr, opRmAttr:
+		if o.name == "" {
+			return fmt.Errorf("%w: empty attribute name", ErrInvalid)
+		}
+	}
+	return nil
+}
