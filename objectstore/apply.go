@@ -20,6 +20,7 @@ func (g *group) apply(t *Transaction) error {
 	}
 	for _, k := range g.order {
 		o := g.onodes[k]
+		g.committed[k] = o
 		var err error
 		if o == nil {
 			err = g.b.Delete([]byte(k), nil)

@@ -42,15 +42,23 @@ type Options struct {
 	// InlineMax is the size up to which objects live in the metadata store
 	// instead of on the data device; fixed at creation; default 32 KiB.
 	InlineMax int
+	// CacheSize is the metadata block cache in bytes (the share of
+	// osd_memory_target BlueStore gives its RocksDB cache); default 256 MiB.
+	CacheSize int64
+	// OnodeCacheSize bounds the decoded-onode cache in bytes (inline data
+	// included); default 64 MiB, negative disables it.
+	OnodeCacheSize int
 	// Logger receives the store's and Pebble's warnings; default slog's.
 	Logger *slog.Logger
 }
 
 // Defaults.
 const (
-	DefaultSize      = 10 << 30
-	DefaultInlineMax = 32 << 10
-	maxGroup         = 512 // transactions per commit group
+	DefaultSize       = 10 << 30
+	DefaultInlineMax  = 32 << 10
+	DefaultCacheSize  = 256 << 20
+	DefaultOnodeCache = 64 << 20
+	maxGroup          = 512 // transactions per commit group
 )
 
 // BlockStore is the default Store: metadata, attributes, omap and small
@@ -72,6 +80,7 @@ type BlockStore struct {
 	exited   chan struct{}
 	once     sync.Once
 	failed   atomic.Pointer[error]
+	onodes   *onodeCache // decoded onodes, refreshed by the committer
 }
 
 type request struct {
@@ -107,6 +116,12 @@ func Open(opts Options) (*BlockStore, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.OnodeCacheSize == 0 {
+		opts.OnodeCacheSize = DefaultOnodeCache
+	}
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
@@ -122,11 +137,14 @@ func Open(opts Options) (*BlockStore, error) {
 			}
 		}
 	}
-	db, err := pebble.Open(opts.DBDir, &pebble.Options{FS: opts.FS, WALDir: opts.WALDir, Logger: pebbleLogger{opts.Logger}})
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(opts.DBDir, &pebble.Options{FS: opts.FS, WALDir: opts.WALDir, Cache: cache, Logger: pebbleLogger{opts.Logger}})
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: open metadata in %s: %w", opts.DBDir, err)
 	}
-	s := &BlockStore{db: db, log: opts.Logger, reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{})}
+	s := &BlockStore{db: db, log: opts.Logger, reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{}),
+		onodes: newOnodeCache(opts.OnodeCacheSize)}
 	if err := s.load(opts); err != nil {
 		db.Close()
 		return nil, err
@@ -294,6 +312,9 @@ type group struct {
 	writes  []pendingWrite    // in allocation order
 	onodes  map[string]*onode // this transaction's loaded onodes; nil = removed
 	order   []string
+	// committed holds each onode the group changed, as last written (nil:
+	// removed); it refreshes the onode cache after the commit.
+	committed map[string]*onode
 }
 
 // pendingWrite is one allocated run: data (whole blocks) for the device
@@ -306,7 +327,7 @@ type pendingWrite struct {
 func (s *BlockStore) commitGroup(reqs []*request) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	g := &group{s: s, b: s.db.NewIndexedBatch(), pending: map[uint64][]byte{}}
+	g := &group{s: s, b: s.db.NewIndexedBatch(), pending: map[uint64][]byte{}, committed: map[string]*onode{}}
 	defer g.b.Close()
 	var fatal error
 	for _, r := range reqs {
@@ -345,6 +366,9 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 		s.mu.Lock()
 		for _, f := range g.freed {
 			s.alloc.set(f.start, f.n, false)
+		}
+		for k, o := range g.committed {
+			s.onodes.put(k, o)
 		}
 		s.mu.Unlock()
 	}

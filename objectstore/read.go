@@ -25,7 +25,7 @@ func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error
 	if err := s.readable(); err != nil {
 		return nil, err
 	}
-	o, err := s.readOnode(s.db, c, oid)
+	o, err := s.cachedOnode(c, oid)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: read %w", err)
 	}
@@ -72,7 +72,22 @@ func (s *BlockStore) lookup(c Coll, oid string) (*onode, error) {
 	if err := s.readable(); err != nil {
 		return nil, err
 	}
-	return s.readOnode(s.db, c, oid)
+	return s.cachedOnode(c, oid)
+}
+
+// cachedOnode returns the committed onode, from the cache when it can;
+// the caller holds s.mu shared and must not modify the result.
+func (s *BlockStore) cachedOnode(c Coll, oid string) (*onode, error) {
+	key := objKey(c, oid)
+	if o, ok := s.onodes.get(key); ok {
+		return o, nil
+	}
+	o, err := s.readOnode(s.db, c, oid)
+	if err != nil {
+		return nil, err
+	}
+	s.onodes.put(key, o)
+	return o, nil
 }
 
 // Stat returns the object's size.
@@ -94,7 +109,7 @@ func (s *BlockStore) GetAttr(c Coll, oid, name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("objectstore: getattr %s/%s %q: %w", c, oid, name, ErrNotFound)
 	}
-	return v, nil
+	return append([]byte(nil), v...), nil
 }
 
 // Attrs returns every extended attribute.
@@ -103,7 +118,11 @@ func (s *BlockStore) Attrs(c Coll, oid string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: attrs %w", err)
 	}
-	return o.Attrs, nil
+	out := make(map[string][]byte, len(o.Attrs))
+	for k, v := range o.Attrs {
+		out[k] = append([]byte(nil), v...)
+	}
+	return out, nil
 }
 
 // OmapGet returns the values of the keys that exist.

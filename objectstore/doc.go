@@ -1,0 +1,91 @@
+// Package objectstore is the local storage engine of one OSD: collections
+// (one per PG shard) of objects with data, extended attributes and an omap,
+// changed only by atomic, durable transactions. It is the role of Ceph's
+// ObjectStore (BlueStore).
+//
+// # Contract
+//
+// Store.Apply commits a Transaction: every operation or none, and when it
+// returns nil the result survives kill -9 of the process and loss of power.
+// Reads see every transaction that has returned, never a partial one, and
+// never return bytes whose checksum fails (they return ErrCorrupt). All
+// methods are safe for concurrent use. Errors are typed (ErrNotFound,
+// ErrExists, ErrNotEmpty, ErrNoSpace, ErrCorrupt, ErrInvalid, ErrClosed).
+//
+// # BlockStore layout
+//
+// Metadata lives in Pebble (an LSM, as BlueStore keeps its metadata in
+// RocksDB), optionally on another device (Options.DBDir) with its
+// write-ahead log on a third (Options.WALDir), like BlueStore's block.db
+// and block.wal:
+//
+//	'S'                          superblock: device size, inline limit
+//	'C' coll                     collection
+//	'O' len coll oid             onode: size, xattrs, inline data or extents
+//	'M' len coll len oid key     omap entry
+//	'F' region                   allocation bitmap, 4096 blocks per key
+//
+// Objects up to InlineMax (32 KiB by default) keep their bytes in the onode:
+// one write to the log per transaction, no data-device I/O. Larger objects
+// live on the data device (a file or block device, Options.Size bytes) in
+// 4 KiB blocks, mapped by extents (logical block → physical block) that
+// carry a crc32c per block; partial blocks are read, checked and rewritten
+// whole.
+//
+// # Write path and its ordering
+//
+// Writes are copy-on-write: new data always goes to free blocks, never over
+// live ones. A single committer goroutine takes every transaction waiting
+// (up to 512) as one group, and for the group:
+//
+//  1. checks each transaction against the state so far (a transaction that
+//     would fail — missing object, full device — is answered with its
+//     error and leaves no trace);
+//  2. applies them to one Pebble batch, allocating blocks from an
+//     in-memory bitmap and noting the blocks the group frees;
+//  3. writes the new blocks (one pwrite per allocated run, from the
+//     caller's buffer when block-aligned) and fdatasyncs the device;
+//  4. commits the batch — onodes, omap, the changed bitmap regions — with
+//     a synced log write;
+//  5. waits for readers that looked up metadata before the commit, then
+//     returns the freed blocks to the allocator, and answers the group.
+//
+// Metadata therefore never refers to data that is not durable, a block is
+// never overwritten while durable metadata or a reader still refers to it,
+// and a crash at any point leaves either the old or the new state: blocks
+// written but not committed are free in the persisted bitmap. One device
+// sync and one log sync serve the whole group, so concurrent writers share
+// them (group commit).
+//
+// # Why this layout and not append-only segments
+//
+// The alternative the design allowed — data appended to log segments,
+// reclaimed by compaction — turns every overwrite and delete into future
+// copying work whose cost grows with how full the device is and how much is
+// rewritten; that debt is what makes log-structured stores slow down as
+// they fill. Copy-on-write into a bitmap-allocated device frees space the
+// moment a transaction commits, so the cost of an operation is the same
+// at 1,000 or 1,000,000 objects and on an empty or a full device. On this
+// machine the data device is not the bottleneck either way (sequential
+// writes 1.6 GB/s, 4 KiB random writes 74.6k IOPS by fio, see
+// docs/PERFORMANCE.md, against 248 MB/s and 5k transactions/s measured for
+// the whole store): the CPU and the two syncs per group are, and both
+// layouts pay those.
+//
+// # Durability tests
+//
+// The package tests kill -9 a writer process at random acknowledgement
+// counts, and simulate power loss at a random device or log sync (Pebble's
+// crash-cloning in-memory filesystem plus a device that drops a random
+// part of its unsynced blocks); after each, every acknowledged transaction
+// must be present and whole, and Fsck must find the bitmap exactly equal
+// to the blocks the onodes reference. A differential test runs random
+// transactions against BlockStore and MemStore and compares everything.
+//
+// # Limits
+//
+// Object names up to 2048 bytes, collections up to 255, object size up to
+// 1 TiB. Clone copies data (no shared extents yet). An I/O error on the
+// metadata log is fatal to the process, as in Ceph: Pebble cannot continue
+// past a failed log write, and an OSD that stops is recovered by its peers.
+package objectstore
