@@ -1,0 +1,344 @@
+package msgr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config tunes a Client or Server; zero values mean the defaults.
+type Config struct {
+	// InflightBytes bounds the request bytes a Client has sent and not
+	// yet had answered (Ceph's objecter_inflight_op_bytes); a Call that
+	// would exceed it waits. Default 100 MiB.
+	InflightBytes int64
+	// DialTimeout bounds connecting and authenticating. Default 5 s.
+	DialTimeout time.Duration
+	// MaxBackoff caps the wait between reconnection attempts, which
+	// doubles from 50 ms. Default 5 s.
+	MaxBackoff time.Duration
+	// WriteTimeout bounds one vectored write. Default 30 s.
+	WriteTimeout time.Duration
+	// Epoch, when set, gives the OSD map epoch stamped on outgoing frames.
+	Epoch  func() uint32
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.InflightBytes == 0 {
+		c.InflightBytes = 100 << 20
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 5 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) epoch() uint32 {
+	if c.Epoch != nil {
+		return c.Epoch()
+	}
+	return 0
+}
+
+// Client is a connection to one peer that many goroutines share: requests
+// are multiplexed by id, a broken connection is re-established with
+// exponential backoff on the next call, and in-flight request bytes are
+// bounded.
+type Client struct {
+	addr   string
+	kr     Keyring
+	cfg    Config
+	nextID atomic.Uint64
+	budget *byteBudget
+
+	mu       sync.Mutex
+	cur      *clientConn
+	dialing  chan struct{} // closed when the current dial attempt ends
+	backoff  time.Duration
+	nextDial time.Time
+	lastErr  error
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+type result struct {
+	msg *Message
+	err error
+}
+
+type clientConn struct {
+	*conn
+	mu      sync.Mutex
+	pending map[uint64]chan result
+}
+
+// Dial returns a Client for addr; it connects on first use.
+func Dial(addr string, kr Keyring, cfg Config) *Client {
+	cfg = cfg.withDefaults()
+	return &Client{addr: addr, kr: kr, cfg: cfg, budget: newByteBudget(cfg.InflightBytes)}
+}
+
+// Addr is the peer's address.
+func (c *Client) Addr() string { return c.addr }
+
+// Call sends a request and waits for its reply, the context's end, or the
+// connection's failure (ErrConnReset: the request may or may not have run).
+// A handler's error arrives as *RemoteError. payload is not copied and must
+// not change until Call returns; the reply must be Released.
+func (c *Client) Call(ctx context.Context, typ uint16, payload []byte) (*Message, error) {
+	if len(payload) > MaxPayload {
+		return nil, fmt.Errorf("msgr: payload of %d bytes exceeds %d", len(payload), MaxPayload)
+	}
+	n := int64(len(payload))
+	if err := c.budget.acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	defer c.budget.release(n)
+	cc, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := c.nextID.Add(1)
+	ch := make(chan result, 1)
+	cc.mu.Lock()
+	if cc.pending == nil {
+		cc.mu.Unlock()
+		return nil, fmt.Errorf("%w: to %s: %v", ErrConnReset, c.addr, cc.cause())
+	}
+	cc.pending[id] = ch
+	cc.mu.Unlock()
+	f := &outFrame{h: header{typ: typ, reqID: id, epoch: c.cfg.epoch(), length: uint32(len(payload))}, payload: payload, sent: make(chan struct{})}
+	if err := cc.send(f); err != nil {
+		cc.forget(id)
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.msg, r.err
+	case <-ctx.Done():
+		cc.forget(id)
+		<-f.sent // the payload is the caller's again only once written or dropped
+		return nil, fmt.Errorf("msgr: call to %s: %w", c.addr, ctx.Err())
+	}
+}
+
+func (cc *clientConn) forget(id uint64) {
+	cc.mu.Lock()
+	delete(cc.pending, id)
+	cc.mu.Unlock()
+}
+
+// connect returns the live connection, dialing (one attempt at a time,
+// after the backoff delay) if there is none.
+func (c *Client) connect(ctx context.Context) (*clientConn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if c.cur != nil {
+			select {
+			case <-c.cur.closed:
+				c.cur = nil
+			default:
+				cc := c.cur
+				c.mu.Unlock()
+				return cc, nil
+			}
+		}
+		if c.dialing != nil { // someone else is dialing: wait for them
+			wait := c.dialing
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("msgr: connect to %s: %w", c.addr, ctx.Err())
+			}
+		}
+		delay := time.Until(c.nextDial)
+		done := make(chan struct{})
+		c.dialing = done
+		c.mu.Unlock()
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				c.finishDial(nil, nil, done)
+				return nil, fmt.Errorf("msgr: connect to %s (backing off after: %v): %w", c.addr, c.lastError(), ctx.Err())
+			}
+		}
+		cc, err := c.dial(ctx)
+		c.finishDial(cc, err, done)
+		if err != nil {
+			return nil, err
+		}
+		return cc, nil
+	}
+}
+
+func (c *Client) lastError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+func (c *Client) finishDial(cc *clientConn, err error, done chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case cc != nil:
+		c.cur, c.backoff, c.lastErr = cc, 0, nil
+	case err != nil:
+		c.backoff = min(max(2*c.backoff, 50*time.Millisecond), c.cfg.MaxBackoff)
+		c.nextDial = time.Now().Add(c.backoff)
+		c.lastErr = err
+	}
+	c.dialing = nil
+	close(done)
+	if c.closed && cc != nil {
+		cc.close(ErrClosed)
+	}
+}
+
+func (c *Client) dial(ctx context.Context) (*clientConn, error) {
+	d := net.Dialer{Timeout: c.cfg.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("msgr: %w: dial %s: %v", ErrConnReset, c.addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	nc.SetDeadline(time.Now().Add(c.cfg.DialTimeout))
+	peer, err := clientHandshake(nc, c.kr)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("msgr: connect to %s: %w", c.addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	cc := &clientConn{conn: newConn(nc, peer, c.cfg.WriteTimeout), pending: map[uint64]chan result{}}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		nc.Close()
+		return nil, ErrClosed
+	}
+	c.wg.Add(2)
+	c.mu.Unlock()
+	go func() { defer c.wg.Done(); cc.writer() }()
+	go func() {
+		defer c.wg.Done()
+		cc.reader(cc.deliver)
+		cc.failPending()
+	}()
+	return cc, nil
+}
+
+func (cc *clientConn) deliver(h header, payload []byte) {
+	buf := payload[:cap(payload)]
+	if h.flags&flagReply == 0 {
+		putBuf(buf) // clients serve no requests
+		return
+	}
+	cc.mu.Lock()
+	ch := cc.pending[h.reqID]
+	delete(cc.pending, h.reqID)
+	cc.mu.Unlock()
+	if ch == nil { // its caller gave up
+		putBuf(buf)
+		return
+	}
+	if h.flags&flagError != 0 {
+		err := decodeError(payload)
+		putBuf(buf)
+		ch <- result{err: err}
+		return
+	}
+	ch <- result{msg: &Message{Type: h.typ, Epoch: h.epoch, From: cc.peer, Payload: payload, buf: buf}}
+}
+
+// failPending fails every request waiting on this connection.
+func (cc *clientConn) failPending() {
+	cc.mu.Lock()
+	pending := cc.pending
+	cc.pending = nil
+	cc.mu.Unlock()
+	for _, ch := range pending {
+		ch <- result{err: fmt.Errorf("%w: to %s: %v", ErrConnReset, cc.peer, cc.cause())}
+	}
+}
+
+// Close closes the connection and fails calls in flight; it waits for the
+// client's goroutines.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	cur := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if cur != nil {
+		cur.close(ErrClosed)
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// byteBudget is a counting semaphore of bytes.
+type byteBudget struct {
+	mu    sync.Mutex
+	avail int64
+	max   int64
+	wake  chan struct{}
+}
+
+func newByteBudget(max int64) *byteBudget {
+	return &byteBudget{avail: max, max: max, wake: make(chan struct{})}
+}
+
+// acquire takes n bytes (a request larger than the whole budget waits for
+// all of it), or fails when ctx ends.
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	n = min(n, b.max)
+	for {
+		b.mu.Lock()
+		if b.avail >= n {
+			b.avail -= n
+			b.mu.Unlock()
+			return nil
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fmt.Errorf("msgr: waiting for in-flight budget: %w", ctx.Err())
+		}
+	}
+}
+
+func (b *byteBudget) release(n int64) {
+	n = min(n, b.max)
+	b.mu.Lock()
+	b.avail += n
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}

@@ -1,0 +1,186 @@
+package msgr
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"net"
+	"sync"
+	"time"
+)
+
+// ErrConnReset means the connection broke before a reply came: the request
+// may or may not have been executed.
+var ErrConnReset = errors.New("msgr: connection reset")
+
+// ErrClosed means the client or server was closed.
+var ErrClosed = errors.New("msgr: closed")
+
+type outFrame struct {
+	h       header
+	payload []byte
+	sent    chan struct{} // closed once written (or dropped with the connection)
+}
+
+// conn is one authenticated TCP connection with its reader and writer
+// goroutines; both stop when the connection closes.
+type conn struct {
+	nc           net.Conn
+	peer         string
+	sendq        chan *outFrame
+	closed       chan struct{}
+	once         sync.Once
+	mu           sync.Mutex
+	err          error
+	writeTimeout time.Duration
+}
+
+func newConn(nc net.Conn, peer string, writeTimeout time.Duration) *conn {
+	return &conn{nc: nc, peer: peer, sendq: make(chan *outFrame, 256), closed: make(chan struct{}), writeTimeout: writeTimeout}
+}
+
+func (c *conn) close(err error) {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.closed)
+		c.nc.Close()
+	})
+}
+
+func (c *conn) cause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// send queues a frame; it fails if the connection is closed.
+func (c *conn) send(f *outFrame) error {
+	select {
+	case c.sendq <- f:
+		return nil
+	case <-c.closed:
+		return fmt.Errorf("%w: to %s: %v", ErrConnReset, c.peer, c.cause())
+	}
+}
+
+// writer writes queued frames, batching whatever is waiting into one
+// vectored write; payloads are written from the caller's buffer.
+func (c *conn) writer() {
+	var bufs net.Buffers
+	var batch []*outFrame
+	for {
+		var f *outFrame
+		select {
+		case f = <-c.sendq:
+		case <-c.closed:
+			c.drain()
+			return
+		}
+		batch = append(batch[:0], f)
+	more:
+		for len(batch) < 64 {
+			select {
+			case f := <-c.sendq:
+				batch = append(batch, f)
+			default:
+				break more
+			}
+		}
+		bufs = bufs[:0]
+		for _, f := range batch {
+			hdr := make([]byte, headerLen)
+			f.h.put(hdr)
+			crc := binary.LittleEndian.AppendUint32(nil, crc32.Checksum(f.payload, castagnoli))
+			bufs = append(bufs, hdr, f.payload, crc)
+		}
+		if c.writeTimeout > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+		}
+		_, err := bufs.WriteTo(c.nc)
+		for _, f := range batch {
+			if f.sent != nil {
+				close(f.sent)
+			}
+		}
+		if err != nil {
+			c.close(fmt.Errorf("write to %s: %w", c.peer, err))
+			c.drain()
+			return
+		}
+	}
+}
+
+// drain releases senders of frames that will never be written.
+func (c *conn) drain() {
+	for {
+		select {
+		case f := <-c.sendq:
+			if f.sent != nil {
+				close(f.sent)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// reader calls deliver for every frame until the connection fails.
+func (c *conn) reader(deliver func(h header, payload []byte)) {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	hdr := make([]byte, headerLen)
+	for {
+		h, payload, err := readFrame(br, hdr)
+		if err != nil {
+			c.close(fmt.Errorf("read from %s: %w", c.peer, err))
+			return
+		}
+		deliver(h, payload)
+	}
+}
+
+// Message is a received request or reply. Payload stays valid until
+// Release; a handler must copy what it keeps beyond its return.
+type Message struct {
+	Type    uint16
+	Epoch   uint32 // the sender's OSD map epoch
+	From    string // the peer's authenticated entity name
+	Payload []byte
+	buf     []byte
+}
+
+// Release returns the payload's buffer for reuse; the message must not be
+// used afterwards.
+func (m *Message) Release() {
+	if m != nil && m.buf != nil {
+		putBuf(m.buf)
+		m.buf, m.Payload = nil, nil
+	}
+}
+
+// RemoteError is an error the peer's handler returned, with its code.
+type RemoteError struct {
+	Code int32
+	Msg  string
+}
+
+func (e *RemoteError) Error() string { return fmt.Sprintf("remote error %d: %s", e.Code, e.Msg) }
+
+func encodeError(err error) []byte {
+	code, msg := int32(-1), err.Error()
+	var re *RemoteError
+	if errors.As(err, &re) {
+		code, msg = re.Code, re.Msg
+	}
+	return append(binary.LittleEndian.AppendUint32(nil, uint32(code)), msg...)
+}
+
+func decodeError(p []byte) error {
+	if len(p) < 4 {
+		return &RemoteError{Code: -1, Msg: "malformed error reply"}
+	}
+	return &RemoteError{Code: int32(binary.LittleEndian.Uint32(p)), Msg: string(p[4:])}
+}

@@ -1,0 +1,46 @@
+// Package msgr is Shoal's messenger: authenticated, multiplexed request and
+// reply over TCP between clients, OSDs and MONs (the role of Ceph's
+// messenger, msgr2).
+//
+// # Protocol
+//
+// A connection starts with a handshake in which both ends prove knowledge
+// of the cluster key from their keyring (HMAC-SHA256 over fresh nonces from
+// both sides; the key never crosses the wire), so an unauthenticated peer —
+// or an impostor server — is refused with ErrAuth before any message. Then
+// both ends exchange frames: a 32-byte header (magic, version, flags,
+// message type, request id, the sender's OSD map epoch, payload length, a
+// crc32c of the header) and the payload with its own crc32c. A frame that
+// fails a check closes the connection (ErrProtocol); nothing corrupt is
+// delivered. The frame format is versioned; layers above define message
+// types and payload encodings.
+//
+// # Client
+//
+// One Client per peer is shared by every goroutine: requests are
+// multiplexed by id on one connection, replies may come in any order. Each
+// Call honours its context (deadline or cancellation); a connection that
+// breaks fails its calls with ErrConnReset (the request may or may not have
+// run: the caller decides whether to resend) and the next Call reconnects,
+// waiting 50 ms, 100 ms, … up to Config.MaxBackoff between attempts. The
+// bytes of requests sent and not yet answered are bounded by
+// Config.InflightBytes (Ceph's objecter_inflight_op_bytes, default 100 MiB):
+// a Call that would exceed it waits, so a fast producer cannot queue
+// unbounded memory.
+//
+// # Buffers and copies
+//
+// A payload is written with one vectored write (header, payload, checksum)
+// straight from the caller's buffer — batched with whatever else is queued
+// on the connection — and read into a pooled, size-classed buffer that the
+// receiver returns with Message.Release. A 4 MiB write therefore costs one
+// copy into the kernel and one out of it, and no steady-state allocation.
+//
+// # Server
+//
+// Listen accepts connections, authenticates them and runs the Handler for
+// each request concurrently; a handler error reaches the caller as a
+// *RemoteError carrying a code the layers above define. Close drops every
+// connection at once (as a crash would), cancels the handlers' context and
+// waits for all goroutines.
+package msgr

@@ -1,0 +1,102 @@
+package msgr
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// Frame layout (little-endian), protocol version 1. A 32-byte header:
+//
+//	magic   [4]byte "SHM1"
+//	version u8      protocol version of this frame
+//	flags   u8      flagReply, flagError
+//	type    u16     message type (defined by the layers above)
+//	reqID   u64     matches a reply to its request
+//	epoch   u32     the sender's OSD map epoch
+//	length  u32     payload bytes
+//	hcrc    u32     crc32c of the 28 bytes before it
+//
+// then the payload and a trailing crc32c of the payload (u32). A reply
+// carries the request's reqID; an error reply's payload is a code (i32)
+// and a message.
+const (
+	headerLen    = 32
+	frameVersion = 1
+	flagReply    = 1 << 0
+	flagError    = 1 << 1
+	// MaxPayload bounds one message (an object write of up to 64 MiB plus
+	// its op encoding).
+	MaxPayload = 96 << 20
+)
+
+var (
+	frameMagic = [4]byte{'S', 'H', 'M', '1'}
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// ErrProtocol marks a malformed or corrupt frame: the connection is closed.
+var ErrProtocol = errors.New("msgr: protocol error")
+
+type header struct {
+	flags  uint8
+	typ    uint16
+	reqID  uint64
+	epoch  uint32
+	length uint32
+}
+
+func (h *header) put(b []byte) {
+	copy(b[0:4], frameMagic[:])
+	b[4] = frameVersion
+	b[5] = h.flags
+	binary.LittleEndian.PutUint16(b[6:], h.typ)
+	binary.LittleEndian.PutUint64(b[8:], h.reqID)
+	binary.LittleEndian.PutUint32(b[16:], h.epoch)
+	binary.LittleEndian.PutUint32(b[20:], h.length)
+	binary.LittleEndian.PutUint32(b[24:], 0)
+	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+}
+
+func parseHeader(b []byte) (header, error) {
+	if [4]byte(b[0:4]) != frameMagic {
+		return header{}, fmt.Errorf("%w: bad magic %q", ErrProtocol, b[0:4])
+	}
+	if got, want := crc32.Checksum(b[:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); got != want {
+		return header{}, fmt.Errorf("%w: header checksum %08x, want %08x", ErrProtocol, got, want)
+	}
+	if b[4] != frameVersion {
+		return header{}, fmt.Errorf("%w: frame version %d, this end speaks %d", ErrProtocol, b[4], frameVersion)
+	}
+	h := header{flags: b[5], typ: binary.LittleEndian.Uint16(b[6:]), reqID: binary.LittleEndian.Uint64(b[8:]),
+		epoch: binary.LittleEndian.Uint32(b[16:]), length: binary.LittleEndian.Uint32(b[20:])}
+	if h.length > MaxPayload {
+		return header{}, fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrProtocol, h.length, MaxPayload)
+	}
+	return h, nil
+}
+
+// readFrame reads one frame; the payload is read into a pooled buffer the
+// caller must release with putBuf.
+func readFrame(r io.Reader, hdr []byte) (header, []byte, error) {
+	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
+		return header{}, nil, err
+	}
+	h, err := parseHeader(hdr[:headerLen])
+	if err != nil {
+		return header{}, nil, err
+	}
+	buf := getBuf(int(h.length) + 4)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		putBuf(buf)
+		return header{}, nil, err
+	}
+	payload := buf[:h.length]
+	if got, want := crc32.Checksum(payload, castagnoli), binary.LittleEndian.Uint32(buf[h.length:]); got != want {
+		putBuf(buf)
+		return header{}, nil, fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want)
+	}
+	return h, payload, nil
+}

@@ -1,0 +1,245 @@
+package msgr_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shoal-project/shoal/msgr"
+)
+
+func keyring(t testing.TB, name string) msgr.Keyring {
+	t.Helper()
+	k, err := msgr.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgr.Keyring{Name: name, Key: k}
+}
+
+func echo(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	return append([]byte(fmt.Sprintf("%s:%d:", m.From, m.Type)), m.Payload...), nil
+}
+
+func listen(t testing.TB, kr msgr.Keyring, h msgr.Handler, addr string) *msgr.Server {
+	t.Helper()
+	s, err := msgr.Listen(addr, kr, h, msgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Many goroutines share one client; every reply matches its request.
+func TestMultiplexedRoundTrips(t *testing.T) {
+	skr := keyring(t, "osd.0")
+	srv := listen(t, skr, echo, "127.0.0.1:0")
+	c := msgr.Dial(srv.Addr(), msgr.Keyring{Name: "client.admin", Key: skr.Key}, msgr.Config{})
+	defer c.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			for i := 0; i < 20; i++ {
+				p := make([]byte, rng.Intn(300<<10))
+				rng.Read(p)
+				typ := uint16(rng.Intn(100))
+				r, err := c.Call(context.Background(), typ, p)
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := append([]byte(fmt.Sprintf("client.admin:%d:", typ)), p...)
+				if !bytes.Equal(r.Payload, want) || r.From != "osd.0" {
+					errs <- fmt.Errorf("goroutine %d call %d: wrong reply (%d bytes from %s)", g, i, len(r.Payload), r.From)
+					return
+				}
+				r.Release()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("4MiB"), 1<<20)
+	r, err := c.Call(context.Background(), 1, big)
+	if err != nil || !bytes.HasSuffix(r.Payload, big) {
+		t.Fatalf("4 MiB round trip: %v", err)
+	}
+	r.Release()
+}
+
+// A peer without the cluster key is refused, in both directions, with a
+// clear error; garbage instead of a handshake is dropped.
+func TestAuthentication(t *testing.T) {
+	skr := keyring(t, "mon.a")
+	srv := listen(t, skr, echo, "127.0.0.1:0")
+	intruder := msgr.Dial(srv.Addr(), keyring(t, "client.evil"), msgr.Config{})
+	defer intruder.Close()
+	if _, err := intruder.Call(context.Background(), 1, []byte("x")); !errors.Is(err, msgr.ErrAuth) {
+		t.Fatalf("client with the wrong key: %v, want ErrAuth", err)
+	}
+	impostor := listen(t, keyring(t, "mon.fake"), echo, "127.0.0.1:0")
+	victim := msgr.Dial(impostor.Addr(), msgr.Keyring{Name: "client.admin", Key: skr.Key}, msgr.Config{})
+	defer victim.Close()
+	if _, err := victim.Call(context.Background(), 1, []byte("secret")); !errors.Is(err, msgr.ErrAuth) {
+		t.Fatalf("server with the wrong key: %v, want ErrAuth", err)
+	}
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// closed by the server: EOF, or a reset since our bytes went unread
+	var ne net.Error
+	if _, err := io.ReadAll(nc); errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("garbage peer: connection left open: %v", err)
+	}
+}
+
+func TestRemoteErrorAndDeadline(t *testing.T) {
+	kr := keyring(t, "osd.1")
+	release := make(chan struct{})
+	srv := listen(t, kr, func(ctx context.Context, m *msgr.Message) ([]byte, error) {
+		switch m.Type {
+		case 1:
+			return nil, &msgr.RemoteError{Code: 2, Msg: "no such object"}
+		case 2:
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return []byte("late"), nil
+		}
+		return nil, errors.New("plain failure")
+	}, "127.0.0.1:0")
+	c := msgr.Dial(srv.Addr(), kr, msgr.Config{})
+	defer c.Close()
+	var re *msgr.RemoteError
+	if _, err := c.Call(context.Background(), 1, nil); !errors.As(err, &re) || re.Code != 2 || re.Msg != "no such object" {
+		t.Fatalf("remote error: %v", err)
+	}
+	if _, err := c.Call(context.Background(), 3, nil); !errors.As(err, &re) || re.Code != -1 || re.Msg != "plain failure" {
+		t.Fatalf("plain error: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { _, err := c.Call(ctx, 2, []byte("wait")); done <- err }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	close(release)
+	// the late reply is dropped; the connection keeps serving
+	if r, err := c.Call(context.Background(), 2, nil); err != nil || string(r.Payload) != "late" {
+		t.Fatalf("after a cancelled call: %v", err)
+	}
+}
+
+// Requests beyond the in-flight byte budget wait until replies free it.
+func TestBackpressure(t *testing.T) {
+	kr := keyring(t, "osd.2")
+	var received atomic.Int32
+	arrived := make(chan struct{}, 8)
+	gate := make(chan struct{})
+	srv := listen(t, kr, func(ctx context.Context, m *msgr.Message) ([]byte, error) {
+		received.Add(1)
+		arrived <- struct{}{}
+		<-gate
+		return nil, nil
+	}, "127.0.0.1:0")
+	c := msgr.Dial(srv.Addr(), kr, msgr.Config{InflightBytes: 1000})
+	defer c.Close()
+	first := make(chan error)
+	go func() { _, err := c.Call(context.Background(), 1, make([]byte, 600)); first <- err }()
+	<-arrived
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Call(ctx, 1, make([]byte, 600)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second call over budget: %v, want it to wait", err)
+	}
+	if n := received.Load(); n != 1 {
+		t.Fatalf("server received %d requests while the budget was spent", n)
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(context.Background(), 1, make([]byte, 600)); err != nil {
+		t.Fatalf("after the budget freed: %v", err)
+	}
+}
+
+// A broken connection fails calls in flight with ErrConnReset; the next
+// call reconnects (here to a restarted server on the same address).
+func TestReconnect(t *testing.T) {
+	kr := keyring(t, "osd.3")
+	started := make(chan struct{}, 1)
+	srv, err := msgr.Listen("127.0.0.1:0", kr, func(ctx context.Context, m *msgr.Message) ([]byte, error) {
+		if m.Type == 9 {
+			started <- struct{}{}
+			<-ctx.Done()
+		}
+		return []byte("one"), nil
+	}, msgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr()
+	c := msgr.Dial(addr, kr, msgr.Config{MaxBackoff: 100 * time.Millisecond})
+	defer c.Close()
+	inflight := make(chan error)
+	go func() { _, err := c.Call(context.Background(), 9, nil); inflight <- err }()
+	<-started
+	srv.Close()
+	if err := <-inflight; !errors.Is(err, msgr.ErrConnReset) {
+		t.Fatalf("call in flight when the server closed: %v, want ErrConnReset", err)
+	}
+	srv2 := listen(t, kr, func(ctx context.Context, m *msgr.Message) ([]byte, error) { return []byte("two"), nil }, addr)
+	_ = srv2
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		r, err := c.Call(ctx, 1, nil)
+		if err == nil {
+			if string(r.Payload) != "two" {
+				t.Fatalf("reply %q from the restarted server", r.Payload)
+			}
+			return
+		}
+		if !errors.Is(err, msgr.ErrConnReset) {
+			t.Fatalf("reconnect: %v", err)
+		}
+	}
+}
+
+func TestKeyringFile(t *testing.T) {
+	k, _ := msgr.NewKey()
+	path := t.TempDir() + "/keyring"
+	if err := msgr.WriteKeyring(path, k, "client.admin", "osd.0"); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := msgr.LoadKeyring(path, "osd.0")
+	if err != nil || !bytes.Equal(kr.Key, k) || kr.Name != "osd.0" {
+		t.Fatalf("load: %v", err)
+	}
+	if _, err := msgr.LoadKeyring(path, "osd.9"); err == nil {
+		t.Fatal("missing entity accepted")
+	}
+}
