@@ -90,6 +90,9 @@ type request struct {
 	out chan error
 }
 
+// pebbleLogger routes Pebble's errors to the store's logger and drops its
+// chatter. Fatalf ends the process: Pebble cannot continue after, e.g., a
+// failed log write, and an OSD that stops is recovered by its peers.
 type pebbleLogger struct{ l *slog.Logger }
 
 func (p pebbleLogger) Infof(string, ...any)           {}

@@ -18,6 +18,7 @@ type Device interface {
 	Close() error
 }
 
+// fileDevice is a Device on a file or block device; Sync is fdatasync.
 type fileDevice struct{ f *os.File }
 
 func (d fileDevice) ReadAt(p []byte, off int64) (int, error)  { return d.f.ReadAt(p, off) }
