@@ -1,0 +1,78 @@
+package config
+
+// Type is an option's value type.
+type Type int
+
+// Option types. Sizes accept IEC suffixes (4M = 4 MiB); durations are in
+// seconds (fractions allowed), as in Ceph.
+const (
+	Bool Type = iota
+	Int
+	Size
+	Seconds
+	Float
+	String
+)
+
+func (t Type) String() string {
+	return [...]string{"bool", "int", "size", "seconds", "float", "string"}[t]
+}
+
+// Option describes one setting: its name (Ceph's where the meaning is the
+// same), type, default, and what it does.
+type Option struct {
+	Name    string
+	Type    Type
+	Default string
+	Desc    string
+	// Min and Max bound Int, Size, Seconds and Float values (inclusive)
+	// when Max > Min.
+	Min, Max float64
+}
+
+// Options is the table every configuration source is checked against and
+// docs/configuration.md is generated from (`go generate ./config`).
+var Options = []Option{
+	// cluster
+	{Name: "fsid", Type: String, Desc: "Cluster id, set by `shoal up`."},
+	{Name: "mon_host", Type: String, Desc: "Comma-separated MON addresses (host:port) clients and daemons contact."},
+	{Name: "public_addr", Type: String, Desc: "Address a daemon listens on (host:port; port 0 picks one)."},
+	{Name: "keyring", Type: String, Default: "$data/keyring", Desc: "Keyring file holding the cluster key for this entity."},
+	{Name: "log_file", Type: String, Default: "$data/log/$name.log", Desc: "Daemon log file."},
+
+	// objects and clients
+	{Name: "osd_max_object_size", Type: Size, Default: "128M", Min: 4096, Max: 1 << 40, Desc: "Largest RADOS object; larger writes are refused (E2BIG)."},
+	{Name: "osd_max_object_name_len", Type: Int, Default: "2048", Min: 1, Max: 2048, Desc: "Longest object name in bytes."},
+	{Name: "objecter_inflight_op_bytes", Type: Size, Default: "100M", Min: 1, Max: 1 << 40, Desc: "Bytes of client requests in flight per connection before new ones wait."},
+	{Name: "objecter_inflight_ops", Type: Int, Default: "1024", Min: 1, Max: 1 << 20, Desc: "Client requests in flight before new ones wait."},
+
+	// pools
+	{Name: "osd_pool_default_size", Type: Int, Default: "3", Min: 1, Max: 32, Desc: "Replicas of a new replicated pool."},
+	{Name: "osd_pool_default_min_size", Type: Int, Default: "0", Min: 0, Max: 32, Desc: "Fewest replicas that accept writes; 0 means size - size/2."},
+	{Name: "osd_pool_default_pg_num", Type: Int, Default: "32", Min: 1, Max: 65536, Desc: "PGs of a new pool."},
+	{Name: "osd_pool_default_pgp_num", Type: Int, Default: "0", Min: 0, Max: 65536, Desc: "PGs used for placement of a new pool; 0 means pg_num."},
+
+	// OSD
+	{Name: "osd_data", Type: String, Default: "$data/$name", Desc: "An OSD's data directory."},
+	{Name: "bluestore_block_size", Type: Size, Default: "10G", Min: 1 << 20, Max: 1 << 50, Desc: "Size of an OSD's data file when it is created (a sparse file)."},
+	{Name: "bluestore_block_db_path", Type: String, Desc: "Directory for the OSD's metadata store on a faster device (BlueStore's block.db)."},
+	{Name: "bluestore_block_wal_path", Type: String, Desc: "Directory for the metadata write-ahead log on a faster device (block.wal)."},
+	{Name: "bluestore_cache_size", Type: Size, Default: "256M", Min: 1 << 20, Max: 1 << 40, Desc: "Metadata block cache of an OSD."},
+	{Name: "osd_heartbeat_interval", Type: Seconds, Default: "6", Min: 0.1, Max: 3600, Desc: "Seconds between heartbeats to peer OSDs."},
+	{Name: "osd_heartbeat_grace", Type: Seconds, Default: "20", Min: 1, Max: 3600, Desc: "Seconds without a heartbeat before a peer is reported down."},
+	{Name: "osd_max_backfills", Type: Int, Default: "1", Min: 1, Max: 1000, Desc: "Backfills an OSD runs at once, in or out."},
+	{Name: "osd_recovery_max_active", Type: Int, Default: "3", Min: 1, Max: 1000, Desc: "Recovery operations an OSD runs at once."},
+	{Name: "osd_recovery_sleep", Type: Seconds, Default: "0", Min: 0, Max: 60, Desc: "Pause between recovery operations."},
+
+	// MON
+	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before it is marked out."},
+	{Name: "mon_osd_min_down_reporters", Type: Int, Default: "2", Min: 1, Max: 1000, Desc: "Distinct OSDs that must report a peer down."},
+	{Name: "mon_data", Type: String, Default: "$data/$name", Desc: "A MON's data directory."},
+
+	// gateway
+	{Name: "rgw_obj_stripe_size", Type: Size, Default: "4M", Min: 64 << 10, Max: 1 << 30, Desc: "Size of each RADOS object an S3 object is striped into."},
+	{Name: "rgw_max_chunk_size", Type: Size, Default: "4M", Min: 4 << 10, Max: 1 << 30, Desc: "Largest single write the gateway sends to RADOS."},
+	{Name: "rgw_put_obj_min_window_size", Type: Size, Default: "16M", Min: 4 << 10, Max: 1 << 34, Desc: "Bytes of one PUT in flight to RADOS at once."},
+	{Name: "rgw_override_bucket_index_max_shards", Type: Int, Default: "0", Min: 0, Max: 65521, Desc: "Bucket index shards of new buckets; 0 means the default (11)."},
+	{Name: "rgw_dns_name", Type: String, Desc: "Domain for virtual-host-style bucket addressing."},
+}
