@@ -75,8 +75,10 @@ func (g *group) applyOp(op *op) error {
 	b := g.b
 	switch op.code {
 	case opCreateColl:
+		g.colls[op.coll] = true
 		return b.Set(collKey(op.coll), nil, nil)
 	case opRemoveColl:
+		g.colls[op.coll] = false
 		return b.Delete(collKey(op.coll), nil)
 	case opRemove:
 		o, err := g.onode(op.coll, op.oid, false)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -80,7 +81,8 @@ type BlockStore struct {
 	exited   chan struct{}
 	once     sync.Once
 	failed   atomic.Pointer[error]
-	onodes   *onodeCache // decoded onodes, refreshed by the committer
+	onodes   *onodeCache   // decoded onodes, refreshed by the committer
+	colls    map[Coll]bool // committed collections; owned by the committer
 }
 
 type request struct {
@@ -142,7 +144,11 @@ func Open(opts Options) (*BlockStore, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(opts.DBDir, &pebble.Options{FS: opts.FS, WALDir: opts.WALDir, Cache: cache, Logger: pebbleLogger{opts.Logger}})
+	popts := &pebble.Options{FS: opts.FS, WALDir: opts.WALDir, Cache: cache, Logger: pebbleLogger{opts.Logger}}
+	// Bloom filters on every level: most lookups while checking a
+	// transaction are for objects that do not exist yet.
+	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	db, err := pebble.Open(opts.DBDir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: open metadata in %s: %w", opts.DBDir, err)
 	}
@@ -199,6 +205,14 @@ func (s *BlockStore) load(opts Options) error {
 		return err
 	}
 	s.used.Store(s.alloc.used)
+	s.colls = map[Coll]bool{}
+	cs, err := s.Collections()
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		s.colls[c] = true
+	}
 	return nil
 }
 
@@ -318,6 +332,8 @@ type group struct {
 	// committed holds each onode the group changed, as last written (nil:
 	// removed); it refreshes the onode cache after the commit.
 	committed map[string]*onode
+	// colls holds collections the group created (true) or removed (false).
+	colls map[Coll]bool
 }
 
 // pendingWrite is one allocated run: data (whole blocks) for the device
@@ -330,7 +346,7 @@ type pendingWrite struct {
 func (s *BlockStore) commitGroup(reqs []*request) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	g := &group{s: s, b: s.db.NewIndexedBatch(), pending: map[uint64][]byte{}, committed: map[string]*onode{}}
+	g := &group{s: s, b: s.db.NewIndexedBatch(), pending: map[uint64][]byte{}, committed: map[string]*onode{}, colls: map[Coll]bool{}}
 	defer g.b.Close()
 	var fatal error
 	for _, r := range reqs {
@@ -374,6 +390,13 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 			s.onodes.put(k, o)
 		}
 		s.mu.Unlock()
+		for c, live := range g.colls {
+			if live {
+				s.colls[c] = true
+			} else {
+				delete(s.colls, c)
+			}
+		}
 	}
 	s.used.Store(s.alloc.used)
 	for _, r := range reqs {
@@ -465,7 +488,10 @@ func (g *group) check(t *Transaction) error {
 		if v, ok := colls[c]; ok {
 			return v, nil
 		}
-		return g.exists(collKey(c))
+		if v, ok := g.colls[c]; ok {
+			return v, nil
+		}
+		return g.s.colls[c], nil
 	}
 	objExists := func(c Coll, oid string) (bool, error) {
 		if v, ok := objs[objKey(c, oid)]; ok {
@@ -507,25 +533,33 @@ func (g *group) check(t *Transaction) error {
 		if !ce {
 			return fail(fmt.Errorf("collection: %w", ErrNotFound), "object op")
 		}
-		oe, err := objExists(o.coll, o.oid)
-		if err != nil {
-			return err
+		// Only operations on existing objects look the object up;
+		// writes create it, so a write transaction costs no lookup.
+		mustExist := func(what string) error {
+			oe, err := objExists(o.coll, o.oid)
+			if err != nil {
+				return err
+			}
+			if !oe {
+				return fail(ErrNotFound, what)
+			}
+			return nil
 		}
 		switch o.code {
 		case opTouch, opWrite, opZero, opTruncate, opSetAttr, opOmapSet:
 			objs[objKey(o.coll, o.oid)] = true
 		case opRemove:
-			if !oe {
-				return fail(ErrNotFound, "remove")
+			if err := mustExist("remove"); err != nil {
+				return err
 			}
 			objs[objKey(o.coll, o.oid)] = false
 		case opRmAttr, opOmapRm, opOmapClear:
-			if !oe {
-				return fail(ErrNotFound, "update")
+			if err := mustExist("update"); err != nil {
+				return err
 			}
 		case opClone:
-			if !oe {
-				return fail(ErrNotFound, "clone source")
+			if err := mustExist("clone source"); err != nil {
+				return err
 			}
 			objs[objKey(o.coll, o.oid2)] = true
 		}
@@ -570,37 +604,39 @@ func blocksSpanned(off, n uint64) uint64 {
 	return (off+n+BlockSize-1)/BlockSize - off/BlockSize
 }
 
-// blocksNeeded bounds the new blocks an operation may allocate.
+// blocksNeeded bounds the new blocks an operation may allocate, from the
+// operation alone where it can (no lookup): a write that ends within the
+// inline limit spans at most its own blocks (an inline object stays
+// inline); past it, an inline object may also move to the device whole.
 func (g *group) blocksNeeded(o *op) (uint64, error) {
+	inlineMax := uint64(g.s.sb.InlineMax)
+	ceilBlocks := func(n uint64) uint64 { return (n + BlockSize - 1) / BlockSize }
 	switch o.code {
-	case opWrite, opZero, opTruncate, opClone:
-	default:
-		return 0, nil
-	}
-	cur, err := g.s.readOnode(g.b, o.coll, o.oid)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return 0, err
-	}
-	var size, stored uint64
-	if cur != nil {
-		size = cur.Size
+	case opWrite:
+		end := o.off + o.n
+		if end <= inlineMax {
+			return blocksSpanned(o.off, o.n), nil
+		}
+		return blocksSpanned(o.off, o.n) + ceilBlocks(end), nil
+	case opZero:
+		return 2 + ceilBlocks(max(inlineMax, o.off+o.n)), nil
+	case opTruncate:
+		return 1 + ceilBlocks(inlineMax), nil
+	case opClone:
+		// a source made earlier in this transaction is not in the batch
+		// yet; its writes were counted, and a shortfall in applying fails
+		// the group with ErrNoSpace, changing nothing
+		cur, err := g.s.readOnode(g.b, o.coll, o.oid)
+		if errors.Is(err, ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		var stored uint64
 		for _, x := range cur.Extents {
 			stored += x.blocks()
 		}
-	}
-	inlineMax := uint64(g.s.sb.InlineMax)
-	switch o.code {
-	case opWrite:
-		end := max(size, o.off+o.n)
-		if end <= inlineMax && stored == 0 {
-			return 0, nil
-		}
-		return blocksSpanned(o.off, o.n) + (size+BlockSize-1)/BlockSize, nil
-	case opZero:
-		return 2 + (size+BlockSize-1)/BlockSize, nil
-	case opTruncate:
-		return 1 + (size+BlockSize-1)/BlockSize, nil
-	case opClone:
 		return stored, nil
 	}
 	return 0, nil
