@@ -68,8 +68,8 @@
 // at 1,000 or 1,000,000 objects and on an empty or a full device. On this
 // machine the data device is not the bottleneck either way (sequential
 // writes 1.6 GB/s, 4 KiB random writes 74.6k IOPS by fio, see
-// docs/PERFORMANCE.md, against 248 MB/s and 5k transactions/s measured for
-// the whole store): the CPU and the two syncs per group are, and both
+// docs/PERFORMANCE.md, against 611 MB/s and 12.4k transactions/s measured
+// for the whole store): the CPU and the two syncs per group are, and both
 // layouts pay those.
 //
 // # Durability tests
