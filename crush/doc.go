@@ -30,6 +30,15 @@
 // and rounds nothing until the output: the text keeps three decimals of
 // each weight, so the binary encoding (Encode/Decode) is the lossless form.
 //
+// # Editing
+//
+// Clone, then InsertItem, AdjustItemWeight and RemoveItem change a map the
+// way Ceph's CrushWrapper does (missing ancestor buckets created with the
+// default algorithm and the lowest free ids, weights carried up to every
+// ancestor, class shadow trees rebuilt keeping their ids): the result
+// equals crushtool's --add-item, --reweight-item and --remove-item on the
+// same map, byte for byte (testdata/crushtool-edit).
+//
 // # Compatibility notes
 //
 //   - straw2 uses Ceph's published crush_ln tables as data: they deviate

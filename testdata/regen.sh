@@ -9,6 +9,6 @@ for tool in crushtool osdmaptool; do
   command -v "$tool" >/dev/null || { echo "regen: $tool not found; apt-get install ceph-base" >&2; exit 1; }
 done
 dpkg-query -W -f='ceph-base ${Version}\n' ceph-base 2>/dev/null || true
-go test -count=1 -run 'TestCrushtoolVectors' ./crush -args -update
+go test -count=1 -run 'TestCrushtoolVectors|TestEditsMatchCrushtool' ./crush -args -update
 go test -count=1 -run 'TestOsdmaptoolVectors' ./osdmap -args -update
 git status --short testdata
