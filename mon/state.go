@@ -1,0 +1,400 @@
+// Package mon is the monitor: the authoritative cluster state (the OSD map
+// and the central configuration database) and the commands that change it.
+//
+// This file is its pure core: State and the Commands applied to it are
+// deterministic — no I/O, clock or goroutines — so every MON of a quorum
+// that applies the same committed commands in the same order holds the same
+// state. The consensus log (hashicorp/raft) will carry Commands; this code
+// turns each into the next OSD map incremental.
+package mon
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// Errors commands fail with.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	ErrInvalid  = errors.New("invalid argument")
+	ErrBusy     = errors.New("in use")
+)
+
+// State is what the MONs agree on.
+type State struct {
+	Map *osdmap.Map
+	// Config is the central configuration database (`shoal config set`):
+	// WHO (global, mon, osd, osd.3, client, …) → option → value.
+	Config map[string]map[string]string
+}
+
+// NewState is a cluster's first state: epoch 1 with the CRUSH map and no
+// OSDs or pools.
+func NewState(fsid string, c *crush.Map) (*State, error) {
+	m, err := osdmap.New(fsid, c).Apply(&osdmap.Incremental{Epoch: 1})
+	if err != nil {
+		return nil, err
+	}
+	return &State{Map: m, Config: map[string]map[string]string{}}, nil
+}
+
+// Command is a change to the state. Apply validates it against s and
+// returns the OSD map incremental it makes (nil if the map does not
+// change) and a message for the operator; it does not modify s.
+type Command interface {
+	Apply(s *State) (inc *osdmap.Incremental, msg string, err error)
+}
+
+// Commit applies a command and installs its result: the new map (from the
+// incremental) and the configuration changes.
+func (s *State) Commit(c Command) (string, error) {
+	inc, msg, err := c.Apply(s)
+	if err != nil {
+		return "", err
+	}
+	if inc != nil {
+		next, err := s.Map.Apply(inc)
+		if err != nil {
+			return "", err
+		}
+		s.Map = next
+	}
+	if cc, ok := c.(configChange); ok {
+		cc.install(s)
+	}
+	return msg, nil
+}
+
+func (s *State) next() *osdmap.Incremental {
+	return &osdmap.Incremental{Epoch: s.Map.Epoch + 1}
+}
+
+// OSDBoot registers an OSD that starts: a new one (ID -1) gets the lowest
+// free id and is placed in CRUSH under host=Host (root=default) with a
+// weight of its device size in TiB, as Ceph's osd_crush_update_on_start
+// does; every booting OSD is marked up and in with its address.
+type OSDBoot struct {
+	ID        int32
+	Host      string
+	Addr      string
+	SizeBytes uint64
+	Class     string
+}
+
+// Apply implements Command.
+func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
+	m := s.Map
+	id := c.ID
+	if c.Host == "" || c.Addr == "" {
+		return nil, "", fmt.Errorf("osd boot: %w: host and address required", ErrInvalid)
+	}
+	inc := s.next()
+	if id < 0 {
+		for id = 0; id < m.MaxOSD() && m.OSDs[id].Exists; id++ {
+		}
+		if id >= m.MaxOSD() {
+			inc.NewMaxOSD = id + 1
+		}
+	} else if id >= m.MaxOSD() {
+		inc.NewMaxOSD = id + 1
+	}
+	name := fmt.Sprintf("osd.%d", id)
+	if m.Crush.Device(id) == nil {
+		weight := uint32(float64(c.SizeBytes) / (1 << 40) * crush.WeightOne)
+		cm := m.Crush.Clone()
+		if err := cm.InsertItem(id, weight, name, c.Class, map[string]string{"host": c.Host, "root": "default"}); err != nil {
+			return nil, "", fmt.Errorf("osd boot %s: %w", name, err)
+		}
+		inc.NewCrush = cm
+	}
+	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr}
+	if id < m.MaxOSD() && m.OSDs[id].Exists {
+		osd.Weight, osd.PrimaryAffinity = m.OSDs[id].Weight, m.OSDs[id].PrimaryAffinity // keep an operator's out
+	}
+	inc.NewOSDs = map[int32]osdmap.OSD{id: osd}
+	return inc, fmt.Sprintf("%s up at %s", name, c.Addr), nil
+}
+
+// OSDMark sets OSDs down (Up=false), out (In=false) or back in.
+type OSDMark struct {
+	IDs []int32
+	Up  *bool // nil: unchanged; only false is allowed (an OSD comes up by booting)
+	In  *bool
+}
+
+// Apply implements Command.
+func (c OSDMark) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if c.Up != nil && *c.Up {
+		return nil, "", fmt.Errorf("osd mark: %w: an OSD is marked up only by booting", ErrInvalid)
+	}
+	inc := s.next()
+	inc.NewOSDs = map[int32]osdmap.OSD{}
+	for _, id := range c.IDs {
+		if id < 0 || id >= s.Map.MaxOSD() || !s.Map.OSDs[id].Exists {
+			return nil, "", fmt.Errorf("osd.%d: %w", id, ErrNotFound)
+		}
+		o := s.Map.OSDs[id]
+		if c.Up != nil {
+			o.Up = false
+		}
+		if c.In != nil {
+			o.Weight = osdmap.WeightOut
+			if *c.In {
+				o.Weight = osdmap.WeightIn
+			}
+		}
+		inc.NewOSDs[id] = o
+	}
+	return inc, fmt.Sprintf("marked %d osd(s)", len(c.IDs)), nil
+}
+
+// OSDRemove deletes a down OSD from the map and from CRUSH.
+type OSDRemove struct{ ID int32 }
+
+// Apply implements Command.
+func (c OSDRemove) Apply(s *State) (*osdmap.Incremental, string, error) {
+	m := s.Map
+	if c.ID < 0 || c.ID >= m.MaxOSD() || !m.OSDs[c.ID].Exists {
+		return nil, "", fmt.Errorf("osd.%d: %w", c.ID, ErrNotFound)
+	}
+	if m.OSDs[c.ID].Up {
+		return nil, "", fmt.Errorf("osd.%d is up: %w (mark it down first)", c.ID, ErrBusy)
+	}
+	inc := s.next()
+	inc.NewOSDs = map[int32]osdmap.OSD{c.ID: {}}
+	if m.Crush.Device(c.ID) != nil {
+		cm := m.Crush.Clone()
+		if err := cm.RemoveItem(c.ID); err != nil {
+			return nil, "", err
+		}
+		inc.NewCrush = cm
+	}
+	return inc, fmt.Sprintf("removed osd.%d", c.ID), nil
+}
+
+// PoolCreate makes a pool; zero sizes take the configured defaults
+// (osd_pool_default_size, _min_size, _pg_num, _pgp_num).
+type PoolCreate struct {
+	Name      string
+	Erasure   bool
+	Size      int
+	MinSize   int
+	PGNum     uint32
+	PGPNum    uint32
+	Rule      string // CRUSH rule name; default replicated_rule / erasure_rule
+	ECProfile string
+}
+
+// Apply implements Command.
+func (c PoolCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if c.Name == "" {
+		return nil, "", fmt.Errorf("pool create: %w: empty name", ErrInvalid)
+	}
+	if _, err := s.Map.PoolByName(c.Name); err == nil {
+		return nil, "", fmt.Errorf("pool %q: %w", c.Name, ErrExists)
+	}
+	cfg := s.ConfigFor("mon")
+	p := &osdmap.Pool{ID: s.Map.PoolMax + 1, Name: c.Name, Type: osdmap.PoolReplicated, Size: c.Size, MinSize: c.MinSize,
+		PGNum: c.PGNum, PGPNum: c.PGPNum, Flags: osdmap.FlagHashPSPool, ObjectHash: osdmap.HashRjenkins, ECProfile: c.ECProfile}
+	rule := c.Rule
+	if c.Erasure {
+		p.Type = osdmap.PoolErasure
+		if rule == "" {
+			rule = "erasure_rule"
+		}
+	} else if rule == "" {
+		rule = "replicated_rule"
+	}
+	r := s.Map.Crush.RuleByName(rule)
+	if r == nil {
+		return nil, "", fmt.Errorf("pool %q: crush rule %q: %w", c.Name, rule, ErrNotFound)
+	}
+	if r.Type != uint8(p.Type) {
+		return nil, "", fmt.Errorf("pool %q: crush rule %q serves %s pools: %w", c.Name, rule, osdmap.PoolType(r.Type), ErrInvalid)
+	}
+	p.CrushRule = int(r.ID)
+	if p.Size == 0 {
+		p.Size = int(cfg.Int("osd_pool_default_size"))
+	}
+	if p.MinSize == 0 {
+		if p.MinSize = int(cfg.Int("osd_pool_default_min_size")); p.MinSize == 0 {
+			p.MinSize = p.Size - p.Size/2
+		}
+	}
+	if p.PGNum == 0 {
+		p.PGNum = uint32(cfg.Int("osd_pool_default_pg_num"))
+	}
+	if p.PGPNum == 0 {
+		if p.PGPNum = uint32(cfg.Int("osd_pool_default_pgp_num")); p.PGPNum == 0 {
+			p.PGPNum = p.PGNum
+		}
+	}
+	inc := s.next()
+	inc.NewPools = []*osdmap.Pool{p}
+	return inc, fmt.Sprintf("pool '%s' created (id %d)", c.Name, p.ID), nil
+}
+
+// PoolDelete removes a pool.
+type PoolDelete struct{ Name string }
+
+// Apply implements Command.
+func (c PoolDelete) Apply(s *State) (*osdmap.Incremental, string, error) {
+	p, err := s.Map.PoolByName(c.Name)
+	if err != nil {
+		return nil, "", fmt.Errorf("pool %q: %w", c.Name, ErrNotFound)
+	}
+	inc := s.next()
+	inc.OldPools = []int64{p.ID}
+	return inc, fmt.Sprintf("pool '%s' removed", c.Name), nil
+}
+
+// PoolSet changes size, min_size, pg_num or pgp_num of a pool.
+type PoolSet struct {
+	Name, Key, Value string
+}
+
+// Apply implements Command.
+func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
+	p, err := s.Map.PoolByName(c.Name)
+	if err != nil {
+		return nil, "", fmt.Errorf("pool %q: %w", c.Name, ErrNotFound)
+	}
+	v, err := strconv.ParseUint(c.Value, 10, 32)
+	if err != nil {
+		return nil, "", fmt.Errorf("pool %q %s = %q: %w: not a number", c.Name, c.Key, c.Value, ErrInvalid)
+	}
+	np := *p
+	switch c.Key {
+	case "size":
+		np.Size = int(v)
+		np.MinSize = min(np.MinSize, np.Size)
+	case "min_size":
+		np.MinSize = int(v)
+	case "pg_num":
+		if uint32(v) < p.PGNum {
+			return nil, "", fmt.Errorf("pool %q: %w: merging PGs (pg_num %d -> %d) is not supported", c.Name, ErrInvalid, p.PGNum, v)
+		}
+		np.PGNum = uint32(v)
+	case "pgp_num":
+		np.PGPNum = uint32(v)
+	default:
+		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num)", c.Name, ErrInvalid, c.Key)
+	}
+	inc := s.next()
+	inc.NewPools = []*osdmap.Pool{&np}
+	if _, err := s.Map.Apply(inc); err != nil { // surface validation as the command's error
+		return nil, "", fmt.Errorf("pool %q %s = %s: %w: %v", c.Name, c.Key, c.Value, ErrInvalid, err)
+	}
+	return inc, fmt.Sprintf("set pool %d %s to %s", p.ID, c.Key, c.Value), nil
+}
+
+// CrushReweight changes a device's CRUSH weight (TiB by convention).
+type CrushReweight struct {
+	Name   string
+	Weight float64
+}
+
+// Apply implements Command.
+func (c CrushReweight) Apply(s *State) (*osdmap.Incremental, string, error) {
+	id, ok := s.Map.Crush.ItemID(c.Name)
+	if !ok {
+		return nil, "", fmt.Errorf("crush item %q: %w", c.Name, ErrNotFound)
+	}
+	if c.Weight < 0 || c.Weight > 100 {
+		return nil, "", fmt.Errorf("crush weight %g: %w (0..100)", c.Weight, ErrInvalid)
+	}
+	cm := s.Map.Crush.Clone()
+	if err := cm.AdjustItemWeight(id, uint32(float32(c.Weight)*crush.WeightOne)); err != nil {
+		return nil, "", err
+	}
+	inc := s.next()
+	inc.NewCrush = cm
+	return inc, fmt.Sprintf("reweighted %s to %g", c.Name, c.Weight), nil
+}
+
+// configChange is a command that changes the configuration database.
+type configChange interface{ install(*State) }
+
+// ConfigSet sets WHO's option (checked against the option table).
+type ConfigSet struct{ Who, Option, Value string }
+
+// Apply implements Command.
+func (c ConfigSet) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if err := checkWho(c.Who); err != nil {
+		return nil, "", err
+	}
+	o, ok := config.Lookup(c.Option)
+	if !ok {
+		return nil, "", fmt.Errorf("config set: %w %q", config.ErrUnknown, c.Option)
+	}
+	if err := o.Check(c.Value); err != nil {
+		return nil, "", fmt.Errorf("config set %s: %w: %v", c.Who, ErrInvalid, err)
+	}
+	return nil, "", nil
+}
+
+func (c ConfigSet) install(s *State) {
+	o, _ := config.Lookup(c.Option)
+	if s.Config[c.Who] == nil {
+		s.Config[c.Who] = map[string]string{}
+	}
+	s.Config[c.Who][o.Name] = c.Value
+}
+
+// ConfigRm removes WHO's setting of an option.
+type ConfigRm struct{ Who, Option string }
+
+// Apply implements Command.
+func (c ConfigRm) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if err := checkWho(c.Who); err != nil {
+		return nil, "", err
+	}
+	return nil, "", nil
+}
+
+func (c ConfigRm) install(s *State) {
+	delete(s.Config[c.Who], config.Normalize(c.Option))
+	if len(s.Config[c.Who]) == 0 {
+		delete(s.Config, c.Who)
+	}
+}
+
+func checkWho(who string) error {
+	f := "[" + who + "]\n"
+	if _, err := config.Parse(strings.NewReader(f), "who"); err != nil {
+		return fmt.Errorf("config: %w: %q is not global, mon, osd, client or TYPE.ID", ErrInvalid, who)
+	}
+	return nil
+}
+
+// ConfigFor is the configuration an entity sees: the database's settings
+// for global, its type and itself over the table's defaults.
+func (s *State) ConfigFor(entity string) *config.Config {
+	c := config.Defaults(entity)
+	typ := entity
+	for i := 0; i < len(entity); i++ {
+		if entity[i] == '.' {
+			typ = entity[:i]
+			break
+		}
+	}
+	for _, who := range []string{"global", typ, entity} {
+		keys := make([]string, 0, len(s.Config[who]))
+		for k := range s.Config[who] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			c.Set(k, s.Config[who][k]) // validated when set
+		}
+	}
+	return c
+}

@@ -1,0 +1,193 @@
+package mon_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// emptyCrush is a new cluster's CRUSH map: a default root, no hosts yet,
+// and Ceph's two default rules.
+const emptyCrush = `tunable choose_local_tries 0
+tunable choose_local_fallback_tries 0
+tunable choose_total_tries 50
+tunable chooseleaf_descend_once 1
+tunable chooseleaf_vary_r 1
+tunable chooseleaf_stable 1
+tunable straw_calc_version 1
+tunable allowed_bucket_algs 54
+type 0 osd
+type 1 host
+type 11 root
+root default {
+	id -1
+	alg straw2
+	hash 0
+}
+rule replicated_rule {
+	id 0
+	type replicated
+	step take default
+	step chooseleaf firstn 0 type host
+	step emit
+}
+rule erasure_rule {
+	id 1
+	type erasure
+	step set_chooseleaf_tries 5
+	step set_choose_tries 100
+	step take default
+	step chooseleaf indep 0 type host
+	step emit
+}
+`
+
+func newState(t *testing.T) *mon.State {
+	t.Helper()
+	c, err := crush.Compile([]byte(emptyCrush))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mon.NewState("fsid", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func commit(t *testing.T, s *mon.State, c mon.Command) {
+	t.Helper()
+	if _, err := s.Commit(c); err != nil {
+		t.Fatalf("%T: %v", c, err)
+	}
+}
+
+func f(b bool) *bool { return &b }
+
+// script is a short cluster life: three OSDs boot on three hosts, a pool
+// is made with configured defaults, one OSD goes down, out, and away.
+func script(t *testing.T, s *mon.State) {
+	for i, h := range []string{"a", "b", "c"} {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: h, Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+	commit(t, s, mon.ConfigSet{Who: "global", Option: "osd pool default pg num", Value: "16"})
+	commit(t, s, mon.PoolCreate{Name: "data"})
+	commit(t, s, mon.OSDMark{IDs: []int32{2}, Up: f(false)})
+	commit(t, s, mon.OSDMark{IDs: []int32{2}, In: f(false)})
+	commit(t, s, mon.OSDRemove{ID: 2})
+}
+
+func TestClusterLife(t *testing.T) {
+	s := newState(t)
+	for i, h := range []string{"a", "b", "c"} {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: h, Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+	m := s.Map
+	if m.MaxOSD() != 3 || m.Epoch != 4 {
+		t.Fatalf("max_osd %d epoch %d after three boots", m.MaxOSD(), m.Epoch)
+	}
+	for id := int32(0); id < 3; id++ {
+		o := m.OSDs[id]
+		if !o.Exists || !o.Up || !o.In() || o.Addr == "" {
+			t.Fatalf("osd.%d: %+v", id, o)
+		}
+		host, _ := m.Crush.ItemID([]string{"a", "b", "c"}[id])
+		if b := m.Crush.Bucket(host); b == nil || len(b.Items) != 1 || b.Items[0] != id || b.ItemWeights[0] != crush.WeightOne {
+			t.Fatalf("osd.%d not under its host at weight 1.0 (1 TiB): %+v", id, b)
+		}
+	}
+	commit(t, s, mon.ConfigSet{Who: "global", Option: "osd_pool_default_pg_num", Value: "16"})
+	commit(t, s, mon.PoolCreate{Name: "data"})
+	p, err := s.Map.PoolByName("data")
+	if err != nil || p.Size != 3 || p.MinSize != 2 || p.PGNum != 16 || p.PGPNum != 16 || p.CrushRule != 0 {
+		t.Fatalf("pool: %+v %v", p, err)
+	}
+	// every PG on three OSDs of three different hosts
+	for seed := uint32(0); seed < p.PGNum; seed++ {
+		mp, _ := s.Map.MapPG(osdmap.PGID{Pool: p.ID, Seed: seed})
+		if len(mp.Acting) != 3 || mp.Acting[0] == mp.Acting[1] || mp.Acting[1] == mp.Acting[2] || mp.Acting[0] == mp.Acting[2] {
+			t.Fatalf("pg %d: acting %v", seed, mp.Acting)
+		}
+	}
+	if _, err := s.Commit(mon.PoolCreate{Name: "data"}); !errors.Is(err, mon.ErrExists) {
+		t.Fatalf("second pool 'data': %v", err)
+	}
+	if _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "8"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("pg_num decrease: %v", err)
+	}
+	if _, err := s.Commit(mon.PoolSet{Name: "data", Key: "min_size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("min_size above size: %v", err)
+	}
+	commit(t, s, mon.PoolSet{Name: "data", Key: "size", Value: "2"})
+	if p, _ := s.Map.PoolByName("data"); p.Size != 2 || p.MinSize != 2 {
+		t.Fatalf("after size 2: %+v", p)
+	}
+	// an OSD that is up cannot be removed; down and out it can
+	if _, err := s.Commit(mon.OSDRemove{ID: 2}); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("remove an up OSD: %v", err)
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{2}, Up: f(false)})
+	commit(t, s, mon.OSDMark{IDs: []int32{2}, In: f(false)})
+	commit(t, s, mon.OSDRemove{ID: 2})
+	if s.Map.OSDs[2].Exists || s.Map.Crush.Device(2) != nil {
+		t.Fatal("osd.2 still in the map or CRUSH")
+	}
+	// the next new OSD reuses the free id; a returning OSD keeps its out
+	commit(t, s, mon.OSDBoot{ID: -1, Host: "d", Addr: "127.0.0.1:6810", SizeBytes: 2 << 40})
+	if !s.Map.OSDs[2].Exists {
+		t.Fatal("new OSD did not take the free id 2")
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{1}, In: f(false)})
+	commit(t, s, mon.OSDBoot{ID: 1, Host: "b", Addr: "127.0.0.1:6820"})
+	if o := s.Map.OSDs[1]; o.In() || o.Addr != "127.0.0.1:6820" || !o.Up {
+		t.Fatalf("rebooted osd.1 (marked out): %+v", o)
+	}
+	commit(t, s, mon.CrushReweight{Name: "osd.0", Weight: 2})
+	host, _ := s.Map.Crush.ItemID("a")
+	if w := s.Map.Crush.Bucket(host).ItemWeights[0]; w != 2*crush.WeightOne {
+		t.Fatalf("reweighted osd.0: %#x", w)
+	}
+	if _, err := s.Commit(mon.OSDMark{IDs: []int32{0}, Up: f(true)}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("mark up: %v", err)
+	}
+}
+
+func TestConfigDatabase(t *testing.T) {
+	s := newState(t)
+	commit(t, s, mon.ConfigSet{Who: "osd", Option: "osd heartbeat grace", Value: "30"})
+	commit(t, s, mon.ConfigSet{Who: "osd.1", Option: "osd_heartbeat_grace", Value: "45"})
+	if g := s.ConfigFor("osd.1").Seconds("osd_heartbeat_grace"); g != 45 {
+		t.Fatalf("osd.1 grace %v", g)
+	}
+	if g := s.ConfigFor("osd.2").Seconds("osd_heartbeat_grace"); g != 30 {
+		t.Fatalf("osd.2 grace %v", g)
+	}
+	commit(t, s, mon.ConfigRm{Who: "osd.1", Option: "osd heartbeat grace"})
+	if g := s.ConfigFor("osd.1").Seconds("osd_heartbeat_grace"); g != 30 {
+		t.Fatalf("after rm: %v", g)
+	}
+	if _, err := s.Commit(mon.ConfigSet{Who: "osd", Option: "osd_heartbeat_grac", Value: "1"}); !errors.Is(err, config.ErrUnknown) {
+		t.Fatalf("unknown option: %v", err)
+	}
+	if _, err := s.Commit(mon.ConfigSet{Who: "nobody", Option: "fsid", Value: "1"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("bad who: %v", err)
+	}
+	if _, err := s.Commit(mon.ConfigSet{Who: "global", Option: "osd_pool_default_size", Value: "99"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("out of range: %v", err)
+	}
+}
+
+// Two MONs applying the same commands hold byte-identical maps.
+func TestDeterministic(t *testing.T) {
+	a, b := newState(t), newState(t)
+	script(t, a)
+	script(t, b)
+	if !bytes.Equal(a.Map.Encode(), b.Map.Encode()) {
+		t.Fatal("same commands, different maps")
+	}
+}
