@@ -230,7 +230,7 @@ func FuzzCompile(f *testing.F) {
 		// Retry counts are the map's to choose, and a map may ask for
 		// billions of retries of an unsatisfiable rule; map only the
 		// sane ones.
-		if m.MaxRetries() > 100 {
+		if m.MaxRetries() > 20 {
 			return
 		}
 		w := make([]uint32, min(m.MaxDevices(), 1<<12))
