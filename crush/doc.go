@@ -32,12 +32,13 @@
 //
 // # Editing
 //
-// Clone, then InsertItem, AdjustItemWeight and RemoveItem change a map the
-// way Ceph's CrushWrapper does (missing ancestor buckets created with the
+// Clone, then InsertItem, AdjustItemWeight, RemoveItem, MoveBucket and
+// AddSimpleRule change a map the way Ceph's CrushWrapper does (missing ancestor buckets created with the
 // default algorithm and the lowest free ids, weights carried up to every
 // ancestor, class shadow trees rebuilt keeping their ids): the result
-// equals crushtool's --add-item, --reweight-item and --remove-item on the
-// same map, byte for byte (testdata/crushtool-edit).
+// equals crushtool's --add-item, --reweight-item, --remove-item, --move
+// and --create-simple-rule on the same map, byte for byte
+// (testdata/crushtool-edit).
 //
 // # Compatibility notes
 //

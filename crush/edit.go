@@ -92,11 +92,19 @@ func (m *Map) InsertItem(id int32, w uint32, name, class string, loc map[string]
 	if d := m.devices[id]; d != nil && d.Name != name {
 		return fmt.Errorf("crush: device %d is already named %q", id, d.Name)
 	}
+	if len(loc) == 0 {
+		return fmt.Errorf("crush: no location given for %s", name)
+	}
 	m.devices[id] = &Device{ID: id, Name: name, Class: class}
 	m.names[name] = id
 	if class != "" {
 		m.classIDFor(class)
 	}
+	return m.insertItem(id, w, name, loc)
+}
+
+// insertItem is CrushWrapper::insert_item for a named device or bucket.
+func (m *Map) insertItem(id int32, w uint32, name string, loc map[string]string) error {
 	cur := id
 	linked := false
 	for _, t := range sortedKeys(m.Types) {
@@ -134,7 +142,7 @@ func (m *Map) InsertItem(id int32, w uint32, name, class string, loc map[string]
 		break
 	}
 	if !linked && cur == id {
-		return fmt.Errorf("crush: no location given for %s", name)
+		return fmt.Errorf("crush: no location for %s among the map's types", name)
 	}
 	// set the weight in the buckets the location names (Ceph iterates the
 	// location map in key order)
@@ -189,11 +197,26 @@ func (m *Map) adjustInBucket(item int32, w uint32, bid int32) bool {
 	return changed
 }
 
-// RemoveItem unlinks a device from every bucket (shadow trees included,
-// with weights carried up) and forgets it (crushtool --remove-item).
+// RemoveItem unlinks a device, or an empty bucket, from every bucket
+// (shadow trees included, with weights carried up) and forgets it
+// (crushtool --remove-item). Like Ceph it leaves a removed bucket's shadow
+// copies in place until the next rebuild; they hold nothing.
 func (m *Map) RemoveItem(item int32) error {
 	if item < 0 {
-		return fmt.Errorf("crush: removing buckets is not supported yet")
+		b := m.Bucket(item)
+		if b == nil || IsShadow(b) {
+			return fmt.Errorf("crush: bucket %d does not exist", item)
+		}
+		if len(b.Items) > 0 {
+			return fmt.Errorf("crush: bucket %s is not empty", b.Name)
+		}
+		for _, r := range m.rules {
+			for _, st := range ruleSteps(r) {
+				if st.Op == OpTake && st.Arg1 == item {
+					return fmt.Errorf("crush: bucket %s is used by rule %s", b.Name, r.Name)
+				}
+			}
+		}
 	}
 	found := false
 	for i := range m.buckets {
@@ -215,6 +238,12 @@ func (m *Map) RemoveItem(item int32) error {
 	if d := m.devices[item]; d != nil {
 		delete(m.names, d.Name)
 		delete(m.devices, item)
+		found = true
+	}
+	if b := m.Bucket(item); b != nil {
+		delete(m.names, b.Name)
+		delete(m.classBucket, item)
+		m.buckets[-1-item] = nil
 		found = true
 	}
 	if !found {
@@ -283,4 +312,98 @@ func (m *Map) rebuildShadows() {
 	} else {
 		m.classBucket = map[int32]map[int32]int32{}
 	}
+}
+
+func ruleSteps(r *Rule) []Step {
+	if r == nil {
+		return nil
+	}
+	return r.Steps
+}
+
+// MoveBucket moves a bucket (with its subtree) to loc, as Ceph's
+// move_bucket: it is unlinked from its first parent, then inserted like a
+// new item with its weight (crushtool --move).
+func (m *Map) MoveBucket(id int32, loc map[string]string) error {
+	b := m.Bucket(id)
+	if b == nil || IsShadow(b) {
+		return fmt.Errorf("crush: bucket %d does not exist", id)
+	}
+	if len(loc) == 0 {
+		return fmt.Errorf("crush: no location given for %s", b.Name)
+	}
+	for i, p := range m.buckets {
+		if p == nil || IsShadow(p) {
+			continue
+		}
+		if slicesIndex(p.Items, id) >= 0 {
+			m.adjustInBucket(id, 0, int32(-1-i))
+			j := slicesIndex(p.Items, id)
+			p.Items = append(p.Items[:j], p.Items[j+1:]...)
+			p.ItemWeights = append(p.ItemWeights[:j], p.ItemWeights[j+1:]...)
+			p.prepare(m.Tunables.StrawCalcVersion)
+			break
+		}
+	}
+	// the weight goes through a float32 on its way, as in Ceph
+	w := uint32(float32(float32(b.Weight)/float32(WeightOne)) * float32(WeightOne))
+	return m.insertItem(id, w, b.Name, loc)
+}
+
+func slicesIndex(s []int32, v int32) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// AddSimpleRule adds a rule that takes root (its class shadow when class is
+// set) and chooses leaves across failureDomain buckets ("" or "osd": the
+// devices themselves), in mode "firstn" or "indep", as Ceph's
+// add_simple_rule (crushtool --create-simple-rule). It returns the new
+// rule's id: the lowest free one.
+func (m *Map) AddSimpleRule(name, root, failureDomain, class, mode string, ruleType uint8) (int, error) {
+	if m.RuleByName(name) != nil {
+		return 0, fmt.Errorf("crush: rule %s exists", name)
+	}
+	rootID, ok := m.names[root]
+	if !ok {
+		return 0, fmt.Errorf("crush: root item %s does not exist", root)
+	}
+	typ := int32(0)
+	if failureDomain != "" {
+		if typ, ok = m.TypeID(failureDomain); !ok {
+			return 0, fmt.Errorf("crush: unknown type %s", failureDomain)
+		}
+	}
+	if class != "" {
+		shadow, ok := m.ShadowBucket(rootID, class)
+		if !ok {
+			return 0, fmt.Errorf("crush: root %s has no devices with class %s", root, class)
+		}
+		rootID = shadow
+	}
+	if mode != "firstn" && mode != "indep" {
+		return 0, fmt.Errorf("crush: unknown mode %s", mode)
+	}
+	r := &Rule{Name: name, Type: ruleType, MinSize: 1, MaxSize: 10}
+	if mode == "indep" {
+		r.MinSize, r.MaxSize = 3, 20
+		r.Steps = append(r.Steps, Step{Op: OpSetChooseLeafTries, Arg1: 5}, Step{Op: OpSetChooseTries, Arg1: 100})
+	}
+	r.Steps = append(r.Steps, Step{Op: OpTake, Arg1: rootID})
+	op := map[bool]Op{true: OpChooseLeafFirstN, false: OpChooseLeafIndep}[mode == "firstn"]
+	if typ == 0 {
+		op = map[bool]Op{true: OpChooseFirstN, false: OpChooseIndep}[mode == "firstn"]
+	}
+	r.Steps = append(r.Steps, Step{Op: op, Arg1: 0, Arg2: typ}, Step{Op: OpEmit})
+	for r.ID = 0; int(r.ID) < len(m.rules) && m.rules[r.ID] != nil; r.ID++ {
+	}
+	for len(m.rules) <= int(r.ID) {
+		m.rules = append(m.rules, nil)
+	}
+	m.rules[r.ID] = r
+	return int(r.ID), nil
 }

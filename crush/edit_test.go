@@ -36,6 +36,21 @@ var edits = []edit{
 		func(m *crush.Map) error { return m.AdjustItemWeight(3, fixedWeight(0.5)) }},
 	{"remove", []string{"--remove-item", "osd.5"},
 		func(m *crush.Map) error { return m.RemoveItem(5) }},
+	{"move-host-to-new-rack", []string{"--move", "host2", "--loc", "rack", "newrack", "--loc", "root", "default"},
+		func(m *crush.Map) error {
+			id, _ := m.ItemID("host2")
+			return m.MoveBucket(id, map[string]string{"rack": "newrack", "root": "default"})
+		}},
+	{"simple-rule-firstn", []string{"--create-simple-rule", "fast", "default", "host", "firstn"},
+		func(m *crush.Map) error {
+			_, err := m.AddSimpleRule("fast", "default", "host", "", "firstn", crush.RuleReplicated)
+			return err
+		}},
+	{"simple-rule-indep-osd", []string{"--create-simple-rule", "wide", "default", "osd", "indep"},
+		func(m *crush.Map) error {
+			_, err := m.AddSimpleRule("wide", "default", "osd", "", "indep", crush.RuleReplicated)
+			return err
+		}},
 }
 
 var editMaps = []struct {
@@ -152,5 +167,38 @@ func TestEditErrors(t *testing.T) {
 	}
 	if id, ok := m.ShadowBucket(-2, "ssd"); !ok || len(m.Bucket(id).Items) == 0 {
 		t.Fatal("ssd shadow tree not rebuilt with the new device")
+	}
+}
+
+func TestRemoveBucket(t *testing.T) {
+	m, err := crush.Compile([]byte(small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = m.Clone()
+	h0, _ := m.ItemID("h0")
+	root, _ := m.ItemID("default")
+	if err := m.RemoveItem(h0); err == nil {
+		t.Fatal("non-empty bucket removed")
+	}
+	if err := m.RemoveItem(root); err == nil {
+		t.Fatal("bucket removed while not empty and used by a rule")
+	}
+	for _, d := range []int32{0, 1} {
+		if err := m.RemoveItem(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.RemoveItem(h0); err != nil {
+		t.Fatalf("empty bucket: %v", err)
+	}
+	if _, ok := m.ItemID("h0"); ok || m.Bucket(h0) != nil {
+		t.Fatal("h0 still in the map")
+	}
+	if m.Bucket(root).Weight != 0 || len(m.Bucket(root).Items) != 0 {
+		t.Fatalf("root after removal: %+v", m.Bucket(root))
+	}
+	if _, err := crush.Compile(m.Decompile()); err != nil {
+		t.Fatalf("edited map does not recompile: %v", err)
 	}
 }
