@@ -54,6 +54,11 @@ type File struct {
 	sections map[string]map[string]string
 }
 
+// NewFile wraps settings already validated (option names normalised, values
+// checked), such as the MON's configuration database: section → option →
+// value. The map is used, not copied.
+func NewFile(sections map[string]map[string]string) *File { return &File{sections: sections} }
+
 // Load reads a configuration file.
 func Load(path string) (*File, error) {
 	f, err := os.Open(path)
@@ -82,7 +87,7 @@ func Parse(r io.Reader, name string) (*File, error) {
 				return nil, fmt.Errorf("%s:%d: malformed section header %q", name, line, text)
 			}
 			section = strings.TrimSpace(text[1 : len(text)-1])
-			if err := checkSection(section); err != nil {
+			if err := CheckSection(section); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 			}
 			if f.sections[section] == nil {
@@ -114,7 +119,9 @@ func Parse(r io.Reader, name string) (*File, error) {
 	return f, nil
 }
 
-func checkSection(s string) error {
+// CheckSection validates a section or WHO name: global, mon, osd, client,
+// mgr, or TYPE.ID such as osd.3.
+func CheckSection(s string) error {
 	typ, id, _ := strings.Cut(s, ".")
 	switch typ {
 	case "global", "mon", "osd", "client", "mgr":

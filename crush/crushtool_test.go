@@ -2,7 +2,6 @@ package crush_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/internal/golden"
@@ -158,16 +156,7 @@ func parseArgs(t *testing.T, args []string) crush.TestOptions {
 
 func crushtool(t *testing.T, args ...string) []byte {
 	t.Helper()
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "crushtool", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("crushtool %s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return golden.Run(t, "crushtool", args...)
 }
 
 // runCrushtool compiles src with crushtool and returns its decompiled text
@@ -218,6 +207,13 @@ func checkVector(t *testing.T, src, decompiled, tests []byte) {
 	if d3 := m3.Decompile(); !bytes.Equal(d3, d2) {
 		t.Errorf("decompile is not a fixed point:\n%s", golden.FirstDiff(d3, d2, "third", "second"))
 	}
+	compareTests(t, m, tests)
+}
+
+// compareTests runs every recorded crushtool --test invocation of tests on
+// m and demands crushtool's exact output.
+func compareTests(t *testing.T, m *crush.Map, tests []byte) {
+	t.Helper()
 	var args []string
 	var want strings.Builder
 	blocks := 0

@@ -19,11 +19,9 @@ func (m *Map) Clone() *Map {
 	for k, v := range m.Types {
 		n.Types[k] = v
 	}
-	if m.typeIDs != nil {
-		n.typeIDs = map[string]int32{}
-		for k, v := range m.typeIDs {
-			n.typeIDs[k] = v
-		}
+	n.typeIDs = map[string]int32{}
+	for k, v := range m.typeIDs {
+		n.typeIDs[k] = v
 	}
 	for k, d := range m.devices {
 		cp := *d

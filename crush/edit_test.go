@@ -114,16 +114,7 @@ func TestEditsMatchCrushtool(t *testing.T) {
 				if !bytes.Equal(base.Decompile(), mustDecompile(t, src)) {
 					t.Fatal("editing a clone changed the original")
 				}
-				for _, blk := range strings.Split(string(wantTests), blockMarker)[1:] {
-					nl := strings.IndexByte(blk, '\n')
-					var got bytes.Buffer
-					if err := m.Test(&got, parseArgs(t, strings.Fields(blk[:nl]))); err != nil {
-						t.Fatal(err)
-					}
-					if got.String() != blk[nl+1:] {
-						t.Fatalf("after %s, --test %s:\n%s", strings.Join(e.args, " "), blk[:nl], golden.FirstDiff(got.Bytes(), []byte(blk[nl+1:]), "shoal", "crushtool"))
-					}
-				}
+				compareTests(t, m, wantTests)
 			})
 		}
 	}

@@ -99,7 +99,7 @@ func (m *Map) Encode(e *wire.Encoder) {
 func Decode(d *wire.Decoder) (*Map, error) {
 	_, end := d.Begin("crush map", encodingVersion)
 	m := &Map{Types: map[int32]string{}, devices: map[int32]*Device{}, classes: map[int32]string{},
-		classBucket: map[int32]map[int32]int32{}, names: map[string]int32{}}
+		classBucket: map[int32]map[int32]int32{}, names: map[string]int32{}, typeIDs: map[string]int32{}}
 	t := &m.Tunables
 	t.ChooseLocalTries = d.U32()
 	t.ChooseLocalFallbackTries = d.U32()
@@ -112,6 +112,9 @@ func Decode(d *wire.Decoder) (*Map, error) {
 	for n := d.Count(8); n > 0; n-- {
 		id := d.I32()
 		m.Types[id] = d.String()
+	}
+	for _, id := range sortedKeys(m.Types) { // a name given twice: the higher id
+		m.typeIDs[m.Types[id]] = id
 	}
 	for n := d.Count(8); n > 0; n-- {
 		id := d.I32()

@@ -257,18 +257,8 @@ func (m *Map) TypeName(t int32) string {
 // TypeID returns the id of the named bucket type (for a name defined
 // twice, the later definition, as crushtool).
 func (m *Map) TypeID(name string) (int32, bool) {
-	if m.typeIDs != nil {
-		id, ok := m.typeIDs[name]
-		return id, ok
-	}
-	var best int32
-	found := false
-	for _, id := range sortedKeys(m.Types) {
-		if m.Types[id] == name {
-			best, found = id, true
-		}
-	}
-	return best, found
+	id, ok := m.typeIDs[name]
+	return id, ok
 }
 
 // ClassID returns the id of a device class.

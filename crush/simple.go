@@ -12,8 +12,8 @@ var DefaultTypes = []string{"osd", "host", "chassis", "rack", "row", "pdu", "pod
 // (none when Racks is 0) over hosts over OSDs, all straw2.
 type SimpleSpec struct {
 	Racks         int     // 0: hosts directly under the root
-	HostsPerRack  int     // hosts per rack (or in total when Racks is 0); ≥ 1
-	OSDsPerHost   int     // ≥ 1
+	HostsPerRack  int     // hosts per rack (or in total when Racks is 0); 0: an empty root, a new cluster's map
+	OSDsPerHost   int     // ≥ 1 when there are hosts
 	Weight        float64 // CRUSH weight of each OSD (by convention its size in TiB); 0 means 1.0
 	Class         string  // device class of every OSD, or ""
 	FailureDomain string  // bucket type replicas spread across; default "host"
@@ -25,8 +25,8 @@ type SimpleSpec struct {
 // set_chooseleaf_tries 5 and set_choose_tries 100, as `ceph osd
 // erasure-code-profile` rules are made).
 func SimpleText(s SimpleSpec) (string, error) {
-	if s.HostsPerRack < 1 || s.OSDsPerHost < 1 || s.Racks < 0 {
-		return "", fmt.Errorf("crush: simple map needs ≥ 1 host and ≥ 1 OSD per host, got %d racks × %d hosts × %d OSDs", s.Racks, s.HostsPerRack, s.OSDsPerHost)
+	if s.HostsPerRack < 0 || s.OSDsPerHost < 0 || s.Racks < 0 || (s.HostsPerRack > 0 && s.OSDsPerHost == 0) {
+		return "", fmt.Errorf("crush: simple map of %d racks × %d hosts × %d OSDs: counts must be ≥ 0, and hosts need OSDs", s.Racks, s.HostsPerRack, s.OSDsPerHost)
 	}
 	if s.Weight == 0 {
 		s.Weight = 1
@@ -44,12 +44,8 @@ func SimpleText(s SimpleSpec) (string, error) {
 	var sb strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
 	w("# begin crush map\n")
-	t := OptimalTunables()
-	w("tunable choose_local_tries %d\ntunable choose_local_fallback_tries %d\ntunable choose_total_tries %d\n",
-		t.ChooseLocalTries, t.ChooseLocalFallbackTries, t.ChooseTotalTries)
-	w("tunable chooseleaf_descend_once %d\ntunable chooseleaf_vary_r %d\ntunable chooseleaf_stable %d\n",
-		t.ChooseLeafDescendOnce, t.ChooseLeafVaryR, t.ChooseLeafStable)
-	w("tunable straw_calc_version %d\ntunable allowed_bucket_algs %d\n\n# devices\n", t.StrawCalcVersion, t.AllowedBucketAlgs)
+	writeTunables(&sb, OptimalTunables())
+	w("\n# devices\n")
 	hosts := s.HostsPerRack * max(s.Racks, 1)
 	for d := 0; d < hosts*s.OSDsPerHost; d++ {
 		w("device %d osd.%d", d, d)

@@ -250,10 +250,10 @@ func Compile(src []byte) (*Map, error) {
 	lastLine := strings.Count(string(src), "\n") + 1
 	p := &parser{toks: toks, eof: token{"", lastLine, 1}}
 	m := &Map{Tunables: LegacyTunables(), Types: map[int32]string{}, devices: map[int32]*Device{},
-		classes: map[int32]string{}, classBucket: map[int32]map[int32]int32{}, names: map[string]int32{}}
+		classes: map[int32]string{}, classBucket: map[int32]map[int32]int32{}, names: map[string]int32{},
+		typeIDs: map[string]int32{}}
 	var buckets []*bucketSrc
 	var rules []*ruleSrc
-	typeIDs := map[string]int32{}
 	for p.peek().text != "" {
 		t := p.next()
 		switch t.text {
@@ -309,7 +309,7 @@ func Compile(src []byte) (*Map, error) {
 				return nil, err
 			}
 			m.Types[id] = n.text
-			typeIDs[n.text] = id
+			m.typeIDs[n.text] = id
 		case "rule":
 			r, err := p.parseRule(t)
 			if err != nil {
@@ -329,7 +329,6 @@ func Compile(src []byte) (*Map, error) {
 			buckets = append(buckets, b)
 		}
 	}
-	m.typeIDs = typeIDs
 	textClassIDs, err := m.buildBuckets(p, buckets)
 	if err != nil {
 		return nil, err
@@ -889,20 +888,10 @@ func (m *Map) finalize() {
 	}
 }
 
-// fixed formats a 16.16 weight as crushtool does ("%.3f" of a float).
-func fixed(w uint32) string {
-	return strconv.FormatFloat(float64(float32(w)/float32(WeightOne)), 'f', 3, 64)
-}
-
-// Decompile writes the map in the text format of `crushtool -d`, byte for
-// byte: tunables that differ from legacy, devices, types, buckets (children
-// before parents, shadow trees as `id N class C` lines), rules.
-func (m *Map) Decompile() []byte {
-	var sb strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
-	w("# begin crush map\n")
+// writeTunables writes the tunable lines of the text format: those that
+// differ from the legacy values a text without them compiles to.
+func writeTunables(sb *strings.Builder, t Tunables) {
 	legacy := LegacyTunables()
-	t := m.Tunables
 	for _, tv := range []struct {
 		name    string
 		v, base uint32
@@ -917,9 +906,24 @@ func (m *Map) Decompile() []byte {
 		{"allowed_bucket_algs", t.AllowedBucketAlgs, legacy.AllowedBucketAlgs},
 	} {
 		if tv.v != tv.base {
-			w("tunable %s %d\n", tv.name, tv.v)
+			fmt.Fprintf(sb, "tunable %s %d\n", tv.name, tv.v)
 		}
 	}
+}
+
+// fixed formats a 16.16 weight as crushtool does ("%.3f" of a float).
+func fixed(w uint32) string {
+	return strconv.FormatFloat(float64(float32(w)/float32(WeightOne)), 'f', 3, 64)
+}
+
+// Decompile writes the map in the text format of `crushtool -d`, byte for
+// byte: tunables that differ from legacy, devices, types, buckets (children
+// before parents, shadow trees as `id N class C` lines), rules.
+func (m *Map) Decompile() []byte {
+	var sb strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
+	w("# begin crush map\n")
+	writeTunables(&sb, m.Tunables)
 	w("\n# devices\n")
 	for _, d := range m.Devices() {
 		w("device %d %s", d.ID, d.Name)
@@ -929,11 +933,7 @@ func (m *Map) Decompile() []byte {
 		w("\n")
 	}
 	w("\n# types\n")
-	var typeIDs []int32
-	for id := range m.Types {
-		typeIDs = append(typeIDs, id)
-	}
-	sort.Slice(typeIDs, func(i, j int) bool { return typeIDs[i] < typeIDs[j] })
+	typeIDs := sortedKeys(m.Types)
 	if _, ok := m.Types[0]; !ok && len(typeIDs) > 0 {
 		w("type 0 osd\n")
 	}

@@ -11,9 +11,7 @@ package mon
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
@@ -368,9 +366,8 @@ func (c ConfigRm) install(s *State) {
 }
 
 func checkWho(who string) error {
-	f := "[" + who + "]\n"
-	if _, err := config.Parse(strings.NewReader(f), "who"); err != nil {
-		return fmt.Errorf("config: %w: %q is not global, mon, osd, client or TYPE.ID", ErrInvalid, who)
+	if err := config.CheckSection(who); err != nil {
+		return fmt.Errorf("config: %w: %v", ErrInvalid, err)
 	}
 	return nil
 }
@@ -378,23 +375,5 @@ func checkWho(who string) error {
 // ConfigFor is the configuration an entity sees: the database's settings
 // for global, its type and itself over the table's defaults.
 func (s *State) ConfigFor(entity string) *config.Config {
-	c := config.Defaults(entity)
-	typ := entity
-	for i := 0; i < len(entity); i++ {
-		if entity[i] == '.' {
-			typ = entity[:i]
-			break
-		}
-	}
-	for _, who := range []string{"global", typ, entity} {
-		keys := make([]string, 0, len(s.Config[who]))
-		for k := range s.Config[who] {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			c.Set(k, s.Config[who][k]) // validated when set
-		}
-	}
-	return c
+	return config.NewFile(s.Config).For(entity)
 }

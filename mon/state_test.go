@@ -11,45 +11,9 @@ import (
 	"github.com/shoal-project/shoal/osdmap"
 )
 
-// emptyCrush is a new cluster's CRUSH map: a default root, no hosts yet,
-// and Ceph's two default rules.
-const emptyCrush = `tunable choose_local_tries 0
-tunable choose_local_fallback_tries 0
-tunable choose_total_tries 50
-tunable chooseleaf_descend_once 1
-tunable chooseleaf_vary_r 1
-tunable chooseleaf_stable 1
-tunable straw_calc_version 1
-tunable allowed_bucket_algs 54
-type 0 osd
-type 1 host
-type 11 root
-root default {
-	id -1
-	alg straw2
-	hash 0
-}
-rule replicated_rule {
-	id 0
-	type replicated
-	step take default
-	step chooseleaf firstn 0 type host
-	step emit
-}
-rule erasure_rule {
-	id 1
-	type erasure
-	step set_chooseleaf_tries 5
-	step set_choose_tries 100
-	step take default
-	step chooseleaf indep 0 type host
-	step emit
-}
-`
-
 func newState(t *testing.T) *mon.State {
 	t.Helper()
-	c, err := crush.Compile([]byte(emptyCrush))
+	c, err := crush.Simple(crush.SimpleSpec{}) // a new cluster: an empty root and the default rules
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,10 +92,11 @@ func (c *conn) writer() {
 		}
 		bufs = bufs[:0]
 		for _, f := range batch {
-			hdr := make([]byte, headerLen)
-			f.h.put(hdr)
-			crc := binary.LittleEndian.AppendUint32(nil, crc32.Checksum(f.payload, castagnoli))
-			bufs = append(bufs, hdr, f.payload, crc)
+			// header and trailing checksum share one small buffer
+			frame := make([]byte, headerLen+4)
+			f.h.put(frame[:headerLen])
+			binary.LittleEndian.PutUint32(frame[headerLen:], crc32.Checksum(f.payload, castagnoli))
+			bufs = append(bufs, frame[:headerLen], f.payload, frame[headerLen:])
 		}
 		if c.writeTimeout > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))

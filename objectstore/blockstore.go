@@ -466,15 +466,15 @@ func (g *group) persist() error {
 
 func objKey(c Coll, oid string) string { return string(onodeKey(c, oid)) }
 
+// exists reports whether key is set, as this group sees it.
 func (g *group) exists(key []byte) (bool, error) {
-	v, closer, err := g.b.Get(key)
+	_, closer, err := g.b.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	_ = v
 	return true, closer.Close()
 }
 

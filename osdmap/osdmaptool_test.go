@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,18 +54,6 @@ func objectNames(rng *rand.Rand) []string {
 	return names
 }
 
-func run(t *testing.T, name string, args ...string) []byte {
-	t.Helper()
-	var stderr bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
-	}
-	return out
-}
-
 // generate runs the real tools and writes the vector directory.
 func generate(t *testing.T, v osdmapVector, dir string) {
 	rng := rand.New(rand.NewSource(v.seed))
@@ -76,13 +63,13 @@ func generate(t *testing.T, v osdmapVector, dir string) {
 	if err := os.WriteFile(srcPath, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, "crushtool", "-c", srcPath, "-o", bin)
+	golden.Run(t, "crushtool", "-c", srcPath, "-o", bin)
 	nosd := v.crush.HostsPerRack * max(v.crush.Racks, 1) * v.crush.OSDsPerHost
-	run(t, "osdmaptool", "--createsimple", strconv.Itoa(nosd), "--with-default-pool",
+	golden.Run(t, "osdmaptool", "--createsimple", strconv.Itoa(nosd), "--with-default-pool",
 		"--pg-bits", strconv.Itoa(v.pgBits), "--pgp-bits", strconv.Itoa(v.pgpBits), om, "--clobber",
 		"--osd_pool_default_size", strconv.Itoa(v.size),
 		"--osd_pool_default_flag_hashpspool", strconv.FormatBool(!v.noHash))
-	run(t, "osdmaptool", om, "--import-crush", bin)
+	golden.Run(t, "osdmaptool", om, "--import-crush", bin)
 	stripHeader := func(b []byte) []byte { // drop osdmaptool's "marking ..." lines
 		var keep []string
 		for _, l := range strings.SplitAfter(string(b), "\n") {
@@ -92,8 +79,8 @@ func generate(t *testing.T, v osdmapVector, dir string) {
 		}
 		return []byte(strings.Join(keep, ""))
 	}
-	dump := stripHeader(run(t, "osdmaptool", append([]string{om}, append(v.marks, "--dump", "json")...)...))
-	pgs := stripHeader(run(t, "osdmaptool", append([]string{om}, append(v.marks, "--test-map-pgs-dump-all", "--pool", "1")...)...))
+	dump := stripHeader(golden.Run(t, "osdmaptool", append([]string{om}, append(v.marks, "--dump", "json")...)...))
+	pgs := stripHeader(golden.Run(t, "osdmaptool", append([]string{om}, append(v.marks, "--test-map-pgs-dump-all", "--pool", "1")...)...))
 	// Keep the per-PG lines; the statistics table after them is not
 	// reproduced (osdmaptool indexes it with an unsigned -1 there).
 	if i := bytes.Index(pgs, []byte("#osd\t")); i >= 0 {
@@ -101,7 +88,7 @@ func generate(t *testing.T, v osdmapVector, dir string) {
 	}
 	var objs bytes.Buffer
 	for _, name := range objectNames(rng) {
-		objs.Write(stripHeader(run(t, "osdmaptool", append([]string{om}, append(v.marks, "--test-map-object", name, "--pool", "1")...)...)))
+		objs.Write(stripHeader(golden.Run(t, "osdmaptool", append([]string{om}, append(v.marks, "--test-map-object", name, "--pool", "1")...)...)))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
