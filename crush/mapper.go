@@ -127,8 +127,13 @@ func (b *Bucket) choose(x uint32, r int) int32 {
 }
 
 // isOut is Ceph's probabilistic reweight test: a device with reweight w in
-// [0, 0x10000] keeps a fraction w/0x10000 of the inputs that reach it.
+// [0, 0x10000] keeps a fraction w/0x10000 of the inputs that reach it. A
+// bucket whose type is 0 reaches it as a leaf; it has no reweight and is
+// never out (Ceph indexes the weights with its negative id there).
 func isOut(weights []uint32, item int32, x uint32) bool {
+	if item < 0 {
+		return false
+	}
 	if int(item) >= len(weights) {
 		return true
 	}

@@ -302,3 +302,17 @@ func TestTreeAllZeroWeights(t *testing.T) {
 		}
 	}
 }
+
+// Buckets whose type is 0 (every type redefined as 0 here) reach the
+// reweight test as leaves; mapping must not index weights with their
+// negative ids (found by FuzzCompile).
+func TestBucketsOfTypeZero(t *testing.T) {
+	m, err := crush.Compile([]byte("device 0 osd.1\ntype 0 host\ntype 0 root\nhost h0 { item osd.1 }\nroot default { item h0 }\n" +
+		"rule r {\n id 0\n step take default\n step choose firstn 0 type host\n step emit\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.DoRule(0, 0, 6, []uint32{crush.WeightOne}, nil); len(got) != 1 || got[0] != -1 {
+		t.Fatalf("got %v, want the type-0 bucket h0 [-1]", got)
+	}
+}
