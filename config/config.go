@@ -373,3 +373,24 @@ func Markdown() string {
 	}
 	return sb.String()
 }
+
+// Over returns the settings of f with g's on top (g wins): a daemon's
+// configuration file over the MON's configuration database, as Ceph ranks
+// them.
+func (f *File) Over(g *File) *File {
+	out := map[string]map[string]string{}
+	for _, src := range []*File{f, g} {
+		if src == nil {
+			continue
+		}
+		for sec, kv := range src.sections {
+			if out[sec] == nil {
+				out[sec] = map[string]string{}
+			}
+			for k, v := range kv {
+				out[sec][k] = v
+			}
+		}
+	}
+	return &File{sections: out}
+}

@@ -44,6 +44,7 @@ var Options = []Option{
 	{Name: "osd_max_object_size", Type: Size, Default: "128M", Min: 4096, Max: 1 << 40, Desc: "Largest RADOS object; larger writes are refused (E2BIG)."},
 	{Name: "osd_max_object_name_len", Type: Int, Default: "2048", Min: 1, Max: 2048, Desc: "Longest object name in bytes."},
 	{Name: "objecter_inflight_op_bytes", Type: Size, Default: "100M", Min: 1, Max: 1 << 40, Desc: "Bytes of client requests in flight per connection before new ones wait."},
+	{Name: "rados_osd_op_timeout", Type: Seconds, Default: "0", Min: 0, Max: 1 << 20, Desc: "Seconds a client op may take, resends included, before it fails with a timeout; 0: no limit."},
 	{Name: "objecter_inflight_ops", Type: Int, Default: "1024", Min: 1, Max: 1 << 20, Desc: "Client requests in flight before new ones wait."},
 
 	// pools
@@ -60,6 +61,10 @@ var Options = []Option{
 	{Name: "bluestore_cache_size", Type: Size, Default: "256M", Min: 1 << 20, Max: 1 << 40, Desc: "Metadata block cache of an OSD."},
 	{Name: "osd_heartbeat_interval", Type: Seconds, Default: "6", Min: 0.1, Max: 3600, Desc: "Seconds between heartbeats to peer OSDs."},
 	{Name: "osd_heartbeat_grace", Type: Seconds, Default: "20", Min: 1, Max: 3600, Desc: "Seconds without a heartbeat before a peer is reported down."},
+	{Name: "osd_crush_chooseleaf_type", Type: Int, Default: "1", Min: 0, Max: 11, Desc: "Bucket type (0 osd, 1 host, 3 rack, …) the default rules of a new cluster spread replicas across; `shoal up` sets 0 for a one-host cluster, as Ceph's vstart does."},
+	{Name: "osd_min_pg_log_entries", Type: Int, Default: "250", Min: 10, Max: 1 << 20, Desc: "PG log entries kept after trimming; an OSD behind by fewer catches up from the log."},
+	{Name: "osd_max_pg_log_entries", Type: Int, Default: "10000", Min: 10, Max: 1 << 22, Desc: "PG log entries before the log is trimmed back to osd_min_pg_log_entries."},
+	{Name: "osd_fast_fail_on_connection_refused", Type: Bool, Default: "true", Desc: "Report a peer down at once when its port refuses connections (its process is gone)."},
 	{Name: "osd_max_backfills", Type: Int, Default: "1", Min: 1, Max: 1000, Desc: "Backfills an OSD runs at once, in or out."},
 	{Name: "osd_recovery_max_active", Type: Int, Default: "3", Min: 1, Max: 1000, Desc: "Recovery operations an OSD runs at once."},
 	{Name: "osd_recovery_sleep", Type: Seconds, Default: "0", Min: 0, Max: 60, Desc: "Pause between recovery operations."},
@@ -67,6 +72,7 @@ var Options = []Option{
 	// MON
 	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before it is marked out."},
 	{Name: "mon_osd_min_down_reporters", Type: Int, Default: "2", Min: 1, Max: 1000, Desc: "Distinct OSDs that must report a peer down."},
+	{Name: "mon_osd_reporter_subtree_level", Type: String, Default: "host", Desc: "CRUSH type whose buckets count as distinct reporters of a down OSD (`osd` for a one-host cluster)."},
 	{Name: "mon_data", Type: String, Default: "$data/$name", Desc: "A MON's data directory."},
 
 	// gateway

@@ -470,3 +470,34 @@ func (m *Map) MaxRetries() uint32 {
 	}
 	return r
 }
+
+// Parent returns the (non-shadow) bucket that holds item, or nil.
+func (m *Map) Parent(item int32) *Bucket {
+	for _, b := range m.buckets {
+		if b == nil || IsShadow(b) {
+			continue
+		}
+		for _, it := range b.Items {
+			if it == item {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+// Ancestor returns the name of the bucket of type typeName above item (the
+// item's own name when typeName is its type or no such bucket exists), as
+// the failure domain a report or replica counts in.
+func (m *Map) Ancestor(item int32, typeName string) string {
+	t, ok := m.TypeID(typeName)
+	if !ok || (item >= 0 && t == 0) {
+		return m.ItemName(item)
+	}
+	for b := m.Parent(item); b != nil; b = m.Parent(b.ID) {
+		if b.Type == t {
+			return b.Name
+		}
+	}
+	return m.ItemName(item)
+}

@@ -52,23 +52,24 @@ type Command interface {
 }
 
 // Commit applies a command and installs its result: the new map (from the
-// incremental) and the configuration changes.
-func (s *State) Commit(c Command) (string, error) {
+// incremental, which it returns; nil if the map did not change) and the
+// configuration changes.
+func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 	inc, msg, err := c.Apply(s)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if inc != nil {
 		next, err := s.Map.Apply(inc)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		s.Map = next
 	}
 	if cc, ok := c.(configChange); ok {
 		cc.install(s)
 	}
-	return msg, nil
+	return inc, msg, nil
 }
 
 func (s *State) next() *osdmap.Incremental {
@@ -316,6 +317,89 @@ func (c CrushReweight) Apply(s *State) (*osdmap.Incremental, string, error) {
 	inc := s.next()
 	inc.NewCrush = cm
 	return inc, fmt.Sprintf("reweighted %s to %g", c.Name, c.Weight), nil
+}
+
+// CrushAdd places (or re-places) a device in CRUSH at loc with weight
+// (TiB), as `ceph osd crush add`.
+type CrushAdd struct {
+	ID     int32
+	Weight float64
+	Class  string
+	Loc    map[string]string
+}
+
+// Apply implements Command.
+func (c CrushAdd) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if c.ID < 0 || c.ID >= s.Map.MaxOSD() || !s.Map.OSDs[c.ID].Exists {
+		return nil, "", fmt.Errorf("osd.%d: %w", c.ID, ErrNotFound)
+	}
+	if c.Weight < 0 || c.Weight > 100 || len(c.Loc) == 0 {
+		return nil, "", fmt.Errorf("crush add osd.%d: %w: weight 0..100 and a location required", c.ID, ErrInvalid)
+	}
+	cm := s.Map.Crush.Clone()
+	if cm.Device(c.ID) != nil {
+		if err := cm.RemoveItem(c.ID); err != nil {
+			return nil, "", err
+		}
+	}
+	name := fmt.Sprintf("osd.%d", c.ID)
+	if err := cm.InsertItem(c.ID, uint32(float32(c.Weight)*crush.WeightOne), name, c.Class, c.Loc); err != nil {
+		return nil, "", fmt.Errorf("crush add %s: %w: %v", name, ErrInvalid, err)
+	}
+	inc := s.next()
+	inc.NewCrush = cm
+	return inc, fmt.Sprintf("add item id %d name '%s' weight %g to crush map", c.ID, name, c.Weight), nil
+}
+
+// CrushMove moves a bucket (host, rack, …) to loc, as `ceph osd crush move`.
+type CrushMove struct {
+	Name string
+	Loc  map[string]string
+}
+
+// Apply implements Command.
+func (c CrushMove) Apply(s *State) (*osdmap.Incremental, string, error) {
+	id, ok := s.Map.Crush.ItemID(c.Name)
+	if !ok || id >= 0 {
+		return nil, "", fmt.Errorf("crush bucket %q: %w", c.Name, ErrNotFound)
+	}
+	cm := s.Map.Crush.Clone()
+	if err := cm.MoveBucket(id, c.Loc); err != nil {
+		return nil, "", fmt.Errorf("crush move %s: %w: %v", c.Name, ErrInvalid, err)
+	}
+	inc := s.next()
+	inc.NewCrush = cm
+	return inc, fmt.Sprintf("moved item id %d name '%s' to location %v in crush map", id, c.Name, c.Loc), nil
+}
+
+// CrushRuleCreate adds a replicated (firstn) or erasure (indep) rule taking
+// Root (of Class, if set) and separating replicas across FailureDomain, as
+// `ceph osd crush rule create-replicated`.
+type CrushRuleCreate struct {
+	Name, Root, FailureDomain, Class string
+	Erasure                          bool
+}
+
+// Apply implements Command.
+func (c CrushRuleCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if c.Name == "" {
+		return nil, "", fmt.Errorf("crush rule create: %w: empty name", ErrInvalid)
+	}
+	if s.Map.Crush.RuleByName(c.Name) != nil {
+		return nil, "", fmt.Errorf("crush rule %q: %w", c.Name, ErrExists)
+	}
+	cm := s.Map.Crush.Clone()
+	mode, typ := "firstn", uint8(osdmap.PoolReplicated)
+	if c.Erasure {
+		mode, typ = "indep", uint8(osdmap.PoolErasure)
+	}
+	id, err := cm.AddSimpleRule(c.Name, c.Root, c.FailureDomain, c.Class, mode, typ)
+	if err != nil {
+		return nil, "", fmt.Errorf("crush rule create %s: %w: %v", c.Name, ErrInvalid, err)
+	}
+	inc := s.next()
+	inc.NewCrush = cm
+	return inc, fmt.Sprintf("created rule %s (id %d)", c.Name, id), nil
 }
 
 // configChange is a command that changes the configuration database.

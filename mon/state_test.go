@@ -26,7 +26,7 @@ func newState(t *testing.T) *mon.State {
 
 func commit(t *testing.T, s *mon.State, c mon.Command) {
 	t.Helper()
-	if _, err := s.Commit(c); err != nil {
+	if _, _, err := s.Commit(c); err != nil {
 		t.Fatalf("%T: %v", c, err)
 	}
 }
@@ -78,13 +78,13 @@ func TestClusterLife(t *testing.T) {
 			t.Fatalf("pg %d: acting %v", seed, mp.Acting)
 		}
 	}
-	if _, err := s.Commit(mon.PoolCreate{Name: "data"}); !errors.Is(err, mon.ErrExists) {
+	if _, _, err := s.Commit(mon.PoolCreate{Name: "data"}); !errors.Is(err, mon.ErrExists) {
 		t.Fatalf("second pool 'data': %v", err)
 	}
-	if _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "8"}); !errors.Is(err, mon.ErrInvalid) {
+	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "8"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("pg_num decrease: %v", err)
 	}
-	if _, err := s.Commit(mon.PoolSet{Name: "data", Key: "min_size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
+	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "min_size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("min_size above size: %v", err)
 	}
 	commit(t, s, mon.PoolSet{Name: "data", Key: "size", Value: "2"})
@@ -92,7 +92,7 @@ func TestClusterLife(t *testing.T) {
 		t.Fatalf("after size 2: %+v", p)
 	}
 	// an OSD that is up cannot be removed; down and out it can
-	if _, err := s.Commit(mon.OSDRemove{ID: 2}); !errors.Is(err, mon.ErrBusy) {
+	if _, _, err := s.Commit(mon.OSDRemove{ID: 2}); !errors.Is(err, mon.ErrBusy) {
 		t.Fatalf("remove an up OSD: %v", err)
 	}
 	commit(t, s, mon.OSDMark{IDs: []int32{2}, Up: f(false)})
@@ -116,7 +116,7 @@ func TestClusterLife(t *testing.T) {
 	if w := s.Map.Crush.Bucket(host).ItemWeights[0]; w != 2*crush.WeightOne {
 		t.Fatalf("reweighted osd.0: %#x", w)
 	}
-	if _, err := s.Commit(mon.OSDMark{IDs: []int32{0}, Up: f(true)}); !errors.Is(err, mon.ErrInvalid) {
+	if _, _, err := s.Commit(mon.OSDMark{IDs: []int32{0}, Up: f(true)}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("mark up: %v", err)
 	}
 }
@@ -135,13 +135,13 @@ func TestConfigDatabase(t *testing.T) {
 	if g := s.ConfigFor("osd.1").Seconds("osd_heartbeat_grace"); g != 30 {
 		t.Fatalf("after rm: %v", g)
 	}
-	if _, err := s.Commit(mon.ConfigSet{Who: "osd", Option: "osd_heartbeat_grac", Value: "1"}); !errors.Is(err, config.ErrUnknown) {
+	if _, _, err := s.Commit(mon.ConfigSet{Who: "osd", Option: "osd_heartbeat_grac", Value: "1"}); !errors.Is(err, config.ErrUnknown) {
 		t.Fatalf("unknown option: %v", err)
 	}
-	if _, err := s.Commit(mon.ConfigSet{Who: "nobody", Option: "fsid", Value: "1"}); !errors.Is(err, mon.ErrInvalid) {
+	if _, _, err := s.Commit(mon.ConfigSet{Who: "nobody", Option: "fsid", Value: "1"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("bad who: %v", err)
 	}
-	if _, err := s.Commit(mon.ConfigSet{Who: "global", Option: "osd_pool_default_size", Value: "99"}); !errors.Is(err, mon.ErrInvalid) {
+	if _, _, err := s.Commit(mon.ConfigSet{Who: "global", Option: "osd_pool_default_size", Value: "99"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("out of range: %v", err)
 	}
 }

@@ -263,22 +263,27 @@ func beUint64(b []byte) uint64 {
 }
 
 // Apply commits t atomically and durably (see Store).
-func (s *BlockStore) Apply(t *Transaction) error {
+func (s *BlockStore) Apply(t *Transaction) error { return <-s.Submit(t) }
+
+// Submit implements Store.
+func (s *BlockStore) Submit(t *Transaction) <-chan error {
+	out := make(chan error, 1)
 	if p := s.failed.Load(); p != nil {
-		return fmt.Errorf("objectstore: %w: %v", ErrClosed, *p)
+		out <- fmt.Errorf("objectstore: %w: %v", ErrClosed, *p)
+		return out
 	}
 	for i := range t.ops {
 		if err := t.ops[i].validate(); err != nil {
-			return fmt.Errorf("objectstore: op %d: %w", i, err)
+			out <- fmt.Errorf("objectstore: op %d: %w", i, err)
+			return out
 		}
 	}
-	r := &request{t: t, out: make(chan error, 1)}
 	select {
-	case s.reqs <- r:
+	case s.reqs <- &request{t: t, out: out}:
 	case <-s.quit:
-		return fmt.Errorf("objectstore: %w", ErrClosed)
+		out <- fmt.Errorf("objectstore: %w", ErrClosed)
 	}
-	return <-r.out
+	return out
 }
 
 // Close stops accepting transactions, waits for the committer and closes

@@ -42,6 +42,13 @@ func (m *memObject) resize(size uint64) {
 	m.data = m.data[:size]
 }
 
+// Submit implements Store; MemStore applies at once.
+func (s *MemStore) Submit(t *Transaction) <-chan error {
+	out := make(chan error, 1)
+	out <- s.Apply(t)
+	return out
+}
+
 // Apply applies t atomically: on error nothing changes.
 func (s *MemStore) Apply(t *Transaction) error {
 	for i := range t.ops {

@@ -53,6 +53,13 @@ type KV struct {
 // safe for concurrent use; returned slices belong to the caller.
 type Store interface {
 	Apply(t *Transaction) error
+	// Submit queues t and returns at once; the channel yields Apply's
+	// result when t is durable. Transactions submitted one after another
+	// by one goroutine are applied in that order (a later one sees the
+	// earlier one's effects), which is how an OSD keeps a PG's writes in
+	// log order while many are in flight. t must not change until the
+	// result arrives.
+	Submit(t *Transaction) <-chan error
 	Read(c Coll, oid string, off, length uint64) ([]byte, error) // length 0: to the end
 	Stat(c Coll, oid string) (Stat, error)
 	GetAttr(c Coll, oid, name string) ([]byte, error)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 )
 
@@ -343,5 +344,45 @@ func TestSeparateDBAndWAL(t *testing.T) {
 	defer s.Close()
 	if d, err := s.Read("c", "x", 0, 0); err != nil || string(d) != "on the fast device" {
 		t.Fatalf("after reopen: %q %v", d, err)
+	}
+}
+
+func TestTransactionEncodeRoundTrip(t *testing.T) {
+	var tx objectstore.Transaction
+	tx.CreateCollection("1.0")
+	tx.Write("1.0", "a", 5, []byte("hello"))
+	tx.OmapSet("1.0", "a", []objectstore.KV{{"k", []byte("v")}, {"k2", nil}})
+	tx.OmapRm("1.0", "a", []string{"x", "y"})
+	tx.SetAttr("1.0", "a", "_v", []byte{1, 2})
+	tx.Clone("1.0", "a", "b")
+	tx.Truncate("1.0", "b", 3)
+	e := wire.NewEncoder(nil)
+	tx.Encode(e)
+	got, err := objectstore.DecodeTransaction(wire.NewDecoder(e.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := objectstore.NewMemStore(), objectstore.NewMemStore()
+	if err := a.Apply(&tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(got); err != nil {
+		t.Fatal(err)
+	}
+	for _, oid := range []string{"a", "b"} {
+		da, _ := a.Read("1.0", oid, 0, 0)
+		db, _ := b.Read("1.0", oid, 0, 0)
+		if string(da) != string(db) {
+			t.Fatalf("%s: %q != %q", oid, da, db)
+		}
+		oa, _, _ := a.OmapList("1.0", oid, "", "", 100)
+		ob, _, _ := b.OmapList("1.0", oid, "", "", 100)
+		if fmt.Sprint(oa) != fmt.Sprint(ob) {
+			t.Fatalf("%s omap: %v != %v", oid, oa, ob)
+		}
+	}
+	bad := e.Bytes()
+	if _, err := objectstore.DecodeTransaction(wire.NewDecoder(bad[:len(bad)-3])); err == nil {
+		t.Fatal("truncated transaction decoded")
 	}
 }

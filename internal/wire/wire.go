@@ -217,3 +217,10 @@ func (d *Decoder) End(what string, end int) {
 	}
 	d.off = end
 }
+
+// NewEncoder appends to buf (which may be a reused buffer's [:0]).
+func NewEncoder(buf []byte) *Encoder { return &Encoder{buf: buf} }
+
+// BlobRef reads a length-prefixed byte string without copying: the result
+// aliases the decoder's input.
+func (d *Decoder) BlobRef() []byte { return d.take(int(d.U32())) }

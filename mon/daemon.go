@@ -1,0 +1,394 @@
+package mon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/msgr"
+)
+
+// Options configure a MON daemon.
+type Options struct {
+	Addr    string   // messenger address this MON serves (host:port); raft uses port+1
+	Peers   []string // every MON's messenger address (mon_host), Addr among them
+	DataDir string   // raft log, stable store and snapshots
+	FSID    string
+	Keyring msgr.Keyring
+	Config  *config.File // the configuration file (over the MON's configuration database)
+	Name    string       // entity name, "mon.a"
+
+	Logger  *slog.Logger
+}
+
+// Daemon is a running MON: a raft member whose state machine is the
+// cluster State, serving commands and map subscriptions on the messenger.
+type Daemon struct {
+	o      Options
+	fsm    *fsm
+	raft   *raft.Raft
+	trans  *raft.NetworkTransport
+	bolt   *raftboltdb.BoltStore
+	srv    *msgr.Server
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	leaders map[string]*msgr.Client // messenger clients to the leader, by address
+	reports map[int32]map[int32]time.Time
+}
+
+// RaftAddr is the raft address of the MON serving addr: the next port.
+func RaftAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("mon address %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p >= 65535 {
+		return "", fmt.Errorf("mon address %q: a fixed port below 65535 is required", addr)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
+}
+
+func msgrAddr(raftAddr string) string {
+	host, port, _ := net.SplitHostPort(raftAddr)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p-1))
+}
+
+// Start opens (or creates) the MON's state in DataDir and joins the quorum.
+// A MON with no state bootstraps a cluster whose members are Peers, with
+// the first state of a new cluster: epoch 1, an empty CRUSH root "default"
+// and the default rules over osd_crush_chooseleaf_type.
+func Start(o Options) (*Daemon, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Config == nil {
+		o.Config = config.NewFile(nil)
+	}
+	if o.Name == "" {
+		o.Name = "mon"
+	}
+	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("mon: %w", err)
+	}
+	raddr, err := RaftAddr(o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	fd := crush.DefaultTypes[o.Config.For(o.Name).Int("osd_crush_chooseleaf_type")]
+	cm, err := crush.Simple(crush.SimpleSpec{FailureDomain: fd})
+	if err != nil {
+		return nil, fmt.Errorf("mon: initial crush map: %w", err)
+	}
+	st, err := NewState(o.FSID, cm)
+	if err != nil {
+		return nil, fmt.Errorf("mon: initial state: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Daemon{o: o, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
+		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
+	if err := d.startRaft(raddr); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.srv, err = msgr.Listen(o.Addr, o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("mon: %w", err)
+	}
+	return d, nil
+}
+
+func (d *Daemon) epoch() uint32 {
+	m, _ := d.fsm.view()
+	return uint32(m.Epoch)
+}
+
+func (d *Daemon) startRaft(raddr string) error {
+	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: logWriter{d.log}, Level: hclog.Warn})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(d.o.Addr)
+	rc.Logger = hl
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	rc.SnapshotThreshold = 1024
+	var err error
+	d.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d.o.DataDir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("mon: raft store: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(d.o.DataDir, 2, hl)
+	if err != nil {
+		return fmt.Errorf("mon: snapshots: %w", err)
+	}
+	ln, err := net.Listen("tcp", raddr)
+	if err != nil {
+		return fmt.Errorf("mon: raft listen: %w", err)
+	}
+	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, kr: d.o.Keyring, log: d.log}, 3, 5*time.Second, hl)
+	exists, err := raft.HasExistingState(d.bolt, d.bolt, snaps)
+	if err != nil {
+		return fmt.Errorf("mon: %w", err)
+	}
+	if !exists {
+		var cfg raft.Configuration
+		for _, p := range d.o.Peers {
+			ra, err := RaftAddr(p)
+			if err != nil {
+				return err
+			}
+			cfg.Servers = append(cfg.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p), Address: raft.ServerAddress(ra)})
+		}
+		if err := raft.BootstrapCluster(rc, d.bolt, d.bolt, snaps, d.trans, cfg); err != nil {
+			return fmt.Errorf("mon: bootstrap: %w", err)
+		}
+	}
+	d.raft, err = raft.NewRaft(rc, d.fsm, d.bolt, d.bolt, snaps, d.trans)
+	if err != nil {
+		return fmt.Errorf("mon: raft: %w", err)
+	}
+	return nil
+}
+
+// Close leaves: it stops serving, shuts raft down and closes the stores.
+func (d *Daemon) Close() error {
+	d.cancel()
+	var errs []error
+	if d.srv != nil {
+		errs = append(errs, d.srv.Close())
+	}
+	if d.raft != nil {
+		errs = append(errs, d.raft.Shutdown().Error())
+	}
+	if d.trans != nil {
+		errs = append(errs, d.trans.Close())
+	}
+	if d.bolt != nil {
+		errs = append(errs, d.bolt.Close())
+	}
+	d.mu.Lock()
+	for _, c := range d.leaders {
+		c.Close()
+	}
+	d.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Addr is the messenger address.
+func (d *Daemon) Addr() string { return d.srv.Addr() }
+
+// IsLeader reports whether this MON leads the quorum.
+func (d *Daemon) IsLeader() bool { return d.raft.State() == raft.Leader }
+
+func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	switch m.Type {
+	case monc.MsgGetMap:
+		req, err := monc.DecodeMapRequest(m.Payload)
+		if err != nil {
+			return nil, monc.RemoteError(fmt.Errorf("%w: %v", ErrInvalid, err))
+		}
+		m, changed := d.fsm.view()
+		if req.Wait && req.Have >= m.Epoch {
+			select {
+			case <-changed:
+			case <-time.After(monc.WaitFor):
+			case <-ctx.Done():
+			}
+		}
+		return d.fsm.mapReply(req.Have).Encode(), nil
+	case monc.MsgCommand:
+		var c monc.Command
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
+			return nil, monc.RemoteError(fmt.Errorf("%w: bad command: %v", ErrInvalid, err))
+		}
+		r, err := d.command(ctx, c, m.Payload)
+		if err != nil {
+			return nil, monc.RemoteError(err, ErrNotFound, ErrExists, ErrInvalid, ErrBusy)
+		}
+		return json.Marshal(r)
+	}
+	return nil, monc.RemoteError(fmt.Errorf("%w: message type %d", ErrInvalid, m.Type))
+}
+
+// command serves what any MON can answer from its state and sends changes
+// through raft (on the leader) or to the leader.
+func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte) (monc.Result, error) {
+	switch c.Prefix {
+	case "mon status":
+		addr, _ := d.raft.LeaderWithID()
+		leader := ""
+		if addr != "" {
+			leader = msgrAddr(string(addr))
+		}
+		b, _ := json.Marshal(map[string]any{"addr": d.o.Addr, "leader": leader, "state": d.raft.State().String(), "peers": d.o.Peers})
+		return monc.Result{Data: b}, nil
+	case "config dump":
+		b, _ := json.Marshal(d.fsm.configDB())
+		return monc.Result{Data: b}, nil
+	}
+	if d.raft.State() != raft.Leader {
+		return d.forward(ctx, raw)
+	}
+	if c.Prefix == "osd failure" {
+		return d.failure(c)
+	}
+	if _, err := Translate(c); err != nil { // refuse bad commands before they reach the log
+		return monc.Result{}, err
+	}
+	f := d.raft.Apply(raw, 10*time.Second)
+	if err := f.Error(); err != nil {
+		return monc.Result{}, fmt.Errorf("%w: %v", monc.ErrNotLeader, err)
+	}
+	r := f.Response().(applyResult)
+	return monc.Result{Message: r.msg, Epoch: r.epoch}, r.err
+}
+
+// forward sends a command to the leader.
+func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
+	addr, _ := d.raft.LeaderWithID()
+	if addr == "" {
+		return monc.Result{}, monc.ErrNotLeader
+	}
+	la := msgrAddr(string(addr))
+	d.mu.Lock()
+	c := d.leaders[la]
+	if c == nil {
+		c = msgr.Dial(la, d.o.Keyring, msgr.Config{Logger: d.log, MaxBackoff: 500 * time.Millisecond})
+		d.leaders[la] = c
+	}
+	d.mu.Unlock()
+	rep, err := c.Call(ctx, monc.MsgCommand, raw)
+	if err != nil {
+		var re *msgr.RemoteError
+		if errors.As(err, &re) {
+			return monc.Result{}, re
+		}
+		return monc.Result{}, fmt.Errorf("%w: forwarding to %s: %v", monc.ErrNotLeader, la, err)
+	}
+	defer rep.Release()
+	var r monc.Result
+	if err := json.Unmarshal(rep.Payload, &r); err != nil {
+		return monc.Result{}, err
+	}
+	return r, nil
+}
+
+// failure counts a report that an OSD is unreachable and marks it down
+// once mon_osd_min_down_reporters OSDs from distinct
+// mon_osd_reporter_subtree_level buckets agree (Ceph's OSDMonitor
+// check_failure). Reports older than twice osd_heartbeat_grace expire.
+func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
+	target, err1 := strconv.Atoi(c.Args["target"])
+	reporter, err2 := strconv.Atoi(c.Args["reporter"])
+	if err1 != nil || err2 != nil {
+		return monc.Result{}, fmt.Errorf("osd failure: %w: target and reporter ids required", ErrInvalid)
+	}
+	m, _ := d.fsm.view()
+	if target < 0 || target >= int(m.MaxOSD()) || !m.OSDs[target].Up || m.OSDs[target].Addr != c.Args["addr"] {
+		return monc.Result{Message: "ignored: already down or restarted"}, nil
+	}
+	cfg := d.config()
+	need := int(cfg.Int("mon_osd_min_down_reporters"))
+	level := cfg.String("mon_osd_reporter_subtree_level")
+	grace := time.Duration(2 * cfg.Seconds("osd_heartbeat_grace") * float64(time.Second))
+	now := time.Now()
+	d.mu.Lock()
+	rs := d.reports[int32(target)]
+	if rs == nil {
+		rs = map[int32]time.Time{}
+		d.reports[int32(target)] = rs
+	}
+	rs[int32(reporter)] = now
+	domains := map[string]bool{}
+	for r, t := range rs {
+		if now.Sub(t) > grace {
+			delete(rs, r)
+			continue
+		}
+		domains[m.Crush.Ancestor(r, level)] = true
+	}
+	enough := len(domains) >= need
+	if enough {
+		delete(d.reports, int32(target))
+	}
+	d.mu.Unlock()
+	if !enough {
+		return monc.Result{Message: fmt.Sprintf("osd.%d: %d of %d reporters", target, len(domains), need)}, nil
+	}
+	d.log.Info("marking osd down", "osd", target, "reporters", len(domains))
+	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strconv.Itoa(target)}})
+	f := d.raft.Apply(raw, 10*time.Second)
+	if err := f.Error(); err != nil {
+		return monc.Result{}, fmt.Errorf("%w: %v", monc.ErrNotLeader, err)
+	}
+	r := f.Response().(applyResult)
+	return monc.Result{Message: r.msg}, r.err
+}
+
+// config is this MON's configuration: its file over the database.
+func (d *Daemon) config() *config.Config {
+	return config.NewFile(d.fsm.configDB()).Over(d.o.Config).For(d.o.Name)
+}
+
+// authStream is raft's stream layer over connections authenticated as
+// the messenger's are.
+type authStream struct {
+	net.Listener
+	kr  msgr.Keyring
+	log *slog.Logger
+}
+
+func (s *authStream) Accept() (net.Conn, error) {
+	for {
+		nc, err := s.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := msgr.Authenticate(nc, s.kr, true, 5*time.Second); err != nil {
+			s.log.Warn("mon: refused raft peer", "remote", nc.RemoteAddr().String(), "err", err)
+			nc.Close()
+			continue
+		}
+		return nc, nil
+	}
+}
+
+func (s *authStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", string(addr), timeout)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := msgr.Authenticate(nc, s.kr, false, timeout); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return nc, nil
+}
+
+// logWriter sends raft's log lines to slog.
+type logWriter struct{ l *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.l.Warn(string(p))
+	return len(p), nil
+}

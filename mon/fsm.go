@@ -1,0 +1,291 @@
+package mon
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// keepIncrementals is how many recent OSD map incrementals a MON keeps to
+// bring subscribers up to date; one further behind gets the full map.
+const keepIncrementals = 500
+
+// fsm is the raft state machine: the State, changed only by committed
+// commands, plus the recent incrementals for map subscribers.
+type fsm struct {
+	mu      sync.RWMutex
+	st      *State
+	incs    map[osdmap.Epoch][]byte
+	changed chan struct{} // closed (and replaced) on every new epoch
+}
+
+func newFSM(st *State) *fsm {
+	return &fsm{st: st, incs: map[osdmap.Epoch][]byte{}, changed: make(chan struct{})}
+}
+
+// applyResult is what raft's Apply future returns for a command.
+type applyResult struct {
+	msg   string
+	epoch uint32 // the map's epoch after the command
+	err   error
+}
+
+// Apply implements raft.FSM.
+func (f *fsm) Apply(l *raft.Log) any {
+	var c monc.Command
+	if err := json.Unmarshal(l.Data, &c); err != nil {
+		return applyResult{err: fmt.Errorf("%w: bad command: %v", ErrInvalid, err)}
+	}
+	cmd, err := Translate(c)
+	if err != nil {
+		return applyResult{err: err}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	inc, msg, err := f.st.Commit(cmd)
+	if err != nil {
+		return applyResult{err: err}
+	}
+	if inc != nil {
+		f.incs[inc.Epoch] = inc.Encode()
+		delete(f.incs, inc.Epoch-keepIncrementals)
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return applyResult{msg: msg, epoch: uint32(f.st.Map.Epoch)}
+}
+
+// view returns the current map and the channel that closes at the next
+// change.
+func (f *fsm) view() (*osdmap.Map, chan struct{}) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.Map, f.changed
+}
+
+// configDB returns a copy of the configuration database.
+func (f *fsm) configDB() map[string]map[string]string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := map[string]map[string]string{}
+	for who, kv := range f.st.Config {
+		out[who] = map[string]string{}
+		for k, v := range kv {
+			out[who][k] = v
+		}
+	}
+	return out
+}
+
+// mapReply answers a subscriber that holds epoch have.
+func (f *fsm) mapReply(have osdmap.Epoch) monc.MapReply {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	m := f.st.Map
+	if have > 0 && have <= m.Epoch {
+		var r monc.MapReply
+		for e := have + 1; e <= m.Epoch; e++ {
+			b, ok := f.incs[e]
+			if !ok {
+				return monc.MapReply{Full: m.Encode()}
+			}
+			r.Incs = append(r.Incs, b)
+		}
+		return r
+	}
+	return monc.MapReply{Full: m.Encode()}
+}
+
+// Snapshot implements raft.FSM: the map and the configuration database.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e := wire.NewEncoder(nil)
+	e.Blob(f.st.Map.Encode())
+	cfg, _ := json.Marshal(f.st.Config)
+	e.Blob(cfg)
+	return snapshot(e.Bytes()), nil
+}
+
+// Restore implements raft.FSM.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return err
+	}
+	d := wire.NewDecoder(b)
+	mb, cb := d.Blob(), d.Blob()
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("mon: snapshot: %w", err)
+	}
+	m, err := osdmap.Decode(mb)
+	if err != nil {
+		return fmt.Errorf("mon: snapshot: %w", err)
+	}
+	st := &State{Map: m, Config: map[string]map[string]string{}}
+	if err := json.Unmarshal(cb, &st.Config); err != nil {
+		return fmt.Errorf("mon: snapshot config: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st, f.incs = st, map[osdmap.Epoch][]byte{}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return nil
+}
+
+type snapshot []byte
+
+func (s snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s snapshot) Release() {}
+
+// Translate turns a command from the wire into the State command it names.
+// Prefixes and arguments follow Ceph's CLI where there is one:
+//
+//	osd boot id host addr size class        osd down|out|in ids (comma-separated)
+//	osd rm id                               osd crush add id weight loc [class]
+//	osd crush move name loc                 osd crush reweight name weight
+//	osd crush rule create-replicated name root type [class]
+//	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
+//	pool rm name                            pool set name key value
+//	config set who option value             config rm who option
+//
+// loc is "type=name" pairs separated by spaces, e.g. "host=a root=default".
+func Translate(c monc.Command) (Command, error) {
+	a := c.Args
+	num := func(k string) (int64, error) {
+		if a[k] == "" {
+			return 0, nil
+		}
+		v, err := strconv.ParseInt(a[k], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w: %s=%q is not a number", c.Prefix, ErrInvalid, k, a[k])
+		}
+		return v, nil
+	}
+	var errs []error
+	n := func(k string) int64 {
+		v, err := num(k)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	f := func(k string) float64 {
+		v, err := strconv.ParseFloat(a[k], 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w: %s=%q is not a number", c.Prefix, ErrInvalid, k, a[k]))
+		}
+		return v
+	}
+	var cmd Command
+	switch c.Prefix {
+	case "osd boot":
+		cmd = OSDBoot{ID: int32(n("id")), Host: a["host"], Addr: a["addr"], SizeBytes: uint64(n("size")), Class: a["class"]}
+	case "osd down", "osd out", "osd in":
+		var ids []int32
+		for _, s := range strings.Split(a["ids"], ",") {
+			id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "osd."), 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w: bad osd id %q", c.Prefix, ErrInvalid, s)
+			}
+			ids = append(ids, int32(id))
+		}
+		f, t := false, true
+		switch c.Prefix {
+		case "osd down":
+			cmd = OSDMark{IDs: ids, Up: &f}
+		case "osd out":
+			cmd = OSDMark{IDs: ids, In: &f}
+		default:
+			cmd = OSDMark{IDs: ids, In: &t}
+		}
+	case "osd rm":
+		cmd = OSDRemove{ID: int32(n("id"))}
+	case "osd crush add":
+		loc, err := ParseLoc(a["loc"])
+		if err != nil {
+			return nil, err
+		}
+		cmd = CrushAdd{ID: int32(n("id")), Weight: f("weight"), Class: a["class"], Loc: loc}
+	case "osd crush move":
+		loc, err := ParseLoc(a["loc"])
+		if err != nil {
+			return nil, err
+		}
+		cmd = CrushMove{Name: a["name"], Loc: loc}
+	case "osd crush reweight":
+		cmd = CrushReweight{Name: a["name"], Weight: f("weight")}
+	case "osd crush rule create-replicated":
+		cmd = CrushRuleCreate{Name: a["name"], Root: a["root"], FailureDomain: a["type"], Class: a["class"]}
+	case "pool create":
+		pc := PoolCreate{Name: a["name"], Size: int(n("size")), MinSize: int(n("min_size")), PGNum: uint32(n("pg_num")),
+			PGPNum: uint32(n("pgp_num")), Rule: a["rule"], ECProfile: a["erasure_code_profile"]}
+		switch a["type"] {
+		case "", "replicated":
+		case "erasure":
+			pc.Erasure = true
+		default:
+			return nil, fmt.Errorf("pool create: %w: type %q (replicated or erasure)", ErrInvalid, a["type"])
+		}
+		cmd = pc
+	case "pool rm":
+		cmd = PoolDelete{Name: a["name"]}
+	case "pool set":
+		cmd = PoolSet{Name: a["name"], Key: a["key"], Value: a["value"]}
+	case "config set":
+		cmd = ConfigSet{Who: a["who"], Option: a["option"], Value: a["value"]}
+	case "config rm":
+		cmd = ConfigRm{Who: a["who"], Option: a["option"]}
+	default:
+		return nil, fmt.Errorf("%w: unknown command %q", ErrInvalid, c.Prefix)
+	}
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return cmd, nil
+}
+
+// ParseLoc reads a CRUSH location, "host=a rack=r1 root=default".
+func ParseLoc(s string) (map[string]string, error) {
+	loc := map[string]string{}
+	for _, kv := range strings.Fields(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%w: crush location %q: want type=name pairs", ErrInvalid, s)
+		}
+		loc[k] = v
+	}
+	if len(loc) == 0 {
+		return nil, fmt.Errorf("%w: empty crush location", ErrInvalid)
+	}
+	return loc, nil
+}
+
+// FormatLoc is ParseLoc's inverse, in a stable order.
+func FormatLoc(loc map[string]string) string {
+	var parts []string
+	for k, v := range loc {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,306 @@
+// Package monc is the MON client (Ceph's MonClient) and the MON protocol:
+// commands to the monitors and the subscription to the OSD map, shared by
+// OSDs, the client library and the CLI.
+//
+// A command is JSON — a prefix such as "pool create" and string arguments,
+// as Ceph's `ceph` CLI sends — answered by a message and optional JSON
+// data. Any MON accepts any command: one that is not the raft leader
+// forwards changes to the leader. The map subscription is a long poll:
+// GetMap sends the epoch it holds and receives the incrementals after it
+// (or the full map when the MON no longer has them), waiting up to a few
+// seconds for a newer epoch when there is none.
+package monc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// Message types of the MON protocol.
+const (
+	MsgCommand uint16 = 10 + iota // Command JSON → Result JSON
+	MsgGetMap                     // MapRequest → MapReply
+)
+
+// Command is a request to the MONs.
+type Command struct {
+	Prefix string            `json:"prefix"`
+	Args   map[string]string `json:"args,omitempty"`
+}
+
+// Result is a command's answer.
+type Result struct {
+	Message string          `json:"message,omitempty"`
+	Epoch   uint32          `json:"epoch,omitempty"` // the OSD map's epoch once a change is committed
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Errors commands fail with (errors.Is); the MON sends them as errno codes.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrInvalid   = errors.New("invalid argument")
+	ErrBusy      = errors.New("busy")
+	ErrNotLeader = errors.New("no MON leader (quorum lost?)")
+	ErrNoMon     = errors.New("no MON reachable")
+)
+
+// Codes carries errors over the messenger as errno values.
+var codes = []struct {
+	err  error
+	code syscall.Errno
+}{{ErrNotFound, syscall.ENOENT}, {ErrExists, syscall.EEXIST}, {ErrInvalid, syscall.EINVAL}, {ErrBusy, syscall.EBUSY}, {ErrNotLeader, syscall.EAGAIN}}
+
+// RemoteError turns err into the messenger error a MON replies with; errs
+// are the sentinel errors of the MON's own package that map to ours, in
+// the order of ErrNotFound, ErrExists, ErrInvalid, ErrBusy.
+func RemoteError(err error, errs ...error) error {
+	for i, c := range codes {
+		if errors.Is(err, c.err) || (i < len(errs) && errors.Is(err, errs[i])) {
+			return &msgr.RemoteError{Code: int32(c.code), Msg: err.Error()}
+		}
+	}
+	return err
+}
+
+func fromRemote(err error) error {
+	var re *msgr.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	for _, c := range codes {
+		if re.Code == int32(c.code) {
+			return fmt.Errorf("%w: %s", c.err, strings.TrimPrefix(re.Msg, c.err.Error()+": "))
+		}
+	}
+	return errors.New(re.Msg)
+}
+
+// MapRequest asks for the OSD map after Have (0: the full map); Wait makes
+// the MON hold the request up to WaitFor until a newer epoch exists.
+type MapRequest struct {
+	Have osdmap.Epoch
+	Wait bool
+}
+
+// EncodeMapRequest and DecodeMapRequest are the wire form of MapRequest.
+func EncodeMapRequest(r MapRequest) []byte {
+	e := wire.NewEncoder(nil)
+	e.U32(uint32(r.Have))
+	e.Bool(r.Wait)
+	return e.Bytes()
+}
+
+// DecodeMapRequest reads EncodeMapRequest's output.
+func DecodeMapRequest(b []byte) (MapRequest, error) {
+	d := wire.NewDecoder(b)
+	r := MapRequest{Have: osdmap.Epoch(d.U32()), Wait: d.Bool()}
+	return r, d.Err()
+}
+
+// MapReply is a full map or incrementals, encoded.
+type MapReply struct {
+	Full []byte
+	Incs [][]byte
+}
+
+// Encode is MapReply's wire form.
+func (r MapReply) Encode() []byte {
+	e := wire.NewEncoder(nil)
+	e.Blob(r.Full)
+	e.U32(uint32(len(r.Incs)))
+	for _, b := range r.Incs {
+		e.Blob(b)
+	}
+	return e.Bytes()
+}
+
+func decodeMapReply(b []byte) (MapReply, error) {
+	d := wire.NewDecoder(b)
+	r := MapReply{Full: d.Blob()}
+	n := d.Count(4)
+	for range n {
+		r.Incs = append(r.Incs, d.Blob())
+	}
+	return r, d.Err()
+}
+
+// WaitFor is how long a MON holds a waiting MapRequest.
+const WaitFor = 10 * time.Second
+
+// Client talks to the MONs at addrs (any of them; it moves on when one
+// fails).
+type Client struct {
+	mons []*msgr.Client
+	mu   sync.Mutex
+	cur  int
+}
+
+// New returns a Client for the MONs at addrs, authenticating with kr.
+func New(addrs []string, kr msgr.Keyring, cfg msgr.Config) (*Client, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("monc: no MON addresses (set mon_host)")
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 500 * time.Millisecond
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 2 * time.Second
+	}
+	c := &Client{}
+	for _, a := range addrs {
+		c.mons = append(c.mons, msgr.Dial(a, kr, cfg))
+	}
+	return c, nil
+}
+
+// ParseMonHost splits mon_host ("host:port,host:port" or with spaces).
+func ParseMonHost(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })
+}
+
+// Close closes the connections.
+func (c *Client) Close() {
+	for _, m := range c.mons {
+		m.Close()
+	}
+}
+
+// call sends to the current MON, moving to the next on a transport error
+// or when a MON has no leader, until ctx ends.
+func (c *Client) call(ctx context.Context, typ uint16, payload []byte) ([]byte, error) {
+	var last error
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		m := c.mons[c.cur]
+		c.mu.Unlock()
+		actx, cancel := context.WithTimeout(ctx, WaitFor+5*time.Second)
+		rep, err := m.Call(actx, typ, payload)
+		cancel()
+		if err == nil {
+			out := append([]byte(nil), rep.Payload...)
+			rep.Release()
+			return out, nil
+		}
+		var re *msgr.RemoteError
+		if errors.As(err, &re) && re.Code != int32(syscall.EAGAIN) {
+			return nil, fromRemote(err) // the MON answered: final
+		}
+		last = fromRemote(err) // unreachable or leaderless: try the next MON
+		c.mu.Lock()
+		if c.mons[c.cur] == m {
+			c.cur = (c.cur + 1) % len(c.mons)
+		}
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNoMon, last)
+		}
+		if attempt%len(c.mons) == len(c.mons)-1 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: %v", ErrNoMon, last)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// Command runs a MON command.
+func (c *Client) Command(ctx context.Context, prefix string, args map[string]string) (Result, error) {
+	b, _ := json.Marshal(Command{Prefix: prefix, Args: args})
+	out, err := c.call(ctx, MsgCommand, b)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", prefix, err)
+	}
+	var r Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return Result{}, fmt.Errorf("%s: bad reply: %w", prefix, err)
+	}
+	return r, nil
+}
+
+// GetMap returns the map after have (nil: the current one), waiting for a
+// newer epoch when wait is set; it returns have itself if none came.
+func (c *Client) GetMap(ctx context.Context, have *osdmap.Map, wait bool) (*osdmap.Map, error) {
+	req := MapRequest{Wait: wait}
+	if have != nil {
+		req.Have = have.Epoch
+	}
+	out, err := c.call(ctx, MsgGetMap, EncodeMapRequest(req))
+	if err != nil {
+		return nil, fmt.Errorf("get osd map: %w", err)
+	}
+	r, err := decodeMapReply(out)
+	if err != nil {
+		return nil, fmt.Errorf("get osd map: %w", err)
+	}
+	m := have
+	if r.Full != nil {
+		if m, err = osdmap.Decode(r.Full); err != nil {
+			return nil, fmt.Errorf("get osd map: %w", err)
+		}
+	}
+	for _, b := range r.Incs {
+		inc, err := osdmap.DecodeIncremental(b)
+		if err != nil {
+			return nil, fmt.Errorf("get osd map: %w", err)
+		}
+		if m == nil || inc.Epoch != m.Epoch+1 {
+			continue
+		}
+		if m, err = m.Apply(inc); err != nil {
+			return nil, fmt.Errorf("get osd map: epoch %d: %w", inc.Epoch, err)
+		}
+	}
+	if m == nil {
+		return nil, fmt.Errorf("get osd map: %w: empty reply", ErrInvalid)
+	}
+	return m, nil
+}
+
+// WaitEpoch returns a map of at least epoch e (one that includes a
+// command's change, whichever MON answers), starting from have.
+func (c *Client) WaitEpoch(ctx context.Context, have *osdmap.Map, e uint32) (*osdmap.Map, error) {
+	for {
+		m, err := c.GetMap(ctx, have, have != nil)
+		if err != nil {
+			return nil, err
+		}
+		if uint32(m.Epoch) >= e {
+			return m, nil
+		}
+		have = m
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wait for osd map epoch %d: %w", e, ctx.Err())
+		}
+	}
+}
+
+// Subscribe calls onMap with each new map (starting with the current one)
+// until ctx ends; it is the caller's goroutine's loop.
+func (c *Client) Subscribe(ctx context.Context, have *osdmap.Map, onMap func(*osdmap.Map)) {
+	for ctx.Err() == nil {
+		m, err := c.GetMap(ctx, have, have != nil)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		if have == nil || m.Epoch > have.Epoch {
+			have = m
+			onMap(m)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package objectstore
+
+import (
+	"fmt"
+
+	"github.com/shoal-project/shoal/internal/wire"
+)
+
+// Encode appends t's wire form to e: the form in which a primary OSD ships
+// a transaction to its replicas (as Ceph's repop carries an
+// ObjectStore::Transaction).
+func (t *Transaction) Encode(e *wire.Encoder) {
+	mark := e.Begin(1, 1)
+	e.U32(uint32(len(t.ops)))
+	for i := range t.ops {
+		o := &t.ops[i]
+		e.U8(uint8(o.code))
+		e.String(string(o.coll))
+		e.String(o.oid)
+		e.String(o.oid2)
+		e.U64(o.off)
+		e.U64(o.n)
+		e.Blob(o.data)
+		e.String(o.name)
+		e.U32(uint32(len(o.kvs)))
+		for _, kv := range o.kvs {
+			e.String(kv.Key)
+			e.Blob(kv.Value)
+		}
+		e.U32(uint32(len(o.keys)))
+		for _, k := range o.keys {
+			e.String(k)
+		}
+	}
+	e.End(mark)
+}
+
+// DecodeTransaction reads a transaction Encode wrote. Data slices alias d's
+// input, which must stay unchanged until the transaction is applied.
+func DecodeTransaction(d *wire.Decoder) (*Transaction, error) {
+	_, end := d.Begin("transaction", 1)
+	n := d.Count(40)
+	t := &Transaction{ops: make([]op, 0, n)}
+	for range n {
+		o := op{code: opCode(d.U8()), coll: Coll(d.String()), oid: d.String(), oid2: d.String(), off: d.U64(), n: d.U64()}
+		o.data = d.BlobRef()
+		o.name = d.String()
+		if k := d.Count(8); k > 0 {
+			o.kvs = make([]KV, k)
+			for j := range o.kvs {
+				o.kvs[j] = KV{Key: d.String(), Value: d.BlobRef()}
+			}
+		}
+		if k := d.Count(4); k > 0 {
+			o.keys = make([]string, k)
+			for j := range o.keys {
+				o.keys[j] = d.String()
+			}
+		}
+		if o.code < opCreateColl || o.code > opClone {
+			d.Fail("transaction: unknown op code %d", o.code)
+		}
+		if o.code == opWrite && uint64(len(o.data)) != o.n {
+			d.Fail("transaction: write of %d bytes carries %d", o.n, len(o.data))
+		}
+		t.ops = append(t.ops, o)
+	}
+	d.End("transaction", end)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("objectstore: %w", err)
+	}
+	return t, nil
+}
+
+// Append adds u's operations after t's.
+func (t *Transaction) Append(u *Transaction) { t.ops = append(t.ops, u.ops...) }
