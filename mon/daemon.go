@@ -33,7 +33,7 @@ type Options struct {
 	Config  *config.File // the configuration file (over the MON's configuration database)
 	Name    string       // entity name, "mon.a"
 
-	Logger  *slog.Logger
+	Logger *slog.Logger
 }
 
 // Daemon is a running MON: a raft member whose state machine is the
