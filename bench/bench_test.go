@@ -699,7 +699,8 @@ func TestStats(t *testing.T) {
 	for i := range v {
 		v[i] = float64(i + 1)
 	}
-	if percentile(v, 50) != 50 || percentile(v, 99) != 99 || percentile(v, 100) != 100 || percentile(v[:1], 99) != 1 {
+	if percentile(v, 50) != 50 || percentile(v, 99) != 99 || percentile(v, 100) != 100 || percentile(v[:1], 99) != 1 ||
+		percentile(v[:10], 99) != 10 || percentile(v[:3], 50) != 2 || percentile(nil, 50) != 0 {
 		t.Fatal("percentile")
 	}
 	if g6(1234567) != "1.23457e+06" || g6(0.000123456789) != "0.000123457" || g6(100000) != "100000" || g6(0.5) != "0.5" {

@@ -1,0 +1,560 @@
+// Package client is Shoal's librados: a Go API to the object store that
+// computes placement itself and talks to each PG's primary OSD directly.
+//
+// Connect with the MON addresses and a keyring; open a Pool by name; call
+// its methods from any number of goroutines. Every op has a synchronous
+// form and an asynchronous one (Operate / OperateAsync and the *Async
+// helpers) returning a Completion. An op that meets a map change or a
+// failed primary is resent — with the same request id, so a write the old
+// primary applied is not applied twice — until it succeeds, fails with an
+// error of its own, or its context (or Config.OpTimeout) ends.
+//
+// Errors are typed (errors.Is): ErrNotFound, ErrExists, ErrNoSpace,
+// ErrTimeout, ErrPermission, ErrUnsupported, ErrInvalid, ErrTooLarge,
+// ErrNameTooLong, ErrNoData, ErrPoolNotFound.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// KV is an omap entry or an xattr.
+type KV = osdop.KV
+
+// Errors (errors.Is).
+var (
+	ErrNotFound     = osdop.ErrNotFound
+	ErrExists       = osdop.ErrExists
+	ErrNoSpace      = osdop.ErrNoSpace
+	ErrInvalid      = osdop.ErrInvalid
+	ErrUnsupported  = osdop.ErrUnsupported
+	ErrTooLarge     = osdop.ErrTooLarge
+	ErrNameTooLong  = osdop.ErrNameTooLong
+	ErrNoData       = osdop.ErrNoData
+	ErrPermission   = errors.New("permission denied (wrong key?)")
+	ErrTimeout      = errors.New("operation timed out")
+	ErrPoolNotFound = errors.New("no such pool")
+)
+
+// Config is how to reach a cluster.
+type Config struct {
+	MonAddrs []string
+	Keyring  msgr.Keyring
+	// OpTimeout bounds each op, resends included (rados_osd_op_timeout);
+	// 0: only the caller's context does.
+	OpTimeout time.Duration
+	// InflightBytes bounds request bytes in flight per OSD
+	// (objecter_inflight_op_bytes); default 100 MiB.
+	InflightBytes int64
+	Logger        *slog.Logger
+}
+
+// Conn is a connection to a cluster, shared by all goroutines.
+type Conn struct {
+	cfg    Config
+	mc     *monc.Client
+	nonce  uint64
+	tid    atomic.Uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.RWMutex
+	m     *osdmap.Map
+	mapCh chan struct{}
+	osds  map[string]*msgr.Client
+}
+
+// Connect reaches the MONs, fetches the OSD map and keeps it current.
+func Connect(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	mc, err := monc.New(cfg.MonAddrs, cfg.Keyring, msgr.Config{Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	m, err := mc.GetMap(ctx, nil, false)
+	if err != nil {
+		mc.Close()
+		if errors.Is(err, msgr.ErrAuth) {
+			return nil, fmt.Errorf("%w: %v", ErrPermission, err)
+		}
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{cfg: cfg, mc: mc, nonce: rand.Uint64() | 1, ctx: cctx, cancel: cancel, m: m, mapCh: make(chan struct{}), osds: map[string]*msgr.Client{}}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		mc.Subscribe(cctx, m, c.setMap)
+	}()
+	return c, nil
+}
+
+// Close stops the map subscription and closes every connection.
+func (c *Conn) Close() {
+	c.cancel()
+	c.wg.Wait()
+	c.mc.Close()
+	c.mu.Lock()
+	for _, o := range c.osds {
+		o.Close()
+	}
+	c.mu.Unlock()
+}
+
+func (c *Conn) setMap(m *osdmap.Map) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.Epoch > c.m.Epoch {
+		c.m = m
+		close(c.mapCh)
+		c.mapCh = make(chan struct{})
+	}
+}
+
+// Map is the newest OSD map the connection holds.
+func (c *Conn) Map() *osdmap.Map {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m
+}
+
+func (c *Conn) epoch() uint32 { return uint32(c.Map().Epoch) }
+
+// waitNewer waits up to d for a map newer than e.
+func (c *Conn) waitNewer(ctx context.Context, e osdmap.Epoch, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	c.mu.RLock()
+	m, ch := c.m, c.mapCh
+	c.mu.RUnlock()
+	if m.Epoch > e {
+		return
+	}
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// MonCommand runs a MON command; a change it makes is in Map() when it
+// returns.
+func (c *Conn) MonCommand(ctx context.Context, prefix string, args map[string]string) (monc.Result, error) {
+	r, err := c.mc.Command(ctx, prefix, args)
+	if err != nil {
+		return r, err
+	}
+	if r.Epoch > c.epoch() {
+		m, err := c.mc.WaitEpoch(ctx, c.Map(), r.Epoch)
+		if err != nil {
+			return r, err
+		}
+		c.setMap(m)
+	}
+	return r, nil
+}
+
+// RefreshMap fetches the newest map from the MONs.
+func (c *Conn) RefreshMap(ctx context.Context) error {
+	m, err := c.mc.GetMap(ctx, c.Map(), false)
+	if err != nil {
+		return err
+	}
+	c.setMap(m)
+	return nil
+}
+
+func (c *Conn) osd(addr string) *msgr.Client {
+	a, _, _ := strings.Cut(addr, "/")
+	c.mu.RLock()
+	o := c.osds[a]
+	c.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o = c.osds[a]; o == nil {
+		o = msgr.Dial(a, c.cfg.Keyring, msgr.Config{Logger: c.cfg.Logger, Epoch: c.epoch, InflightBytes: c.cfg.InflightBytes,
+			MaxBackoff: 500 * time.Millisecond, DialTimeout: 2 * time.Second})
+		c.osds[a] = o
+	}
+	return o
+}
+
+// OSDStats asks OSD id for its PGs and usage.
+func (c *Conn) OSDStats(ctx context.Context, id int32) (osdop.Stats, error) {
+	m := c.Map()
+	var st osdop.Stats
+	if id < 0 || id >= m.MaxOSD() || !m.OSDs[id].Exists {
+		return st, fmt.Errorf("osd.%d: %w", id, ErrNotFound)
+	}
+	rep, err := c.osd(m.OSDs[id].Addr).Call(ctx, osdop.MsgStats, nil)
+	if err != nil {
+		return st, fmt.Errorf("osd.%d: %w", id, err)
+	}
+	defer rep.Release()
+	if err := json.Unmarshal(rep.Payload, &st); err != nil {
+		return st, fmt.Errorf("osd.%d: stats: %w", id, err)
+	}
+	return st, nil
+}
+
+// Pool opens a pool by name.
+func (c *Conn) Pool(ctx context.Context, name string) (*Pool, error) {
+	p, err := c.Map().PoolByName(name)
+	if err != nil {
+		if err := c.RefreshMap(ctx); err != nil {
+			return nil, err
+		}
+		if p, err = c.Map().PoolByName(name); err != nil {
+			return nil, fmt.Errorf("pool %q: %w", name, ErrPoolNotFound)
+		}
+	}
+	return &Pool{c: c, id: p.ID, name: name}, nil
+}
+
+// Pool is a handle on one pool (librados' IoCtx).
+type Pool struct {
+	c    *Conn
+	id   int64
+	name string
+}
+
+// Name is the pool's name.
+func (p *Pool) Name() string { return p.name }
+
+// ID is the pool's id.
+func (p *Pool) ID() int64 { return p.id }
+
+// Operate applies ops to the object atomically (all or none) on the PG's
+// primary and returns their results.
+func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.Reply, error) {
+	if p.c.cfg.OpTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.c.cfg.OpTimeout)
+		defer cancel()
+	}
+	req := osdop.Request{Pool: p.id, OID: oid, Client: p.c.nonce, Tid: p.c.tid.Add(1), Ops: ops}
+	size := 64 + len(oid)
+	for i := range ops {
+		size += 64 + len(ops[i].Data) + len(ops[i].Name)
+	}
+	var payload []byte
+	var last error
+	for {
+		m := p.c.Map()
+		pool, err := m.Pool(p.id)
+		if err != nil {
+			return nil, fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
+		}
+		pgid, err := m.ObjectToPG(pool.ID, oid, "")
+		if err != nil {
+			return nil, err
+		}
+		mp, err := m.MapPG(pgid)
+		if err != nil {
+			return nil, err
+		}
+		if payload == nil || req.Seed != pgid.Seed {
+			req.Seed = pgid.Seed
+			e := wire.NewEncoder(make([]byte, 0, size))
+			req.Encode(e)
+			payload = e.Bytes()
+		}
+		if mp.ActingPrimary >= 0 {
+			rep, err := p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgOp, payload)
+			if err == nil {
+				r, err := osdop.DecodeReply(rep.Payload)
+				if err != nil {
+					rep.Release()
+					return nil, err
+				}
+				copyResults(r)
+				rep.Release()
+				return r, nil
+			}
+			var re *msgr.RemoteError
+			if errors.As(err, &re) && syscall.Errno(re.Code) != syscall.EAGAIN {
+				return nil, osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
+			}
+			if errors.Is(err, msgr.ErrAuth) {
+				return nil, fmt.Errorf("%w: %v", ErrPermission, err)
+			}
+			last = fmt.Errorf("osd.%d: %w", mp.ActingPrimary, err)
+		} else {
+			last = fmt.Errorf("pg %s has no primary (acting set empty)", pgid)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %s: %v (last: %v)", ErrTimeout, oid, ctx.Err(), last)
+		}
+		p.c.waitNewer(ctx, m.Epoch, 500*time.Millisecond)
+	}
+}
+
+// copyResults detaches results from the reply buffer.
+func copyResults(r *osdop.Reply) {
+	for i := range r.Results {
+		x := &r.Results[i]
+		if x.Data != nil {
+			x.Data = append([]byte(nil), x.Data...)
+		}
+		for j := range x.KVs {
+			x.KVs[j].Value = append([]byte(nil), x.KVs[j].Value...)
+		}
+	}
+}
+
+// Completion is an asynchronous op's outcome.
+type Completion struct {
+	done chan struct{}
+	rep  *osdop.Reply
+	err  error
+}
+
+// Wait blocks until the op completes.
+func (c *Completion) Wait() (*osdop.Reply, error) {
+	<-c.done
+	return c.rep, c.err
+}
+
+// Done is closed when the op completes.
+func (c *Completion) Done() <-chan struct{} { return c.done }
+
+// OperateAsync starts Operate and returns at once.
+func (p *Pool) OperateAsync(ctx context.Context, oid string, ops []osdop.Op) *Completion {
+	c := &Completion{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.rep, c.err = p.Operate(ctx, oid, ops)
+	}()
+	return c
+}
+
+func (p *Pool) do(ctx context.Context, oid string, op osdop.Op) (osdop.Result, error) {
+	r, err := p.Operate(ctx, oid, []osdop.Op{op})
+	if err != nil {
+		return osdop.Result{}, err
+	}
+	return r.Results[0], nil
+}
+
+// WriteFull replaces the object's data.
+func (p *Pool) WriteFull(ctx context.Context, oid string, data []byte) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.WriteFull, Data: data})
+	return err
+}
+
+// Write writes data at off.
+func (p *Pool) Write(ctx context.Context, oid string, data []byte, off uint64) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.Write, Data: data, Off: off})
+	return err
+}
+
+// Append appends data.
+func (p *Pool) Append(ctx context.Context, oid string, data []byte) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.Append, Data: data})
+	return err
+}
+
+// Truncate sets the object's size.
+func (p *Pool) Truncate(ctx context.Context, oid string, size uint64) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.Truncate, Off: size})
+	return err
+}
+
+// Zero makes [off, off+n) read as zeros (within the object's size).
+func (p *Pool) Zero(ctx context.Context, oid string, off, n uint64) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.Zero, Off: off, Len: n})
+	return err
+}
+
+// Create makes an empty object; exclusive fails with ErrExists if it exists.
+func (p *Pool) Create(ctx context.Context, oid string, exclusive bool) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.Create, Exclusive: exclusive})
+	return err
+}
+
+// Remove deletes the object.
+func (p *Pool) Remove(ctx context.Context, oid string) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.Remove})
+	return err
+}
+
+// Read returns up to length bytes from off (length 0: to the end).
+func (p *Pool) Read(ctx context.Context, oid string, off, length uint64) ([]byte, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.Read, Off: off, Len: length})
+	return r.Data, err
+}
+
+// ObjectStat is an object's size, modification time and version.
+type ObjectStat struct {
+	Size    uint64
+	Mtime   time.Time
+	Version uint64
+}
+
+// Stat describes the object.
+func (p *Pool) Stat(ctx context.Context, oid string) (ObjectStat, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.Stat})
+	if err != nil {
+		return ObjectStat{}, err
+	}
+	return ObjectStat{Size: r.Size, Mtime: time.Unix(0, r.Mtime), Version: r.Ver}, nil
+}
+
+// SetXattr sets an extended attribute.
+func (p *Pool) SetXattr(ctx context.Context, oid, name string, value []byte) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.SetXattr, Name: name, Data: value})
+	return err
+}
+
+// GetXattr reads an extended attribute (ErrNoData if absent).
+func (p *Pool) GetXattr(ctx context.Context, oid, name string) ([]byte, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.GetXattr, Name: name})
+	return r.Data, err
+}
+
+// RmXattr removes an extended attribute.
+func (p *Pool) RmXattr(ctx context.Context, oid, name string) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.RmXattr, Name: name})
+	return err
+}
+
+// ListXattrs returns every extended attribute, by name.
+func (p *Pool) ListXattrs(ctx context.Context, oid string) ([]osdop.KV, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.GetXattrs})
+	return r.KVs, err
+}
+
+// OmapSet sets omap entries.
+func (p *Pool) OmapSet(ctx context.Context, oid string, kvs []osdop.KV) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapSet, KVs: kvs})
+	return err
+}
+
+// OmapGet returns the values of the keys present.
+func (p *Pool) OmapGet(ctx context.Context, oid string, keys []string) ([]osdop.KV, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapGet, Keys: keys})
+	return r.KVs, err
+}
+
+// OmapRm removes omap keys.
+func (p *Pool) OmapRm(ctx context.Context, oid string, keys []string) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapRm, Keys: keys})
+	return err
+}
+
+// OmapClear removes every omap entry.
+func (p *Pool) OmapClear(ctx context.Context, oid string) error {
+	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapClear})
+	return err
+}
+
+// OmapList returns up to max entries after startAfter with the prefix, in
+// key order, and whether more remain.
+func (p *Pool) OmapList(ctx context.Context, oid, startAfter, prefix string, max int) ([]osdop.KV, bool, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapList, Name: startAfter, Prefix: prefix, Max: uint32(max)})
+	return r.KVs, r.More, err
+}
+
+// Exec calls an object-class method ("class.method") on the object.
+func (p *Pool) Exec(ctx context.Context, oid, method string, in []byte) ([]byte, error) {
+	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.Call, Name: method, Data: in})
+	return r.Data, err
+}
+
+// WriteFullAsync, ReadAsync, AppendAsync and RemoveAsync are the
+// asynchronous forms of the common data ops; any op list goes through
+// OperateAsync.
+func (p *Pool) WriteFullAsync(ctx context.Context, oid string, data []byte) *Completion {
+	return p.OperateAsync(ctx, oid, []osdop.Op{{Code: osdop.WriteFull, Data: data}})
+}
+
+// ReadAsync is Read's asynchronous form; the data is Results[0].Data.
+func (p *Pool) ReadAsync(ctx context.Context, oid string, off, length uint64) *Completion {
+	return p.OperateAsync(ctx, oid, []osdop.Op{{Code: osdop.Read, Off: off, Len: length}})
+}
+
+// AppendAsync is Append's asynchronous form.
+func (p *Pool) AppendAsync(ctx context.Context, oid string, data []byte) *Completion {
+	return p.OperateAsync(ctx, oid, []osdop.Op{{Code: osdop.Append, Data: data}})
+}
+
+// RemoveAsync is Remove's asynchronous form.
+func (p *Pool) RemoveAsync(ctx context.Context, oid string) *Completion {
+	return p.OperateAsync(ctx, oid, []osdop.Op{{Code: osdop.Remove}})
+}
+
+// List calls fn with every object name of the pool, PG by PG (in no
+// global order), until fn returns false.
+func (p *Pool) List(ctx context.Context, fn func(name string) bool) error {
+	pool, err := p.c.Map().Pool(p.id)
+	if err != nil {
+		return fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
+	}
+	for seed := uint32(0); seed < pool.PGNum; seed++ {
+		after := ""
+		for {
+			names, err := p.listPG(ctx, seed, after)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				if !fn(n) {
+					return nil
+				}
+			}
+			if len(names) < 1000 {
+				break
+			}
+			after = names[len(names)-1]
+		}
+	}
+	return nil
+}
+
+func (p *Pool) listPG(ctx context.Context, seed uint32, after string) ([]string, error) {
+	req := (&osdop.ListRequest{Pool: p.id, Seed: seed, After: after, Max: 1000}).Encode()
+	for {
+		m := p.c.Map()
+		mp, err := m.MapPG(osdmap.PGID{Pool: p.id, Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		if mp.ActingPrimary >= 0 {
+			rep, err := p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgList, req)
+			if err == nil {
+				defer rep.Release()
+				return osdop.DecodeNames(rep.Payload)
+			}
+			var re *msgr.RemoteError
+			if errors.As(err, &re) && syscall.Errno(re.Code) != syscall.EAGAIN {
+				return nil, osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: listing pg %d.%x: %v", ErrTimeout, p.id, seed, ctx.Err())
+		}
+		p.c.waitNewer(ctx, m.Epoch, 500*time.Millisecond)
+	}
+}

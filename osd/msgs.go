@@ -1,0 +1,135 @@
+package osd
+
+import (
+	"fmt"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// Messages between the OSDs of a PG.
+const (
+	msgRepOp   uint16 = 120 + iota // primary → replica: apply a write at a version
+	msgPGQuery                     // primary → member: its info and log
+	msgPull                        // primary → member: send an object whole
+	msgPush                        // primary → member: install an object whole
+	msgPGLog                       // primary → member: adopt the authoritative log
+	msgPGList                      // primary → member: list every object (when logs do not overlap)
+	msgPing                        // heartbeat
+)
+
+// peerMsg is every message between a PG's OSDs; each uses the fields it
+// needs. Interval identifies the acting set the sender serves in: a member
+// refuses messages from another interval, which fences a deposed primary.
+type peerMsg struct {
+	PG       osdmap.PGID
+	Interval uint64
+	Prev     Version
+	Entry    LogEntry
+	Info     Info
+	Entries  []LogEntry
+	OID      string
+	Names    []string
+	Obj      *objState
+	DObjects int64 // change of the PG's object count by the write
+	DBytes   int64
+	Txn      *objectstore.Transaction
+}
+
+// objState is a whole object (or its absence) for catch-up.
+type objState struct {
+	Exists bool
+	Data   []byte
+	Attrs  []objectstore.KV
+	Omap   []objectstore.KV
+}
+
+func encodeKVs(e *wire.Encoder, kvs []objectstore.KV) {
+	e.U32(uint32(len(kvs)))
+	for _, kv := range kvs {
+		e.String(kv.Key)
+		e.Blob(kv.Value)
+	}
+}
+
+func decodeKVs(d *wire.Decoder) []objectstore.KV {
+	n := d.Count(8)
+	kvs := make([]objectstore.KV, n)
+	for i := range kvs {
+		kvs[i] = objectstore.KV{Key: d.String(), Value: d.BlobRef()}
+	}
+	return kvs
+}
+
+func (m *peerMsg) encode() []byte {
+	size := 256
+	if m.Obj != nil {
+		size += len(m.Obj.Data)
+	}
+	e := wire.NewEncoder(make([]byte, 0, size))
+	e.I64(m.PG.Pool)
+	e.U32(m.PG.Seed)
+	e.U64(m.Interval)
+	e.U32(m.Prev.Epoch)
+	e.U64(m.Prev.Seq)
+	m.Entry.encode(e)
+	m.Info.encode(e)
+	e.U32(uint32(len(m.Entries)))
+	for i := range m.Entries {
+		m.Entries[i].encode(e)
+	}
+	e.String(m.OID)
+	e.U32(uint32(len(m.Names)))
+	for _, n := range m.Names {
+		e.String(n)
+	}
+	e.Bool(m.Obj != nil)
+	if m.Obj != nil {
+		e.Bool(m.Obj.Exists)
+		e.Blob(m.Obj.Data)
+		encodeKVs(e, m.Obj.Attrs)
+		encodeKVs(e, m.Obj.Omap)
+	}
+	e.I64(m.DObjects)
+	e.I64(m.DBytes)
+	e.Bool(m.Txn != nil)
+	if m.Txn != nil {
+		m.Txn.Encode(e)
+	}
+	return e.Bytes()
+}
+
+// decodePeerMsg reads a peerMsg; byte slices alias b.
+func decodePeerMsg(b []byte) (*peerMsg, error) {
+	d := wire.NewDecoder(b)
+	m := &peerMsg{PG: osdmap.PGID{Pool: d.I64(), Seed: d.U32()}, Interval: d.U64(), Prev: Version{d.U32(), d.U64()}}
+	m.Entry = decodeLogEntry(d)
+	m.Info = decodeInfo(d)
+	n := d.Count(25)
+	for range n {
+		m.Entries = append(m.Entries, decodeLogEntry(d))
+	}
+	m.OID = d.String()
+	n = d.Count(4)
+	for range n {
+		m.Names = append(m.Names, d.String())
+	}
+	if d.Bool() {
+		m.Obj = &objState{Exists: d.Bool(), Data: d.BlobRef()}
+		m.Obj.Attrs = decodeKVs(d)
+		m.Obj.Omap = decodeKVs(d)
+	}
+	m.DObjects, m.DBytes = d.I64(), d.I64()
+	if d.Bool() && d.Err() == nil {
+		t, err := objectstore.DecodeTransaction(d)
+		if err != nil {
+			return nil, fmt.Errorf("osd message: %w", err)
+		}
+		m.Txn = t
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("osd message: %w", err)
+	}
+	return m, nil
+}

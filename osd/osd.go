@@ -1,0 +1,595 @@
+// Package osd is the OSD daemon: it stores the PGs CRUSH gives it on one
+// object store and serves them.
+//
+// For each PG whose acting set it is in, an OSD is the primary (the first
+// of the acting set) or a replica. The primary orders the PG's writes in
+// its log — version (epoch, seq) per write — applies each locally and
+// sends it to every replica at once, and acknowledges the client only when
+// all of them have committed it; a replica applies writes strictly in log
+// order. A PG serves I/O only while its acting set is at least the pool's
+// min_size.
+//
+// Whenever the acting set changes (a new OSD map moves the PG, or a member
+// restarts), the primary peers: it asks every member for its PG info and
+// log, takes the newest history as authoritative, brings itself and every
+// member to it — the objects named in the log entries a member lacks (or
+// that it wrote and the others never saw), or every object when the logs
+// no longer overlap — and only then serves. Writes a client resends after
+// a failure are recognised by their request id in the log and answered
+// without being applied twice.
+//
+// Failure detection: OSDs ping every other up OSD each
+// osd_heartbeat_interval and report a peer that is silent for
+// osd_heartbeat_grace (or whose port refuses connections) to the MONs,
+// which mark it down once enough reporters agree.
+package osd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Options configure an OSD.
+type Options struct {
+	DataDir  string // whoami and, unless Store is set, the object store
+	Addr     string // listen address (host:port; port 0 picks one)
+	Host     string // CRUSH host the OSD registers under; default the hostname
+	MonAddrs []string
+	Keyring  msgr.Keyring
+	Config   *config.File // the configuration file (over the MON's database)
+	Store    objectstore.Store
+	Logger   *slog.Logger
+}
+
+// OSD is a running OSD daemon.
+type OSD struct {
+	o      Options
+	id     int32
+	store  objectstore.Store
+	srv    *msgr.Server
+	mc     *monc.Client
+	addr   string // advertised: host:port/nonce
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.RWMutex
+	m     *osdmap.Map
+	mapCh chan struct{} // closed on every new map
+	pgs   map[osdmap.PGID]*PG
+	cfg   *config.Config
+
+	peerMu sync.Mutex
+	peers  map[string]*msgr.Client // by address without nonce
+	lastHB map[int32]time.Time
+}
+
+// Start opens the store, registers with the MONs (a new OSD gets an id and
+// a place in CRUSH under host=Host) and starts serving.
+func Start(o Options) (*OSD, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Config == nil {
+		o.Config = config.NewFile(nil)
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("osd: %w", err)
+	}
+	id := int32(-1)
+	if b, err := os.ReadFile(filepath.Join(o.DataDir, "whoami")); err == nil {
+		v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("osd: %s/whoami: %w", o.DataDir, err)
+		}
+		id = int32(v)
+	}
+	name := "osd"
+	if id >= 0 {
+		name = fmt.Sprintf("osd.%d", id)
+	}
+	cfg := o.Config.For(name)
+	store := o.Store
+	if store == nil {
+		bs, err := objectstore.Open(objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
+			DBDir: cfg.String("bluestore_block_db_path"), WALDir: cfg.String("bluestore_block_wal_path"),
+			CacheSize: int64(cfg.Size("bluestore_cache_size")), Logger: o.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("osd: %w", err)
+		}
+		store = bs
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, cfg: cfg,
+		mapCh: make(chan struct{}), pgs: map[osdmap.PGID]*PG{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+	if err := d.start(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *OSD) start() error {
+	if err := d.ensureMeta(); err != nil {
+		return err
+	}
+	var err error
+	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch})
+	if err != nil {
+		return fmt.Errorf("osd: %w", err)
+	}
+	d.addr = fmt.Sprintf("%s/%d", d.srv.Addr(), time.Now().UnixNano()%1_000_000_000)
+	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, 60*time.Second)
+	defer cancel()
+	m, err := d.boot(ctx)
+	if err != nil {
+		return err
+	}
+	d.handleMap(m)
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		d.mc.Subscribe(d.ctx, m, d.handleMap)
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.heartbeat()
+	}()
+	return nil
+}
+
+// ensureMeta creates the collection of PG metadata on a new store.
+func (d *OSD) ensureMeta() error {
+	colls, err := d.store.Collections()
+	if err != nil {
+		return fmt.Errorf("osd: %w", err)
+	}
+	for _, c := range colls {
+		if c == metaColl {
+			return nil
+		}
+	}
+	var t objectstore.Transaction
+	t.CreateCollection(metaColl)
+	if err := d.store.Apply(&t); err != nil {
+		return fmt.Errorf("osd: create meta collection: %w", err)
+	}
+	return nil
+}
+
+// boot registers the OSD with the MONs and returns the map that has it up.
+func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
+	fs, _ := d.store.StatFS()
+	if fs.Total == 0 { // a store without a device size (MemStore): weight 1
+		fs.Total = 1 << 40
+	}
+	r, err := d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host,
+		"addr": d.addr, "size": strconv.FormatUint(fs.Total, 10)})
+	if err != nil {
+		return nil, fmt.Errorf("osd: boot: %w", err)
+	}
+	m, err := d.mc.WaitEpoch(ctx, nil, r.Epoch)
+	if err != nil {
+		return nil, fmt.Errorf("osd: boot: %w", err)
+	}
+	if d.id < 0 {
+		for i, e := range m.OSDs {
+			if e.Exists && e.Addr == d.addr {
+				d.id = int32(i)
+			}
+		}
+		if d.id < 0 {
+			return nil, fmt.Errorf("osd: boot: epoch %d does not hold this OSD (%s)", m.Epoch, d.addr)
+		}
+		if err := writeFileDurable(filepath.Join(d.o.DataDir, "whoami"), []byte(fmt.Sprintf("%d\n", d.id))); err != nil {
+			return nil, fmt.Errorf("osd: %w", err)
+		}
+		d.cfg = d.o.Config.For(fmt.Sprintf("osd.%d", d.id))
+	}
+	d.log = d.log.With("osd", d.id)
+	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
+	return m, nil
+}
+
+func writeFileDurable(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+// ID is the OSD's id.
+func (d *OSD) ID() int32 { return d.id }
+
+// Addr is the advertised address (host:port/nonce).
+func (d *OSD) Addr() string { return d.addr }
+
+// Close stops serving and closes the store.
+func (d *OSD) Close() error {
+	d.cancel()
+	if d.srv != nil {
+		d.srv.Close()
+	}
+	d.wg.Wait()
+	if d.mc != nil {
+		d.mc.Close()
+	}
+	d.peerMu.Lock()
+	for _, c := range d.peers {
+		c.Close()
+	}
+	d.peerMu.Unlock()
+	return d.store.Close()
+}
+
+func (d *OSD) epoch() uint32 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.m == nil {
+		return 0
+	}
+	return uint32(d.m.Epoch)
+}
+
+func (d *OSD) curMap() (*osdmap.Map, chan struct{}) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.m, d.mapCh
+}
+
+// waitEpoch waits (up to 5 s) until the OSD has a map of epoch e.
+func (d *OSD) waitEpoch(ctx context.Context, e uint32) {
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for {
+		m, ch := d.curMap()
+		if uint32(m.Epoch) >= e {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-timeout.C:
+			return
+		}
+	}
+}
+
+// handleMap installs a new map: PGs whose acting set changed start a new
+// interval (the primary peers), PGs this OSD left become strays.
+func (d *OSD) handleMap(m *osdmap.Map) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m != nil && m.Epoch <= d.m.Epoch {
+		return
+	}
+	d.m = m
+	close(d.mapCh)
+	d.mapCh = make(chan struct{})
+	if d.id >= 0 && d.id < m.MaxOSD() && (!m.OSDs[d.id].Up || m.OSDs[d.id].Addr != d.addr) {
+		d.log.Warn("marked down in the map while alive; booting again", "epoch", m.Epoch)
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+			defer cancel()
+			d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host, "addr": d.addr})
+		}()
+	}
+	seen := map[osdmap.PGID]bool{}
+	for _, pid := range m.PoolIDs() {
+		pool, _ := m.Pool(pid)
+		maps, err := m.PGMappings(pid)
+		if err != nil {
+			d.log.Error("pg mappings", "pool", pid, "err", err)
+			continue
+		}
+		for seed, mp := range maps {
+			pgid := osdmap.PGID{Pool: pid, Seed: uint32(seed)}
+			in := false
+			for _, o := range mp.Acting {
+				in = in || o == d.id
+			}
+			pg := d.pgs[pgid]
+			if !in && pg == nil {
+				continue
+			}
+			if pg == nil {
+				var err error
+				if pg, err = d.loadPG(pgid); err != nil {
+					d.log.Error("load pg", "pg", pgid, "err", err)
+					continue
+				}
+				d.pgs[pgid] = pg
+			}
+			seen[pgid] = true
+			pg.setMapping(m, pool, mp, in)
+		}
+	}
+	for id, pg := range d.pgs {
+		if !seen[id] {
+			pg.setMapping(m, nil, osdmap.Mapping{ActingPrimary: -1}, false)
+		}
+	}
+}
+
+// loadPG makes the PG's collection if it is new and reads its log.
+func (d *OSD) loadPG(id osdmap.PGID) (*PG, error) {
+	c := objectstore.Coll(id.String())
+	if _, err := d.store.List(c, "", 1); errors.Is(err, objectstore.ErrNotFound) {
+		var t objectstore.Transaction
+		t.CreateCollection(c)
+		if err := d.store.Apply(&t); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	l, err := loadPGLog(d.store, c)
+	if err != nil {
+		return nil, err
+	}
+	return newPG(d, id, c, l), nil
+}
+
+func (d *OSD) getPG(id osdmap.PGID) *PG {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.pgs[id]
+}
+
+// peer returns the messenger client for an OSD address ("host:port/nonce").
+func (d *OSD) peer(addr string) *msgr.Client {
+	a, _, _ := strings.Cut(addr, "/")
+	d.peerMu.Lock()
+	defer d.peerMu.Unlock()
+	c := d.peers[a]
+	if c == nil {
+		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second})
+		d.peers[a] = c
+	}
+	return c
+}
+
+// call sends a message to OSD id at addr and returns the reply payload (a
+// copy). A refused connection is reported to the MONs at once.
+func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, payload []byte) ([]byte, error) {
+	rep, err := d.peer(addr).Call(ctx, typ, payload)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) && d.cfg.Bool("osd_fast_fail_on_connection_refused") {
+			d.reportFailure(id, addr)
+		}
+		var re *msgr.RemoteError
+		if errors.As(err, &re) {
+			return nil, osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
+		}
+		return nil, fmt.Errorf("osd.%d: %w", id, err)
+	}
+	out := append([]byte(nil), rep.Payload...)
+	rep.Release()
+	return out, nil
+}
+
+// reportFailure tells the MONs that osd id (at addr) does not answer.
+func (d *OSD) reportFailure(id int32, addr string) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+		defer cancel()
+		r, err := d.mc.Command(ctx, "osd failure", map[string]string{"target": strconv.Itoa(int(id)), "reporter": strconv.Itoa(int(d.id)), "addr": addr})
+		if err != nil {
+			d.log.Warn("report failure", "target", id, "err", err)
+			return
+		}
+		d.log.Info("reported failure", "target", id, "mon", r.Message)
+	}()
+}
+
+// heartbeat pings every other up OSD each osd_heartbeat_interval and
+// reports those silent for osd_heartbeat_grace.
+func (d *OSD) heartbeat() {
+	for {
+		interval := time.Duration(d.cfg.Seconds("osd_heartbeat_interval") * float64(time.Second))
+		grace := time.Duration(d.cfg.Seconds("osd_heartbeat_grace") * float64(time.Second))
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		m, _ := d.curMap()
+		var wg sync.WaitGroup
+		for i, o := range m.OSDs {
+			id := int32(i)
+			if id == d.id || !o.Exists || !o.Up {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(d.ctx, interval)
+				defer cancel()
+				_, err := d.call(ctx, id, o.Addr, msgPing, nil)
+				d.peerMu.Lock()
+				last, ok := d.lastHB[id]
+				if err == nil || !ok {
+					d.lastHB[id] = time.Now()
+				}
+				d.peerMu.Unlock()
+				if err != nil && ok && time.Since(last) > grace {
+					d.reportFailure(id, o.Addr)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	if m.Type == msgPing {
+		return nil, nil
+	}
+	d.waitEpoch(ctx, m.Epoch)
+	out, err := d.dispatch(ctx, m)
+	if err != nil {
+		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(err)), Msg: err.Error()}
+	}
+	return out, nil
+}
+
+func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	switch m.Type {
+	case osdop.MsgOp:
+		req, err := osdop.DecodeRequest(m.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+		}
+		return d.handleOp(ctx, req)
+	case osdop.MsgStats:
+		return json.Marshal(d.stats())
+	case osdop.MsgList:
+		req, err := osdop.DecodeListRequest(m.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+		}
+		pg := d.getPG(osdmap.PGID{Pool: req.Pool, Seed: req.Seed})
+		if pg == nil {
+			return nil, fmt.Errorf("%w: osd.%d does not serve pg %d.%x", osdop.ErrRetry, d.id, req.Pool, req.Seed)
+		}
+		if err := pg.waitActive(ctx); err != nil {
+			return nil, err
+		}
+		names, err := d.store.List(pg.coll, req.After, int(min(max(req.Max, 1), 10000)))
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		return osdop.EncodeNames(names), nil
+	}
+	pm, err := decodePeerMsg(m.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+	}
+	pg := d.getPG(pm.PG)
+	if pg == nil {
+		return nil, fmt.Errorf("%w: pg %s is not here", osdop.ErrRetry, pm.PG)
+	}
+	switch m.Type {
+	case msgRepOp:
+		return nil, pg.handleRepOp(ctx, pm)
+	case msgPGQuery:
+		return pg.handleQuery(ctx, pm)
+	case msgPull:
+		return pg.handlePull(pm)
+	case msgPush:
+		return nil, pg.handlePush(pm)
+	case msgPGLog:
+		return nil, pg.handleLog(pm)
+	case msgPGList:
+		return pg.handleList(pm)
+	}
+	return nil, fmt.Errorf("%w: message type %d", osdop.ErrInvalid, m.Type)
+}
+
+// handleOp serves a client request on the PG's primary.
+func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) {
+	m, _ := d.curMap()
+	pool, err := m.Pool(req.Pool)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pool %d does not exist", osdop.ErrNotFound, req.Pool)
+	}
+	if max := int(d.cfg.Int("osd_max_object_name_len")); len(req.OID) > max {
+		return nil, fmt.Errorf("%w: %d bytes (max %d)", osdop.ErrNameTooLong, len(req.OID), max)
+	}
+	if req.OID == "" {
+		return nil, fmt.Errorf("%w: empty object name", osdop.ErrInvalid)
+	}
+	pgid, _ := m.ObjectToPG(pool.ID, req.OID, "")
+	if pgid.Seed != req.Seed {
+		return nil, fmt.Errorf("%w: object is in pg %s, not %d.%x", osdop.ErrRetry, pgid, req.Pool, req.Seed)
+	}
+	pg := d.getPG(pgid)
+	if pg == nil {
+		return nil, fmt.Errorf("%w: osd.%d does not serve pg %s", osdop.ErrRetry, d.id, pgid)
+	}
+	var rep *osdop.Reply
+	if req.IsWrite() {
+		rep, err = pg.write(ctx, req)
+	} else {
+		rep, err = pg.read(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	size := 16
+	for _, r := range rep.Results {
+		size += len(r.Data) + 64
+	}
+	e := wireEncoder(size)
+	rep.Encode(e)
+	return e.Bytes(), nil
+}
+
+// stats reports the PGs this OSD is primary of.
+func (d *OSD) stats() osdop.Stats {
+	fs, _ := d.store.StatFS()
+	d.mu.RLock()
+	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10}
+	pgs := make([]*PG, 0, len(d.pgs))
+	for _, pg := range d.pgs {
+		pgs = append(pgs, pg)
+	}
+	d.mu.RUnlock()
+	for _, pg := range pgs {
+		if s, ok := pg.stats(); ok {
+			st.PGs = append(st.PGs, s)
+		}
+	}
+	return st
+}

@@ -1,0 +1,368 @@
+package osd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// memberInfo is one acting member's answer to the primary's query.
+type memberInfo struct {
+	id      int32
+	addr    string
+	info    Info
+	entries []LogEntry
+}
+
+// peer brings the acting set of interval iv to one history and activates
+// the PG; it retries until it succeeds or the interval ends (ctx).
+func (pg *PG) peer(ctx context.Context, iv uint64) {
+	d := pg.osd
+	for attempt := 0; ; attempt++ {
+		err := pg.peerOnce(ctx, iv)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if attempt%10 == 0 {
+			d.log.Warn("peering", "pg", pg.id, "attempt", attempt+1, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
+	d := pg.osd
+	pg.mu.Lock()
+	if pg.interval != iv {
+		pg.mu.Unlock()
+		return context.Canceled
+	}
+	acting, addrs := pg.acting, pg.addrs
+	self := memberInfo{id: d.id, info: pg.log.info, entries: append([]LogEntry(nil), pg.log.entries...)}
+	poolSize := pg.pool.Size
+	pg.mu.Unlock()
+
+	// 1. every member's info and log
+	members := []memberInfo{self}
+	for i, o := range acting {
+		if o == d.id {
+			continue
+		}
+		b, err := d.call(ctx, o, addrs[i], msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
+		if err != nil {
+			return fmt.Errorf("query osd.%d: %w", o, err)
+		}
+		pm, err := decodePeerMsg(b)
+		if err != nil {
+			return err
+		}
+		members = append(members, memberInfo{id: o, addr: addrs[i], info: pm.Info, entries: pm.Entries})
+	}
+	// 2. the authoritative history: the newest last_update (ties: ours)
+	auth := 0
+	for i, m := range members {
+		if members[auth].info.LastUpdate.Less(m.info.LastUpdate) {
+			auth = i
+		}
+	}
+	// 3. bring ourselves up to it
+	if auth != 0 {
+		a := members[auth]
+		missing, err := pg.missing(ctx, a, self)
+		if err != nil {
+			return err
+		}
+		for _, oid := range missing {
+			b, err := d.call(ctx, a.id, a.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid}).encode())
+			if err != nil {
+				return fmt.Errorf("pull %s from osd.%d: %w", oid, a.id, err)
+			}
+			pm, err := decodePeerMsg(b)
+			if err != nil {
+				return err
+			}
+			if err := pg.install(oid, pm.Obj, nil); err != nil {
+				return err
+			}
+		}
+		if err := pg.adoptLog(iv, a.info, a.entries); err != nil {
+			return err
+		}
+		d.log.Info("caught up", "pg", pg.id, "from", a.id, "objects", len(missing), "last_update", a.info.LastUpdate)
+		pg.mu.Lock()
+		self = memberInfo{id: d.id, info: pg.log.info, entries: append([]LogEntry(nil), pg.log.entries...)}
+		pg.mu.Unlock()
+	}
+	// 4. bring every other member up to us
+	for _, m := range members[1:] {
+		if m.info.LastUpdate == self.info.LastUpdate && m.info.Objects == self.info.Objects {
+			continue
+		}
+		missing, err := pg.missing(ctx, self, m)
+		if err != nil {
+			return err
+		}
+		for _, oid := range missing {
+			obj, err := pg.readWhole(oid)
+			if err != nil {
+				return err
+			}
+			if _, err := d.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj}).encode()); err != nil {
+				return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
+			}
+		}
+		if _, err := d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: self.info, Entries: self.entries}).encode()); err != nil {
+			return fmt.Errorf("log to osd.%d: %w", m.id, err)
+		}
+		d.log.Info("recovered member", "pg", pg.id, "osd", m.id, "objects", len(missing), "last_update", self.info.LastUpdate)
+	}
+	// 5. active
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != iv {
+		return context.Canceled
+	}
+	pg.state = stateClean
+	if len(acting) < poolSize {
+		pg.state = stateDegraded
+	}
+	pg.cancel = nil
+	pg.notify()
+	return nil
+}
+
+// missing lists the objects member m must receive to match the
+// authoritative a: those a's log names after the last entry they share,
+// plus those m wrote after it (divergent writes a never saw). When the
+// logs share nothing, every object either holds (a backfill).
+func (pg *PG) missing(ctx context.Context, a, m memberInfo) ([]string, error) {
+	al := &pgLog{info: a.info, entries: a.entries}
+	if objs, ok := al.since(m.info.LastUpdate); ok {
+		return sortedKeys(objs), nil
+	}
+	inA := map[Version]bool{a.info.LogTail: true}
+	for _, e := range a.entries {
+		inA[e.Ver] = true
+	}
+	for i := len(m.entries) - 1; i >= 0; i-- {
+		if !inA[m.entries[i].Ver] {
+			continue
+		}
+		objs, _ := al.since(m.entries[i].Ver)
+		for _, e := range m.entries[i+1:] {
+			objs[e.OID] = true
+		}
+		return sortedKeys(objs), nil
+	}
+	// no common entry: compare full listings
+	all := map[string]bool{}
+	for _, mem := range []memberInfo{a, m} {
+		names, err := pg.list(ctx, mem)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			all[n] = true
+		}
+	}
+	pg.osd.log.Info("backfill: logs do not overlap", "pg", pg.id, "from", a.id, "to", m.id, "objects", len(all))
+	return sortedKeys(all), nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (pg *PG) list(ctx context.Context, m memberInfo) ([]string, error) {
+	if m.id == pg.osd.id {
+		return pg.listLocal()
+	}
+	b, err := pg.osd.call(ctx, m.id, m.addr, msgPGList, (&peerMsg{PG: pg.id, Interval: pg.intervalNow()}).encode())
+	if err != nil {
+		return nil, err
+	}
+	pm, err := decodePeerMsg(b)
+	if err != nil {
+		return nil, err
+	}
+	return pm.Names, nil
+}
+
+func (pg *PG) intervalNow() uint64 {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	return pg.interval
+}
+
+func (pg *PG) listLocal() ([]string, error) {
+	var out []string
+	after := ""
+	for {
+		names, err := pg.osd.store.List(pg.coll, after, 1024)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, names...)
+		if len(names) < 1024 {
+			return out, nil
+		}
+		after = names[len(names)-1]
+	}
+}
+
+// readWhole reads an object with its attributes and omap.
+func (pg *PG) readWhole(oid string) (*objState, error) {
+	s := pg.osd.store
+	data, err := s.Read(pg.coll, oid, 0, 0)
+	if errors.Is(err, objectstore.ErrNotFound) {
+		return &objState{}, nil
+	}
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	obj := &objState{Exists: true, Data: data}
+	attrs, err := s.Attrs(pg.coll, oid)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	for k, v := range attrs {
+		obj.Attrs = append(obj.Attrs, objectstore.KV{Key: k, Value: v})
+	}
+	after := ""
+	for {
+		kvs, more, err := s.OmapList(pg.coll, oid, after, "", 4096)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		obj.Omap = append(obj.Omap, kvs...)
+		if !more || len(kvs) == 0 {
+			return obj, nil
+		}
+		after = kvs[len(kvs)-1].Key
+	}
+}
+
+// install replaces a local object with obj (or removes it), adding t's
+// operations if t is set.
+func (pg *PG) install(oid string, obj *objState, t *objectstore.Transaction) error {
+	if obj == nil {
+		return fmt.Errorf("%w: push of %s without an object", osdop.ErrInvalid, oid)
+	}
+	if t == nil {
+		t = &objectstore.Transaction{}
+	}
+	if _, err := pg.osd.store.Stat(pg.coll, oid); err == nil {
+		t.Remove(pg.coll, oid)
+	}
+	if obj.Exists {
+		t.Touch(pg.coll, oid)
+		t.Write(pg.coll, oid, 0, obj.Data)
+		for _, a := range obj.Attrs {
+			t.SetAttr(pg.coll, oid, a.Key, a.Value)
+		}
+		if len(obj.Omap) > 0 {
+			t.OmapSet(pg.coll, oid, obj.Omap)
+		}
+	}
+	if t.Len() == 0 {
+		return nil
+	}
+	if err := pg.osd.store.Apply(t); err != nil {
+		return fmt.Errorf("install %s: %w", oid, storeErr(err))
+	}
+	return nil
+}
+
+// adoptLog makes the authoritative log ours.
+func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != iv {
+		return fmt.Errorf("%w: interval changed", osdop.ErrRetry)
+	}
+	var t objectstore.Transaction
+	pg.log.replace(&t, pg.coll, info, entries)
+	if err := pg.osd.store.Apply(&t); err != nil {
+		return fmt.Errorf("pg %s: adopt log: %w", pg.id, storeErr(err))
+	}
+	pg.applied = info.LastUpdate
+	pg.notify()
+	return nil
+}
+
+// checkInterval refuses peering messages from another interval.
+func (pg *PG) checkInterval(pm *peerMsg) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != pm.Interval || pg.state == stateStray {
+		return fmt.Errorf("%w: pg %s on osd.%d is in another interval", osdop.ErrRetry, pg.id, pg.osd.id)
+	}
+	return nil
+}
+
+func (pg *PG) handleQuery(ctx context.Context, pm *peerMsg) ([]byte, error) {
+	if err := pg.checkInterval(pm); err != nil {
+		return nil, err
+	}
+	pg.mu.Lock()
+	// writes already submitted must be durable before we describe them
+	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...)}
+	pg.mu.Unlock()
+	var t objectstore.Transaction
+	t.Touch(metaColl, metaOID(pg.coll))
+	if err := pg.osd.store.Apply(&t); err != nil {
+		return nil, storeErr(err)
+	}
+	return reply.encode(), nil
+}
+
+func (pg *PG) handlePull(pm *peerMsg) ([]byte, error) {
+	if err := pg.checkInterval(pm); err != nil {
+		return nil, err
+	}
+	obj, err := pg.readWhole(pm.OID)
+	if err != nil {
+		return nil, err
+	}
+	return (&peerMsg{PG: pg.id, OID: pm.OID, Obj: obj}).encode(), nil
+}
+
+func (pg *PG) handlePush(pm *peerMsg) error {
+	if err := pg.checkInterval(pm); err != nil {
+		return err
+	}
+	return pg.install(pm.OID, pm.Obj, nil)
+}
+
+func (pg *PG) handleLog(pm *peerMsg) error {
+	return pg.adoptLog(pm.Interval, pm.Info, pm.Entries)
+}
+
+func (pg *PG) handleList(pm *peerMsg) ([]byte, error) {
+	if err := pg.checkInterval(pm); err != nil {
+		return nil, err
+	}
+	names, err := pg.listLocal()
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return (&peerMsg{PG: pg.id, Names: names}).encode(), nil
+}
+

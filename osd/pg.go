@@ -1,0 +1,343 @@
+package osd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// PG states (Ceph's names).
+const (
+	statePeering  = "peering"
+	stateActive   = "active"
+	stateClean    = "active+clean"
+	stateDegraded = "active+undersized+degraded"
+	stateInactive = "undersized+peered" // below min_size: no I/O
+	stateReplica  = "replica"
+	stateStray    = "stray"
+)
+
+// PG is one placement group on this OSD.
+type PG struct {
+	id   osdmap.PGID
+	coll objectstore.Coll
+	osd  *OSD
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed on every change of state or applied version
+	pool     *osdmap.Pool
+	acting   []int32
+	addrs    []string // of the acting set, with nonces
+	primary  int32
+	interval uint64 // identifies the acting set (members and their instances)
+	epoch    osdmap.Epoch
+	state    string
+	log      *pgLog
+	applied  Version // the newest write submitted to the store, in log order
+	objLocks map[string]*objLock
+	cancel   context.CancelFunc // of the running peering
+}
+
+type objLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
+	return &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
+		objLocks: map[string]*objLock{}, primary: -1, state: stateStray}
+}
+
+func (pg *PG) notify() {
+	close(pg.changed)
+	pg.changed = make(chan struct{})
+}
+
+func intervalID(acting []int32, addrs []string) uint64 {
+	h := fnv.New64a()
+	for i, o := range acting {
+		fmt.Fprintf(h, "%d@%s,", o, addrs[i])
+	}
+	return h.Sum64()
+}
+
+// setMapping applies a new map's mapping of the PG (the OSD's map lock is
+// held). A new interval cancels running peering and, on the primary,
+// starts it again.
+func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool) {
+	addrs := make([]string, len(mp.Acting))
+	for i, o := range mp.Acting {
+		if o >= 0 && o < m.MaxOSD() {
+			addrs[i] = m.OSDs[o].Addr
+		}
+	}
+	iv := intervalID(mp.Acting, addrs)
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	pg.pool = pool
+	pg.epoch = m.Epoch
+	if iv == pg.interval && pg.state != stateStray {
+		return
+	}
+	if pg.cancel != nil {
+		pg.cancel()
+		pg.cancel = nil
+	}
+	pg.acting, pg.addrs, pg.interval, pg.primary = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary
+	switch {
+	case !in:
+		pg.state = stateStray
+	case mp.ActingPrimary != pg.osd.id:
+		pg.state = stateReplica
+	case len(mp.Acting) < pool.MinSize:
+		pg.state = stateInactive
+	default:
+		pg.state = statePeering
+		ctx, cancel := context.WithCancel(pg.osd.ctx)
+		pg.cancel = cancel
+		pg.osd.wg.Add(1)
+		go func() {
+			defer pg.osd.wg.Done()
+			pg.peer(ctx, iv)
+		}()
+	}
+	pg.notify()
+}
+
+// waitActive waits until the PG serves I/O on this OSD as its primary. It
+// gives up with ErrRetry when this OSD is not the primary, or after a few
+// seconds so that the client refreshes its map and resends.
+func (pg *PG) waitActive(ctx context.Context) error {
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for {
+		pg.mu.Lock()
+		state, ch := pg.state, pg.changed
+		pg.mu.Unlock()
+		switch state {
+		case stateClean, stateDegraded, stateActive:
+			return nil
+		case stateReplica, stateStray:
+			return fmt.Errorf("%w: osd.%d is not the primary of pg %s", osdop.ErrRetry, pg.osd.id, pg.id)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, state)
+		}
+	}
+}
+
+func (pg *PG) lockObject(oid string) func() {
+	pg.mu.Lock()
+	l := pg.objLocks[oid]
+	if l == nil {
+		l = &objLock{}
+		pg.objLocks[oid] = l
+	}
+	l.refs++
+	pg.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		pg.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(pg.objLocks, oid)
+		}
+		pg.mu.Unlock()
+	}
+}
+
+// write runs a client's write request: it builds the transaction from the
+// object's current state, orders it in the PG log, applies it here and on
+// every replica, and returns once all have committed.
+func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
+	if err := pg.waitActive(ctx); err != nil {
+		return nil, err
+	}
+	pg.mu.Lock()
+	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
+	pg.mu.Unlock()
+	if dup && req.Client != 0 {
+		return &osdop.Reply{Ver: v.Seq}, nil // a resend of a write already applied
+	}
+	unlock := pg.lockObject(req.OID)
+	defer unlock()
+	d := pg.osd
+	x, err := pg.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	pg.mu.Lock()
+	if s := pg.state; s != stateClean && s != stateDegraded && s != stateActive {
+		pg.mu.Unlock()
+		return nil, fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, s)
+	}
+	prev := pg.log.info.LastUpdate
+	v = Version{Epoch: uint32(pg.epoch), Seq: prev.Seq + 1}
+	entry := LogEntry{Ver: v, Op: logModify, OID: req.OID, Client: req.Client, Tid: req.Tid}
+	if !x.existsAfter {
+		entry.Op = logDelete
+	} else {
+		x.t.SetAttr(pg.coll, req.OID, attrVersion, v.bytes())
+		e := wireEncoder(8)
+		e.I64(time.Now().UnixNano())
+		x.t.SetAttr(pg.coll, req.OID, attrMtime, e.Bytes())
+	}
+	var payload []byte
+	type target struct {
+		id   int32
+		addr string
+	}
+	var replicas []target
+	for i, o := range pg.acting {
+		if o != d.id {
+			replicas = append(replicas, target{o, pg.addrs[i]})
+		}
+	}
+	if len(replicas) > 0 {
+		pm := &peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes, Txn: x.t}
+		payload = pm.encode()
+	}
+	pg.log.info.Objects += x.dObjects
+	pg.log.info.Bytes += x.dBytes
+	pg.log.add(x.t, pg.coll, entry, int(d.cfg.Int("osd_min_pg_log_entries")), int(d.cfg.Int("osd_max_pg_log_entries")))
+	pg.applied = v
+	done := d.store.Submit(x.t)
+	pg.mu.Unlock()
+
+	errs := make(chan error, len(replicas))
+	for _, r := range replicas {
+		go func() {
+			rctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+			defer cancel()
+			_, err := d.call(rctx, r.id, r.addr, msgRepOp, payload)
+			if err != nil {
+				err = fmt.Errorf("replica osd.%d: %w", r.id, err)
+			}
+			errs <- err
+		}()
+	}
+	var failed error
+	if err := <-done; err != nil {
+		failed = fmt.Errorf("osd.%d: pg %s: commit %s: %w", d.id, pg.id, v, storeErr(err))
+	}
+	for range replicas {
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
+		}
+	}
+	if failed != nil {
+		// The members may now disagree on the log's head: peer again, which
+		// brings them all to the newest history before new writes.
+		d.log.Warn("write failed; re-peering", "pg", pg.id, "version", v, "err", failed)
+		pg.repeer()
+		if errors.Is(failed, osdop.ErrNoSpace) {
+			return nil, failed
+		}
+		return nil, fmt.Errorf("%w: %v", osdop.ErrRetry, failed)
+	}
+	return &osdop.Reply{Ver: v.Seq, Results: x.results}, nil
+}
+
+// repeer restarts peering in the current interval.
+func (pg *PG) repeer() {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.primary != pg.osd.id || pg.state == stateStray || pg.state == stateInactive {
+		return
+	}
+	if pg.cancel != nil {
+		pg.cancel()
+	}
+	pg.state = statePeering
+	ctx, cancel := context.WithCancel(pg.osd.ctx)
+	pg.cancel = cancel
+	iv := pg.interval
+	pg.osd.wg.Add(1)
+	go func() {
+		defer pg.osd.wg.Done()
+		pg.peer(ctx, iv)
+	}()
+	pg.notify()
+}
+
+func storeErr(err error) error {
+	switch {
+	case errors.Is(err, objectstore.ErrNoSpace):
+		return fmt.Errorf("%w: %v", osdop.ErrNoSpace, err)
+	case errors.Is(err, objectstore.ErrNotFound):
+		return fmt.Errorf("%w: %v", osdop.ErrNotFound, err)
+	case errors.Is(err, objectstore.ErrInvalid):
+		return fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+	case errors.Is(err, objectstore.ErrCorrupt):
+		return fmt.Errorf("%w: %v", osdop.ErrCorrupt, err)
+	}
+	return err
+}
+
+// handleRepOp applies a write the primary ordered, after every earlier one.
+func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
+	d := pg.osd
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	pg.mu.Lock()
+	for {
+		if pg.interval != pm.Interval || pg.state != stateReplica {
+			pg.mu.Unlock()
+			return fmt.Errorf("%w: pg %s on osd.%d is in another interval", osdop.ErrRetry, pg.id, d.id)
+		}
+		if pg.applied == pm.Prev {
+			break
+		}
+		if !pg.applied.Less(pm.Prev) {
+			pg.mu.Unlock()
+			return fmt.Errorf("%w: pg %s: write %s follows %s, osd.%d is at %s", osdop.ErrRetry, pg.id, pm.Entry.Ver, pm.Prev, d.id, pg.applied)
+		}
+		ch := pg.changed
+		pg.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("%w: pg %s: write %s waited for %s", osdop.ErrRetry, pg.id, pm.Entry.Ver, pm.Prev)
+		}
+		pg.mu.Lock()
+	}
+	pg.log.info.Objects += pm.DObjects
+	pg.log.info.Bytes += pm.DBytes
+	pg.log.add(pm.Txn, pg.coll, pm.Entry, int(d.cfg.Int("osd_min_pg_log_entries")), int(d.cfg.Int("osd_max_pg_log_entries")))
+	pg.applied = pm.Entry.Ver
+	done := d.store.Submit(pm.Txn)
+	pg.notify()
+	pg.mu.Unlock()
+	if err := <-done; err != nil {
+		return fmt.Errorf("osd.%d: pg %s: commit %s: %w", d.id, pg.id, pm.Entry.Ver, storeErr(err))
+	}
+	return nil
+}
+
+// stats reports the PG if this OSD is its primary.
+func (pg *PG) stats() (osdop.PGStats, bool) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.primary != pg.osd.id || pg.state == stateStray {
+		return osdop.PGStats{}, false
+	}
+	return osdop.PGStats{PGID: pg.id.String(), State: pg.state, Acting: slices.Clone(pg.acting),
+		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes}, true
+}
+
+func wireEncoder(size int) *wire.Encoder { return wire.NewEncoder(make([]byte, 0, size)) }

@@ -1,0 +1,231 @@
+package osd
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/objectstore"
+)
+
+// Version orders a PG's writes: Seq counts every write the PG has applied
+// (across primaries); Epoch is the OSD map epoch of the primary that
+// ordered it, which tells entries from a deposed primary apart from those
+// of its successor (Ceph's eversion_t).
+type Version struct {
+	Epoch uint32
+	Seq   uint64
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d'%d", v.Epoch, v.Seq) }
+
+// Less orders versions by Seq, then Epoch.
+func (v Version) Less(w Version) bool {
+	return v.Seq < w.Seq || (v.Seq == w.Seq && v.Epoch < w.Epoch)
+}
+
+func (v Version) bytes() []byte {
+	b := binary.LittleEndian.AppendUint32(nil, v.Epoch)
+	return binary.LittleEndian.AppendUint64(b, v.Seq)
+}
+
+func versionFrom(b []byte) Version {
+	if len(b) != 12 {
+		return Version{}
+	}
+	return Version{Epoch: binary.LittleEndian.Uint32(b), Seq: binary.LittleEndian.Uint64(b[4:])}
+}
+
+// Log entry operations.
+const (
+	logModify uint8 = 1
+	logDelete uint8 = 2
+)
+
+// LogEntry records one write of a PG: which object it changed and which
+// client request did it (so a resent request is answered, not re-applied).
+type LogEntry struct {
+	Ver    Version
+	Op     uint8
+	OID    string
+	Client uint64
+	Tid    uint64
+}
+
+func (l *LogEntry) encode(e *wire.Encoder) {
+	e.U32(l.Ver.Epoch)
+	e.U64(l.Ver.Seq)
+	e.U8(l.Op)
+	e.String(l.OID)
+	e.U64(l.Client)
+	e.U64(l.Tid)
+}
+
+func decodeLogEntry(d *wire.Decoder) LogEntry {
+	return LogEntry{Ver: Version{Epoch: d.U32(), Seq: d.U64()}, Op: d.U8(), OID: d.String(), Client: d.U64(), Tid: d.U64()}
+}
+
+// Info is a PG's persistent summary on one OSD (Ceph's pg_info_t): the
+// newest write applied, the oldest the log still covers, and the PG's
+// object and byte counts.
+type Info struct {
+	LastUpdate Version
+	LogTail    Version // entries after this are in the log
+	Objects    int64
+	Bytes      int64
+}
+
+func (i *Info) encode(e *wire.Encoder) {
+	e.U32(i.LastUpdate.Epoch)
+	e.U64(i.LastUpdate.Seq)
+	e.U32(i.LogTail.Epoch)
+	e.U64(i.LogTail.Seq)
+	e.I64(i.Objects)
+	e.I64(i.Bytes)
+}
+
+func decodeInfo(d *wire.Decoder) Info {
+	return Info{LastUpdate: Version{d.U32(), d.U64()}, LogTail: Version{d.U32(), d.U64()}, Objects: d.I64(), Bytes: d.I64()}
+}
+
+// The PG's metadata (info and log) lives in the "meta" collection, one
+// object per PG, so a PG's own collection holds only client objects.
+const metaColl objectstore.Coll = "meta"
+
+func metaOID(c objectstore.Coll) string { return "pg_" + string(c) }
+
+func logKey(seq uint64) string { return fmt.Sprintf("l%020d", seq) }
+
+// Internal attributes of client objects; client xattrs are stored as
+// "u." + name so the two never collide.
+const (
+	attrVersion = "s.v"
+	attrMtime   = "s.m"
+	userAttr    = "u."
+)
+
+// pgLog is the in-memory copy of a PG's log, oldest first.
+type pgLog struct {
+	info    Info
+	entries []LogEntry
+	reqs    map[[2]uint64]Version
+}
+
+func newPGLog() *pgLog { return &pgLog{reqs: map[[2]uint64]Version{}} }
+
+// add appends e to the log and to t (with the new info); it trims the log
+// to min entries once it passes max.
+func (l *pgLog) add(t *objectstore.Transaction, c objectstore.Coll, e LogEntry, min, max int) {
+	l.entries = append(l.entries, e)
+	l.info.LastUpdate = e.Ver
+	if e.Client != 0 {
+		l.reqs[[2]uint64{e.Client, e.Tid}] = e.Ver
+	}
+	enc := wire.NewEncoder(nil)
+	e.encode(enc)
+	kvs := []objectstore.KV{{Key: logKey(e.Ver.Seq), Value: enc.Bytes()}}
+	if len(l.entries) > max {
+		drop := l.entries[:len(l.entries)-min]
+		keys := make([]string, len(drop))
+		for i, d := range drop {
+			keys[i] = logKey(d.Ver.Seq)
+			delete(l.reqs, [2]uint64{d.Client, d.Tid})
+		}
+		l.info.LogTail = drop[len(drop)-1].Ver
+		l.entries = append([]LogEntry(nil), l.entries[len(drop):]...)
+		t.OmapRm(metaColl, metaOID(c), keys)
+	}
+	t.OmapSet(metaColl, metaOID(c), kvs)
+	l.persistInfo(t, c)
+}
+
+func (l *pgLog) persistInfo(t *objectstore.Transaction, c objectstore.Coll) {
+	enc := wire.NewEncoder(nil)
+	l.info.encode(enc)
+	t.SetAttr(metaColl, metaOID(c), "info", enc.Bytes())
+}
+
+// replace makes the log a copy of an authoritative one (after catching
+// up), in memory and in t.
+func (l *pgLog) replace(t *objectstore.Transaction, c objectstore.Coll, info Info, entries []LogEntry) {
+	l.info = info
+	l.entries = append([]LogEntry(nil), entries...)
+	l.reqs = map[[2]uint64]Version{}
+	t.OmapClear(metaColl, metaOID(c))
+	kvs := make([]objectstore.KV, 0, len(entries))
+	for _, e := range entries {
+		if e.Client != 0 {
+			l.reqs[[2]uint64{e.Client, e.Tid}] = e.Ver
+		}
+		enc := wire.NewEncoder(nil)
+		e.encode(enc)
+		kvs = append(kvs, objectstore.KV{Key: logKey(e.Ver.Seq), Value: enc.Bytes()})
+	}
+	if len(kvs) > 0 {
+		t.OmapSet(metaColl, metaOID(c), kvs)
+	}
+	l.persistInfo(t, c)
+}
+
+// loadPGLog reads a PG's info and log from the store.
+func loadPGLog(s objectstore.Store, c objectstore.Coll) (*pgLog, error) {
+	l := newPGLog()
+	b, err := s.GetAttr(metaColl, metaOID(c), "info")
+	if err != nil {
+		return l, nil // a PG that never wrote
+	}
+	d := wire.NewDecoder(b)
+	l.info = decodeInfo(d)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("pg %s info: %w", c, err)
+	}
+	after := ""
+	for {
+		kvs, more, err := s.OmapList(metaColl, metaOID(c), after, "l", 1024)
+		if err != nil {
+			return nil, fmt.Errorf("pg %s log: %w", c, err)
+		}
+		for _, kv := range kvs {
+			d := wire.NewDecoder(kv.Value)
+			e := decodeLogEntry(d)
+			if err := d.Err(); err != nil {
+				return nil, fmt.Errorf("pg %s log entry %s: %w", c, kv.Key, err)
+			}
+			l.entries = append(l.entries, e)
+			if e.Client != 0 {
+				l.reqs[[2]uint64{e.Client, e.Tid}] = e.Ver
+			}
+			after = kv.Key
+		}
+		if !more {
+			return l, nil
+		}
+	}
+}
+
+// since returns the objects changed after v if the log covers v (v is an
+// entry of the log, or its tail), and whether it does.
+func (l *pgLog) since(v Version) (map[string]bool, bool) {
+	if v == l.info.LastUpdate {
+		return map[string]bool{}, true
+	}
+	start := -1
+	if v == l.info.LogTail {
+		start = 0
+	} else {
+		for i, e := range l.entries {
+			if e.Ver == v {
+				start = i + 1
+				break
+			}
+		}
+	}
+	if start < 0 {
+		return nil, false
+	}
+	out := map[string]bool{}
+	for _, e := range l.entries[start:] {
+		out[e.OID] = true
+	}
+	return out, true
+}

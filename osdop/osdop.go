@@ -1,0 +1,362 @@
+// Package osdop is the client ↔ OSD protocol: the operations a client
+// sends to a PG's primary (Ceph's MOSDOp), their results, and the errno
+// codes errors travel as.
+//
+// A request names one object and carries a list of ops applied in order
+// and atomically: if one fails, none takes effect (e.g. assert-version +
+// write + omap-set). A list with any write op is a write: the primary
+// orders it in the PG log and acknowledges it once every OSD of the acting
+// set has committed it. A list of reads is served by the primary alone.
+package osdop
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/objectstore"
+)
+
+// Message types on the messenger.
+const (
+	MsgOp    uint16 = 100 + iota // client → primary: Request → Reply
+	MsgStats                     // → any OSD: its PG states and usage (JSON Stats)
+)
+
+// Code is an operation.
+type Code uint8
+
+// Operations. Writes first, then reads.
+const (
+	WriteFull     Code = iota + 1 // Data replaces the object's data
+	Write                         // Data at Off
+	Append                        // Data at the end
+	Truncate                      // size Off
+	Zero                          // [Off, Off+Len) reads as zeros
+	Remove                        // delete the object (ENOENT if absent)
+	Create                        // create empty; with Exclusive, EEXIST if it exists
+	SetXattr                      // Name = Data
+	RmXattr                       // Name
+	OmapSet                       // KVs
+	OmapRm                        // Keys
+	OmapClear                     //
+	Call                          // object-class method Name ("class.method") with input Data
+	AssertVersion                 // the object's version must be Ver (ERANGE if older, EOVERFLOW if newer)
+	Read                          // Len bytes at Off (Len 0: to the end)
+	Stat                          // Size, Mtime, Ver
+	GetXattr                      // Name → Data
+	GetXattrs                     // → KVs
+	OmapGet                       // Keys → KVs (absent keys omitted)
+	OmapList                      // after Name (start-after), with Prefix, up to Max → KVs, More
+	lastCode
+)
+
+var names = map[Code]string{WriteFull: "writefull", Write: "write", Append: "append", Truncate: "truncate", Zero: "zero",
+	Remove: "remove", Create: "create", SetXattr: "setxattr", RmXattr: "rmxattr", OmapSet: "omap-set", OmapRm: "omap-rm",
+	OmapClear: "omap-clear", Call: "call", AssertVersion: "assert-version", Read: "read", Stat: "stat",
+	GetXattr: "getxattr", GetXattrs: "getxattrs", OmapGet: "omap-get", OmapList: "omap-list"}
+
+func (c Code) String() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("op%d", uint8(c))
+}
+
+// IsWrite reports whether the op changes the object (Call counts as a
+// write: a method may change the object, so it runs on the write path).
+func (c Code) IsWrite() bool { return c <= AssertVersion }
+
+// KV is an omap entry or an xattr.
+type KV = objectstore.KV
+
+// Op is one operation of a request.
+type Op struct {
+	Code      Code
+	Off, Len  uint64
+	Name      string // xattr name, cls method, omap start-after
+	Prefix    string // omap prefix
+	Max       uint32 // omap entries
+	Exclusive bool   // Create
+	Ver       uint64 // AssertVersion
+	Data      []byte
+	KVs       []KV
+	Keys      []string
+}
+
+// Result is one op's outcome.
+type Result struct {
+	Data  []byte
+	KVs   []KV
+	More  bool
+	Size  uint64
+	Mtime int64 // Unix nanoseconds
+	Ver   uint64
+}
+
+// Request is a client's op list on one object.
+type Request struct {
+	Pool   int64
+	Seed   uint32 // the PG the client computed
+	OID    string
+	Client uint64 // random per client instance; with Tid, identifies the request across resends
+	Tid    uint64
+	Ops    []Op
+}
+
+// IsWrite reports whether any op writes.
+func (r *Request) IsWrite() bool {
+	for _, o := range r.Ops {
+		if o.Code.IsWrite() {
+			return true
+		}
+	}
+	return false
+}
+
+// Reply answers a Request.
+type Reply struct {
+	Ver     uint64 // the PG log version that applied a write; the object's version for reads
+	Results []Result
+}
+
+// Encode appends r's wire form to e.
+func (r *Request) Encode(e *wire.Encoder) {
+	m := e.Begin(1, 1)
+	e.I64(r.Pool)
+	e.U32(r.Seed)
+	e.String(r.OID)
+	e.U64(r.Client)
+	e.U64(r.Tid)
+	e.U32(uint32(len(r.Ops)))
+	for i := range r.Ops {
+		o := &r.Ops[i]
+		e.U8(uint8(o.Code))
+		e.U64(o.Off)
+		e.U64(o.Len)
+		e.String(o.Name)
+		e.String(o.Prefix)
+		e.U32(o.Max)
+		e.Bool(o.Exclusive)
+		e.U64(o.Ver)
+		e.Blob(o.Data)
+		encodeKVs(e, o.KVs)
+		e.U32(uint32(len(o.Keys)))
+		for _, k := range o.Keys {
+			e.String(k)
+		}
+	}
+	e.End(m)
+}
+
+func encodeKVs(e *wire.Encoder, kvs []KV) {
+	e.U32(uint32(len(kvs)))
+	for _, kv := range kvs {
+		e.String(kv.Key)
+		e.Blob(kv.Value)
+	}
+}
+
+func decodeKVs(d *wire.Decoder) []KV {
+	n := d.Count(8)
+	if n == 0 {
+		return nil
+	}
+	kvs := make([]KV, n)
+	for i := range kvs {
+		kvs[i] = KV{Key: d.String(), Value: d.BlobRef()}
+	}
+	return kvs
+}
+
+// DecodeRequest reads a Request; data slices alias b.
+func DecodeRequest(b []byte) (*Request, error) {
+	d := wire.NewDecoder(b)
+	_, end := d.Begin("osd op", 1)
+	r := &Request{Pool: d.I64(), Seed: d.U32(), OID: d.String(), Client: d.U64(), Tid: d.U64()}
+	n := d.Count(40)
+	r.Ops = make([]Op, n)
+	for i := range r.Ops {
+		o := &r.Ops[i]
+		o.Code = Code(d.U8())
+		o.Off, o.Len = d.U64(), d.U64()
+		o.Name, o.Prefix = d.String(), d.String()
+		o.Max = d.U32()
+		o.Exclusive = d.Bool()
+		o.Ver = d.U64()
+		o.Data = d.BlobRef()
+		o.KVs = decodeKVs(d)
+		if k := d.Count(4); k > 0 {
+			o.Keys = make([]string, k)
+			for j := range o.Keys {
+				o.Keys[j] = d.String()
+			}
+		}
+		if o.Code == 0 || o.Code >= lastCode {
+			d.Fail("unknown op code %d", o.Code)
+		}
+	}
+	d.End("osd op", end)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("osd op: %w", err)
+	}
+	return r, nil
+}
+
+// Encode appends the reply's wire form.
+func (r *Reply) Encode(e *wire.Encoder) {
+	e.U64(r.Ver)
+	e.U32(uint32(len(r.Results)))
+	for i := range r.Results {
+		x := &r.Results[i]
+		e.Blob(x.Data)
+		encodeKVs(e, x.KVs)
+		e.Bool(x.More)
+		e.U64(x.Size)
+		e.I64(x.Mtime)
+		e.U64(x.Ver)
+	}
+}
+
+// DecodeReply reads a Reply; data slices alias b.
+func DecodeReply(b []byte) (*Reply, error) {
+	d := wire.NewDecoder(b)
+	r := &Reply{Ver: d.U64()}
+	n := d.Count(25)
+	r.Results = make([]Result, n)
+	for i := range r.Results {
+		x := &r.Results[i]
+		x.Data = d.BlobRef()
+		x.KVs = decodeKVs(d)
+		x.More = d.Bool()
+		x.Size = d.U64()
+		x.Mtime = d.I64()
+		x.Ver = d.U64()
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("osd op reply: %w", err)
+	}
+	return r, nil
+}
+
+// Errors clients branch on (errors.Is). They travel as errno codes, as in
+// Ceph, so a message always says which op failed and why.
+var (
+	ErrNotFound    = errors.New("no such object")
+	ErrExists      = errors.New("object exists")
+	ErrNoSpace     = errors.New("no space left on OSD")
+	ErrInvalid     = errors.New("invalid argument")
+	ErrUnsupported = errors.New("operation not supported")
+	ErrPermission  = errors.New("permission denied")
+	ErrTooLarge    = errors.New("object too large")
+	ErrNameTooLong = errors.New("object name too long")
+	ErrNoData      = errors.New("no such attribute")
+	ErrVerOlder    = errors.New("object version older than asserted")
+	ErrVerNewer    = errors.New("object version newer than asserted")
+	ErrCorrupt     = errors.New("checksum mismatch on OSD")
+	// ErrRetry: not the PG's primary at the sender's epoch, or the PG is
+	// changing; the client resends with a newer map.
+	ErrRetry = errors.New("retry with a newer map")
+)
+
+var errnos = []struct {
+	err error
+	no  syscall.Errno
+}{
+	{ErrNotFound, syscall.ENOENT}, {ErrExists, syscall.EEXIST}, {ErrNoSpace, syscall.ENOSPC},
+	{ErrInvalid, syscall.EINVAL}, {ErrUnsupported, syscall.EOPNOTSUPP}, {ErrPermission, syscall.EACCES},
+	{ErrTooLarge, syscall.EFBIG}, {ErrNameTooLong, syscall.ENAMETOOLONG}, {ErrNoData, syscall.ENODATA},
+	{ErrVerOlder, syscall.ERANGE}, {ErrVerNewer, syscall.EOVERFLOW}, {ErrCorrupt, syscall.EIO}, {ErrRetry, syscall.EAGAIN},
+}
+
+// Errno returns err's code (EIO for errors without one).
+func Errno(err error) syscall.Errno {
+	for _, x := range errnos {
+		if errors.Is(err, x.err) {
+			return x.no
+		}
+	}
+	return syscall.EIO
+}
+
+// FromErrno returns the error for a code, wrapping msg.
+func FromErrno(no syscall.Errno, msg string) error {
+	for _, x := range errnos {
+		if x.no == no {
+			if msg == "" || msg == x.err.Error() {
+				return x.err
+			}
+			return fmt.Errorf("%w: %s", x.err, msg)
+		}
+	}
+	return fmt.Errorf("%s (errno %d)", msg, int(no))
+}
+
+// Stats is what an OSD reports about itself (MsgStats).
+type Stats struct {
+	ID    int32     `json:"osd"`
+	Epoch uint32    `json:"epoch"`
+	Total uint64    `json:"kb_total"`
+	Used  uint64    `json:"kb_used"`
+	PGs   []PGStats `json:"pgs"`
+}
+
+// PGStats is one PG as its primary sees it.
+type PGStats struct {
+	PGID       string  `json:"pgid"`
+	State      string  `json:"state"`
+	Acting     []int32 `json:"acting"`
+	LastUpdate string  `json:"last_update"`
+	Objects    int64   `json:"num_objects"`
+	Bytes      int64   `json:"num_bytes"`
+}
+
+// MsgList lists a PG's objects (Ceph's PGLS): ListRequest → ListReply.
+const MsgList uint16 = 110
+
+// ListRequest asks a PG's primary for up to Max object names after After.
+type ListRequest struct {
+	Pool  int64
+	Seed  uint32
+	After string
+	Max   uint32
+}
+
+// Encode is the wire form.
+func (r *ListRequest) Encode() []byte {
+	e := wire.NewEncoder(nil)
+	e.I64(r.Pool)
+	e.U32(r.Seed)
+	e.String(r.After)
+	e.U32(r.Max)
+	return e.Bytes()
+}
+
+// DecodeListRequest reads ListRequest.Encode's output.
+func DecodeListRequest(b []byte) (*ListRequest, error) {
+	d := wire.NewDecoder(b)
+	r := &ListRequest{Pool: d.I64(), Seed: d.U32(), After: d.String(), Max: d.U32()}
+	return r, d.Err()
+}
+
+// EncodeNames and DecodeNames are the wire form of a list of names.
+func EncodeNames(names []string) []byte {
+	e := wire.NewEncoder(nil)
+	e.U32(uint32(len(names)))
+	for _, n := range names {
+		e.String(n)
+	}
+	return e.Bytes()
+}
+
+// DecodeNames reads EncodeNames's output.
+func DecodeNames(b []byte) ([]string, error) {
+	d := wire.NewDecoder(b)
+	n := d.Count(4)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.String()
+	}
+	return out, d.Err()
+}
