@@ -394,3 +394,14 @@ func (f *File) Over(g *File) *File {
 	}
 	return &File{sections: out}
 }
+
+// Get returns any option's value as text (ErrUnknown for names not in the
+// table).
+func (c *Config) Get(name string) (string, error) {
+	o, ok := Lookup(name)
+	if !ok {
+		return "", fmt.Errorf("%w %q%s", ErrUnknown, name, suggest(Normalize(name)))
+	}
+	_, v := c.raw(o.Name)
+	return v, nil
+}

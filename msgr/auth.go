@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"gopkg.in/ini.v1"
 )
@@ -63,7 +64,8 @@ func WriteKeyring(path string, key []byte, names ...string) error {
 	return out.Close()
 }
 
-// LoadKeyring reads the key of entity name from a keyring file.
+// LoadKeyring reads the key of entity name ("osd.3") from a keyring file:
+// its own section, else its type's ("osd.", shared by every OSD).
 func LoadKeyring(path, name string) (Keyring, error) {
 	f, err := ini.Load(path)
 	if err != nil {
@@ -71,7 +73,10 @@ func LoadKeyring(path, name string) (Keyring, error) {
 	}
 	sec, err := f.GetSection(name)
 	if err != nil {
-		return Keyring{}, fmt.Errorf("keyring %s: no entry for %s", path, name)
+		typ, _, _ := strings.Cut(name, ".")
+		if sec, err = f.GetSection(typ + "."); err != nil {
+			return Keyring{}, fmt.Errorf("keyring %s: no entry for %s", path, name)
+		}
 	}
 	key, err := base64.StdEncoding.DecodeString(sec.Key("key").String())
 	if err != nil || len(key) != KeySize {

@@ -365,4 +365,3 @@ func (pg *PG) handleList(pm *peerMsg) ([]byte, error) {
 	}
 	return (&peerMsg{PG: pg.id, Names: names}).encode(), nil
 }
-

@@ -12,6 +12,7 @@ package osdop
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 
 	"github.com/shoal-project/shoal/internal/wire"
@@ -284,8 +285,11 @@ func Errno(err error) syscall.Errno {
 func FromErrno(no syscall.Errno, msg string) error {
 	for _, x := range errnos {
 		if x.no == no {
-			if msg == "" || msg == x.err.Error() {
-				return x.err
+			if rest, ok := strings.CutPrefix(msg, x.err.Error()); ok {
+				if rest == "" {
+					return x.err
+				}
+				return fmt.Errorf("%w%s", x.err, rest)
 			}
 			return fmt.Errorf("%w: %s", x.err, msg)
 		}

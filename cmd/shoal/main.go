@@ -23,16 +23,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(crushCmd(), osdmapCmd(), upCmd())
+	root.PersistentFlags().StringVarP(&confPath, "conf", "c", "", "cluster configuration (default $SHOAL_CONF, else ./shoal-data/shoal.conf)")
+	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), radosCmd(), benchCmd())
+	root.AddCommand(statusCmds()...)
 	return root
-}
-
-func upCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "up",
-		Short: "Start a local cluster (not yet implemented: arrives with the RADOS core)",
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("up: not implemented yet; the MON, OSD daemons and `shoal up` arrive with the RADOS core (issue 3)")
-		},
-	}
 }

@@ -1,0 +1,187 @@
+// Package cluster runs Shoal's daemons from a shoal.conf and manages a
+// local cluster: `shoal up` writes the configuration and keyring, starts a
+// MON (or three) and N OSDs as separate processes, creates the default
+// pool and waits for health; `shoal down` stops them by their pid files.
+//
+// Layout of a data directory (default ./shoal-data):
+//
+//	shoal.conf        the cluster's configuration (ceph.conf style)
+//	keyring           the cluster key (mode 0600)
+//	run/<name>.pid    each running daemon's pid (mon.a, osd.0, …)
+//	log/<name>.log    each daemon's log
+//	mon.<id>/         a MON's raft log and snapshots
+//	osd.<n>/          an OSD's whoami and object store
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osd"
+)
+
+// Conf is a loaded shoal.conf with its directory (what $data means).
+type Conf struct {
+	Path string
+	Dir  string
+	File *config.File
+}
+
+// FindConf locates the configuration: path if given, else $SHOAL_CONF,
+// else ./shoal-data/shoal.conf.
+func FindConf(path string) (*Conf, error) {
+	if path == "" {
+		path = os.Getenv("SHOAL_CONF")
+	}
+	if path == "" {
+		path = filepath.Join("shoal-data", "shoal.conf")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := config.Load(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no cluster configuration at %s (start one with `shoal up`, or give --conf or $SHOAL_CONF)", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Conf{Path: abs, Dir: filepath.Dir(abs), File: f}, nil
+}
+
+// For is an entity's configuration with $data set.
+func (c *Conf) For(entity string) *config.Config {
+	cfg := c.File.For(entity)
+	cfg.SetDataDir(c.Dir)
+	return cfg
+}
+
+// Keyring loads the cluster key for entity.
+func (c *Conf) Keyring(entity string) (msgr.Keyring, error) {
+	return msgr.LoadKeyring(c.For(entity).String("keyring"), entity)
+}
+
+// MonAddrs are the MONs' addresses (mon_host).
+func (c *Conf) MonAddrs() []string {
+	return monc.ParseMonHost(c.For("client").String("mon_host"))
+}
+
+// expand replaces $name in a path option.
+func expand(v, name string) string { return strings.ReplaceAll(v, "$name", name) }
+
+// daemonLog opens the daemon's log file and returns a logger writing to it.
+func daemonLog(c *Conf, name string) (*slog.Logger, io.Closer, error) {
+	path := expand(c.For(name).String("log_file"), name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})).With("daemon", name), f, nil
+}
+
+func pidPath(c *Conf, name string) string { return filepath.Join(c.Dir, "run", name+".pid") }
+
+func writePid(c *Conf, name string) error {
+	if err := os.MkdirAll(filepath.Join(c.Dir, "run"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(pidPath(c, name), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644)
+}
+
+// waitSignal blocks until SIGINT or SIGTERM.
+func waitSignal() os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(ch)
+	return <-ch
+}
+
+// RunMon runs MON id (its [mon.id] section gives public_addr) until
+// SIGINT or SIGTERM.
+func RunMon(c *Conf, id string) error {
+	name := "mon." + id
+	cfg := c.For(name)
+	addr := cfg.String("public_addr")
+	if addr == "" {
+		return fmt.Errorf("%s: no public_addr in [%s] of %s", name, name, c.Path)
+	}
+	kr, err := c.Keyring(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	log, closer, err := daemonLog(c, name)
+	if err != nil {
+		return fmt.Errorf("%s: log: %w", name, err)
+	}
+	defer closer.Close()
+	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: expand(cfg.String("mon_data"), name),
+		FSID: cfg.String("fsid"), Keyring: kr, Config: c.File, Name: name, Logger: log})
+	if err != nil {
+		log.Error("start failed", "err", err)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := writePid(c, name); err != nil {
+		d.Close()
+		return err
+	}
+	log.Info("started", "addr", addr)
+	sig := waitSignal()
+	log.Info("stopping", "signal", sig.String())
+	os.Remove(pidPath(c, name))
+	return d.Close()
+}
+
+// RunOSD runs the OSD whose data directory is dir until SIGINT or SIGTERM.
+func RunOSD(c *Conf, dir string) error {
+	name := "osd"
+	if b, err := os.ReadFile(filepath.Join(dir, "whoami")); err == nil {
+		name = "osd." + strings.TrimSpace(string(b))
+	}
+	cfg := c.For(name)
+	kr, err := c.Keyring(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	logName := name
+	if name == "osd" { // a new OSD, named after its directory until it has an id
+		logName = filepath.Base(dir)
+	}
+	log, closer, err := daemonLog(c, logName)
+	if err != nil {
+		return fmt.Errorf("%s: log: %w", name, err)
+	}
+	defer closer.Close()
+	addr := cfg.String("public_addr")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, MonAddrs: c.MonAddrs(), Keyring: kr, Config: c.File, Logger: log})
+	if err != nil {
+		log.Error("start failed", "err", err)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	name = fmt.Sprintf("osd.%d", d.ID())
+	if err := writePid(c, name); err != nil {
+		d.Close()
+		return err
+	}
+	sig := waitSignal()
+	log.Info("stopping", "signal", sig.String())
+	os.Remove(pidPath(c, name))
+	return d.Close()
+}

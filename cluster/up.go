@@ -1,0 +1,334 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/status"
+)
+
+// UpOptions configure `shoal up`.
+type UpOptions struct {
+	Data       string // data directory, default ./shoal-data
+	Mons       int    // 1, 3 or 5
+	OSDs       int
+	OSDSize    string // bluestore_block_size of new OSDs, e.g. "10G"
+	Foreground bool   // stay up until SIGINT/SIGTERM, then stop the daemons
+	Timeout    time.Duration
+	Out        io.Writer
+}
+
+var monNames = []string{"a", "b", "c", "d", "e"}
+
+// Up starts (or restarts) a local cluster in o.Data.
+func Up(ctx context.Context, o UpOptions) error {
+	if o.Data == "" {
+		o.Data = "shoal-data"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	dir, err := filepath.Abs(o.Data)
+	if err != nil {
+		return err
+	}
+	confPath := filepath.Join(dir, "shoal.conf")
+	fresh := false
+	if _, err := os.Stat(confPath); errors.Is(err, os.ErrNotExist) {
+		if o.Mons != 1 && o.Mons != 3 && o.Mons != 5 {
+			return fmt.Errorf("up: --mons %d: a quorum needs 1, 3 or 5 MONs", o.Mons)
+		}
+		if o.OSDs < 1 {
+			return fmt.Errorf("up: --osds %d: at least one OSD", o.OSDs)
+		}
+		if err := create(dir, o); err != nil {
+			return err
+		}
+		fresh = true
+	}
+	c, err := FindConf(confPath)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var started []string
+	// MONs
+	mons := c.MonAddrs()
+	for i := range mons {
+		name := "mon." + monNames[i]
+		if running(c, name) {
+			continue
+		}
+		if err := spawn(c, exe, name, "mon", "--conf", c.Path, "--id", monNames[i]); err != nil {
+			return err
+		}
+		started = append(started, name)
+	}
+	kr, err := c.Keyring("client.admin")
+	if err != nil {
+		return err
+	}
+	conn, err := client.Connect(ctx, client.Config{MonAddrs: mons, Keyring: kr})
+	if err != nil {
+		return fmt.Errorf("up: MONs did not answer: %w (see %s/log)", err, dir)
+	}
+	defer conn.Close()
+	// OSDs: every osd.* directory, plus new ones up to --osds
+	dirs, _ := filepath.Glob(filepath.Join(dir, "osd.*"))
+	for i := len(dirs); i < o.OSDs && fresh; i++ {
+		dirs = append(dirs, filepath.Join(dir, fmt.Sprintf("osd.%d", i)))
+	}
+	for _, d := range dirs {
+		name := filepath.Base(d)
+		if running(c, name) {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := spawn(c, exe, name, "osd", "--conf", c.Path, "--data", d); err != nil {
+			return err
+		}
+		started = append(started, name)
+		if err := waitFile(ctx, filepath.Join(d, "whoami")); err != nil {
+			return fmt.Errorf("up: %s did not register: %w (see %s)", name, err, filepath.Join(dir, "log", name+".log"))
+		}
+	}
+	if fresh {
+		size := min(3, len(dirs))
+		if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": strconv.Itoa(size)}); err != nil {
+			return fmt.Errorf("up: create pool data: %w", err)
+		}
+	}
+	st, err := waitHealthy(ctx, conn, mons, kr, len(dirs))
+	if err != nil {
+		return err
+	}
+	w := o.Out
+	if len(started) > 0 {
+		fmt.Fprintf(w, "started %s\n", strings.Join(started, ", "))
+	} else {
+		fmt.Fprintf(w, "cluster in %s is already running\n", dir)
+	}
+	st.Text(w)
+	fmt.Fprintf(w, "\nMONs:   %s\n", strings.Join(mons, ", "))
+	m := conn.Map()
+	for i, osd := range m.OSDs {
+		if osd.Exists {
+			fmt.Fprintf(w, "osd.%d:  %s\n", i, osd.Addr)
+		}
+	}
+	fmt.Fprintf(w, "\nconfig: %s (logs in %s/log, pids in %s/run)\n", c.Path, dir, dir)
+	fmt.Fprintf(w, "try:    export SHOAL_CONF=%s\n        shoal rados -p data put hello /etc/hostname && shoal rados -p data get hello -\n", c.Path)
+	fmt.Fprintf(w, "stop:   shoal down --data %s\n", dir)
+	if !o.Foreground {
+		return nil
+	}
+	fmt.Fprintln(w, "\nrunning in the foreground; Ctrl-C stops the cluster")
+	waitSignal()
+	return Down(c.Dir, w)
+}
+
+// create writes a new cluster's keyring and configuration.
+func create(dir string, o UpOptions) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	key, err := msgr.NewKey()
+	if err != nil {
+		return err
+	}
+	names := []string{"client.admin", "mon.", "osd."}
+	if err := msgr.WriteKeyring(filepath.Join(dir, "keyring"), key, names...); err != nil {
+		return err
+	}
+	ports, err := freePorts(o.Mons)
+	if err != nil {
+		return err
+	}
+	var addrs []string
+	for _, p := range ports {
+		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(p))
+	}
+	fsid := make([]byte, 16)
+	rand.Read(fsid)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by `shoal up`; see docs/configuration.md\n[global]\n")
+	fmt.Fprintf(&b, "fsid = %x-%x-%x-%x-%x\n", fsid[0:4], fsid[4:6], fsid[6:8], fsid[8:10], fsid[10:])
+	fmt.Fprintf(&b, "mon_host = %s\n", strings.Join(addrs, ","))
+	fmt.Fprintf(&b, "keyring = $data/keyring\n")
+	fmt.Fprintf(&b, "# one host: spread replicas across OSDs and count each OSD as a failure reporter (as vstart.sh)\n")
+	fmt.Fprintf(&b, "osd_crush_chooseleaf_type = 0\nmon_osd_reporter_subtree_level = osd\n")
+	fmt.Fprintf(&b, "osd_pool_default_size = %d\n", min(3, o.OSDs))
+	fmt.Fprintf(&b, "osd_heartbeat_interval = 1\n")
+	if o.OSDSize != "" {
+		fmt.Fprintf(&b, "bluestore_block_size = %s\n", o.OSDSize)
+	}
+	for i, a := range addrs {
+		fmt.Fprintf(&b, "\n[mon.%s]\npublic_addr = %s\n", monNames[i], a)
+	}
+	return os.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)
+}
+
+// freePorts finds n MON ports p with p+1 free too (raft), from 6789 up.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	for p := 6789; p < 7789 && len(out) < n; p += 2 {
+		if free(p) && free(p+1) {
+			out = append(out, p)
+		}
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("up: no free ports for %d MONs in 6789-7789", n)
+	}
+	return out, nil
+}
+
+func free(p int) bool {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// running reports whether the daemon's pid file names a live process.
+func running(c *Conf, name string) bool {
+	pid, err := readPid(c, name)
+	return err == nil && syscall.Kill(pid, 0) == nil
+}
+
+func readPid(c *Conf, name string) (int, error) {
+	b, err := os.ReadFile(pidPath(c, name))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// spawn starts a daemon in its own process group (so a terminal's Ctrl-C
+// reaches only `shoal up`, which then stops the daemons in order), output
+// appended to its log.
+func spawn(c *Conf, exe, name string, args ...string) error {
+	if err := os.MkdirAll(filepath.Join(c.Dir, "log"), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "log", name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("up: start %s: %w", name, err)
+	}
+	go cmd.Wait() // reap
+	return nil
+}
+
+func waitFile(ctx context.Context, path string) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// waitHealthy polls the status until the cluster is HEALTH_OK with every
+// OSD up, or ctx ends (then it returns the last status's problems).
+func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.Keyring, osds int) (*status.Status, error) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	var last *status.Status
+	for {
+		st, err := status.Gather(ctx, conn, mons, kr)
+		if err == nil {
+			last = st
+			if st.Health == status.OK && st.UpOSDs >= osds {
+				return st, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				var sb strings.Builder
+				last.HealthText(&sb, true)
+				return nil, fmt.Errorf("up: cluster not healthy in time:\n%s", sb.String())
+			}
+			return nil, fmt.Errorf("up: cluster not healthy in time: %v", err)
+		case <-t.C:
+		}
+	}
+}
+
+// Down stops every daemon of the cluster in dir (SIGTERM, then SIGKILL
+// after 15 s), OSDs first, and removes their pid files.
+func Down(dir string, w io.Writer) error {
+	c, err := FindConf(filepath.Join(dir, "shoal.conf"))
+	if err != nil {
+		return err
+	}
+	pids, _ := filepath.Glob(filepath.Join(c.Dir, "run", "*.pid"))
+	var osds, mons []string
+	for _, p := range pids {
+		name := strings.TrimSuffix(filepath.Base(p), ".pid")
+		if strings.HasPrefix(name, "mon.") {
+			mons = append(mons, name)
+		} else {
+			osds = append(osds, name)
+		}
+	}
+	for _, group := range [][]string{osds, mons} {
+		stopped := map[string]int{}
+		for _, name := range group {
+			pid, err := readPid(c, name)
+			if err != nil || syscall.Kill(pid, syscall.SIGTERM) != nil {
+				os.Remove(pidPath(c, name))
+				continue
+			}
+			stopped[name] = pid
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for name, pid := range stopped {
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if syscall.Kill(pid, 0) == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+				fmt.Fprintf(w, "killed %s (pid %d) after 15 s\n", name, pid)
+			} else {
+				fmt.Fprintf(w, "stopped %s (pid %d)\n", name, pid)
+			}
+			os.Remove(pidPath(c, name))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cluster"
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/status"
+)
+
+// confPath is the global --conf flag.
+var confPath string
+
+// session is a connection to the cluster the configuration names.
+type session struct {
+	conf *cluster.Conf
+	conn *client.Conn
+}
+
+func connect(ctx context.Context) (*session, error) {
+	c, err := cluster.FindConf(confPath)
+	if err != nil {
+		return nil, err
+	}
+	kr, err := c.Keyring("client.admin")
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.For("client.admin")
+	conn, err := client.Connect(ctx, client.Config{MonAddrs: c.MonAddrs(), Keyring: kr,
+		OpTimeout: time.Duration(cfg.Seconds("rados_osd_op_timeout") * float64(time.Second)), InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes"))})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", strings.Join(c.MonAddrs(), ","), err)
+	}
+	return &session{conf: c, conn: conn}, nil
+}
+
+// cmdContext ends on Ctrl-C.
+func cmdContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// withSession runs fn with a connected session.
+func withSession(fn func(ctx context.Context, s *session, out io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx, cancel := cmdContext()
+		defer cancel()
+		s, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.conn.Close()
+		return fn(ctx, s, cmd.OutOrStdout())
+	}
+}
+
+func monCmd() *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "mon --id ID",
+		Short: "Run a MON daemon (its [mon.ID] section of shoal.conf gives its address)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := cluster.FindConf(confPath)
+			if err != nil {
+				return err
+			}
+			return cluster.RunMon(c, id)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "a", "MON id")
+	return cmd
+}
+
+func upCmd() *cobra.Command {
+	var o cluster.UpOptions
+	var fg, detach bool
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local cluster (MONs and OSDs as separate processes), or restart the one in --data",
+		Long: `Start a local cluster: --mons MONs (1, 3 or 5) and --osds OSD processes, each
+with its own data directory under --data, a shoal.conf and keyring there, and a
+replicated pool "data". Running it again on the same directory restarts the
+daemons that are not running, with their data. Logs go to DATA/log, pids to
+DATA/run. --foreground (the default on a terminal) stays up until Ctrl-C and
+then stops the cluster; --detach returns once the cluster is healthy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Foreground = term.IsTerminal(int(os.Stdin.Fd()))
+			if fg {
+				o.Foreground = true
+			}
+			if detach {
+				o.Foreground = false
+			}
+			o.Out = cmd.OutOrStdout()
+			return cluster.Up(context.Background(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Data, "data", "shoal-data", "data directory")
+	f.IntVar(&o.Mons, "mons", 1, "MONs (1, 3 or 5)")
+	f.IntVar(&o.OSDs, "osds", 3, "OSDs")
+	f.StringVar(&o.OSDSize, "osd-size", "", "size of each new OSD's data file (bluestore_block_size; default 10G, sparse)")
+	f.BoolVar(&fg, "foreground", false, "stay up until Ctrl-C (default when attached to a terminal)")
+	f.BoolVar(&detach, "detach", false, "return once the cluster is healthy")
+	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long to wait for the cluster to become healthy")
+	return cmd
+}
+
+func downCmd() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop every daemon of the local cluster in --data",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cluster.Down(data, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "shoal-data", "data directory")
+	return cmd
+}
+
+func statusCmds() []*cobra.Command {
+	var format string
+	var detail bool
+	gather := func(ctx context.Context, s *session) (*status.Status, error) {
+		kr, err := s.conf.Keyring("client.admin")
+		if err != nil {
+			return nil, err
+		}
+		return status.Gather(ctx, s.conn, s.conf.MonAddrs(), kr)
+	}
+	st := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster's health, daemons, pools and PG states (ceph -s)",
+		Args:  cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			x, err := gather(ctx, s)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return json.NewEncoder(out).Encode(x)
+			}
+			x.Text(out)
+			return nil
+		}),
+	}
+	st.Flags().StringVar(&format, "format", "plain", "plain or json")
+	h := &cobra.Command{
+		Use:   "health [detail]",
+		Short: "Show HEALTH_OK, HEALTH_WARN or HEALTH_ERR and the problems",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			detail = len(args) == 1 && args[0] == "detail"
+			if len(args) == 1 && !detail {
+				return fmt.Errorf("health: unknown argument %q (detail)", args[0])
+			}
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				x, err := gather(ctx, s)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return json.NewEncoder(out).Encode(map[string]any{"health": x.Health, "checks": x.Checks})
+				}
+				x.HealthText(out, detail)
+				return nil
+			})(cmd, args)
+		},
+	}
+	h.Flags().StringVar(&format, "format", "plain", "plain or json")
+	df := &cobra.Command{
+		Use:   "df",
+		Short: "Show raw capacity and use, and each pool's objects and bytes",
+		Args:  cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			x, err := gather(ctx, s)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return json.NewEncoder(out).Encode(x)
+			}
+			fmt.Fprintf(out, "--- RAW STORAGE ---\nSIZE        AVAIL       USED\n%-11s %-11s %s\n\n", status.Bytes(x.TotalKB<<10), status.Bytes((x.TotalKB-min(x.UsedKB, x.TotalKB))<<10), status.Bytes(x.UsedKB<<10))
+			type agg struct{ objects, bytes int64 }
+			per := map[int64]*agg{}
+			for _, o := range x.OSDStats {
+				for _, pg := range o.PGs {
+					var pool int64
+					fmt.Sscanf(pg.PGID, "%d.", &pool)
+					if per[pool] == nil {
+						per[pool] = &agg{}
+					}
+					per[pool].objects += pg.Objects
+					per[pool].bytes += pg.Bytes
+				}
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(out, "--- POOLS ---")
+			fmt.Fprintln(tw, "POOL\tID\tPGS\tSTORED\tOBJECTS\tSIZE")
+			m := s.conn.Map()
+			for _, id := range m.PoolIDs() {
+				p, _ := m.Pool(id)
+				a := per[id]
+				if a == nil {
+					a = &agg{}
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\n", p.Name, id, p.PGNum, status.Bytes(uint64(max(a.bytes, 0))), a.objects, p.Size)
+			}
+			return tw.Flush()
+		}),
+	}
+	df.Flags().StringVar(&format, "format", "plain", "plain or json")
+	return []*cobra.Command{st, h, df}
+}
+
+// monCommand runs a MON command and prints its message.
+func monCommand(prefix string, args func([]string) (map[string]string, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, a []string) error {
+		m, err := args(a)
+		if err != nil {
+			return err
+		}
+		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			r, err := s.conn.MonCommand(ctx, prefix, m)
+			if err != nil {
+				return err
+			}
+			if r.Message != "" {
+				fmt.Fprintln(out, r.Message)
+			}
+			return nil
+		})(cmd, a)
+	}
+}
+
+func osdCmd() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "osd --data DIR",
+		Short: "Run an OSD daemon on DIR, or manage OSDs (tree, in, out, down, rm, crush)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if data == "" {
+				return fmt.Errorf("osd: --data DIR is required to run an OSD (or use a subcommand: tree, in, out, down, rm, crush)")
+			}
+			c, err := cluster.FindConf(confPath)
+			if err != nil {
+				return err
+			}
+			return cluster.RunOSD(c, data)
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "the OSD's data directory")
+	ids := func(a []string) (map[string]string, error) {
+		return map[string]string{"ids": strings.Join(a, ",")}, nil
+	}
+	for _, verb := range []string{"in", "out", "down"} {
+		cmd.AddCommand(&cobra.Command{Use: verb + " ID...", Short: "Mark OSDs " + verb, Args: cobra.MinimumNArgs(1), RunE: monCommand("osd "+verb, ids)})
+	}
+	cmd.AddCommand(&cobra.Command{Use: "rm ID", Short: "Remove a down OSD from the map and CRUSH", Args: cobra.ExactArgs(1),
+		RunE: monCommand("osd rm", func(a []string) (map[string]string, error) {
+			return map[string]string{"id": strings.TrimPrefix(a[0], "osd.")}, nil
+		})})
+	cmd.AddCommand(&cobra.Command{Use: "tree", Short: "Show the CRUSH hierarchy with each OSD's status", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			status.Tree(out, s.conn)
+			return nil
+		})})
+	crush := &cobra.Command{Use: "crush", Short: "Change the CRUSH map (add, move, reweight, rule create-replicated)"}
+	crush.AddCommand(&cobra.Command{Use: "add osd.N WEIGHT TYPE=NAME...", Short: "Place an OSD in CRUSH", Args: cobra.MinimumNArgs(3),
+		RunE: monCommand("osd crush add", func(a []string) (map[string]string, error) {
+			return map[string]string{"id": strings.TrimPrefix(a[0], "osd."), "weight": a[1], "loc": strings.Join(a[2:], " ")}, nil
+		})})
+	crush.AddCommand(&cobra.Command{Use: "move BUCKET TYPE=NAME...", Short: "Move a bucket (e.g. a host under a rack)", Args: cobra.MinimumNArgs(2),
+		RunE: monCommand("osd crush move", func(a []string) (map[string]string, error) {
+			return map[string]string{"name": a[0], "loc": strings.Join(a[1:], " ")}, nil
+		})})
+	crush.AddCommand(&cobra.Command{Use: "reweight NAME WEIGHT", Short: "Change an item's CRUSH weight", Args: cobra.ExactArgs(2),
+		RunE: monCommand("osd crush reweight", func(a []string) (map[string]string, error) {
+			return map[string]string{"name": a[0], "weight": a[1]}, nil
+		})})
+	rule := &cobra.Command{Use: "rule", Short: "CRUSH rules"}
+	rule.AddCommand(&cobra.Command{Use: "create-replicated NAME ROOT FAILURE-DOMAIN [CLASS]", Short: "Add a replicated rule", Args: cobra.RangeArgs(3, 4),
+		RunE: monCommand("osd crush rule create-replicated", func(a []string) (map[string]string, error) {
+			m := map[string]string{"name": a[0], "root": a[1], "type": a[2]}
+			if len(a) == 4 {
+				m["class"] = a[3]
+			}
+			return m, nil
+		})})
+	crush.AddCommand(rule)
+	cmd.AddCommand(crush)
+	return cmd
+}
+
+func poolCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "pool", Short: "Create, list, change and remove pools"}
+	var size, minSize, pgNum int
+	var rule string
+	create := &cobra.Command{Use: "create NAME [replicated]", Short: "Create a replicated pool", Args: cobra.RangeArgs(1, 2),
+		RunE: monCommand("pool create", func(a []string) (map[string]string, error) {
+			m := map[string]string{"name": a[0], "rule": rule}
+			if len(a) == 2 && a[1] != "replicated" {
+				return nil, fmt.Errorf("pool create: type %q: only replicated pools so far", a[1])
+			}
+			for k, v := range map[string]int{"size": size, "min_size": minSize, "pg_num": pgNum} {
+				if v > 0 {
+					m[k] = strconv.Itoa(v)
+				}
+			}
+			return m, nil
+		})}
+	create.Flags().IntVar(&size, "size", 0, "replicas (default osd_pool_default_size)")
+	create.Flags().IntVar(&minSize, "min-size", 0, "fewest replicas that accept writes (default size - size/2)")
+	create.Flags().IntVar(&pgNum, "pg-num", 0, "PGs (default osd_pool_default_pg_num)")
+	create.Flags().StringVar(&rule, "rule", "", "CRUSH rule (default replicated_rule)")
+	var format string
+	ls := &cobra.Command{Use: "ls", Short: "List pools", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			m := s.conn.Map()
+			for _, id := range m.PoolIDs() {
+				p, _ := m.Pool(id)
+				if format == "detail" {
+					fmt.Fprintf(out, "pool %d '%s' %s size %d min_size %d crush_rule %d pg_num %d pgp_num %d\n", p.ID, p.Name, p.Type, p.Size, p.MinSize, p.CrushRule, p.PGNum, p.PGPNum)
+				} else {
+					fmt.Fprintln(out, p.Name)
+				}
+			}
+			return nil
+		})}
+	ls.Flags().StringVar(&format, "format", "plain", "plain or detail")
+	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num or pgp_num", Args: cobra.ExactArgs(3),
+		RunE: monCommand("pool set", func(a []string) (map[string]string, error) {
+			return map[string]string{"name": a[0], "key": a[1], "value": a[2]}, nil
+		})}
+	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pgp_num or crush_rule", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Map().PoolByName(a[0])
+				if err != nil {
+					return fmt.Errorf("pool %q: %w", a[0], client.ErrPoolNotFound)
+				}
+				v, ok := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "crush_rule": p.CrushRule}[a[1]]
+				if !ok {
+					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule)", a[1])
+				}
+				fmt.Fprintf(out, "%s: %v\n", a[1], v)
+				return nil
+			})(cmd, a)
+		}}
+	rm := &cobra.Command{Use: "rm NAME", Short: "Remove a pool and its data", Args: cobra.ExactArgs(1),
+		RunE: monCommand("pool rm", func(a []string) (map[string]string, error) { return map[string]string{"name": a[0]}, nil })}
+	cmd.AddCommand(create, ls, set, get, rm)
+	return cmd
+}
+
+func configCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "The MONs' central configuration database (set, get, rm, dump)"}
+	cmd.AddCommand(&cobra.Command{Use: "set WHO OPTION VALUE", Short: "Set an option for global, mon, osd, osd.N, client, …", Args: cobra.ExactArgs(3),
+		RunE: monCommand("config set", func(a []string) (map[string]string, error) {
+			return map[string]string{"who": a[0], "option": a[1], "value": a[2]}, nil
+		})})
+	cmd.AddCommand(&cobra.Command{Use: "rm WHO OPTION", Short: "Remove a setting", Args: cobra.ExactArgs(2),
+		RunE: monCommand("config rm", func(a []string) (map[string]string, error) {
+			return map[string]string{"who": a[0], "option": a[1]}, nil
+		})})
+	dump := func(ctx context.Context, s *session) (map[string]map[string]string, error) {
+		r, err := s.conn.MonCommand(ctx, "config dump", nil)
+		if err != nil {
+			return nil, err
+		}
+		var db map[string]map[string]string
+		return db, json.Unmarshal(r.Data, &db)
+	}
+	cmd.AddCommand(&cobra.Command{Use: "dump", Short: "Show every setting", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			db, err := dump(ctx, s)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "WHO\tOPTION\tVALUE")
+			var whos []string
+			for w := range db {
+				whos = append(whos, w)
+			}
+			sort.Strings(whos)
+			for _, w := range whos {
+				var opts []string
+				for o := range db[w] {
+					opts = append(opts, o)
+				}
+				sort.Strings(opts)
+				for _, o := range opts {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", w, o, db[w][o])
+				}
+			}
+			return tw.Flush()
+		})})
+	cmd.AddCommand(&cobra.Command{Use: "get WHO OPTION", Short: "Show the value WHO gets from the database (or the default)", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				db, err := dump(ctx, s)
+				if err != nil {
+					return err
+				}
+				if err := config.CheckSection(a[0]); err != nil {
+					return err
+				}
+				v, err := config.NewFile(db).For(a[0]).Get(a[1])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, v)
+				return nil
+			})(cmd, a)
+		}})
+	return cmd
+}

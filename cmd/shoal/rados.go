@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-project/shoal/bench"
+	"github.com/shoal-project/shoal/client"
+)
+
+// radosCmd is `shoal rados`, with the verbs of Ceph's rados tool.
+func radosCmd() *cobra.Command {
+	var pool, runName string
+	cmd := &cobra.Command{
+		Use:   "rados -p POOL VERB ARGS...",
+		Short: "Object operations, as Ceph's rados tool (put, get, rm, stat, ls, append, truncate, xattrs, omap, cleanup)",
+	}
+	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "", "pool")
+	verb := func(use, short string, nargs int, fn func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error) {
+		cmd.AddCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs),
+			RunE: func(c *cobra.Command, a []string) error {
+				if pool == "" {
+					return fmt.Errorf("rados: -p POOL is required")
+				}
+				return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+					p, err := s.conn.Pool(ctx, pool)
+					if err != nil {
+						return err
+					}
+					return fn(ctx, p, a, out)
+				})(c, a)
+			}})
+	}
+	readIn := func(path string) ([]byte, error) {
+		if path == "-" {
+			return io.ReadAll(os.Stdin)
+		}
+		return os.ReadFile(path)
+	}
+	verb("put OBJECT FILE", "Write FILE (- for stdin) as the object's content", 2, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		data, err := readIn(a[1])
+		if err != nil {
+			return err
+		}
+		return p.WriteFull(ctx, a[0], data)
+	})
+	verb("get OBJECT FILE", "Read the object into FILE (- for stdout)", 2, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		data, err := p.Read(ctx, a[0], 0, 0)
+		if err != nil {
+			return err
+		}
+		if a[1] == "-" {
+			_, err = out.Write(data)
+			return err
+		}
+		return os.WriteFile(a[1], data, 0o644)
+	})
+	verb("append OBJECT FILE", "Append FILE (- for stdin) to the object", 2, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		data, err := readIn(a[1])
+		if err != nil {
+			return err
+		}
+		return p.Append(ctx, a[0], data)
+	})
+	verb("truncate OBJECT SIZE", "Set the object's size", 2, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		n, err := strconv.ParseUint(a[1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("truncate: bad size %q", a[1])
+		}
+		return p.Truncate(ctx, a[0], n)
+	})
+	verb("create OBJECT", "Create an empty object (fails if it exists)", 1, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		return p.Create(ctx, a[0], true)
+	})
+	verb("rm OBJECT", "Remove the object", 1, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		return p.Remove(ctx, a[0])
+	})
+	verb("stat OBJECT", "Show the object's mtime and size", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		st, err := p.Stat(ctx, a[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s/%s mtime %s, size %d\n", p.Name(), a[0], st.Mtime.Format("2006-01-02T15:04:05.000000-0700"), st.Size)
+		return nil
+	})
+	verb("ls", "List the pool's objects", 0, func(ctx context.Context, p *client.Pool, _ []string, out io.Writer) error {
+		return p.List(ctx, func(n string) bool { fmt.Fprintln(out, n); return true })
+	})
+	verb("setxattr OBJECT NAME VALUE", "Set an extended attribute", 3, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		return p.SetXattr(ctx, a[0], a[1], []byte(a[2]))
+	})
+	verb("getxattr OBJECT NAME", "Print an extended attribute", 2, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		v, err := p.GetXattr(ctx, a[0], a[1])
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", v)
+		return err
+	})
+	verb("rmxattr OBJECT NAME", "Remove an extended attribute", 2, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		return p.RmXattr(ctx, a[0], a[1])
+	})
+	verb("listxattr OBJECT", "List extended attribute names", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		kvs, err := p.ListXattrs(ctx, a[0])
+		for _, kv := range kvs {
+			fmt.Fprintln(out, kv.Key)
+		}
+		return err
+	})
+	verb("setomapval OBJECT KEY VALUE", "Set an omap entry", 3, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		return p.OmapSet(ctx, a[0], []client.KV{{Key: a[1], Value: []byte(a[2])}})
+	})
+	verb("getomapval OBJECT KEY", "Print an omap value", 2, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		kvs, err := p.OmapGet(ctx, a[0], []string{a[1]})
+		if err != nil {
+			return err
+		}
+		if len(kvs) == 0 {
+			return fmt.Errorf("getomapval: no key %q in %s", a[1], a[0])
+		}
+		_, err = fmt.Fprintf(out, "%s\n", kvs[0].Value)
+		return err
+	})
+	verb("rmomapkey OBJECT KEY", "Remove an omap key", 2, func(ctx context.Context, p *client.Pool, a []string, _ io.Writer) error {
+		return p.OmapRm(ctx, a[0], []string{a[1]})
+	})
+	omapList := func(vals bool) func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		return func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+			after := ""
+			for {
+				kvs, more, err := p.OmapList(ctx, a[0], after, "", 1000)
+				if err != nil {
+					return err
+				}
+				for _, kv := range kvs {
+					if vals {
+						fmt.Fprintf(out, "%s\nvalue (%d bytes) :\n%s\n\n", kv.Key, len(kv.Value), kv.Value)
+					} else {
+						fmt.Fprintln(out, kv.Key)
+					}
+					after = kv.Key
+				}
+				if !more {
+					return nil
+				}
+			}
+		}
+	}
+	verb("listomapkeys OBJECT", "List omap keys", 1, omapList(false))
+	verb("listomapvals OBJECT", "List omap keys and values", 1, omapList(true))
+	cleanup := &cobra.Command{Use: "cleanup", Short: "Remove the objects a `bench rados write --no-cleanup` left", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Pool(ctx, pool)
+				if err != nil {
+					return err
+				}
+				n, err := bench.CleanupWith(ctx, p, bench.Options{RunName: runName, IsNotFound: isNotFound, Out: out})
+				if err == nil {
+					fmt.Fprintf(out, "removed %d objects\n", n)
+				}
+				return err
+			})(c, a)
+		}}
+	cleanup.Flags().StringVar(&runName, "run-name", "", "metadata object of the run (default benchmark_last_metadata)")
+	cmd.AddCommand(cleanup)
+	return cmd
+}
+
+func isNotFound(err error) bool { return errors.Is(err, client.ErrNotFound) }
+
+// benchCmd is `shoal bench rados`.
+func benchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Load generators (rados)"}
+	var o bench.Options
+	var pool, size, format string
+	var seconds float64
+	r := &cobra.Command{
+		Use:   "rados write|seq|rand",
+		Short: "rados bench: write objects, or read back those a write --no-cleanup left",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error {
+			o.Mode = bench.Mode(a[0])
+			if o.Mode != bench.ModeWrite && o.Mode != bench.ModeSeq && o.Mode != bench.ModeRand {
+				return fmt.Errorf("bench rados: mode %q: write, seq or rand", a[0])
+			}
+			n, err := bench.ParseSize(size)
+			if err != nil {
+				return err
+			}
+			o.BlockSize = n
+			o.Duration = time.Duration(seconds * float64(time.Second))
+			o.JSON = format == "json"
+			o.IsNotFound = isNotFound
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Pool(ctx, pool)
+				if err != nil {
+					return err
+				}
+				o.Out = out
+				_, err = bench.Run(ctx, p, o)
+				return err
+			})(c, a)
+		},
+	}
+	f := r.Flags()
+	f.StringVarP(&pool, "pool", "p", "data", "pool")
+	f.StringVarP(&size, "block-size", "b", "4M", "object size")
+	f.IntVarP(&o.Concurrency, "concurrent-ios", "t", 16, "ops in flight")
+	f.Float64Var(&seconds, "seconds", 60, "run time")
+	f.BoolVar(&o.NoCleanup, "no-cleanup", false, "keep the objects (for seq/rand)")
+	f.StringVar(&o.RunName, "run-name", "", "metadata object name (default benchmark_last_metadata)")
+	f.StringVar(&format, "format", "plain", "plain or json")
+	cmd.AddCommand(r)
+	return cmd
+}
+

@@ -1,0 +1,305 @@
+// Package status gathers what `shoal status`, `shoal health`, `shoal osd
+// tree` and `shoal df` show: the MONs' quorum, the OSD map, and each PG's
+// state as its primary reports it, summarised into HEALTH_OK, HEALTH_WARN
+// or HEALTH_ERR with one line per problem, as `ceph -s` does.
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Health levels.
+const (
+	OK   = "HEALTH_OK"
+	Warn = "HEALTH_WARN"
+	Err  = "HEALTH_ERR"
+)
+
+// Check is one health problem.
+type Check struct {
+	Severity string   `json:"severity"`
+	Summary  string   `json:"summary"`
+	Detail   []string `json:"detail,omitempty"`
+}
+
+// Mon is one MON as seen from the client.
+type Mon struct {
+	Addr   string `json:"addr"`
+	Up     bool   `json:"up"`
+	Leader bool   `json:"leader"`
+}
+
+// Status is the cluster's state.
+type Status struct {
+	FSID     string         `json:"fsid"`
+	Health   string         `json:"health"`
+	Checks   []Check        `json:"checks"`
+	Mons     []Mon          `json:"mons"`
+	Epoch    uint32         `json:"osdmap_epoch"`
+	OSDs     int            `json:"num_osds"`
+	UpOSDs   int            `json:"num_up_osds"`
+	InOSDs   int            `json:"num_in_osds"`
+	Pools    int            `json:"num_pools"`
+	PGs      int            `json:"num_pgs"`
+	PGStates map[string]int `json:"pgs_by_state"`
+	Objects  int64          `json:"num_objects"`
+	Bytes    int64          `json:"data_bytes"`
+	UsedKB   uint64         `json:"kb_used"`
+	TotalKB  uint64         `json:"kb_total"`
+	OSDStats []osdop.Stats  `json:"osd_stats"`
+}
+
+// Gather asks every MON and every up OSD.
+func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyring) (*Status, error) {
+	if err := c.RefreshMap(ctx); err != nil {
+		return nil, err
+	}
+	m := c.Map()
+	s := &Status{FSID: m.FSID, Epoch: uint32(m.Epoch), PGStates: map[string]int{}}
+	var wg sync.WaitGroup
+	s.Mons = make([]Mon, len(monAddrs))
+	for i, a := range monAddrs {
+		s.Mons[i].Addr = a
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mc, err := monc.New([]string{a}, kr, msgr.Config{})
+			if err != nil {
+				return
+			}
+			defer mc.Close()
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			r, err := mc.Command(cctx, "mon status", nil)
+			if err == nil {
+				s.Mons[i].Up = true
+				s.Mons[i].Leader = strings.Contains(string(r.Data), `"state":"Leader"`)
+			}
+		}()
+	}
+	var mu sync.Mutex
+	for i, o := range m.OSDs {
+		if !o.Exists {
+			continue
+		}
+		s.OSDs++
+		if o.Up {
+			s.UpOSDs++
+		}
+		if o.In() {
+			s.InOSDs++
+		}
+		if !o.Up {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			st, err := c.OSDStats(cctx, int32(i))
+			if err == nil {
+				mu.Lock()
+				s.OSDStats = append(s.OSDStats, st)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(s.OSDStats, func(a, b int) bool { return s.OSDStats[a].ID < s.OSDStats[b].ID })
+	reported := map[string]osdop.PGStats{}
+	for _, st := range s.OSDStats {
+		s.UsedKB += st.Used
+		s.TotalKB += st.Total
+		for _, pg := range st.PGs {
+			reported[pg.PGID] = pg
+		}
+	}
+	var unknown, inactive, degraded []string
+	for _, id := range m.PoolIDs() {
+		p, _ := m.Pool(id)
+		s.Pools++
+		for seed := uint32(0); seed < p.PGNum; seed++ {
+			s.PGs++
+			pgid := fmt.Sprintf("%d.%x", id, seed)
+			r, ok := reported[pgid]
+			if !ok {
+				s.PGStates["unknown"]++
+				unknown = append(unknown, pgid)
+				continue
+			}
+			s.PGStates[r.State]++
+			s.Objects += r.Objects
+			s.Bytes += r.Bytes
+			switch {
+			case r.State == "active+clean":
+			case strings.HasPrefix(r.State, "active"):
+				degraded = append(degraded, pgid+" is "+r.State)
+			default:
+				inactive = append(inactive, pgid+" is "+r.State)
+			}
+		}
+	}
+	var monsDown []string
+	for _, mn := range s.Mons {
+		if !mn.Up {
+			monsDown = append(monsDown, "mon at "+mn.Addr+" is down (out of quorum)")
+		}
+	}
+	if len(monsDown) > 0 {
+		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d/%d mons down", len(monsDown), len(s.Mons)), monsDown})
+	}
+	var osdsDown []string
+	for i, o := range m.OSDs {
+		if o.Exists && !o.Up {
+			osdsDown = append(osdsDown, fmt.Sprintf("osd.%d is down; start it again (shoal up restarts a local cluster's daemons)", i))
+		}
+	}
+	if len(osdsDown) > 0 {
+		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
+	}
+	if len(unknown) > 0 {
+		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d pgs unknown (no primary reports them)", len(unknown)), head(unknown)})
+	}
+	if len(inactive) > 0 {
+		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("Reduced data availability: %d pgs inactive", len(inactive)), head(inactive)})
+	}
+	if len(degraded) > 0 {
+		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("Degraded data redundancy: %d pgs degraded", len(degraded)), head(degraded)})
+	}
+	s.Health = OK
+	for _, ch := range s.Checks {
+		if ch.Severity == Err {
+			s.Health = Err
+		} else if s.Health == OK {
+			s.Health = Warn
+		}
+	}
+	return s, nil
+}
+
+func head(s []string) []string {
+	sort.Strings(s)
+	if len(s) > 20 {
+		return append(s[:20:20], fmt.Sprintf("... and %d more", len(s)-20))
+	}
+	return s
+}
+
+// Text writes the status as `ceph -s` lays it out.
+func (s *Status) Text(w io.Writer) {
+	fmt.Fprintf(w, "  cluster:\n    id:     %s\n    health: %s\n", s.FSID, s.Health)
+	for _, c := range s.Checks {
+		fmt.Fprintf(w, "            %s\n", c.Summary)
+	}
+	up, leader := 0, "none"
+	for _, m := range s.Mons {
+		if m.Up {
+			up++
+		}
+		if m.Leader {
+			leader = m.Addr
+		}
+	}
+	fmt.Fprintf(w, "\n  services:\n    mon: %d daemons, %d in quorum (leader %s)\n", len(s.Mons), up, leader)
+	fmt.Fprintf(w, "    osd: %d osds: %d up, %d in; epoch e%d\n", s.OSDs, s.UpOSDs, s.InOSDs, s.Epoch)
+	fmt.Fprintf(w, "\n  data:\n    pools:   %d pools, %d pgs\n    objects: %d objects, %s\n", s.Pools, s.PGs, s.Objects, Bytes(uint64(max(s.Bytes, 0))))
+	fmt.Fprintf(w, "    usage:   %s used, %s / %s avail\n", Bytes(s.UsedKB<<10), Bytes((s.TotalKB-min(s.UsedKB, s.TotalKB))<<10), Bytes(s.TotalKB<<10))
+	var states []string
+	for st := range s.PGStates {
+		states = append(states, st)
+	}
+	sort.Strings(states)
+	for i, st := range states {
+		label := "    pgs:     "
+		if i > 0 {
+			label = "             "
+		}
+		fmt.Fprintf(w, "%s%d %s\n", label, s.PGStates[st], st)
+	}
+}
+
+// HealthText writes `shoal health [detail]`.
+func (s *Status) HealthText(w io.Writer, detail bool) {
+	var sums []string
+	for _, c := range s.Checks {
+		sums = append(sums, c.Summary)
+	}
+	if len(sums) == 0 {
+		fmt.Fprintln(w, s.Health)
+		return
+	}
+	fmt.Fprintf(w, "%s %s\n", s.Health, strings.Join(sums, "; "))
+	if detail {
+		for _, c := range s.Checks {
+			fmt.Fprintf(w, "[%s] %s\n", strings.TrimPrefix(c.Severity, "HEALTH_"), c.Summary)
+			for _, d := range c.Detail {
+				fmt.Fprintf(w, "    %s\n", d)
+			}
+		}
+	}
+}
+
+// Bytes formats a byte count as Ceph does (KiB, MiB, …).
+func Bytes(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	f, i := float64(n), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+// Tree writes `shoal osd tree`: the CRUSH hierarchy with each OSD's
+// status and reweight.
+func Tree(w io.Writer, c *client.Conn) {
+	m := c.Map()
+	cm := m.Crush
+	fmt.Fprintf(w, "%-4s %-6s %-9s %-22s %-7s %s\n", "ID", "CLASS", "WEIGHT", "TYPE NAME", "STATUS", "REWEIGHT")
+	var walk func(id int32, depth int, weight uint32)
+	walk = func(id int32, depth int, weight uint32) {
+		name := cm.ItemName(id)
+		if id >= 0 {
+			st, rw := "dne", 0.0
+			if id < m.MaxOSD() && m.OSDs[id].Exists {
+				st = "down"
+				if m.OSDs[id].Up {
+					st = "up"
+				}
+				rw = float64(m.OSDs[id].Weight) / 0x10000
+			}
+			class := ""
+			if d := cm.Device(id); d != nil {
+				class = d.Class
+			}
+			fmt.Fprintf(w, "%-4d %-6s %-9.5f %-22s %-7s %.5f\n", id, class, float64(weight)/crush.WeightOne, strings.Repeat("    ", depth)+name, st, rw)
+			return
+		}
+		b := cm.Bucket(id)
+		fmt.Fprintf(w, "%-4d %-6s %-9.5f %-22s\n", id, "", float64(b.Weight)/crush.WeightOne, strings.Repeat("    ", depth)+cm.TypeName(b.Type)+" "+name)
+		for i, it := range b.Items {
+			walk(it, depth+1, b.ItemWeights[i])
+		}
+	}
+	for _, b := range cm.Buckets() {
+		if b != nil && !crush.IsShadow(b) && cm.Parent(b.ID) == nil {
+			walk(b.ID, 0, b.Weight)
+		}
+	}
+}
