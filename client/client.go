@@ -355,6 +355,9 @@ func (p *Pool) do(ctx context.Context, oid string, op osdop.Op) (osdop.Result, e
 	if err != nil {
 		return osdop.Result{}, err
 	}
+	if len(r.Results) == 0 {
+		return osdop.Result{}, fmt.Errorf("%s: %w: reply without results", oid, ErrInvalid)
+	}
 	return r.Results[0], nil
 }
 

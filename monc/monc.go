@@ -196,6 +196,9 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte) ([]byte, 
 		if errors.As(err, &re) && re.Code != int32(syscall.EAGAIN) {
 			return nil, fromRemote(err) // the MON answered: final
 		}
+		if errors.Is(err, msgr.ErrAuth) {
+			return nil, err // a wrong key stays wrong
+		}
 		last = fromRemote(err) // unreachable or leaderless: try the next MON
 		c.mu.Lock()
 		if c.mons[c.cur] == m {

@@ -57,7 +57,7 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 	c, oid := pg.coll, req.OID
 	exists, size := o.exists, o.size
 	x := &prepared{t: t, results: make([]osdop.Result, len(req.Ops))}
-	maxSize := pg.osd.cfg.Size("osd_max_object_size")
+	maxSize := pg.osd.conf().Size("osd_max_object_size")
 	for i := range req.Ops {
 		op := &req.Ops[i]
 		fail := func(err error) (*prepared, error) {

@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -75,7 +76,8 @@ type OSD struct {
 	m     *osdmap.Map
 	mapCh chan struct{} // closed on every new map
 	pgs   map[osdmap.PGID]*PG
-	cfg   *config.Config
+	cfg   atomic.Pointer[config.Config]
+	name  string // entity name, osd.N
 
 	peerMu sync.Mutex
 	peers  map[string]*msgr.Client // by address without nonce
@@ -121,8 +123,9 @@ func Start(o Options) (*OSD, error) {
 		store = bs
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, cfg: cfg,
+	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
 		mapCh: make(chan struct{}), pgs: map[osdmap.PGID]*PG{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+	d.cfg.Store(cfg)
 	if err := d.start(); err != nil {
 		d.Close()
 		return nil, err
@@ -151,10 +154,14 @@ func (d *OSD) start() error {
 		return err
 	}
 	d.handleMap(m)
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go func() {
 		defer d.wg.Done()
 		d.mc.Subscribe(d.ctx, m, d.handleMap)
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.watchConfig()
 	}()
 	go func() {
 		defer d.wg.Done()
@@ -209,7 +216,8 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		if err := writeFileDurable(filepath.Join(d.o.DataDir, "whoami"), []byte(fmt.Sprintf("%d\n", d.id))); err != nil {
 			return nil, fmt.Errorf("osd: %w", err)
 		}
-		d.cfg = d.o.Config.For(fmt.Sprintf("osd.%d", d.id))
+		d.name = fmt.Sprintf("osd.%d", d.id)
+		d.cfg.Store(d.o.Config.For(d.name))
 	}
 	d.log = d.log.With("osd", d.id)
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
@@ -267,6 +275,39 @@ func (d *OSD) Close() error {
 	d.peerMu.Unlock()
 	return d.store.Close()
 }
+
+// conf is the OSD's configuration: its file over the MONs' database.
+func (d *OSD) conf() *config.Config { return d.cfg.Load() }
+
+// watchConfig applies the MONs' configuration database (`shoal config
+// set`) as it changes: options are read where they are used, so a new
+// value takes effect at once.
+func (d *OSD) watchConfig() {
+	last := ""
+	for {
+		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+		r, err := d.mc.Command(ctx, "config dump", nil)
+		cancel()
+		if err == nil && string(r.Data) != last {
+			var db map[string]map[string]string
+			if json.Unmarshal(r.Data, &db) == nil {
+				d.cfg.Store(config.NewFile(db).Over(d.o.Config).For(d.name))
+				if last != "" {
+					d.log.Info("configuration changed")
+				}
+				last = string(r.Data)
+			}
+		}
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(configPoll):
+		}
+	}
+}
+
+// configPoll is how often an OSD fetches the configuration database.
+const configPoll = time.Second
 
 func (d *OSD) epoch() uint32 {
 	d.mu.RLock()
@@ -403,7 +444,7 @@ func (d *OSD) peer(addr string) *msgr.Client {
 func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, payload []byte) ([]byte, error) {
 	rep, err := d.peer(addr).Call(ctx, typ, payload)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) && d.cfg.Bool("osd_fast_fail_on_connection_refused") {
+		if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
 			d.reportFailure(id, addr)
 		}
 		var re *msgr.RemoteError
@@ -437,8 +478,8 @@ func (d *OSD) reportFailure(id int32, addr string) {
 // reports those silent for osd_heartbeat_grace.
 func (d *OSD) heartbeat() {
 	for {
-		interval := time.Duration(d.cfg.Seconds("osd_heartbeat_interval") * float64(time.Second))
-		grace := time.Duration(d.cfg.Seconds("osd_heartbeat_grace") * float64(time.Second))
+		interval := time.Duration(d.conf().Seconds("osd_heartbeat_interval") * float64(time.Second))
+		grace := time.Duration(d.conf().Seconds("osd_heartbeat_grace") * float64(time.Second))
 		select {
 		case <-d.ctx.Done():
 			return
@@ -475,6 +516,9 @@ func (d *OSD) heartbeat() {
 func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	if m.Type == msgPing {
 		return nil, nil
+	}
+	if cur, _ := d.curMap(); cur == nil { // still booting
+		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(osdop.ErrRetry)), Msg: "osd is booting"}
 	}
 	d.waitEpoch(ctx, m.Epoch)
 	out, err := d.dispatch(ctx, m)
@@ -544,7 +588,7 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: pool %d does not exist", osdop.ErrNotFound, req.Pool)
 	}
-	if max := int(d.cfg.Int("osd_max_object_name_len")); len(req.OID) > max {
+	if max := int(d.conf().Int("osd_max_object_name_len")); len(req.OID) > max {
 		return nil, fmt.Errorf("%w: %d bytes (max %d)", osdop.ErrNameTooLong, len(req.OID), max)
 	}
 	if req.OID == "" {

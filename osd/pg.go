@@ -170,7 +170,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
 	pg.mu.Unlock()
 	if dup && req.Client != 0 {
-		return &osdop.Reply{Ver: v.Seq}, nil // a resend of a write already applied
+		// a resend of a write already applied: its outcome, without the
+		// output of reads it carried (as Ceph answers duplicates)
+		return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}, nil
 	}
 	unlock := pg.lockObject(req.OID)
 	defer unlock()
@@ -212,7 +214,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 	}
 	pg.log.info.Objects += x.dObjects
 	pg.log.info.Bytes += x.dBytes
-	pg.log.add(x.t, pg.coll, entry, int(d.cfg.Int("osd_min_pg_log_entries")), int(d.cfg.Int("osd_max_pg_log_entries")))
+	pg.log.add(x.t, pg.coll, entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
 	pg.applied = v
 	done := d.store.Submit(x.t)
 	pg.mu.Unlock()
@@ -318,7 +320,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	}
 	pg.log.info.Objects += pm.DObjects
 	pg.log.info.Bytes += pm.DBytes
-	pg.log.add(pm.Txn, pg.coll, pm.Entry, int(d.cfg.Int("osd_min_pg_log_entries")), int(d.cfg.Int("osd_max_pg_log_entries")))
+	pg.log.add(pm.Txn, pg.coll, pm.Entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
 	pg.applied = pm.Entry.Ver
 	done := d.store.Submit(pm.Txn)
 	pg.notify()

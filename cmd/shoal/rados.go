@@ -221,4 +221,3 @@ func benchCmd() *cobra.Command {
 	cmd.AddCommand(r)
 	return cmd
 }
-
