@@ -1,0 +1,121 @@
+package osdop_test
+
+import (
+	"errors"
+	"reflect"
+	"syscall"
+	"testing"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	req := &osdop.Request{Pool: 3, Seed: 0x1f, OID: "obj", Client: 42, Tid: 7, Ops: []osdop.Op{
+		{Code: osdop.AssertVersion, Ver: 9},
+		{Code: osdop.Write, Off: 4096, Data: []byte("hello")},
+		{Code: osdop.OmapSet, KVs: []osdop.KV{{Key: "a", Value: []byte("1")}}},
+		{Code: osdop.OmapList, Name: "a", Prefix: "p", Max: 10},
+		{Code: osdop.OmapRm, Keys: []string{"x", "y"}},
+		{Code: osdop.Create, Exclusive: true},
+	}}
+	e := wire.NewEncoder(nil)
+	req.Encode(e)
+	got, err := osdop.DecodeRequest(e.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(req)) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, req)
+	}
+	if !req.IsWrite() || (&osdop.Request{Ops: []osdop.Op{{Code: osdop.Read}, {Code: osdop.Stat}}}).IsWrite() {
+		t.Fatal("IsWrite misclassifies")
+	}
+	b := e.Bytes()
+	for _, n := range []int{0, 5, len(b) / 2, len(b) - 1} {
+		if _, err := osdop.DecodeRequest(b[:n]); err == nil {
+			t.Fatalf("truncated to %d bytes: decoded", n)
+		}
+	}
+	bad := append([]byte(nil), b...)
+	bad[6+8+4+4+3+8+8+4] = 200 // first op's code
+	if _, err := osdop.DecodeRequest(bad); err == nil {
+		t.Fatal("unknown op code decoded")
+	}
+}
+
+func TestReplyRoundTrip(t *testing.T) {
+	rep := &osdop.Reply{Ver: 5, Results: []osdop.Result{{Data: []byte("x"), More: true, Size: 9, Mtime: -1, Ver: 3,
+		KVs: []osdop.KV{{Key: "k", Value: []byte("v")}}}, {}}}
+	e := wire.NewEncoder(nil)
+	rep.Encode(e)
+	got, err := osdop.DecodeReply(e.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Ver != 5 || len(got.Results) != 2 || string(got.Results[0].Data) != "x" || !got.Results[0].More ||
+		got.Results[0].Size != 9 || got.Results[0].KVs[0].Key != "k" || got.Results[0].Mtime != -1 {
+		t.Fatalf("round trip: %+v", got)
+	}
+}
+
+func TestErrnoRoundTrip(t *testing.T) {
+	for _, e := range []error{osdop.ErrNotFound, osdop.ErrExists, osdop.ErrNoSpace, osdop.ErrTooLarge, osdop.ErrRetry, osdop.ErrVerOlder} {
+		wrapped := errors.Join(errors.New("context"), e)
+		no := osdop.Errno(wrapped)
+		back := osdop.FromErrno(no, e.Error()+" (op 0 read on x)")
+		if !errors.Is(back, e) {
+			t.Fatalf("%v -> errno %d -> %v", e, no, back)
+		}
+		if back.Error() != e.Error()+" (op 0 read on x)" {
+			t.Fatalf("message: %q", back.Error())
+		}
+	}
+	if osdop.Errno(errors.New("other")) != syscall.EIO {
+		t.Fatal("unknown errors must be EIO")
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	e := wire.NewEncoder(nil)
+	(&osdop.Request{Pool: 1, OID: "o", Ops: []osdop.Op{{Code: osdop.Write, Data: []byte("abc")}, {Code: osdop.OmapRm, Keys: []string{"k"}}}}).Encode(e)
+	f.Add(e.Bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := osdop.DecodeRequest(b)
+		if err != nil {
+			return
+		}
+		e := wire.NewEncoder(nil)
+		r.Encode(e)
+		r2, err := osdop.DecodeRequest(e.Bytes())
+		if err != nil || !reflect.DeepEqual(normalize(r), normalize(r2)) {
+			t.Fatalf("re-encode differs: %v", err)
+		}
+	})
+}
+
+// normalize maps empty slices to nil for comparison.
+func normalize(r *osdop.Request) *osdop.Request {
+	c := *r
+	c.Ops = append([]osdop.Op(nil), r.Ops...)
+	for i := range c.Ops {
+		if len(c.Ops[i].Data) == 0 {
+			c.Ops[i].Data = nil
+		}
+		if len(c.Ops[i].KVs) == 0 {
+			c.Ops[i].KVs = nil
+		}
+		for j := range c.Ops[i].KVs {
+			if len(c.Ops[i].KVs[j].Value) == 0 {
+				c.Ops[i].KVs[j].Value = nil
+			}
+		}
+		if len(c.Ops[i].Keys) == 0 {
+			c.Ops[i].Keys = nil
+		}
+	}
+	if len(c.Ops) == 0 {
+		c.Ops = nil
+	}
+	return &c
+}
