@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -19,12 +21,68 @@ type Device interface {
 }
 
 // fileDevice is a Device on a file or block device; Sync is fdatasync.
-type fileDevice struct{ f *os.File }
+//
+// Block-aligned writes go through a second descriptor opened O_DIRECT, as
+// BlueStore writes its data: the page cache's copy, page allocation and
+// writeback cost more CPU than the write itself (measured: a buffered
+// pwrite of 4 MiB on ext4 took 63% of a 3-replica write's CPU, see
+// docs/PERFORMANCE.md). Data not in an aligned buffer is first copied into
+// one (O_DIRECT needs 4 KiB-aligned memory). Reads into aligned buffers are
+// direct too; others go through the page cache, which Linux keeps coherent
+// with direct writes. Where the filesystem
+// refuses O_DIRECT (tmpfs) every write is buffered.
+type fileDevice struct {
+	f      *os.File
+	direct *os.File // nil: no O_DIRECT here
+}
 
-func (d fileDevice) ReadAt(p []byte, off int64) (int, error)  { return d.f.ReadAt(p, off) }
-func (d fileDevice) WriteAt(p []byte, off int64) (int, error) { return d.f.WriteAt(p, off) }
-func (d fileDevice) Sync() error                              { return fdatasync(d.f) }
-func (d fileDevice) Close() error                             { return d.f.Close() }
+// ReadAt reads directly into aligned buffers (the page cache holds no
+// copy of directly written data anyway), through the cache otherwise.
+func (d fileDevice) ReadAt(p []byte, off int64) (int, error) {
+	if d.direct != nil && off%BlockSize == 0 && len(p)%BlockSize == 0 && len(p) > 0 && uintptr(unsafe.Pointer(&p[0]))%BlockSize == 0 {
+		return d.direct.ReadAt(p, off)
+	}
+	return d.f.ReadAt(p, off)
+}
+func (d fileDevice) Sync() error                             { return fdatasync(d.f) }
+
+func (d fileDevice) Close() error {
+	if d.direct != nil {
+		d.direct.Close()
+	}
+	return d.f.Close()
+}
+
+// directChunk is the bounce buffer size for direct writes of unaligned
+// memory.
+const directChunk = 1 << 20
+
+var bouncePool = sync.Pool{New: func() any {
+	b := make([]byte, directChunk+BlockSize)
+	skip := (BlockSize - int(uintptr(unsafe.Pointer(&b[0]))%BlockSize)) % BlockSize
+	b = b[skip : skip+directChunk]
+	return &b
+}}
+
+func (d fileDevice) WriteAt(p []byte, off int64) (int, error) {
+	if d.direct == nil || off%BlockSize != 0 || len(p)%BlockSize != 0 || len(p) == 0 {
+		return d.f.WriteAt(p, off)
+	}
+	if uintptr(unsafe.Pointer(&p[0]))%BlockSize == 0 {
+		return d.direct.WriteAt(p, off)
+	}
+	bp := bouncePool.Get().(*[]byte)
+	defer bouncePool.Put(bp)
+	done := 0
+	for done < len(p) {
+		n := copy(*bp, p[done:])
+		if _, err := d.direct.WriteAt((*bp)[:n], off+int64(done)); err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
 
 // openFileDevice opens (creating, sparse, if needed) the data file of the
 // given size.
@@ -55,5 +113,5 @@ func openFileDevice(path string, size int64) (Device, error) {
 			return nil, err
 		}
 	}
-	return fileDevice{f}, nil
+	return fileDevice{f: f, direct: openDirect(path)}, nil
 }

@@ -14,3 +14,13 @@ func fdatasync(f *os.File) error {
 		}
 	}
 }
+
+// openDirect opens path for O_DIRECT writes, or returns nil where the
+// filesystem refuses them (tmpfs).
+func openDirect(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_DIRECT, 0)
+	if err != nil {
+		return nil
+	}
+	return f
+}
