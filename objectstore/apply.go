@@ -42,8 +42,12 @@ func (g *group) onode(c Coll, oid string, create bool) (*onode, error) {
 		return o, nil
 	}
 	if _, ok := g.onodes[k]; !ok {
-		o, err := g.s.readOnode(g.b, c, oid)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		// The onode cache holds the committed state (the committer refreshes
+		// it before the next group starts); a copy saves the metadata read.
+		o, err := (*onode)(nil), error(nil)
+		if cached, ok := g.s.onodes.get(k); ok {
+			o = cached.clone()
+		} else if o, err = g.s.readOnode(g.b, c, oid); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 		if o != nil {

@@ -86,6 +86,22 @@ type onode struct {
 
 func (o *onode) isInline() bool { return !o.OnDevice }
 
+// clone is a deep copy that a commit group may change.
+func (o *onode) clone() *onode {
+	c := *o
+	c.Attrs = make(map[string][]byte, len(o.Attrs))
+	for k, v := range o.Attrs {
+		c.Attrs[k] = v // values are replaced, never changed in place
+	}
+	c.Inline = append([]byte(nil), o.Inline...)
+	c.Extents = make([]extent, len(o.Extents))
+	for i, x := range o.Extents {
+		x.CRCs = append([]uint32(nil), x.CRCs...)
+		c.Extents[i] = x
+	}
+	return &c
+}
+
 const onodeVersion = 1
 
 func (o *onode) encode() []byte {
