@@ -60,7 +60,7 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   "$REF/down.sh" "$CEPH_DIR" > /dev/null 2>&1
 fi
 rm -rf "$SHOAL_DIR"
-"$SHOAL" up --detach --data "$SHOAL_DIR" --osds 3 > /tmp/shoal-bench-up.log
+"$SHOAL" up --detach --data "$SHOAL_DIR" --osds 3 --osd-size 16G > /tmp/shoal-bench-up.log
 export SHOAL_CONF=$SHOAL_DIR/shoal.conf
 S="$SHOAL bench rados -p data"
 run "shoal  4M write" "$SHOAL_DIR/run" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
