@@ -58,6 +58,7 @@ var Options = []Option{
 	{Name: "bluestore_block_size", Type: Size, Default: "10G", Min: 1 << 20, Max: 1 << 50, Desc: "Size of an OSD's data file when it is created (a sparse file)."},
 	{Name: "bluestore_block_db_path", Type: String, Desc: "Directory for the OSD's metadata store on a faster device (BlueStore's block.db)."},
 	{Name: "bluestore_block_wal_path", Type: String, Desc: "Directory for the metadata write-ahead log on a faster device (block.wal)."},
+	{Name: "objectstore_commit_window", Type: Seconds, Default: "0.0003", Min: 0, Max: 0.1, Desc: "Under load, how long a commit group waits for more transactions before it syncs (adaptive group commit; 0 disables)."},
 	{Name: "bluestore_cache_size", Type: Size, Default: "256M", Min: 1 << 20, Max: 1 << 40, Desc: "Metadata block cache of an OSD."},
 	{Name: "osd_heartbeat_interval", Type: Seconds, Default: "6", Min: 0.1, Max: 3600, Desc: "Seconds between heartbeats to peer OSDs."},
 	{Name: "osd_heartbeat_grace", Type: Seconds, Default: "20", Min: 1, Max: 3600, Desc: "Seconds without a heartbeat before a peer is reported down."},

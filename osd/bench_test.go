@@ -15,7 +15,7 @@ import (
 )
 
 // benchCluster is an in-process MON and three OSDs on BlockStores.
-func benchCluster(b *testing.B) *client.Pool {
+func benchCluster(b *testing.B) (*client.Pool, []*objectstore.BlockStore) {
 	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
 	if err != nil {
 		b.Fatal(err)
@@ -26,12 +26,14 @@ func benchCluster(b *testing.B) *client.Pool {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { m.Close() })
+	var stores []*objectstore.BlockStore
 	for range 3 {
 		dir := b.TempDir()
 		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 8 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}
+		stores = append(stores, st)
 		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
 		if err != nil {
 			b.Fatal(err)
@@ -51,7 +53,7 @@ func benchCluster(b *testing.B) *client.Pool {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return p
+	return p, stores
 }
 
 // BenchmarkReplicatedWrite measures 3-replica writes through the whole
@@ -60,7 +62,7 @@ func benchCluster(b *testing.B) *client.Pool {
 func BenchmarkReplicatedWrite(b *testing.B) {
 	for _, size := range []int{4 << 10, 4 << 20} {
 		b.Run(fmt.Sprintf("%dK", size>>10), func(b *testing.B) {
-			p := benchCluster(b)
+			p, stores := benchCluster(b)
 			data := make([]byte, size)
 			var n atomic.Int64
 			b.SetBytes(int64(size))
@@ -74,6 +76,12 @@ func BenchmarkReplicatedWrite(b *testing.B) {
 					}
 				}
 			})
+			var groups, txns uint64
+			for _, st := range stores {
+				g, t := st.CommitStats()
+				groups, txns = groups+g, txns+t
+			}
+			b.ReportMetric(float64(txns)/float64(groups), "txns/commit")
 		})
 	}
 }

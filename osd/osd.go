@@ -116,7 +116,8 @@ func Start(o Options) (*OSD, error) {
 	if store == nil {
 		bs, err := objectstore.Open(objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
 			DBDir: cfg.String("bluestore_block_db_path"), WALDir: cfg.String("bluestore_block_wal_path"),
-			CacheSize: int64(cfg.Size("bluestore_cache_size")), Logger: o.Logger})
+			CacheSize: int64(cfg.Size("bluestore_cache_size")), Logger: o.Logger,
+			CommitWindow: max(time.Duration(cfg.Seconds("objectstore_commit_window")*float64(time.Second)), -1)})
 		if err != nil {
 			return nil, fmt.Errorf("osd: %w", err)
 		}
