@@ -44,7 +44,7 @@ func (d fileDevice) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return d.f.ReadAt(p, off)
 }
-func (d fileDevice) Sync() error                             { return fdatasync(d.f) }
+func (d fileDevice) Sync() error { return fdatasync(d.f) }
 
 func (d fileDevice) Close() error {
 	if d.direct != nil {
