@@ -396,10 +396,50 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 		}
 	}
 	for id, pg := range d.pgs {
-		if !seen[id] {
-			pg.setMapping(m, nil, osdmap.Mapping{ActingPrimary: -1}, false)
+		if seen[id] {
+			continue
+		}
+		pg.setMapping(m, nil, osdmap.Mapping{ActingPrimary: -1}, false)
+		if _, err := m.Pool(id.Pool); err != nil { // the pool was deleted
+			delete(d.pgs, id)
+			d.wg.Add(1)
+			go func() {
+				defer d.wg.Done()
+				if err := d.removePG(pg); err != nil {
+					d.log.Error("remove pg of deleted pool", "pg", id, "err", err)
+				}
+			}()
 		}
 	}
+}
+
+// removePG deletes a PG's objects, metadata and collection, a batch of
+// objects per transaction.
+func (d *OSD) removePG(pg *PG) error {
+	for d.ctx.Err() == nil {
+		names, err := d.store.List(pg.coll, "", 256)
+		if err != nil {
+			return err
+		}
+		var t objectstore.Transaction
+		for _, n := range names {
+			t.Remove(pg.coll, n)
+		}
+		if len(names) == 0 {
+			if _, err := d.store.Stat(metaColl, metaOID(pg.coll)); err == nil {
+				t.Remove(metaColl, metaOID(pg.coll))
+			}
+			t.RemoveCollection(pg.coll)
+		}
+		if err := d.store.Apply(&t); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			d.log.Info("removed pg of deleted pool", "pg", pg.id)
+			return nil
+		}
+	}
+	return d.ctx.Err()
 }
 
 // loadPG makes the PG's collection if it is new and reads its log.

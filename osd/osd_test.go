@@ -50,9 +50,10 @@ osd_pool_default_pg_num = 8
 
 // cluster is an in-process MON and OSDs on MemStores.
 type cluster struct {
-	t     *testing.T
-	mon   *mon.Daemon
-	osds  []*osd.OSD
+	t      *testing.T
+	mon    *mon.Daemon
+	osds   []*osd.OSD
+	stores []*objectstore.MemStore
 	conf  *config.File
 	addrs []string
 }
@@ -77,11 +78,13 @@ func startCluster(t *testing.T, n int) *cluster {
 		m.Close()
 	})
 	for range n {
-		o, err := osd.Start(osd.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: conf, Store: objectstore.NewMemStore()})
+		st := objectstore.NewMemStore()
+		o, err := osd.Start(osd.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: conf, Store: st})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.osds = append(c.osds, o)
+		c.stores = append(c.stores, st)
 	}
 	return c
 }
@@ -153,8 +156,28 @@ func TestReplicatedPoolRoundTrip(t *testing.T) {
 	if err := p.List(ctx, func(string) bool { n++; return true }); err != nil || n != 51 {
 		t.Fatalf("list: %d objects, %v", n, err)
 	}
-	// every replica holds the same bytes: stop two OSDs and read from the third
-	_ = st
+	// deleting the pool deletes its PGs on every OSD
+	if _, err := cl.MonCommand(ctx, "pool rm", map[string]string{"name": "data"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range c.stores {
+		for {
+			colls, err := st.Collections()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(colls) == 1 && colls[0] == "meta" {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("osd.%d still holds %v after the pool was deleted", i, colls)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if kvs, err := st.List("meta", "", 10); err != nil || len(kvs) != 0 {
+			t.Fatalf("osd.%d meta still lists %v (%v)", i, kvs, err)
+		}
+	}
 }
 
 // TestReplicaLossAndCatchUp stops an OSD while clients write, keeps
