@@ -17,6 +17,7 @@ import (
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 var testKey = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
@@ -268,4 +269,87 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 		}
 	}
 	osds[0], osds[1] = start(dirs[0]), start(dirs[1])
+}
+
+// TestCompoundAndAsyncOps: a compound op is all or nothing; asynchronous
+// ops complete like synchronous ones.
+func TestCompoundAndAsyncOps(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteFull(ctx, "o", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stat(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// assert-version + write + omap-set: applied together when the version matches
+	ops := func(ver uint64, data string) []osdop.Op {
+		return []osdop.Op{{Code: osdop.AssertVersion, Ver: ver}, {Code: osdop.WriteFull, Data: []byte(data)},
+			{Code: osdop.OmapSet, KVs: []osdop.KV{{Key: "last", Value: []byte(data)}}}}
+	}
+	if _, err := p.Operate(ctx, "o", ops(st.Version, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	// a stale version fails the whole op: neither the data nor the omap change
+	if _, err := p.Operate(ctx, "o", ops(st.Version, "v3")); !errors.Is(err, osdop.ErrVerNewer) {
+		t.Fatalf("stale assert-version: %v", err)
+	}
+	got, _ := p.Read(ctx, "o", 0, 0)
+	kv, _ := p.OmapGet(ctx, "o", []string{"last"})
+	if string(got) != "v2" || len(kv) != 1 || string(kv[0].Value) != "v2" {
+		t.Fatalf("after a failed compound op: data %q omap %v", got, kv)
+	}
+	// exclusive create of an existing object changes nothing
+	if err := p.Create(ctx, "o", true); !errors.Is(err, client.ErrExists) {
+		t.Fatalf("exclusive create: %v", err)
+	}
+	// async: many writes in flight, then reads
+	var cs []*client.Completion
+	for i := range 64 {
+		cs = append(cs, p.WriteFullAsync(ctx, fmt.Sprintf("a%d", i), []byte(strconv.Itoa(i))))
+	}
+	for i, c := range cs {
+		if _, err := c.Wait(); err != nil {
+			t.Fatalf("async write %d: %v", i, err)
+		}
+	}
+	for i := range 64 {
+		r, err := p.ReadAsync(ctx, fmt.Sprintf("a%d", i), 0, 0).Wait()
+		if err != nil || string(r.Results[0].Data) != strconv.Itoa(i) {
+			t.Fatalf("async read %d: %v", i, err)
+		}
+	}
+	// zero within the object; truncate; write at an offset past the end
+	if err := p.WriteFull(ctx, "z", []byte("abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Zero(ctx, "z", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(ctx, "z", []byte("XY"), 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Truncate(ctx, "z", 9); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Read(ctx, "z", 0, 0); err != nil || string(got) != "a\x00\x00def\x00\x00X" {
+		t.Fatalf("zero/write/truncate: %q %v", got, err)
+	}
+	if got, err := p.Read(ctx, "z", 3, 2); err != nil || string(got) != "de" {
+		t.Fatalf("ranged read: %q %v", got, err)
+	}
 }

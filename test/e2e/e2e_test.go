@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -368,4 +369,80 @@ func TestThreeMonsLoseOne(t *testing.T) {
 	if !strings.Contains(out, "1/3 mons down") {
 		t.Fatalf("health does not report the lost MON:\n%s", out)
 	}
+}
+
+// TestAdminCommands exercises the operator's commands on a live cluster.
+func TestAdminCommands(t *testing.T) {
+	c := up(t, "--osds", "3")
+	// status and health as JSON
+	var st struct {
+		Health   string
+		NumOSDs  int            `json:"num_osds"`
+		PGs      int            `json:"num_pgs"`
+		PGStates map[string]int `json:"pgs_by_state"`
+	}
+	if err := json.Unmarshal([]byte(c.must("status", "--format", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Health != "HEALTH_OK" || st.NumOSDs != 3 || st.PGs != 32 || st.PGStates["active+clean"] != 32 {
+		t.Fatalf("status: %+v", st)
+	}
+	// pools
+	c.must("pool", "create", "p2", "--size", "2", "--pg-num", "16")
+	if out := c.must("pool", "get", "p2", "size"); out != "size: 2\n" {
+		t.Fatalf("pool get: %q", out)
+	}
+	c.must("pool", "set", "p2", "size", "3")
+	if out := c.must("pool", "get", "p2", "size"); out != "size: 3\n" {
+		t.Fatalf("pool set: %q", out)
+	}
+	if out := c.must("pool", "ls"); out != "data\np2\n" {
+		t.Fatalf("pool ls: %q", out)
+	}
+	if out, err := c.run("pool", "create", "p2"); err == nil || !strings.Contains(out, "already exists") {
+		t.Fatalf("duplicate pool: %v %q", err, out)
+	}
+	c.must("pool", "rm", "p2")
+	// CRUSH: a rack, a host moved under it, a rule over it
+	c.must("osd", "crush", "add", "osd.2", "0.00195", "host=h2", "rack=r1", "root=default")
+	c.must("osd", "crush", "rule", "create-replicated", "byrack", "default", "rack")
+	tree := c.must("osd", "tree")
+	for _, want := range []string{"rack r1", "host h2", "osd.2"} {
+		if !strings.Contains(tree, want) {
+			t.Fatalf("osd tree lacks %q:\n%s", want, tree)
+		}
+	}
+	c.must("osd", "crush", "reweight", "osd.2", "0.25")
+	if tree := c.must("osd", "tree"); !strings.Contains(tree, "0.25000") {
+		t.Fatalf("reweight not in the tree:\n%s", tree)
+	}
+	c.must("osd", "crush", "reweight", "osd.2", "0.00195") // as heavy as the others again
+	// marking an OSD out moves its PGs; marking it in brings them back
+	c.must("osd", "out", "1")
+	if tree := c.must("osd", "tree"); !regexp.MustCompile(`osd\.1 +up +0\.00000`).MatchString(tree) {
+		t.Fatalf("osd out not shown:\n%s", tree)
+	}
+	c.must("osd", "in", "1")
+	c.waitHealth("HEALTH_OK", 30*time.Second)
+	// config database
+	c.must("config", "set", "osd.1", "osd_heartbeat_grace", "30")
+	if out := c.must("config", "get", "osd.1", "osd_heartbeat_grace"); out != "30\n" {
+		t.Fatalf("config get: %q", out)
+	}
+	if out := c.must("config", "get", "osd.0", "osd_heartbeat_grace"); out != "20\n" {
+		t.Fatalf("config get (default): %q", out)
+	}
+	if out := c.must("config", "dump"); !strings.Contains(out, "osd.1") || !strings.Contains(out, "osd_heartbeat_grace") {
+		t.Fatalf("config dump: %q", out)
+	}
+	if out, err := c.run("config", "set", "osd", "no_such_option", "1"); err == nil || !strings.Contains(out, "unknown option") {
+		t.Fatalf("unknown option: %v %q", err, out)
+	}
+	c.must("config", "rm", "osd.1", "osd_heartbeat_grace")
+	if out := c.must("df"); !strings.Contains(out, "RAW STORAGE") || !strings.Contains(out, "data") {
+		t.Fatalf("df: %q", out)
+	}
+	// marking an OSD down: it notices and boots again
+	c.must("osd", "down", "0")
+	c.waitHealth("HEALTH_OK", 30*time.Second)
 }
