@@ -55,8 +55,8 @@ type cluster struct {
 	mon    *mon.Daemon
 	osds   []*osd.OSD
 	stores []*objectstore.MemStore
-	conf  *config.File
-	addrs []string
+	conf   *config.File
+	addrs  []string
 }
 
 func startCluster(t *testing.T, n int) *cluster {
