@@ -3,41 +3,22 @@ package mon_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/testnet"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 )
 
-// freePortPair finds a port p with p+1 also free (a MON uses both).
-func freePortPair(t *testing.T) string {
-	t.Helper()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		ln.Close()
-		if err == nil {
-			ln2.Close()
-			return "127.0.0.1:" + strconv.Itoa(p)
-		}
-	}
-	t.Fatal("no free port pair")
-	return ""
-}
 
 func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
 	var addrs []string
 	for range 3 {
-		addrs = append(addrs, freePortPair(t))
+		addrs = append(addrs, testnet.FreePortPair(t))
 	}
 	var ds []*mon.Daemon
 	for i, a := range addrs {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/internal/testnet"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
@@ -20,7 +21,7 @@ func benchCluster(b *testing.B) (*client.Pool, []*objectstore.BlockStore) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := freePortPair(&testing.T{})
+	a := testnet.FreePortPair(b)
 	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: b.TempDir(), FSID: "bench", Keyring: testKey, Config: conf, Name: "mon.a"})
 	if err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/internal/testnet"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
@@ -22,24 +22,6 @@ import (
 
 var testKey = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
 
-func freePortPair(t *testing.T) string {
-	t.Helper()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		ln.Close()
-		if err == nil {
-			ln2.Close()
-			return "127.0.0.1:" + strconv.Itoa(p)
-		}
-	}
-	t.Fatal("no free port pair")
-	return ""
-}
 
 const testConf = `[global]
 osd_crush_chooseleaf_type = 0
@@ -64,7 +46,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := freePortPair(t)
+	a := testnet.FreePortPair(t)
 	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
 	if err != nil {
 		t.Fatal(err)
@@ -90,22 +72,28 @@ func startCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
+// pool connects a client and creates a 3-replica pool.
+func (c *cluster) pool(ctx context.Context, name string) (*client.Conn, *client.Pool) {
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "size": "3"}); err != nil {
+		c.t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, name)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl, p
+}
+
 func TestReplicatedPoolRoundTrip(t *testing.T) {
 	c := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := cl.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, p := c.pool(ctx, "data")
 	for i := range 50 {
 		oid := fmt.Sprintf("obj%d", i)
 		data := bytes.Repeat([]byte{byte(i)}, 1000+i*100)
@@ -189,7 +177,7 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := freePortPair(t)
+	a := testnet.FreePortPair(t)
 	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
 	if err != nil {
 		t.Fatal(err)
@@ -277,18 +265,7 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 	c := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := cl.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := c.pool(ctx, "data")
 	if err := p.WriteFull(ctx, "o", []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
