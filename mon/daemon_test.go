@@ -13,7 +13,6 @@ import (
 	"github.com/shoal-project/shoal/msgr"
 )
 
-
 func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
 	var addrs []string

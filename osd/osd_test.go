@@ -22,7 +22,6 @@ import (
 
 var testKey = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
 
-
 const testConf = `[global]
 osd_crush_chooseleaf_type = 0
 mon_osd_reporter_subtree_level = osd
