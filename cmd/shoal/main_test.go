@@ -124,7 +124,13 @@ func TestCLI(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "pool 1 pg_num 48\n1.0\t[") || strings.Contains(out, "osd.1\t") {
 		t.Fatalf("map-pgs with osd.1 out: %v\n%s", err, out)
 	}
-	if _, err := run(t, "up"); err == nil {
-		t.Fatal("up succeeded before it exists")
+	// commands that need a cluster say how to get one (`shoal up` itself
+	// is tested end to end in test/e2e, with the built binary)
+	t.Setenv("SHOAL_CONF", filepath.Join(t.TempDir(), "none.conf"))
+	if _, err := run(t, "status"); err == nil || !strings.Contains(err.Error(), "shoal up") {
+		t.Fatalf("status without a cluster: %v", err)
+	}
+	if _, err := run(t, "up", "--mons", "2", "--data", t.TempDir()); err == nil || !strings.Contains(err.Error(), "1, 3 or 5") {
+		t.Fatalf("up --mons 2: %v", err)
 	}
 }
