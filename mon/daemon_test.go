@@ -76,6 +76,20 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	if _, err := c.Command(ctx, "pool set", map[string]string{"name": "nope", "key": "size", "value": "2"}); !errors.Is(err, monc.ErrNotFound) {
 		t.Fatalf("unknown pool: %v", err)
 	}
+	// one MON of three is a minority: it refuses changes (no leader)
+	for i, d := range ds {
+		if d != nil && !d.IsLeader() {
+			d.Close()
+			ds[i] = nil
+			break
+		}
+	}
+	mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = c.Command(mctx, "pool create", map[string]string{"name": "third", "pg_num": "8"})
+	mcancel()
+	if !errors.Is(err, monc.ErrNoMon) && !errors.Is(err, monc.ErrNotLeader) {
+		t.Fatalf("a minority accepted a change: %v", err)
+	}
 	// a wrong key is refused
 	bad, _ := monc.New(addrs, msgr.Keyring{Name: "client.evil", Key: []byte("wrong")}, msgr.Config{})
 	defer bad.Close()

@@ -278,10 +278,11 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	case "min_size":
 		np.MinSize = int(v)
 	case "pg_num":
-		if uint32(v) < p.PGNum {
-			return nil, "", fmt.Errorf("pool %q: %w: merging PGs (pg_num %d -> %d) is not supported", c.Name, ErrInvalid, p.PGNum, v)
+		if uint32(v) != p.PGNum {
+			// the OSDs cannot split or merge PGs yet: objects would stay in
+			// PGs their names no longer hash to
+			return nil, "", fmt.Errorf("pool %q: %w: changing pg_num (%d -> %d) needs PG splitting or merging, which is not supported yet", c.Name, ErrInvalid, p.PGNum, v)
 		}
-		np.PGNum = uint32(v)
 	case "pgp_num":
 		np.PGPNum = uint32(v)
 	default:

@@ -239,15 +239,22 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 			t.Fatalf("%s after catch-up: %v (%d bytes, want %d)", oid, err, len(got), len(data))
 		}
 	}
-	// and it holds every object: stop the two others and read through it alone
-	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "data", "key": "min_size", "value": "1"}); err != nil {
-		t.Fatal(err)
-	}
+	// and it holds every object: stop the two others and read through it
+	// alone — first below min_size (2), where writes must not be accepted
 	for _, i := range []int{0, 1} {
 		osds[i].Close()
 		if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": strconv.Itoa(i)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	err = p.WriteFull(wctx, "o1", []byte("below min_size"))
+	wcancel()
+	if !errors.Is(err, client.ErrTimeout) {
+		t.Fatalf("write below min_size: %v, want a timeout", err)
+	}
+	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "data", "key": "min_size", "value": "1"}); err != nil {
+		t.Fatal(err)
 	}
 	for oid, data := range want {
 		got, err := p.Read(ctx, oid, 0, 0)

@@ -62,8 +62,14 @@ func (pg *PG) notify() {
 	pg.changed = make(chan struct{})
 }
 
-func intervalID(acting []int32, addrs []string) uint64 {
+// intervalID identifies an interval (Ceph's past_interval boundaries): the
+// acting set, each member's instance, and the pool's size and min_size,
+// any change of which makes a new interval that must peer.
+func intervalID(acting []int32, addrs []string, pool *osdmap.Pool) uint64 {
 	h := fnv.New64a()
+	if pool != nil {
+		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
+	}
 	for i, o := range acting {
 		fmt.Fprintf(h, "%d@%s,", o, addrs[i])
 	}
@@ -80,7 +86,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 			addrs[i] = m.OSDs[o].Addr
 		}
 	}
-	iv := intervalID(mp.Acting, addrs)
+	iv := intervalID(mp.Acting, addrs, pool)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.pool = pool
