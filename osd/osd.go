@@ -352,6 +352,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	if d.m != nil && m.Epoch <= d.m.Epoch {
 		return
 	}
+	old := d.m
 	d.m = m
 	close(d.mapCh)
 	d.mapCh = make(chan struct{})
@@ -373,6 +374,12 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			d.log.Error("pg mappings", "pool", pid, "err", err)
 			continue
 		}
+		var oldMaps []osdmap.Mapping
+		if old != nil {
+			if op, err := old.Pool(pid); err == nil && op.PGNum == pool.PGNum {
+				oldMaps, _ = old.PGMappings(pid)
+			}
+		}
 		for seed, mp := range maps {
 			pgid := osdmap.PGID{Pool: pid, Seed: uint32(seed)}
 			in := false
@@ -392,14 +399,18 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				d.pgs[pgid] = pg
 			}
 			seen[pgid] = true
-			pg.setMapping(m, pool, mp, in)
+			var prev []int32
+			if seed < len(oldMaps) {
+				prev = oldMaps[seed].Acting
+			}
+			pg.setMapping(m, pool, mp, in, prev)
 		}
 	}
 	for id, pg := range d.pgs {
 		if seen[id] {
 			continue
 		}
-		pg.setMapping(m, nil, osdmap.Mapping{ActingPrimary: -1}, false)
+		pg.setMapping(m, nil, osdmap.Mapping{ActingPrimary: -1}, false, nil)
 		if _, err := m.Pool(id.Pool); err != nil { // the pool was deleted
 			delete(d.pgs, id)
 			d.wg.Add(1)
@@ -602,6 +613,9 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
 	}
 	pg := d.getPG(pm.PG)
+	if pg == nil && m.Type == msgPGQuery { // never held it: nothing to offer
+		return (&peerMsg{PG: pm.PG}).encode(), nil
+	}
 	if pg == nil {
 		return nil, fmt.Errorf("%w: pg %s is not here", osdop.ErrRetry, pm.PG)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -248,7 +250,7 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 		}
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-	err = p.WriteFull(wctx, "o1", []byte("below min_size"))
+	err = p.WriteFull(wctx, "below", []byte("below min_size")) // not acknowledged; may apply once the PG is active again
 	wcancel()
 	if !errors.Is(err, client.ErrTimeout) {
 		t.Fatalf("write below min_size: %v, want a timeout", err)
@@ -335,4 +337,59 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 	if got, err := p.Read(ctx, "z", 3, 2); err != nil || string(got) != "de" {
 		t.Fatalf("ranged read: %q %v", got, err)
 	}
+}
+
+// TestPGPNumChangeMovesData: changing pgp_num remaps PGs to other OSDs;
+// their new members are filled during peering and every object stays
+// readable.
+func TestPGPNumChangeMovesData(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "p", "size": "2", "pg_num": "16"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if err := p.WriteFull(ctx, fmt.Sprintf("o%d", i), []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maps := []*osdmap.Map{cl.Map()}
+	for _, pgp := range []string{"5", "16"} {
+		if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "p", "key": "pgp_num", "value": pgp}); err != nil {
+			t.Fatal(err)
+		}
+		maps = append(maps, cl.Map())
+		for i := range 60 {
+			got, err := p.Read(ctx, fmt.Sprintf("o%d", i), 0, 0)
+			if err != nil || string(got) != strconv.Itoa(i) {
+				t.Fatalf("pgp_num %s: o%d: %q %v", pgp, i, got, err)
+			}
+		}
+	}
+	// the change did move PGs to OSDs that held nothing of them (else this
+	// test proves nothing)
+	moved := 0
+	for seed := range uint32(16) {
+		a, _ := maps[0].MapPG(osdmap.PGID{Pool: 1, Seed: seed})
+		b, _ := maps[1].MapPG(osdmap.PGID{Pool: 1, Seed: seed})
+		for _, o := range b.Acting {
+			if !slices.Contains(a.Acting, o) {
+				moved++
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("pgp_num 16 -> 5 moved no PG to a new OSD")
+	}
+	t.Logf("%d PG copies moved to new OSDs", moved)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -49,10 +50,11 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	acting, addrs := pg.acting, pg.addrs
+	acting, addrs, past := pg.acting, pg.addrs, slices.Clone(pg.past)
 	self := memberInfo{id: d.id, info: pg.log.info, entries: append([]LogEntry(nil), pg.log.entries...)}
 	poolSize := pg.pool.Size
 	pg.mu.Unlock()
+	m, _ := d.curMap()
 
 	// 1. every member's info and log
 	members := []memberInfo{self}
@@ -70,16 +72,33 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		}
 		members = append(members, memberInfo{id: o, addr: addrs[i], info: pm.Info, entries: pm.Entries})
 	}
+	// earlier members that are up may hold newer writes (the PG moved)
+	var others []memberInfo
+	for _, o := range past {
+		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up {
+			continue
+		}
+		b, err := d.call(ctx, o, m.OSDs[o].Addr, msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
+		if err != nil {
+			return fmt.Errorf("query past member osd.%d: %w", o, err)
+		}
+		pm, err := decodePeerMsg(b)
+		if err != nil {
+			return err
+		}
+		others = append(others, memberInfo{id: o, addr: m.OSDs[o].Addr, info: pm.Info, entries: pm.Entries})
+	}
 	// 2. the authoritative history: the newest last_update (ties: ours)
+	all := append(slices.Clone(members), others...)
 	auth := 0
-	for i, m := range members {
-		if members[auth].info.LastUpdate.Less(m.info.LastUpdate) {
+	for i, m := range all {
+		if all[auth].info.LastUpdate.Less(m.info.LastUpdate) {
 			auth = i
 		}
 	}
 	// 3. bring ourselves up to it
 	if auth != 0 {
-		a := members[auth]
+		a := all[auth]
 		missing, err := pg.missing(ctx, a, self)
 		if err != nil {
 			return err
@@ -139,6 +158,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		pg.state = stateDegraded
 	}
 	pg.cancel = nil
+	pg.past = nil
 	pg.notify()
 	return nil
 }
@@ -307,11 +327,16 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry) error {
 	return nil
 }
 
-// checkInterval refuses peering messages from another interval.
+// checkInterval refuses peering messages from another interval. A stray
+// (a former member) answers reads — queries, pulls and listings — for the
+// new primary.
 func (pg *PG) checkInterval(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != pm.Interval || pg.state == stateStray {
+	if pg.state == stateStray {
+		return nil
+	}
+	if pg.interval != pm.Interval {
 		return fmt.Errorf("%w: pg %s on osd.%d is in another interval", osdop.ErrRetry, pg.id, pg.osd.id)
 	}
 	return nil
@@ -345,14 +370,27 @@ func (pg *PG) handlePull(pm *peerMsg) ([]byte, error) {
 }
 
 func (pg *PG) handlePush(pm *peerMsg) error {
-	if err := pg.checkInterval(pm); err != nil {
+	if err := pg.checkWrite(pm); err != nil {
 		return err
 	}
 	return pg.install(pm.OID, pm.Obj, nil)
 }
 
 func (pg *PG) handleLog(pm *peerMsg) error {
+	if err := pg.checkWrite(pm); err != nil {
+		return err
+	}
 	return pg.adoptLog(pm.Interval, pm.Info, pm.Entries)
+}
+
+// checkWrite admits a push only from the current interval's primary.
+func (pg *PG) checkWrite(pm *peerMsg) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != pm.Interval || pg.state != stateReplica {
+		return fmt.Errorf("%w: pg %s on osd.%d is not a replica of this interval", osdop.ErrRetry, pg.id, pg.osd.id)
+	}
+	return nil
 }
 
 func (pg *PG) handleList(pm *peerMsg) ([]byte, error) {

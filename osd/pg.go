@@ -43,6 +43,11 @@ type PG struct {
 	state    string
 	log      *pgLog
 	applied  Version // the newest write submitted to the store, in log order
+	// past holds OSDs of earlier acting sets that may hold writes the
+	// current members lack (Ceph's past intervals, simplified: the members
+	// of every acting set since the PG was last active); the primary asks
+	// them too when it peers, and forgets them once the PG is active.
+	past []int32
 	objLocks map[string]*objLock
 	cancel   context.CancelFunc // of the running peering
 }
@@ -79,7 +84,10 @@ func intervalID(acting []int32, addrs []string, pool *osdmap.Pool) uint64 {
 // setMapping applies a new map's mapping of the PG (the OSD's map lock is
 // held). A new interval cancels running peering and, on the primary,
 // starts it again.
-func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool) {
+//
+// prev is the PG's acting set in the previous map, for a PG this OSD did
+// not know before.
+func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool, prev []int32) {
 	addrs := make([]string, len(mp.Acting))
 	for i, o := range mp.Acting {
 		if o >= 0 && o < m.MaxOSD() {
@@ -98,6 +106,16 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.cancel()
 		pg.cancel = nil
 	}
+	old := pg.acting
+	if pg.interval == 0 {
+		old = prev
+	}
+	for _, o := range old {
+		if o >= 0 && !slices.Contains(mp.Acting, o) && !slices.Contains(pg.past, o) {
+			pg.past = append(pg.past, o)
+		}
+	}
+	pg.past = slices.DeleteFunc(pg.past, func(o int32) bool { return slices.Contains(mp.Acting, o) })
 	pg.acting, pg.addrs, pg.interval, pg.primary = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary
 	switch {
 	case !in:
