@@ -47,7 +47,7 @@ type PG struct {
 	// current members lack (Ceph's past intervals, simplified: the members
 	// of every acting set since the PG was last active); the primary asks
 	// them too when it peers, and forgets them once the PG is active.
-	past []int32
+	past     []int32
 	objLocks map[string]*objLock
 	cancel   context.CancelFunc // of the running peering
 }
