@@ -73,6 +73,11 @@ func (c *Conf) Keyring(entity string) (msgr.Keyring, error) {
 	return msgr.LoadKeyring(c.For(entity).String("keyring"), entity)
 }
 
+// FileKeys loads every key of entity's keyring file.
+func (c *Conf) FileKeys(entity string) (map[string][]byte, error) {
+	return msgr.LoadKeys(c.For(entity).String("keyring"))
+}
+
 // MonAddrs are the MONs' addresses (mon_host).
 func (c *Conf) MonAddrs() []string {
 	return monc.ParseMonHost(c.For("client").String("mon_host"))
@@ -124,13 +129,17 @@ func RunMon(c *Conf, id string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	keys, err := c.FileKeys(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	log, closer, err := daemonLog(c, name)
 	if err != nil {
 		return fmt.Errorf("%s: log: %w", name, err)
 	}
 	defer closer.Close()
 	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: expand(cfg.String("mon_data"), name),
-		FSID: cfg.String("fsid"), Keyring: kr, Config: c.File, Name: name, Logger: log})
+		FSID: cfg.String("fsid"), Keyring: kr, FileKeys: keys, Config: c.File, Name: name, Logger: log})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)
@@ -170,7 +179,11 @@ func RunOSD(c *Conf, dir string) error {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, MonAddrs: c.MonAddrs(), Keyring: kr, Config: c.File, Logger: log})
+	keys, err := c.FileKeys(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)

@@ -152,12 +152,17 @@ func create(dir string, o UpOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	key, err := msgr.NewKey()
-	if err != nil {
-		return err
+	// one key per entity type, as Ceph's bootstrap keys: the client's
+	// admin key, every MON's and every OSD's; `shoal auth add` adds more
+	keys := map[string][]byte{}
+	for _, n := range []string{"client.admin", "mon.", "osd."} {
+		k, err := msgr.NewKey()
+		if err != nil {
+			return err
+		}
+		keys[n] = k
 	}
-	names := []string{"client.admin", "mon.", "osd."}
-	if err := msgr.WriteKeyring(filepath.Join(dir, "keyring"), key, names...); err != nil {
+	if err := msgr.WriteKeys(filepath.Join(dir, "keyring"), keys); err != nil {
 		return err
 	}
 	ports, err := freePorts(o.Mons)

@@ -2,6 +2,7 @@ package mon
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +34,11 @@ type Options struct {
 	FSID    string
 	Keyring msgr.Keyring
 	Config  *config.File // the configuration file (over the MON's configuration database)
-	Name    string       // entity name, "mon.a"
+	// FileKeys are the keys of the keyring file, accepted besides the
+	// database's (`shoal auth`); an entity's own entry wins over its
+	// type's ("osd." for every OSD).
+	FileKeys map[string][]byte
+	Name     string // entity name, "mon.a"
 
 	Logger *slog.Logger
 }
@@ -106,11 +113,21 @@ func Start(o Options) (*Daemon, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{o: o, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
 		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
+	d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
+		if k, ok := d.fsm.authKey(name); ok {
+			return k, true
+		}
+		k, ok := d.o.FileKeys[name]
+		return k, ok
+	})
+	if o.FileKeys == nil { // no keyring file given: everyone shares the daemon's key
+		d.o.Keyring.Lookup = nil
+	}
 	if err := d.startRaft(raddr); err != nil {
 		d.Close()
 		return nil, err
 	}
-	d.srv, err = msgr.Listen(o.Addr, o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch})
+	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
@@ -221,7 +238,7 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err := json.Unmarshal(m.Payload, &c); err != nil {
 			return nil, monc.RemoteError(fmt.Errorf("%w: bad command: %v", ErrInvalid, err))
 		}
-		r, err := d.command(ctx, c, m.Payload)
+		r, err := d.command(ctx, c, m.Payload, m.From)
 		if err != nil {
 			return nil, monc.RemoteError(err, ErrNotFound, ErrExists, ErrInvalid, ErrBusy)
 		}
@@ -232,8 +249,31 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 
 // command serves what any MON can answer from its state and sends changes
 // through raft (on the leader) or to the leader.
-func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte) (monc.Result, error) {
+func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from string) (monc.Result, error) {
 	switch c.Prefix {
+	case "auth ls":
+		var names []string
+		for n := range d.fsm.authDB() {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b, _ := json.Marshal(names)
+		return monc.Result{Data: b}, nil
+	case "auth dump", "auth get-key":
+		typ, _, _ := strings.Cut(from, ".")
+		if from != "client.admin" && typ != "osd" && typ != "mon" {
+			return monc.Result{}, fmt.Errorf("%s: %w: %s may not read keys", c.Prefix, ErrInvalid, from)
+		}
+		db := d.fsm.authDB()
+		if c.Prefix == "auth get-key" {
+			k, ok := db[c.Args["entity"]]
+			if !ok {
+				return monc.Result{}, fmt.Errorf("auth get-key %s: %w", c.Args["entity"], ErrNotFound)
+			}
+			db = map[string]string{c.Args["entity"]: k}
+		}
+		b, _ := json.Marshal(db)
+		return monc.Result{Data: b}, nil
 	case "mon status":
 		addr, _ := d.raft.LeaderWithID()
 		leader := ""
@@ -252,6 +292,19 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte) (monc.
 	if c.Prefix == "osd failure" {
 		return d.failure(c)
 	}
+	var data json.RawMessage
+	if c.Prefix == "auth add" && c.Args == nil {
+		c.Args = map[string]string{}
+	}
+	if c.Prefix == "auth add" && c.Args["key"] == "" { // the leader makes the key; the log carries it
+		key, err := msgr.NewKey()
+		if err != nil {
+			return monc.Result{}, err
+		}
+		c.Args["key"] = base64.StdEncoding.EncodeToString(key)
+		raw, _ = json.Marshal(c)
+		data, _ = json.Marshal(map[string]string{"entity": c.Args["entity"], "key": c.Args["key"]})
+	}
 	if _, err := Translate(c); err != nil { // refuse bad commands before they reach the log
 		return monc.Result{}, err
 	}
@@ -260,7 +313,7 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte) (monc.
 		return monc.Result{}, fmt.Errorf("%w: %v", monc.ErrNotLeader, err)
 	}
 	r := f.Response().(applyResult)
-	return monc.Result{Message: r.msg, Epoch: r.epoch}, r.err
+	return monc.Result{Message: r.msg, Epoch: r.epoch, Data: data}, r.err
 }
 
 // forward sends a command to the leader.

@@ -1,6 +1,7 @@
 package mon
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,6 +88,29 @@ func (f *fsm) configDB() map[string]map[string]string {
 	return out
 }
 
+// authKey returns entity's key from the database.
+func (f *fsm) authKey(entity string) ([]byte, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	k, ok := f.st.Auth[entity]
+	if !ok {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(k)
+	return b, err == nil
+}
+
+// authDB returns a copy of the key database.
+func (f *fsm) authDB() map[string]string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make(map[string]string, len(f.st.Auth))
+	for k, v := range f.st.Auth {
+		out[k] = v
+	}
+	return out
+}
+
 // mapReply answers a subscriber that holds epoch have.
 func (f *fsm) mapReply(have osdmap.Epoch) monc.MapReply {
 	f.mu.RLock()
@@ -114,6 +138,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	e.Blob(f.st.Map.Encode())
 	cfg, _ := json.Marshal(f.st.Config)
 	e.Blob(cfg)
+	auth, _ := json.Marshal(f.st.Auth)
+	e.Blob(auth)
 	return snapshot(e.Bytes()), nil
 }
 
@@ -126,6 +152,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	d := wire.NewDecoder(b)
 	mb, cb := d.Blob(), d.Blob()
+	var ab []byte
+	if d.Remaining() > 0 {
+		ab = d.Blob()
+	}
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
 	}
@@ -133,9 +163,14 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
 	}
-	st := &State{Map: m, Config: map[string]map[string]string{}}
+	st := &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}}
 	if err := json.Unmarshal(cb, &st.Config); err != nil {
 		return fmt.Errorf("mon: snapshot config: %w", err)
+	}
+	if ab != nil {
+		if err := json.Unmarshal(ab, &st.Auth); err != nil {
+			return fmt.Errorf("mon: snapshot auth: %w", err)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -255,6 +290,10 @@ func Translate(c monc.Command) (Command, error) {
 		cmd = ConfigSet{Who: a["who"], Option: a["option"], Value: a["value"]}
 	case "config rm":
 		cmd = ConfigRm{Who: a["who"], Option: a["option"]}
+	case "auth add":
+		cmd = AuthAdd{Entity: a["entity"], Key: a["key"]}
+	case "auth rm":
+		cmd = AuthRm{Entity: a["entity"]}
 	default:
 		return nil, fmt.Errorf("%w: unknown command %q", ErrInvalid, c.Prefix)
 	}

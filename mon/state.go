@@ -9,9 +9,11 @@
 package mon
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
@@ -32,6 +34,9 @@ type State struct {
 	// Config is the central configuration database (`shoal config set`):
 	// WHO (global, mon, osd, osd.3, client, …) → option → value.
 	Config map[string]map[string]string
+	// Auth is the key database (`shoal auth`): entity → base64 key. The
+	// keyring files' keys are accepted as well.
+	Auth map[string]string
 }
 
 // NewState is a cluster's first state: epoch 1 with the CRUSH map and no
@@ -41,7 +46,7 @@ func NewState(fsid string, c *crush.Map) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &State{Map: m, Config: map[string]map[string]string{}}, nil
+	return &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}}, nil
 }
 
 // Command is a change to the state. Apply validates it against s and
@@ -402,6 +407,41 @@ func (c CrushRuleCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 	inc.NewCrush = cm
 	return inc, fmt.Sprintf("created rule %s (id %d)", c.Name, id), nil
 }
+
+// AuthAdd stores entity's key (base64 of 32 bytes), replacing any.
+type AuthAdd struct{ Entity, Key string }
+
+// Apply implements Command.
+func (c AuthAdd) Apply(s *State) (*osdmap.Incremental, string, error) {
+	typ, id, ok := strings.Cut(c.Entity, ".")
+	if !ok || id == "" || (typ != "client" && typ != "osd" && typ != "mon") {
+		return nil, "", fmt.Errorf("auth add: %w: entity %q (client.NAME, osd.N or mon.NAME)", ErrInvalid, c.Entity)
+	}
+	if k, err := base64.StdEncoding.DecodeString(c.Key); err != nil || len(k) != 32 {
+		return nil, "", fmt.Errorf("auth add %s: %w: key must be 32 base64-encoded bytes", c.Entity, ErrInvalid)
+	}
+	return nil, "added key for " + c.Entity, nil
+}
+
+func (c AuthAdd) install(s *State) {
+	if s.Auth == nil {
+		s.Auth = map[string]string{}
+	}
+	s.Auth[c.Entity] = c.Key
+}
+
+// AuthRm deletes entity's key: its connections are refused from then on.
+type AuthRm struct{ Entity string }
+
+// Apply implements Command.
+func (c AuthRm) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if _, ok := s.Auth[c.Entity]; !ok {
+		return nil, "", fmt.Errorf("auth rm %s: %w", c.Entity, ErrNotFound)
+	}
+	return nil, "removed key for " + c.Entity, nil
+}
+
+func (c AuthRm) install(s *State) { delete(s.Auth, c.Entity) }
 
 // configChange is a command that changes the configuration database.
 type configChange interface{ install(*State) }

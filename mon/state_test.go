@@ -158,3 +158,21 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal("same commands, different maps")
 	}
 }
+
+func TestAuthCommands(t *testing.T) {
+	s := newState(t)
+	key := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" // 32 bytes
+	for _, bad := range []mon.AuthAdd{{Entity: "bob", Key: key}, {Entity: "user.bob", Key: key}, {Entity: "client.bob", Key: "short"}} {
+		if _, _, err := s.Commit(bad); !errors.Is(err, mon.ErrInvalid) {
+			t.Fatalf("%+v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	commit(t, s, mon.AuthAdd{Entity: "client.bob", Key: key})
+	if s.Auth["client.bob"] != key {
+		t.Fatalf("auth db: %v", s.Auth)
+	}
+	commit(t, s, mon.AuthRm{Entity: "client.bob"})
+	if _, _, err := s.Commit(mon.AuthRm{Entity: "client.bob"}); !errors.Is(err, mon.ErrNotFound) {
+		t.Fatalf("second rm: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"gopkg.in/ini.v1"
@@ -29,6 +30,79 @@ const KeySize = 32
 type Keyring struct {
 	Name string // entity name: client.admin, osd.3, mon.a
 	Key  []byte
+	// Lookup, on a server, finds the key of the entity a peer claims to
+	// be (the peer proves knowledge of its own key, and the server of the
+	// same key); nil means every peer shares Key. An entity it does not
+	// know is refused.
+	Lookup func(entity string) ([]byte, bool)
+}
+
+// keyFor is the key a server shares with entity.
+func (k Keyring) keyFor(entity string) ([]byte, bool) {
+	if k.Lookup == nil {
+		return k.Key, true
+	}
+	return k.Lookup(entity)
+}
+
+// WriteKeys writes a keyring file (mode 0600) with each entity's key.
+func WriteKeys(path string, keys map[string][]byte) error {
+	f := ini.Empty()
+	names := make([]string, 0, len(keys))
+	for n := range keys {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		sec, err := f.NewSection(n)
+		if err != nil {
+			return err
+		}
+		if _, err := sec.NewKey("key", base64.StdEncoding.EncodeToString(keys[n])); err != nil {
+			return err
+		}
+	}
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteTo(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// LoadKeys reads every entity's key from a keyring file.
+func LoadKeys(path string) (map[string][]byte, error) {
+	f, err := ini.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("keyring %s: %w", path, err)
+	}
+	out := map[string][]byte{}
+	for _, sec := range f.Sections() {
+		if sec.Name() == ini.DefaultSection {
+			continue
+		}
+		key, err := base64.StdEncoding.DecodeString(sec.Key("key").String())
+		if err != nil || len(key) != KeySize {
+			return nil, fmt.Errorf("keyring %s: key for %s is not %d base64-encoded bytes", path, sec.Name(), KeySize)
+		}
+		out[sec.Name()] = key
+	}
+	return out, nil
+}
+
+// KeyLookup finds entity's key in keys: its own entry, else its type's
+// ("osd." for osd.3), which the entities of a type may share.
+func KeyLookup(keys func(name string) ([]byte, bool)) func(string) ([]byte, bool) {
+	return func(entity string) ([]byte, bool) {
+		if k, ok := keys(entity); ok {
+			return k, true
+		}
+		typ, _, _ := strings.Cut(entity, ".")
+		return keys(typ + ".")
+	}
 }
 
 // NewKey returns a fresh random cluster key.
@@ -155,7 +229,7 @@ func clientHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
 	}
 	sname, sn, sproof := string(fields[0]), fields[1], fields[2]
 	if !hmac.Equal(sproof, proof(kr.Key, "server", cn, sn, sname)) {
-		return "", fmt.Errorf("%w: server %s does not know the cluster key", ErrAuth, sname)
+		return "", fmt.Errorf("%w: server %s does not know %s's key (unknown entity or wrong key)", ErrAuth, sname, kr.Name)
 	}
 	if err := writeField(rw, proof(kr.Key, "client", sn, cn, kr.Name)); err != nil {
 		return "", err
@@ -197,8 +271,13 @@ func serverHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
 		return "", fmt.Errorf("%w: handshake version %v unsupported", ErrAuth, hello[1])
 	}
 	cname, cn := string(hello[2]), hello[3]
+	key, known := kr.keyFor(cname)
+	if !known {
+		writeField(rw, nil)
+		return "", fmt.Errorf("%w: unknown entity %q", ErrAuth, cname)
+	}
 	sn := nonce()
-	for _, f := range [][]byte{[]byte(kr.Name), sn, proof(kr.Key, "server", cn, sn, kr.Name)} {
+	for _, f := range [][]byte{[]byte(kr.Name), sn, proof(key, "server", cn, sn, kr.Name)} {
 		if err := writeField(rw, f); err != nil {
 			return "", err
 		}
@@ -207,9 +286,9 @@ func serverHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: reading %s's proof: %v", ErrAuth, cname, err)
 	}
-	if !hmac.Equal(cproof, proof(kr.Key, "client", sn, cn, cname)) {
-		writeField(rw, []byte("authentication failed: wrong cluster key"))
-		return "", fmt.Errorf("%w: %s does not know the cluster key", ErrAuth, cname)
+	if !hmac.Equal(cproof, proof(key, "client", sn, cn, cname)) {
+		writeField(rw, []byte("authentication failed: wrong key for "+cname))
+		return "", fmt.Errorf("%w: %s does not know its key", ErrAuth, cname)
 	}
 	if err := writeField(rw, []byte("OK")); err != nil {
 		return "", err

@@ -113,6 +113,35 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+// TestPerEntityKeys: a server with a key lookup admits each entity with
+// its own key (or its type's) and refuses unknown entities and wrong keys.
+func TestPerEntityKeys(t *testing.T) {
+	keys := map[string][]byte{"client.bob": keyring(t, "x").Key, "osd.": keyring(t, "x").Key}
+	skr := keyring(t, "mon.a")
+	skr.Lookup = msgr.KeyLookup(func(n string) ([]byte, bool) { k, ok := keys[n]; return k, ok })
+	srv := listen(t, skr, echo, "127.0.0.1:0")
+	for _, tc := range []struct {
+		kr msgr.Keyring
+		ok bool
+	}{
+		{msgr.Keyring{Name: "client.bob", Key: keys["client.bob"]}, true},
+		{msgr.Keyring{Name: "osd.7", Key: keys["osd."]}, true},             // the type's key
+		{msgr.Keyring{Name: "client.eve", Key: keys["client.bob"]}, false}, // unknown entity
+		{msgr.Keyring{Name: "osd.7", Key: keys["client.bob"]}, false},      // wrong key
+	} {
+		c := msgr.Dial(srv.Addr(), tc.kr, msgr.Config{})
+		rep, err := c.Call(context.Background(), 1, []byte("x"))
+		c.Close()
+		if tc.ok && err != nil {
+			t.Fatalf("%s: %v", tc.kr.Name, err)
+		}
+		if !tc.ok && !errors.Is(err, msgr.ErrAuth) {
+			t.Fatalf("%s: %v, want ErrAuth", tc.kr.Name, err)
+		}
+		rep.Release()
+	}
+}
+
 func TestRemoteErrorAndDeadline(t *testing.T) {
 	kr := keyring(t, "osd.1")
 	release := make(chan struct{})

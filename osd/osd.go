@@ -26,6 +26,7 @@ package osd
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +58,10 @@ type Options struct {
 	Config   *config.File // the configuration file (over the MON's database)
 	Store    objectstore.Store
 	Logger   *slog.Logger
+	// FileKeys are the keyring file's keys; with the MONs' key database
+	// (`shoal auth`, fetched every second) they are the entities this OSD
+	// accepts. nil: every peer shares Keyring's key.
+	FileKeys map[string][]byte
 }
 
 // OSD is a running OSD daemon.
@@ -78,6 +83,8 @@ type OSD struct {
 	pgs   map[osdmap.PGID]*PG
 	cfg   atomic.Pointer[config.Config]
 	name  string // entity name, osd.N
+
+	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
 
 	peerMu sync.Mutex
 	peers  map[string]*msgr.Client // by address without nonce
@@ -139,6 +146,17 @@ func (d *OSD) start() error {
 		return err
 	}
 	var err error
+	if d.o.FileKeys != nil {
+		d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
+			if db := d.authDB.Load(); db != nil {
+				if k, ok := (*db)[name]; ok {
+					return k, true
+				}
+			}
+			k, ok := d.o.FileKeys[name]
+			return k, ok
+		})
+	}
 	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch})
 	if err != nil {
 		return fmt.Errorf("osd: %w", err)
@@ -281,14 +299,28 @@ func (d *OSD) Close() error {
 func (d *OSD) conf() *config.Config { return d.cfg.Load() }
 
 // watchConfig applies the MONs' configuration database (`shoal config
-// set`) as it changes: options are read where they are used, so a new
-// value takes effect at once.
+// set`) as it changes — options are read where they are used, so a new
+// value takes effect at once — and refreshes the key database.
 func (d *OSD) watchConfig() {
 	last := ""
 	for {
 		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
 		r, err := d.mc.Command(ctx, "config dump", nil)
 		cancel()
+		actx, acancel := context.WithTimeout(d.ctx, 5*time.Second)
+		if a, err := d.mc.Command(actx, "auth dump", nil); err == nil {
+			var db map[string]string
+			if json.Unmarshal(a.Data, &db) == nil {
+				keys := map[string][]byte{}
+				for n, k := range db {
+					if b, err := base64.StdEncoding.DecodeString(k); err == nil {
+						keys[n] = b
+					}
+				}
+				d.authDB.Store(&keys)
+			}
+		}
+		acancel()
 		if err == nil && string(r.Data) != last {
 			var db map[string]map[string]string
 			if json.Unmarshal(r.Data, &db) == nil {

@@ -20,11 +20,13 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/status"
 )
 
-// confPath is the global --conf flag.
-var confPath string
+// Global flags: --conf, and the identity the CLI connects as (--name,
+// --keyring), as Ceph's tools take them.
+var confPath, clientName, keyringPath string
 
 // session is a connection to the cluster the configuration names.
 type session struct {
@@ -37,11 +39,14 @@ func connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	kr, err := c.Keyring("client.admin")
+	kr, err := c.Keyring(clientName)
+	if keyringPath != "" {
+		kr, err = msgr.LoadKeyring(keyringPath, clientName)
+	}
 	if err != nil {
 		return nil, err
 	}
-	cfg := c.For("client.admin")
+	cfg := c.For(clientName)
 	conn, err := client.Connect(ctx, client.Config{MonAddrs: c.MonAddrs(), Keyring: kr,
 		OpTimeout: time.Duration(cfg.Seconds("rados_osd_op_timeout") * float64(time.Second)), InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes"))})
 	if err != nil {
@@ -370,6 +375,65 @@ func poolCmd() *cobra.Command {
 	rm := &cobra.Command{Use: "rm NAME", Short: "Remove a pool and its data", Args: cobra.ExactArgs(1),
 		RunE: monCommand("pool rm", func(a []string) (map[string]string, error) { return map[string]string{"name": a[0]}, nil })}
 	cmd.AddCommand(create, ls, set, get, rm)
+	return cmd
+}
+
+func authCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "auth", Short: "Entities' keys in the MONs' key database (add, rm, ls, get-key)"}
+	var out string
+	add := &cobra.Command{Use: "add ENTITY", Short: "Create a key for ENTITY (client.NAME, osd.N, mon.NAME) and print it, or write a keyring with -o", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, w io.Writer) error {
+				r, err := s.conn.MonCommand(ctx, "auth add", map[string]string{"entity": a[0]})
+				if err != nil {
+					return err
+				}
+				var k struct{ Entity, Key string }
+				if err := json.Unmarshal(r.Data, &k); err != nil {
+					return fmt.Errorf("auth add: bad reply: %w", err)
+				}
+				text := fmt.Sprintf("[%s]\n\tkey = %s\n", k.Entity, k.Key)
+				if out != "" {
+					return os.WriteFile(out, []byte(text), 0o600)
+				}
+				_, err = io.WriteString(w, text)
+				return err
+			})(c, a)
+		}}
+	add.Flags().StringVarP(&out, "output", "o", "", "write a keyring file (mode 0600) instead of printing")
+	rm := &cobra.Command{Use: "rm ENTITY", Short: "Delete ENTITY's key: its connections are refused from then on", Args: cobra.ExactArgs(1),
+		RunE: monCommand("auth rm", func(a []string) (map[string]string, error) { return map[string]string{"entity": a[0]}, nil })}
+	ls := &cobra.Command{Use: "ls", Short: "List the entities in the key database", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, w io.Writer) error {
+			r, err := s.conn.MonCommand(ctx, "auth ls", nil)
+			if err != nil {
+				return err
+			}
+			var names []string
+			if err := json.Unmarshal(r.Data, &names); err != nil {
+				return err
+			}
+			for _, n := range names {
+				fmt.Fprintln(w, n)
+			}
+			return nil
+		})}
+	get := &cobra.Command{Use: "get-key ENTITY", Short: "Print ENTITY's key", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, w io.Writer) error {
+				r, err := s.conn.MonCommand(ctx, "auth get-key", map[string]string{"entity": a[0]})
+				if err != nil {
+					return err
+				}
+				var db map[string]string
+				if err := json.Unmarshal(r.Data, &db); err != nil {
+					return err
+				}
+				fmt.Fprintln(w, db[a[0]])
+				return nil
+			})(c, a)
+		}}
+	cmd.AddCommand(add, rm, ls, get)
 	return cmd
 }
 
