@@ -145,6 +145,9 @@ func (d *OSD) start() error {
 	if err := d.ensureMeta(); err != nil {
 		return err
 	}
+	if err := d.loadPGs(); err != nil {
+		return err
+	}
 	var err error
 	if d.o.FileKeys != nil {
 		d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
@@ -204,6 +207,31 @@ func (d *OSD) ensureMeta() error {
 	t.CreateCollection(metaColl)
 	if err := d.store.Apply(&t); err != nil {
 		return fmt.Errorf("osd: create meta collection: %w", err)
+	}
+	return nil
+}
+
+// loadPGs loads every PG the store holds, as strays until a map says
+// otherwise, so that a former member can answer a new primary's query.
+func (d *OSD) loadPGs() error {
+	colls, err := d.store.Collections()
+	if err != nil {
+		return fmt.Errorf("osd: %w", err)
+	}
+	for _, c := range colls {
+		if c == metaColl {
+			continue
+		}
+		id, err := osdmap.ParsePGID(string(c))
+		if err != nil {
+			d.log.Warn("ignoring a collection that is not a PG", "collection", c)
+			continue
+		}
+		pg, err := d.loadPG(id)
+		if err != nil {
+			return fmt.Errorf("osd: load pg %s: %w", id, err)
+		}
+		d.pgs[id] = pg
 	}
 	return nil
 }
