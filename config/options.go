@@ -60,6 +60,7 @@ var Options = []Option{
 	{Name: "bluestore_block_wal_path", Type: String, Desc: "Directory for the metadata write-ahead log on a faster device (block.wal)."},
 	{Name: "objectstore_commit_window", Type: Seconds, Default: "0.0003", Min: 0, Max: 0.1, Desc: "Under load, how long a commit group waits for more transactions before it syncs (adaptive group commit; 0 disables)."},
 	{Name: "bluestore_cache_size", Type: Size, Default: "256M", Min: 1 << 20, Max: 1 << 40, Desc: "Metadata block cache of an OSD."},
+	{Name: "metrics_addr", Type: String, Desc: "Address (host:port) where the daemon serves Prometheus metrics at /metrics; empty: none."},
 	{Name: "osd_heartbeat_interval", Type: Seconds, Default: "6", Min: 0.1, Max: 3600, Desc: "Seconds between heartbeats to peer OSDs."},
 	{Name: "osd_heartbeat_grace", Type: Seconds, Default: "20", Min: 1, Max: 3600, Desc: "Seconds without a heartbeat before a peer is reported down."},
 	{Name: "osd_crush_chooseleaf_type", Type: Int, Default: "1", Min: 0, Max: 11, Desc: "Bucket type (0 osd, 1 host, 3 rack, …) the default rules of a new cluster spread replicas across; `shoal up` sets 0 for a one-host cluster, as Ceph's vstart does."},

@@ -86,6 +86,9 @@ type OSD struct {
 
 	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
 
+	perf        *perfCounters
+	metricsAddr string // where /metrics is served, if anywhere
+
 	peerMu sync.Mutex
 	peers  map[string]*msgr.Client // by address without nonce
 	lastHB map[int32]time.Time
@@ -174,6 +177,11 @@ func (d *OSD) start() error {
 	m, err := d.boot(ctx)
 	if err != nil {
 		return err
+	}
+	if addr := d.conf().String("metrics_addr"); addr != "" {
+		if err := d.serveMetrics(d.ctx, addr); err != nil {
+			return err
+		}
 	}
 	d.handleMap(m)
 	d.wg.Add(3)
@@ -267,6 +275,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		d.cfg.Store(d.o.Config.For(d.name))
 	}
 	d.log = d.log.With("osd", d.id)
+	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id))
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
 	return m, nil
 }
@@ -298,6 +307,9 @@ func writeFileDurable(path string, b []byte) error {
 	defer dir.Close()
 	return dir.Sync()
 }
+
+// MetricsAddr is where the OSD serves /metrics ("" if it does not).
+func (d *OSD) MetricsAddr() string { return d.metricsAddr }
 
 // ID is the OSD's id.
 func (d *OSD) ID() int32 { return d.id }
@@ -681,7 +693,12 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	}
 	switch m.Type {
 	case msgRepOp:
-		return nil, pg.handleRepOp(ctx, pm)
+		if err := pg.handleRepOp(ctx, pm); err != nil {
+			return nil, err
+		}
+		d.perf.subopW.Add(1)
+		d.perf.subopWBytes.Add(uint64(len(m.Payload)))
+		return nil, nil
 	case msgPGQuery:
 		return pg.handleQuery(ctx, pm)
 	case msgPull:
@@ -718,10 +735,25 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 		return nil, fmt.Errorf("%w: osd.%d does not serve pg %s", osdop.ErrRetry, d.id, pgid)
 	}
 	var rep *osdop.Reply
+	start := time.Now()
 	if req.IsWrite() {
 		rep, err = pg.write(ctx, req)
+		if err == nil {
+			d.perf.opW.Add(1)
+			for i := range req.Ops {
+				d.perf.opWBytes.Add(uint64(len(req.Ops[i].Data)))
+			}
+			d.perf.opWLat.Observe(time.Since(start).Seconds())
+		}
 	} else {
 		rep, err = pg.read(ctx, req)
+		if err == nil {
+			d.perf.opR.Add(1)
+			for i := range rep.Results {
+				d.perf.opRBytes.Add(uint64(len(rep.Results[i].Data)))
+			}
+			d.perf.opRLat.Observe(time.Since(start).Seconds())
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -739,7 +771,7 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
 	d.mu.RLock()
-	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10}
+	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot()}
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {
 		pgs = append(pgs, pg)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +49,10 @@ func startCluster(t *testing.T, n int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startClusterConf(t, n, conf)
+}
+
+func startClusterConf(t *testing.T, n int, conf *config.File) *cluster {
 	a := testnet.FreePortPair(t)
 	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
 	if err != nil {
@@ -392,4 +398,49 @@ func TestPGPNumChangeMovesData(t *testing.T) {
 		t.Fatal("pgp_num 16 -> 5 moved no PG to a new OSD")
 	}
 	t.Logf("%d PG copies moved to new OSDs", moved)
+}
+
+// TestPerfCounters counts the amplification of one write: one op_w on the
+// primary, one subop_w on each replica; and the metrics endpoint serves them.
+func TestPerfCounters(t *testing.T) {
+	conf, err := config.Parse(strings.NewReader(testConf+"metrics_addr = 127.0.0.1:0\n"), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterConf(t, 3, conf)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "data")
+	data := make([]byte, 4<<20)
+	if err := p.WriteFull(ctx, "big", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Read(ctx, "big", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	var sum osdop.Perf
+	for i := range c.osds {
+		st, err := cl.OSDStats(ctx, int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.OpW += st.Perf.OpW
+		sum.OpR += st.Perf.OpR
+		sum.OpWInBytes += st.Perf.OpWInBytes
+		sum.OpROutBytes += st.Perf.OpROutBytes
+		sum.SubopW += st.Perf.SubopW
+		sum.SubopWBytes += st.Perf.SubopWBytes
+	}
+	if sum.OpW != 1 || sum.OpWInBytes != 4<<20 || sum.OpR != 1 || sum.OpROutBytes != 4<<20 || sum.SubopW != 2 || sum.SubopWBytes < 2*4<<20 || sum.SubopWBytes > 2*(4<<20+4096) {
+		t.Fatalf("one 4 MiB write and read on 3 replicas counted as %+v", sum)
+	}
+	resp, err := http.Get("http://" + c.osds[0].MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `shoal_osd_subop_w_total{daemon="osd.0"}`) || !strings.Contains(string(body), "shoal_osd_op_w_latency_seconds_bucket") {
+		t.Fatalf("metrics:\n%s", body)
+	}
 }

@@ -304,6 +304,18 @@ type Stats struct {
 	Total uint64    `json:"kb_total"`
 	Used  uint64    `json:"kb_used"`
 	PGs   []PGStats `json:"pgs"`
+	Perf  Perf      `json:"perf"`
+}
+
+// Perf is an OSD's op counters since it started (Ceph's OSD perf
+// counters of the same names).
+type Perf struct {
+	OpW         uint64 `json:"op_w"`             // client writes served as primary
+	OpR         uint64 `json:"op_r"`             // client reads served as primary
+	OpWInBytes  uint64 `json:"op_w_in_bytes"`    // their data bytes
+	OpROutBytes uint64 `json:"op_r_out_bytes"`   // data bytes read
+	SubopW      uint64 `json:"subop_w"`          // replicated writes applied for a primary
+	SubopWBytes uint64 `json:"subop_w_in_bytes"` // their bytes as received
 }
 
 // PGStats is one PG as its primary sees it.

@@ -21,6 +21,7 @@ import (
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdop"
 	"github.com/shoal-project/shoal/status"
 )
 
@@ -290,6 +291,34 @@ func osdCmd() *cobra.Command {
 			status.Tree(out, s.conn)
 			return nil
 		})})
+	var perfFormat string
+	perf := &cobra.Command{Use: "perf", Short: "Show each OSD's op counters: client ops and bytes as primary, replicated sub-ops (Ceph's perf counters)", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			m := s.conn.Map()
+			var all []osdop.Stats
+			for i, o := range m.OSDs {
+				if !o.Exists || !o.Up {
+					continue
+				}
+				st, err := s.conn.OSDStats(ctx, int32(i))
+				if err != nil {
+					return err
+				}
+				all = append(all, st)
+			}
+			if perfFormat == "json" {
+				return json.NewEncoder(out).Encode(all)
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\t")
+			for _, st := range all {
+				p := st.Perf
+				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes)
+			}
+			return tw.Flush()
+		})}
+	perf.Flags().StringVar(&perfFormat, "format", "plain", "plain or json")
+	cmd.AddCommand(perf)
 	crush := &cobra.Command{Use: "crush", Short: "Change the CRUSH map (add, move, reweight, rule create-replicated)"}
 	crush.AddCommand(&cobra.Command{Use: "add osd.N WEIGHT TYPE=NAME...", Short: "Place an OSD in CRUSH", Args: cobra.MinimumNArgs(3),
 		RunE: monCommand("osd crush add", func(a []string) (map[string]string, error) {

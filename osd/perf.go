@@ -1,0 +1,81 @@
+package osd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// perfCounters count an OSD's work, as Ceph's OSD perf counters (op_w,
+// op_r, op_w_in_bytes, op_r_out_bytes, subop_w, subop_w_in_bytes), so the
+// I/O amplification of a workload can be counted exactly: a client write to
+// a 3-replica pool is one op_w on the primary and one subop_w on each of
+// the two replicas. They are reported in the OSD's stats (`shoal osd
+// perf`) and, when metrics_addr is set, exported for Prometheus.
+type perfCounters struct {
+	opW, opR, opWBytes, opRBytes atomic.Uint64
+	subopW, subopWBytes          atomic.Uint64
+	opWLat, opRLat               prometheus.Histogram
+	reg                          *prometheus.Registry
+}
+
+func newPerf(daemon string) *perfCounters {
+	p := &perfCounters{reg: prometheus.NewRegistry()}
+	labels := prometheus.Labels{"daemon": daemon}
+	counter := func(name, help string, v *atomic.Uint64) {
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v.Load()) }))
+	}
+	counter("op_w_total", "Client write requests served as primary.", &p.opW)
+	counter("op_r_total", "Client read requests served as primary.", &p.opR)
+	counter("op_w_in_bytes_total", "Data bytes of client writes.", &p.opWBytes)
+	counter("op_r_out_bytes_total", "Data bytes returned by client reads.", &p.opRBytes)
+	counter("subop_w_total", "Replicated writes applied for a primary.", &p.subopW)
+	counter("subop_w_in_bytes_total", "Bytes of replicated writes received (the transaction as sent).", &p.subopWBytes)
+	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs … 6.5 s
+	p.opWLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_w_latency_seconds",
+		Help: "Client write latency on the primary, replicas included.", ConstLabels: labels, Buckets: buckets})
+	p.opRLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_r_latency_seconds",
+		Help: "Client read latency on the primary.", ConstLabels: labels, Buckets: buckets})
+	p.reg.MustRegister(p.opWLat, p.opRLat)
+	return p
+}
+
+func (p *perfCounters) snapshot() osdop.Perf {
+	return osdop.Perf{OpW: p.opW.Load(), OpR: p.opR.Load(), OpWInBytes: p.opWBytes.Load(), OpROutBytes: p.opRBytes.Load(),
+		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load()}
+}
+
+// serveMetrics exports the counters at addr/metrics until ctx ends.
+func (d *OSD) serveMetrics(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("osd: metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.perf.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	d.metricsAddr = ln.Addr().String()
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("metrics server", "err", err)
+		}
+	}()
+	go func() {
+		defer d.wg.Done()
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return nil
+}
