@@ -251,6 +251,16 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 // through raft (on the leader) or to the leader.
 func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from string) (monc.Result, error) {
 	switch c.Prefix {
+	case "osd erasure-code-profile ls":
+		b, _ := json.Marshal(d.fsm.ecProfiles())
+		return monc.Result{Data: b}, nil
+	case "osd erasure-code-profile get":
+		args, err := d.fsm.ecProfile(c.Args["name"])
+		if err != nil {
+			return monc.Result{}, err
+		}
+		b, _ := json.Marshal(args)
+		return monc.Result{Data: b}, nil
 	case "auth ls":
 		var names []string
 		for n := range d.fsm.authDB() {
@@ -307,6 +317,9 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	}
 	if _, err := Translate(c); err != nil { // refuse bad commands before they reach the log
 		return monc.Result{}, err
+	}
+	if c.Prefix == "pool create" && c.Args["type"] == "erasure" {
+		return monc.Result{}, fmt.Errorf("pool create %s: %w: erasure-coded pools cannot be created yet — the OSDs' erasure-coded data path is not implemented (profiles can be defined)", c.Args["name"], ErrInvalid)
 	}
 	f := d.raft.Apply(raw, 10*time.Second)
 	if err := f.Error(); err != nil {

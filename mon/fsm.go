@@ -100,6 +100,31 @@ func (f *fsm) authKey(entity string) ([]byte, bool) {
 	return b, err == nil
 }
 
+// ecProfile returns a profile's arguments, sorted, with the defaults filled in.
+func (f *fsm) ecProfile(name string) ([]string, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	p, err := f.st.ECProfile(name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Args(), nil
+}
+
+// ecProfiles lists the profiles' names ("default" included).
+func (f *fsm) ecProfiles() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	names := []string{"default"}
+	for n := range f.st.ECProfiles {
+		if n != "default" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names[1:])
+	return names
+}
+
 // authDB returns a copy of the key database.
 func (f *fsm) authDB() map[string]string {
 	f.mu.RLock()
@@ -140,6 +165,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	e.Blob(cfg)
 	auth, _ := json.Marshal(f.st.Auth)
 	e.Blob(auth)
+	prof, _ := json.Marshal(f.st.ECProfiles)
+	e.Blob(prof)
 	return snapshot(e.Bytes()), nil
 }
 
@@ -152,9 +179,12 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	d := wire.NewDecoder(b)
 	mb, cb := d.Blob(), d.Blob()
-	var ab []byte
+	var ab, pb []byte
 	if d.Remaining() > 0 {
 		ab = d.Blob()
+	}
+	if d.Remaining() > 0 {
+		pb = d.Blob()
 	}
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
@@ -163,13 +193,18 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
 	}
-	st := &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}}
+	st := &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}, ECProfiles: map[string][]string{}}
 	if err := json.Unmarshal(cb, &st.Config); err != nil {
 		return fmt.Errorf("mon: snapshot config: %w", err)
 	}
 	if ab != nil {
 		if err := json.Unmarshal(ab, &st.Auth); err != nil {
 			return fmt.Errorf("mon: snapshot auth: %w", err)
+		}
+	}
+	if pb != nil {
+		if err := json.Unmarshal(pb, &st.ECProfiles); err != nil {
+			return fmt.Errorf("mon: snapshot erasure-code profiles: %w", err)
 		}
 	}
 	f.mu.Lock()
@@ -202,6 +237,7 @@ func (s snapshot) Release() {}
 //	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
 //	pool rm name                            pool set name key value
 //	config set who option value             config rm who option
+//	osd erasure-code-profile set name args [force]   osd erasure-code-profile rm name
 //
 // loc is "type=name" pairs separated by spaces, e.g. "host=a root=default".
 func Translate(c monc.Command) (Command, error) {
@@ -290,6 +326,10 @@ func Translate(c monc.Command) (Command, error) {
 		cmd = ConfigSet{Who: a["who"], Option: a["option"], Value: a["value"]}
 	case "config rm":
 		cmd = ConfigRm{Who: a["who"], Option: a["option"]}
+	case "osd erasure-code-profile set":
+		cmd = ECProfileSet{Name: a["name"], Args: strings.Fields(a["args"]), Force: a["force"] == "true"}
+	case "osd erasure-code-profile rm":
+		cmd = ECProfileRm{Name: a["name"]}
 	case "auth add":
 		cmd = AuthAdd{Entity: a["entity"], Key: a["key"]}
 	case "auth rm":

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -37,6 +38,10 @@ type State struct {
 	// Auth is the key database (`shoal auth`): entity → base64 key. The
 	// keyring files' keys are accepted as well.
 	Auth map[string]string
+	// ECProfiles are the erasure-code profiles (`shoal osd
+	// erasure-code-profile`): name → key=value arguments. "default" is
+	// always there.
+	ECProfiles map[string][]string
 }
 
 // NewState is a cluster's first state: epoch 1 with the CRUSH map and no
@@ -46,7 +51,7 @@ func NewState(fsid string, c *crush.Map) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}}, nil
+	return &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}, ECProfiles: map[string][]string{}}, nil
 }
 
 // Command is a change to the state. Apply validates it against s and
@@ -209,15 +214,48 @@ func (c PoolCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 	p := &osdmap.Pool{ID: s.Map.PoolMax + 1, Name: c.Name, Type: osdmap.PoolReplicated, Size: c.Size, MinSize: c.MinSize,
 		PGNum: c.PGNum, PGPNum: c.PGPNum, Flags: osdmap.FlagHashPSPool, ObjectHash: osdmap.HashRjenkins, ECProfile: c.ECProfile}
 	rule := c.Rule
+	inc := s.next()
 	if c.Erasure {
+		// size k+m, min_size k+1, and an indep rule named after the pool
+		// from the profile's root, failure domain and class, as Ceph does
 		p.Type = osdmap.PoolErasure
+		if p.ECProfile == "" {
+			p.ECProfile = "default"
+		}
+		prof, err := s.ECProfile(p.ECProfile)
+		if err != nil {
+			return nil, "", fmt.Errorf("pool %q: %w", c.Name, err)
+		}
+		if p.Size == 0 {
+			p.Size = prof.K + prof.M
+		}
+		if p.Size != prof.K+prof.M {
+			return nil, "", fmt.Errorf("pool %q: %w: size of an erasure pool is k+m = %d", c.Name, ErrInvalid, prof.K+prof.M)
+		}
+		if p.MinSize == 0 {
+			p.MinSize = min(prof.K+1, p.Size)
+		}
+		if p.MinSize < prof.K {
+			return nil, "", fmt.Errorf("pool %q: %w: min_size %d below k = %d", c.Name, ErrInvalid, p.MinSize, prof.K)
+		}
 		if rule == "" {
-			rule = "erasure_rule"
+			rule = c.Name
+			if s.Map.Crush.RuleByName(rule) == nil {
+				cm := s.Map.Crush.Clone()
+				if _, err := cm.AddSimpleRule(rule, prof.Root, prof.FailureDomain, prof.DeviceClass, "indep", uint8(osdmap.PoolErasure)); err != nil {
+					return nil, "", fmt.Errorf("pool %q: %w: crush rule from profile %s: %v", c.Name, ErrInvalid, p.ECProfile, err)
+				}
+				inc.NewCrush = cm
+			}
 		}
 	} else if rule == "" {
 		rule = "replicated_rule"
 	}
-	r := s.Map.Crush.RuleByName(rule)
+	rules := s.Map.Crush
+	if inc.NewCrush != nil {
+		rules = inc.NewCrush
+	}
+	r := rules.RuleByName(rule)
 	if r == nil {
 		return nil, "", fmt.Errorf("pool %q: crush rule %q: %w", c.Name, rule, ErrNotFound)
 	}
@@ -241,7 +279,6 @@ func (c PoolCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 			p.PGPNum = p.PGNum
 		}
 	}
-	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{p}
 	return inc, fmt.Sprintf("pool '%s' created (id %d)", c.Name, p.ID), nil
 }
@@ -406,6 +443,77 @@ func (c CrushRuleCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 	inc := s.next()
 	inc.NewCrush = cm
 	return inc, fmt.Sprintf("created rule %s (id %d)", c.Name, id), nil
+}
+
+// ECProfile returns the named erasure-code profile ("default": Ceph's
+// k=2 m=2 unless redefined).
+func (s *State) ECProfile(name string) (ec.Profile, error) {
+	args, ok := s.ECProfiles[name]
+	if !ok && name != "default" {
+		return ec.Profile{}, fmt.Errorf("erasure-code profile %q: %w", name, ErrNotFound)
+	}
+	p, err := ec.ParseProfile(name, args)
+	if err != nil {
+		return p, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return p, nil
+}
+
+// ECProfileSet defines an erasure-code profile; an existing one is
+// replaced only with Force, and never while a pool uses it.
+type ECProfileSet struct {
+	Name  string
+	Args  []string
+	Force bool
+}
+
+// Apply implements Command.
+func (c ECProfileSet) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if c.Name == "" {
+		return nil, "", fmt.Errorf("erasure-code-profile set: %w: empty name", ErrInvalid)
+	}
+	if _, err := ec.ParseProfile(c.Name, c.Args); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, ok := s.ECProfiles[c.Name]; ok && !c.Force {
+		return nil, "", fmt.Errorf("erasure-code profile %q: %w (use --force to replace it)", c.Name, ErrExists)
+	}
+	if pool := s.poolUsing(c.Name); pool != "" {
+		return nil, "", fmt.Errorf("erasure-code profile %q: %w: pool %q uses it", c.Name, ErrBusy, pool)
+	}
+	return nil, "", nil
+}
+
+func (c ECProfileSet) install(s *State) {
+	if s.ECProfiles == nil {
+		s.ECProfiles = map[string][]string{}
+	}
+	s.ECProfiles[c.Name] = append([]string(nil), c.Args...)
+}
+
+// ECProfileRm deletes a profile no pool uses.
+type ECProfileRm struct{ Name string }
+
+// Apply implements Command.
+func (c ECProfileRm) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if _, ok := s.ECProfiles[c.Name]; !ok {
+		return nil, "", fmt.Errorf("erasure-code profile %q: %w", c.Name, ErrNotFound)
+	}
+	if pool := s.poolUsing(c.Name); pool != "" {
+		return nil, "", fmt.Errorf("erasure-code profile %q: %w: pool %q uses it", c.Name, ErrBusy, pool)
+	}
+	return nil, "", nil
+}
+
+func (c ECProfileRm) install(s *State) { delete(s.ECProfiles, c.Name) }
+
+func (s *State) poolUsing(profile string) string {
+	for _, id := range s.Map.PoolIDs() {
+		if p, _ := s.Map.Pool(id); p.Type == osdmap.PoolErasure && p.ECProfile == profile {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 // AuthAdd stores entity's key (base64 of 32 bytes), replacing any.

@@ -176,3 +176,41 @@ func TestAuthCommands(t *testing.T) {
 		t.Fatalf("second rm: %v", err)
 	}
 }
+
+func TestErasurePools(t *testing.T) {
+	s := newState(t)
+	if _, _, err := s.Commit(mon.ECProfileSet{Name: "bad", Args: []string{"k=1"}}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("k=1: %v", err)
+	}
+	commit(t, s, mon.ECProfileSet{Name: "p42", Args: []string{"k=4", "m=2", "crush-failure-domain=osd"}})
+	if _, _, err := s.Commit(mon.ECProfileSet{Name: "p42", Args: []string{"k=2", "m=1"}}); !errors.Is(err, mon.ErrExists) {
+		t.Fatalf("redefining without force: %v", err)
+	}
+	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p42", PGNum: 8})
+	p, err := s.Map.PoolByName("ec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Map.Crush.RuleByName("ec")
+	if p.Size != 6 || p.MinSize != 5 || p.Type != osdmap.PoolErasure || r == nil || p.CrushRule != int(r.ID) || r.Type != uint8(osdmap.PoolErasure) {
+		t.Fatalf("ec pool %+v, rule %+v", p, r)
+	}
+	if _, _, err := s.Commit(mon.ECProfileRm{Name: "p42"}); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("rm of a profile in use: %v", err)
+	}
+	if _, _, err := s.Commit(mon.ECProfileSet{Name: "p42", Args: []string{"k=2", "m=1"}, Force: true}); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("forced redefinition of a profile in use: %v", err)
+	}
+	if _, _, err := s.Commit(mon.PoolCreate{Name: "ec2", Erasure: true, ECProfile: "nope"}); !errors.Is(err, mon.ErrNotFound) {
+		t.Fatalf("unknown profile: %v", err)
+	}
+	if _, _, err := s.Commit(mon.PoolCreate{Name: "ec3", Erasure: true, Size: 3}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("size other than k+m: %v", err)
+	}
+	commit(t, s, mon.PoolCreate{Name: "ecdef", Erasure: true}) // the default profile: 2+2
+	if p, _ := s.Map.PoolByName("ecdef"); p.Size != 4 || p.MinSize != 3 || p.ECProfile != "default" {
+		t.Fatalf("default profile pool: %+v", p)
+	}
+	commit(t, s, mon.PoolDelete{Name: "ec"})
+	commit(t, s, mon.ECProfileRm{Name: "p42"})
+}

@@ -441,6 +441,9 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	seen := map[osdmap.PGID]bool{}
 	for _, pid := range m.PoolIDs() {
 		pool, _ := m.Pool(pid)
+		if pool.Type != osdmap.PoolReplicated {
+			continue // no erasure-coded data path yet: such PGs are not instantiated
+		}
 		maps, err := m.PGMappings(pid)
 		if err != nil {
 			d.log.Error("pg mappings", "pool", pid, "err", err)
@@ -719,6 +722,9 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 	pool, err := m.Pool(req.Pool)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pool %d does not exist", osdop.ErrNotFound, req.Pool)
+	}
+	if pool.Type == osdmap.PoolErasure {
+		return nil, fmt.Errorf("%w: pool %q is erasure-coded, and the OSDs' erasure-coded data path is not implemented yet", osdop.ErrUnsupported, pool.Name)
 	}
 	if max := int(d.conf().Int("osd_max_object_name_len")); len(req.OID) > max {
 		return nil, fmt.Errorf("%w: %d bytes (max %d)", osdop.ErrNameTooLong, len(req.OID), max)

@@ -318,7 +318,7 @@ func osdCmd() *cobra.Command {
 			return tw.Flush()
 		})}
 	perf.Flags().StringVar(&perfFormat, "format", "plain", "plain or json")
-	cmd.AddCommand(perf)
+	cmd.AddCommand(perf, ecProfileCmd())
 	crush := &cobra.Command{Use: "crush", Short: "Change the CRUSH map (add, move, reweight, rule create-replicated)"}
 	crush.AddCommand(&cobra.Command{Use: "add osd.N WEIGHT TYPE=NAME...", Short: "Place an OSD in CRUSH", Args: cobra.MinimumNArgs(3),
 		RunE: monCommand("osd crush add", func(a []string) (map[string]string, error) {
@@ -346,15 +346,71 @@ func osdCmd() *cobra.Command {
 	return cmd
 }
 
+func ecProfileCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "erasure-code-profile", Short: "Erasure-code profiles (set, get, ls, rm), as `ceph osd erasure-code-profile`"}
+	var force bool
+	set := &cobra.Command{Use: "set NAME [k=K] [m=M] [stripe_unit=BYTES] [crush-failure-domain=TYPE] [crush-device-class=CLASS] [crush-root=ROOT] [plugin=jerasure]",
+		Short: "Define a profile (defaults k=2 m=2 stripe_unit=4K crush-failure-domain=host)", Args: cobra.MinimumNArgs(1),
+		RunE: monCommand("osd erasure-code-profile set", func(a []string) (map[string]string, error) {
+			return map[string]string{"name": a[0], "args": strings.Join(a[1:], " "), "force": strconv.FormatBool(force)}, nil
+		})}
+	set.Flags().BoolVar(&force, "force", false, "replace an existing profile (no pool may use it)")
+	get := &cobra.Command{Use: "get NAME", Short: "Show a profile", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				r, err := s.conn.MonCommand(ctx, "osd erasure-code-profile get", map[string]string{"name": a[0]})
+				if err != nil {
+					return err
+				}
+				var args []string
+				if err := json.Unmarshal(r.Data, &args); err != nil {
+					return err
+				}
+				for _, kv := range args {
+					fmt.Fprintln(out, kv)
+				}
+				return nil
+			})(c, a)
+		}}
+	ls := &cobra.Command{Use: "ls", Short: "List profiles", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			r, err := s.conn.MonCommand(ctx, "osd erasure-code-profile ls", nil)
+			if err != nil {
+				return err
+			}
+			var names []string
+			if err := json.Unmarshal(r.Data, &names); err != nil {
+				return err
+			}
+			for _, n := range names {
+				fmt.Fprintln(out, n)
+			}
+			return nil
+		})}
+	rm := &cobra.Command{Use: "rm NAME", Short: "Delete a profile no pool uses", Args: cobra.ExactArgs(1),
+		RunE: monCommand("osd erasure-code-profile rm", func(a []string) (map[string]string, error) {
+			return map[string]string{"name": a[0]}, nil
+		})}
+	cmd.AddCommand(set, get, ls, rm)
+	return cmd
+}
+
 func poolCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Create, list, change and remove pools"}
 	var size, minSize, pgNum int
 	var rule string
-	create := &cobra.Command{Use: "create NAME [replicated]", Short: "Create a replicated pool", Args: cobra.RangeArgs(1, 2),
+	create := &cobra.Command{Use: "create NAME [replicated | erasure [PROFILE]]", Short: "Create a replicated pool, or an erasure-coded one from a profile (default: k=2 m=2)", Args: cobra.RangeArgs(1, 3),
 		RunE: monCommand("pool create", func(a []string) (map[string]string, error) {
 			m := map[string]string{"name": a[0], "rule": rule}
-			if len(a) == 2 && a[1] != "replicated" {
-				return nil, fmt.Errorf("pool create: type %q: only replicated pools so far", a[1])
+			switch {
+			case len(a) == 1 || (len(a) == 2 && a[1] == "replicated"):
+			case a[1] == "erasure":
+				m["type"] = "erasure"
+				if len(a) == 3 {
+					m["erasure_code_profile"] = a[2]
+				}
+			default:
+				return nil, fmt.Errorf("pool create: %q: want replicated, or erasure [PROFILE]", strings.Join(a[1:], " "))
 			}
 			for k, v := range map[string]int{"size": size, "min_size": minSize, "pg_num": pgNum} {
 				if v > 0 {

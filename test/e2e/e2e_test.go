@@ -489,3 +489,25 @@ func TestAuthKeys(t *testing.T) {
 		t.Fatalf("admin reads %q", out)
 	}
 }
+
+// TestErasureCodeProfiles: profiles are kept by the MONs; an
+// erasure-coded pool is refused with a clear error until the OSDs can
+// serve one.
+func TestErasureCodeProfiles(t *testing.T) {
+	c := up(t, "--osds", "2")
+	c.must("osd", "erasure-code-profile", "set", "p42", "k=4", "m=2", "crush-failure-domain=osd")
+	if out := c.must("osd", "erasure-code-profile", "get", "p42"); !strings.Contains(out, "k=4\n") || !strings.Contains(out, "stripe_unit=4096\n") {
+		t.Fatalf("get: %q", out)
+	}
+	if out := c.must("osd", "erasure-code-profile", "ls"); out != "default\np42\n" {
+		t.Fatalf("ls: %q", out)
+	}
+	if out, err := c.run("osd", "erasure-code-profile", "set", "bad", "k=1"); err == nil || !strings.Contains(out, "at least 2") {
+		t.Fatalf("k=1: %v %q", err, out)
+	}
+	if out, err := c.run("pool", "create", "ec", "erasure", "p42"); err == nil || !strings.Contains(out, "not implemented") {
+		t.Fatalf("erasure pool: %v %q", err, out)
+	}
+	c.must("osd", "erasure-code-profile", "rm", "p42")
+	c.waitHealth("HEALTH_OK", 10*time.Second)
+}
