@@ -26,6 +26,7 @@ type UpOptions struct {
 	Mons       int    // 1, 3 or 5
 	OSDs       int
 	OSDSize    string // bluestore_block_size of new OSDs, e.g. "10G"
+	AddOSDs    int    // OSDs to add to an existing cluster (its PGs rebalance onto them)
 	Foreground bool   // stay up until SIGINT/SIGTERM, then stop the daemons
 	Timeout    time.Duration
 	Out        io.Writer
@@ -93,8 +94,16 @@ func Up(ctx context.Context, o UpOptions) error {
 	defer conn.Close()
 	// OSDs: every osd.* directory, plus new ones up to --osds
 	dirs, _ := filepath.Glob(filepath.Join(dir, "osd.*"))
-	for i := len(dirs); i < o.OSDs && fresh; i++ {
-		dirs = append(dirs, filepath.Join(dir, fmt.Sprintf("osd.%d", i)))
+	want := len(dirs) + o.AddOSDs
+	if fresh {
+		want = o.OSDs
+	}
+	for i := 0; len(dirs) < want; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("osd.%d", i))
+		if _, err := os.Stat(d); err == nil {
+			continue
+		}
+		dirs = append(dirs, d)
 	}
 	for _, d := range dirs {
 		name := filepath.Base(d)

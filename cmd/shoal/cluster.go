@@ -122,6 +122,7 @@ then stops the cluster; --detach returns once the cluster is healthy.`,
 	f.StringVar(&o.Data, "data", "shoal-data", "data directory")
 	f.IntVar(&o.Mons, "mons", 1, "MONs (1, 3 or 5)")
 	f.IntVar(&o.OSDs, "osds", 3, "OSDs")
+	f.IntVar(&o.AddOSDs, "add-osd", 0, "add this many OSDs to the existing cluster in --data (its PGs move onto them)")
 	f.StringVar(&o.OSDSize, "osd-size", "", "size of each new OSD's data file (bluestore_block_size; default 10G, sparse)")
 	f.BoolVar(&fg, "foreground", false, "stay up until Ctrl-C (default when attached to a terminal)")
 	f.BoolVar(&detach, "detach", false, "return once the cluster is healthy")

@@ -511,3 +511,47 @@ func TestErasureCodeProfiles(t *testing.T) {
 	c.must("osd", "erasure-code-profile", "rm", "p42")
 	c.waitHealth("HEALTH_OK", 10*time.Second)
 }
+
+// TestAddOSD: a new OSD takes over some PGs; their data moves to it during
+// peering and nothing is lost.
+func TestAddOSD(t *testing.T) {
+	c := up(t, "--osds", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn := c.connect(ctx)
+	p, err := conn.Pool(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := p.WriteFull(ctx, fmt.Sprintf("o%d", i), []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.up("--add-osd", "1")
+	var st struct {
+		NumOSDs  int `json:"num_osds"`
+		OSDStats []struct {
+			ID  int32             `json:"osd"`
+			PGs []json.RawMessage `json:"pgs"`
+		} `json:"osd_stats"`
+	}
+	if err := json.Unmarshal([]byte(c.must("status", "--format", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	led := -1
+	for _, o := range st.OSDStats {
+		if o.ID == 3 {
+			led = len(o.PGs)
+		}
+	}
+	if st.NumOSDs != 4 || led <= 0 {
+		t.Fatalf("after adding an OSD: %d OSDs, osd.3 leads %d PGs", st.NumOSDs, led)
+	}
+	for i := range 100 {
+		got, err := p.Read(ctx, fmt.Sprintf("o%d", i), 0, 0)
+		if err != nil || string(got) != strconv.Itoa(i) {
+			t.Fatalf("o%d after adding an OSD: %q %v", i, got, err)
+		}
+	}
+}
