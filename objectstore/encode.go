@@ -22,17 +22,34 @@ func (t *Transaction) Encode(e *wire.Encoder) {
 		e.U64(o.n)
 		e.Blob(o.data)
 		e.String(o.name)
-		e.U32(uint32(len(o.kvs)))
-		for _, kv := range o.kvs {
-			e.String(kv.Key)
-			e.Blob(kv.Value)
-		}
-		e.U32(uint32(len(o.keys)))
-		for _, k := range o.keys {
-			e.String(k)
-		}
+		EncodeKVs(e, o.kvs)
+		e.Strings(o.keys)
 	}
 	e.End(mark)
+}
+
+// EncodeKVs appends a u32 count and each entry (key, then length-prefixed
+// value): the wire form of omap entries and attributes everywhere.
+func EncodeKVs(e *wire.Encoder, kvs []KV) {
+	e.U32(uint32(len(kvs)))
+	for _, kv := range kvs {
+		e.String(kv.Key)
+		e.Blob(kv.Value)
+	}
+}
+
+// DecodeKVs reads what EncodeKVs wrote (nil for none); values alias d's
+// input.
+func DecodeKVs(d *wire.Decoder) []KV {
+	n := d.Count(8)
+	if n == 0 {
+		return nil
+	}
+	kvs := make([]KV, n)
+	for i := range kvs {
+		kvs[i] = KV{Key: d.String(), Value: d.BlobRef()}
+	}
+	return kvs
 }
 
 // DecodeTransaction reads a transaction Encode wrote. Data slices alias d's
@@ -45,18 +62,8 @@ func DecodeTransaction(d *wire.Decoder) (*Transaction, error) {
 		o := op{code: opCode(d.U8()), coll: Coll(d.String()), oid: d.String(), oid2: d.String(), off: d.U64(), n: d.U64()}
 		o.data = d.BlobRef()
 		o.name = d.String()
-		if k := d.Count(8); k > 0 {
-			o.kvs = make([]KV, k)
-			for j := range o.kvs {
-				o.kvs[j] = KV{Key: d.String(), Value: d.BlobRef()}
-			}
-		}
-		if k := d.Count(4); k > 0 {
-			o.keys = make([]string, k)
-			for j := range o.keys {
-				o.keys[j] = d.String()
-			}
-		}
+		o.kvs = DecodeKVs(d)
+		o.keys = d.Strings()
 		if o.code < opCreateColl || o.code > opClone {
 			d.Fail("transaction: unknown op code %d", o.code)
 		}

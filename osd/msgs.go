@@ -45,23 +45,6 @@ type objState struct {
 	Omap   []objectstore.KV
 }
 
-func encodeKVs(e *wire.Encoder, kvs []objectstore.KV) {
-	e.U32(uint32(len(kvs)))
-	for _, kv := range kvs {
-		e.String(kv.Key)
-		e.Blob(kv.Value)
-	}
-}
-
-func decodeKVs(d *wire.Decoder) []objectstore.KV {
-	n := d.Count(8)
-	kvs := make([]objectstore.KV, n)
-	for i := range kvs {
-		kvs[i] = objectstore.KV{Key: d.String(), Value: d.BlobRef()}
-	}
-	return kvs
-}
-
 func (m *peerMsg) encode() []byte {
 	size := 256
 	if m.Obj != nil {
@@ -80,16 +63,13 @@ func (m *peerMsg) encode() []byte {
 		m.Entries[i].encode(e)
 	}
 	e.String(m.OID)
-	e.U32(uint32(len(m.Names)))
-	for _, n := range m.Names {
-		e.String(n)
-	}
+	e.Strings(m.Names)
 	e.Bool(m.Obj != nil)
 	if m.Obj != nil {
 		e.Bool(m.Obj.Exists)
 		e.Blob(m.Obj.Data)
-		encodeKVs(e, m.Obj.Attrs)
-		encodeKVs(e, m.Obj.Omap)
+		objectstore.EncodeKVs(e, m.Obj.Attrs)
+		objectstore.EncodeKVs(e, m.Obj.Omap)
 	}
 	e.I64(m.DObjects)
 	e.I64(m.DBytes)
@@ -111,14 +91,11 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 		m.Entries = append(m.Entries, decodeLogEntry(d))
 	}
 	m.OID = d.String()
-	n = d.Count(4)
-	for range n {
-		m.Names = append(m.Names, d.String())
-	}
+	m.Names = d.Strings()
 	if d.Bool() {
 		m.Obj = &objState{Exists: d.Bool(), Data: d.BlobRef()}
-		m.Obj.Attrs = decodeKVs(d)
-		m.Obj.Omap = decodeKVs(d)
+		m.Obj.Attrs = objectstore.DecodeKVs(d)
+		m.Obj.Omap = objectstore.DecodeKVs(d)
 	}
 	m.DObjects, m.DBytes = d.I64(), d.I64()
 	if d.Bool() && d.Err() == nil {

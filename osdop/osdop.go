@@ -142,33 +142,10 @@ func (r *Request) Encode(e *wire.Encoder) {
 		e.Bool(o.Exclusive)
 		e.U64(o.Ver)
 		e.Blob(o.Data)
-		encodeKVs(e, o.KVs)
-		e.U32(uint32(len(o.Keys)))
-		for _, k := range o.Keys {
-			e.String(k)
-		}
+		objectstore.EncodeKVs(e, o.KVs)
+		e.Strings(o.Keys)
 	}
 	e.End(m)
-}
-
-func encodeKVs(e *wire.Encoder, kvs []KV) {
-	e.U32(uint32(len(kvs)))
-	for _, kv := range kvs {
-		e.String(kv.Key)
-		e.Blob(kv.Value)
-	}
-}
-
-func decodeKVs(d *wire.Decoder) []KV {
-	n := d.Count(8)
-	if n == 0 {
-		return nil
-	}
-	kvs := make([]KV, n)
-	for i := range kvs {
-		kvs[i] = KV{Key: d.String(), Value: d.BlobRef()}
-	}
-	return kvs
 }
 
 // DecodeRequest reads a Request; data slices alias b.
@@ -187,13 +164,8 @@ func DecodeRequest(b []byte) (*Request, error) {
 		o.Exclusive = d.Bool()
 		o.Ver = d.U64()
 		o.Data = d.BlobRef()
-		o.KVs = decodeKVs(d)
-		if k := d.Count(4); k > 0 {
-			o.Keys = make([]string, k)
-			for j := range o.Keys {
-				o.Keys[j] = d.String()
-			}
-		}
+		o.KVs = objectstore.DecodeKVs(d)
+		o.Keys = d.Strings()
 		if o.Code == 0 || o.Code >= lastCode {
 			d.Fail("unknown op code %d", o.Code)
 		}
@@ -212,7 +184,7 @@ func (r *Reply) Encode(e *wire.Encoder) {
 	for i := range r.Results {
 		x := &r.Results[i]
 		e.Blob(x.Data)
-		encodeKVs(e, x.KVs)
+		objectstore.EncodeKVs(e, x.KVs)
 		e.Bool(x.More)
 		e.U64(x.Size)
 		e.I64(x.Mtime)
@@ -229,7 +201,7 @@ func DecodeReply(b []byte) (*Reply, error) {
 	for i := range r.Results {
 		x := &r.Results[i]
 		x.Data = d.BlobRef()
-		x.KVs = decodeKVs(d)
+		x.KVs = objectstore.DecodeKVs(d)
 		x.More = d.Bool()
 		x.Size = d.U64()
 		x.Mtime = d.I64()
@@ -356,23 +328,17 @@ func DecodeListRequest(b []byte) (*ListRequest, error) {
 	return r, d.Err()
 }
 
-// EncodeNames and DecodeNames are the wire form of a list of names.
+// EncodeNames and DecodeNames are the wire form of a list of object names
+// (ListReply).
 func EncodeNames(names []string) []byte {
 	e := wire.NewEncoder(nil)
-	e.U32(uint32(len(names)))
-	for _, n := range names {
-		e.String(n)
-	}
+	e.Strings(names)
 	return e.Bytes()
 }
 
 // DecodeNames reads EncodeNames's output.
 func DecodeNames(b []byte) ([]string, error) {
 	d := wire.NewDecoder(b)
-	n := d.Count(4)
-	out := make([]string, n)
-	for i := range out {
-		out[i] = d.String()
-	}
+	out := d.Strings()
 	return out, d.Err()
 }

@@ -259,6 +259,29 @@ func monCommand(prefix string, args func([]string) (map[string]string, error)) f
 	}
 }
 
+// monLines runs a MON command whose data is a JSON list of strings and
+// prints one per line.
+func monLines(prefix string, args func([]string) map[string]string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, a []string) error {
+		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			r, err := s.conn.MonCommand(ctx, prefix, args(a))
+			if err != nil {
+				return err
+			}
+			var lines []string
+			if err := json.Unmarshal(r.Data, &lines); err != nil {
+				return fmt.Errorf("%s: bad reply: %w", prefix, err)
+			}
+			for _, l := range lines {
+				fmt.Fprintln(out, l)
+			}
+			return nil
+		})(cmd, a)
+	}
+}
+
+func noArgs([]string) map[string]string { return nil }
+
 func osdCmd() *cobra.Command {
 	var data string
 	cmd := &cobra.Command{
@@ -357,37 +380,8 @@ func ecProfileCmd() *cobra.Command {
 		})}
 	set.Flags().BoolVar(&force, "force", false, "replace an existing profile (no pool may use it)")
 	get := &cobra.Command{Use: "get NAME", Short: "Show a profile", Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, a []string) error {
-			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-				r, err := s.conn.MonCommand(ctx, "osd erasure-code-profile get", map[string]string{"name": a[0]})
-				if err != nil {
-					return err
-				}
-				var args []string
-				if err := json.Unmarshal(r.Data, &args); err != nil {
-					return err
-				}
-				for _, kv := range args {
-					fmt.Fprintln(out, kv)
-				}
-				return nil
-			})(c, a)
-		}}
-	ls := &cobra.Command{Use: "ls", Short: "List profiles", Args: cobra.NoArgs,
-		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			r, err := s.conn.MonCommand(ctx, "osd erasure-code-profile ls", nil)
-			if err != nil {
-				return err
-			}
-			var names []string
-			if err := json.Unmarshal(r.Data, &names); err != nil {
-				return err
-			}
-			for _, n := range names {
-				fmt.Fprintln(out, n)
-			}
-			return nil
-		})}
+		RunE: monLines("osd erasure-code-profile get", func(a []string) map[string]string { return map[string]string{"name": a[0]} })}
+	ls := &cobra.Command{Use: "ls", Short: "List profiles", Args: cobra.NoArgs, RunE: monLines("osd erasure-code-profile ls", noArgs)}
 	rm := &cobra.Command{Use: "rm NAME", Short: "Delete a profile no pool uses", Args: cobra.ExactArgs(1),
 		RunE: monCommand("osd erasure-code-profile rm", func(a []string) (map[string]string, error) {
 			return map[string]string{"name": a[0]}, nil
@@ -489,21 +483,7 @@ func authCmd() *cobra.Command {
 	add.Flags().StringVarP(&out, "output", "o", "", "write a keyring file (mode 0600) instead of printing")
 	rm := &cobra.Command{Use: "rm ENTITY", Short: "Delete ENTITY's key: its connections are refused from then on", Args: cobra.ExactArgs(1),
 		RunE: monCommand("auth rm", func(a []string) (map[string]string, error) { return map[string]string{"entity": a[0]}, nil })}
-	ls := &cobra.Command{Use: "ls", Short: "List the entities in the key database", Args: cobra.NoArgs,
-		RunE: withSession(func(ctx context.Context, s *session, w io.Writer) error {
-			r, err := s.conn.MonCommand(ctx, "auth ls", nil)
-			if err != nil {
-				return err
-			}
-			var names []string
-			if err := json.Unmarshal(r.Data, &names); err != nil {
-				return err
-			}
-			for _, n := range names {
-				fmt.Fprintln(w, n)
-			}
-			return nil
-		})}
+	ls := &cobra.Command{Use: "ls", Short: "List the entities in the key database", Args: cobra.NoArgs, RunE: monLines("auth ls", noArgs)}
 	get := &cobra.Command{Use: "get-key ENTITY", Short: "Print ENTITY's key", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, w io.Writer) error {

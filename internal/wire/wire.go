@@ -224,3 +224,24 @@ func NewEncoder(buf []byte) *Encoder { return &Encoder{buf: buf} }
 // BlobRef reads a length-prefixed byte string without copying: the result
 // aliases the decoder's input.
 func (d *Decoder) BlobRef() []byte { return d.take(int(d.U32())) }
+
+// Strings appends a u32 count and each string.
+func (e *Encoder) Strings(ss []string) {
+	e.U32(uint32(len(ss)))
+	for _, s := range ss {
+		e.String(s)
+	}
+}
+
+// Strings reads what Encoder.Strings wrote (nil for none).
+func (d *Decoder) Strings() []string {
+	n := d.Count(4)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.String()
+	}
+	return out
+}
