@@ -221,7 +221,6 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 		e.I64(time.Now().UnixNano())
 		x.t.SetAttr(pg.coll, req.OID, attrMtime, e.Bytes())
 	}
-	var payload []byte
 	type target struct {
 		id   int32
 		addr string
@@ -232,17 +231,25 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 			replicas = append(replicas, target{o, pg.addrs[i]})
 		}
 	}
-	if len(replicas) > 0 {
-		pm := &peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes, Txn: x.t}
-		payload = pm.encode()
-	}
+	pm := &peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes, Txn: x.t}
+	// The log entry and PG info go into a transaction of their own, so that
+	// x.t — what the replicas get — stays as prepared and is encoded after
+	// the lock is released, while the local commit runs.
+	var meta objectstore.Transaction
 	pg.log.info.Objects += x.dObjects
 	pg.log.info.Bytes += x.dBytes
-	pg.log.add(x.t, pg.coll, entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
+	pg.log.add(&meta, pg.coll, entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
+	local := &objectstore.Transaction{}
+	local.Append(x.t)
+	local.Append(&meta)
 	pg.applied = v
-	done := d.store.Submit(x.t)
+	done := d.store.Submit(local)
 	pg.mu.Unlock()
 
+	var payload []byte
+	if len(replicas) > 0 {
+		payload = pm.encode()
+	}
 	errs := make(chan error, len(replicas))
 	for _, r := range replicas {
 		go func() {
