@@ -83,12 +83,9 @@ func (c *Conf) MonAddrs() []string {
 	return monc.ParseMonHost(c.For("client").String("mon_host"))
 }
 
-// expand replaces $name in a path option.
-func expand(v, name string) string { return strings.ReplaceAll(v, "$name", name) }
-
 // daemonLog opens the daemon's log file and returns a logger writing to it.
 func daemonLog(c *Conf, name string) (*slog.Logger, io.Closer, error) {
-	path := expand(c.For(name).String("log_file"), name)
+	path := c.For(name).String("log_file")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -138,7 +135,7 @@ func RunMon(c *Conf, id string) error {
 		return fmt.Errorf("%s: log: %w", name, err)
 	}
 	defer closer.Close()
-	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: expand(cfg.String("mon_data"), name),
+	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: cfg.String("mon_data"),
 		FSID: cfg.String("fsid"), Keyring: kr, FileKeys: keys, Config: c.File, Name: name, Logger: log})
 	if err != nil {
 		log.Error("start failed", "err", err)

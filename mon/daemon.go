@@ -240,7 +240,7 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		}
 		r, err := d.command(ctx, c, m.Payload, m.From)
 		if err != nil {
-			return nil, monc.RemoteError(err, ErrNotFound, ErrExists, ErrInvalid, ErrBusy)
+			return nil, monc.RemoteError(err)
 		}
 		return json.Marshal(r)
 	}

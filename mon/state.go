@@ -10,7 +10,6 @@ package mon
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,15 +17,17 @@ import (
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
-// Errors commands fail with.
+// Errors commands fail with: the MON protocol's own (package monc), so a
+// client sees the very error the state returned.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrExists   = errors.New("already exists")
-	ErrInvalid  = errors.New("invalid argument")
-	ErrBusy     = errors.New("in use")
+	ErrNotFound = monc.ErrNotFound
+	ErrExists   = monc.ErrExists
+	ErrInvalid  = monc.ErrInvalid
+	ErrBusy     = monc.ErrBusy
 )
 
 // State is what the MONs agree on.

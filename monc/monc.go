@@ -61,12 +61,11 @@ var codes = []struct {
 	code syscall.Errno
 }{{ErrNotFound, syscall.ENOENT}, {ErrExists, syscall.EEXIST}, {ErrInvalid, syscall.EINVAL}, {ErrBusy, syscall.EBUSY}, {ErrNotLeader, syscall.EAGAIN}}
 
-// RemoteError turns err into the messenger error a MON replies with; errs
-// are the sentinel errors of the MON's own package that map to ours, in
-// the order of ErrNotFound, ErrExists, ErrInvalid, ErrBusy.
-func RemoteError(err error, errs ...error) error {
-	for i, c := range codes {
-		if errors.Is(err, c.err) || (i < len(errs) && errors.Is(err, errs[i])) {
+// RemoteError turns err into the messenger error a MON replies with: the
+// errno of the first of this package's errors it wraps.
+func RemoteError(err error) error {
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
 			return &msgr.RemoteError{Code: int32(c.code), Msg: err.Error()}
 		}
 	}

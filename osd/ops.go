@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shoal-project/shoal/cls"
@@ -246,7 +247,7 @@ func (pg *PG) readOp(o *object, op *osdop.Op) (osdop.Result, error) {
 				r.KVs = append(r.KVs, osdop.KV{Key: name, Value: v})
 			}
 		}
-		sortKVs(r.KVs)
+		slices.SortFunc(r.KVs, func(a, b osdop.KV) int { return strings.Compare(a.Key, b.Key) })
 	case osdop.OmapGet:
 		var kv map[string][]byte
 		kv, err = s.OmapGet(c, o.oid, op.Keys)
@@ -268,14 +269,6 @@ func (pg *PG) readOp(o *object, op *osdop.Op) (osdop.Result, error) {
 		return r, storeErr(err)
 	}
 	return r, nil
-}
-
-func sortKVs(kvs []osdop.KV) {
-	for i := 1; i < len(kvs); i++ {
-		for j := i; j > 0 && kvs[j].Key < kvs[j-1].Key; j-- {
-			kvs[j], kvs[j-1] = kvs[j-1], kvs[j]
-		}
-	}
 }
 
 // clsObject is an object-class method's view of the request's object.

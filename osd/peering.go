@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/shoal-project/shoal/objectstore"
@@ -170,7 +170,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 func (pg *PG) missing(ctx context.Context, a, m memberInfo) ([]string, error) {
 	al := &pgLog{info: a.info, entries: a.entries}
 	if objs, ok := al.since(m.info.LastUpdate); ok {
-		return sortedKeys(objs), nil
+		return slices.Sorted(maps.Keys(objs)), nil
 	}
 	inA := map[Version]bool{a.info.LogTail: true}
 	for _, e := range a.entries {
@@ -184,7 +184,7 @@ func (pg *PG) missing(ctx context.Context, a, m memberInfo) ([]string, error) {
 		for _, e := range m.entries[i+1:] {
 			objs[e.OID] = true
 		}
-		return sortedKeys(objs), nil
+		return slices.Sorted(maps.Keys(objs)), nil
 	}
 	// no common entry: compare full listings
 	all := map[string]bool{}
@@ -198,16 +198,7 @@ func (pg *PG) missing(ctx context.Context, a, m memberInfo) ([]string, error) {
 		}
 	}
 	pg.osd.log.Info("backfill: logs do not overlap", "pg", pg.id, "from", a.id, "to", m.id, "objects", len(all))
-	return sortedKeys(all), nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(all)), nil
 }
 
 func (pg *PG) list(ctx context.Context, m memberInfo) ([]string, error) {

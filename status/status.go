@@ -6,6 +6,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -83,9 +84,10 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			r, err := mc.Command(cctx, "mon status", nil)
-			if err == nil {
+			var ms struct{ State string }
+			if err == nil && json.Unmarshal(r.Data, &ms) == nil {
 				s.Mons[i].Up = true
-				s.Mons[i].Leader = strings.Contains(string(r.Data), `"state":"Leader"`)
+				s.Mons[i].Leader = ms.State == "Leader"
 			}
 		}()
 	}
