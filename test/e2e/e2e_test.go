@@ -139,6 +139,16 @@ func (c *tcluster) connect(ctx context.Context) *client.Conn {
 	return conn
 }
 
+// pool opens the pool "data" on a new connection.
+func (c *tcluster) pool(ctx context.Context) *client.Pool {
+	c.t.Helper()
+	p, err := c.connect(ctx).Pool(ctx, "data")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
 func (c *tcluster) health() string {
 	out, err := c.run("health", "--format", "json")
 	if err != nil {
@@ -240,11 +250,7 @@ func TestKillPrimaryDuringWrites(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	conn := c.connect(ctx)
-	p, err := conn.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := c.pool(ctx)
 	var mu sync.Mutex
 	acked := map[string][]byte{}
 	var failed []error
@@ -313,11 +319,7 @@ func TestKillEverythingAndRestart(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn := c.connect(ctx)
-	p, err := conn.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := c.pool(ctx)
 	want := map[string][]byte{}
 	for i := range 100 {
 		oid := fmt.Sprintf("obj-%d", i)
@@ -333,16 +335,11 @@ func TestKillEverythingAndRestart(t *testing.T) {
 		}
 		want[oid] = data
 	}
-	conn.Close()
 	for _, n := range []string{"osd.0", "osd.1", "osd.2", "mon.a"} {
 		c.kill9(n)
 	}
 	c.up()
-	conn = c.connect(ctx)
-	p, err = conn.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p = c.pool(ctx) // a new client, as after a full outage
 	for oid, data := range want {
 		got, err := p.Read(ctx, oid, 0, 0)
 		if err != nil || !bytes.Equal(got, data) {
@@ -518,11 +515,7 @@ func TestAddOSD(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn := c.connect(ctx)
-	p, err := conn.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := c.pool(ctx)
 	for i := range 100 {
 		if err := p.WriteFull(ctx, fmt.Sprintf("o%d", i), []byte(strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
@@ -554,4 +547,69 @@ func TestAddOSD(t *testing.T) {
 			t.Fatalf("o%d after adding an OSD: %q %v", i, got, err)
 		}
 	}
+}
+
+// TestKillDuringCatchUp: an OSD that returns after missing writes is
+// killed with SIGKILL as soon as its first PG has caught up, while the
+// others still copy; restarted, it finishes, and then serves every object
+// on its own.
+func TestKillDuringCatchUp(t *testing.T) {
+	c := up(t, "--osds", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := c.pool(ctx)
+	want := map[string][]byte{}
+	write := func(from, to int) {
+		for i := from; i < to; i++ {
+			oid := fmt.Sprintf("o%d", i%300)
+			data := bytes.Repeat([]byte{byte(i)}, 64<<10+i)
+			if err := p.WriteFull(ctx, oid, data); err != nil {
+				t.Fatalf("write %s: %v", oid, err)
+			}
+			want[oid] = data
+		}
+	}
+	write(0, 100)
+	c.kill9("osd.2")
+	c.must("osd", "down", "2")
+	write(100, 500) // osd.2 misses 400 writes over 300 objects
+	// start osd.2 by hand and kill it when its first PG has caught up
+	logPath := filepath.Join(c.data, "log", "osd.2.log")
+	before, _ := os.ReadFile(logPath)
+	osd := exec.Command(shoalBin, "osd", "--conf", filepath.Join(c.data, "shoal.conf"), "--data", filepath.Join(c.data, "osd.2"))
+	if err := osd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, _ := os.ReadFile(logPath)
+		if bytes.Contains(b[len(before):], []byte("msg=\"caught up\"")) {
+			break
+		}
+		if ctx.Err() != nil {
+			osd.Process.Kill()
+			t.Fatal("osd.2 never caught up a PG")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	osd.Process.Kill() // SIGKILL
+	osd.Wait()
+	b, _ := os.ReadFile(logPath)
+	t.Logf("killed osd.2 after %d PG catch-ups", bytes.Count(b[len(before):], []byte("msg=\"caught up\"")))
+	c.up() // restarts osd.2, waits for HEALTH_OK
+	verify := func(when string) {
+		for oid, data := range want {
+			got, err := p.Read(ctx, oid, 0, 0)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: %s: %v (%d bytes, want %d)", when, oid, err, len(got), len(data))
+			}
+		}
+	}
+	verify("after the restart")
+	// osd.2 alone must hold everything
+	c.must("pool", "set", "data", "min_size", "1")
+	for _, n := range []string{"osd.0", "osd.1"} {
+		c.kill9(n)
+	}
+	c.must("osd", "down", "0", "1")
+	verify("on osd.2 alone")
 }
