@@ -85,7 +85,9 @@ type BlockStore struct {
 	// commitMu is held while a commit group runs; Fsck takes it to see a
 	// quiescent allocator.
 	commitMu sync.Mutex
-	reqs     chan *request
+	reqs     chan *request // queued transactions, in submission order
+	submitMu sync.RWMutex  // Submit holds it shared; Close exclusively to set closing
+	closing  bool
 	window   time.Duration // group commit wait under load
 	busy     atomic.Bool   // the last group held more than one transaction
 	groups   atomic.Uint64 // commit groups persisted
@@ -172,7 +174,7 @@ func Open(opts Options) (*BlockStore, error) {
 	if opts.CommitWindow == 0 {
 		opts.CommitWindow = DefaultCommitWindow
 	}
-	s := &BlockStore{window: opts.CommitWindow, db: db, log: opts.Logger, reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{}),
+	s := &BlockStore{window: opts.CommitWindow, db: db, log: opts.Logger, reqs: make(chan *request, maxGroup), quit: make(chan struct{}), exited: make(chan struct{}),
 		onodes: newOnodeCache(opts.OnodeCacheSize)}
 	if err := s.load(opts); err != nil {
 		db.Close()
@@ -298,11 +300,15 @@ func (s *BlockStore) Submit(t *Transaction) <-chan error {
 			return out
 		}
 	}
-	select {
-	case s.reqs <- &request{t: t, out: out}:
-	case <-s.quit:
+	// The queue is buffered: a caller (an OSD holding its PG's lock to keep
+	// log order) does not wait for the commit in progress, only for room.
+	s.submitMu.RLock()
+	defer s.submitMu.RUnlock()
+	if s.closing {
 		out <- fmt.Errorf("objectstore: %w", ErrClosed)
+		return out
 	}
+	s.reqs <- &request{t: t, out: out}
 	return out
 }
 
@@ -311,6 +317,9 @@ func (s *BlockStore) Submit(t *Transaction) <-chan error {
 func (s *BlockStore) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.submitMu.Lock() // no Submit is between its check and its send
+		s.closing = true
+		s.submitMu.Unlock()
 		close(s.quit)
 		<-s.exited
 		s.mu.Lock()
@@ -327,7 +336,14 @@ func (s *BlockStore) committer() {
 		select {
 		case first = <-s.reqs:
 		case <-s.quit:
-			return
+			for { // queued, never applied
+				select {
+				case r := <-s.reqs:
+					r.out <- fmt.Errorf("objectstore: %w", ErrClosed)
+				default:
+					return
+				}
+			}
 		}
 		group := []*request{first}
 	drain:
