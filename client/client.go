@@ -11,7 +11,8 @@
 //
 // Errors are typed (errors.Is): ErrNotFound, ErrExists, ErrNoSpace,
 // ErrTimeout, ErrPermission, ErrUnsupported, ErrInvalid, ErrTooLarge,
-// ErrNameTooLong, ErrNoData, ErrPoolNotFound.
+// ErrNameTooLong, ErrNoData, ErrPoolNotFound, ErrUnreadable (an
+// erasure-coded object with fewer than k readable shards), ErrCorrupt.
 package client
 
 import (
@@ -47,6 +48,8 @@ var (
 	ErrTooLarge     = osdop.ErrTooLarge
 	ErrNameTooLong  = osdop.ErrNameTooLong
 	ErrNoData       = osdop.ErrNoData
+	ErrUnreadable   = osdop.ErrUnreadable
+	ErrCorrupt      = osdop.ErrCorrupt
 	ErrPermission   = errors.New("permission denied (wrong key?)")
 	ErrTimeout      = errors.New("operation timed out")
 	ErrPoolNotFound = errors.New("no such pool")

@@ -251,3 +251,68 @@ func (c *Codec) Decode(shards [][]byte, size int64) ([]byte, error) {
 
 // Verify reports whether the coding shards match the data shards.
 func (c *Codec) Verify(shards [][]byte) (bool, error) { return c.enc.Verify(shards) }
+
+// Reconstruct rebuilds every missing shard (nil or empty) in place from
+// any k present ones, which must all have the same length; it returns
+// ErrTooFewShards when fewer than k are present.
+func (c *Codec) Reconstruct(shards [][]byte) error {
+	return c.reconstruct(shards, false)
+}
+
+// ReconstructData rebuilds the missing data shards only (what a read
+// needs).
+func (c *Codec) ReconstructData(shards [][]byte) error {
+	return c.reconstruct(shards, true)
+}
+
+func (c *Codec) reconstruct(shards [][]byte, dataOnly bool) error {
+	if len(shards) != c.p.K+c.p.M {
+		return fmt.Errorf("%w: %d shards, want %d", ErrInvalid, len(shards), c.p.K+c.p.M)
+	}
+	have, n := 0, -1
+	for i, s := range shards {
+		if len(s) == 0 {
+			shards[i] = nil
+			continue
+		}
+		if n >= 0 && len(s) != n {
+			return fmt.Errorf("%w: shard %d holds %d bytes, others %d", ErrInvalid, i, len(s), n)
+		}
+		n = len(s)
+		have++
+	}
+	if have < c.p.K {
+		return fmt.Errorf("%w: %d of %d shards present, need %d", ErrTooFewShards, have, len(shards), c.p.K)
+	}
+	if have == len(shards) {
+		return nil
+	}
+	var err error
+	if dataOnly {
+		err = c.enc.ReconstructData(shards)
+	} else {
+		err = c.enc.Reconstruct(shards)
+	}
+	if err != nil {
+		return fmt.Errorf("ec: reconstruct: %w", err)
+	}
+	return nil
+}
+
+// EncodeParity computes the m coding shards of k data shards of equal
+// length (shards has k+m entries; the coding ones are allocated if nil).
+func (c *Codec) EncodeParity(shards [][]byte) error {
+	n := len(shards[0])
+	for i := c.p.K; i < len(shards); i++ {
+		if len(shards[i]) != n {
+			shards[i] = make([]byte, n)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := c.enc.Encode(shards); err != nil {
+		return fmt.Errorf("ec: encode: %w", err)
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 )
@@ -109,6 +110,11 @@ func Start(o Options) (*Daemon, error) {
 	st, err := NewState(o.FSID, cm)
 	if err != nil {
 		return nil, fmt.Errorf("mon: initial state: %w", err)
+	}
+	if fd != ec.DefaultFailureDomain {
+		// the default erasure-code profile spreads shards like the
+		// default rule spreads replicas (one-host clusters: over OSDs)
+		st.ECProfiles["default"] = []string{"crush-failure-domain=" + fd}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{o: o, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
@@ -317,9 +323,6 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	}
 	if _, err := Translate(c); err != nil { // refuse bad commands before they reach the log
 		return monc.Result{}, err
-	}
-	if c.Prefix == "pool create" && c.Args["type"] == "erasure" {
-		return monc.Result{}, fmt.Errorf("pool create %s: %w: erasure-coded pools cannot be created yet — the OSDs' erasure-coded data path is not implemented (profiles can be defined)", c.Args["name"], ErrInvalid)
 	}
 	f := d.raft.Apply(raw, 10*time.Second)
 	if err := f.Error(); err != nil {

@@ -298,7 +298,8 @@ func (c PoolDelete) Apply(s *State) (*osdmap.Incremental, string, error) {
 	return inc, fmt.Sprintf("pool '%s' removed", c.Name), nil
 }
 
-// PoolSet changes size, min_size, pg_num or pgp_num of a pool.
+// PoolSet changes size, min_size, pg_num, pgp_num or (erasure-coded
+// pools) allow_ec_overwrites of a pool.
 type PoolSet struct {
 	Name, Key, Value string
 }
@@ -308,6 +309,26 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	p, err := s.Map.PoolByName(c.Name)
 	if err != nil {
 		return nil, "", fmt.Errorf("pool %q: %w", c.Name, ErrNotFound)
+	}
+	if c.Key == "allow_ec_overwrites" {
+		if p.Type != osdmap.PoolErasure {
+			return nil, "", fmt.Errorf("pool %q: %w: allow_ec_overwrites applies to erasure-coded pools only", c.Name, ErrInvalid)
+		}
+		on, err := strconv.ParseBool(c.Value)
+		if err != nil {
+			return nil, "", fmt.Errorf("pool %q allow_ec_overwrites = %q: %w: true or false", c.Name, c.Value, ErrInvalid)
+		}
+		if !on && p.Flags&osdmap.FlagECOverwrites != 0 {
+			// as Ceph: objects may already hold partial overwrites
+			return nil, "", fmt.Errorf("pool %q: %w: allow_ec_overwrites cannot be turned off once set", c.Name, ErrInvalid)
+		}
+		np := *p
+		if on {
+			np.Flags |= osdmap.FlagECOverwrites
+		}
+		inc := s.next()
+		inc.NewPools = []*osdmap.Pool{&np}
+		return inc, fmt.Sprintf("set pool %d allow_ec_overwrites to %t", p.ID, on), nil
 	}
 	v, err := strconv.ParseUint(c.Value, 10, 32)
 	if err != nil {
@@ -329,7 +350,7 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	case "pgp_num":
 		np.PGPNum = uint32(v)
 	default:
-		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num)", c.Name, ErrInvalid, c.Key)
+		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, allow_ec_overwrites)", c.Name, ErrInvalid, c.Key)
 	}
 	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{&np}

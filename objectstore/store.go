@@ -117,6 +117,18 @@ type Transaction struct{ ops []op }
 // Len is the number of operations.
 func (t *Transaction) Len() int { return len(t.ops) }
 
+// DataLen is the bytes the transaction's writes carry (attributes and
+// omap not counted).
+func (t *Transaction) DataLen() uint64 {
+	var n uint64
+	for i := range t.ops {
+		if t.ops[i].code == opWrite {
+			n += t.ops[i].n
+		}
+	}
+	return n
+}
+
 // CreateCollection creates an empty collection (ErrExists if it exists).
 func (t *Transaction) CreateCollection(c Coll) {
 	t.ops = append(t.ops, op{code: opCreateColl, coll: c})

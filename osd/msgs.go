@@ -10,13 +10,16 @@ import (
 
 // Messages between the OSDs of a PG.
 const (
-	msgRepOp   uint16 = 120 + iota // primary → replica: apply a write at a version
-	msgPGQuery                     // primary → member: its info and log
-	msgPull                        // primary → member: send an object whole
-	msgPush                        // primary → member: install an object whole
-	msgPGLog                       // primary → member: adopt the authoritative log
-	msgPGList                      // primary → member: list every object (when logs do not overlap)
-	msgPing                        // heartbeat
+	msgRepOp      uint16 = 120 + iota // primary → replica: apply a write at a version
+	msgPGQuery                        // primary → member: its info and log
+	msgPull                           // primary → member: send an object whole
+	msgPush                           // primary → member: install an object whole
+	msgPGLog                          // primary → member: adopt the authoritative log
+	msgPGList                         // primary → member: list every object (when logs do not overlap)
+	msgPing                           // heartbeat
+	msgECRead                         // primary → shard: read [Off, Off+Len) of an object's shard
+	msgECRepair                       // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
+	msgECRollback                     // primary → shard: undo writes after Prev
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it
@@ -35,6 +38,10 @@ type peerMsg struct {
 	DObjects int64 // change of the PG's object count by the write
 	DBytes   int64
 	Txn      *objectstore.Transaction
+	Off, Len uint64 // shard range (msgECRead, msgECRepair)
+	// RollForward (msgRepOp of an erasure-coded PG): every shard holds
+	// the writes up to this seq; their rollback stashes can go.
+	RollForward uint64
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -49,6 +56,9 @@ func (m *peerMsg) encode() []byte {
 	size := 256
 	if m.Obj != nil {
 		size += len(m.Obj.Data)
+	}
+	if m.Txn != nil {
+		size += int(m.Txn.DataLen()) + 64*m.Txn.Len()
 	}
 	e := wire.NewEncoder(make([]byte, 0, size))
 	e.I64(m.PG.Pool)
@@ -77,6 +87,9 @@ func (m *peerMsg) encode() []byte {
 	if m.Txn != nil {
 		m.Txn.Encode(e)
 	}
+	e.U64(m.Off)
+	e.U64(m.Len)
+	e.U64(m.RollForward)
 	return e.Bytes()
 }
 
@@ -105,6 +118,7 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 		}
 		m.Txn = t
 	}
+	m.Off, m.Len, m.RollForward = d.U64(), d.U64(), d.U64()
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)
 	}

@@ -15,7 +15,8 @@ import (
 
 // prepared is a write request turned into a transaction.
 type prepared struct {
-	t           *objectstore.Transaction
+	t           *objectstore.Transaction   // replicated: every copy's
+	shards      []*objectstore.Transaction // erasure-coded: each shard's, by position
 	results     []osdop.Result
 	existsAfter bool
 	dObjects    int64
@@ -43,6 +44,9 @@ func (pg *PG) loadObject(oid string) (*object, error) {
 	o.exists, o.size = true, st.Size
 	if b, err := pg.osd.store.GetAttr(pg.coll, oid, attrVersion); err == nil {
 		o.version = versionFrom(b).Seq
+	}
+	if b, err := pg.osd.store.GetAttr(pg.coll, oid, attrECSize); err == nil && len(b) == 8 {
+		o.size = binary.LittleEndian.Uint64(b) // an erasure-coded shard: the object's size
 	}
 	return o, nil
 }

@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
@@ -85,6 +87,9 @@ type OSD struct {
 	name  string // entity name, osd.N
 
 	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
+
+	codecMu sync.Mutex
+	codecs  map[int64]*ec.Codec // of erasure-coded pools, by pool id
 
 	perf        *perfCounters
 	metricsAddr string // where /metrics is served, if anywhere
@@ -135,7 +140,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), pgs: map[osdmap.PGID]*PG{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+		mapCh: make(chan struct{}), pgs: map[osdmap.PGID]*PG{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
 	d.cfg.Store(cfg)
 	if err := d.start(); err != nil {
 		d.Close()
@@ -441,9 +446,6 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	seen := map[osdmap.PGID]bool{}
 	for _, pid := range m.PoolIDs() {
 		pool, _ := m.Pool(pid)
-		if pool.Type != osdmap.PoolReplicated {
-			continue // no erasure-coded data path yet: such PGs are not instantiated
-		}
 		maps, err := m.PGMappings(pid)
 		if err != nil {
 			d.log.Error("pg mappings", "pool", pid, "err", err)
@@ -681,7 +683,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		return osdop.EncodeNames(names), nil
+		return osdop.EncodeNames(slices.DeleteFunc(names, isInternal)), nil
 	}
 	pm, err := decodePeerMsg(m.Payload)
 	if err != nil {
@@ -712,6 +714,12 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return nil, pg.handleLog(pm)
 	case msgPGList:
 		return pg.handleList(pm)
+	case msgECRead:
+		return pg.handleECRead(pm)
+	case msgECRepair:
+		return nil, pg.handleECRepair(pm)
+	case msgECRollback:
+		return nil, pg.handleECRollback(pm)
 	}
 	return nil, fmt.Errorf("%w: message type %d", osdop.ErrInvalid, m.Type)
 }
@@ -723,14 +731,17 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: pool %d does not exist", osdop.ErrNotFound, req.Pool)
 	}
+	var cd *ec.Codec
 	if pool.Type == osdmap.PoolErasure {
-		return nil, fmt.Errorf("%w: pool %q is erasure-coded, and the OSDs' erasure-coded data path is not implemented yet", osdop.ErrUnsupported, pool.Name)
+		if cd, err = d.codec(ctx, pool); err != nil {
+			return nil, err
+		}
 	}
 	if max := int(d.conf().Int("osd_max_object_name_len")); len(req.OID) > max {
 		return nil, fmt.Errorf("%w: %d bytes (max %d)", osdop.ErrNameTooLong, len(req.OID), max)
 	}
-	if req.OID == "" {
-		return nil, fmt.Errorf("%w: empty object name", osdop.ErrInvalid)
+	if req.OID == "" || isInternal(req.OID) {
+		return nil, fmt.Errorf("%w: object name %q: empty or starting with a NUL byte", osdop.ErrInvalid, req.OID)
 	}
 	pgid, _ := m.ObjectToPG(pool.ID, req.OID, "")
 	if pgid.Seed != req.Seed {
@@ -743,7 +754,7 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 	var rep *osdop.Reply
 	start := time.Now()
 	if req.IsWrite() {
-		rep, err = pg.write(ctx, req)
+		rep, err = pg.write(ctx, req, cd, pool)
 		if err == nil {
 			d.perf.opW.Add(1)
 			for i := range req.Ops {
@@ -752,7 +763,11 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 			d.perf.opWLat.Observe(time.Since(start).Seconds())
 		}
 	} else {
-		rep, err = pg.read(ctx, req)
+		if cd != nil {
+			rep, err = pg.readEC(ctx, cd, req)
+		} else {
+			rep, err = pg.read(ctx, req)
+		}
 		if err == nil {
 			d.perf.opR.Add(1)
 			for i := range rep.Results {

@@ -42,6 +42,7 @@ type cluster struct {
 	stores []*objectstore.MemStore
 	conf   *config.File
 	addrs  []string
+	dirs   []string
 }
 
 func startCluster(t *testing.T, n int) *cluster {
@@ -68,15 +69,49 @@ func startClusterConf(t *testing.T, n int, conf *config.File) *cluster {
 		m.Close()
 	})
 	for range n {
-		st := objectstore.NewMemStore()
-		o, err := osd.Start(osd.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: conf, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.osds = append(c.osds, o)
-		c.stores = append(c.stores, st)
+		c.stores = append(c.stores, objectstore.NewMemStore())
+		c.dirs = append(c.dirs, t.TempDir())
+		c.osds = append(c.osds, nil)
+		c.restartOSD(len(c.osds) - 1)
 	}
 	return c
+}
+
+// restartOSD starts OSD i (again: a MemStore survives its OSD's Close).
+func (c *cluster) restartOSD(i int) {
+	if c.osds[i] != nil {
+		c.osds[i].Close()
+	}
+	o, err := osd.Start(osd.Options{DataDir: c.dirs[i], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: c.stores[i]})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.osds[i] = o
+}
+
+// waitDown waits until the MONs have marked the OSDs down (the client's
+// map shows it).
+func (c *cluster) waitDown(ctx context.Context, cl *client.Conn, ids ...int32) {
+	for {
+		if err := cl.RefreshMap(ctx); err != nil {
+			c.t.Fatal(err)
+		}
+		m := cl.Map()
+		down := 0
+		for _, id := range ids {
+			if !m.OSDs[id].Up {
+				down++
+			}
+		}
+		if down == len(ids) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("osds %v not marked down: %v", ids, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // pool connects a client and creates a 3-replica pool.

@@ -24,8 +24,14 @@ type memberInfo struct {
 // the PG; it retries until it succeeds or the interval ends (ctx).
 func (pg *PG) peer(ctx context.Context, iv uint64) {
 	d := pg.osd
+	pg.mu.Lock()
+	once := pg.peerOnce
+	if pg.isEC {
+		once = pg.peerOnceEC
+	}
+	pg.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err := pg.peerOnce(ctx, iv)
+		err := once(ctx, iv)
 		if err == nil {
 			return
 		}
@@ -147,18 +153,23 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		}
 		d.log.Info("recovered member", "pg", pg.id, "osd", m.id, "objects", len(missing), "last_update", self.info.LastUpdate)
 	}
-	// 5. active
+	return pg.activate(iv, len(acting) < poolSize)
+}
+
+// activate makes the PG serve I/O after peering in interval iv.
+func (pg *PG) activate(iv uint64, degraded bool) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.interval != iv {
 		return context.Canceled
 	}
 	pg.state = stateClean
-	if len(acting) < poolSize {
+	if degraded {
 		pg.state = stateDegraded
 	}
 	pg.cancel = nil
 	pg.past = nil
+	clear(pg.pending)
 	pg.notify()
 	return nil
 }
@@ -230,7 +241,11 @@ func (pg *PG) listLocal() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, names...)
+		for _, n := range names {
+			if !isInternal(n) {
+				out = append(out, n)
+			}
+		}
 		if len(names) < 1024 {
 			return out, nil
 		}
@@ -307,6 +322,16 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry) error {
 	defer pg.mu.Unlock()
 	if pg.interval != iv {
 		return fmt.Errorf("%w: interval changed", osdop.ErrRetry)
+	}
+	// this copy's shard and rollback state stay its own
+	info.Shard, info.RolledForward = pg.log.info.Shard, pg.log.info.RolledForward
+	stashed := map[Version]bool{}
+	for _, e := range pg.log.entries {
+		stashed[e.Ver] = e.Stash
+	}
+	entries = slices.Clone(entries)
+	for i := range entries {
+		entries[i].Stash = stashed[entries[i].Ver]
 	}
 	var t objectstore.Transaction
 	pg.log.replace(&t, pg.coll, info, entries)

@@ -24,6 +24,9 @@ import (
 type perfCounters struct {
 	opW, opR, opWBytes, opRBytes atomic.Uint64
 	subopW, subopWBytes          atomic.Uint64
+	shardW, shardWBytes          atomic.Uint64
+	shardR, shardRBytes          atomic.Uint64
+	ecReconstruct                atomic.Uint64
 	opWLat, opRLat               prometheus.Histogram
 	reg                          *prometheus.Registry
 }
@@ -41,6 +44,11 @@ func newPerf(daemon string) *perfCounters {
 	counter("op_r_out_bytes_total", "Data bytes returned by client reads.", &p.opRBytes)
 	counter("subop_w_total", "Replicated writes applied for a primary.", &p.subopW)
 	counter("subop_w_in_bytes_total", "Bytes of replicated writes received (the transaction as sent).", &p.subopWBytes)
+	counter("shard_w_total", "Object writes this OSD's store applied for client writes (own, replica or erasure shard).", &p.shardW)
+	counter("shard_w_bytes_total", "Data bytes of those writes.", &p.shardWBytes)
+	counter("shard_r_total", "Erasure-coded shard reads served for a primary's client reads (this OSD's own included).", &p.shardR)
+	counter("shard_r_bytes_total", "Data bytes of those reads.", &p.shardRBytes)
+	counter("ec_reconstruct_total", "Erasure-coded reads that decoded missing, stale or corrupt shards.", &p.ecReconstruct)
 	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs … 6.5 s
 	p.opWLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_w_latency_seconds",
 		Help: "Client write latency on the primary, replicas included.", ConstLabels: labels, Buckets: buckets})
@@ -52,7 +60,8 @@ func newPerf(daemon string) *perfCounters {
 
 func (p *perfCounters) snapshot() osdop.Perf {
 	return osdop.Perf{OpW: p.opW.Load(), OpR: p.opR.Load(), OpWInBytes: p.opWBytes.Load(), OpROutBytes: p.opRBytes.Load(),
-		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load()}
+		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load(), ShardW: p.shardW.Load(), ShardWBytes: p.shardWBytes.Load(),
+		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load()}
 }
 
 // serveMetrics exports the counters at addr/metrics until ctx ends.

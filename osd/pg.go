@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
@@ -50,6 +51,11 @@ type PG struct {
 	past     []int32
 	objLocks map[string]*objLock
 	cancel   context.CancelFunc // of the running peering
+	// erasure-coded PGs: this OSD's shard (its position in acting), and on
+	// the primary the seqs of writes not yet on every shard
+	isEC    bool
+	shard   int
+	pending map[uint64]bool
 }
 
 type objLock struct {
@@ -59,7 +65,28 @@ type objLock struct {
 
 func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
 	return &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
-		objLocks: map[string]*objLock{}, primary: -1, state: stateStray}
+		objLocks: map[string]*objLock{}, primary: -1, state: stateStray, pending: map[uint64]bool{}}
+}
+
+// setShard records which shard of an erasure-coded PG this OSD holds
+// (pg.mu is held). A copy of another shard is useless here: its log is
+// dropped, so that peering rebuilds every object of the new shard.
+func (pg *PG) setShard(pos int) {
+	pg.shard = pos
+	if pg.log.info.Shard == int32(pos) {
+		return
+	}
+	if pg.log.info.LastUpdate != (Version{}) {
+		pg.osd.log.Warn("holding another shard of the pg now: its copy will be rebuilt", "pg", pg.id, "was", pg.log.info.Shard, "now", pos)
+		var t objectstore.Transaction
+		pg.log.replace(&t, pg.coll, Info{Shard: int32(pos)}, nil)
+		if err := pg.osd.store.Apply(&t); err != nil {
+			pg.osd.log.Error("reset pg log", "pg", pg.id, "err", err)
+		}
+		pg.applied = Version{}
+		return
+	}
+	pg.log.info.Shard = int32(pos)
 }
 
 func (pg *PG) notify() {
@@ -99,6 +126,10 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	defer pg.mu.Unlock()
 	pg.pool = pool
 	pg.epoch = m.Epoch
+	pg.isEC = pool != nil && pool.Type == osdmap.PoolErasure
+	if pos := slices.Index(mp.Acting, pg.osd.id); pg.isEC && pos >= 0 {
+		pg.setShard(pos)
+	}
 	if iv == pg.interval && pg.state != stateStray {
 		return
 	}
@@ -122,7 +153,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.state = stateStray
 	case mp.ActingPrimary != pg.osd.id:
 		pg.state = stateReplica
-	case len(mp.Acting) < pool.MinSize:
+	case members(mp.Acting) < pool.MinSize:
 		pg.state = stateInactive
 	default:
 		pg.state = statePeering
@@ -183,10 +214,11 @@ func (pg *PG) lockObject(oid string) func() {
 	}
 }
 
-// write runs a client's write request: it builds the transaction from the
-// object's current state, orders it in the PG log, applies it here and on
-// every replica, and returns once all have committed.
-func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
+// write runs a client's write request: it builds the transaction (one per
+// shard on an erasure-coded PG, cd set) from the object's current state,
+// orders it in the PG log, applies it here and on every other member, and
+// returns once all have committed.
+func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool *osdmap.Pool) (*osdop.Reply, error) {
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
@@ -201,7 +233,13 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 	unlock := pg.lockObject(req.OID)
 	defer unlock()
 	d := pg.osd
-	x, err := pg.prepare(req)
+	var x *prepared
+	var err error
+	if cd != nil {
+		x, err = pg.prepareEC(ctx, cd, pool, req)
+	} else {
+		x, err = pg.prepare(req)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -210,54 +248,81 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, s)
 	}
+	if cd != nil && pg.shard >= len(x.shards) {
+		pg.mu.Unlock()
+		return nil, fmt.Errorf("%w: pg %s: shard %d of %d", osdop.ErrRetry, pg.id, pg.shard, len(x.shards))
+	}
 	prev := pg.log.info.LastUpdate
 	v = Version{Epoch: uint32(pg.epoch), Seq: prev.Seq + 1}
 	entry := LogEntry{Ver: v, Op: logModify, OID: req.OID, Client: req.Client, Tid: req.Tid}
+	txns := []*objectstore.Transaction{x.t}
+	if cd != nil {
+		txns = x.shards
+	}
 	if !x.existsAfter {
 		entry.Op = logDelete
 	} else {
-		x.t.SetAttr(pg.coll, req.OID, attrVersion, v.bytes())
 		e := wireEncoder(8)
 		e.I64(time.Now().UnixNano())
-		x.t.SetAttr(pg.coll, req.OID, attrMtime, e.Bytes())
+		for _, t := range txns {
+			t.SetAttr(pg.coll, req.OID, attrVersion, v.bytes())
+			t.SetAttr(pg.coll, req.OID, attrMtime, e.Bytes())
+		}
 	}
 	type target struct {
 		id   int32
 		addr string
+		txn  *objectstore.Transaction
 	}
-	var replicas []target
+	var others []target
 	for i, o := range pg.acting {
-		if o != d.id {
-			replicas = append(replicas, target{o, pg.addrs[i]})
+		switch {
+		case o == d.id || o == osdmap.NoOSD:
+		case cd != nil:
+			others = append(others, target{o, pg.addrs[i], x.shards[i]})
+		default:
+			others = append(others, target{o, pg.addrs[i], x.t})
 		}
 	}
-	pm := &peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes, Txn: x.t}
+	pm := peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
 	// The log entry and PG info go into a transaction of their own, so that
-	// x.t — what the replicas get — stays as prepared and is encoded after
-	// the lock is released, while the local commit runs.
+	// what the others get stays as prepared and is encoded after the lock
+	// is released, while the local commit runs.
+	local := &objectstore.Transaction{}
 	var meta objectstore.Transaction
+	mine := x.t
+	if cd != nil {
+		mine = x.shards[pg.shard]
+		// writes before the oldest still in flight are on every shard
+		pm.RollForward = prev.Seq
+		for s := range pg.pending {
+			pm.RollForward = min(pm.RollForward, s-1)
+		}
+		pg.pending[v.Seq] = true
+		pg.rollForward(&meta, pm.RollForward)
+		pg.stash(local, &entry)
+	}
 	pg.log.info.Objects += x.dObjects
 	pg.log.info.Bytes += x.dBytes
 	pg.log.add(&meta, pg.coll, entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
-	local := &objectstore.Transaction{}
-	local.Append(x.t)
+	local.Append(mine)
 	local.Append(&meta)
 	pg.applied = v
 	done := d.store.Submit(local)
 	pg.mu.Unlock()
+	d.perf.shardW.Add(1)
+	d.perf.shardWBytes.Add(mine.DataLen())
 
-	var payload []byte
-	if len(replicas) > 0 {
-		payload = pm.encode()
-	}
-	errs := make(chan error, len(replicas))
-	for _, r := range replicas {
+	errs := make(chan error, len(others))
+	for _, r := range others {
 		go func() {
+			m := pm
+			m.Txn = r.txn
 			rctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()
-			_, err := d.call(rctx, r.id, r.addr, msgRepOp, payload)
+			_, err := d.call(rctx, r.id, r.addr, msgRepOp, m.encode())
 			if err != nil {
-				err = fmt.Errorf("replica osd.%d: %w", r.id, err)
+				err = fmt.Errorf("osd.%d: %w", r.id, err)
 			}
 			errs <- err
 		}()
@@ -266,7 +331,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 	if err := <-done; err != nil {
 		failed = fmt.Errorf("osd.%d: pg %s: commit %s: %w", d.id, pg.id, v, storeErr(err))
 	}
-	for range replicas {
+	for range others {
 		if err := <-errs; err != nil && failed == nil {
 			failed = err
 		}
@@ -280,6 +345,11 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request) (*osdop.Reply, erro
 			return nil, failed
 		}
 		return nil, fmt.Errorf("%w: %v", osdop.ErrRetry, failed)
+	}
+	if cd != nil {
+		pg.mu.Lock()
+		delete(pg.pending, v.Seq)
+		pg.mu.Unlock()
 	}
 	return &osdop.Reply{Ver: v.Seq, Results: x.results}, nil
 }
@@ -349,13 +419,22 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 		}
 		pg.mu.Lock()
 	}
+	txn, entry := pm.Txn, pm.Entry
+	if pg.isEC {
+		txn = &objectstore.Transaction{}
+		pg.stash(txn, &entry)
+		txn.Append(pm.Txn)
+		pg.rollForward(txn, pm.RollForward)
+	}
 	pg.log.info.Objects += pm.DObjects
 	pg.log.info.Bytes += pm.DBytes
-	pg.log.add(pm.Txn, pg.coll, pm.Entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
+	pg.log.add(txn, pg.coll, entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
 	pg.applied = pm.Entry.Ver
-	done := d.store.Submit(pm.Txn)
+	done := d.store.Submit(txn)
 	pg.notify()
 	pg.mu.Unlock()
+	d.perf.shardW.Add(1)
+	d.perf.shardWBytes.Add(pm.Txn.DataLen())
 	if err := <-done; err != nil {
 		return fmt.Errorf("osd.%d: pg %s: commit %s: %w", d.id, pg.id, pm.Entry.Ver, storeErr(err))
 	}

@@ -50,6 +50,10 @@ type LogEntry struct {
 	OID    string
 	Client uint64
 	Tid    uint64
+	// Stash (erasure-coded PGs, this OSD's copy of the entry only): the
+	// object's state before the write was kept as stashName(Seq), so the
+	// write can be rolled back until the primary rolls it forward.
+	Stash bool
 }
 
 func (l *LogEntry) encode(e *wire.Encoder) {
@@ -59,10 +63,11 @@ func (l *LogEntry) encode(e *wire.Encoder) {
 	e.String(l.OID)
 	e.U64(l.Client)
 	e.U64(l.Tid)
+	e.Bool(l.Stash)
 }
 
 func decodeLogEntry(d *wire.Decoder) LogEntry {
-	return LogEntry{Ver: Version{Epoch: d.U32(), Seq: d.U64()}, Op: d.U8(), OID: d.String(), Client: d.U64(), Tid: d.U64()}
+	return LogEntry{Ver: Version{Epoch: d.U32(), Seq: d.U64()}, Op: d.U8(), OID: d.String(), Client: d.U64(), Tid: d.U64(), Stash: d.Bool()}
 }
 
 // Info is a PG's persistent summary on one OSD (Ceph's pg_info_t): the
@@ -73,6 +78,12 @@ type Info struct {
 	LogTail    Version // entries after this are in the log
 	Objects    int64
 	Bytes      int64
+	// Erasure-coded PGs: the shard this OSD's copy holds (its position in
+	// the acting set when it was written), and the newest write known to
+	// be on every shard — writes up to it can no longer be rolled back
+	// (Ceph's roll_forward_to).
+	Shard         int32
+	RolledForward uint64
 }
 
 func (i *Info) encode(e *wire.Encoder) {
@@ -82,10 +93,13 @@ func (i *Info) encode(e *wire.Encoder) {
 	e.U64(i.LogTail.Seq)
 	e.I64(i.Objects)
 	e.I64(i.Bytes)
+	e.U32(uint32(i.Shard))
+	e.U64(i.RolledForward)
 }
 
 func decodeInfo(d *wire.Decoder) Info {
-	return Info{LastUpdate: Version{d.U32(), d.U64()}, LogTail: Version{d.U32(), d.U64()}, Objects: d.I64(), Bytes: d.I64()}
+	return Info{LastUpdate: Version{d.U32(), d.U64()}, LogTail: Version{d.U32(), d.U64()}, Objects: d.I64(), Bytes: d.I64(),
+		Shard: int32(d.U32()), RolledForward: d.U64()}
 }
 
 // The PG's metadata (info and log) lives in the "meta" collection, one
@@ -130,6 +144,9 @@ func (l *pgLog) add(t *objectstore.Transaction, c objectstore.Coll, e LogEntry, 
 		for i, d := range drop {
 			keys[i] = logKey(d.Ver.Seq)
 			delete(l.reqs, [2]uint64{d.Client, d.Tid})
+			if d.Stash && d.Ver.Seq > l.info.RolledForward {
+				t.Remove(c, stashName(d.Ver.Seq))
+			}
 		}
 		l.info.LogTail = drop[len(drop)-1].Ver
 		l.entries = append([]LogEntry(nil), l.entries[len(drop):]...)

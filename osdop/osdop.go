@@ -228,6 +228,10 @@ var (
 	ErrVerOlder    = errors.New("object version older than asserted")
 	ErrVerNewer    = errors.New("object version newer than asserted")
 	ErrCorrupt     = errors.New("checksum mismatch on OSD")
+	// ErrUnreadable: an erasure-coded object has fewer than k readable
+	// shards (Ceph answers EIO; the errno here is EREMOTEIO so that it
+	// stays apart from a checksum failure).
+	ErrUnreadable = errors.New("too few shards to read the object")
 	// ErrRetry: not the PG's primary at the sender's epoch, or the PG is
 	// changing; the client resends with a newer map.
 	ErrRetry = errors.New("retry with a newer map")
@@ -241,6 +245,7 @@ var errnos = []struct {
 	{ErrInvalid, syscall.EINVAL}, {ErrUnsupported, syscall.EOPNOTSUPP}, {ErrPermission, syscall.EACCES},
 	{ErrTooLarge, syscall.EFBIG}, {ErrNameTooLong, syscall.ENAMETOOLONG}, {ErrNoData, syscall.ENODATA},
 	{ErrVerOlder, syscall.ERANGE}, {ErrVerNewer, syscall.EOVERFLOW}, {ErrCorrupt, syscall.EIO}, {ErrRetry, syscall.EAGAIN},
+	{ErrUnreadable, syscall.EREMOTEIO},
 }
 
 // Errno returns err's code (EIO for errors without one).
@@ -288,6 +293,16 @@ type Perf struct {
 	OpROutBytes uint64 `json:"op_r_out_bytes"`   // data bytes read
 	SubopW      uint64 `json:"subop_w"`          // replicated writes applied for a primary
 	SubopWBytes uint64 `json:"subop_w_in_bytes"` // their bytes as received
+	// Shard I/O: every object write this OSD's store applies for a client
+	// write (the primary's own and each replica's or shard's), every shard
+	// read for an erasure-coded read, and their data bytes — so the I/O
+	// amplification of a workload is counted exactly (a 4 MiB write to a
+	// 4+2 pool: 6 shard writes of 1 MiB).
+	ShardW        uint64 `json:"shard_w"`
+	ShardWBytes   uint64 `json:"shard_w_bytes"`
+	ShardR        uint64 `json:"shard_r"`
+	ShardRBytes   uint64 `json:"shard_r_bytes"`
+	ECReconstruct uint64 `json:"ec_reconstruct"` // erasure-coded reads that decoded missing shards
 }
 
 // PGStats is one PG as its primary sees it.

@@ -21,6 +21,7 @@ import (
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 	"github.com/shoal-project/shoal/status"
 )
@@ -334,10 +335,11 @@ func osdCmd() *cobra.Command {
 				return json.NewEncoder(out).Encode(all)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\t")
+			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\tSHARD_W\tSHARD_W_BYTES\tSHARD_R\tSHARD_R_BYTES\tEC_RECONSTRUCT\t")
 			for _, st := range all {
 				p := st.Perf
-				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes)
+				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes,
+					p.ShardW, p.ShardWBytes, p.ShardR, p.ShardRBytes, p.ECReconstruct)
 			}
 			return tw.Flush()
 		})}
@@ -425,7 +427,11 @@ func poolCmd() *cobra.Command {
 			for _, id := range m.PoolIDs() {
 				p, _ := m.Pool(id)
 				if format == "detail" {
-					fmt.Fprintf(out, "pool %d '%s' %s size %d min_size %d crush_rule %d pg_num %d pgp_num %d\n", p.ID, p.Name, p.Type, p.Size, p.MinSize, p.CrushRule, p.PGNum, p.PGPNum)
+					fmt.Fprintf(out, "pool %d '%s' %s size %d min_size %d crush_rule %d pg_num %d pgp_num %d", p.ID, p.Name, p.Type, p.Size, p.MinSize, p.CrushRule, p.PGNum, p.PGPNum)
+					if p.Type == osdmap.PoolErasure {
+						fmt.Fprintf(out, " erasure_code_profile %s allow_ec_overwrites %t", p.ECProfile, p.Flags&osdmap.FlagECOverwrites != 0)
+					}
+					fmt.Fprintln(out)
 				} else {
 					fmt.Fprintln(out, p.Name)
 				}
@@ -433,20 +439,24 @@ func poolCmd() *cobra.Command {
 			return nil
 		})}
 	ls.Flags().StringVar(&format, "format", "plain", "plain or detail")
-	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num or pgp_num", Args: cobra.ExactArgs(3),
+	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num, pgp_num or allow_ec_overwrites (erasure-coded pools: true)", Args: cobra.ExactArgs(3),
 		RunE: monCommand("pool set", func(a []string) (map[string]string, error) {
 			return map[string]string{"name": a[0], "key": a[1], "value": a[2]}, nil
 		})}
-	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pgp_num or crush_rule", Args: cobra.ExactArgs(2),
+	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pgp_num, crush_rule, erasure_code_profile or allow_ec_overwrites", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
 				p, err := s.conn.Map().PoolByName(a[0])
 				if err != nil {
 					return fmt.Errorf("pool %q: %w", a[0], client.ErrPoolNotFound)
 				}
-				v, ok := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "crush_rule": p.CrushRule}[a[1]]
+				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "crush_rule": p.CrushRule}
+				if p.Type == osdmap.PoolErasure {
+					keys["erasure_code_profile"], keys["allow_ec_overwrites"] = p.ECProfile, p.Flags&osdmap.FlagECOverwrites != 0
+				}
+				v, ok := keys[a[1]]
 				if !ok {
-					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule)", a[1])
+					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
 				}
 				fmt.Fprintf(out, "%s: %v\n", a[1], v)
 				return nil

@@ -1,0 +1,971 @@
+package osd
+
+// Erasure-coded PGs.
+//
+// Shard i of a PG lives on acting[i] (CRUSH's indep rule keeps positions
+// stable; a missing OSD is a hole). Every shard holds, per object, its
+// chunks of every stripe (ec package layout) as the object's data, and the
+// same attributes: version, mtime, the object's logical size (attrECSize)
+// and the client's xattrs. The primary turns each write request into one
+// transaction per shard — whole stripes re-encoded: the stripes a write
+// touches are read back (from the shards, reconstructing if needed),
+// modified and encoded again — and sends shard i's to acting[i] with the
+// log entry; the client is answered once every shard in the acting set
+// committed.
+//
+// Rollback: before a write changes an object, each shard keeps the
+// object's previous state as a stash object (stashName), until the
+// primary knows the write is on every shard and rolls it forward (the next
+// write carries that point, Info.RolledForward). If a primary dies mid-write
+// some shards may hold the new version and others the old; peering then
+// takes as authoritative the newest version at least k shards hold and
+// rolls the others back from their stashes, so an object is always at its
+// old or its new content, never a mix (Ceph: doc/dev/osd_internals/
+// erasure_coding/developer_notes, "rollback").
+//
+// Reads fetch only the data shards (and stripes) the range covers, and
+// the object's version with them; a shard that is missing, fails, returns
+// another version, or fails its checksum (the object store checks a crc32c
+// per 4 KiB block on every read) is replaced by others and the range is
+// decoded from any k. A shard that failed its checksum is rewritten from
+// the decoded data at once (repair on read).
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// attrECSize is an erasure-coded object's logical size (8 bytes, little
+// endian) on every shard; the shards' own data is whole stripes.
+const attrECSize = "s.size"
+
+// stashPrefix starts the names of rollback stashes; client object names
+// may not start with a NUL byte, so they never collide and listings skip
+// them.
+const stashPrefix = "\x00rb."
+
+func stashName(seq uint64) string { return stashPrefix + strconv.FormatUint(seq, 10) }
+
+func isInternal(oid string) bool { return strings.HasPrefix(oid, "\x00") }
+
+// codec returns the codec of an erasure-coded pool, fetching its profile
+// from the MONs once (a profile cannot change while a pool uses it, and
+// pool ids are never reused).
+func (d *OSD) codec(ctx context.Context, pool *osdmap.Pool) (*ec.Codec, error) {
+	d.codecMu.Lock()
+	c := d.codecs[pool.ID]
+	d.codecMu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	r, err := d.mc.Command(ctx, "osd erasure-code-profile get", map[string]string{"name": pool.ECProfile})
+	if err != nil {
+		return nil, fmt.Errorf("osd.%d: pool %s: erasure-code profile %q: %w", d.id, pool.Name, pool.ECProfile, err)
+	}
+	var args []string
+	if err := json.Unmarshal(r.Data, &args); err != nil {
+		return nil, fmt.Errorf("osd.%d: pool %s: erasure-code profile %q: %w", d.id, pool.Name, pool.ECProfile, err)
+	}
+	p, err := ec.ParseProfile(pool.ECProfile, args)
+	if err != nil {
+		return nil, fmt.Errorf("osd.%d: pool %s: %w", d.id, pool.Name, err)
+	}
+	if p.K+p.M != pool.Size {
+		return nil, fmt.Errorf("osd.%d: pool %s: size %d is not k+m of profile %s (%d+%d)", d.id, pool.Name, pool.Size, p.Name, p.K, p.M)
+	}
+	if c, err = ec.NewCodec(p); err != nil {
+		return nil, err
+	}
+	d.codecMu.Lock()
+	d.codecs[pool.ID] = c
+	d.codecMu.Unlock()
+	return c, nil
+}
+
+// members counts the OSDs of an acting set (erasure sets have holes).
+func members(acting []int32) int {
+	n := 0
+	for _, o := range acting {
+		if o != osdmap.NoOSD {
+			n++
+		}
+	}
+	return n
+}
+
+// ecWrite is a write request on an erasure-coded object, executed against
+// a window of whole stripes [lo, lo+len(win)/w) that the request rewrites.
+type ecWrite struct {
+	pg    *PG
+	ctx   context.Context
+	cd    *ec.Codec
+	o     *object // the object before the request
+	w, u  uint64  // stripe width and unit
+	allow bool    // allow_ec_overwrites
+
+	exists   bool
+	removed  bool   // a remove: the shards start again from nothing
+	size     uint64 // logical size so far
+	zeroFrom uint64 // on-disk bytes at or past this are stale (truncated)
+	lo       uint64 // first stripe of the window
+	win      []byte // the window's bytes; whole stripes unless aliased
+	aliased  bool   // win is the client's buffer (a stripe-aligned write to the end)
+	attrs    []objectstore.KV
+	rmAttrs  []string
+}
+
+func (x *ecWrite) hi() uint64 { return x.lo + (uint64(len(x.win))+x.w-1)/x.w }
+
+// own makes the window a private buffer of whole stripes.
+func (x *ecWrite) own() {
+	if !x.aliased {
+		return
+	}
+	n := (uint64(len(x.win)) + x.w - 1) / x.w * x.w
+	b := make([]byte, n)
+	copy(b, x.win)
+	x.win, x.aliased = b, false
+}
+
+// cover extends the window to the stripes of logical bytes [a, b), reading
+// stripes it did not hold from the shards (as they were before the request;
+// bytes the request truncated read as zeros).
+func (x *ecWrite) cover(a, b uint64) error {
+	x.own()
+	s0, s1 := a/x.w, (max(b, a+1)+x.w-1)/x.w
+	if len(x.win) > 0 {
+		s0, s1 = min(s0, x.lo), max(s1, x.hi())
+	}
+	if len(x.win) > 0 && s0 == x.lo && s1 == x.hi() {
+		return nil
+	}
+	buf := make([]byte, (s1-s0)*x.w)
+	valid := uint64(0) // on-disk bytes still meaningful
+	if x.o.exists && !x.removed {
+		valid = min(x.o.size, x.zeroFrom)
+	}
+	load := func(from, to uint64) error { // stripes [from, to)
+		start, end := from*x.w, min(to*x.w, valid)
+		if start >= end {
+			return nil
+		}
+		data, err := x.pg.readRange(x.ctx, x.cd, x.o, start, end-start)
+		if err != nil {
+			return err
+		}
+		copy(buf[start-s0*x.w:], data)
+		return nil
+	}
+	if len(x.win) == 0 {
+		if err := load(s0, s1); err != nil {
+			return err
+		}
+	} else {
+		if err := load(s0, x.lo); err != nil {
+			return err
+		}
+		if err := load(x.hi(), s1); err != nil {
+			return err
+		}
+		copy(buf[(x.lo-s0)*x.w:], x.win)
+	}
+	x.lo, x.win = s0, buf
+	return nil
+}
+
+func (x *ecWrite) write(off uint64, data []byte) error {
+	end := off + uint64(len(data))
+	if off != x.size && !x.allow {
+		return fmt.Errorf("%w: write at %d of an object of %d bytes is an overwrite; erasure-coded pools take them only with allow_ec_overwrites", osdop.ErrUnsupported, off, x.size)
+	}
+	if len(x.win) == 0 && off%x.w == 0 && end >= x.size && (x.zeroFrom%x.w == 0 || x.zeroFrom >= x.size) {
+		// whole new stripes to the end: no read, no copy
+		x.lo, x.win, x.aliased = off/x.w, data, true
+	} else {
+		if err := x.cover(off, end); err != nil {
+			return err
+		}
+		copy(x.win[off-x.lo*x.w:], data)
+	}
+	x.size = max(x.size, end)
+	return nil
+}
+
+func (x *ecWrite) truncate(n uint64) error {
+	if n >= x.size {
+		x.size = n // the bytes past the old end read as zeros already
+		return nil
+	}
+	x.zeroFrom = min(x.zeroFrom, n)
+	if n%x.w != 0 {
+		if err := x.cover(n, n); err != nil {
+			return err
+		}
+	}
+	if len(x.win) > 0 {
+		x.own()
+		if start := x.lo * x.w; n > start {
+			clear(x.win[min(n-start, uint64(len(x.win))):])
+		} else {
+			x.win = x.win[:0]
+		}
+	}
+	x.size = n
+	return nil
+}
+
+func (x *ecWrite) zero(off, n uint64) error {
+	end := min(off+n, x.size)
+	if off >= end {
+		return nil
+	}
+	if err := x.cover(off, end); err != nil {
+		return err
+	}
+	clear(x.win[off-x.lo*x.w : end-x.lo*x.w])
+	return nil
+}
+
+// prepareEC executes a write request on an erasure-coded object (the
+// object lock is held) and builds one transaction per shard.
+func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, req *osdop.Request) (*prepared, error) {
+	o, err := pg.loadObject(req.OID)
+	if err != nil {
+		return nil, err
+	}
+	p := cd.Profile()
+	x := &ecWrite{pg: pg, ctx: ctx, cd: cd, o: o, w: uint64(p.StripeWidth()), u: uint64(p.StripeUnit),
+		allow: pool.Flags&osdmap.FlagECOverwrites != 0, exists: o.exists, size: o.size, zeroFrom: o.size}
+	res := &prepared{results: make([]osdop.Result, len(req.Ops))}
+	maxSize := pg.osd.conf().Size("osd_max_object_size")
+	for i := range req.Ops {
+		op := &req.Ops[i]
+		fail := func(err error) (*prepared, error) {
+			return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, op.Code, req.OID)
+		}
+		var err error
+		switch op.Code {
+		case osdop.WriteFull:
+			x.zeroFrom, x.size, x.win, x.aliased = 0, 0, nil, false
+			err = x.write(0, op.Data)
+		case osdop.Write:
+			if op.Off+uint64(len(op.Data)) < op.Off {
+				return fail(osdop.ErrInvalid)
+			}
+			err = x.write(op.Off, op.Data)
+		case osdop.Append:
+			err = x.write(x.size, op.Data)
+		case osdop.Truncate:
+			if op.Off != x.size && !x.allow {
+				return fail(fmt.Errorf("%w: truncate on an erasure-coded pool needs allow_ec_overwrites", osdop.ErrUnsupported))
+			}
+			err = x.truncate(op.Off)
+		case osdop.Zero:
+			if !x.allow {
+				return fail(fmt.Errorf("%w: zero on an erasure-coded pool needs allow_ec_overwrites", osdop.ErrUnsupported))
+			}
+			err = x.zero(op.Off, op.Len)
+		case osdop.Remove:
+			if !x.exists {
+				return fail(osdop.ErrNotFound)
+			}
+			x.exists, x.removed, x.size, x.zeroFrom, x.win, x.aliased = false, true, 0, 0, nil, false
+			x.attrs, x.rmAttrs = nil, nil
+			continue
+		case osdop.Create:
+			if x.exists && op.Exclusive {
+				return fail(osdop.ErrExists)
+			}
+		case osdop.SetXattr:
+			if op.Name == "" {
+				return fail(fmt.Errorf("%w: empty xattr name", osdop.ErrInvalid))
+			}
+			x.attrs = append(x.attrs, objectstore.KV{Key: userAttr + op.Name, Value: op.Data})
+		case osdop.RmXattr:
+			if _, err := pg.osd.store.GetAttr(pg.coll, req.OID, userAttr+op.Name); err != nil || !x.exists {
+				return fail(fmt.Errorf("%w: %q", osdop.ErrNoData, op.Name))
+			}
+			x.rmAttrs = append(x.rmAttrs, userAttr+op.Name)
+		case osdop.OmapSet, osdop.OmapRm, osdop.OmapClear, osdop.Call:
+			return fail(fmt.Errorf("%w: %s on an erasure-coded pool (keep omap data in a replicated pool)", osdop.ErrUnsupported, op.Code))
+		case osdop.AssertVersion:
+			switch {
+			case !o.exists:
+				return fail(osdop.ErrNotFound)
+			case o.version < op.Ver:
+				return fail(fmt.Errorf("%w: %d < %d", osdop.ErrVerOlder, o.version, op.Ver))
+			case o.version > op.Ver:
+				return fail(fmt.Errorf("%w: %d > %d", osdop.ErrVerNewer, o.version, op.Ver))
+			}
+			continue
+		default: // reads see the state before the request
+			r, err := pg.readOpEC(ctx, cd, o, op)
+			if err != nil {
+				return fail(err)
+			}
+			res.results[i] = r
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		x.exists = true
+		if x.size > maxSize {
+			return fail(fmt.Errorf("%w: %d bytes (osd_max_object_size %d)", osdop.ErrTooLarge, x.size, maxSize))
+		}
+	}
+	if !x.exists && !o.exists {
+		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, req.OID)
+	}
+	res.existsAfter = x.exists
+	switch {
+	case x.exists && !o.exists:
+		res.dObjects = 1
+	case !x.exists && o.exists:
+		res.dObjects = -1
+	}
+	res.dBytes = int64(x.size) - int64(o.size)
+	if err := x.shardTxns(res, pg.coll, req.OID); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// shardTxns encodes the window and builds every shard's transaction.
+func (x *ecWrite) shardTxns(res *prepared, c objectstore.Coll, oid string) error {
+	p := x.cd.Profile()
+	n := p.K + p.M
+	res.shards = make([]*objectstore.Transaction, n)
+	for i := range res.shards {
+		res.shards[i] = &objectstore.Transaction{}
+	}
+	if !x.exists {
+		for _, t := range res.shards {
+			t.Remove(c, oid)
+		}
+		return nil
+	}
+	// stripes past the new end are dropped
+	if end := (x.size + x.w - 1) / x.w; x.hi() > end {
+		x.own()
+		if end <= x.lo {
+			x.win = x.win[:0]
+		} else {
+			x.win = x.win[:(end-x.lo)*x.w]
+		}
+	}
+	var chunks [][]byte
+	if len(x.win) > 0 {
+		var err error
+		if chunks, err = x.cd.Encode(x.win); err != nil {
+			return err
+		}
+	}
+	oldShard := uint64(p.ShardSize(int64(x.o.size)))
+	if x.removed || !x.o.exists {
+		oldShard = 0
+	}
+	newShard := uint64(p.ShardSize(int64(x.size)))
+	cut := min(oldShard, uint64(p.ShardSize(int64(x.zeroFrom))))
+	sizeAttr := binary.LittleEndian.AppendUint64(nil, x.size)
+	for i, t := range res.shards {
+		if x.removed && x.o.exists {
+			t.Remove(c, oid)
+		}
+		t.Touch(c, oid)
+		length := oldShard
+		if cut < oldShard {
+			t.Truncate(c, oid, cut)
+			length = cut
+		}
+		if len(chunks) > 0 {
+			t.Write(c, oid, x.lo*x.u, chunks[i])
+			length = max(length, x.lo*x.u+uint64(len(chunks[i])))
+		}
+		if length != newShard {
+			t.Truncate(c, oid, newShard)
+		}
+		t.SetAttr(c, oid, attrECSize, sizeAttr)
+		for _, a := range x.attrs {
+			t.SetAttr(c, oid, a.Key, a.Value)
+		}
+		for _, a := range x.rmAttrs {
+			t.RmAttr(c, oid, a)
+		}
+	}
+	return nil
+}
+
+// readEC serves a read request on an erasure-coded PG.
+func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*osdop.Reply, error) {
+	if err := pg.waitActive(ctx); err != nil {
+		return nil, err
+	}
+	// a write holds the object until every shard committed: under the
+	// lock, all shards agree
+	unlock := pg.lockObject(req.OID)
+	defer unlock()
+	o, err := pg.loadObject(req.OID)
+	if err != nil {
+		return nil, err
+	}
+	rep := &osdop.Reply{Ver: o.version, Results: make([]osdop.Result, len(req.Ops))}
+	for i := range req.Ops {
+		r, err := pg.readOpEC(ctx, cd, o, &req.Ops[i])
+		if err != nil {
+			return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+		}
+		rep.Results[i] = r
+	}
+	return rep, nil
+}
+
+func (pg *PG) readOpEC(ctx context.Context, cd *ec.Codec, o *object, op *osdop.Op) (osdop.Result, error) {
+	switch op.Code {
+	case osdop.Read:
+		if !o.exists {
+			return osdop.Result{}, osdop.ErrNotFound
+		}
+		if op.Off >= o.size {
+			return osdop.Result{}, nil
+		}
+		n := op.Len
+		if n == 0 || n > o.size-op.Off {
+			n = o.size - op.Off
+		}
+		data, err := pg.readRange(ctx, cd, o, op.Off, n)
+		return osdop.Result{Data: data}, err
+	case osdop.OmapGet, osdop.OmapList:
+		return osdop.Result{}, fmt.Errorf("%w: %s on an erasure-coded pool", osdop.ErrUnsupported, op.Code)
+	}
+	return pg.readOp(o, op) // stat and xattrs: every shard holds them
+}
+
+// readRange reads logical bytes [off, off+n) of an object (within its
+// size): the data shards the range covers, then, if any fails, others
+// until k have answered, decoding the missing ones.
+func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uint64) ([]byte, error) {
+	p := cd.Profile()
+	k, u := p.K, uint64(p.StripeUnit)
+	w := uint64(k) * u
+	s0, s1 := off/w, (off+n+w-1)/w
+	first, last := 0, k-1
+	if s1-s0 == 1 { // one stripe: only the chunks the range touches
+		first, last = int((off-s0*w)/u), int((off+n-1-s0*w)/u)
+	}
+	pg.mu.Lock()
+	acting, addrs, iv := pg.acting, pg.addrs, pg.interval
+	pg.mu.Unlock()
+	sOff, sLen := s0*u, (s1-s0)*u
+	shards := make([][]byte, k+p.M)
+	errs := make([]error, k+p.M)
+	tried := make([]bool, k+p.M)
+	fetch := func(want []int) {
+		var wg sync.WaitGroup
+		for _, i := range want {
+			tried[i] = true
+			if i >= len(acting) || acting[i] == osdmap.NoOSD {
+				errs[i] = fmt.Errorf("shard %d has no OSD", i)
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				shards[i], errs[i] = pg.readShard(ctx, acting[i], addrs[i], iv, o, sOff, sLen)
+			}()
+		}
+		wg.Wait()
+	}
+	var want []int
+	for i := first; i <= last; i++ {
+		want = append(want, i)
+	}
+	fetch(want)
+	ok := 0
+	for _, i := range want {
+		if errs[i] == nil {
+			ok++
+		}
+	}
+	if ok < len(want) { // degraded: any k shards will do
+		want = want[:0]
+		for i := range shards {
+			if !tried[i] {
+				want = append(want, i)
+			}
+		}
+		fetch(want)
+		var failed []string
+		for i, err := range errs {
+			if err != nil {
+				shards[i] = nil
+				failed = append(failed, fmt.Sprintf("shard %d: %v", i, err))
+			}
+		}
+		// only the chunks read so far are in shards; the others of the
+		// data range must be decoded too
+		for i := range k {
+			if !tried[i] {
+				shards[i] = nil
+			}
+		}
+		corrupt := false
+		for _, err := range errs {
+			corrupt = corrupt || errors.Is(err, osdop.ErrCorrupt)
+		}
+		var err error
+		if corrupt {
+			err = cd.Reconstruct(shards)
+		} else {
+			err = cd.ReconstructData(shards)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", osdop.ErrUnreadable, pg.id, o.oid, strings.Join(failed, "; "), err)
+		}
+		pg.osd.perf.ecReconstruct.Add(1)
+		if corrupt {
+			pg.repairShards(ctx, acting, addrs, iv, o, sOff, shards, errs)
+		}
+	}
+	out := make([]byte, n)
+	for pos := off; pos < off+n; {
+		s, in := pos/w, pos%w
+		j, c := in/u, in%u
+		pos += uint64(copy(out[pos-off:], shards[j][(s-s0)*u+c:(s-s0+1)*u]))
+	}
+	return out, nil
+}
+
+// readShard reads [off, off+n) of an object's shard on osd (this one or
+// another) and checks that it holds the expected version.
+func (pg *PG) readShard(ctx context.Context, osd int32, addr string, iv uint64, o *object, off, n uint64) ([]byte, error) {
+	d := pg.osd
+	var data []byte
+	var ver Version
+	if osd == d.id {
+		var err error
+		if data, ver, err = pg.readLocalShard(o.oid, off, n); err != nil {
+			return nil, err
+		}
+	} else {
+		b, err := d.call(ctx, osd, addr, msgECRead, (&peerMsg{PG: pg.id, Interval: iv, OID: o.oid, Off: off, Len: n}).encode())
+		if err != nil {
+			return nil, err
+		}
+		pm, err := decodePeerMsg(b)
+		if err != nil {
+			return nil, err
+		}
+		if pm.Obj == nil {
+			return nil, fmt.Errorf("osd.%d: %w", osd, osdop.ErrNotFound)
+		}
+		data, ver = pm.Obj.Data, pm.Prev
+	}
+	if ver.Seq != o.version {
+		return nil, fmt.Errorf("osd.%d holds version %d, not %d", osd, ver.Seq, o.version)
+	}
+	if uint64(len(data)) < n { // past the shard's end: padding
+		data = append(data, make([]byte, n-uint64(len(data)))...)
+	}
+	d.perf.shardR.Add(1)
+	d.perf.shardRBytes.Add(n)
+	return data, nil
+}
+
+func (pg *PG) readLocalShard(oid string, off, n uint64) ([]byte, Version, error) {
+	s := pg.osd.store
+	b, err := s.GetAttr(pg.coll, oid, attrVersion)
+	if err != nil {
+		return nil, Version{}, storeErr(err)
+	}
+	data, err := s.Read(pg.coll, oid, off, n)
+	if err != nil {
+		return nil, Version{}, storeErr(err)
+	}
+	return data, versionFrom(b), nil
+}
+
+// handleECRead serves a primary's read of this OSD's shard.
+func (pg *PG) handleECRead(pm *peerMsg) ([]byte, error) {
+	if err := pg.checkMember(pm); err != nil {
+		return nil, err
+	}
+	data, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)
+	if err != nil {
+		return nil, err
+	}
+	return (&peerMsg{PG: pg.id, Prev: ver, Obj: &objState{Exists: true, Data: data}}).encode(), nil
+}
+
+// checkMember admits a message from the primary of the current interval.
+func (pg *PG) checkMember(pm *peerMsg) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != pm.Interval || (pg.state != stateReplica && pg.primary != pg.osd.id) {
+		return fmt.Errorf("%w: pg %s on osd.%d is not a member of this interval", osdop.ErrRetry, pg.id, pg.osd.id)
+	}
+	return nil
+}
+
+// repairShards rewrites the chunks of shards that failed their checksum
+// from the decoded ones (the object lock is held: no write races).
+func (pg *PG) repairShards(ctx context.Context, acting []int32, addrs []string, iv uint64, o *object, off uint64, shards [][]byte, errs []error) {
+	d := pg.osd
+	for i, err := range errs {
+		if !errors.Is(err, osdop.ErrCorrupt) || i >= len(acting) {
+			continue
+		}
+		pm := &peerMsg{PG: pg.id, Interval: iv, OID: o.oid, Off: off, Prev: Version{Seq: o.version}, Obj: &objState{Exists: true, Data: shards[i]}}
+		var rerr error
+		if acting[i] == d.id {
+			rerr = pg.repairLocal(pm)
+		} else {
+			_, rerr = d.call(ctx, acting[i], addrs[i], msgECRepair, pm.encode())
+		}
+		if rerr != nil {
+			d.log.Warn("repair of a corrupt shard failed", "pg", pg.id, "object", o.oid, "shard", i, "osd", acting[i], "err", rerr)
+			continue
+		}
+		d.log.Warn("repaired a corrupt shard from the others", "pg", pg.id, "object", o.oid, "shard", i, "osd", acting[i], "offset", off, "bytes", len(shards[i]))
+	}
+}
+
+// repairLocal rewrites part of this OSD's shard of an object if it is
+// still at the version the primary decoded.
+func (pg *PG) repairLocal(pm *peerMsg) error {
+	b, err := pg.osd.store.GetAttr(pg.coll, pm.OID, attrVersion)
+	if err != nil {
+		return storeErr(err)
+	}
+	if v := versionFrom(b); v.Seq != pm.Prev.Seq {
+		return fmt.Errorf("%w: %s is at version %d, the repair is for %d", osdop.ErrRetry, pm.OID, v.Seq, pm.Prev.Seq)
+	}
+	var t objectstore.Transaction
+	t.Write(pg.coll, pm.OID, pm.Off, pm.Obj.Data)
+	return storeErr(pg.osd.store.Apply(&t))
+}
+
+func (pg *PG) handleECRepair(pm *peerMsg) error {
+	if err := pg.checkMember(pm); err != nil {
+		return err
+	}
+	if pm.Obj == nil {
+		return fmt.Errorf("%w: repair without data", osdop.ErrInvalid)
+	}
+	return pg.repairLocal(pm)
+}
+
+// stash adds to t, before a write of e, the keeping of the object's
+// current state for rollback, and marks e (an erasure-coded PG's write).
+func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry) {
+	if _, err := pg.osd.store.Stat(pg.coll, e.OID); err == nil {
+		t.Clone(pg.coll, e.OID, stashName(e.Ver.Seq))
+		e.Stash = true
+	}
+}
+
+// rollForward drops the stashes of writes up to seq, which every shard
+// holds (pg.mu is held).
+func (pg *PG) rollForward(t *objectstore.Transaction, seq uint64) {
+	if seq <= pg.log.info.RolledForward {
+		return
+	}
+	for _, e := range pg.log.entries {
+		if e.Stash && e.Ver.Seq > pg.log.info.RolledForward && e.Ver.Seq <= seq {
+			t.Remove(pg.coll, stashName(e.Ver.Seq))
+		}
+	}
+	pg.log.info.RolledForward = seq
+}
+
+// rollback undoes this copy's writes after v, newest first, from their
+// stashes, and cuts the log back to v.
+func (pg *PG) rollback(iv uint64, v Version) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != iv {
+		return fmt.Errorf("%w: interval changed", osdop.ErrRetry)
+	}
+	var t objectstore.Transaction
+	entries := pg.log.entries
+	i := len(entries)
+	for i > 0 && v.Less(entries[i-1].Ver) {
+		e := entries[i-1]
+		if e.Ver.Seq <= pg.log.info.RolledForward {
+			return fmt.Errorf("pg %s: cannot roll back %s on osd.%d: it was on every shard (rolled forward to %d)", pg.id, e.Ver, pg.osd.id, pg.log.info.RolledForward)
+		}
+		t.Remove(pg.coll, e.OID)
+		if e.Stash {
+			t.Clone(pg.coll, stashName(e.Ver.Seq), e.OID)
+			t.Remove(pg.coll, stashName(e.Ver.Seq))
+		}
+		i--
+	}
+	if i == len(entries) {
+		return nil
+	}
+	pg.osd.log.Info("rolling back writes no k shards hold", "pg", pg.id, "from", pg.log.info.LastUpdate, "to", v, "entries", len(entries)-i)
+	info := pg.log.info
+	info.LastUpdate = v
+	pg.log.replace(&t, pg.coll, info, entries[:i])
+	if err := pg.osd.store.Apply(&t); err != nil {
+		return fmt.Errorf("pg %s: rollback: %w", pg.id, storeErr(err))
+	}
+	pg.applied = v
+	pg.notify()
+	return nil
+}
+
+func (pg *PG) handleECRollback(pm *peerMsg) error {
+	if err := pg.checkWrite(pm); err != nil {
+		return err
+	}
+	return pg.rollback(pm.Interval, pm.Prev)
+}
+
+// peerOnceEC is peering of an erasure-coded PG: the authoritative history
+// is the newest that at least k shards hold (newer writes, on fewer
+// shards, cannot be decoded and were never acknowledged: they are rolled
+// back); then every shard that misses an object gets it rebuilt from k
+// others.
+func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
+	d := pg.osd
+	pg.mu.Lock()
+	if pg.interval != iv {
+		pg.mu.Unlock()
+		return context.Canceled
+	}
+	acting, addrs, pool := pg.acting, pg.addrs, pg.pool
+	pg.mu.Unlock()
+	cd, err := d.codec(ctx, pool)
+	if err != nil {
+		return err
+	}
+	k := cd.Profile().K
+
+	// 1. every shard's info and log
+	mem := make([]*memberInfo, len(acting))
+	var lus []Version
+	for i, o := range acting {
+		if o == osdmap.NoOSD {
+			continue
+		}
+		if o == d.id {
+			pg.mu.Lock()
+			mem[i] = &memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries)}
+			pg.mu.Unlock()
+		} else {
+			b, err := d.call(ctx, o, addrs[i], msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
+			if err != nil {
+				return fmt.Errorf("query osd.%d: %w", o, err)
+			}
+			pm, err := decodePeerMsg(b)
+			if err != nil {
+				return err
+			}
+			mem[i] = &memberInfo{id: o, addr: addrs[i], info: pm.Info, entries: pm.Entries}
+		}
+		lus = append(lus, mem[i].info.LastUpdate)
+	}
+	if len(lus) < k {
+		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, len(lus), k)
+	}
+	// 2. the authoritative version: the k-th newest
+	slices.SortFunc(lus, func(a, b Version) int {
+		switch {
+		case b.Less(a):
+			return -1
+		case a.Less(b):
+			return 1
+		}
+		return 0
+	})
+	v := lus[k-1]
+	// 3. roll back what fewer than k shards hold
+	auth := -1
+	for i, m := range mem {
+		if m == nil {
+			continue
+		}
+		if v.Less(m.info.LastUpdate) {
+			if m.id == d.id {
+				err = pg.rollback(iv, v)
+			} else {
+				_, err = d.call(ctx, m.id, m.addr, msgECRollback, (&peerMsg{PG: pg.id, Interval: iv, Prev: v}).encode())
+			}
+			if err != nil {
+				return fmt.Errorf("roll back osd.%d to %s: %w", m.id, v, err)
+			}
+			m.info.LastUpdate = v
+			m.entries = slices.DeleteFunc(m.entries, func(e LogEntry) bool { return v.Less(e.Ver) })
+		}
+		if m.info.LastUpdate == v && (auth < 0 || m.id == d.id) {
+			auth = i
+		}
+	}
+	a := *mem[auth]
+	a.info.LastUpdate = v
+	// 4. what each shard misses
+	need := map[string][]int{}
+	for i, m := range mem {
+		if m == nil || i == auth {
+			continue
+		}
+		missing, err := pg.missing(ctx, a, *m)
+		if err != nil {
+			return err
+		}
+		for _, oid := range missing {
+			if !isInternal(oid) {
+				need[oid] = append(need[oid], i)
+			}
+		}
+	}
+	// 5. rebuild it from k others
+	for _, oid := range slices.Sorted(mapsKeys(need)) {
+		if err := pg.recoverEC(ctx, cd, iv, mem, oid, need[oid]); err != nil {
+			return err
+		}
+	}
+	// 6. every shard adopts the authoritative log
+	for i, m := range mem {
+		if m == nil || i == auth || (m.info.LastUpdate == v && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects) {
+			continue
+		}
+		if m.id == d.id {
+			err = pg.adoptLog(iv, a.info, a.entries)
+		} else {
+			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries}).encode())
+		}
+		if err != nil {
+			return fmt.Errorf("log to osd.%d: %w", m.id, err)
+		}
+	}
+	if len(need) > 0 {
+		d.log.Info("recovered shards", "pg", pg.id, "objects", len(need), "last_update", v)
+	}
+	return pg.activate(iv, len(lus) < len(acting))
+}
+
+func mapsKeys(m map[string][]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// recoverEC rebuilds an object's shards at positions targets from k of
+// the other shards, or removes it from them if the others no longer hold it.
+func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*memberInfo, oid string, targets []int) error {
+	d := pg.osd
+	p := cd.Profile()
+	type src struct {
+		pos int
+		obj *objState
+		ver uint64
+	}
+	var srcs []src
+	for i, m := range mem {
+		if m == nil || slices.Contains(targets, i) {
+			continue
+		}
+		var obj *objState
+		var err error
+		if m.id == d.id {
+			obj, err = pg.readWhole(oid)
+		} else {
+			var b []byte
+			if b, err = d.call(ctx, m.id, m.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid}).encode()); err == nil {
+				var pm *peerMsg
+				if pm, err = decodePeerMsg(b); err == nil {
+					obj = pm.Obj
+				}
+			}
+		}
+		if err != nil || obj == nil {
+			d.log.Warn("recovery source failed", "pg", pg.id, "object", oid, "shard", i, "osd", m.id, "err", err)
+			continue
+		}
+		s := src{pos: i, obj: obj}
+		for _, a := range obj.Attrs {
+			if a.Key == attrVersion {
+				s.ver = versionFrom(a.Value).Seq
+			}
+		}
+		srcs = append(srcs, s)
+	}
+	// the newest version at least k shards hold (or its absence)
+	count := map[uint64]int{}
+	var best uint64
+	found := false
+	for _, s := range srcs {
+		if !s.obj.Exists {
+			continue
+		}
+		if count[s.ver]++; count[s.ver] >= p.K && (!found || s.ver > best) {
+			best, found = s.ver, true
+		}
+	}
+	obj := &objState{}
+	if found {
+		shards := make([][]byte, p.K+p.M)
+		for _, s := range srcs {
+			if s.obj.Exists && s.ver == best {
+				shards[s.pos] = s.obj.Data
+				obj.Attrs = s.obj.Attrs
+			}
+		}
+		if err := cd.Reconstruct(shards); err != nil {
+			return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
+		}
+		obj.Exists = true
+		for _, t := range targets {
+			o := *obj
+			o.Data = shards[t]
+			if err := pg.pushShard(ctx, iv, mem[t], oid, &o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	absent := 0
+	for _, s := range srcs {
+		if !s.obj.Exists {
+			absent++
+		}
+	}
+	if absent < p.K {
+		return fmt.Errorf("pg %s: object %s: only %d shards answered consistently, k=%d needed", pg.id, oid, max(absent, len(srcs)), p.K)
+	}
+	for _, t := range targets {
+		if err := pg.pushShard(ctx, iv, mem[t], oid, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (pg *PG) pushShard(ctx context.Context, iv uint64, m *memberInfo, oid string, obj *objState) error {
+	if m.id == pg.osd.id {
+		return pg.install(oid, obj, nil)
+	}
+	if _, err := pg.osd.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj}).encode()); err != nil {
+		return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+package osd_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// ecPool connects a client and creates an erasure-coded pool of a new
+// profile k+m with OSD failure domain.
+func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit int) (*client.Conn, *client.Pool) {
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	prof := fmt.Sprintf("k=%d m=%d stripe_unit=%d crush-failure-domain=osd", k, m, unit)
+	if _, err := cl.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": name, "args": prof}); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "type": "erasure", "erasure_code_profile": name}); err != nil {
+		c.t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, name)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl, p
+}
+
+func (c *cluster) poolSet(ctx context.Context, cl *client.Conn, pool, key, value string) {
+	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": pool, "key": key, "value": value}); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cl.RefreshMap(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// TestECRoundTrip writes objects of every boundary size (around the stripe
+// unit and width) to a 2+1 pool, appends, overwrites and truncates them
+// against a model, and reads whole and ranged.
+func TestECRoundTrip(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const u, k = 4096, 2
+	const w = u * k
+	cl, p := c.ecPool(ctx, "ec21", k, 1, u)
+	r := rand.New(rand.NewPCG(1, 2))
+	model := map[string][]byte{}
+	check := func(oid string) {
+		t.Helper()
+		want := model[oid]
+		got, err := p.Read(ctx, oid, 0, 0)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: read %d bytes (%v), want %d", oid, len(got), err, len(want))
+		}
+		st, err := p.Stat(ctx, oid)
+		if err != nil || st.Size != uint64(len(want)) {
+			t.Fatalf("%s: stat %+v %v, want size %d", oid, st, err, len(want))
+		}
+		for range 4 { // ranged reads
+			if len(want) == 0 {
+				break
+			}
+			off := r.IntN(len(want))
+			n := 1 + r.IntN(len(want)-off)
+			got, err := p.Read(ctx, oid, uint64(off), uint64(n))
+			if err != nil || !bytes.Equal(got, want[off:off+n]) {
+				t.Fatalf("%s: read [%d,+%d): %v", oid, off, n, err)
+			}
+		}
+	}
+	sizes := []int{0, 1, u - 1, u, u + 1, w - 1, w, w + 1, 3*w + 17, 3<<20 + 5}
+	for _, n := range sizes {
+		oid := "o" + strconv.Itoa(n)
+		model[oid] = randBytes(r, n)
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatalf("write %s: %v", oid, err)
+		}
+		check(oid)
+	}
+	// appends: aligned and not
+	for _, n := range []int{1, u - 1, w, w + 3, 5} {
+		oid := "o" + strconv.Itoa(u+1)
+		d := randBytes(r, n)
+		if err := p.Append(ctx, oid, d); err != nil {
+			t.Fatalf("append %d: %v", n, err)
+		}
+		model[oid] = append(model[oid], d...)
+		check(oid)
+	}
+	// overwrites need allow_ec_overwrites
+	if err := p.Write(ctx, "o"+strconv.Itoa(w), []byte("x"), 5); !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("overwrite without allow_ec_overwrites: %v", err)
+	}
+	if err := p.Truncate(ctx, "o"+strconv.Itoa(w), 5); !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("truncate without allow_ec_overwrites: %v", err)
+	}
+	if err := p.OmapSet(ctx, "o1", []client.KV{{Key: "a", Value: []byte("b")}}); !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("omap on an EC pool: %v", err)
+	}
+	check("o" + strconv.Itoa(w))
+	c.poolSet(ctx, cl, "ec21", "allow_ec_overwrites", "true")
+	big := "o" + strconv.Itoa(3<<20+5)
+	for range 30 {
+		oid := big
+		if r.IntN(2) == 0 {
+			oid = "o" + strconv.Itoa(sizes[r.IntN(len(sizes))])
+		}
+		cur := model[oid]
+		switch r.IntN(3) {
+		case 0: // overwrite, possibly past the end
+			off := r.IntN(len(cur) + w)
+			d := randBytes(r, 1+r.IntN(2*w))
+			if err := p.Write(ctx, oid, d, uint64(off)); err != nil {
+				t.Fatalf("write %s at %d: %v", oid, off, err)
+			}
+			if end := off + len(d); end > len(cur) {
+				cur = append(cur, make([]byte, end-len(cur))...)
+			}
+			copy(cur[off:], d)
+		case 1: // truncate, down or up
+			n := r.IntN(len(cur) + w)
+			if err := p.Truncate(ctx, oid, uint64(n)); err != nil {
+				t.Fatalf("truncate %s to %d: %v", oid, n, err)
+			}
+			if n <= len(cur) {
+				cur = cur[:n]
+			} else {
+				cur = append(cur, make([]byte, n-len(cur))...)
+			}
+		case 2: // zero
+			if len(cur) == 0 {
+				continue
+			}
+			off := r.IntN(len(cur))
+			n := 1 + r.IntN(2*w)
+			if err := p.Zero(ctx, oid, uint64(off), uint64(n)); err != nil {
+				t.Fatalf("zero %s: %v", oid, err)
+			}
+			clear(cur[off:min(off+n, len(cur))])
+		}
+		model[oid] = cur
+		check(oid)
+	}
+	// xattrs, remove, create
+	if err := p.SetXattr(ctx, big, "color", []byte("blue")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.GetXattr(ctx, big, "color"); err != nil || string(v) != "blue" {
+		t.Fatalf("xattr %q %v", v, err)
+	}
+	if err := p.Remove(ctx, "o1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Read(ctx, "o1", 0, 0); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("read removed: %v", err)
+	}
+	delete(model, "o1")
+	var listed []string
+	if err := p.List(ctx, func(n string) bool { listed = append(listed, n); return true }); err != nil || len(listed) != len(model) {
+		t.Fatalf("list %v (%v), want %d objects", listed, err, len(model))
+	}
+}
+
+// TestECShardLoss: with m OSDs of a 2+2 pool gone every object still
+// reads; with m+1 gone reads fail, never with wrong bytes; when they
+// return, peering rebuilds their shards.
+func TestECShardLoss(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
+	c.poolSet(ctx, cl, "ec22", "min_size", "2") // serve with k shards
+	r := rand.New(rand.NewPCG(3, 4))
+	model := map[string][]byte{}
+	for i := range 40 {
+		oid := "obj" + strconv.Itoa(i)
+		model[oid] = randBytes(r, r.IntN(64<<10))
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll := func() {
+		t.Helper()
+		for oid, want := range model {
+			got, err := p.Read(ctx, oid, 0, 0)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %v (%d bytes, want %d)", oid, err, len(got), len(want))
+			}
+		}
+	}
+	// m = 2 OSDs gone: first before the MON notices (degraded reads
+	// decode), then after
+	c.osds[1].Close()
+	c.osds[2].Close()
+	readAll()
+	c.waitDown(ctx, cl, 1, 2)
+	readAll()
+	// writes still work with k shards (min_size 2)
+	model["new"] = randBytes(r, 10000)
+	if err := p.WriteFull(ctx, "new", model["new"]); err != nil {
+		t.Fatal(err)
+	}
+	// m+1 gone: no read returns bytes
+	c.osds[3].Close()
+	short, cancelShort := context.WithTimeout(ctx, 8*time.Second)
+	for oid := range model {
+		if got, err := p.Read(short, oid, 0, 0); err == nil {
+			t.Fatalf("%s read %d bytes with 3 of 4 shards gone", oid, len(got))
+		}
+	}
+	cancelShort()
+	// all return: their shards are rebuilt, and read through them alone
+	for _, i := range []int{1, 2, 3} {
+		c.restartOSD(i)
+	}
+	readAll()
+}
+
+// TestECShardCounters: one 4 MiB write to a 4+2 pool is 6 shard writes of
+// 1 MiB; reading it back reads the 4 data shards.
+func TestECShardCounters(t *testing.T) {
+	c := startCluster(t, 6)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, p := c.ecPool(ctx, "ec42", 4, 2, 4096)
+	sum := func() (s osdop.Perf) {
+		for i := range c.osds {
+			st, err := cl.OSDStats(ctx, int32(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.ShardW += st.Perf.ShardW
+			s.ShardWBytes += st.Perf.ShardWBytes
+			s.ShardR += st.Perf.ShardR
+			s.ShardRBytes += st.Perf.ShardRBytes
+		}
+		return s
+	}
+	before := sum()
+	data := randBytes(rand.New(rand.NewPCG(5, 6)), 4<<20)
+	if err := p.WriteFull(ctx, "big", data); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Read(ctx, "big", 0, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read: %v", err)
+	}
+	after := sum()
+	if w, wb := after.ShardW-before.ShardW, after.ShardWBytes-before.ShardWBytes; w != 6 || wb != 6<<20 {
+		t.Fatalf("4 MiB to 4+2: %d shard writes of %d bytes, want 6 of 6 MiB", w, wb)
+	}
+	if r, rb := after.ShardR-before.ShardR, after.ShardRBytes-before.ShardRBytes; r != 4 || rb != 4<<20 {
+		t.Fatalf("4 MiB read from 4+2: %d shard reads of %d bytes, want 4 of 4 MiB", r, rb)
+	}
+}
