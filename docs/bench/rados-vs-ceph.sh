@@ -17,34 +17,8 @@ SHOAL=${SHOAL:-$HERE/shoal}
 REF=${REF:-$HERE/../shared/reference-ceph}
 CEPH_DIR=/var/tmp/ceph-reference-bench
 SHOAL_DIR=/var/tmp/shoal-bench
-TCK=$(getconf CLK_TCK)
 
-cpu() { # cpu RUNDIR -> total CPU seconds of the daemons whose pids are there
-  local total=0 f pid t
-  for f in "$1"/*.pid; do
-    pid=$(cat "$f")
-    [ -r "/proc/$pid/stat" ] || continue
-    t=$(awk '{print $14+$15}' "/proc/$pid/stat")
-    total=$((total + t))
-  done
-  echo "$total"
-}
-
-run() { # run NAME RUNDIR CMD... -> prints the bench summary line with CPU
-  local name=$1 rundir=$2; shift 2
-  local c0 c1 out
-  c0=$(cpu "$rundir")
-  out=$("$@" 2>&1)
-  c1=$(cpu "$rundir")
-  local bw iops lat
-  bw=$(echo "$out" | awk -F: '/^Bandwidth \(MB\/sec\)/{gsub(/ /,"",$2); print $2}')
-  iops=$(echo "$out" | awk -F: '/^Average IOPS/{gsub(/ /,"",$2); print $2}')
-  lat=$(echo "$out" | awk -F: '/^Average Latency\(s\)/{gsub(/ /,"",$2); print $2}')
-  local ops
-  ops=$(echo "$out" | awk -F: '/^Total (writes|reads) made/{gsub(/ /,"",$2); print $2}')
-  printf '%-34s %10s MB/s %8s IOPS  avg lat %8ss  ops %7s  daemon CPU %6.1f s\n' "$name" "$bw" "$iops" "$lat" "$ops" \
-    "$(echo "($c1 - $c0) / $TCK" | bc -l)"
-}
+. "$(dirname "$0")/lib.sh"
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, -t 16"
 if [ -z "${SKIP_CEPH:-}" ]; then

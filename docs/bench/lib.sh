@@ -1,0 +1,36 @@
+# lib.sh -- shared by the docs/bench scripts: CPU seconds of a cluster's
+# daemons, and one benchmark run summarised on one line.
+TCK=$(getconf CLK_TCK)
+
+cpu() { # cpu RUNDIR -> total CPU ticks of the daemons whose pids are there
+  local total=0 f pid t
+  for f in "$1"/*.pid; do
+    pid=$(cat "$f")
+    [ -r "/proc/$pid/stat" ] || continue
+    t=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    total=$((total + t))
+  done
+  echo "$total"
+}
+
+# run NAME RUNDIR CMD... -> the bench summary line (rados bench and shoal
+# bench print the same fields), with the daemons' CPU seconds and, for
+# writes and reads of OBJ_BYTES-sized objects, CPU seconds per GB moved
+run() {
+  local name=$1 rundir=$2; shift 2
+  local c0 c1 out
+  c0=$(cpu "$rundir")
+  out=$("$@" 2>&1)
+  c1=$(cpu "$rundir")
+  local bw iops lat ops secs
+  bw=$(echo "$out" | awk -F: '/^Bandwidth \(MB\/sec\)/{gsub(/ /,"",$2); print $2}')
+  iops=$(echo "$out" | awk -F: '/^Average IOPS/{gsub(/ /,"",$2); print $2}')
+  lat=$(echo "$out" | awk -F: '/^Average Latency\(s\)/{gsub(/ /,"",$2); print $2}')
+  ops=$(echo "$out" | awk -F: '/^Total (writes|reads) made/{gsub(/ /,"",$2); print $2}')
+  secs=$(echo "($c1 - $c0) / $TCK" | bc -l)
+  printf '%-34s %10s MB/s %8s IOPS  avg lat %8ss  ops %7s  daemon CPU %6.1f s' "$name" "$bw" "$iops" "$lat" "$ops" "$secs"
+  if [ -n "${OBJ_BYTES:-}" ] && [ -n "$ops" ] && [ "$ops" != 0 ]; then
+    printf '  %5.2f s/GB' "$(echo "$secs / ($ops * $OBJ_BYTES / 1000000000)" | bc -l)"
+  fi
+  echo
+}
