@@ -8,6 +8,8 @@
 # seconds all daemons used per GB written or read.
 #
 #   docs/bench/ec-vs-ceph.sh [SECONDS]        (default 30)
+#   SHAPES="2 1 3" SKIP_CEPH=1 SHOAL=/path/to/shoal docs/bench/ec-vs-ceph.sh 20
+#                                  (one shape, Shoal only: for A/B builds)
 #
 # Needs: the ceph, ceph-mon, ceph-osd, ceph-mgr, radosgw packages; a built
 # ./shoal (go build -o shoal ./cmd/shoal). Prints one line per run.
@@ -22,7 +24,8 @@ SHOAL_DIR=/var/tmp/shoal-bench-ec
 export OBJ_BYTES=4194304
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, -t 16, 4 MiB objects"
-for shape in "2 1 3" "4 2 6"; do
+IFS=';' read -ra shapes <<< "${SHAPES:-2 1 3;4 2 6}"
+for shape in "${shapes[@]}"; do
   set -- $shape
   K=$1 M=$2 N=$3
   if [ -z "${SKIP_CEPH:-}" ]; then
