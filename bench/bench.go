@@ -308,15 +308,9 @@ func runWrite(ctx context.Context, t Target, c *config) (*Result, error) {
 		c.text.printf("Object prefix: %s\n", c.prefix)
 	}
 	e := newEngine(c, ModeWrite, c.prefix, c.BlockSize, c.MaxObjects)
-	res, runErr := e.run(ctx, t)
-	if c.text != nil {
-		c.text.write(summary(res))
-	}
-	if err := ctx.Err(); err != nil {
+	res, err := runEngine(ctx, t, c, e)
+	if err != nil {
 		return res, err
-	}
-	if runErr != nil {
-		return res, runErr
 	}
 	if c.NoCleanup {
 		m := metadata{
@@ -349,6 +343,19 @@ func runWrite(ctx context.Context, t Target, c *config) (*Result, error) {
 	return res, nil
 }
 
+// runEngine runs e and prints its summary; the context's error wins over
+// the run's.
+func runEngine(ctx context.Context, t Target, c *config, e *engine) (*Result, error) {
+	res, err := e.run(ctx, t)
+	if c.text != nil {
+		c.text.write(summary(res))
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, err
+}
+
 func runRead(ctx context.Context, t Target, c *config) (*Result, error) {
 	m, err := readMetadata(ctx, t, c.RunName, c.IsNotFound)
 	if err != nil {
@@ -362,15 +369,9 @@ func runRead(ctx context.Context, t Target, c *config) (*Result, error) {
 	}
 	e := newEngine(c, c.Mode, m.Prefix, m.OpSize, m.Objects)
 	e.objectSize = m.ObjectSize
-	res, runErr := e.run(ctx, t)
-	if c.text != nil {
-		c.text.write(summary(res))
-	}
-	if err := ctx.Err(); err != nil {
+	res, err := runEngine(ctx, t, c, e)
+	if err != nil {
 		return res, err
-	}
-	if runErr != nil {
-		return res, runErr
 	}
 	if res.VerifyFailures > 0 {
 		return res, fmt.Errorf("bench: %s: %w: %d object read(s) not correct; first: %s",

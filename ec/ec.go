@@ -298,21 +298,3 @@ func (c *Codec) reconstruct(shards [][]byte, dataOnly bool) error {
 	}
 	return nil
 }
-
-// EncodeParity computes the m coding shards of k data shards of equal
-// length (shards has k+m entries; the coding ones are allocated if nil).
-func (c *Codec) EncodeParity(shards [][]byte) error {
-	n := len(shards[0])
-	for i := c.p.K; i < len(shards); i++ {
-		if len(shards[i]) != n {
-			shards[i] = make([]byte, n)
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := c.enc.Encode(shards); err != nil {
-		return fmt.Errorf("ec: encode: %w", err)
-	}
-	return nil
-}

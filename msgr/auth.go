@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/ini.v1"
@@ -48,12 +49,7 @@ func (k Keyring) keyFor(entity string) ([]byte, bool) {
 // WriteKeys writes a keyring file (mode 0600) with each entity's key.
 func WriteKeys(path string, keys map[string][]byte) error {
 	f := ini.Empty()
-	names := make([]string, 0, len(keys))
-	for n := range keys {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(keys)) {
 		sec, err := f.NewSection(n)
 		if err != nil {
 			return err
@@ -112,30 +108,6 @@ func NewKey() ([]byte, error) {
 		return nil, err
 	}
 	return k, nil
-}
-
-// WriteKeyring writes a keyring file (mode 0600) holding the key for each
-// entity name.
-func WriteKeyring(path string, key []byte, names ...string) error {
-	f := ini.Empty()
-	for _, n := range names {
-		sec, err := f.NewSection(n)
-		if err != nil {
-			return err
-		}
-		if _, err := sec.NewKey("key", base64.StdEncoding.EncodeToString(key)); err != nil {
-			return err
-		}
-	}
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteTo(out); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // LoadKeyring reads the key of entity name ("osd.3") from a keyring file:

@@ -261,7 +261,7 @@ func TestReconnect(t *testing.T) {
 func TestKeyringFile(t *testing.T) {
 	k, _ := msgr.NewKey()
 	path := t.TempDir() + "/keyring"
-	if err := msgr.WriteKeyring(path, k, "client.admin", "osd.0"); err != nil {
+	if err := msgr.WriteKeys(path, map[string][]byte{"client.admin": k, "osd.0": k}); err != nil {
 		t.Fatal(err)
 	}
 	kr, err := msgr.LoadKeyring(path, "osd.0")

@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,21 @@ func (d *OSD) codec(ctx context.Context, pool *osdmap.Pool) (*ec.Codec, error) {
 	d.codecs[pool.ID] = c
 	d.codecMu.Unlock()
 	return c, nil
+}
+
+// loadECObject is loadObject for an erasure-coded PG: the size is the
+// object's logical size, not the shard's.
+func (pg *PG) loadECObject(oid string) (*object, error) {
+	o, err := pg.loadObject(oid)
+	if err != nil || !o.exists {
+		return o, err
+	}
+	b, err := pg.osd.store.GetAttr(pg.coll, oid, attrECSize)
+	if err != nil || len(b) != 8 {
+		return nil, fmt.Errorf("%w: pg %s: %s has no valid %s attribute (%v)", osdop.ErrCorrupt, pg.id, oid, attrECSize, err)
+	}
+	o.size = binary.LittleEndian.Uint64(b)
+	return o, nil
 }
 
 // members counts the OSDs of an acting set (erasure sets have holes).
@@ -241,7 +257,7 @@ func (x *ecWrite) zero(off, n uint64) error {
 // prepareEC executes a write request on an erasure-coded object (the
 // object lock is held) and builds one transaction per shard.
 func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, req *osdop.Request) (*prepared, error) {
-	o, err := pg.loadObject(req.OID)
+	o, err := pg.loadECObject(req.OID)
 	if err != nil {
 		return nil, err
 	}
@@ -301,13 +317,8 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 		case osdop.OmapSet, osdop.OmapRm, osdop.OmapClear, osdop.Call:
 			return fail(fmt.Errorf("%w: %s on an erasure-coded pool (keep omap data in a replicated pool)", osdop.ErrUnsupported, op.Code))
 		case osdop.AssertVersion:
-			switch {
-			case !o.exists:
-				return fail(osdop.ErrNotFound)
-			case o.version < op.Ver:
-				return fail(fmt.Errorf("%w: %d < %d", osdop.ErrVerOlder, o.version, op.Ver))
-			case o.version > op.Ver:
-				return fail(fmt.Errorf("%w: %d > %d", osdop.ErrVerNewer, o.version, op.Ver))
+			if err := assertVersion(x.exists, o.version, op.Ver); err != nil {
+				return fail(err)
 			}
 			continue
 		default: // reads see the state before the request
@@ -329,7 +340,7 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 	if !x.exists && !o.exists {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, req.OID)
 	}
-	res.existsAfter = x.exists
+	res.existed, res.existsAfter = o.exists, x.exists
 	switch {
 	case x.exists && !o.exists:
 		res.dObjects = 1
@@ -417,7 +428,7 @@ func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*os
 	// lock, all shards agree
 	unlock := pg.lockObject(req.OID)
 	defer unlock()
-	o, err := pg.loadObject(req.OID)
+	o, err := pg.loadECObject(req.OID)
 	if err != nil {
 		return nil, err
 	}
@@ -512,13 +523,6 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			if err != nil {
 				shards[i] = nil
 				failed = append(failed, fmt.Sprintf("shard %d: %v", i, err))
-			}
-		}
-		// only the chunks read so far are in shards; the others of the
-		// data range must be decoded too
-		for i := range k {
-			if !tried[i] {
-				shards[i] = nil
 			}
 		}
 		corrupt := false
@@ -667,10 +671,14 @@ func (pg *PG) handleECRepair(pm *peerMsg) error {
 	return pg.repairLocal(pm)
 }
 
-// stash adds to t, before a write of e, the keeping of the object's
-// current state for rollback, and marks e (an erasure-coded PG's write).
-func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry) {
-	if _, err := pg.osd.store.Stat(pg.coll, e.OID); err == nil {
+// stash adds to t, before a write of e to an object that exists, the
+// keeping of its current state for rollback, and marks e (an
+// erasure-coded PG's write). The caller knows whether the object exists
+// (the primary from the request's execution, a shard from a Stat before it
+// takes the PG lock: the object's previous write committed before this one
+// was prepared).
+func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry, exists bool) {
+	if exists {
 		t.Clone(pg.coll, e.OID, stashName(e.Ver.Seq))
 		e.Stash = true
 	}
@@ -767,15 +775,11 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 			mem[i] = &memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries)}
 			pg.mu.Unlock()
 		} else {
-			b, err := d.call(ctx, o, addrs[i], msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
-			if err != nil {
-				return fmt.Errorf("query osd.%d: %w", o, err)
-			}
-			pm, err := decodePeerMsg(b)
+			mi, err := pg.query(ctx, iv, o, addrs[i])
 			if err != nil {
 				return err
 			}
-			mem[i] = &memberInfo{id: o, addr: addrs[i], info: pm.Info, entries: pm.Entries}
+			mem[i] = &mi
 		}
 		lus = append(lus, mem[i].info.LastUpdate)
 	}
@@ -834,7 +838,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 	}
 	// 5. rebuild it from k others
-	for _, oid := range slices.Sorted(mapsKeys(need)) {
+	for _, oid := range slices.Sorted(maps.Keys(need)) {
 		if err := pg.recoverEC(ctx, cd, iv, mem, oid, need[oid]); err != nil {
 			return err
 		}
@@ -859,113 +863,62 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	return pg.activate(iv, len(lus) < len(acting))
 }
 
-func mapsKeys(m map[string][]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // recoverEC rebuilds an object's shards at positions targets from k of
-// the other shards, or removes it from them if the others no longer hold it.
+// the other shards — read until k agree on the object's version (or on its
+// absence) — or removes it from them if the others no longer hold it.
 func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*memberInfo, oid string, targets []int) error {
 	d := pg.osd
 	p := cd.Profile()
-	type src struct {
-		pos int
-		obj *objState
-		ver uint64
+	// sources by (exists, version): the first group to reach k wins
+	type key struct {
+		exists bool
+		ver    uint64
 	}
-	var srcs []src
+	groups := map[key][]int{}
+	shards := make([][]byte, p.K+p.M)
+	answered := 0
 	for i, m := range mem {
 		if m == nil || slices.Contains(targets, i) {
 			continue
 		}
-		var obj *objState
-		var err error
-		if m.id == d.id {
-			obj, err = pg.readWhole(oid)
-		} else {
-			var b []byte
-			if b, err = d.call(ctx, m.id, m.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid}).encode()); err == nil {
-				var pm *peerMsg
-				if pm, err = decodePeerMsg(b); err == nil {
-					obj = pm.Obj
-				}
-			}
-		}
-		if err != nil || obj == nil {
+		obj, err := pg.pull(ctx, iv, *m, oid)
+		if err != nil {
 			d.log.Warn("recovery source failed", "pg", pg.id, "object", oid, "shard", i, "osd", m.id, "err", err)
 			continue
 		}
-		s := src{pos: i, obj: obj}
+		answered++
+		k := key{exists: obj.Exists}
 		for _, a := range obj.Attrs {
 			if a.Key == attrVersion {
-				s.ver = versionFrom(a.Value).Seq
+				k.ver = versionFrom(a.Value).Seq
 			}
 		}
-		srcs = append(srcs, s)
-	}
-	// the newest version at least k shards hold (or its absence)
-	count := map[uint64]int{}
-	var best uint64
-	found := false
-	for _, s := range srcs {
-		if !s.obj.Exists {
+		groups[k] = append(groups[k], i)
+		shards[i] = obj.Data
+		if len(groups[k]) < p.K {
 			continue
 		}
-		if count[s.ver]++; count[s.ver] >= p.K && (!found || s.ver > best) {
-			best, found = s.ver, true
-		}
-	}
-	obj := &objState{}
-	if found {
-		shards := make([][]byte, p.K+p.M)
-		for _, s := range srcs {
-			if s.obj.Exists && s.ver == best {
-				shards[s.pos] = s.obj.Data
-				obj.Attrs = s.obj.Attrs
+		out := &objState{Exists: k.exists, Attrs: obj.Attrs}
+		if k.exists && len(obj.Data) > 0 { // an empty object has empty shards
+			for j := range shards { // decode from this group only
+				if !slices.Contains(groups[k], j) {
+					shards[j] = nil
+				}
+			}
+			if err := cd.Reconstruct(shards); err != nil {
+				return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
 			}
 		}
-		if err := cd.Reconstruct(shards); err != nil {
-			return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
-		}
-		obj.Exists = true
 		for _, t := range targets {
-			o := *obj
-			o.Data = shards[t]
-			if err := pg.pushShard(ctx, iv, mem[t], oid, &o); err != nil {
+			o := *out
+			if k.exists {
+				o.Data = shards[t]
+			}
+			if err := pg.push(ctx, iv, *mem[t], oid, &o); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	absent := 0
-	for _, s := range srcs {
-		if !s.obj.Exists {
-			absent++
-		}
-	}
-	if absent < p.K {
-		return fmt.Errorf("pg %s: object %s: only %d shards answered consistently, k=%d needed", pg.id, oid, max(absent, len(srcs)), p.K)
-	}
-	for _, t := range targets {
-		if err := pg.pushShard(ctx, iv, mem[t], oid, obj); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (pg *PG) pushShard(ctx context.Context, iv uint64, m *memberInfo, oid string, obj *objState) error {
-	if m.id == pg.osd.id {
-		return pg.install(oid, obj, nil)
-	}
-	if _, err := pg.osd.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj}).encode()); err != nil {
-		return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
-	}
-	return nil
+	return fmt.Errorf("pg %s: object %s: %d shards answered, no k=%d of them agree on its version", pg.id, oid, answered, p.K)
 }

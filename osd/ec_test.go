@@ -216,9 +216,11 @@ func TestECShardLoss(t *testing.T) {
 	c.waitDown(ctx, cl, 1, 2)
 	readAll()
 	// writes still work with k shards (min_size 2)
-	model["new"] = randBytes(r, 10000)
-	if err := p.WriteFull(ctx, "new", model["new"]); err != nil {
-		t.Fatal(err)
+	model["new"], model["empty"] = randBytes(r, 10000), []byte{}
+	for _, oid := range []string{"new", "empty"} { // the returning OSDs must rebuild these
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// m+1 gone: no read returns bytes
 	c.osds[3].Close()

@@ -18,6 +18,7 @@ type prepared struct {
 	t           *objectstore.Transaction   // replicated: every copy's
 	shards      []*objectstore.Transaction // erasure-coded: each shard's, by position
 	results     []osdop.Result
+	existed     bool // the object existed before the request
 	existsAfter bool
 	dObjects    int64
 	dBytes      int64
@@ -44,9 +45,6 @@ func (pg *PG) loadObject(oid string) (*object, error) {
 	o.exists, o.size = true, st.Size
 	if b, err := pg.osd.store.GetAttr(pg.coll, oid, attrVersion); err == nil {
 		o.version = versionFrom(b).Seq
-	}
-	if b, err := pg.osd.store.GetAttr(pg.coll, oid, attrECSize); err == nil && len(b) == 8 {
-		o.size = binary.LittleEndian.Uint64(b) // an erasure-coded shard: the object's size
 	}
 	return o, nil
 }
@@ -127,13 +125,8 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 			}
 			t.OmapClear(c, oid)
 		case osdop.AssertVersion:
-			switch {
-			case !exists:
-				return fail(osdop.ErrNotFound)
-			case o.version < op.Ver:
-				return fail(fmt.Errorf("%w: %d < %d", osdop.ErrVerOlder, o.version, op.Ver))
-			case o.version > op.Ver:
-				return fail(fmt.Errorf("%w: %d > %d", osdop.ErrVerNewer, o.version, op.Ver))
+			if err := assertVersion(exists, o.version, op.Ver); err != nil {
+				return fail(err)
 			}
 			continue
 		case osdop.Call:
@@ -194,6 +187,20 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, oid)
 	}
 	return x, nil
+}
+
+// assertVersion is the assert-version op: the object exists at version
+// want (ErrNotFound, ErrVerOlder, ErrVerNewer otherwise).
+func assertVersion(exists bool, have, want uint64) error {
+	switch {
+	case !exists:
+		return osdop.ErrNotFound
+	case have < want:
+		return fmt.Errorf("%w: %d < %d", osdop.ErrVerOlder, have, want)
+	case have > want:
+		return fmt.Errorf("%w: %d > %d", osdop.ErrVerNewer, have, want)
+	}
+	return nil
 }
 
 // read serves a request of reads only.

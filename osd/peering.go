@@ -68,15 +68,11 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if o == d.id {
 			continue
 		}
-		b, err := d.call(ctx, o, addrs[i], msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
-		if err != nil {
-			return fmt.Errorf("query osd.%d: %w", o, err)
-		}
-		pm, err := decodePeerMsg(b)
+		mi, err := pg.query(ctx, iv, o, addrs[i])
 		if err != nil {
 			return err
 		}
-		members = append(members, memberInfo{id: o, addr: addrs[i], info: pm.Info, entries: pm.Entries})
+		members = append(members, mi)
 	}
 	// earlier members that are up may hold newer writes (the PG moved)
 	var others []memberInfo
@@ -84,15 +80,11 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up {
 			continue
 		}
-		b, err := d.call(ctx, o, m.OSDs[o].Addr, msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
+		mi, err := pg.query(ctx, iv, o, m.OSDs[o].Addr)
 		if err != nil {
-			return fmt.Errorf("query past member osd.%d: %w", o, err)
+			return fmt.Errorf("past member: %w", err)
 		}
-		pm, err := decodePeerMsg(b)
-		if err != nil {
-			return err
-		}
-		others = append(others, memberInfo{id: o, addr: m.OSDs[o].Addr, info: pm.Info, entries: pm.Entries})
+		others = append(others, mi)
 	}
 	// 2. the authoritative history: the newest last_update (ties: ours)
 	all := append(slices.Clone(members), others...)
@@ -110,15 +102,11 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 			return err
 		}
 		for _, oid := range missing {
-			b, err := d.call(ctx, a.id, a.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid}).encode())
-			if err != nil {
-				return fmt.Errorf("pull %s from osd.%d: %w", oid, a.id, err)
-			}
-			pm, err := decodePeerMsg(b)
+			obj, err := pg.pull(ctx, iv, a, oid)
 			if err != nil {
 				return err
 			}
-			if err := pg.install(oid, pm.Obj, nil); err != nil {
+			if err := pg.install(oid, obj, nil); err != nil {
 				return err
 			}
 		}
@@ -144,8 +132,8 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 			if err != nil {
 				return err
 			}
-			if _, err := d.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj}).encode()); err != nil {
-				return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
+			if err := pg.push(ctx, iv, m, oid, obj); err != nil {
+				return err
 			}
 		}
 		if _, err := d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: self.info, Entries: self.entries}).encode()); err != nil {
@@ -171,6 +159,50 @@ func (pg *PG) activate(iv uint64, degraded bool) error {
 	pg.past = nil
 	clear(pg.pending)
 	pg.notify()
+	return nil
+}
+
+// query asks member o (at addr) for its info and log of the PG.
+func (pg *PG) query(ctx context.Context, iv uint64, o int32, addr string) (memberInfo, error) {
+	b, err := pg.osd.call(ctx, o, addr, msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
+	if err != nil {
+		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
+	}
+	pm, err := decodePeerMsg(b)
+	if err != nil {
+		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
+	}
+	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries}, nil
+}
+
+// pull reads an object whole (data, attributes, omap; Exists false if
+// absent) from member m, this OSD included.
+func (pg *PG) pull(ctx context.Context, iv uint64, m memberInfo, oid string) (*objState, error) {
+	if m.id == pg.osd.id {
+		return pg.readWhole(oid)
+	}
+	b, err := pg.osd.call(ctx, m.id, m.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid}).encode())
+	if err != nil {
+		return nil, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+	}
+	pm, err := decodePeerMsg(b)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+	}
+	if pm.Obj == nil {
+		return nil, fmt.Errorf("%w: pull %s from osd.%d: no object in the reply", osdop.ErrInvalid, oid, m.id)
+	}
+	return pm.Obj, nil
+}
+
+// push installs obj (or its absence) as oid on member m, this OSD included.
+func (pg *PG) push(ctx context.Context, iv uint64, m memberInfo, oid string, obj *objState) error {
+	if m.id == pg.osd.id {
+		return pg.install(oid, obj, nil)
+	}
+	if _, err := pg.osd.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj}).encode()); err != nil {
+		return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
+	}
 	return nil
 }
 

@@ -300,7 +300,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		}
 		pg.pending[v.Seq] = true
 		pg.rollForward(&meta, pm.RollForward)
-		pg.stash(local, &entry)
+		pg.stash(local, &entry, x.existed)
 	}
 	pg.log.info.Objects += x.dObjects
 	pg.log.info.Bytes += x.dBytes
@@ -310,8 +310,6 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	pg.applied = v
 	done := d.store.Submit(local)
 	pg.mu.Unlock()
-	d.perf.shardW.Add(1)
-	d.perf.shardWBytes.Add(mine.DataLen())
 
 	errs := make(chan error, len(others))
 	for _, r := range others {
@@ -330,6 +328,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	var failed error
 	if err := <-done; err != nil {
 		failed = fmt.Errorf("osd.%d: pg %s: commit %s: %w", d.id, pg.id, v, storeErr(err))
+	} else {
+		d.perf.shardW.Add(1)
+		d.perf.shardWBytes.Add(mine.DataLen())
 	}
 	for range others {
 		if err := <-errs; err != nil && failed == nil {
@@ -396,6 +397,14 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
 	pg.mu.Lock()
+	isEC := pg.isEC
+	pg.mu.Unlock()
+	var exists bool // for an erasure-coded shard's rollback stash: looked up outside the PG lock
+	if isEC {
+		_, err := d.store.Stat(pg.coll, pm.Entry.OID)
+		exists = err == nil
+	}
+	pg.mu.Lock()
 	for {
 		if pg.interval != pm.Interval || pg.state != stateReplica {
 			pg.mu.Unlock()
@@ -422,7 +431,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	txn, entry := pm.Txn, pm.Entry
 	if pg.isEC {
 		txn = &objectstore.Transaction{}
-		pg.stash(txn, &entry)
+		pg.stash(txn, &entry, exists)
 		txn.Append(pm.Txn)
 		pg.rollForward(txn, pm.RollForward)
 	}
@@ -433,11 +442,11 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	done := d.store.Submit(txn)
 	pg.notify()
 	pg.mu.Unlock()
-	d.perf.shardW.Add(1)
-	d.perf.shardWBytes.Add(pm.Txn.DataLen())
 	if err := <-done; err != nil {
 		return fmt.Errorf("osd.%d: pg %s: commit %s: %w", d.id, pg.id, pm.Entry.Ver, storeErr(err))
 	}
+	d.perf.shardW.Add(1)
+	d.perf.shardWBytes.Add(pm.Txn.DataLen())
 	return nil
 }
 

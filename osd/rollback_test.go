@@ -28,7 +28,8 @@ func TestRollback(t *testing.T) {
 	apply := func(seq uint64, oid, data string) { // as handleRepOp applies a shard's write
 		e := LogEntry{Ver: Version{1, seq}, Op: logModify, OID: oid}
 		tx := &objectstore.Transaction{}
-		pg.stash(tx, &e)
+		_, err := st.Stat(c, oid)
+		pg.stash(tx, &e, err == nil)
 		tx.WriteFull(c, oid, []byte(data))
 		pg.log.add(tx, c, e, 10, 20)
 		if err := st.Apply(tx); err != nil {
