@@ -23,7 +23,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
@@ -78,6 +80,16 @@ func (c *Conf) FileKeys(entity string) (map[string][]byte, error) {
 	return msgr.LoadKeys(c.For(entity).String("keyring"))
 }
 
+// ClientConfig is how entity (configured as configEntity) reaches the
+// cluster with key kr: the MONs, rados_osd_op_timeout and
+// objecter_inflight_op_bytes.
+func (c *Conf) ClientConfig(configEntity string, kr msgr.Keyring) client.Config {
+	cfg := c.For(configEntity)
+	return client.Config{MonAddrs: c.MonAddrs(), Keyring: kr,
+		OpTimeout:     time.Duration(cfg.Seconds("rados_osd_op_timeout") * float64(time.Second)),
+		InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes"))}
+}
+
 // MonAddrs are the MONs' addresses (mon_host).
 func (c *Conf) MonAddrs() []string {
 	return monc.ParseMonHost(c.For("client").String("mon_host"))
@@ -111,6 +123,14 @@ func waitSignal() os.Signal {
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(ch)
 	return <-ch
+}
+
+// signalCh delivers the process's SIGINT or SIGTERM (for the life of the
+// process: daemons run until one arrives).
+func signalCh() <-chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	return ch
 }
 
 // RunMon runs MON id (its [mon.id] section gives public_addr) until

@@ -28,6 +28,7 @@ type UpOptions struct {
 	OSDSize    string // bluestore_block_size of new OSDs, e.g. "10G"
 	AddOSDs    int    // OSDs to add to an existing cluster (its PGs rebalance onto them)
 	Foreground bool   // stay up until SIGINT/SIGTERM, then stop the daemons
+	NoGateway  bool   // do not start the S3 gateway
 	Timeout    time.Duration
 	Out        io.Writer
 }
@@ -131,6 +132,12 @@ func Up(ctx context.Context, o UpOptions) error {
 	if err != nil {
 		return err
 	}
+	var s3 *s3Env
+	if !o.NoGateway {
+		if s3, err = startGateway(ctx, c, exe, conn, &started); err != nil {
+			return err
+		}
+	}
 	w := o.Out
 	if len(started) > 0 {
 		fmt.Fprintf(w, "started %s\n", strings.Join(started, ", "))
@@ -145,8 +152,14 @@ func Up(ctx context.Context, o UpOptions) error {
 			fmt.Fprintf(w, "osd.%d:  %s\n", i, osd.Addr)
 		}
 	}
+	if s3 != nil {
+		fmt.Fprintf(w, "S3:     %s  (user %s, access key %s; secret in %s)\n", s3.Endpoint, s3.User, s3.AccessKey, s3.Path)
+	}
 	fmt.Fprintf(w, "\nconfig: %s (logs in %s/log, pids in %s/run)\n", c.Path, dir, dir)
 	fmt.Fprintf(w, "try:    export SHOAL_CONF=%s\n        shoal rados -p data put hello /etc/hostname && shoal rados -p data get hello -\n", c.Path)
+	if s3 != nil {
+		fmt.Fprintf(w, "        set -a; . %s; set +a; aws --endpoint-url $S3_ENDPOINT s3 mb s3://demo\n", s3.Path)
+	}
 	fmt.Fprintf(w, "stop:   shoal down --data %s\n", dir)
 	if !o.Foreground {
 		return nil
@@ -199,6 +212,11 @@ func create(dir string, o UpOptions) error {
 	for i, a := range addrs {
 		fmt.Fprintf(&b, "\n[mon.%s]\npublic_addr = %s\n", monNames[i], a)
 	}
+	gw := 7480
+	for !free(gw) && gw < 7580 {
+		gw++
+	}
+	fmt.Fprintf(&b, "\n[%s]\nrgw_frontends = beast endpoint=127.0.0.1:%d\n", GatewayName, gw)
 	return os.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)
 }
 
@@ -320,7 +338,15 @@ func Down(dir string, w io.Writer) error {
 			osds = append(osds, name)
 		}
 	}
-	for _, group := range [][]string{osds, mons} {
+	var gws []string
+	for i := 0; i < len(osds); i++ {
+		if !strings.HasPrefix(osds[i], "osd.") {
+			gws = append(gws, osds[i])
+			osds = append(osds[:i], osds[i+1:]...)
+			i--
+		}
+	}
+	for _, group := range [][]string{gws, osds, mons} {
 		stopped := map[string]int{}
 		for _, name := range group {
 			pid, err := readPid(c, name)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shoal-project/shoal/cls"
+	_ "github.com/shoal-project/shoal/cls/rgw" // the bucket index methods every OSD serves
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdop"
 )

@@ -48,9 +48,7 @@ func connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := c.For(clientName)
-	conn, err := client.Connect(ctx, client.Config{MonAddrs: c.MonAddrs(), Keyring: kr,
-		OpTimeout: time.Duration(cfg.Seconds("rados_osd_op_timeout") * float64(time.Second)), InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes"))})
+	conn, err := client.Connect(ctx, c.ClientConfig(clientName, kr))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", strings.Join(c.MonAddrs(), ","), err)
 	}
@@ -127,6 +125,7 @@ then stops the cluster; --detach returns once the cluster is healthy.`,
 	f.StringVar(&o.OSDSize, "osd-size", "", "size of each new OSD's data file (bluestore_block_size; default 10G, sparse)")
 	f.BoolVar(&fg, "foreground", false, "stay up until Ctrl-C (default when attached to a terminal)")
 	f.BoolVar(&detach, "detach", false, "return once the cluster is healthy")
+	f.BoolVar(&o.NoGateway, "no-gateway", false, "do not start the S3 gateway")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long to wait for the cluster to become healthy")
 	return cmd
 }

@@ -26,7 +26,8 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVarP(&confPath, "conf", "c", "", "cluster configuration (default $SHOAL_CONF, else ./shoal-data/shoal.conf)")
 	root.PersistentFlags().StringVarP(&clientName, "name", "n", "client.admin", "entity to connect as")
 	root.PersistentFlags().StringVarP(&keyringPath, "keyring", "k", "", "keyring file with the entity's key (default the configuration's keyring)")
-	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), benchCmd())
+	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), benchCmd(),
+		gatewayCmd(), userCmd(), bucketCmd(), gcCmd())
 	root.AddCommand(statusCmds()...)
 	return root
 }

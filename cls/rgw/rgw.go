@@ -1,0 +1,235 @@
+// Package rgw holds the bucket index's object-class methods: the code that
+// runs inside the OSD on a bucket index shard object (Ceph: cls_rgw), and
+// the types the gateway and the methods exchange.
+//
+// A shard is one object in the index pool; its omap holds, in key order:
+//
+//	"\x00p" + key + "\x00" + tag   a pending operation (prepare ran, complete did not)
+//	"\x00s"                        the shard's stats (JSON Stats)
+//	"\x00t" + key                  a tombstone: the version that deleted key
+//	key                            the listing entry of key (JSON Entry)
+//
+// S3 keys never contain NUL (XML cannot carry it; the gateway refuses
+// them), so the bookkeeping sorts before every entry and a listing that
+// starts after "\x00\xff" sees entries only.
+//
+// Two-phase updates: the gateway calls Prepare before it writes an
+// object's data, then Complete with the version (PG log sequence) the
+// head object's write or removal got. Complete applies only if its version
+// is newer than the key's entry or tombstone, so completions that arrive
+// out of order (two gateways racing on one key) leave the index agreeing
+// with the head that won. A crash between the phases leaves the pending
+// record; `shoal bucket check --fix` resolves it against the head object.
+package rgw
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/shoal-project/shoal/cls"
+	"github.com/shoal-project/shoal/objectstore"
+)
+
+// Omap key prefixes of an index shard (see the package doc).
+const (
+	PendingPrefix   = "\x00p"
+	StatsKey        = "\x00s"
+	TombstonePrefix = "\x00t"
+	// EntriesAfter is the omap start-after that skips the bookkeeping.
+	EntriesAfter = "\x00\xff"
+)
+
+// Entry is a listed object: what ListObjects returns without touching the
+// data pool.
+type Entry struct {
+	Size         int64  `json:"size"`
+	Mtime        int64  `json:"mtime"` // Unix nanoseconds
+	ETag         string `json:"etag"`  // quoted
+	Owner        string `json:"owner,omitempty"`
+	StorageClass string `json:"sc,omitempty"`
+	ContentType  string `json:"ct,omitempty"`
+	Ver          uint64 `json:"ver"` // head object's version (PG log sequence)
+	Tag          string `json:"tag"` // the write that made it (names its tail objects)
+}
+
+// Stats are a shard's totals of listed entries.
+type Stats struct {
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// Pending is a prepared, not yet completed operation.
+type Pending struct {
+	Op    string `json:"op"` // "put" or "del"
+	Mtime int64  `json:"mtime"`
+}
+
+// PrepareIn is rgw.prepare's input.
+type PrepareIn struct {
+	Key   string `json:"key"`
+	Tag   string `json:"tag"`
+	Op    string `json:"op"`
+	Mtime int64  `json:"mtime"`
+}
+
+// CompleteIn is rgw.complete's input: Entry for a put (nil for a delete),
+// Ver the head's version after the write or removal.
+type CompleteIn struct {
+	Key   string `json:"key"`
+	Tag   string `json:"tag"`
+	Ver   uint64 `json:"ver"`
+	Entry *Entry `json:"entry,omitempty"`
+	Mtime int64  `json:"mtime"`
+}
+
+// CompleteOut says whether the completion changed the listing (false: a
+// newer version of the key was already recorded).
+type CompleteOut struct {
+	Applied bool `json:"applied"`
+}
+
+// CancelIn is rgw.cancel's input: drop the pending record (the data write
+// failed or was abandoned).
+type CancelIn struct {
+	Key string `json:"key"`
+	Tag string `json:"tag"`
+}
+
+// PendingKey is the omap key of key's pending operation tag.
+func PendingKey(key, tag string) string { return PendingPrefix + key + "\x00" + tag }
+
+// SplitPendingKey is PendingKey's inverse.
+func SplitPendingKey(k string) (key, tag string, ok bool) {
+	s, ok := strings.CutPrefix(k, PendingPrefix)
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(s, 0)
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+func decode(in []byte, v any, what string) error {
+	if err := json.Unmarshal(in, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", cls.ErrInvalid, what, err)
+	}
+	return nil
+}
+
+func prepare(o cls.Object, in []byte) ([]byte, error) {
+	var x PrepareIn
+	if err := decode(in, &x, "rgw.prepare"); err != nil {
+		return nil, err
+	}
+	if x.Key == "" || x.Tag == "" || (x.Op != "put" && x.Op != "del") {
+		return nil, fmt.Errorf("%w: rgw.prepare needs key, tag and op put|del", cls.ErrInvalid)
+	}
+	v, _ := json.Marshal(Pending{Op: x.Op, Mtime: x.Mtime})
+	o.OmapSet([]objectstore.KV{{Key: PendingKey(x.Key, x.Tag), Value: v}})
+	return nil, nil
+}
+
+func complete(o cls.Object, in []byte) ([]byte, error) {
+	var x CompleteIn
+	if err := decode(in, &x, "rgw.complete"); err != nil {
+		return nil, err
+	}
+	if x.Key == "" || x.Tag == "" {
+		return nil, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
+	}
+	tk := TombstonePrefix + x.Key
+	cur, err := o.OmapGet([]string{x.Key, tk, StatsKey})
+	if err != nil {
+		return nil, err
+	}
+	var st Stats
+	if b, ok := cur[StatsKey]; ok {
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("rgw.complete: shard stats: %w", err)
+		}
+	}
+	var old *Entry
+	var newest uint64
+	if b, ok := cur[x.Key]; ok {
+		old = &Entry{}
+		if err := json.Unmarshal(b, old); err != nil {
+			return nil, fmt.Errorf("rgw.complete: entry %q: %w", x.Key, err)
+		}
+		newest = old.Ver
+	}
+	if b, ok := cur[tk]; ok {
+		var t uint64
+		if err := json.Unmarshal(b, &t); err == nil {
+			newest = max(newest, t)
+		}
+	}
+	o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
+	applied := x.Ver > newest
+	if applied {
+		if old != nil {
+			st.Objects--
+			st.Bytes -= old.Size
+		}
+		if x.Entry != nil {
+			e := *x.Entry
+			e.Ver, e.Tag = x.Ver, x.Tag
+			b, _ := json.Marshal(e)
+			o.OmapSet([]objectstore.KV{{Key: x.Key, Value: b}})
+			o.OmapRm([]string{tk})
+			st.Objects++
+			st.Bytes += e.Size
+		} else {
+			b, _ := json.Marshal(x.Ver)
+			o.OmapSet([]objectstore.KV{{Key: tk, Value: b}})
+			o.OmapRm([]string{x.Key})
+		}
+		b, _ := json.Marshal(st)
+		o.OmapSet([]objectstore.KV{{Key: StatsKey, Value: b}})
+	}
+	out, _ := json.Marshal(CompleteOut{Applied: applied})
+	return out, nil
+}
+
+func cancel(o cls.Object, in []byte) ([]byte, error) {
+	var x CancelIn
+	if err := decode(in, &x, "rgw.cancel"); err != nil {
+		return nil, err
+	}
+	o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
+	return nil, nil
+}
+
+// SwapIn is rgw.omap_swap's input: set Key to Value on an existing object
+// and return the value it replaces (empty if none) — the multipart upload
+// state's atomic "record this part, tell me which upload of it I
+// replaced". A missing object is ErrNotFound (the upload is gone).
+type SwapIn struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
+}
+
+func omapSwap(o cls.Object, in []byte) ([]byte, error) {
+	var x SwapIn
+	if err := decode(in, &x, "rgw.omap_swap"); err != nil {
+		return nil, err
+	}
+	if !o.Exists() {
+		return nil, fmt.Errorf("%w: object does not exist", cls.ErrNotFound)
+	}
+	cur, err := o.OmapGet([]string{x.Key})
+	if err != nil {
+		return nil, err
+	}
+	o.OmapSet([]objectstore.KV{{Key: x.Key, Value: x.Value}})
+	return cur[x.Key], nil
+}
+
+func init() {
+	cls.Register("rgw", "omap_swap", omapSwap)
+	cls.Register("rgw", "prepare", prepare)
+	cls.Register("rgw", "complete", complete)
+	cls.Register("rgw", "cancel", cancel)
+}

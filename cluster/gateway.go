@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/gateway"
+)
+
+// GatewayName is the entity name of the gateway `shoal up` runs; its
+// [client.rgw.gateway] section of shoal.conf configures it.
+const GatewayName = "client.rgw.gateway"
+
+// Frontend is the gateway's listener (from rgw_frontends, or flags).
+type Frontend struct {
+	Addr     string
+	CertFile string
+	KeyFile  string
+}
+
+// ParseFrontends reads Ceph's rgw_frontends syntax: "beast
+// endpoint=ADDR:PORT" or "beast ssl_endpoint=ADDR:PORT
+// ssl_certificate=PATH ssl_private_key=PATH" (port=N means 0.0.0.0:N).
+func ParseFrontends(v string) (Frontend, error) {
+	var f Frontend
+	fields := strings.Fields(v)
+	if len(fields) == 0 || fields[0] != "beast" {
+		return f, fmt.Errorf("rgw_frontends %q: want \"beast endpoint=ADDR:PORT ...\"", v)
+	}
+	for _, kv := range fields[1:] {
+		k, val, _ := strings.Cut(kv, "=")
+		switch k {
+		case "endpoint":
+			if f.Addr == "" {
+				f.Addr = val
+			}
+		case "port":
+			if f.Addr == "" {
+				f.Addr = "0.0.0.0:" + val
+			}
+		case "ssl_endpoint":
+			f.Addr = val
+		case "ssl_port":
+			f.Addr = "0.0.0.0:" + val
+		case "ssl_certificate":
+			f.CertFile = val
+		case "ssl_private_key":
+			f.KeyFile = val
+		default:
+			return f, fmt.Errorf("rgw_frontends %q: unknown option %q", v, k)
+		}
+	}
+	if f.CertFile != "" && f.KeyFile == "" {
+		f.KeyFile = f.CertFile // Ceph: the key may sit in the certificate file
+	}
+	if f.Addr == "" {
+		return f, fmt.Errorf("rgw_frontends %q: no endpoint", v)
+	}
+	return f, nil
+}
+
+// RunGateway runs an S3 gateway with entity name's configuration,
+// connecting to the cluster as clientName, until SIGINT or SIGTERM. fe
+// overrides rgw_frontends when its Addr is set.
+func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
+	cfg := c.For(name)
+	if fe.Addr == "" {
+		var err error
+		if fe, err = ParseFrontends(cfg.String("rgw_frontends")); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	kr, err := c.Keyring(clientName)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	log, closer, err := daemonLog(c, name)
+	if err != nil {
+		return fmt.Errorf("%s: log: %w", name, err)
+	}
+	defer closer.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+	defer ccancel()
+	ccfg := c.ClientConfig(name, kr)
+	ccfg.Logger = log
+	conn, err := client.Connect(cctx, ccfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer conn.Close()
+	opt := gateway.OptionsFromConfig(cfg)
+	opt.Logger = log
+	store, err := gateway.OpenStore(cctx, conn, opt)
+	if err != nil {
+		log.Error("start failed", "err", err)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	ln, err := net.Listen("tcp", fe.Addr)
+	if err != nil {
+		return fmt.Errorf("%s: listen: %w", name, err)
+	}
+	if err := writePid(c, name); err != nil {
+		ln.Close()
+		return err
+	}
+	defer os.Remove(pidPath(c, name))
+	log.Info("started", "addr", ln.Addr().String(), "tls", fe.CertFile != "")
+	done := make(chan error, 1)
+	go func() { done <- gateway.NewServer(store).Serve(ctx, ln, fe.CertFile, fe.KeyFile) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("%s: %w", name, err)
+	case <-signalCh():
+	}
+	log.Info("stopping")
+	cancel()
+	return <-done
+}

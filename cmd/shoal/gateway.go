@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-project/shoal/cluster"
+	"github.com/shoal-project/shoal/gateway"
+)
+
+func gatewayCmd() *cobra.Command {
+	var id string
+	var fe cluster.Frontend
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run an S3 gateway (stateless: run as many as you like on one cluster)",
+		Long: `Run an S3 gateway daemon. Its configuration is the [client.rgw.ID] section
+of shoal.conf (rgw_frontends, rgw_obj_stripe_size, rgw_max_chunk_size, ...);
+--listen overrides rgw_frontends' endpoint, --tls-cert and --tls-key serve
+HTTPS. Users come from ` + "`shoal user create`" + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := cluster.FindConf(confPath)
+			if err != nil {
+				return err
+			}
+			return cluster.RunGateway(c, "client.rgw."+id, clientName, fe)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&id, "id", "gateway", "gateway name: its configuration section is [client.rgw.ID]")
+	f.StringVar(&fe.Addr, "listen", "", "address to serve S3 on (default from rgw_frontends, 127.0.0.1:7480)")
+	f.StringVar(&fe.CertFile, "tls-cert", "", "TLS certificate (PEM); with --tls-key, serve HTTPS")
+	f.StringVar(&fe.KeyFile, "tls-key", "", "TLS private key (PEM)")
+	return cmd
+}
+
+// withStore runs fn with the gateway store of the cluster.
+func withStore(fn func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, cancel := cmdContext()
+		defer cancel()
+		s, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.conn.Close()
+		st, err := gateway.OpenStore(ctx, s.conn, gateway.OptionsFromConfig(s.conf.For(cluster.GatewayName)))
+		if err != nil {
+			return err
+		}
+		return fn(ctx, st, cmd.OutOrStdout(), args)
+	}
+}
+
+func printJSON(out io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, string(b))
+	return err
+}
+
+func userCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "user", Short: "S3 users and their keys (radosgw-admin user ...)"}
+	var display, email, access, secret string
+	create := &cobra.Command{Use: "create UID", Short: "Create a user with one access key (generated unless given)", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			u, err := st.CreateUser(ctx, args[0], display, email, gateway.Key{AccessKey: access, SecretKey: secret})
+			if err != nil {
+				return err
+			}
+			return printJSON(out, u)
+		})}
+	create.Flags().StringVar(&display, "display-name", "", "display name (default the uid)")
+	create.Flags().StringVar(&email, "email", "", "e-mail address")
+	create.Flags().StringVar(&access, "access-key", "", "access key id (default generated)")
+	create.Flags().StringVar(&secret, "secret", "", "secret key (default generated)")
+	info := &cobra.Command{Use: "info UID", Short: "Show a user and its keys", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			u, err := st.GetUser(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(out, u)
+		})}
+	ls := &cobra.Command{Use: "ls", Short: "List user ids", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			ids, err := st.ListUsers(ctx)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				fmt.Fprintln(out, id)
+			}
+			return nil
+		})}
+	rm := &cobra.Command{Use: "rm UID", Short: "Remove a user (it must own no buckets)", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			return st.RemoveUser(ctx, args[0])
+		})}
+	key := &cobra.Command{Use: "key", Short: "Add or revoke a user's access keys"}
+	var kAccess, kSecret string
+	kc := &cobra.Command{Use: "create UID", Short: "Give the user another access key (generated unless given)", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			k, err := st.AddKey(ctx, args[0], gateway.Key{AccessKey: kAccess, SecretKey: kSecret})
+			if err != nil {
+				return err
+			}
+			return printJSON(out, k)
+		})}
+	kc.Flags().StringVar(&kAccess, "access-key", "", "access key id (default generated)")
+	kc.Flags().StringVar(&kSecret, "secret", "", "secret key (default generated)")
+	krm := &cobra.Command{Use: "rm UID ACCESS_KEY", Short: "Revoke an access key", Args: cobra.ExactArgs(2),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			return st.RemoveKey(ctx, args[0], args[1])
+		})}
+	key.AddCommand(kc, krm)
+	cmd.AddCommand(create, info, ls, rm, key)
+	return cmd
+}
+
+func bucketCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bucket", Short: "S3 buckets (radosgw-admin bucket ...)"}
+	var uid string
+	ls := &cobra.Command{Use: "ls", Short: "List buckets (of --uid, default every user's)", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			uids := []string{uid}
+			if uid == "" {
+				var err error
+				if uids, err = st.ListUsers(ctx); err != nil {
+					return err
+				}
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "BUCKET\tOWNER\tPLACEMENT\tSHARDS\tCREATED")
+			for _, u := range uids {
+				names, err := st.UserBuckets(ctx, u)
+				if err != nil {
+					return err
+				}
+				for _, n := range names {
+					b, err := st.GetBucket(ctx, n)
+					if err != nil {
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", b.Name, b.Owner, b.Placement, b.Shards, b.Created.Format(time.RFC3339))
+				}
+			}
+			return tw.Flush()
+		})}
+	ls.Flags().StringVar(&uid, "uid", "", "only this user's buckets")
+	stats := &cobra.Command{Use: "stats BUCKET", Short: "Objects, bytes and pending index operations of a bucket", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			b, err := st.GetBucket(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			s, err := st.Stats(ctx, b)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, struct {
+				*gateway.Bucket
+				Usage gateway.BucketStats `json:"usage"`
+			}{b, s})
+		})}
+	var fix, full bool
+	check := &cobra.Command{Use: "check BUCKET", Short: "Reconcile the bucket index with the objects (--fix to repair; --check-objects: every entry)", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			b, err := st.GetBucket(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			r, err := st.CheckBucket(ctx, b, fix, full)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, r)
+		})}
+	check.Flags().BoolVar(&fix, "fix", false, "repair what the check finds")
+	check.Flags().BoolVar(&full, "check-objects", false, "also compare every index entry with its object")
+	cmd.AddCommand(ls, stats, check)
+	return cmd
+}
+
+func gcCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "gc", Short: "The gateway's garbage collection queue (tails of overwritten and deleted objects)"}
+	var all bool
+	list := &cobra.Command{Use: "list", Short: "List queued garbage (due entries; --include-all: every entry)", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			es, err := st.GCList(ctx, all)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TAG\tDUE\tOBJECTS")
+			for _, e := range es {
+				fmt.Fprintf(tw, "%s\t%s\t%d\n", e.Tag, e.Due.Format(time.RFC3339), len(e.OIDs()))
+			}
+			return tw.Flush()
+		})}
+	list.Flags().BoolVar(&all, "include-all", false, "also entries not yet due (rgw_gc_obj_min_wait)")
+	var pall bool
+	process := &cobra.Command{Use: "process", Short: "Delete due garbage now (--include-all: everything queued)", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			n, err := st.GCProcess(ctx, pall)
+			fmt.Fprintf(out, "removed %d objects\n", n)
+			return err
+		})}
+	process.Flags().BoolVar(&pall, "include-all", false, "ignore rgw_gc_obj_min_wait")
+	cmd.AddCommand(list, process)
+	return cmd
+}

@@ -1,0 +1,62 @@
+// Package gateway is Shoal's S3 gateway (Ceph: RGW): the S3 REST API over
+// the object store, stateless so that any number of gateways serve one
+// cluster.
+//
+// # Pools
+//
+// Five RADOS pools, named as RGW's default zone names them (Pools): meta
+// (users, access keys, bucket entry points), index (bucket index
+// shards), data (object heads and tails; may be erasure-coded), non-ec
+// (multipart upload state, which needs omaps) and log (the GC queue).
+// Each can have its own CRUSH rule and protection, so the index pool can
+// sit on fast devices while data sits on EC over HDDs. The gateway
+// creates missing pools at start, replicated with the cluster defaults.
+//
+// # Object layout
+//
+// An S3 object is a head RADOS object "BUCKETID_KEY" holding the first
+// rgw_max_chunk_size bytes and, in its "rgw.head" xattr, the metadata and
+// manifest (headInfo), plus tail objects of rgw_obj_stripe_size bytes
+// named after the write that made them ("BUCKETID__shadow_TAG_N"; a
+// multipart part: "BUCKETID__multipart_UPLOAD.PART~TAG_N"). A PUT writes
+// the tails first, in writes of at most rgw_max_chunk_size with up to
+// rgw_put_obj_min_window_size bytes in flight (one stripe's writes in
+// order, stripes in parallel), then the head in one atomic request: the
+// head write is the commit point, so a PUT that fails or a gateway that
+// dies before it leaves the previous version untouched. The head request
+// also reads the version it replaces; that version's tails go to the GC
+// queue, deleted after rgw_gc_obj_min_wait (reads in flight finish
+// first). A GET reads the head's data and metadata in one request, then
+// the tails with the same window of reads ahead.
+//
+// # Bucket index
+//
+// A bucket's listing lives in the omaps of index shard objects
+// (".dir.BUCKETID.GEN.N"), rgw_override_bucket_index_max_shards of them
+// (default 11), a key's shard chosen by crc32c of the key so sequential
+// keys spread over every shard. Updates are two-phase through the OSD's
+// object-class methods (package cls/rgw): prepare before the data write
+// records a pending operation, complete after it records the entry with
+// the head's version (PG log sequence) — applied only if newer than what
+// the index holds, so racing writers leave the index agreeing with the
+// head that won. A crash between the phases leaves a pending record:
+// CheckBucket (`shoal bucket check --fix`) completes it from the head or
+// cancels it and queues its tails for GC; the listing never shows an
+// object without data, and data without a listing entry is reconciled.
+// Indexless buckets (placement "indexless") skip the index: one RADOS
+// request per PUT, no listing.
+//
+// Listing merges the shards: a page of N keys asks every shard for N
+// entries after the marker. That cost grows with the shard count, as
+// RGW's does; range-partitioned shards (a page touches the one or two
+// shards covering its key range) with online splitting are the planned
+// next step and not built yet.
+//
+// # Authentication
+//
+// AWS Signature V4 (header, presigned query, aws-chunked streaming
+// payloads with per-chunk signatures, trailing checksums) and V2, against
+// users and keys kept in the meta pool and cached for at most 5 s.
+// Buckets belong to the user that created them; other users get
+// AccessDenied (no ACLs or policies yet).
+package gateway

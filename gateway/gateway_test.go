@@ -1,0 +1,674 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/internal/testnet"
+	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd"
+)
+
+var testKey = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
+
+const testConf = `[global]
+osd_crush_chooseleaf_type = 0
+mon_osd_reporter_subtree_level = osd
+osd_heartbeat_interval = 0.5
+osd_pool_default_pg_num = 8
+osd_pool_default_size = 2
+`
+
+// fixture is an in-process MON, three OSDs on MemStores and a gateway
+// with small stripes (so tests cross head, stripe and chunk boundaries
+// with small objects).
+type fixture struct {
+	t     *testing.T
+	store *gateway.Store
+	conn  *client.Conn
+	url   string
+	admin gateway.Key
+	other gateway.Key
+}
+
+const (
+	tStripe = 256 << 10
+	tChunk  = 64 << 10
+)
+
+func startGateway(t *testing.T, opt gateway.Options) *fixture {
+	t.Helper()
+	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testnet.FreePortPair(t)
+	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	for range 3 {
+		o, err := osd.Start(osd.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: objectstore.NewMemStore()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	st, err := gateway.OpenStore(ctx, conn, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, store: st, conn: conn}
+	u, err := st.CreateUser(ctx, "tester", "", "", gateway.Key{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.admin = u.Keys[0]
+	u2, err := st.CreateUser(ctx, "other", "", "", gateway.Key{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.other = u2.Keys[0]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gateway.NewServer(st).Serve(sctx, ln, "", "") }()
+	t.Cleanup(func() { stop(); <-done })
+	f.url = "http://" + ln.Addr().String()
+	return f
+}
+
+func (f *fixture) s3(k gateway.Key) *s3.Client {
+	return s3.New(s3.Options{
+		Region:           "default",
+		BaseEndpoint:     aws.String(f.url),
+		UsePathStyle:     true,
+		Credentials:      credentials.NewStaticCredentialsProvider(k.AccessKey, k.SecretKey, ""),
+		RetryMaxAttempts: 1,
+	})
+}
+
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return ""
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func md5hex(b []byte) string {
+	s := md5.Sum(b)
+	return `"` + hex.EncodeToString(s[:]) + `"`
+}
+
+func get(t *testing.T, c *s3.Client, bucket, key string, rng string) ([]byte, *s3.GetObjectOutput) {
+	t.Helper()
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	if rng != "" {
+		in.Range = &rng
+	}
+	out, err := c.GetObject(context.Background(), in)
+	if err != nil {
+		t.Fatalf("get %s/%s %s: %v", bucket, key, rng, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, out
+}
+
+func TestObjectsRoundTrip(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, WindowSize: 2 * tStripe, IndexShards: 3, GCMinWait: time.Hour})
+	c := f.s3(f.admin)
+	ctx := context.Background()
+	bucket := "round"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{0, 1, tChunk - 1, tChunk, tChunk + 1, tStripe, tStripe + tChunk + 7, 3*tStripe + 5}
+	want := map[string][]byte{}
+	for i, n := range sizes {
+		key := fmt.Sprintf("obj/%02d-%d", i, n)
+		data := randBytes(r, n)
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data),
+			ContentType: aws.String("text/x-test"), Metadata: map[string]string{"color": "blue"}})
+		if err != nil {
+			t.Fatalf("put %d bytes: %v", n, err)
+		}
+		if *out.ETag != md5hex(data) {
+			t.Fatalf("put %d bytes: etag %s, want %s", n, *out.ETag, md5hex(data))
+		}
+		want[key] = data
+	}
+	for key, data := range want {
+		got, out := get(t, c, bucket, key, "")
+		if !bytes.Equal(got, data) {
+			t.Fatalf("%s: read %d bytes, differ from the %d written", key, len(got), len(data))
+		}
+		if *out.ContentType != "text/x-test" || out.Metadata["color"] != "blue" || *out.ETag != md5hex(data) {
+			t.Fatalf("%s: headers %v %v %v", key, *out.ContentType, out.Metadata, *out.ETag)
+		}
+		n := int64(len(data))
+		for _, rg := range [][2]int64{{0, 0}, {n / 3, n/3 + tChunk}, {tChunk - 1, tStripe + 1}, {n - 1, n + 10}} {
+			if rg[0] >= n || rg[0] < 0 {
+				continue
+			}
+			got, out := get(t, c, bucket, key, fmt.Sprintf("bytes=%d-%d", rg[0], rg[1]))
+			end := min(rg[1]+1, n)
+			if !bytes.Equal(got, data[rg[0]:end]) || *out.ContentRange != fmt.Sprintf("bytes %d-%d/%d", rg[0], end-1, n) {
+				t.Fatalf("%s range %v: %d bytes, content-range %s", key, rg, len(got), *out.ContentRange)
+			}
+		}
+		if n > 10 {
+			got, _ := get(t, c, bucket, key, "bytes=-10")
+			if !bytes.Equal(got, data[n-10:]) {
+				t.Fatalf("%s suffix range wrong", key)
+			}
+			_, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key, Range: aws.String(fmt.Sprintf("bytes=%d-", n))})
+			if code(err) != "InvalidRange" {
+				t.Fatalf("%s: range past the end: %v", key, err)
+			}
+		}
+	}
+	// overwrite: the new version is read, the old one's tails go to GC
+	big := "obj/07-" + fmt.Sprint(3*tStripe+5)
+	newData := randBytes(r, 2*tStripe)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &big, Body: bytes.NewReader(newData)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, c, bucket, big, ""); !bytes.Equal(got, newData) {
+		t.Fatal("overwrite: read the old version")
+	}
+	want[big] = newData
+	es, err := f.store.GCList(ctx, true)
+	if err != nil || len(es) != 1 || len(es[0].OIDs()) != 3 {
+		t.Fatalf("gc queue after one overwrite: %v entries, err %v", len(es), err)
+	}
+	if due, _ := f.store.GCList(ctx, false); len(due) != 0 {
+		t.Fatalf("garbage due before rgw_gc_obj_min_wait: %d", len(due))
+	}
+	if n, err := f.store.GCProcess(ctx, true); err != nil || n != 3 {
+		t.Fatalf("gc removed %d objects, err %v; want the 3 old tails", n, err)
+	}
+	if got, _ := get(t, c, bucket, big, ""); !bytes.Equal(got, newData) {
+		t.Fatal("gc damaged the live version")
+	}
+	// head, copy, conditional reads
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &big})
+	if err != nil || *h.ContentLength != int64(len(newData)) {
+		t.Fatalf("head: %v", err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &big, IfNoneMatch: h.ETag}); !isStatus(err, 304) {
+		t.Fatalf("If-None-Match matching: %v, want 304", err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &big, IfMatch: aws.String(`"nope"`)}); code(err) != "PreconditionFailed" {
+		t.Fatalf("If-Match not matching: %v", err)
+	}
+	cp := "copy/of-big"
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &bucket, Key: &cp, CopySource: aws.String(bucket + "/" + big)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, c, bucket, cp, ""); !bytes.Equal(got, newData) {
+		t.Fatal("copy differs")
+	}
+	want[cp] = newData
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &bucket, Key: &cp, CopySource: aws.String(bucket + "/" + cp)}); code(err) != "InvalidRequest" {
+		t.Fatalf("copy onto itself without REPLACE: %v", err)
+	}
+	// bad digest loses nothing
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &big, Body: bytes.NewReader([]byte("x")), ContentMD5: aws.String("1B2M2Y8AsgTpgAmY7PhCfg==")}); code(err) != "BadDigest" {
+		t.Fatalf("bad Content-MD5: %v", err)
+	}
+	if got, _ := get(t, c, bucket, big, ""); !bytes.Equal(got, newData) {
+		t.Fatal("a refused PUT changed the object")
+	}
+	checkListing(t, c, bucket, want)
+	// delete one, multi-delete the rest
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &cp}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &cp}); code(err) != "NoSuchKey" {
+		t.Fatalf("get deleted: %v", err)
+	}
+	delete(want, cp)
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &bucket}); code(err) != "BucketNotEmpty" {
+		t.Fatalf("delete non-empty bucket: %v", err)
+	}
+	var ids []types.ObjectIdentifier
+	for k := range want {
+		ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
+	}
+	dout, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids}})
+	if err != nil || len(dout.Deleted) != len(want) || len(dout.Errors) != 0 {
+		t.Fatalf("multi-delete: %v", err)
+	}
+	checkListing(t, c, bucket, nil)
+	st, err := f.store.GetBucket(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := f.store.Stats(ctx, st)
+	if err != nil || stats.Objects != 0 || stats.Bytes != 0 || stats.Pending != 0 {
+		t.Fatalf("stats of the emptied bucket: %+v %v", stats, err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); !isStatus(err, 404) {
+		t.Fatalf("head of a deleted bucket: %v", err)
+	}
+}
+
+func isStatus(err error, status int) bool {
+	var re interface{ HTTPStatusCode() int }
+	return errors.As(err, &re) && re.HTTPStatusCode() == status
+}
+
+// checkListing lists the bucket every way (V1 and V2, pages of 2, with
+// and without a delimiter and prefix) and compares with the model.
+func checkListing(t *testing.T, c *s3.Client, bucket string, want map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, prefix := range []string{"", "obj/", "copy", "nope"} {
+		for _, delim := range []string{"", "/"} {
+			var wantKeys, wantPrefixes []string
+			for _, k := range keys {
+				if !strings.HasPrefix(k, prefix) {
+					continue
+				}
+				if i := strings.Index(k[len(prefix):], delim); delim != "" && i >= 0 {
+					cp := k[:len(prefix)+i+1]
+					if !slices.Contains(wantPrefixes, cp) {
+						wantPrefixes = append(wantPrefixes, cp)
+					}
+					continue
+				}
+				wantKeys = append(wantKeys, k)
+			}
+			var gotKeys, gotPrefixes []string
+			in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, Delimiter: &delim, MaxKeys: aws.Int32(2)}
+			for pages := 0; ; pages++ {
+				out, err := c.ListObjectsV2(ctx, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range out.Contents {
+					gotKeys = append(gotKeys, *o.Key)
+					if *o.Size != int64(len(want[*o.Key])) || *o.ETag != md5hex(want[*o.Key]) {
+						t.Fatalf("listing of %s: size %d etag %s", *o.Key, *o.Size, *o.ETag)
+					}
+				}
+				for _, p := range out.CommonPrefixes {
+					gotPrefixes = append(gotPrefixes, *p.Prefix)
+				}
+				if len(out.Contents)+len(out.CommonPrefixes) > 2 || pages > 100 {
+					t.Fatal("page larger than max-keys, or endless")
+				}
+				if !*out.IsTruncated {
+					break
+				}
+				in.ContinuationToken = out.NextContinuationToken
+			}
+			if !slices.Equal(gotKeys, wantKeys) || !slices.Equal(gotPrefixes, wantPrefixes) {
+				t.Fatalf("list prefix %q delim %q:\n got %q %q\nwant %q %q", prefix, delim, gotKeys, gotPrefixes, wantKeys, wantPrefixes)
+			}
+			// V1 with markers gives the same
+			var v1Keys []string
+			marker := ""
+			for {
+				out, err := c.ListObjects(ctx, &s3.ListObjectsInput{Bucket: &bucket, Prefix: &prefix, Delimiter: &delim, MaxKeys: aws.Int32(3), Marker: &marker})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range out.Contents {
+					v1Keys = append(v1Keys, *o.Key)
+					marker = *o.Key
+				}
+				if !*out.IsTruncated {
+					break
+				}
+				if out.NextMarker != nil {
+					marker = *out.NextMarker
+				}
+			}
+			if !slices.Equal(v1Keys, wantKeys) {
+				t.Fatalf("list v1 prefix %q delim %q: got %q want %q", prefix, delim, v1Keys, wantKeys)
+			}
+		}
+	}
+}
+
+func TestAuthAndErrors(t *testing.T) {
+	f := startGateway(t, gateway.Options{})
+	ctx := context.Background()
+	c, o := f.s3(f.admin), f.s3(f.other)
+	b := "mine"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); code(err) != "BucketAlreadyOwnedByYou" {
+		t.Fatalf("create twice: %v", err)
+	}
+	if _, err := o.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); code(err) != "BucketAlreadyExists" {
+		t.Fatalf("create another's: %v", err)
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("Bad_Name")}); code(err) != "InvalidBucketName" {
+		t.Fatalf("bad name: %v", err)
+	}
+	key := "k"
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &key, Body: strings.NewReader("secret")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: &key}); code(err) != "AccessDenied" {
+		t.Fatalf("another user's GET: %v", err)
+	}
+	if _, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &key, Body: strings.NewReader("x")}); code(err) != "AccessDenied" {
+		t.Fatalf("another user's PUT: %v", err)
+	}
+	lb, err := o.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil || len(lb.Buckets) != 0 {
+		t.Fatalf("other's bucket list: %v %v", lb, err)
+	}
+	bad := f.s3(gateway.Key{AccessKey: "NOSUCHKEY0000000000", SecretKey: "x"})
+	if _, err := bad.ListBuckets(ctx, &s3.ListBucketsInput{}); code(err) != "InvalidAccessKeyId" {
+		t.Fatalf("unknown key: %v", err)
+	}
+	wrong := f.s3(gateway.Key{AccessKey: f.admin.AccessKey, SecretKey: "wrong"})
+	if _, err := wrong.ListBuckets(ctx, &s3.ListBucketsInput{}); code(err) != "SignatureDoesNotMatch" {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("nobucket"), Key: &key}); code(err) != "NoSuchBucket" {
+		t.Fatalf("no bucket: %v", err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("none")}); code(err) != "NoSuchKey" {
+		t.Fatalf("no key: %v", err)
+	}
+	long := strings.Repeat("k", 1025)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &long, Body: strings.NewReader("x")}); code(err) != "KeyTooLongError" {
+		t.Fatalf("1025-byte key: %v", err)
+	}
+	ok := strings.Repeat("é", 512) // 1024 bytes of UTF-8
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &ok, Body: strings.NewReader("x")}); err != nil {
+		t.Fatalf("1024-byte key: %v", err)
+	}
+	// a removed key stops working (after the cache TTL in other gateways;
+	// at once in the one that removed it)
+	if err := f.store.RemoveKey(ctx, "other", f.other.AccessKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.ListBuckets(ctx, &s3.ListBucketsInput{}); code(err) != "InvalidAccessKeyId" {
+		t.Fatalf("revoked key: %v", err)
+	}
+	// presigned GET works, and expires
+	ps := s3.NewPresignClient(c)
+	req, err := ps.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: &key}, s3.WithPresignExpires(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(req.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "secret" {
+		t.Fatalf("presigned GET: %d %q", resp.StatusCode, body)
+	}
+	resp, err = http.Get(strings.Replace(req.URL, "X-Amz-Signature=", "X-Amz-Signature=0", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !bytes.Contains(body, []byte("<Code>SignatureDoesNotMatch</Code>")) {
+		t.Fatalf("tampered presigned URL: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestMultipart(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10, IndexShards: 2})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b, key := "mpu", "big/object"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: &key, ContentType: aws.String("video/x-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	parts := [][]byte{randBytes(r, 5<<20), randBytes(r, 5<<20+3), randBytes(r, 1234)}
+	var done []types.CompletedPart
+	sum := md5.New()
+	for i, p := range parts {
+		n := int32(i + 1)
+		if i == 1 { // upload part 2 twice: the second replaces the first
+			if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &key, UploadId: cr.UploadId, PartNumber: &n, Body: bytes.NewReader(parts[0])}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &key, UploadId: cr.UploadId, PartNumber: &n, Body: bytes.NewReader(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *out.ETag != md5hex(p) {
+			t.Fatalf("part %d etag %s", n, *out.ETag)
+		}
+		d := md5.Sum(p)
+		sum.Write(d[:])
+		done = append(done, types.CompletedPart{PartNumber: &n, ETag: out.ETag})
+	}
+	lp, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &b, Key: &key, UploadId: cr.UploadId})
+	if err != nil || len(lp.Parts) != 3 || *lp.Parts[1].Size != int64(len(parts[1])) {
+		t.Fatalf("list parts: %v", err)
+	}
+	lu, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &b})
+	if err != nil || len(lu.Uploads) != 1 || *lu.Uploads[0].UploadId != *cr.UploadId {
+		t.Fatalf("list uploads: %v", err)
+	}
+	// wrong order and wrong ETag are refused
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &key, UploadId: cr.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{done[1], done[0]}}}); code(err) != "InvalidPartOrder" {
+		t.Fatalf("parts out of order: %v", err)
+	}
+	badPart := done[0]
+	badPart.ETag = aws.String(`"00000000000000000000000000000000"`)
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &key, UploadId: cr.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{badPart}}}); code(err) != "InvalidPart" {
+		t.Fatalf("wrong etag: %v", err)
+	}
+	co, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &key, UploadId: cr.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: done}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"` + hex.EncodeToString(sum.Sum(nil)) + `-3"`; *co.ETag != want {
+		t.Fatalf("multipart etag %s, want %s", *co.ETag, want)
+	}
+	all := slices.Concat(parts...)
+	got, out := get(t, c, b, key, "")
+	if !bytes.Equal(got, all) || *out.ContentType != "video/x-test" {
+		t.Fatalf("multipart object: %d bytes (want %d), type %s", len(got), len(all), *out.ContentType)
+	}
+	got, _ = get(t, c, b, key, fmt.Sprintf("bytes=%d-%d", 5<<20-10, 5<<20+10))
+	if !bytes.Equal(got, all[5<<20-10:5<<20+11]) {
+		t.Fatal("range across parts")
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &key, UploadId: cr.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")}); code(err) != "NoSuchUpload" {
+		t.Fatalf("part after complete: %v", err)
+	}
+	// the replaced part 2 is garbage, and nothing of the object is
+	if _, err := f.store.GCProcess(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, c, b, key, ""); !bytes.Equal(got, all) {
+		t.Fatal("gc damaged a completed multipart object")
+	}
+	// too-small part, abort
+	cr2, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("small")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var small []types.CompletedPart
+	for i := range 2 {
+		n := int32(i + 1)
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: aws.String("small"), UploadId: cr2.UploadId, PartNumber: &n, Body: strings.NewReader("tiny")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		small = append(small, types.CompletedPart{PartNumber: &n, ETag: out.ETag})
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: aws.String("small"), UploadId: cr2.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: small}}); code(err) != "EntityTooSmall" {
+		t.Fatalf("small parts: %v", err)
+	}
+	if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &b, Key: aws.String("small"), UploadId: cr2.UploadId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &b, Key: aws.String("small"), UploadId: cr2.UploadId}); code(err) != "NoSuchUpload" {
+		t.Fatalf("aborted upload: %v", err)
+	}
+	if n, err := f.store.GCProcess(ctx, true); err != nil || n != 2 {
+		t.Fatalf("gc after abort removed %d, err %v; want the 2 parts", n, err)
+	}
+}
+
+// TestIndexCrashBetweenPhases leaves a prepared operation without its
+// completion (the gateway died between them) and checks that `bucket
+// check --fix` completes it from the head, or cancels it and collects its
+// tails if the head was never written.
+func TestIndexlessAndCheck(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	nb := "noindex"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &nb, CreateBucketConfiguration: &types.CreateBucketConfiguration{
+		LocationConstraint: types.BucketLocationConstraint("default:indexless")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &nb, Key: aws.String("a"), Body: strings.NewReader("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, c, nb, "a", ""); string(got) != "hello" {
+		t.Fatal("indexless get")
+	}
+	if _, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &nb}); code(err) != "NotImplemented" {
+		t.Fatalf("listing an indexless bucket: %v", err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &nb}); code(err) != "BucketNotEmpty" {
+		t.Fatalf("delete non-empty indexless bucket: %v", err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &nb, Key: aws.String("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &nb}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIndexCrashBetweenPhases stops PUTs where a killed gateway would: after
+// the tails (prepared, no head) and after the head (no completion). The
+// first leaves the old version readable and listed; the second leaves
+// data not yet listed. `bucket check --fix` completes the second from its
+// head and cancels the first, queueing its tails for GC.
+func TestIndexCrashBetweenPhases(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 2})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "crash"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("old"), Body: strings.NewReader("version 1")}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	f.store.SetFailpoint("before-head")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("old"), Body: bytes.NewReader(randBytes(r, 3*tStripe))}); err == nil {
+		t.Fatal("PUT through the failpoint succeeded")
+	}
+	f.store.SetFailpoint("before-complete")
+	fresh := randBytes(r, tStripe+1)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("fresh"), Body: bytes.NewReader(fresh)}); err != nil {
+		t.Fatal(err)
+	}
+	f.store.SetFailpoint("")
+	if got, _ := get(t, c, b, "old", ""); string(got) != "version 1" {
+		t.Fatalf("the interrupted PUT changed the old version: %q", got)
+	}
+	checkListing(t, c, b, map[string][]byte{"old": []byte("version 1")})
+	bk, err := f.store.GetBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.store.CheckBucket(ctx, bk, false, true)
+	if err != nil || rep.Pending != 2 || rep.Completed != 0 {
+		t.Fatalf("check without fix: %+v %v", rep, err)
+	}
+	rep, err = f.store.CheckBucket(ctx, bk, true, true)
+	if err != nil || rep.Pending != 2 || rep.Completed != 1 || rep.Abandoned != 1 || rep.StaleEntries != 0 {
+		t.Fatalf("check --fix: %+v %v", rep, err)
+	}
+	checkListing(t, c, b, map[string][]byte{"old": []byte("version 1"), "fresh": fresh})
+	if n, err := f.store.GCProcess(ctx, true); err != nil || n != 3 {
+		t.Fatalf("gc of the abandoned PUT's tails removed %d, err %v; want its 3 stripes", n, err)
+	}
+	if st, err := f.store.Stats(ctx, bk); err != nil || st.Pending != 0 || st.Objects != 2 {
+		t.Fatalf("stats after the fix: %+v %v", st, err)
+	}
+}

@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"strconv"
+)
+
+// headAttr is the xattr of a head object that holds its headInfo.
+const headAttr = "rgw.head"
+
+// segment is a run of tail objects: stripe i (from First) is the RADOS
+// object Prefix+"_"+i and holds StripeSize bytes (the last one fewer).
+type segment struct {
+	Prefix string `json:"p"`
+	First  int    `json:"f,omitempty"`
+	Size   int64  `json:"s"`
+	ETag   string `json:"e,omitempty"` // a multipart part's ETag
+}
+
+// stripes returns how many tail objects the segment has.
+func (g segment) stripes(stripe int64) int {
+	return int((g.Size + stripe - 1) / stripe)
+}
+
+func (g segment) oid(i int) string { return g.Prefix + "_" + strconv.Itoa(g.First+i) }
+
+// headInfo is an S3 object's metadata and manifest, kept in the head
+// object's headAttr. Bytes [0, HeadSize) are the head object's data; the
+// rest follow in Segments, in order (one for a simple upload, one per
+// part for a multipart upload).
+type headInfo struct {
+	Tag        string            `json:"tag"` // the write that made this version (names its tails)
+	Size       int64             `json:"size"`
+	HeadSize   int64             `json:"hs"`
+	StripeSize int64             `json:"ss"`
+	Segments   []segment         `json:"segs,omitempty"`
+	ETag       string            `json:"etag"` // quoted
+	Mtime      int64             `json:"mtime"`
+	Owner      string            `json:"owner"`
+	Headers    map[string]string `json:"hdr,omitempty"`  // Content-Type and the other stored response headers
+	Meta       map[string]string `json:"meta,omitempty"` // x-amz-meta-* (lower-case names without the prefix)
+	Class      string            `json:"sc,omitempty"`
+	Parts      int               `json:"parts,omitempty"` // multipart: number of parts
+}
+
+// extent is a piece of an S3 object's byte range held by one RADOS object.
+type extent struct {
+	oid      string
+	off, len int64 // within the RADOS object
+}
+
+// extents maps [off, off+n) of the object to RADOS objects, in order.
+// headOID names the head object.
+func (h *headInfo) extents(headOID string, off, n int64) []extent {
+	var out []extent
+	end := off + n
+	if off < h.HeadSize {
+		e := min(end, h.HeadSize)
+		out = append(out, extent{headOID, off, e - off})
+	}
+	base := h.HeadSize
+	for _, g := range h.Segments {
+		if base >= end {
+			break
+		}
+		if base+g.Size > off {
+			for i := range g.stripes(h.StripeSize) {
+				s0 := base + int64(i)*h.StripeSize
+				s1 := min(s0+h.StripeSize, base+g.Size)
+				if s1 <= off {
+					continue
+				}
+				if s0 >= end {
+					break
+				}
+				a, b := max(s0, off), min(s1, end)
+				out = append(out, extent{g.oid(i), a - s0, b - a})
+			}
+		}
+		base += g.Size
+	}
+	return out
+}
+
+// tailOIDs lists every tail object of the version (what GC deletes once
+// the version is gone).
+func (h *headInfo) tailOIDs() []string {
+	var out []string
+	for _, g := range h.Segments {
+		for i := range g.stripes(h.StripeSize) {
+			out = append(out, g.oid(i))
+		}
+	}
+	return out
+}
+
+// headOID names an object's head in the data pool.
+func headOID(bucketID, key string) string { return bucketID + "_" + key }
+
+// shadowPrefix is the tail prefix of one simple upload (tag: the write).
+func shadowPrefix(bucketID, tag string) string { return bucketID + "__shadow_" + tag }
+
+// partPrefix is the tail prefix of one upload of a multipart part.
+func partPrefix(bucketID, uploadID string, part int, tag string) string {
+	return bucketID + "__multipart_" + uploadID + "." + strconv.Itoa(part) + "~" + tag
+}

@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Multipart limits (S3: "Amazon S3 multipart upload limits").
+const (
+	MaxParts    = 10000
+	MinPartSize = 5 << 20
+	MaxPartSize = 5 << 30
+)
+
+// uploadsSuffix names a bucket's list of multipart uploads in progress
+// (non-EC pool omap: key + "\x00" + upload id → "").
+const uploadsSuffix = ".uploads"
+
+// Upload is a multipart upload in progress.
+type Upload struct {
+	Key       string            `json:"key"`
+	UploadID  string            `json:"upload_id"`
+	Initiated time.Time         `json:"initiated"`
+	Owner     string            `json:"owner"`
+	Headers   map[string]string `json:"hdr,omitempty"`
+	Meta      map[string]string `json:"meta,omitempty"`
+	Class     string            `json:"sc,omitempty"`
+}
+
+// Part is an uploaded part.
+type Part struct {
+	Num   int       `json:"num"`
+	Size  int64     `json:"size"`
+	ETag  string    `json:"etag"`
+	Mtime time.Time `json:"mtime"`
+	Seg   segment   `json:"seg"`
+}
+
+func uploadMetaOID(bucketID, uploadID string) string {
+	return bucketID + "__multipart_" + uploadID + ".meta"
+}
+
+func partKey(n int) string { return fmt.Sprintf("part.%05d", n) }
+
+// CreateUpload starts a multipart upload.
+func (s *Store) CreateUpload(ctx context.Context, b *Bucket, key string, u Upload) (*Upload, error) {
+	u.Key, u.UploadID, u.Initiated = key, newTag(), time.Now().UTC()
+	body, _ := json.Marshal(u)
+	if err := operate(ctx, s.nonec, uploadMetaOID(b.ID, u.UploadID), []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: body}}); err != nil {
+		return nil, fmt.Errorf("create upload %s/%s: %w", b.Name, key, err)
+	}
+	if err := s.nonec.OmapSet(ctx, b.ID+uploadsSuffix, []client.KV{{Key: key + "\x00" + u.UploadID}}); err != nil {
+		return nil, fmt.Errorf("create upload %s/%s: %w", b.Name, key, err)
+	}
+	return &u, nil
+}
+
+// GetUpload reads an upload's state (ErrNoSuchUpload).
+func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) (*Upload, error) {
+	if strings.ContainsAny(uploadID, "./\x00") || uploadID == "" {
+		return nil, ErrNoSuchUpload
+	}
+	body, err := s.nonec.Read(ctx, uploadMetaOID(b.ID, uploadID), 0, 0)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, ErrNoSuchUpload
+	}
+	if err != nil {
+		return nil, fmt.Errorf("upload %s: %w", uploadID, err)
+	}
+	u := &Upload{}
+	if err := json.Unmarshal(body, u); err != nil {
+		return nil, fmt.Errorf("upload %s: %w", uploadID, err)
+	}
+	if u.Key != key {
+		return nil, ErrNoSuchUpload
+	}
+	return u, nil
+}
+
+// UploadPart stores part num of an upload from body (size bytes) and
+// returns its ETag. A part uploaded again replaces the earlier one (whose
+// tails go to GC).
+func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string, num int, body io.Reader, size int64, wantMD5 []byte) (string, error) {
+	if num < 1 || num > MaxParts {
+		return "", ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
+	}
+	if size > MaxPartSize {
+		return "", ErrEntityTooLarge
+	}
+	if _, err := s.GetUpload(ctx, b, key, uploadID); err != nil {
+		return "", err
+	}
+	tag := newTag()
+	sum := md5.New()
+	w := s.newStripeWriter(ctx, partPrefix(b.ID, uploadID, num, tag), 0)
+	_, err := io.CopyN(w, io.TeeReader(body, sum), size)
+	seg, cerr := w.Close()
+	h := &headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
+	if err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if n, _ := io.Copy(io.Discard, io.LimitReader(body, 1)); n > 0 {
+			err = ErrInvalidRequest.with("the body is longer than its Content-Length")
+		}
+	}
+	digest := sum.Sum(nil)
+	if err == nil && wantMD5 != nil && !equalBytes(wantMD5, digest) {
+		err = ErrBadDigest
+	}
+	if err != nil {
+		s.removeTails(h.tailOIDs())
+		return "", bodyErr(err)
+	}
+	etag := `"` + hex.EncodeToString(digest) + `"`
+	seg.ETag = etag
+	p := Part{Num: num, Size: size, ETag: etag, Mtime: time.Now().UTC(), Seg: seg}
+	pv, _ := json.Marshal(p)
+	in, _ := json.Marshal(rgw.SwapIn{Key: partKey(num), Value: pv})
+	old, err := s.nonec.Exec(ctx, uploadMetaOID(b.ID, uploadID), "rgw.omap_swap", in)
+	if err != nil {
+		s.removeTails(h.tailOIDs())
+		if errors.Is(err, client.ErrNotFound) {
+			return "", ErrNoSuchUpload
+		}
+		return "", fmt.Errorf("upload part %d: %w", num, err)
+	}
+	if len(old) > 0 {
+		var op Part
+		if json.Unmarshal(old, &op) == nil {
+			s.gcAdd(context.WithoutCancel(ctx), &GCEntry{Tag: tag + ".replaced", StripeSize: s.opt.StripeSize, Segments: []segment{op.Seg}})
+		}
+	}
+	return etag, nil
+}
+
+// ListParts returns up to max parts after part number marker, and
+// whether more exist.
+func (s *Store) ListParts(ctx context.Context, b *Bucket, key, uploadID string, marker, max int) ([]Part, bool, error) {
+	if _, err := s.GetUpload(ctx, b, key, uploadID); err != nil {
+		return nil, false, err
+	}
+	after := ""
+	if marker > 0 {
+		after = partKey(marker)
+	}
+	kvs, more, err := s.nonec.OmapList(ctx, uploadMetaOID(b.ID, uploadID), after, "part.", max)
+	if err != nil {
+		return nil, false, fmt.Errorf("list parts: %w", err)
+	}
+	out := make([]Part, 0, len(kvs))
+	for _, kv := range kvs {
+		var p Part
+		if err := json.Unmarshal(kv.Value, &p); err != nil {
+			return nil, false, fmt.Errorf("list parts: %q: %w", kv.Key, err)
+		}
+		out = append(out, p)
+	}
+	return out, more, nil
+}
+
+func (s *Store) allParts(ctx context.Context, b *Bucket, key, uploadID string) (map[int]Part, error) {
+	all := map[int]Part{}
+	marker := 0
+	for {
+		ps, more, err := s.ListParts(ctx, b, key, uploadID, marker, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			all[p.Num] = p
+			marker = p.Num
+		}
+		if !more || len(ps) == 0 {
+			return all, nil
+		}
+	}
+}
+
+// CompletePart names a part in CompleteMultipartUpload's list.
+type CompletePart struct {
+	Num  int
+	ETag string
+}
+
+// CompleteUpload assembles the listed parts into the object (ETag: the
+// MD5 of the parts' binary MD5s, "-" and the part count), removes the
+// upload and queues unused parts for GC.
+func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart) (*PutResult, error) {
+	u, err := s.GetUpload(ctx, b, key, uploadID)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, ErrMalformedXML.with("You must specify at least one part")
+	}
+	all, err := s.allParts(ctx, b, key, uploadID)
+	if err != nil {
+		return nil, err
+	}
+	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list)}
+	sum := md5.New()
+	used := map[int]bool{}
+	for i, cp := range list {
+		if i > 0 && cp.Num <= list[i-1].Num {
+			return nil, ErrInvalidPartOrder
+		}
+		p, ok := all[cp.Num]
+		if !ok || strings.Trim(cp.ETag, `"`) != strings.Trim(p.ETag, `"`) {
+			return nil, ErrInvalidPart.with("part %d is not uploaded or its ETag is not %s", cp.Num, cp.ETag)
+		}
+		if i < len(list)-1 && p.Size < MinPartSize {
+			return nil, ErrEntityTooSmall.with("part %d is %d bytes; every part but the last must be at least 5 MiB", cp.Num, p.Size)
+		}
+		d, _ := hex.DecodeString(strings.Trim(p.ETag, `"`))
+		sum.Write(d)
+		h.Segments = append(h.Segments, p.Seg)
+		h.Size += p.Size
+		used[cp.Num] = true
+	}
+	h.ETag = `"` + hex.EncodeToString(sum.Sum(nil)) + "-" + strconv.Itoa(len(list)) + `"`
+	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
+		return nil, err
+	}
+	res, err := s.commitHead(ctx, b, key, h, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	cctx := context.WithoutCancel(ctx)
+	var unused []segment
+	for n, p := range all {
+		if !used[n] {
+			unused = append(unused, p.Seg)
+		}
+	}
+	s.gcAdd(cctx, &GCEntry{Tag: uploadID + ".unused", StripeSize: s.opt.StripeSize, Segments: unused})
+	s.removeUpload(cctx, b, key, uploadID)
+	return res, nil
+}
+
+func (s *Store) removeUpload(ctx context.Context, b *Bucket, key, uploadID string) {
+	s.nonec.Remove(ctx, uploadMetaOID(b.ID, uploadID))
+	s.nonec.OmapRm(ctx, b.ID+uploadsSuffix, []string{key + "\x00" + uploadID})
+}
+
+// AbortUpload discards an upload and queues its parts for GC (unless a
+// completion of it won the race: then only unused parts go).
+func (s *Store) AbortUpload(ctx context.Context, b *Bucket, key, uploadID string) error {
+	all, err := s.allParts(ctx, b, key, uploadID)
+	if err != nil {
+		return err
+	}
+	var segs []segment
+	for _, p := range all {
+		segs = append(segs, p.Seg)
+	}
+	s.gcAdd(ctx, &GCEntry{Tag: uploadID, Head: headOID(b.ID, key), StripeSize: s.opt.StripeSize, Segments: segs})
+	s.removeUpload(ctx, b, key, uploadID)
+	return nil
+}
+
+// ListUploads lists uploads in progress in key order after (keyMarker,
+// idMarker) with the prefix; with a delimiter, keys that contain it
+// after the prefix are rolled up into common prefixes.
+func (s *Store) ListUploads(ctx context.Context, b *Bucket, prefix, keyMarker, idMarker string, max int) ([]Upload, bool, error) {
+	after := ""
+	if keyMarker != "" {
+		after = keyMarker + "\x00" + idMarker
+		if idMarker == "" {
+			after = keyMarker + "\x00\xff"
+		}
+	}
+	kvs, more, err := s.nonec.OmapList(ctx, b.ID+uploadsSuffix, after, prefix, max)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("list uploads: %w", err)
+	}
+	var out []Upload
+	for _, kv := range kvs {
+		k, id, _ := strings.Cut(kv.Key, "\x00")
+		u, err := s.GetUpload(ctx, b, k, id)
+		if err != nil {
+			if errors.Is(err, ErrNoSuchUpload) {
+				continue // completed or aborted between the two reads
+			}
+			return nil, false, err
+		}
+		out = append(out, *u)
+	}
+	return out, more, nil
+}

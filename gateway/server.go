@@ -1,0 +1,1029 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Server is the S3 HTTP front end over a Store. It holds no state of its
+// own: any number of servers on one cluster serve the same buckets.
+type Server struct {
+	s   *Store
+	now func() time.Time
+}
+
+// NewServer returns the S3 handler over s.
+func NewServer(s *Store) *Server { return &Server{s: s, now: time.Now} }
+
+// Serve answers S3 requests on ln (TLS if certFile and keyFile are set)
+// and runs the GC worker, until ctx ends; then it stops accepting, lets
+// requests in flight finish for up to 10 s, and returns.
+func (srv *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return ctx }}
+	gcCtx, stopGC := context.WithCancel(ctx)
+	gcDone := make(chan struct{})
+	go func() { defer close(gcDone); srv.s.RunGC(gcCtx) }()
+	defer func() { stopGC(); <-gcDone }()
+	errc := make(chan error, 1)
+	go func() {
+		if certFile != "" {
+			errc <- hs.ServeTLS(ln, certFile, keyFile)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	<-errc
+	return nil
+}
+
+// request is one S3 request in progress.
+type request struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	id     string
+	uid    string // authenticated user ("" anonymous)
+	bucket string
+	key    string
+	vhost  bool // the bucket came from the Host header
+	q      url.Values
+}
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ServeHTTP routes an S3 request.
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rq := &request{w: w, r: r, id: newRequestID(), q: r.URL.Query()}
+	w.Header().Set("x-amz-request-id", rq.id)
+	w.Header().Set("Server", "Shoal")
+	if err := srv.route(rq); err != nil {
+		srv.writeError(rq, err)
+	}
+}
+
+func (srv *Server) writeError(rq *request, err error) {
+	ae := apiError(err)
+	if ae.Status >= 500 {
+		srv.s.opt.Logger.Warn("s3 request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
+	}
+	h := rq.w.Header()
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	h.Del("Content-Length")
+	if ae == ErrNotModified || rq.r.Method == http.MethodHead {
+		rq.w.WriteHeader(ae.Status)
+		return
+	}
+	body, _ := xml.Marshal(errorBody{Code: ae.Code, Message: ae.Message, Resource: rq.r.URL.Path, RequestID: rq.id})
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", strconv.Itoa(len(xml.Header)+len(body)))
+	rq.w.WriteHeader(ae.Status)
+	io.WriteString(rq.w, xml.Header)
+	rq.w.Write(body)
+}
+
+func writeXML(rq *request, status int, v any) error {
+	body, err := xml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	h := rq.w.Header()
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", strconv.Itoa(len(xml.Header)+len(body)))
+	rq.w.WriteHeader(status)
+	io.WriteString(rq.w, xml.Header)
+	rq.w.Write(body)
+	return nil
+}
+
+// split finds the bucket and key: virtual-host style when the Host is
+// under rgw_dns_name, path style otherwise.
+func (srv *Server) split(rq *request) error {
+	path := rq.r.URL.Path
+	host := rq.r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if d := srv.s.opt.DNSName; d != "" && strings.HasSuffix(host, "."+d) {
+		rq.bucket = strings.TrimSuffix(host, "."+d)
+		rq.key = strings.TrimPrefix(path, "/")
+		rq.vhost = true
+	} else {
+		p := strings.TrimPrefix(path, "/")
+		rq.bucket, rq.key, _ = strings.Cut(p, "/")
+	}
+	if rq.key != "" {
+		if len(rq.key) > 1024 {
+			return ErrKeyTooLong
+		}
+		if !utf8.ValidString(rq.key) || strings.ContainsRune(rq.key, 0) {
+			return ErrInvalidArgument.with("object keys must be UTF-8 without NUL")
+		}
+	}
+	return nil
+}
+
+func (srv *Server) route(rq *request) error {
+	if err := srv.split(rq); err != nil {
+		return err
+	}
+	hostBucket := ""
+	if rq.vhost {
+		hostBucket = rq.bucket // SigV2 signs "/bucket/key" even for virtual-host requests
+	}
+	ak, err := sigAuthenticate(rq.r.Context(), rq.r, func(ctx context.Context, access string) (string, error) {
+		_, secret, err := srv.s.LookupKey(ctx, access)
+		return secret, err
+	}, srv.now(), hostBucket)
+	if err != nil {
+		return err
+	}
+	if ak == "" {
+		return ErrAccessDenied.with("anonymous access is not supported; sign the request")
+	}
+	if rq.uid, _, err = srv.s.LookupKey(rq.r.Context(), ak); err != nil {
+		return err
+	}
+	m := rq.r.Method
+	if rq.bucket == "" {
+		if m == http.MethodGet {
+			return srv.listBuckets(rq)
+		}
+		return ErrMethodNotAllowed
+	}
+	if rq.key == "" {
+		return srv.routeBucket(rq)
+	}
+	return srv.routeObject(rq)
+}
+
+// bucketFor loads the request's bucket and checks the caller owns it.
+func (srv *Server) bucketFor(rq *request) (*Bucket, error) {
+	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	if err != nil {
+		return nil, err
+	}
+	if b.Owner != rq.uid {
+		return nil, ErrAccessDenied.with("bucket %q belongs to another user", b.Name)
+	}
+	return b, nil
+}
+
+func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
+
+// unsupportedBucketSubresources answer NotImplemented rather than being
+// mistaken for a listing.
+var unsupportedBucketSubresources = []string{"policy", "cors", "lifecycle", "website", "tagging", "replication",
+	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
+	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering", "versions"}
+
+func (srv *Server) routeBucket(rq *request) error {
+	ctx := rq.r.Context()
+	q := rq.q
+	for _, sub := range unsupportedBucketSubresources {
+		if has(q, sub) {
+			return ErrNotImplemented.with("bucket %s is not supported", sub)
+		}
+	}
+	switch rq.r.Method {
+	case http.MethodPut:
+		if has(q, "acl") || has(q, "versioning") {
+			return ErrNotImplemented.with("setting bucket ACLs or versioning is not supported")
+		}
+		return srv.createBucket(rq)
+	case http.MethodHead:
+		_, err := srv.bucketFor(rq)
+		if err != nil {
+			return err
+		}
+		rq.w.WriteHeader(http.StatusOK)
+		return nil
+	case http.MethodDelete:
+		b, err := srv.bucketFor(rq)
+		if err != nil {
+			return err
+		}
+		if err := srv.s.DeleteBucket(ctx, b); err != nil {
+			return err
+		}
+		rq.w.WriteHeader(http.StatusNoContent)
+		return nil
+	case http.MethodPost:
+		if has(q, "delete") {
+			return srv.deleteObjects(rq)
+		}
+		return ErrNotImplemented.with("POST on a bucket (browser uploads) is not supported")
+	case http.MethodGet:
+		b, err := srv.bucketFor(rq)
+		if err != nil {
+			return err
+		}
+		switch {
+		case has(q, "location"):
+			return writeXML(rq, http.StatusOK, locationConstraint{Xmlns: s3NS})
+		case has(q, "versioning"):
+			return writeXML(rq, http.StatusOK, versioningConfiguration{Xmlns: s3NS})
+		case has(q, "acl"):
+			return writeXML(rq, http.StatusOK, ownerACL(b.Owner))
+		case has(q, "uploads"):
+			return srv.listUploads(rq, b)
+		}
+		return srv.listObjects(rq, b)
+	}
+	return ErrMethodNotAllowed
+}
+
+func ownerACL(uid string) accessControlPolicy {
+	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: uid, DisplayName: uid}}
+	var g grant
+	g.Grantee.XMLNS, g.Grantee.Type = "http://www.w3.org/2001/XMLSchema-instance", "CanonicalUser"
+	g.Grantee.ID, g.Grantee.DisplayName = uid, uid
+	g.Permission = "FULL_CONTROL"
+	p.Grants = []grant{g}
+	return p
+}
+
+func (srv *Server) routeObject(rq *request) error {
+	q := rq.q
+	b, err := srv.bucketFor(rq)
+	if err != nil {
+		return err
+	}
+	for _, sub := range []string{"tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
+		if has(q, sub) {
+			return ErrNotImplemented.with("object %s is not supported", sub)
+		}
+	}
+	if q.Get("versionId") != "" && q.Get("versionId") != "null" {
+		return ErrNotImplemented.with("object versioning is not supported")
+	}
+	switch rq.r.Method {
+	case http.MethodPut:
+		if has(q, "acl") {
+			return ErrNotImplemented.with("object ACLs are not supported")
+		}
+		if has(q, "uploadId") {
+			if rq.r.Header.Get("x-amz-copy-source") != "" {
+				return srv.uploadPartCopy(rq, b)
+			}
+			return srv.uploadPart(rq, b)
+		}
+		if rq.r.Header.Get("x-amz-copy-source") != "" {
+			return srv.copyObject(rq, b)
+		}
+		return srv.putObject(rq, b)
+	case http.MethodGet:
+		if has(q, "acl") {
+			if _, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false); err != nil {
+				return err
+			}
+			return writeXML(rq, http.StatusOK, ownerACL(b.Owner))
+		}
+		if has(q, "uploadId") {
+			return srv.listParts(rq, b)
+		}
+		return srv.getObject(rq, b, false)
+	case http.MethodHead:
+		return srv.getObject(rq, b, true)
+	case http.MethodDelete:
+		if has(q, "uploadId") {
+			if _, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, q.Get("uploadId")); err != nil {
+				return err
+			}
+			if err := srv.s.AbortUpload(rq.r.Context(), b, rq.key, q.Get("uploadId")); err != nil {
+				return err
+			}
+			rq.w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+		if err := srv.s.DeleteObject(rq.r.Context(), b, rq.key); err != nil {
+			return err
+		}
+		rq.w.WriteHeader(http.StatusNoContent)
+		return nil
+	case http.MethodPost:
+		if has(q, "uploads") {
+			return srv.createUpload(rq, b)
+		}
+		if has(q, "uploadId") {
+			return srv.completeUpload(rq, b)
+		}
+	}
+	return ErrMethodNotAllowed
+}
+
+// ---- buckets ----
+
+func (srv *Server) listBuckets(rq *request) error {
+	ctx := rq.r.Context()
+	names, err := srv.s.UserBuckets(ctx, rq.uid)
+	if err != nil {
+		return err
+	}
+	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: rq.uid}, Buckets: []bucketEntry{}}
+	for _, n := range names {
+		b, err := srv.s.GetBucket(ctx, n)
+		if err != nil {
+			continue // being deleted
+		}
+		res.Buckets = append(res.Buckets, bucketEntry{Name: n, CreationDate: isoTime(b.Created)})
+	}
+	return writeXML(rq, http.StatusOK, res)
+}
+
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func (srv *Server) createBucket(rq *request) error {
+	placement := ""
+	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 64<<10))
+	if err != nil {
+		return bodyErr(err)
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		var c createBucketConfiguration
+		if err := xml.Unmarshal(body, &c); err != nil {
+			return ErrMalformedXML
+		}
+		// RGW's form: "ZONEGROUP:PLACEMENT-TARGET"; a bare region is fine
+		if _, target, ok := strings.Cut(c.LocationConstraint, ":"); ok {
+			placement = target
+		}
+	}
+	if rq.r.Header.Get("x-amz-bucket-object-lock-enabled") == "true" {
+		return ErrNotImplemented.with("object lock is not supported")
+	}
+	if _, err := srv.s.CreateBucket(rq.r.Context(), rq.bucket, rq.uid, placement); err != nil {
+		return err
+	}
+	rq.w.Header().Set("Location", "/"+rq.bucket)
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// ---- objects ----
+
+// storedHeaders are the request headers kept with an object and returned
+// by GET and HEAD.
+var storedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Disposition", "Content-Language", "Cache-Control", "Expires"}
+
+// maxMetaSize is S3's limit on user metadata (names and values), 2 KiB.
+const maxMetaSize = 2 << 10
+
+func objectAttrs(r *http.Request) (map[string]string, map[string]string, error) {
+	hdr := map[string]string{}
+	for _, h := range storedHeaders {
+		if v := r.Header.Get(h); v != "" {
+			if h == "Content-Encoding" {
+				v = stripAWSChunked(v)
+				if v == "" {
+					continue
+				}
+			}
+			hdr[h] = v
+		}
+	}
+	if hdr["Content-Type"] == "" {
+		hdr["Content-Type"] = "binary/octet-stream"
+	}
+	meta := map[string]string{}
+	n := 0
+	for k, vs := range r.Header {
+		if name, ok := strings.CutPrefix(strings.ToLower(k), "x-amz-meta-"); ok {
+			v := strings.Join(vs, ",")
+			meta[name] = v
+			n += len(name) + len(v)
+		}
+	}
+	if n > maxMetaSize {
+		return nil, nil, &APIError{"MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size (2 KB)."}
+	}
+	return hdr, meta, nil
+}
+
+func stripAWSChunked(v string) string {
+	var keep []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" && p != "aws-chunked" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ",")
+}
+
+var storageClasses = map[string]bool{"STANDARD": true, "REDUCED_REDUNDANCY": true, "STANDARD_IA": true, "ONEZONE_IA": true,
+	"INTELLIGENT_TIERING": true, "GLACIER": true, "DEEP_ARCHIVE": true, "GLACIER_IR": true}
+
+func storageClass(r *http.Request) (string, error) {
+	sc := r.Header.Get("x-amz-storage-class")
+	if sc == "" {
+		return "STANDARD", nil
+	}
+	if !storageClasses[sc] {
+		return "", ErrInvalidStorageClass
+	}
+	return sc, nil
+}
+
+// bodySize returns the request's payload length (the decoded length of
+// an aws-chunked body).
+func bodySize(r *http.Request) (int64, error) {
+	if r.ContentLength < 0 {
+		return 0, ErrMissingContentLength
+	}
+	return r.ContentLength, nil
+}
+
+func contentMD5(r *http.Request) ([]byte, error) {
+	v := r.Header.Get("Content-MD5")
+	if v == "" {
+		return nil, nil
+	}
+	d, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(d) != md5.Size {
+		return nil, ErrInvalidDigest
+	}
+	return d, nil
+}
+
+func (srv *Server) putObject(rq *request, b *Bucket) error {
+	r := rq.r
+	size, err := bodySize(r)
+	if err != nil {
+		return err
+	}
+	if size > MaxObjectSize {
+		return ErrEntityTooLarge
+	}
+	sum, err := contentMD5(r)
+	if err != nil {
+		return err
+	}
+	hdr, meta, err := objectAttrs(r)
+	if err != nil {
+		return err
+	}
+	sc, err := storageClass(r)
+	if err != nil {
+		return err
+	}
+	inm := r.Header.Get("If-None-Match")
+	if inm != "" && inm != "*" {
+		return ErrNotImplemented.with("If-None-Match on PUT supports only *")
+	}
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, IfNoneMatch: inm == "*"})
+	if err != nil {
+		return err
+	}
+	rq.w.Header().Set("ETag", res.ETag)
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// checkConditions applies If-Match, If-None-Match, If-Modified-Since and
+// If-Unmodified-Since (RFC 9110 section 13.2.2 order, as S3: a true
+// If-Match overrides a false If-Unmodified-Since, a false If-None-Match
+// overrides a true If-Modified-Since). prefix is "" or
+// "x-amz-copy-source-" for CopyObject's source conditions.
+func checkConditions(h http.Header, prefix string, etag string, mtime time.Time, read bool) error {
+	mtime = mtime.Truncate(time.Second)
+	get := func(n string) string { return h.Get(prefix + n) }
+	if im := get("If-Match"); im != "" {
+		if !etagMatches(im, etag) {
+			return ErrPreconditionFailed
+		}
+	} else if ius := get("If-Unmodified-Since"); ius != "" {
+		if t, err := http.ParseTime(ius); err == nil && mtime.After(t) {
+			return ErrPreconditionFailed
+		}
+	}
+	notModified := ErrNotModified
+	if !read {
+		notModified = ErrPreconditionFailed
+	}
+	if inm := get("If-None-Match"); inm != "" {
+		if etagMatches(inm, etag) {
+			return notModified
+		}
+	} else if ims := get("If-Modified-Since"); ims != "" {
+		if t, err := http.ParseTime(ims); err == nil && !mtime.After(t) {
+			return notModified
+		}
+	}
+	return nil
+}
+
+func etagMatches(list, etag string) bool {
+	for _, e := range strings.Split(list, ",") {
+		e = strings.TrimSpace(e)
+		if e == "*" || strings.Trim(e, `"`) == strings.Trim(etag, `"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseRange parses a single "bytes=" range against size; ok false means
+// serve the whole object (no or an unsupported multi-range header).
+func parseRange(v string, size int64) (off, n int64, ok bool, err error) {
+	spec, found := strings.CutPrefix(v, "bytes=")
+	if v == "" || !found || strings.Contains(spec, ",") {
+		return 0, size, false, nil
+	}
+	a, bs, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, size, false, nil
+	}
+	if a == "" { // suffix: the last bs bytes
+		k, perr := strconv.ParseInt(bs, 10, 64)
+		if perr != nil {
+			return 0, size, false, nil
+		}
+		if k == 0 {
+			return 0, 0, false, ErrInvalidRange
+		}
+		k = min(k, size)
+		return size - k, k, true, nil
+	}
+	start, perr := strconv.ParseInt(a, 10, 64)
+	if perr != nil || start < 0 {
+		return 0, size, false, nil
+	}
+	end := size - 1
+	if bs != "" {
+		e, perr := strconv.ParseInt(bs, 10, 64)
+		if perr != nil || e < start {
+			return 0, size, false, nil
+		}
+		end = min(e, size-1)
+	}
+	if start >= size {
+		return 0, 0, false, ErrInvalidRange
+	}
+	return start, end - start + 1, true, nil
+}
+
+func setObjectHeaders(h http.Header, o *Object) {
+	h.Set("ETag", o.ETag())
+	h.Set("Last-Modified", o.Mtime().UTC().Format(http.TimeFormat))
+	h.Set("Accept-Ranges", "bytes")
+	for k, v := range o.Headers() {
+		h.Set(k, v)
+	}
+	for k, v := range o.Meta() {
+		h["X-Amz-Meta-"+k] = []string{v}
+	}
+	if sc := o.StorageClass(); sc != "" && sc != "STANDARD" {
+		h.Set("x-amz-storage-class", sc)
+	}
+	if n := o.PartsCount(); n > 0 {
+		h.Set("x-amz-mp-parts-count", strconv.Itoa(n))
+	}
+}
+
+var responseOverrides = map[string]string{"response-content-type": "Content-Type", "response-content-language": "Content-Language",
+	"response-expires": "Expires", "response-cache-control": "Cache-Control", "response-content-disposition": "Content-Disposition",
+	"response-content-encoding": "Content-Encoding"}
+
+func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
+	r := rq.r
+	ctx := r.Context()
+	if has(rq.q, "partNumber") {
+		return ErrNotImplemented.with("GET by partNumber is not supported")
+	}
+	o, err := srv.s.OpenObject(ctx, b, rq.key, !headOnly && r.Header.Get("Range") == "")
+	if err != nil {
+		return err
+	}
+	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
+		if err == ErrNotModified {
+			h := rq.w.Header()
+			h.Set("ETag", o.ETag())
+			h.Set("Last-Modified", o.Mtime().UTC().Format(http.TimeFormat))
+		}
+		return err
+	}
+	off, n, ranged, err := parseRange(r.Header.Get("Range"), o.Size())
+	if err != nil {
+		rq.w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", o.Size()))
+		return err
+	}
+	h := rq.w.Header()
+	setObjectHeaders(h, o)
+	for q, hn := range responseOverrides {
+		if v := rq.q.Get(q); v != "" {
+			h.Set(hn, v)
+		}
+	}
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	status := http.StatusOK
+	if ranged {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, o.Size()))
+		status = http.StatusPartialContent
+	}
+	rq.w.WriteHeader(status)
+	if headOnly || n == 0 {
+		return nil
+	}
+	if err := o.WriteRange(ctx, rq.w, off, n); err != nil {
+		// headers are out: the only honest signal left is a cut connection
+		srv.s.opt.Logger.Warn("get failed mid-body; dropping the connection", "bucket", b.Name, "key", rq.key, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// copySource parses x-amz-copy-source ("/bucket/key" or "bucket/key",
+// URL-encoded, optionally "?versionId=null").
+func copySource(v string) (bucket, key string, err error) {
+	v, ver, _ := strings.Cut(v, "?")
+	if ver != "" && ver != "versionId=null" {
+		return "", "", ErrNotImplemented.with("copying a version is not supported")
+	}
+	s, uerr := url.PathUnescape(strings.TrimPrefix(v, "/"))
+	if uerr != nil {
+		return "", "", ErrInvalidArgument.with("x-amz-copy-source is not URL-encoded")
+	}
+	bucket, key, ok := strings.Cut(s, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", ErrInvalidArgument.with("x-amz-copy-source must be BUCKET/KEY")
+	}
+	return bucket, key, nil
+}
+
+// openCopySource opens the source object of a copy, checking the caller
+// owns its bucket and the x-amz-copy-source-if-* conditions.
+func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
+	sb, sk, err := copySource(rq.r.Header.Get("x-amz-copy-source"))
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := srv.s.lookupBucket(rq.r.Context(), sb)
+	if err != nil {
+		return nil, nil, err
+	}
+	if src.Owner != rq.uid {
+		return nil, nil, ErrAccessDenied.with("source bucket %q belongs to another user", sb)
+	}
+	o, err := srv.s.OpenObject(rq.r.Context(), src, sk, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkConditions(rq.r.Header, "x-amz-copy-source-", o.ETag(), o.Mtime(), false); err != nil {
+		return nil, nil, err
+	}
+	return src, o, nil
+}
+
+// pipeRange streams [off, off+n) of o through a pipe (the reader side is
+// the body of a new upload); the goroutine ends when the copy ends or the
+// reader is closed.
+func pipeRange(ctx context.Context, o *Object, off, n int64) *io.PipeReader {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(o.WriteRange(ctx, pw, off, n)) }()
+	return pr
+}
+
+func (srv *Server) copyObject(rq *request, b *Bucket) error {
+	ctx := rq.r.Context()
+	src, o, err := srv.openCopySource(rq)
+	if err != nil {
+		return err
+	}
+	directive := rq.r.Header.Get("x-amz-metadata-directive")
+	var hdr, meta map[string]string
+	switch directive {
+	case "", "COPY":
+		if src.ID == b.ID && o.key == rq.key {
+			return ErrInvalidRequest.with("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+		}
+		hdr, meta = o.Headers(), o.Meta()
+	case "REPLACE":
+		if hdr, meta, err = objectAttrs(rq.r); err != nil {
+			return err
+		}
+	default:
+		return ErrInvalidArgument.with("Unknown metadata directive.")
+	}
+	sc, err := storageClass(rq.r)
+	if err != nil {
+		return err
+	}
+	if o.Size() > MaxObjectSize {
+		return ErrInvalidRequest.with("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
+	}
+	pr := pipeRange(ctx, o, 0, o.Size())
+	defer pr.Close()
+	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid})
+	if err != nil {
+		return err
+	}
+	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag})
+}
+
+func (srv *Server) deleteObjects(rq *request) error {
+	b, err := srv.bucketFor(rq)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 2<<20))
+	if err != nil {
+		return bodyErr(err)
+	}
+	if want, err := contentMD5(rq.r); err != nil {
+		return err
+	} else if want != nil {
+		if got := md5.Sum(body); !bytes.Equal(got[:], want) {
+			return ErrBadDigest
+		}
+	}
+	var req deleteRequest
+	if err := xml.Unmarshal(body, &req); err != nil {
+		return ErrMalformedXML
+	}
+	if len(req.Objects) > 1000 || len(req.Objects) == 0 {
+		return ErrMalformedXML.with("a multi-object delete names 1 to 1000 keys")
+	}
+	res := deleteResult{Xmlns: s3NS}
+	for _, o := range req.Objects {
+		err := srv.s.DeleteObject(rq.r.Context(), b, o.Key)
+		if err != nil {
+			ae := apiError(err)
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: ae.Code, Message: ae.Message})
+			continue
+		}
+		if !req.Quiet {
+			res.Deleted = append(res.Deleted, deletedEntry{Key: o.Key})
+		}
+	}
+	return writeXML(rq, http.StatusOK, res)
+}
+
+// ---- listing ----
+
+func encodeKey(s, encoding string) string {
+	if encoding == "url" {
+		return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+	}
+	return s
+}
+
+func maxKeysParam(q url.Values, name string, def int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, ErrInvalidArgument.with("%s must be a non-negative integer", name)
+	}
+	return min(n, 1000), nil
+}
+
+func (srv *Server) listObjects(rq *request, b *Bucket) error {
+	q := rq.q
+	v2 := q.Get("list-type") == "2"
+	maxKeys, err := maxKeysParam(q, "max-keys", 1000)
+	if err != nil {
+		return err
+	}
+	enc := q.Get("encoding-type")
+	if enc != "" && enc != "url" {
+		return ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
+	}
+	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: encodeKey(prefix, enc), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
+	after := ""
+	if v2 {
+		res.StartAfter = encodeKey(q.Get("start-after"), enc)
+		after = q.Get("start-after")
+		if t := q.Get("continuation-token"); t != "" || has(q, "continuation-token") {
+			d, err := base64.RawURLEncoding.DecodeString(t)
+			if err != nil || t == "" {
+				return ErrInvalidArgument.with("The continuation token provided is incorrect")
+			}
+			res.ContToken, after = t, string(d)
+		}
+	} else {
+		m := q.Get("marker")
+		res.Marker = &m
+		after = m
+	}
+	l, err := srv.s.List(rq.r.Context(), b, prefix, delim, after, maxKeys)
+	if err != nil {
+		return err
+	}
+	fetchOwner := !v2 || q.Get("fetch-owner") == "true"
+	for _, e := range l.Entries {
+		oe := objectEntry{Key: encodeKey(e.Key, enc), LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: e.StorageClass}
+		if oe.StorageClass == "" {
+			oe.StorageClass = "STANDARD"
+		}
+		if fetchOwner {
+			oe.Owner = &owner{ID: e.Owner, DisplayName: e.Owner}
+		}
+		res.Contents = append(res.Contents, oe)
+	}
+	for _, p := range l.Prefixes {
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeKey(p, enc)})
+	}
+	res.IsTruncated = l.Truncated
+	if v2 {
+		n := len(l.Entries) + len(l.Prefixes)
+		res.KeyCount = &n
+		if l.Truncated {
+			res.NextContToken = base64.RawURLEncoding.EncodeToString([]byte(l.NextMarker))
+		}
+	} else if l.Truncated && delim != "" {
+		res.NextMarker = encodeKey(l.NextMarker, enc)
+	}
+	return writeXML(rq, http.StatusOK, res)
+}
+
+// ---- multipart ----
+
+func (srv *Server) createUpload(rq *request, b *Bucket) error {
+	hdr, meta, err := objectAttrs(rq.r)
+	if err != nil {
+		return err
+	}
+	sc, err := storageClass(rq.r)
+	if err != nil {
+		return err
+	}
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: rq.uid, Headers: hdr, Meta: meta, Class: sc})
+	if err != nil {
+		return err
+	}
+	return writeXML(rq, http.StatusOK, initiateMultipartUploadResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: u.UploadID})
+}
+
+func partNumber(q url.Values) (int, error) {
+	n, err := strconv.Atoi(q.Get("partNumber"))
+	if err != nil || n < 1 || n > MaxParts {
+		return 0, ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
+	}
+	return n, nil
+}
+
+func (srv *Server) uploadPart(rq *request, b *Bucket) error {
+	num, err := partNumber(rq.q)
+	if err != nil {
+		return err
+	}
+	size, err := bodySize(rq.r)
+	if err != nil {
+		return err
+	}
+	sum, err := contentMD5(rq.r)
+	if err != nil {
+		return err
+	}
+	etag, err := srv.s.UploadPart(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), num, rq.r.Body, size, sum)
+	if err != nil {
+		return err
+	}
+	rq.w.Header().Set("ETag", etag)
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
+	ctx := rq.r.Context()
+	num, err := partNumber(rq.q)
+	if err != nil {
+		return err
+	}
+	uploadID := rq.q.Get("uploadId")
+	if _, err := srv.s.GetUpload(ctx, b, rq.key, uploadID); err != nil {
+		return err
+	}
+	_, o, err := srv.openCopySource(rq)
+	if err != nil {
+		return err
+	}
+	off, n := int64(0), o.Size()
+	if rv := rq.r.Header.Get("x-amz-copy-source-range"); rv != "" {
+		var ok bool
+		off, n, ok, err = parseRange(rv, o.Size())
+		if err != nil || !ok {
+			return ErrInvalidRange.with("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+		}
+	}
+	pr := pipeRange(ctx, o, off, n)
+	defer pr.Close()
+	etag, err := srv.s.UploadPart(ctx, b, rq.key, uploadID, num, pr, n, nil)
+	if err != nil {
+		return err
+	}
+	return writeXML(rq, http.StatusOK, copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: etag})
+}
+
+func (srv *Server) completeUpload(rq *request, b *Bucket) error {
+	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 4<<20))
+	if err != nil {
+		return bodyErr(err)
+	}
+	var c completeMultipartUpload
+	if err := xml.Unmarshal(body, &c); err != nil {
+		return ErrMalformedXML
+	}
+	var list []CompletePart
+	for _, p := range c.Parts {
+		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag})
+	}
+	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list)
+	if err != nil {
+		return err
+	}
+	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag})
+}
+
+func (srv *Server) listParts(rq *request, b *Bucket) error {
+	q := rq.q
+	maxParts, err := maxKeysParam(q, "max-parts", 1000)
+	if err != nil {
+		return err
+	}
+	marker := 0
+	if v := q.Get("part-number-marker"); v != "" {
+		if marker, err = strconv.Atoi(v); err != nil || marker < 0 {
+			return ErrInvalidArgument.with("part-number-marker must be a non-negative integer")
+		}
+	}
+	uploadID := q.Get("uploadId")
+	u, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, uploadID)
+	if err != nil {
+		return err
+	}
+	parts, more, err := srv.s.ListParts(rq.r.Context(), b, rq.key, uploadID, marker, maxParts)
+	if err != nil {
+		return err
+	}
+	o := owner{ID: u.Owner, DisplayName: u.Owner}
+	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: o, Owner: o, StorageClass: u.Class,
+		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more}
+	for _, p := range parts {
+		res.Parts = append(res.Parts, partEntry{PartNumber: p.Num, LastModified: isoTime(p.Mtime), ETag: p.ETag, Size: p.Size})
+		res.NextPartNumberMarker = p.Num
+	}
+	return writeXML(rq, http.StatusOK, res)
+}
+
+func (srv *Server) listUploads(rq *request, b *Bucket) error {
+	q := rq.q
+	maxUploads, err := maxKeysParam(q, "max-uploads", 1000)
+	if err != nil {
+		return err
+	}
+	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	res := listMultipartUploadsResult{Xmlns: s3NS, Bucket: b.Name, KeyMarker: q.Get("key-marker"), UploadIDMarker: q.Get("upload-id-marker"),
+		Prefix: prefix, Delimiter: delim, MaxUploads: maxUploads}
+	ups, more, err := srv.s.ListUploads(rq.r.Context(), b, prefix, res.KeyMarker, res.UploadIDMarker, maxUploads)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, u := range ups {
+		if delim != "" {
+			if i := strings.Index(u.Key[len(prefix):], delim); i >= 0 {
+				cp := u.Key[:len(prefix)+i+len(delim)]
+				if !seen[cp] {
+					seen[cp] = true
+					res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: cp})
+				}
+				continue
+			}
+		}
+		o := owner{ID: u.Owner, DisplayName: u.Owner}
+		res.Uploads = append(res.Uploads, uploadEntry{Key: u.Key, UploadID: u.UploadID, Initiator: o, Owner: o, StorageClass: u.Class, Initiated: isoTime(u.Initiated)})
+		res.NextKeyMarker, res.NextUploadIDMarker = u.Key, u.UploadID
+	}
+	res.IsTruncated = more
+	return writeXML(rq, http.StatusOK, res)
+}

@@ -1,0 +1,669 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Pools names the gateway's RADOS pools (Ceph: the zone's placement
+// pools). Each may have its own protection and CRUSH rule: put Index on
+// fast devices and Data on an erasure-coded pool over HDDs.
+type Pools struct {
+	Meta  string // users, access keys, bucket entry points (omap: needs a replicated pool)
+	Index string // bucket index shards (omap: replicated)
+	Data  string // object heads and tails (replicated or erasure-coded)
+	NonEC string // multipart upload state (omap: replicated)
+	Log   string // garbage-collection queue (omap: replicated)
+}
+
+// DefaultPools are RGW's default zone pool names.
+var DefaultPools = Pools{
+	Meta:  "default.rgw.meta",
+	Index: "default.rgw.buckets.index",
+	Data:  "default.rgw.buckets.data",
+	NonEC: "default.rgw.buckets.non-ec",
+	Log:   "default.rgw.log",
+}
+
+// Options are the gateway's layout and behaviour; FromConfig reads them
+// from the cluster configuration ([client.rgw.NAME], [client], [global]).
+type Options struct {
+	Pools       Pools
+	StripeSize  int64         // rgw_obj_stripe_size: bytes per RADOS object of an S3 object
+	ChunkSize   int64         // rgw_max_chunk_size: bytes per RADOS write (and of the head)
+	WindowSize  int64         // rgw_put_obj_min_window_size: bytes of one PUT in flight
+	IndexShards int           // rgw_override_bucket_index_max_shards (0: DefaultIndexShards)
+	DNSName     string        // rgw_dns_name: virtual-host-style addressing under this domain
+	GCMinWait   time.Duration // rgw_gc_obj_min_wait: how long garbage waits (in-flight GETs of it finish)
+	GCPeriod    time.Duration // rgw_gc_processor_period: how often the GC worker runs
+	Logger      *slog.Logger
+}
+
+// DefaultIndexShards is the shard count of a new bucket's index when
+// rgw_override_bucket_index_max_shards is 0 (RGW's default,
+// rgw_bucket_index_max_shards = 11).
+const DefaultIndexShards = 11
+
+// OptionsFromConfig reads Options from an entity's configuration (e.g.
+// client.rgw.gateway: [global], [client], [client.rgw.gateway]).
+func OptionsFromConfig(c *config.Config) Options {
+	secs := func(n string) time.Duration { return time.Duration(c.Seconds(n) * float64(time.Second)) }
+	return Options{
+		Pools:       DefaultPools,
+		StripeSize:  int64(c.Size("rgw_obj_stripe_size")),
+		ChunkSize:   int64(c.Size("rgw_max_chunk_size")),
+		WindowSize:  int64(c.Size("rgw_put_obj_min_window_size")),
+		IndexShards: int(c.Int("rgw_override_bucket_index_max_shards")),
+		DNSName:     c.String("rgw_dns_name"),
+		GCMinWait:   secs("rgw_gc_obj_min_wait"),
+		GCPeriod:    secs("rgw_gc_processor_period"),
+	}
+}
+
+func (o *Options) setDefaults() {
+	if o.Pools == (Pools{}) {
+		o.Pools = DefaultPools
+	}
+	if o.StripeSize <= 0 {
+		o.StripeSize = 4 << 20
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = 4 << 20
+	}
+	o.ChunkSize = min(o.ChunkSize, o.StripeSize)
+	if o.WindowSize < o.ChunkSize {
+		o.WindowSize = max(o.ChunkSize, 16<<20)
+	}
+	if o.IndexShards <= 0 {
+		o.IndexShards = DefaultIndexShards
+	}
+	if o.GCPeriod <= 0 {
+		o.GCPeriod = time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is the gateway's view of the cluster: users, buckets, objects,
+// their index and the GC queue. It keeps no state a second gateway could
+// contradict beyond short-lived caches that the bucket index validates
+// (see lookupBucket). Safe for concurrent use.
+type Store struct {
+	conn                          *client.Conn
+	opt                           Options
+	meta, index, data, nonec, log *client.Pool
+
+	// crash injection for tests (export_test.go): "before-head" stops a
+	// PUT after its tails, "before-complete" after its head, as a gateway
+	// killed there would
+	failpoint    string
+	pendingGrace time.Duration
+
+	mu      sync.Mutex
+	buckets map[string]cachedBucket // name → info, validated by the index
+	keys    map[string]cachedKey    // access key → secret and user
+}
+
+type cachedBucket struct {
+	b    *Bucket
+	when time.Time
+}
+
+type cachedKey struct {
+	uid, secret string
+	when        time.Time
+}
+
+// cacheTTL bounds how long a gateway trusts cached users and keys (a
+// removed key stops working within it everywhere).
+const cacheTTL = 5 * time.Second
+
+// OpenStore opens (creating them if missing, replicated with the
+// cluster's defaults) the gateway's pools.
+func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, error) {
+	opt.setDefaults()
+	s := &Store{conn: conn, opt: opt, buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, pendingGrace: defaultPendingGrace}
+	for _, p := range []struct {
+		name  string
+		pgNum string
+		dst   **client.Pool
+	}{{opt.Pools.Meta, "8", &s.meta}, {opt.Pools.Index, "", &s.index}, {opt.Pools.Data, "", &s.data},
+		{opt.Pools.NonEC, "8", &s.nonec}, {opt.Pools.Log, "8", &s.log}} {
+		pool, err := conn.Pool(ctx, p.name)
+		if errors.Is(err, client.ErrPoolNotFound) {
+			args := map[string]string{"name": p.name}
+			if p.pgNum != "" {
+				args["pg_num"] = p.pgNum
+			}
+			if _, err := conn.MonCommand(ctx, "pool create", args); err != nil && !errors.Is(err, client.ErrExists) && !strings.Contains(err.Error(), "exists") {
+				return nil, fmt.Errorf("gateway: create pool %s: %w", p.name, err)
+			}
+			pool, err = conn.Pool(ctx, p.name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gateway: pool %s: %w", p.name, err)
+		}
+		*p.dst = pool
+	}
+	return s, nil
+}
+
+// Options returns the options the store runs with (defaults filled in).
+func (s *Store) Options() Options { return s.opt }
+
+// newTag returns a random identifier for one write (names its tails).
+func newTag() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ---- users ----
+
+// User is an S3 user (Ceph: an RGW user) with its access keys.
+type User struct {
+	ID          string    `json:"id"`
+	DisplayName string    `json:"display_name"`
+	Email       string    `json:"email,omitempty"`
+	Keys        []Key     `json:"keys"`
+	Created     time.Time `json:"created"`
+}
+
+// Key is an access key pair.
+type Key struct {
+	AccessKey string `json:"access_key"`
+	SecretKey string `json:"secret_key"`
+}
+
+// Errors of user and bucket administration (errors.Is).
+var (
+	ErrUserExists    = errors.New("user exists")
+	ErrNoSuchUser    = errors.New("no such user")
+	ErrKeyExists     = errors.New("access key in use")
+	ErrNoSuchKeyID   = errors.New("no such access key")
+	ErrUserHasBucket = errors.New("user owns buckets")
+)
+
+const (
+	userPrefix  = "user."    // meta: user.<uid> → JSON User
+	keyPrefix   = "key."     // meta: key.<access key> → uid
+	usersObj    = "users"    // meta omap: uid → ""
+	bucketObjP  = "bucket."  // meta: bucket.<name> → JSON Bucket
+	userBuckets = ".buckets" // meta omap user.<uid>.buckets: name → ""
+)
+
+var uidRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
+
+func randomKey(n int, alphabet string) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// NewKey returns a random access key (20 upper-case letters and digits)
+// and secret (40 characters), the shapes AWS and RGW use.
+func NewKey() Key {
+	return Key{
+		AccessKey: randomKey(20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+		SecretKey: randomKey(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+	}
+}
+
+// CreateUser adds a user with one key (k, or a generated one if k is
+// zero). ErrUserExists if the uid is taken, ErrKeyExists if the access
+// key is.
+func (s *Store) CreateUser(ctx context.Context, uid, display, email string, k Key) (*User, error) {
+	if !uidRE.MatchString(uid) {
+		return nil, fmt.Errorf("user %q: %w: ids are 1-64 of A-Z a-z 0-9 _ . @ -", uid, client.ErrInvalid)
+	}
+	if k == (Key{}) {
+		k = NewKey()
+	}
+	if k.AccessKey == "" || k.SecretKey == "" {
+		return nil, fmt.Errorf("user %q: %w: access and secret key both needed", uid, client.ErrInvalid)
+	}
+	u := &User{ID: uid, DisplayName: display, Email: email, Created: time.Now().UTC().Truncate(time.Second)}
+	if u.DisplayName == "" {
+		u.DisplayName = uid
+	}
+	b, _ := json.Marshal(u)
+	err := operate(ctx, s.meta, userPrefix+uid, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: b}})
+	if errors.Is(err, client.ErrExists) {
+		return nil, fmt.Errorf("user %q: %w", uid, ErrUserExists)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("user %q: %w", uid, err)
+	}
+	if err := s.meta.OmapSet(ctx, usersObj, []client.KV{{Key: uid}}); err != nil {
+		return nil, fmt.Errorf("user %q: %w", uid, err)
+	}
+	if _, err := s.AddKey(ctx, uid, k); err != nil {
+		return nil, err
+	}
+	return s.GetUser(ctx, uid)
+}
+
+// GetUser reads a user (ErrNoSuchUser).
+func (s *Store) GetUser(ctx context.Context, uid string) (*User, error) {
+	b, err := s.meta.Read(ctx, userPrefix+uid, 0, 0)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, fmt.Errorf("user %q: %w", uid, ErrNoSuchUser)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("user %q: %w", uid, err)
+	}
+	u := &User{}
+	if err := json.Unmarshal(b, u); err != nil {
+		return nil, fmt.Errorf("user %q: %w", uid, err)
+	}
+	return u, nil
+}
+
+// putUser rewrites a user's record if it is still at version ver.
+func (s *Store) updateUser(ctx context.Context, uid string, fn func(u *User) error) (*User, error) {
+	for {
+		st, err := s.meta.Stat(ctx, userPrefix+uid)
+		if errors.Is(err, client.ErrNotFound) {
+			return nil, fmt.Errorf("user %q: %w", uid, ErrNoSuchUser)
+		}
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.GetUser(ctx, uid)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(u); err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(u)
+		err = operate(ctx, s.meta, userPrefix+uid, []osdop.Op{{Code: osdop.AssertVersion, Ver: st.Version}, {Code: osdop.WriteFull, Data: b}})
+		if errors.Is(err, osdop.ErrVerNewer) || errors.Is(err, osdop.ErrVerOlder) {
+			continue // raced with another update
+		}
+		if err != nil {
+			return nil, fmt.Errorf("user %q: %w", uid, err)
+		}
+		return u, nil
+	}
+}
+
+// AddKey gives the user another access key (generated if k is zero).
+func (s *Store) AddKey(ctx context.Context, uid string, k Key) (Key, error) {
+	if k == (Key{}) {
+		k = NewKey()
+	}
+	if _, err := s.GetUser(ctx, uid); err != nil {
+		return Key{}, err
+	}
+	b, _ := json.Marshal(cachedKeyRecord{UID: uid, Secret: k.SecretKey})
+	err := operate(ctx, s.meta, keyPrefix+k.AccessKey, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: b}})
+	if errors.Is(err, client.ErrExists) {
+		return Key{}, fmt.Errorf("access key %s: %w", k.AccessKey, ErrKeyExists)
+	}
+	if err != nil {
+		return Key{}, err
+	}
+	_, err = s.updateUser(ctx, uid, func(u *User) error {
+		u.Keys = append(u.Keys, k)
+		return nil
+	})
+	return k, err
+}
+
+type cachedKeyRecord struct {
+	UID    string `json:"uid"`
+	Secret string `json:"secret"`
+}
+
+// RemoveKey revokes an access key.
+func (s *Store) RemoveKey(ctx context.Context, uid, access string) error {
+	_, err := s.updateUser(ctx, uid, func(u *User) error {
+		for i, k := range u.Keys {
+			if k.AccessKey == access {
+				u.Keys = append(u.Keys[:i], u.Keys[i+1:]...)
+				return nil
+			}
+		}
+		return fmt.Errorf("user %q: access key %s: %w", uid, access, ErrNoSuchKeyID)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.meta.Remove(ctx, keyPrefix+access); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.keys, access)
+	s.mu.Unlock()
+	return nil
+}
+
+// ListUsers returns every user id, sorted.
+func (s *Store) ListUsers(ctx context.Context) ([]string, error) {
+	var out []string
+	after := ""
+	for {
+		kvs, more, err := s.meta.OmapList(ctx, usersObj, after, "", 1000)
+		if errors.Is(err, client.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range kvs {
+			out = append(out, kv.Key)
+		}
+		if !more || len(kvs) == 0 {
+			return out, nil
+		}
+		after = kvs[len(kvs)-1].Key
+	}
+}
+
+// RemoveUser deletes a user and its keys; ErrUserHasBucket while it owns
+// buckets.
+func (s *Store) RemoveUser(ctx context.Context, uid string) error {
+	u, err := s.GetUser(ctx, uid)
+	if err != nil {
+		return err
+	}
+	names, err := s.UserBuckets(ctx, uid)
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("user %q: %w (%s); remove them first", uid, ErrUserHasBucket, strings.Join(names, ", "))
+	}
+	for _, k := range u.Keys {
+		if err := s.meta.Remove(ctx, keyPrefix+k.AccessKey); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+		s.mu.Lock()
+		delete(s.keys, k.AccessKey)
+		s.mu.Unlock()
+	}
+	if err := s.meta.Remove(ctx, userPrefix+uid); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return err
+	}
+	return s.meta.OmapRm(ctx, usersObj, []string{uid})
+}
+
+// LookupKey returns the user id and secret of an access key, from a cache
+// at most cacheTTL old (ErrInvalidAccessKeyID if unknown).
+func (s *Store) LookupKey(ctx context.Context, access string) (uid, secret string, err error) {
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.keys[access]
+	s.mu.Unlock()
+	if ok && now.Sub(c.when) < cacheTTL {
+		return c.uid, c.secret, nil
+	}
+	b, err := s.meta.Read(ctx, keyPrefix+access, 0, 0)
+	if errors.Is(err, client.ErrNotFound) {
+		return "", "", ErrInvalidAccessKeyID
+	}
+	if err != nil {
+		return "", "", err
+	}
+	var r cachedKeyRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", "", fmt.Errorf("access key %s: %w", access, err)
+	}
+	s.mu.Lock()
+	s.keys[access] = cachedKey{uid: r.UID, secret: r.Secret, when: now}
+	s.mu.Unlock()
+	return r.UID, r.Secret, nil
+}
+
+// ---- buckets ----
+
+// Bucket is a bucket's entry point (Ceph: bucket instance info).
+type Bucket struct {
+	Name      string    `json:"name"`
+	ID        string    `json:"id"` // prefix of every RADOS object of the bucket
+	Owner     string    `json:"owner"`
+	Created   time.Time `json:"created"`
+	Placement string    `json:"placement"`           // "default-placement" or "indexless"
+	Shards    int       `json:"shards,omitempty"`    // index shards (0: indexless)
+	IndexGen  int       `json:"index_gen,omitempty"` // index layout generation (names the shard objects)
+}
+
+// Indexless reports whether the bucket keeps no index (cannot be listed).
+func (b *Bucket) Indexless() bool { return b.Shards == 0 }
+
+// Placement targets a bucket can be created with (the LocationConstraint
+// "ZONEGROUP:TARGET", as RGW).
+const (
+	PlacementDefault   = "default-placement"
+	PlacementIndexless = "indexless"
+)
+
+var bucketNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// validBucketName applies S3's bucket naming rules (3-63 characters of
+// lower case letters, digits, dots and hyphens; not an IP address; no
+// adjacent dots).
+func validBucketName(n string) bool {
+	if !bucketNameRE.MatchString(n) || strings.Contains(n, "..") || strings.Contains(n, ".-") || strings.Contains(n, "-.") {
+		return false
+	}
+	return !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(n)
+}
+
+// shardOID names index shard i of the bucket.
+func (b *Bucket) shardOID(i int) string {
+	return fmt.Sprintf(".dir.%s.%d.%d", b.ID, b.IndexGen, i)
+}
+
+// CreateBucket creates a bucket owned by uid. ErrBucketAlreadyOwnedByYou
+// / ErrBucketAlreadyExists if the name is taken.
+func (s *Store) CreateBucket(ctx context.Context, name, uid, placement string) (*Bucket, error) {
+	if !validBucketName(name) {
+		return nil, ErrInvalidBucketName.with("bucket name %q is not valid", name)
+	}
+	idb := make([]byte, 8)
+	rand.Read(idb)
+	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault, Shards: s.opt.IndexShards}
+	switch placement {
+	case "", PlacementDefault:
+	case PlacementIndexless:
+		b.Placement, b.Shards = PlacementIndexless, 0
+	default:
+		return nil, ErrInvalidArgument.with("unknown placement target %q (default-placement or indexless)", placement)
+	}
+	// index shards first: a crash leaves unreferenced shards, not a
+	// bucket without its index
+	for i := range b.Shards {
+		if err := s.index.Create(ctx, b.shardOID(i), false); err != nil {
+			return nil, fmt.Errorf("bucket %s: index shard %d: %w", name, i, err)
+		}
+	}
+	body, _ := json.Marshal(b)
+	err := operate(ctx, s.meta, bucketObjP+name, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: body}})
+	if errors.Is(err, client.ErrExists) {
+		s.removeShards(ctx, b)
+		old, gerr := s.GetBucket(ctx, name)
+		if gerr == nil && old.Owner == uid {
+			return nil, ErrBucketAlreadyOwnedByYou
+		}
+		return nil, ErrBucketAlreadyExists
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
+	}
+	if err := s.meta.OmapSet(ctx, userPrefix+uid+userBuckets, []client.KV{{Key: name}}); err != nil {
+		return nil, fmt.Errorf("bucket %s: owner's list: %w", name, err)
+	}
+	return b, nil
+}
+
+func (s *Store) removeShards(ctx context.Context, b *Bucket) {
+	for i := range b.Shards {
+		s.index.Remove(ctx, b.shardOID(i))
+	}
+}
+
+// GetBucket reads a bucket's entry point (ErrNoSuchBucket).
+func (s *Store) GetBucket(ctx context.Context, name string) (*Bucket, error) {
+	body, err := s.meta.Read(ctx, bucketObjP+name, 0, 0)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, ErrNoSuchBucket.with("bucket %q does not exist", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
+	}
+	b := &Bucket{}
+	if err := json.Unmarshal(body, b); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// lookupBucket is GetBucket through a cache. A cached bucket that another
+// gateway deleted is caught by the index (rgw.prepare fails on a removed
+// shard, and the caller drops the cache entry with forgetBucket);
+// indexless buckets are never cached.
+func (s *Store) lookupBucket(ctx context.Context, name string) (*Bucket, error) {
+	s.mu.Lock()
+	c, ok := s.buckets[name]
+	s.mu.Unlock()
+	if ok && time.Since(c.when) < cacheTTL {
+		return c.b, nil
+	}
+	b, err := s.GetBucket(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !b.Indexless() {
+		s.mu.Lock()
+		s.buckets[name] = cachedBucket{b: b, when: time.Now()}
+		s.mu.Unlock()
+	}
+	return b, nil
+}
+
+func (s *Store) forgetBucket(name string) {
+	s.mu.Lock()
+	delete(s.buckets, name)
+	s.mu.Unlock()
+}
+
+// UserBuckets lists the names of uid's buckets, sorted.
+func (s *Store) UserBuckets(ctx context.Context, uid string) ([]string, error) {
+	var out []string
+	after := ""
+	for {
+		kvs, more, err := s.meta.OmapList(ctx, userPrefix+uid+userBuckets, after, "", 1000)
+		if errors.Is(err, client.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range kvs {
+			out = append(out, kv.Key)
+		}
+		if !more || len(kvs) == 0 {
+			sort.Strings(out)
+			return out, nil
+		}
+		after = kvs[len(kvs)-1].Key
+	}
+}
+
+// BucketStats are a bucket's totals from its index (indexless: zero).
+type BucketStats struct {
+	Objects int64 `json:"num_objects"`
+	Bytes   int64 `json:"size_bytes"`
+	Pending int   `json:"pending_ops"`
+	Shards  int   `json:"num_shards"`
+}
+
+// Stats sums the bucket's index shards' stats.
+func (s *Store) Stats(ctx context.Context, b *Bucket) (BucketStats, error) {
+	st := BucketStats{Shards: b.Shards}
+	for i := range b.Shards {
+		kvs, err := s.index.OmapGet(ctx, b.shardOID(i), []string{rgw.StatsKey})
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
+			return st, fmt.Errorf("bucket %s: shard %d: %w", b.Name, i, err)
+		}
+		for _, kv := range kvs {
+			var x rgw.Stats
+			if json.Unmarshal(kv.Value, &x) == nil {
+				st.Objects += x.Objects
+				st.Bytes += x.Bytes
+			}
+		}
+		p, _, err := s.index.OmapList(ctx, b.shardOID(i), "", rgw.PendingPrefix, 1000)
+		if err == nil {
+			st.Pending += len(p)
+		}
+	}
+	return st, nil
+}
+
+// DeleteBucket removes an empty bucket (ErrBucketNotEmpty otherwise).
+func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
+	if b.Indexless() {
+		found := false
+		err := s.data.List(ctx, func(n string) bool {
+			found = strings.HasPrefix(n, b.ID+"_")
+			return !found
+		})
+		if err != nil {
+			return err
+		}
+		if found {
+			return ErrBucketNotEmpty
+		}
+	} else {
+		ents, _, err := s.listMerged(ctx, b, "", "", 1)
+		if err != nil {
+			return err
+		}
+		if len(ents) > 0 {
+			return ErrBucketNotEmpty
+		}
+		ups, _, err := s.ListUploads(ctx, b, "", "", "", 1)
+		if err != nil {
+			return err
+		}
+		if len(ups) > 0 {
+			return ErrBucketNotEmpty.with("the bucket has multipart uploads in progress; abort them first")
+		}
+	}
+	if err := s.meta.Remove(ctx, bucketObjP+b.Name); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return err
+	}
+	s.forgetBucket(b.Name)
+	s.removeShards(ctx, b)
+	s.nonec.Remove(ctx, b.ID+uploadsSuffix)
+	return s.meta.OmapRm(ctx, userPrefix+b.Owner+userBuckets, []string{b.Name})
+}
+
+// operate runs ops on oid and returns only the error.
+func operate(ctx context.Context, p *client.Pool, oid string, ops []osdop.Op) error {
+	_, err := p.Operate(ctx, oid, ops)
+	return err
+}

@@ -1,0 +1,344 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/minio-go/v7"
+	mcreds "github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// s3env reads the cluster's s3.env (what `shoal up` wrote).
+func (c *tcluster) s3env() map[string]string {
+	c.t.Helper()
+	p := filepath.Join(c.data, "s3.env")
+	st, err := os.Stat(p)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		c.t.Fatalf("s3.env has mode %v, want 0600 (it holds a secret)", st.Mode().Perm())
+	}
+	f, _ := os.Open(p)
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && !strings.HasPrefix(k, "#") {
+			env[k] = v
+		}
+	}
+	for _, k := range []string{"S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		if env[k] == "" {
+			c.t.Fatalf("s3.env lacks %s", k)
+		}
+	}
+	return env
+}
+
+// tool runs an S3 client program with the cluster's credentials and
+// nothing from the machine's own AWS configuration.
+func (c *tcluster) tool(env map[string]string, name string, args ...string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	home := c.t.TempDir()
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_EC2_METADATA_DISABLED=true", "LANG=C.UTF-8"}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+func sha256File(t *testing.T, p string) [32]byte {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	var s [32]byte
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// TestS3RealClients drives the gateway `shoal up` started with the AWS
+// CLI, s3cmd and rclone from Debian, and both Go SDKs: a real tree of
+// thousands of files synced up and back, a 200 MiB multipart upload,
+// low-level multipart calls.
+func TestS3RealClients(t *testing.T) {
+	for _, tool := range []string{"/usr/bin/aws", "/usr/bin/s3cmd", "/usr/bin/rclone"} {
+		if _, err := os.Stat(tool); err != nil {
+			t.Fatalf("%s is missing (Debian packages awscli, s3cmd, rclone; .ci/run installs them)", tool)
+		}
+	}
+	c := up(t)
+	env := c.s3env()
+	ep := env["S3_ENDPOINT"]
+	awscli := func(args ...string) string {
+		return c.tool(env, "/usr/bin/aws", append([]string{"--endpoint-url", ep}, args...)...)
+	}
+	awscli("s3", "mb", "s3://tree")
+	// a real tree: /usr/share/doc, synced up, listed, synced back
+	src := "/usr/share/doc"
+	awscli("s3", "sync", "--only-show-errors", src, "s3://tree/doc/")
+	listed := strings.Count(awscli("s3", "ls", "--recursive", "s3://tree/doc/"), "\n")
+	if listed < 1000 {
+		t.Fatalf("listed %d objects after syncing %s; want thousands", listed, src)
+	}
+	back := t.TempDir()
+	awscli("s3", "sync", "--only-show-errors", "s3://tree/doc/", back)
+	if out, err := exec.Command("diff", "-r", src, back).CombinedOutput(); err != nil {
+		t.Fatalf("synced tree differs: %v\n%.2000s", err, out)
+	}
+	t.Logf("synced %d objects of %s up and back, identical", listed, src)
+	// 200 MiB through multipart and back
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	f, _ := os.Create(big)
+	r := rand.New(rand.NewPCG(7, 8))
+	buf := make([]byte, 1<<20)
+	for range 200 {
+		for i := range buf {
+			buf[i] = byte(r.Uint32())
+		}
+		f.Write(buf)
+	}
+	f.Close()
+	awscli("s3", "cp", "--only-show-errors", big, "s3://tree/big")
+	head := awscli("s3api", "head-object", "--bucket", "tree", "--key", "big")
+	if !strings.Contains(head, `"ContentLength": 209715200`) || !strings.Contains(head, `-`) {
+		t.Fatalf("head of the multipart object: %s", head)
+	}
+	awscli("s3", "cp", "--only-show-errors", "s3://tree/big", filepath.Join(dir, "big.back"))
+	if sha256File(t, big) != sha256File(t, filepath.Join(dir, "big.back")) {
+		t.Fatal("200 MiB multipart object came back different")
+	}
+	// low-level multipart: create, list, abort
+	up := awscli("s3api", "create-multipart-upload", "--bucket", "tree", "--key", "abandoned", "--query", "UploadId", "--output", "text")
+	id := strings.TrimSpace(up)
+	if !strings.Contains(awscli("s3api", "list-multipart-uploads", "--bucket", "tree"), id) {
+		t.Fatal("upload not listed")
+	}
+	awscli("s3api", "upload-part", "--bucket", "tree", "--key", "abandoned", "--upload-id", id, "--part-number", "1", "--body", "/etc/hostname")
+	awscli("s3api", "abort-multipart-upload", "--bucket", "tree", "--key", "abandoned", "--upload-id", id)
+	if strings.Contains(awscli("s3api", "list-multipart-uploads", "--bucket", "tree"), id) {
+		t.Fatal("aborted upload still listed")
+	}
+	// s3cmd
+	host := strings.TrimPrefix(ep, "http://")
+	cfg := filepath.Join(dir, "s3cfg")
+	os.WriteFile(cfg, []byte("[default]\naccess_key = "+env["AWS_ACCESS_KEY_ID"]+"\nsecret_key = "+env["AWS_SECRET_ACCESS_KEY"]+
+		"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\n"), 0o600)
+	s3cmd := func(args ...string) string {
+		return c.tool(nil, "/usr/bin/s3cmd", append([]string{"-c", cfg}, args...)...)
+	}
+	s3cmd("mb", "s3://viacmd")
+	s3cmd("put", "/etc/hostname", "s3://viacmd/dir/host")
+	if !strings.Contains(s3cmd("ls", "s3://viacmd/dir/"), "s3://viacmd/dir/host") {
+		t.Fatal("s3cmd ls")
+	}
+	s3cmd("get", "--force", "s3://viacmd/dir/host", filepath.Join(dir, "host"))
+	if a, b := sha256File(t, "/etc/hostname"), sha256File(t, filepath.Join(dir, "host")); a != b {
+		t.Fatal("s3cmd round trip differs")
+	}
+	s3cmd("del", "s3://viacmd/dir/host")
+	s3cmd("rb", "s3://viacmd")
+	// rclone
+	rcfg := filepath.Join(dir, "rclone.conf")
+	os.WriteFile(rcfg, []byte("[shoal]\ntype = s3\nprovider = Ceph\naccess_key_id = "+env["AWS_ACCESS_KEY_ID"]+
+		"\nsecret_access_key = "+env["AWS_SECRET_ACCESS_KEY"]+"\nendpoint = "+ep+"\n"), 0o600)
+	rclone := func(args ...string) string {
+		return c.tool(nil, "/usr/bin/rclone", append([]string{"--config", rcfg}, args...)...)
+	}
+	rclone("copy", "/usr/share/doc/bash", "shoal:viarclone/bash")
+	rclone("check", "/usr/share/doc/bash", "shoal:viarclone/bash")
+	rclone("purge", "shoal:viarclone")
+	// both Go SDKs
+	ctx := context.Background()
+	sdk := s3.New(s3.Options{Region: "default", BaseEndpoint: aws.String(ep), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], "")})
+	if _, err := sdk.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("tree"), Key: aws.String("sdk/v2"), Body: strings.NewReader("from aws-sdk-go-v2")}); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := minio.New(host, &minio.Options{Creds: mcreds.NewStaticV4(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], ""), Region: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := mc.GetObject(ctx, "tree", "sdk/v2", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(obj)
+	if err != nil || string(got) != "from aws-sdk-go-v2" {
+		t.Fatalf("minio-go read %q, %v", got, err)
+	}
+	payload := bytes.Repeat([]byte("minio"), 4<<20) // 20 MiB: minio-go uploads it in parts
+	if _, err := mc.PutObject(ctx, "tree", "sdk/minio", bytes.NewReader(payload), int64(len(payload)), minio.PutObjectOptions{PartSize: 5 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for o := range mc.ListObjects(ctx, "tree", minio.ListObjectsOptions{Prefix: "sdk/", Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		n++
+	}
+	out, err := sdk.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("tree"), Key: aws.String("sdk/minio")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(out.Body)
+	out.Body.Close()
+	if n != 2 || !bytes.Equal(got, payload) {
+		t.Fatalf("SDKs: listed %d of 2, minio's multipart object read back equal: %v", n, bytes.Equal(got, payload))
+	}
+	awscli("s3", "rm", "--recursive", "--only-show-errors", "s3://tree")
+	awscli("s3", "rb", "s3://tree")
+}
+
+// TestGatewayKilledMidPut kills the gateway with SIGKILL while a large PUT
+// overwrites an object: the previous version stays readable and listed,
+// and after a restart the cluster serves it unchanged. A client that drops
+// its connection mid-PUT leaves no object and no tails.
+func TestGatewayKilledMidPut(t *testing.T) {
+	c := up(t)
+	env := c.s3env()
+	ctx := context.Background()
+	sdk := s3.New(s3.Options{Region: "default", BaseEndpoint: aws.String(env["S3_ENDPOINT"]), UsePathStyle: true, RetryMaxAttempts: 1,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		Credentials:                credentials.NewStaticCredentialsProvider(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], "")})
+	b, key := aws.String("crash"), aws.String("victim")
+	if _, err := sdk.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := bytes.Repeat([]byte("version-one "), 1<<20) // 12 MiB: head and tails
+	if _, err := sdk.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: key, Body: bytes.NewReader(v1)}); err != nil {
+		t.Fatal(err)
+	}
+	// a PUT whose body arrives slowly; the gateway dies after 20 MiB of it
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := streamPut(ctx, sdk, *b, *key, pr, 64<<20)
+		pr.CloseWithError(err) // a PUT that ended early stops the writer
+		done <- err
+	}()
+	chunk := bytes.Repeat([]byte("version-two "), 1<<16)
+	sent := 0
+	for sent < 20<<20 {
+		n, err := pw.Write(chunk)
+		if err != nil {
+			t.Fatalf("PUT ended after %d bytes: %v", sent, err)
+		}
+		sent += n
+	}
+	c.kill9(gatewayPidName)
+	pw.CloseWithError(errors.New("gateway gone"))
+	if err := <-done; err == nil {
+		t.Fatal("the interrupted PUT succeeded")
+	}
+	c.up() // restarts the gateway
+	out, err := sdk.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if !bytes.Equal(got, v1) {
+		t.Fatalf("after the gateway's crash mid-PUT the object reads %d bytes, not the previous version", len(got))
+	}
+	l, err := sdk.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b})
+	if err != nil || len(l.Contents) != 1 || *l.Contents[0].Size != int64(len(v1)) {
+		t.Fatalf("listing after the crash: %v", err)
+	}
+	// a client that drops its connection: the gateway cleans up at once
+	baseline := c.countObjects("default.rgw.buckets.data")
+	pr2, pw2 := io.Pipe()
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		pr2.CloseWithError(streamPut(cctx, sdk, *b, "dropped", pr2, 32<<20))
+	}()
+	for sent := 0; sent < 16<<20; sent += len(chunk) {
+		pw2.Write(chunk)
+	}
+	// wait until the gateway has written tails of it
+	before := c.countObjects("default.rgw.buckets.data")
+	for deadline := time.Now().Add(30 * time.Second); before <= baseline && time.Now().Before(deadline); {
+		pw2.Write(chunk)
+		before = c.countObjects("default.rgw.buckets.data")
+	}
+	if before <= baseline {
+		t.Fatalf("no tails written for 16 MiB and more of a PUT: %d objects before it, %d during", baseline, before)
+	}
+	cancel()
+	pw2.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for c.countObjects("default.rgw.buckets.data") > baseline && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := sdk.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("dropped")}); err == nil {
+		t.Fatal("a dropped upload left a visible object")
+	}
+	if now := c.countObjects("default.rgw.buckets.data"); now != baseline {
+		t.Fatalf("a dropped upload's tails stayed: %d objects before the upload, %d during, %d after", baseline, before, now)
+	}
+}
+
+const gatewayPidName = "client.rgw.gateway"
+
+// countObjects counts a pool's objects with `shoal rados ls`.
+func (c *tcluster) countObjects(pool string) int {
+	c.t.Helper()
+	out := c.must("rados", "-p", pool, "ls")
+	return strings.Count(out, "\n")
+}
+
+// streamPut PUTs n bytes from body through a presigned URL (a plain
+// HTTP client streaming a body it cannot rewind).
+func streamPut(ctx context.Context, sdk *s3.Client, bucket, key string, body io.Reader, n int64) error {
+	ps, err := s3.NewPresignClient(sdk).PresignPutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, ps.URL, body)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = n
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("PUT: %s: %s", resp.Status, b)
+	}
+	return nil
+}
