@@ -36,7 +36,9 @@ func startGateway(ctx context.Context, c *Conf, exe string, conn *client.Conn, s
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
-	store, err := gateway.OpenStore(ctx, conn, gateway.OptionsFromConfig(cfg))
+	opt := gateway.OptionsFromConfig(cfg)
+	opt.PoolSize = min(3, upOSDs(conn))
+	store, err := gateway.OpenStore(ctx, conn, opt)
 	if err != nil {
 		return nil, fmt.Errorf("up: gateway pools: %w", err)
 	}
@@ -110,4 +112,15 @@ func insecureTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	return tr
+}
+
+// upOSDs counts the OSDs that exist in the map.
+func upOSDs(conn *client.Conn) int {
+	n := 0
+	for _, o := range conn.Map().OSDs {
+		if o.Exists {
+			n++
+		}
+	}
+	return max(n, 1)
 }

@@ -32,9 +32,11 @@
 // # Bucket index
 //
 // A bucket's listing lives in the omaps of index shard objects
-// (".dir.BUCKETID.GEN.N"), rgw_override_bucket_index_max_shards of them
-// (default 11), a key's shard chosen by crc32c of the key so sequential
-// keys spread over every shard. Updates are two-phase through the OSD's
+// (".dir.BUCKETID.RANGE.N") laid out by an IndexLayout: key ranges, each
+// split into rgw_bucket_index_range_shards (default 8) hash sub-shards by
+// crc32c of the key. rgw_override_bucket_index_max_shards (default 11)
+// sets the initial total; a bucket starts with ranges cut evenly over the
+// printable first byte. Updates are two-phase through the OSD's
 // object-class methods (package cls/rgw): prepare before the data write
 // records a pending operation, complete after it records the entry with
 // the head's version (PG log sequence) — applied only if newer than what
@@ -46,11 +48,19 @@
 // Indexless buckets (placement "indexless") skip the index: one RADOS
 // request per PUT, no listing.
 //
-// Listing merges the shards: a page of N keys asks every shard for N
-// entries after the marker. That cost grows with the shard count, as
-// RGW's does; range-partitioned shards (a page touches the one or two
-// shards covering its key range) with online splitting are the planned
-// next step and not built yet.
+// Two of RGW's known pains are designed out. (a) Listing cost: RGW's
+// shards are hash shards, so every ordered page reads every shard (a
+// page of 1000 from 128 shards reads 128 × 1000 entries). Here a page
+// reads only the sub-shards of the range(s) its keys fall in, so its cost
+// is set by the sub-shards per range, not by the total shard count
+// (BenchmarkListPage measures both). (b) Resharding: RGW blocks a
+// bucket's writes while it reshards. Here a range splits online
+// (SplitRange, `shoal bucket reshard`): writers update the old range and
+// its new half while the entries are copied with their versions, then the
+// layout switches; no step waits on or blocks a writer (reshard.go).
+// Sequential keys still spread over a range's sub-shards; a bucket whose
+// keys share a prefix starts in one range and is split as it grows.
+// Splits are started by the operator for now (no automatic trigger yet).
 //
 // # Authentication
 //

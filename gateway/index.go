@@ -5,19 +5,47 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
 )
 
-// shardOf picks the index shard of key: crc32c of the key modulo the
-// shard count, so sequential keys spread over every shard.
-func (b *Bucket) shardOf(key string) int {
-	return int(crc32.Checksum([]byte(key), castagnoli) % uint32(b.Shards))
+// indexCall runs an index method on every shard an update of key goes
+// to, with the bucket's current layout (a long upload that began before a
+// reshard updates the shards of the layout in force when it ends). A
+// shard that is gone means the layout changed or the bucket was deleted:
+// the entry point is read again and the call retried once.
+func (s *Store) indexCall(ctx context.Context, b *Bucket, key, method string, in []byte) error {
+	for attempt := 0; ; attempt++ {
+		cur, err := s.lookupBucket(ctx, b.Name)
+		if err != nil || cur.ID != b.ID {
+			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+		}
+		if cur.Indexless() {
+			return nil
+		}
+		var missing bool
+		for _, oid := range cur.Index.writeShards(cur.ID, key) {
+			_, err = s.index.Exec(ctx, oid, method, in)
+			if errors.Is(err, client.ErrNotFound) {
+				missing = true
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("bucket %s: index %s %q: %w", b.Name, method, key, err)
+			}
+		}
+		if !missing {
+			return nil
+		}
+		s.forgetBucket(b.Name)
+		if attempt > 0 {
+			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+		}
+	}
 }
 
 // prepare records a pending operation on key (phase one). A missing shard
@@ -27,15 +55,7 @@ func (s *Store) prepare(ctx context.Context, b *Bucket, key, tag, op string) err
 		return nil
 	}
 	in, _ := json.Marshal(rgw.PrepareIn{Key: key, Tag: tag, Op: op, Mtime: time.Now().UnixNano()})
-	_, err := s.index.Exec(ctx, b.shardOID(b.shardOf(key)), "rgw.prepare", in)
-	if errors.Is(err, client.ErrNotFound) {
-		s.forgetBucket(b.Name)
-		return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
-	}
-	if err != nil {
-		return fmt.Errorf("bucket %s: index prepare %q: %w", b.Name, key, err)
-	}
-	return nil
+	return s.indexCall(ctx, b, key, "rgw.prepare", in)
 }
 
 // complete records the outcome of a prepared operation (phase two): e is
@@ -45,10 +65,7 @@ func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver ui
 		return nil
 	}
 	in, _ := json.Marshal(rgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()})
-	if _, err := s.index.Exec(ctx, b.shardOID(b.shardOf(key)), "rgw.complete", in); err != nil {
-		return fmt.Errorf("bucket %s: index complete %q: %w", b.Name, key, err)
-	}
-	return nil
+	return s.indexCall(ctx, b, key, "rgw.complete", in)
 }
 
 // cancel drops a prepared operation whose data write failed.
@@ -57,7 +74,7 @@ func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 		return
 	}
 	in, _ := json.Marshal(rgw.CancelIn{Key: key, Tag: tag})
-	if _, err := s.index.Exec(ctx, b.shardOID(b.shardOf(key)), "rgw.cancel", in); err != nil {
+	if err := s.indexCall(ctx, b, key, "rgw.cancel", in); err != nil {
 		s.opt.Logger.Warn("index cancel failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
 	}
 }
@@ -69,9 +86,10 @@ type listEntry struct {
 }
 
 // listMerged returns up to n entries after `after` (exclusive) with the
-// prefix, in key order, merged from the bucket's shards, and whether more
-// exist. Each shard is asked for n entries: the n smallest of the union
-// are among them.
+// prefix, in key order, and whether more may exist. It reads the ranges
+// in key order, stopping at the first that completes the page; within a
+// range it asks each sub-shard for n entries (the n smallest of the union
+// are among them) and merges.
 func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string, n int) ([]listEntry, bool, error) {
 	if b.Indexless() {
 		return nil, false, ErrIndexless
@@ -80,52 +98,110 @@ func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string,
 	if start < rgw.EntriesAfter {
 		start = rgw.EntriesAfter
 	}
-	type shardList struct {
-		kvs  []client.KV
-		more bool
-		err  error
-	}
-	res := make([]shardList, b.Shards)
-	done := make(chan int, b.Shards)
-	for i := range b.Shards {
-		go func() {
-			kvs, more, err := s.index.OmapList(ctx, b.shardOID(i), start, prefix, n)
-			if errors.Is(err, client.ErrNotFound) {
-				err = nil
-			}
-			res[i] = shardList{kvs, more, err}
-			done <- i
-		}()
-	}
-	for range b.Shards {
-		<-done
-	}
+	l := b.Index
 	var all []listEntry
-	more := false
-	for i, r := range res {
-		if r.err != nil {
-			return nil, false, fmt.Errorf("bucket %s: list shard %d: %w", b.Name, i, r.err)
+	ranges := l.listRanges(after, prefix)
+	for k, ri := range ranges {
+		ents, more, err := s.listRange(ctx, b, &l.Ranges[ri], start, prefix, n-len(all))
+		if err != nil {
+			return nil, false, err
 		}
-		more = more || r.more
-		for _, kv := range r.kvs {
+		all = append(all, ents...)
+		if len(all) >= n || more {
+			return all, more || len(all) > n || k < len(ranges)-1, nil
+		}
+	}
+	return all, false, nil
+}
+
+// listRange lists up to n entries of one range: a k-way merge of its
+// sub-shards that reads each in batches of about 2n/shards entries (a
+// page costs about 2n entries read whatever the sub-shard count), and
+// emits an entry only once every sub-shard that may hold a smaller one
+// has been read past it.
+func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, prefix string, n int) ([]listEntry, bool, error) {
+	type cursor struct {
+		oid   string
+		kvs   []client.KV
+		i     int
+		more  bool
+		after string
+	}
+	oids := r.oids(b.ID)
+	cs := make([]*cursor, len(oids))
+	for i, oid := range oids {
+		cs[i] = &cursor{oid: oid, more: true, after: start}
+	}
+	batch := min(n+1, max(32, 2*n/len(oids)+1))
+	var out []listEntry
+	for {
+		// refill the sub-shards whose batch is used up
+		var wg sync.WaitGroup
+		errs := make([]error, len(cs))
+		for i, c := range cs {
+			if c.i < len(c.kvs) || !c.more {
+				continue
+			}
+			s.listReads.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				kvs, more, err := s.index.OmapList(ctx, c.oid, c.after, prefix, batch)
+				if errors.Is(err, client.ErrNotFound) {
+					kvs, more, err = nil, false, nil
+				}
+				c.kvs, c.i, c.more, errs[i] = kvs, 0, more, err
+				if len(kvs) > 0 {
+					c.after = kvs[len(kvs)-1].Key
+				}
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				return nil, false, fmt.Errorf("bucket %s: list %s: %w", b.Name, oids[i], err)
+			}
+		}
+		// entries up to the smallest last key of a sub-shard with more
+		// are complete
+		bound, bounded := "", false
+		for _, c := range cs {
+			if c.more && (!bounded || c.after < bound) {
+				bound, bounded = c.after, true
+			}
+		}
+		for {
+			var min *cursor
+			for _, c := range cs {
+				if c.i < len(c.kvs) && (min == nil || c.kvs[c.i].Key < min.kvs[min.i].Key) {
+					min = c
+				}
+			}
+			if min == nil {
+				if !bounded {
+					return out, false, nil
+				}
+				break
+			}
+			kv := min.kvs[min.i]
+			if bounded && kv.Key > bound {
+				break
+			}
+			if len(out) == n {
+				return out, true, nil
+			}
+			min.i++
 			if strings.HasPrefix(kv.Key, "\x00") {
 				continue
 			}
 			e := listEntry{Key: kv.Key}
 			if err := json.Unmarshal(kv.Value, &e.Entry); err != nil {
-				return nil, false, fmt.Errorf("bucket %s: shard %d entry %q: %w", b.Name, i, kv.Key, err)
+				return nil, false, fmt.Errorf("bucket %s: %s entry %q: %w", b.Name, min.oid, kv.Key, err)
 			}
-			all = append(all, e)
+			out = append(out, e)
 		}
 	}
-	slices.SortFunc(all, func(a, b listEntry) int { return strings.Compare(a.Key, b.Key) })
-	if len(all) > n {
-		all, more = all[:n], true
-	}
-	return all, more, nil
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Listing is one page of ListObjects.
 type Listing struct {
@@ -216,11 +292,21 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 	}
 	rep := &CheckReport{}
 	now := time.Now()
-	for i := range b.Shards {
-		oid := b.shardOID(i)
+	for i := range b.Index.Ranges {
+		for _, oid := range b.Index.Ranges[i].oids(b.ID) {
+			if err := s.checkShard(ctx, b, oid, fix, full, now, rep); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+func (s *Store) checkShard(ctx context.Context, b *Bucket, oid string, fix, full bool, now time.Time, rep *CheckReport) error {
+	{
 		kvs, _, err := s.index.OmapList(ctx, oid, "", rgw.PendingPrefix, 0)
 		if err != nil {
-			return nil, fmt.Errorf("bucket %s: shard %d: %w", b.Name, i, err)
+			return fmt.Errorf("bucket %s: %s: %w", b.Name, oid, err)
 		}
 		for _, kv := range kvs {
 			key, tag, ok := rgw.SplitPendingKey(kv.Key)
@@ -238,13 +324,13 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 			}
 			h, ver, err := s.readHead(ctx, b, key)
 			if err != nil && !errors.Is(err, ErrNoSuchKey) {
-				return nil, err
+				return err
 			}
 			switch {
 			case h != nil && h.Tag == tag:
 				rep.Completed++
 				if err := s.complete(ctx, b, key, tag, ver, h.entry()); err != nil {
-					return nil, err
+					return err
 				}
 			case p.Op == "del":
 				// the removal either happened (head gone: make the index
@@ -253,7 +339,7 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 				s.cancel(ctx, b, key, tag)
 				if h == nil {
 					if err := s.dropEntry(ctx, b, key); err != nil {
-						return nil, err
+						return err
 					}
 				}
 			default:
@@ -263,13 +349,13 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 			}
 		}
 		if !full {
-			continue
+			return nil
 		}
 		after := rgw.EntriesAfter
 		for {
 			kvs, more, err := s.index.OmapList(ctx, oid, after, "", 1000)
 			if err != nil {
-				return nil, fmt.Errorf("bucket %s: shard %d: %w", b.Name, i, err)
+				return fmt.Errorf("bucket %s: %s: %w", b.Name, oid, err)
 			}
 			for _, kv := range kvs {
 				var e rgw.Entry
@@ -278,7 +364,7 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 				}
 				h, ver, err := s.readHead(ctx, b, kv.Key)
 				if err != nil && !errors.Is(err, ErrNoSuchKey) {
-					return nil, err
+					return err
 				}
 				if h != nil && h.Tag == e.Tag {
 					continue
@@ -293,7 +379,7 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 					err = s.complete(ctx, b, kv.Key, h.Tag, ver, h.entry())
 				}
 				if err != nil {
-					return nil, err
+					return err
 				}
 			}
 			if !more || len(kvs) == 0 {
@@ -302,7 +388,7 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 			after = kvs[len(kvs)-1].Key
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // readHead reads key's head metadata and version (ErrNoSuchKey).
@@ -347,7 +433,7 @@ func (s *Store) orphanTails(ctx context.Context, b *Bucket, tag string) *GCEntry
 // tombstone just above the entry's version: the removal's own version is
 // unknown but higher, and any later write's higher still.
 func (s *Store) dropEntry(ctx context.Context, b *Bucket, key string) error {
-	kvs, err := s.index.OmapGet(ctx, b.shardOID(b.shardOf(key)), []string{key})
+	kvs, err := s.index.OmapGet(ctx, b.Index.writeShards(b.ID, key)[0], []string{key})
 	if err != nil || len(kvs) == 0 {
 		return err
 	}

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
@@ -49,9 +51,11 @@ type Options struct {
 	ChunkSize   int64         // rgw_max_chunk_size: bytes per RADOS write (and of the head)
 	WindowSize  int64         // rgw_put_obj_min_window_size: bytes of one PUT in flight
 	IndexShards int           // rgw_override_bucket_index_max_shards (0: DefaultIndexShards)
+	RangeShards int           // rgw_bucket_index_range_shards: sub-shards per key range (0: DefaultRangeShards)
 	DNSName     string        // rgw_dns_name: virtual-host-style addressing under this domain
 	GCMinWait   time.Duration // rgw_gc_obj_min_wait: how long garbage waits (in-flight GETs of it finish)
 	GCPeriod    time.Duration // rgw_gc_processor_period: how often the GC worker runs
+	PoolSize    int           // replicas of the pools the gateway creates (0: the cluster's osd_pool_default_size)
 	Logger      *slog.Logger
 }
 
@@ -70,6 +74,7 @@ func OptionsFromConfig(c *config.Config) Options {
 		ChunkSize:   int64(c.Size("rgw_max_chunk_size")),
 		WindowSize:  int64(c.Size("rgw_put_obj_min_window_size")),
 		IndexShards: int(c.Int("rgw_override_bucket_index_max_shards")),
+		RangeShards: int(c.Int("rgw_bucket_index_range_shards")),
 		DNSName:     c.String("rgw_dns_name"),
 		GCMinWait:   secs("rgw_gc_obj_min_wait"),
 		GCPeriod:    secs("rgw_gc_processor_period"),
@@ -93,6 +98,9 @@ func (o *Options) setDefaults() {
 	if o.IndexShards <= 0 {
 		o.IndexShards = DefaultIndexShards
 	}
+	if o.RangeShards <= 0 {
+		o.RangeShards = DefaultRangeShards
+	}
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour
 	}
@@ -115,6 +123,7 @@ type Store struct {
 	// killed there would
 	failpoint    string
 	pendingGrace time.Duration
+	listReads    atomic.Int64 // index shard reads by listings (shown by the listing benchmark)
 
 	mu      sync.Mutex
 	buckets map[string]cachedBucket // name → info, validated by the index
@@ -151,6 +160,9 @@ func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, err
 			args := map[string]string{"name": p.name}
 			if p.pgNum != "" {
 				args["pg_num"] = p.pgNum
+			}
+			if opt.PoolSize > 0 {
+				args["size"] = strconv.Itoa(opt.PoolSize)
 			}
 			if _, err := conn.MonCommand(ctx, "pool create", args); err != nil && !errors.Is(err, client.ErrExists) && !strings.Contains(err.Error(), "exists") {
 				return nil, fmt.Errorf("gateway: create pool %s: %w", p.name, err)
@@ -440,17 +452,16 @@ func (s *Store) LookupKey(ctx context.Context, access string) (uid, secret strin
 
 // Bucket is a bucket's entry point (Ceph: bucket instance info).
 type Bucket struct {
-	Name      string    `json:"name"`
-	ID        string    `json:"id"` // prefix of every RADOS object of the bucket
-	Owner     string    `json:"owner"`
-	Created   time.Time `json:"created"`
-	Placement string    `json:"placement"`           // "default-placement" or "indexless"
-	Shards    int       `json:"shards,omitempty"`    // index shards (0: indexless)
-	IndexGen  int       `json:"index_gen,omitempty"` // index layout generation (names the shard objects)
+	Name      string       `json:"name"`
+	ID        string       `json:"id"` // prefix of every RADOS object of the bucket
+	Owner     string       `json:"owner"`
+	Created   time.Time    `json:"created"`
+	Placement string       `json:"placement"`       // "default-placement" or "indexless"
+	Index     *IndexLayout `json:"index,omitempty"` // nil: indexless
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).
-func (b *Bucket) Indexless() bool { return b.Shards == 0 }
+func (b *Bucket) Indexless() bool { return b.Index == nil }
 
 // Placement targets a bucket can be created with (the LocationConstraint
 // "ZONEGROUP:TARGET", as RGW).
@@ -471,11 +482,6 @@ func validBucketName(n string) bool {
 	return !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(n)
 }
 
-// shardOID names index shard i of the bucket.
-func (b *Bucket) shardOID(i int) string {
-	return fmt.Sprintf(".dir.%s.%d.%d", b.ID, b.IndexGen, i)
-}
-
 // CreateBucket creates a bucket owned by uid. ErrBucketAlreadyOwnedByYou
 // / ErrBucketAlreadyExists if the name is taken.
 func (s *Store) CreateBucket(ctx context.Context, name, uid, placement string) (*Bucket, error) {
@@ -484,19 +490,22 @@ func (s *Store) CreateBucket(ctx context.Context, name, uid, placement string) (
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
-	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault, Shards: s.opt.IndexShards}
+	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault,
+		Index: newIndexLayout(s.opt.IndexShards, s.opt.RangeShards)}
 	switch placement {
 	case "", PlacementDefault:
 	case PlacementIndexless:
-		b.Placement, b.Shards = PlacementIndexless, 0
+		b.Placement, b.Index = PlacementIndexless, nil
 	default:
 		return nil, ErrInvalidArgument.with("unknown placement target %q (default-placement or indexless)", placement)
 	}
 	// index shards first: a crash leaves unreferenced shards, not a
 	// bucket without its index
-	for i := range b.Shards {
-		if err := s.index.Create(ctx, b.shardOID(i), false); err != nil {
-			return nil, fmt.Errorf("bucket %s: index shard %d: %w", name, i, err)
+	if !b.Indexless() {
+		for _, oid := range b.Index.allShards(b.ID) {
+			if err := s.index.Create(ctx, oid, false); err != nil {
+				return nil, fmt.Errorf("bucket %s: index shard %s: %w", name, oid, err)
+			}
 		}
 	}
 	body, _ := json.Marshal(b)
@@ -519,8 +528,11 @@ func (s *Store) CreateBucket(ctx context.Context, name, uid, placement string) (
 }
 
 func (s *Store) removeShards(ctx context.Context, b *Bucket) {
-	for i := range b.Shards {
-		s.index.Remove(ctx, b.shardOID(i))
+	if b.Indexless() {
+		return
+	}
+	for _, oid := range b.Index.allShards(b.ID) {
+		s.index.Remove(ctx, oid)
 	}
 }
 
@@ -598,15 +610,32 @@ type BucketStats struct {
 	Bytes   int64 `json:"size_bytes"`
 	Pending int   `json:"pending_ops"`
 	Shards  int   `json:"num_shards"`
+	Ranges  int   `json:"num_ranges"`
 }
 
 // Stats sums the bucket's index shards' stats.
 func (s *Store) Stats(ctx context.Context, b *Bucket) (BucketStats, error) {
-	st := BucketStats{Shards: b.Shards}
-	for i := range b.Shards {
-		kvs, err := s.index.OmapGet(ctx, b.shardOID(i), []string{rgw.StatsKey})
+	var st BucketStats
+	if b.Indexless() {
+		return st, nil
+	}
+	st.Shards, st.Ranges = b.Index.TotalShards(), len(b.Index.Ranges)
+	for i := range b.Index.Ranges {
+		r := &b.Index.Ranges[i]
+		for _, oid := range r.oids(b.ID) {
+			if err := s.shardStats(ctx, oid, &st); err != nil {
+				return st, fmt.Errorf("bucket %s: %w", b.Name, err)
+			}
+		}
+	}
+	return st, nil
+}
+
+func (s *Store) shardStats(ctx context.Context, oid string, st *BucketStats) error {
+	{
+		kvs, err := s.index.OmapGet(ctx, oid, []string{rgw.StatsKey})
 		if err != nil && !errors.Is(err, client.ErrNotFound) {
-			return st, fmt.Errorf("bucket %s: shard %d: %w", b.Name, i, err)
+			return fmt.Errorf("shard %s: %w", oid, err)
 		}
 		for _, kv := range kvs {
 			var x rgw.Stats
@@ -615,12 +644,12 @@ func (s *Store) Stats(ctx context.Context, b *Bucket) (BucketStats, error) {
 				st.Bytes += x.Bytes
 			}
 		}
-		p, _, err := s.index.OmapList(ctx, b.shardOID(i), "", rgw.PendingPrefix, 1000)
+		p, _, err := s.index.OmapList(ctx, oid, "", rgw.PendingPrefix, 1000)
 		if err == nil {
 			st.Pending += len(p)
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // DeleteBucket removes an empty bucket (ErrBucketNotEmpty otherwise).

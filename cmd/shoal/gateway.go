@@ -151,7 +151,11 @@ func bucketCmd() *cobra.Command {
 					if err != nil {
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", b.Name, b.Owner, b.Placement, b.Shards, b.Created.Format(time.RFC3339))
+					shards := 0
+					if !b.Indexless() {
+						shards = b.Index.TotalShards()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", b.Name, b.Owner, b.Placement, shards, b.Created.Format(time.RFC3339))
 				}
 			}
 			return tw.Flush()
@@ -187,7 +191,13 @@ func bucketCmd() *cobra.Command {
 		})}
 	check.Flags().BoolVar(&fix, "fix", false, "repair what the check finds")
 	check.Flags().BoolVar(&full, "check-objects", false, "also compare every index entry with its object")
-	cmd.AddCommand(ls, stats, check)
+	var at string
+	reshard := &cobra.Command{Use: "reshard BUCKET", Short: "Split a bucket index range online (the fullest range at its median key, or the range holding --at)", Args: cobra.ExactArgs(1),
+		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+			return st.SplitRange(ctx, args[0], at, out)
+		})}
+	reshard.Flags().StringVar(&at, "at", "", "split at this key (it starts the upper half)")
+	cmd.AddCommand(ls, stats, check, reshard)
 	return cmd
 }
 

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-project/shoal/bench"
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cluster"
 )
 
 // radosCmd is `shoal rados`, with the verbs of Ceph's rados tool.
@@ -178,7 +181,7 @@ func isNotFound(err error) bool { return errors.Is(err, client.ErrNotFound) }
 
 // benchCmd is `shoal bench rados`.
 func benchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Load generators (rados)"}
+	cmd := &cobra.Command{Use: "bench", Short: "Load generators (rados, s3)"}
 	var o bench.Options
 	var pool, size, format string
 	var seconds float64
@@ -218,6 +221,95 @@ func benchCmd() *cobra.Command {
 	f.BoolVar(&o.NoCleanup, "no-cleanup", false, "keep the objects (for seq/rand)")
 	f.StringVar(&o.RunName, "run-name", "", "metadata object name (default benchmark_last_metadata)")
 	f.StringVar(&format, "format", "plain", "plain or json")
-	cmd.AddCommand(r)
+	cmd.AddCommand(r, benchS3Cmd())
 	return cmd
+}
+
+func benchS3Cmd() *cobra.Command {
+	var o bench.S3Options
+	var endpoints, size, format string
+	cmd := &cobra.Command{
+		Use:   "s3",
+		Short: "S3 load (warp/COSBench style): PUT, GET or mixed against one or more gateways, every GET verified",
+		Long: `Drive S3 gateways (Shoal's or any other) with --concurrency requests in
+flight for --duration: --op put writes keys 0..objects-1 over and over (every
+key new if --objects is 0), get reads random keys of that set (uploading any
+that are missing first), mixed does 70% GET / 30% PUT. --size is fixed (64K)
+or uniform in a range (1M-4M). Endpoints (comma-separated) are used
+round-robin. Credentials come from the flags, else $AWS_ACCESS_KEY_ID /
+$AWS_SECRET_ACCESS_KEY, else the cluster's s3.env.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			sz, err := bench.ParseSizes(size)
+			if err != nil {
+				return err
+			}
+			o.Sizes = sz
+			env := s3Env()
+			if endpoints == "" {
+				endpoints = env["S3_ENDPOINT"]
+			}
+			if o.AccessKey == "" {
+				o.AccessKey = env["AWS_ACCESS_KEY_ID"]
+			}
+			if o.SecretKey == "" {
+				o.SecretKey = env["AWS_SECRET_ACCESS_KEY"]
+			}
+			if endpoints == "" || o.AccessKey == "" || o.SecretKey == "" {
+				return fmt.Errorf("bench s3: need --endpoint and keys (flags, environment or the cluster's s3.env)")
+			}
+			o.Endpoints = strings.Split(endpoints, ",")
+			ctx, cancel := cmdContext()
+			defer cancel()
+			if format == "json" {
+				o.Out = nil
+			} else {
+				o.Out = c.OutOrStdout()
+			}
+			res, err := bench.RunS3(ctx, o)
+			if format == "json" && res != nil {
+				printJSON(c.OutOrStdout(), res)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&endpoints, "endpoint", "", "gateway URL(s), comma-separated (default $S3_ENDPOINT or the cluster's s3.env)")
+	f.StringVar(&o.AccessKey, "access-key", "", "access key id")
+	f.StringVar(&o.SecretKey, "secret-key", "", "secret key")
+	f.StringVar(&o.Bucket, "bucket", "shoal-bench", "bucket (created if missing)")
+	f.StringVar(&o.Op, "op", "put", "put, get or mixed")
+	f.StringVar(&size, "size", "64K", "object size, or MIN-MAX for uniform sizes")
+	f.IntVar(&o.Concurrency, "concurrency", 16, "requests in flight")
+	f.DurationVar(&o.Duration, "duration", 30*time.Second, "run time")
+	f.IntVar(&o.Objects, "objects", 1000, "key space (put: 0 = a new key every PUT)")
+	f.BoolVar(&o.Cleanup, "cleanup", false, "delete the keys at the end")
+	f.StringVar(&format, "format", "plain", "plain or json")
+	return cmd
+}
+
+// s3Env is the S3 endpoint and keys from the environment, else from the
+// cluster's s3.env.
+func s3Env() map[string]string {
+	env := map[string]string{}
+	for _, k := range []string{"S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		env[k] = os.Getenv(k)
+	}
+	if env["AWS_ACCESS_KEY_ID"] != "" {
+		return env
+	}
+	c, err := cluster.FindConf(confPath)
+	if err != nil {
+		return env
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir, "s3.env"))
+	if err != nil {
+		return env
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") && env[k] == "" {
+			env[k] = v
+		}
+	}
+	return env
 }

@@ -47,7 +47,19 @@ type tcluster struct {
 	data string
 }
 
+// up starts a cluster without the S3 gateway (fewer pools to peer: the
+// RADOS tests start faster); upWithGateway starts `shoal up`'s default.
 func up(t *testing.T, args ...string) *tcluster {
+	t.Helper()
+	return startUp(t, append([]string{"--no-gateway"}, args...)...)
+}
+
+func upWithGateway(t *testing.T, args ...string) *tcluster {
+	t.Helper()
+	return startUp(t, args...)
+}
+
+func startUp(t *testing.T, args ...string) *tcluster {
 	t.Helper()
 	c := &tcluster{t: t, data: t.TempDir()}
 	c.up(args...)

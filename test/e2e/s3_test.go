@@ -97,7 +97,7 @@ func TestS3RealClients(t *testing.T) {
 			t.Fatalf("%s is missing (Debian packages awscli, s3cmd, rclone; .ci/run installs them)", tool)
 		}
 	}
-	c := up(t)
+	c := upWithGateway(t)
 	env := c.s3env()
 	ep := env["S3_ENDPOINT"]
 	awscli := func(args ...string) string {
@@ -227,7 +227,7 @@ func TestS3RealClients(t *testing.T) {
 // and after a restart the cluster serves it unchanged. A client that drops
 // its connection mid-PUT leaves no object and no tails.
 func TestGatewayKilledMidPut(t *testing.T) {
-	c := up(t)
+	c := upWithGateway(t)
 	env := c.s3env()
 	ctx := context.Background()
 	sdk := s3.New(s3.Options{Region: "default", BaseEndpoint: aws.String(env["S3_ENDPOINT"]), UsePathStyle: true, RetryMaxAttempts: 1,
@@ -263,7 +263,7 @@ func TestGatewayKilledMidPut(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the interrupted PUT succeeded")
 	}
-	c.up() // restarts the gateway
+	c.up() // restarts the gateway (c.up passes no --no-gateway)
 	out, err := sdk.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: key})
 	if err != nil {
 		t.Fatal(err)

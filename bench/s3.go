@@ -1,0 +1,450 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// S3Options configure RunS3, a COSBench/warp-style load against S3
+// gateways (Shoal's or any other: the same generator drives both sides of
+// a comparison).
+type S3Options struct {
+	Endpoints   []string // gateway URLs, used round-robin by the workers
+	AccessKey   string
+	SecretKey   string
+	Region      string // default "default"
+	Bucket      string // created if missing
+	Op          string // "put", "get" or "mixed" (70% GET, 30% PUT)
+	Sizes       Sizes  // object sizes
+	Concurrency int    // requests in flight; default 16
+	Duration    time.Duration
+	// Objects is the key space: PUTs write keys 0..Objects-1 (again and
+	// again), GETs read them; get and mixed first upload any that are
+	// missing. Default 1000 (put: unbounded, every PUT a new key).
+	Objects int
+	Prefix  string // key prefix; default "shoal-bench/"
+	Cleanup bool   // delete the keys written at the end
+	Out     io.Writer
+}
+
+// Sizes is an object size distribution: a fixed size, or uniform in
+// [Min, Max] (Parse "64K" or "1M-4M").
+type Sizes struct{ Min, Max int }
+
+// ParseSizes reads "SIZE" or "MIN-MAX" (units as ParseSize).
+func ParseSizes(s string) (Sizes, error) {
+	a, b, ok := strings.Cut(s, "-")
+	lo, err := ParseSize(a)
+	if err != nil {
+		return Sizes{}, err
+	}
+	hi := lo
+	if ok {
+		if hi, err = ParseSize(b); err != nil {
+			return Sizes{}, err
+		}
+	}
+	if hi < lo {
+		return Sizes{}, fmt.Errorf("bench: size range %q: max below min", s)
+	}
+	return Sizes{lo, hi}, nil
+}
+
+// of returns key i's size: a function of the key, so a GET knows what to
+// expect.
+func (z Sizes) of(i int) int {
+	if z.Max == z.Min {
+		return z.Min
+	}
+	return z.Min + int(mix(uint64(i)+golden)%uint64(z.Max-z.Min+1))
+}
+
+func (z Sizes) String() string {
+	if z.Min == z.Max {
+		return fmtBytes(z.Min)
+	}
+	return fmtBytes(z.Min) + "-" + fmtBytes(z.Max)
+}
+
+func fmtBytes(n int) string {
+	for _, u := range []struct {
+		s string
+		n int
+	}{{"G", 30}, {"M", 20}, {"K", 10}} {
+		if n >= 1<<u.n && n%(1<<u.n) == 0 {
+			return strconv.Itoa(n>>u.n) + u.s
+		}
+	}
+	return strconv.Itoa(n)
+}
+
+// S3OpStats are one operation type's figures.
+type S3OpStats struct {
+	Ops       int64   `json:"ops"`
+	Bytes     int64   `json:"bytes"`
+	Errors    int64   `json:"errors"`
+	OpsPerSec float64 `json:"ops_per_s"`
+	MBPerSec  float64 `json:"mb_per_s"` // MB = 1,000,000 bytes (as warp and COSBench)
+	P50       float64 `json:"latency_p50_ms"`
+	P90       float64 `json:"latency_p90_ms"`
+	P99       float64 `json:"latency_p99_ms"`
+	Max       float64 `json:"latency_max_ms"`
+}
+
+// S3Result is a run's outcome.
+type S3Result struct {
+	Op             string               `json:"op"`
+	Sizes          string               `json:"sizes"`
+	Concurrency    int                  `json:"concurrency"`
+	Seconds        float64              `json:"seconds"`
+	PerOp          map[string]S3OpStats `json:"per_op"`
+	Total          S3OpStats            `json:"total"`
+	VerifyFailures int64                `json:"verify_failures"`
+	FirstError     string               `json:"first_error,omitempty"`
+}
+
+// ErrS3Verify: a GET returned bytes other than those PUT.
+var ErrS3Verify = errors.New("GET returned wrong content")
+
+type s3Sample struct {
+	op    int // 0 put, 1 get
+	lat   time.Duration
+	bytes int
+	err   bool
+}
+
+// unsignedPayload signs bodies as UNSIGNED-PAYLOAD, as warp does over
+// HTTP: the load generator should spend its CPU sending, not hashing.
+func unsignedPayload(stack *middleware.Stack) error {
+	return v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware(stack)
+}
+
+func (o *S3Options) clients() []*s3.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: o.Concurrency * 2, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableCompression: true}
+	hc := &http.Client{Transport: tr}
+	var out []*s3.Client
+	for _, ep := range o.Endpoints {
+		out = append(out, s3.New(s3.Options{Region: o.Region, BaseEndpoint: aws.String(ep), UsePathStyle: true, HTTPClient: hc,
+			Credentials:                credentials.NewStaticCredentialsProvider(o.AccessKey, o.SecretKey, ""),
+			RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+			ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+			RetryMaxAttempts:           1,
+			APIOptions:                 []func(*middleware.Stack) error{unsignedPayload}}))
+	}
+	return out
+}
+
+func (o *S3Options) key(i int) string { return o.Prefix + strconv.Itoa(i) }
+
+// RunS3 runs the load and reports per second progress and a summary to
+// o.Out. Every GET's bytes are checked against what the PUT of that key
+// wrote (content is a function of the key and size).
+func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errors.New("bench s3: no endpoint")
+	}
+	if o.Op != "put" && o.Op != "get" && o.Op != "mixed" {
+		return nil, fmt.Errorf("bench s3: --op %q: put, get or mixed", o.Op)
+	}
+	if o.Sizes.Max <= 0 {
+		return nil, errors.New("bench s3: no object size")
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.Duration <= 0 {
+		o.Duration = 30 * time.Second
+	}
+	if o.Region == "" {
+		o.Region = "default"
+	}
+	if o.Prefix == "" {
+		o.Prefix = "shoal-bench/"
+	}
+	if o.Bucket == "" {
+		o.Bucket = "shoal-bench"
+	}
+	if o.Objects <= 0 && o.Op != "put" {
+		o.Objects = 1000
+	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	cls := o.clients()
+	seed := prefixSeed(o.Prefix)
+	_, err := cls[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &o.Bucket})
+	var ae smithy.APIError
+	if err != nil && !(errors.As(err, &ae) && (ae.ErrorCode() == "BucketAlreadyOwnedByYou" || ae.ErrorCode() == "BucketAlreadyExists")) {
+		return nil, fmt.Errorf("bench s3: create bucket %s: %w", o.Bucket, err)
+	}
+	put := func(c *s3.Client, buf []byte, i int) ([]byte, error) {
+		n := o.Sizes.of(i)
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		newContent(seed, i, n).fill(buf)
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &o.Bucket, Key: aws.String(o.key(i)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(n))})
+		return buf, err
+	}
+	if o.Op != "put" {
+		if err := o.populate(ctx, cls, put, out); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		next     atomic.Int64
+		verify   atomic.Int64
+		errMu    sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		samples  []s3Sample
+	)
+	deadline := time.Now().Add(o.Duration)
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	stopTick := make(chan struct{})
+	tickDone := make(chan struct{})
+	go func() { // progress: one line a second
+		defer close(tickDone)
+		last, lastT := 0, start
+		for {
+			select {
+			case <-stopTick:
+				return
+			case now := <-tick.C:
+				mu.Lock()
+				n, b := len(samples), 0
+				for _, s := range samples[last:] {
+					b += s.bytes
+				}
+				mu.Unlock()
+				dt := now.Sub(lastT).Seconds()
+				fmt.Fprintf(out, "%5.0fs  %8.1f ops/s  %8.1f MB/s\n", now.Sub(start).Seconds(), float64(n-last)/dt, float64(b)/dt/1e6)
+				last, lastT = n, now
+			}
+		}
+	}()
+	for w := range o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cls[w%len(cls)]
+			r := rand.New(rand.NewPCG(uint64(w), seed))
+			var buf, rbuf []byte
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				isPut := o.Op == "put" || (o.Op == "mixed" && r.IntN(10) < 3)
+				var i int
+				if isPut {
+					i = int(next.Add(1) - 1)
+					if o.Objects > 0 {
+						i %= o.Objects
+					}
+				} else {
+					i = r.IntN(o.Objects)
+				}
+				t0 := time.Now()
+				var err error
+				s := s3Sample{bytes: o.Sizes.of(i)}
+				if isPut {
+					buf, err = put(c, buf, i)
+				} else {
+					s.op = 1
+					rbuf, err = o.get(ctx, c, rbuf, i)
+					if err == nil && (len(rbuf) != o.Sizes.of(i) || newContent(seed, i, len(rbuf)).check(rbuf) >= 0) {
+						verify.Add(1)
+						err = fmt.Errorf("%w: %s", ErrS3Verify, o.key(i))
+					}
+				}
+				s.lat = time.Since(t0)
+				if err != nil {
+					s.err, s.bytes = true, 0
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+				mu.Lock()
+				samples = append(samples, s)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stopTick)
+	<-tickDone
+	res := summarizeS3(o, samples, elapsed)
+	res.VerifyFailures = verify.Load()
+	if firstErr != nil {
+		res.FirstError = firstErr.Error()
+	}
+	printS3(out, res)
+	if o.Cleanup {
+		n := o.Objects
+		if o.Op == "put" && o.Objects <= 0 {
+			n = int(next.Load())
+		}
+		o.cleanup(ctx, cls[0], n, out)
+	}
+	if res.VerifyFailures > 0 {
+		return res, fmt.Errorf("bench s3: %d GETs: %w", res.VerifyFailures, ErrS3Verify)
+	}
+	return res, nil
+}
+
+func (o *S3Options) get(ctx context.Context, c *s3.Client, buf []byte, i int) ([]byte, error) {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &o.Bucket, Key: aws.String(o.key(i))})
+	if err != nil {
+		return buf, err
+	}
+	defer out.Body.Close()
+	b := bytes.NewBuffer(buf[:0])
+	_, err = b.ReadFrom(out.Body)
+	return b.Bytes(), err
+}
+
+// populate uploads the keys a get or mixed run reads that are missing or
+// of the wrong size.
+func (o *S3Options) populate(ctx context.Context, cls []*s3.Client, put func(*s3.Client, []byte, int) ([]byte, error), out io.Writer) error {
+	have := map[string]int64{}
+	p := s3.NewListObjectsV2Paginator(cls[0], &s3.ListObjectsV2Input{Bucket: &o.Bucket, Prefix: &o.Prefix})
+	for p.HasMorePages() {
+		pg, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("bench s3: list %s: %w", o.Bucket, err)
+		}
+		for _, c := range pg.Contents {
+			have[*c.Key] = *c.Size
+		}
+	}
+	var todo []int
+	for i := range o.Objects {
+		if have[o.key(i)] != int64(o.Sizes.of(i)) {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "uploading %d objects to read\n", len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var perr error
+	for w := range o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(todo) || ctx.Err() != nil {
+					return
+				}
+				var err error
+				if buf, err = put(cls[w%len(cls)], buf, todo[k]); err != nil {
+					errOnce.Do(func() { perr = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if perr != nil {
+		return fmt.Errorf("bench s3: upload: %w", perr)
+	}
+	return nil
+}
+
+func (o *S3Options) cleanup(ctx context.Context, c *s3.Client, n int, out io.Writer) {
+	removed := 0
+	for start := 0; start < n; start += 1000 {
+		var ids []s3types.ObjectIdentifier
+		for i := start; i < min(n, start+1000); i++ {
+			ids = append(ids, s3types.ObjectIdentifier{Key: aws.String(o.key(i))})
+		}
+		res, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &o.Bucket, Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			fmt.Fprintf(out, "cleanup: %v\n", err)
+			return
+		}
+		removed += len(ids) - len(res.Errors)
+	}
+	fmt.Fprintf(out, "removed %d objects\n", removed)
+}
+
+func summarizeS3(o S3Options, samples []s3Sample, elapsed time.Duration) *S3Result {
+	res := &S3Result{Op: o.Op, Sizes: o.Sizes.String(), Concurrency: o.Concurrency, Seconds: elapsed.Seconds(), PerOp: map[string]S3OpStats{}}
+	secs := elapsed.Seconds()
+	stat := func(keep func(s3Sample) bool) S3OpStats {
+		var st S3OpStats
+		var lats []float64
+		for _, s := range samples {
+			if !keep(s) {
+				continue
+			}
+			if s.err {
+				st.Errors++
+				continue
+			}
+			st.Ops++
+			st.Bytes += int64(s.bytes)
+			lats = append(lats, float64(s.lat)/float64(time.Millisecond))
+		}
+		slices.Sort(lats)
+		st.OpsPerSec, st.MBPerSec = float64(st.Ops)/secs, float64(st.Bytes)/secs/1e6
+		if len(lats) > 0 {
+			st.P50, st.P90, st.P99, st.Max = percentile(lats, 50), percentile(lats, 90), percentile(lats, 99), lats[len(lats)-1]
+		}
+		return st
+	}
+	for op, name := range []string{"PUT", "GET"} {
+		if st := stat(func(s s3Sample) bool { return s.op == op }); st.Ops+st.Errors > 0 {
+			res.PerOp[name] = st
+		}
+	}
+	res.Total = stat(func(s3Sample) bool { return true })
+	return res
+}
+
+func printS3(w io.Writer, r *S3Result) {
+	fmt.Fprintf(w, "\n%s, objects %s, concurrency %d, %.1f s\n", r.Op, r.Sizes, r.Concurrency, r.Seconds)
+	fmt.Fprintf(w, "%-5s %9s %10s %9s %9s %9s %9s %9s %7s\n", "op", "ops", "ops/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors")
+	for _, name := range []string{"PUT", "GET"} {
+		if st, ok := r.PerOp[name]; ok {
+			fmt.Fprintf(w, "%-5s %9d %10.1f %9.1f %9.2f %9.2f %9.2f %9.2f %7d\n", name, st.Ops, st.OpsPerSec, st.MBPerSec, st.P50, st.P90, st.P99, st.Max, st.Errors)
+		}
+	}
+	if r.VerifyFailures > 0 {
+		fmt.Fprintf(w, "VERIFY FAILURES: %d\n", r.VerifyFailures)
+	}
+	if r.FirstError != "" {
+		fmt.Fprintf(w, "first error: %s\n", r.FirstError)
+	}
+}
