@@ -460,6 +460,11 @@ func TestAuthAndErrors(t *testing.T) {
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &ok, Body: strings.NewReader("x")}); err != nil {
 		t.Fatalf("1024-byte key: %v", err)
 	}
+	// an unversioned bucket lists each object as its one "null" version
+	lv, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: &b})
+	if err != nil || len(lv.Versions) != 2 || *lv.Versions[0].Key != key || *lv.Versions[0].VersionId != "null" || !*lv.Versions[0].IsLatest {
+		t.Fatalf("list versions: %v", err)
+	}
 	// a removed key stops working (after the cache TTL in other gateways;
 	// at once in the one that removed it)
 	if err := f.store.RemoveKey(ctx, "other", f.other.AccessKey); err != nil {
@@ -600,6 +605,26 @@ func TestMultipart(t *testing.T) {
 	}
 	if n, err := f.store.GCProcess(ctx, true); err != nil || n != 2 {
 		t.Fatalf("gc after abort removed %d, err %v; want the 2 parts", n, err)
+	}
+	// an upload in progress does not keep its bucket: deleting the bucket
+	// aborts it (as S3 does)
+	cr3, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("pending")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: aws.String("pending"), UploadId: cr3.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("part")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: &key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &b}); err != nil {
+		t.Fatalf("delete a bucket with an upload in progress: %v", err)
+	}
+	// the pending upload's one stripe, and the deleted object's 5+6+1
+	// stripes of 1 MiB
+	if n, err := f.store.GCProcess(ctx, true); err != nil || n != 1+12 {
+		t.Fatalf("gc after the bucket's deletion removed %d, err %v; want 13", n, err)
 	}
 }
 

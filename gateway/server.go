@@ -201,7 +201,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 // mistaken for a listing.
 var unsupportedBucketSubresources = []string{"policy", "cors", "lifecycle", "website", "tagging", "replication",
 	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
-	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering", "versions"}
+	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering"}
 
 func (srv *Server) routeBucket(rq *request) error {
 	ctx := rq.r.Context()
@@ -253,6 +253,8 @@ func (srv *Server) routeBucket(rq *request) error {
 			return writeXML(rq, http.StatusOK, ownerACL(b.Owner))
 		case has(q, "uploads"):
 			return srv.listUploads(rq, b)
+		case has(q, "versions"):
+			return srv.listVersions(rq, b)
 		}
 		return srv.listObjects(rq, b)
 	}
@@ -786,9 +788,11 @@ func (srv *Server) deleteObjects(rq *request) error {
 
 // ---- listing ----
 
+// encodeKey applies encoding-type=url to a key in a listing: percent-
+// encoding as S3 does it, which leaves "/" as is.
 func encodeKey(s, encoding string) string {
 	if encoding == "url" {
-		return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+		return strings.ReplaceAll(strings.ReplaceAll(url.QueryEscape(s), "+", "%20"), "%2F", "/")
 	}
 	return s
 }
@@ -1025,5 +1029,42 @@ func (srv *Server) listUploads(rq *request, b *Bucket) error {
 		res.NextKeyMarker, res.NextUploadIDMarker = u.Key, u.UploadID
 	}
 	res.IsTruncated = more
+	return writeXML(rq, http.StatusOK, res)
+}
+
+// listVersions is ListObjectVersions on an unversioned bucket: every
+// object is its only version, "null" (as S3 answers for buckets that never
+// had versioning enabled).
+func (srv *Server) listVersions(rq *request, b *Bucket) error {
+	q := rq.q
+	maxKeys, err := maxKeysParam(q, "max-keys", 1000)
+	if err != nil {
+		return err
+	}
+	enc := q.Get("encoding-type")
+	if enc != "" && enc != "url" {
+		return ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
+	}
+	prefix, delim, marker := q.Get("prefix"), q.Get("delimiter"), q.Get("key-marker")
+	l, err := srv.s.List(rq.r.Context(), b, prefix, delim, marker, maxKeys)
+	if err != nil {
+		return err
+	}
+	res := listVersionsResult{Xmlns: s3NS, Name: b.Name, Prefix: encodeKey(prefix, enc), KeyMarker: encodeKey(marker, enc),
+		VersionIDMarker: q.Get("version-id-marker"), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
+	for _, e := range l.Entries {
+		sc := e.StorageClass
+		if sc == "" {
+			sc = "STANDARD"
+		}
+		res.Versions = append(res.Versions, versionEntry{Key: encodeKey(e.Key, enc), VersionID: "null", IsLatest: true,
+			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: sc, Owner: owner{ID: e.Owner, DisplayName: e.Owner}})
+	}
+	for _, p := range l.Prefixes {
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeKey(p, enc)})
+	}
+	if l.Truncated {
+		res.NextKeyMarker, res.NextVersionIDMarker = encodeKey(l.NextMarker, enc), "null"
+	}
 	return writeXML(rq, http.StatusOK, res)
 }

@@ -674,12 +674,20 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 		if len(ents) > 0 {
 			return ErrBucketNotEmpty
 		}
-		ups, _, err := s.ListUploads(ctx, b, "", "", "", 1)
+	}
+	// uploads in progress do not keep a bucket (as S3): abort them
+	for {
+		ups, _, err := s.ListUploads(ctx, b, "", "", "", 1000)
 		if err != nil {
 			return err
 		}
-		if len(ups) > 0 {
-			return ErrBucketNotEmpty.with("the bucket has multipart uploads in progress; abort them first")
+		if len(ups) == 0 {
+			break
+		}
+		for _, u := range ups {
+			if err := s.AbortUpload(ctx, b, u.Key, u.UploadID); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.meta.Remove(ctx, bucketObjP+b.Name); err != nil && !errors.Is(err, client.ErrNotFound) {

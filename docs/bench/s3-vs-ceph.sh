@@ -38,7 +38,8 @@ name, all_s, gw_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 r = json.load(sys.stdin)
 t = r["total"]
 ops = max(t["ops"], 1)
-print(f"{name:30} {t[\"ops_per_s\"]:9.1f} ops/s {t[\"mb_per_s\"]:8.1f} MB/s  p50 {t[\"latency_p50_ms\"]:7.1f} ms  p99 {t[\"latency_p99_ms\"]:7.1f} ms  errors {t[\"errors\"]}  CPU all {1000*all_s/ops:6.2f} ms/req  gateway {1000*gw_s/ops:6.2f} ms/req")
+print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU all %6.2f ms/req  gateway %6.2f ms/req" % (
+    name, t["ops_per_s"], t["mb_per_s"], t["latency_p50_ms"], t["latency_p99_ms"], t["errors"], 1000*all_s/ops, 1000*gw_s/ops))
 ' "$name" "$(echo "($c1 - $c0) / $TCK" | bc -l)" "$(echo "($g1 - $g0) / $TCK" | bc -l)"
 }
 
