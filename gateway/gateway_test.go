@@ -560,6 +560,12 @@ func TestMultipart(t *testing.T) {
 	if want := `"` + hex.EncodeToString(sum.Sum(nil)) + `-3"`; *co.ETag != want {
 		t.Fatalf("multipart etag %s, want %s", *co.ETag, want)
 	}
+	// a retried completion (its reply lost) answers the same
+	co2, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &key, UploadId: cr.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: done}})
+	if err != nil || *co2.ETag != *co.ETag {
+		t.Fatalf("second completion: %v", err)
+	}
 	all := slices.Concat(parts...)
 	got, out := get(t, c, b, key, "")
 	if !bytes.Equal(got, all) || *out.ContentType != "video/x-test" {

@@ -198,8 +198,17 @@ type CompletePart struct {
 // CompleteUpload assembles the listed parts into the object (ETag: the
 // MD5 of the parts' binary MD5s, "-" and the part count), removes the
 // upload and queues unused parts for GC.
+//
+// Completing an upload again after it succeeded answers as the first time
+// did (S3 does: a client retrying a completion whose reply it lost must
+// not see NoSuchUpload), as long as the object is still that upload.
 func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart) (*PutResult, error) {
 	u, err := s.GetUpload(ctx, b, key, uploadID)
+	if errors.Is(err, ErrNoSuchUpload) {
+		if h, _, herr := s.readHead(ctx, b, key); herr == nil && h.Tag == uploadID && h.Parts == len(list) {
+			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
