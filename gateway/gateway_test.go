@@ -866,3 +866,53 @@ func TestReshardOnline(t *testing.T) {
 		t.Fatalf("stats after the reshard: %+v (model %d keys) %v", st, len(model), err)
 	}
 }
+
+// TestTwoGateways runs two gateways, each with its own Store (and
+// caches), on one cluster: what one does the other sees at once, and a
+// bucket deleted through one refuses writes through the other even while
+// the other still has it cached.
+func TestTwoGateways(t *testing.T) {
+	f := startGateway(t, gateway.Options{IndexShards: 2})
+	ctx := context.Background()
+	st2, err := gateway.OpenStore(ctx, f.conn, gateway.Options{IndexShards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gateway.NewServer(st2).Serve(sctx, ln, "", "") }()
+	t.Cleanup(func() { stop(); <-done })
+	g2 := &fixture{t: t, store: st2, conn: f.conn, url: "http://" + ln.Addr().String(), admin: f.admin}
+	a, b := f.s3(f.admin), g2.s3(f.admin)
+	bucket := "shared"
+	if _, err := a.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("k"), Body: strings.NewReader("from A")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, b, bucket, "k", ""); string(got) != "from A" {
+		t.Fatalf("gateway B reads %q", got)
+	}
+	if _, err := b.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("k"), Body: strings.NewReader("from B")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, a, bucket, "k", ""); string(got) != "from B" {
+		t.Fatalf("gateway A reads %q after B's overwrite", got)
+	}
+	checkListing(t, a, bucket, map[string][]byte{"k": []byte("from B")})
+	// A has the bucket cached; B deletes it
+	if _, err := b.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: aws.String("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("late"), Body: strings.NewReader("x")}); code(err) != "NoSuchBucket" {
+		t.Fatalf("PUT through a gateway that cached a deleted bucket: %v, want NoSuchBucket", err)
+	}
+}

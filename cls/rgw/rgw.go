@@ -112,6 +112,16 @@ func SplitPendingKey(k string) (key, tag string, ok bool) {
 	return s[:i], s[i+1:], true
 }
 
+// shardExists refuses to work on a shard that does not exist: the bucket
+// was deleted (or the shard replaced by a reshard) and writing would
+// recreate it. The gateway reads the bucket again on ErrNotFound.
+func shardExists(o cls.Object) error {
+	if !o.Exists() {
+		return fmt.Errorf("%w: bucket index shard (bucket deleted or resharded)", cls.ErrNotFound)
+	}
+	return nil
+}
+
 func decode(in []byte, v any, what string) error {
 	if err := json.Unmarshal(in, v); err != nil {
 		return fmt.Errorf("%w: %s: %v", cls.ErrInvalid, what, err)
@@ -127,6 +137,9 @@ func prepare(o cls.Object, in []byte) ([]byte, error) {
 	if x.Key == "" || x.Tag == "" || (x.Op != "put" && x.Op != "del") {
 		return nil, fmt.Errorf("%w: rgw.prepare needs key, tag and op put|del", cls.ErrInvalid)
 	}
+	if err := shardExists(o); err != nil {
+		return nil, err
+	}
 	v, _ := json.Marshal(Pending{Op: x.Op, Mtime: x.Mtime})
 	o.OmapSet([]objectstore.KV{{Key: PendingKey(x.Key, x.Tag), Value: v}})
 	return nil, nil
@@ -139,6 +152,9 @@ func complete(o cls.Object, in []byte) ([]byte, error) {
 	}
 	if x.Key == "" || x.Tag == "" {
 		return nil, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
+	}
+	if err := shardExists(o); err != nil {
+		return nil, err
 	}
 	tk := TombstonePrefix + x.Key
 	cur, err := o.OmapGet([]string{x.Key, tk, StatsKey})
@@ -196,6 +212,9 @@ func complete(o cls.Object, in []byte) ([]byte, error) {
 func cancel(o cls.Object, in []byte) ([]byte, error) {
 	var x CancelIn
 	if err := decode(in, &x, "rgw.cancel"); err != nil {
+		return nil, err
+	}
+	if err := shardExists(o); err != nil {
 		return nil, err
 	}
 	o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
