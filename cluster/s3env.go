@@ -27,17 +27,18 @@ type s3Env struct {
 	AccessKey string
 }
 
-// startGateway starts the cluster's gateway unless it runs, makes sure
+// startGateway starts the cluster's gateway unless it runs (creating its
+// pools with min(3, osds) replicas, osds being the cluster's OSD count), makes sure
 // the admin S3 user exists and writes DATA/s3.env (mode 0600) with the
 // endpoint and the user's first key.
-func startGateway(ctx context.Context, c *Conf, exe string, conn *client.Conn, started *[]string) (*s3Env, error) {
+func startGateway(ctx context.Context, c *Conf, exe string, conn *client.Conn, osds int, started *[]string) (*s3Env, error) {
 	cfg := c.For(GatewayName)
 	fe, err := ParseFrontends(cfg.String("rgw_frontends"))
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
 	opt := gateway.OptionsFromConfig(cfg)
-	opt.PoolSize = min(3, upOSDs(conn))
+	opt.PoolSize = min(3, osds)
 	store, err := gateway.OpenStore(ctx, conn, opt)
 	if err != nil {
 		return nil, fmt.Errorf("up: gateway pools: %w", err)
@@ -112,15 +113,4 @@ func insecureTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	return tr
-}
-
-// upOSDs counts the OSDs that exist in the map.
-func upOSDs(conn *client.Conn) int {
-	n := 0
-	for _, o := range conn.Map().OSDs {
-		if o.Exists {
-			n++
-		}
-	}
-	return max(n, 1)
 }

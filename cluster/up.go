@@ -134,7 +134,7 @@ func Up(ctx context.Context, o UpOptions) error {
 	}
 	var s3 *s3Env
 	if !o.NoGateway {
-		if s3, err = startGateway(ctx, c, exe, conn, &started); err != nil {
+		if s3, err = startGateway(ctx, c, exe, conn, len(dirs), &started); err != nil {
 			return err
 		}
 	}
@@ -322,28 +322,24 @@ func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.
 }
 
 // Down stops every daemon of the cluster in dir (SIGTERM, then SIGKILL
-// after 15 s), OSDs first, and removes their pid files.
+// after 15 s) — gateways, then OSDs, then MONs — and removes their pid
+// files.
 func Down(dir string, w io.Writer) error {
 	c, err := FindConf(filepath.Join(dir, "shoal.conf"))
 	if err != nil {
 		return err
 	}
 	pids, _ := filepath.Glob(filepath.Join(c.Dir, "run", "*.pid"))
-	var osds, mons []string
+	// gateways (clients of the OSDs) first, then OSDs, then MONs
+	var gws, osds, mons []string
 	for _, p := range pids {
-		name := strings.TrimSuffix(filepath.Base(p), ".pid")
-		if strings.HasPrefix(name, "mon.") {
+		switch name := strings.TrimSuffix(filepath.Base(p), ".pid"); {
+		case strings.HasPrefix(name, "mon."):
 			mons = append(mons, name)
-		} else {
+		case strings.HasPrefix(name, "osd."):
 			osds = append(osds, name)
-		}
-	}
-	var gws []string
-	for i := 0; i < len(osds); i++ {
-		if !strings.HasPrefix(osds[i], "osd.") {
-			gws = append(gws, osds[i])
-			osds = append(osds[:i], osds[i+1:]...)
-			i--
+		default:
+			gws = append(gws, name)
 		}
 	}
 	for _, group := range [][]string{gws, osds, mons} {

@@ -8,9 +8,11 @@ import (
 	"github.com/shoal-project/shoal/cls/rgw"
 )
 
-// SetFailpoint makes the store stop PUTs where a crashed gateway would
-// ("before-head", "before-complete"; "" for none), and resolve pending
-// index operations of any age.
+// SetFailpoint makes the store stop where a crashed gateway would: a PUT
+// "before-head" or "before-complete", a multipart completion
+// "complete-before-cleanup", a reshard "reshard-after-begin" or
+// "reshard-after-switch" ("" for none); and resolve pending index
+// operations of any age.
 func (s *Store) SetFailpoint(fp string) {
 	s.failpoint = fp
 	s.pendingGrace = time.Duration(0)
@@ -20,9 +22,6 @@ func (s *Store) SetFailpoint(fp string) {
 // gateways all share one Store (its cache is dropped at each change).
 func SetSettle(d time.Duration) { settle = d }
 
-// Layout returns a bucket's index layout.
-func (b *Bucket) Layout() *IndexLayout { return b.Index }
-
 // IndexPut records key in the bucket's index as if a PUT of size bytes at
 // version ver completed (no data is written).
 func (s *Store) IndexPut(ctx context.Context, b *Bucket, key string, size int64, ver uint64) error {
@@ -31,3 +30,6 @@ func (s *Store) IndexPut(ctx context.Context, b *Bucket, key string, size int64,
 
 // ListReads counts the index shard reads listings made.
 func (s *Store) ListReads() int64 { return s.listReads.Load() }
+
+// ShardObjects lists the index shard objects the bucket's layout names.
+func (b *Bucket) ShardObjects() []string { return b.Index.allShards(b.ID) }

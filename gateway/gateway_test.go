@@ -856,7 +856,7 @@ func TestReshardOnline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(bk.Layout().Ranges); n != 2 {
+	if n := len(bk.Index.Ranges); n != 2 {
 		t.Fatalf("after one split the index has %d ranges\n%s", n, out.String())
 	}
 	t.Logf("%d keys after the reshard\n%s", len(model), out.String())
@@ -914,5 +914,148 @@ func TestTwoGateways(t *testing.T) {
 	}
 	if _, err := a.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("late"), Body: strings.NewReader("x")}); code(err) != "NoSuchBucket" {
 		t.Fatalf("PUT through a gateway that cached a deleted bucket: %v, want NoSuchBucket", err)
+	}
+}
+
+// TestReshardResumes stops a reshard where a killed resharder would —
+// after publishing the split (writers on both sides), then after switching
+// to the halves (old shards not yet removed) — and checks that running it
+// again finishes the job: writes made in between are listed, and no shard
+// object is left behind or missing.
+func TestReshardResumes(t *testing.T) {
+	gateway.SetSettle(100 * time.Millisecond)
+	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
+	f := startGateway(t, gateway.Options{IndexShards: 2, RangeShards: 2})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "resumed"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	model := map[string][]byte{}
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			k := fmt.Sprintf("k%04d", i)
+			v := []byte("value " + k)
+			if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &k, Body: bytes.NewReader(v)}); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		}
+	}
+	put(0, 60)
+	var out bytes.Buffer
+	f.store.SetFailpoint("reshard-after-begin")
+	if err := f.store.SplitRange(ctx, b, "k0030", &out); err == nil {
+		t.Fatal("reshard passed its failpoint")
+	}
+	f.store.SetFailpoint("")
+	put(60, 80) // written to the old range and a half
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("k0005")}); err != nil {
+		t.Fatal(err)
+	}
+	delete(model, "k0005")
+	checkListing(t, c, b, model)
+	if err := f.store.SplitRange(ctx, b, "", &out); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	bk, err := f.store.GetBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(bk.Index.Ranges); n != 2 || bk.Index.Ranges[1].Start != "k0030" {
+		t.Fatalf("after the resumed split: %+v\n%s", bk.Index.Ranges, out.String())
+	}
+	checkListing(t, c, b, model)
+	// second split, interrupted after the switch
+	f.store.SetFailpoint("reshard-after-switch")
+	if err := f.store.SplitRange(ctx, b, "k0060", &out); err == nil {
+		t.Fatal("reshard passed its failpoint")
+	}
+	f.store.SetFailpoint("")
+	put(80, 90)
+	checkListing(t, c, b, model)
+	if err := f.store.SplitRange(ctx, b, "", &out); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	if bk, err = f.store.GetBucket(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if len(bk.Index.Ranges) != 3 || len(bk.Index.Retired) != 0 {
+		t.Fatalf("after the second split: %d ranges, %d retired\n%s", len(bk.Index.Ranges), len(bk.Index.Retired), out.String())
+	}
+	// exactly the layout's shard objects exist in the index pool
+	idx, err := f.conn.Pool(ctx, gateway.DefaultPools.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	if err := idx.List(ctx, func(n string) bool {
+		if strings.HasPrefix(n, ".dir."+bk.ID+".") {
+			have = append(have, n)
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := bk.ShardObjects()
+	slices.Sort(have)
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		t.Fatalf("index shard objects:\n have %q\n want %q", have, want)
+	}
+	checkListing(t, c, b, model)
+	st, err := f.store.Stats(ctx, bk)
+	if err != nil || st.Objects != int64(len(model)) {
+		t.Fatalf("stats: %+v, model %d: %v", st, len(model), err)
+	}
+}
+
+// TestMultipartCompleteCrash stops a completion where a killed gateway
+// would — the object written, the upload's state not yet removed — and
+// checks that aborting the leftover upload (what an operator or a
+// lifecycle rule would do) leaves the object whole after GC.
+func TestMultipartCompleteCrash(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b, key := "mpcrash", "obj"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	parts := [][]byte{randBytes(r, 5<<20), randBytes(r, 777)}
+	var done []types.CompletedPart
+	for i, p := range parts {
+		n := int32(i + 1)
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &key, UploadId: cr.UploadId, PartNumber: &n, Body: bytes.NewReader(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done = append(done, types.CompletedPart{PartNumber: &n, ETag: out.ETag})
+	}
+	f.store.SetFailpoint("complete-before-cleanup")
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &key, UploadId: cr.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: done}}); err != nil {
+		t.Fatal(err)
+	}
+	f.store.SetFailpoint("")
+	all := slices.Concat(parts...)
+	lu, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &b})
+	if err != nil || len(lu.Uploads) != 1 {
+		t.Fatalf("the interrupted completion should leave its upload listed: %v", err)
+	}
+	if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &b, Key: &key, UploadId: cr.UploadId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.GCProcess(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, c, b, key, ""); !bytes.Equal(got, all) {
+		t.Fatal("aborting the leftover upload of a completed object damaged the object")
 	}
 }

@@ -63,33 +63,22 @@ func (s *Store) GCList(ctx context.Context, all bool) ([]*GCEntry, error) {
 	var out []*GCEntry
 	now := time.Now()
 	for i := range gcShards {
-		after := ""
-		for {
-			kvs, more, err := s.log.OmapList(ctx, gcOID(i), after, "", 1000)
-			if errors.Is(err, client.ErrNotFound) {
-				break
+		err := omapEach(ctx, s.log, gcOID(i), "", "", func(kv client.KV) (bool, error) {
+			e := &GCEntry{shard: i, key: kv.Key}
+			if err := json.Unmarshal(kv.Value, e); err != nil {
+				return false, fmt.Errorf("gc: %s entry %q: %w", gcOID(i), kv.Key, err)
 			}
-			if err != nil {
-				return nil, fmt.Errorf("gc: list %s: %w", gcOID(i), err)
+			ns, _, _ := strings.Cut(kv.Key, "_")
+			n, _ := strconv.ParseInt(ns, 10, 64)
+			e.Due = time.Unix(0, n)
+			if !all && e.Due.After(now) {
+				return false, nil // keys sort by due time: the rest are later
 			}
-			for _, kv := range kvs {
-				e := &GCEntry{shard: i, key: kv.Key}
-				if err := json.Unmarshal(kv.Value, e); err != nil {
-					return nil, fmt.Errorf("gc: %s entry %q: %w", gcOID(i), kv.Key, err)
-				}
-				ns, _, _ := strings.Cut(kv.Key, "_")
-				n, _ := strconv.ParseInt(ns, 10, 64)
-				e.Due = time.Unix(0, n)
-				if !all && e.Due.After(now) {
-					more = false
-					break
-				}
-				out = append(out, e)
-			}
-			if !more || len(kvs) == 0 {
-				break
-			}
-			after = kvs[len(kvs)-1].Key
+			out = append(out, e)
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gc: %w", err)
 		}
 	}
 	return out, nil
@@ -105,14 +94,15 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 	removed := 0
 	for _, e := range es {
 		if e.Head != "" {
-			rep, err := s.data.Operate(ctx, e.Head, headRead())
-			if err == nil {
-				var h headInfo
-				if json.Unmarshal(rep.Results[0].Data, &h) == nil && h.Tag == e.Tag {
-					// still referenced: drop the entry, keep the tails
-					s.log.OmapRm(ctx, gcOID(e.shard), []string{e.key})
-					continue
-				}
+			h, _, _, err := s.headAt(ctx, e.Head, false)
+			if err != nil && !errors.Is(err, ErrNoSuchKey) {
+				// unknown whether the tails are in use: keep them
+				return removed, fmt.Errorf("gc: %w", err)
+			}
+			if h != nil && h.Tag == e.Tag {
+				// still referenced: drop the entry, keep the tails
+				s.log.OmapRm(ctx, gcOID(e.shard), []string{e.key})
+				continue
 			}
 		}
 		oids := e.OIDs()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // indexCall runs an index method on every shard an update of key goes
@@ -303,108 +304,111 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 }
 
 func (s *Store) checkShard(ctx context.Context, b *Bucket, oid string, fix, full bool, now time.Time, rep *CheckReport) error {
-	{
-		kvs, _, err := s.index.OmapList(ctx, oid, "", rgw.PendingPrefix, 0)
-		if err != nil {
-			return fmt.Errorf("bucket %s: %s: %w", b.Name, oid, err)
+	err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
+		return true, s.checkPending(ctx, b, kv, fix, now, rep)
+	})
+	if err != nil || !full {
+		return err
+	}
+	return omapEach(ctx, s.index, oid, rgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
+		return true, s.checkEntry(ctx, b, kv, fix, rep)
+	})
+}
+
+// checkPending resolves one pending record older than the grace period:
+// completed from the head if its write landed, else cancelled (a put's
+// tails queued for GC).
+func (s *Store) checkPending(ctx context.Context, b *Bucket, kv client.KV, fix bool, now time.Time, rep *CheckReport) error {
+	key, tag, ok := rgw.SplitPendingKey(kv.Key)
+	if !ok {
+		return nil
+	}
+	var p rgw.Pending
+	json.Unmarshal(kv.Value, &p)
+	if now.Sub(time.Unix(0, p.Mtime)) < s.pendingGrace {
+		return nil
+	}
+	rep.Pending++
+	if !fix {
+		return nil
+	}
+	h, ver, err := s.readHead(ctx, b, key)
+	if err != nil && !errors.Is(err, ErrNoSuchKey) {
+		return err
+	}
+	switch {
+	case h != nil && h.Tag == tag:
+		rep.Completed++
+		return s.complete(ctx, b, key, tag, ver, h.entry())
+	case p.Op == "del":
+		// the removal either happened (head gone: make the index agree)
+		// or not (head present: nothing to do)
+		rep.Abandoned++
+		s.cancel(ctx, b, key, tag)
+		if h == nil {
+			return s.dropEntry(ctx, b, key)
 		}
-		for _, kv := range kvs {
-			key, tag, ok := rgw.SplitPendingKey(kv.Key)
-			if !ok {
-				continue
-			}
-			var p rgw.Pending
-			json.Unmarshal(kv.Value, &p)
-			if now.Sub(time.Unix(0, p.Mtime)) < s.pendingGrace {
-				continue
-			}
-			rep.Pending++
-			if !fix {
-				continue
-			}
-			h, ver, err := s.readHead(ctx, b, key)
-			if err != nil && !errors.Is(err, ErrNoSuchKey) {
-				return err
-			}
-			switch {
-			case h != nil && h.Tag == tag:
-				rep.Completed++
-				if err := s.complete(ctx, b, key, tag, ver, h.entry()); err != nil {
-					return err
-				}
-			case p.Op == "del":
-				// the removal either happened (head gone: make the index
-				// agree) or not (head present: nothing to do)
-				rep.Abandoned++
-				s.cancel(ctx, b, key, tag)
-				if h == nil {
-					if err := s.dropEntry(ctx, b, key); err != nil {
-						return err
-					}
-				}
-			default:
-				rep.Abandoned++
-				s.gcAdd(ctx, s.orphanTails(ctx, b, tag))
-				s.cancel(ctx, b, key, tag)
-			}
-		}
-		if !full {
-			return nil
-		}
-		after := rgw.EntriesAfter
-		for {
-			kvs, more, err := s.index.OmapList(ctx, oid, after, "", 1000)
-			if err != nil {
-				return fmt.Errorf("bucket %s: %s: %w", b.Name, oid, err)
-			}
-			for _, kv := range kvs {
-				var e rgw.Entry
-				if json.Unmarshal(kv.Value, &e) != nil {
-					continue
-				}
-				h, ver, err := s.readHead(ctx, b, kv.Key)
-				if err != nil && !errors.Is(err, ErrNoSuchKey) {
-					return err
-				}
-				if h != nil && h.Tag == e.Tag {
-					continue
-				}
-				rep.StaleEntries++
-				if !fix {
-					continue
-				}
-				if h == nil {
-					err = s.dropEntry(ctx, b, kv.Key)
-				} else {
-					err = s.complete(ctx, b, kv.Key, h.Tag, ver, h.entry())
-				}
-				if err != nil {
-					return err
-				}
-			}
-			if !more || len(kvs) == 0 {
-				break
-			}
-			after = kvs[len(kvs)-1].Key
-		}
+	default:
+		rep.Abandoned++
+		s.gcAdd(ctx, s.orphanTails(ctx, b, tag))
+		s.cancel(ctx, b, key, tag)
 	}
 	return nil
 }
 
+// checkEntry compares one listing entry with its head: an entry without
+// a head is dropped, one naming another version is rewritten from the head.
+func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix bool, rep *CheckReport) error {
+	var e rgw.Entry
+	if json.Unmarshal(kv.Value, &e) != nil {
+		return nil
+	}
+	h, ver, err := s.readHead(ctx, b, kv.Key)
+	if err != nil && !errors.Is(err, ErrNoSuchKey) {
+		return err
+	}
+	if h != nil && h.Tag == e.Tag {
+		return nil
+	}
+	rep.StaleEntries++
+	switch {
+	case !fix:
+		return nil
+	case h == nil:
+		return s.dropEntry(ctx, b, kv.Key)
+	}
+	return s.complete(ctx, b, kv.Key, h.Tag, ver, h.entry())
+}
+
 // readHead reads key's head metadata and version (ErrNoSuchKey).
 func (s *Store) readHead(ctx context.Context, b *Bucket, key string) (*headInfo, uint64, error) {
-	rep, err := s.data.Operate(ctx, headOID(b.ID, key), headRead())
+	h, _, ver, err := s.headAt(ctx, headOID(b.ID, key), false)
+	return h, ver, err
+}
+
+// headAt reads the head object oid: its metadata, version and, if
+// withData, its data, in one request. ErrNoSuchKey if it does not exist.
+func (s *Store) headAt(ctx context.Context, oid string, withData bool) (*headInfo, []byte, uint64, error) {
+	ops := []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}}
+	if withData {
+		ops = append(ops, osdop.Op{Code: osdop.Read})
+	}
+	rep, err := s.data.Operate(ctx, oid, ops)
 	if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNoData) {
-		return nil, 0, ErrNoSuchKey
+		return nil, nil, 0, ErrNoSuchKey
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, fmt.Errorf("head %s: %w", oid, err)
 	}
 	h := &headInfo{}
 	if err := json.Unmarshal(rep.Results[0].Data, h); err != nil {
-		return nil, 0, fmt.Errorf("head of %s/%s: %w", b.Name, key, err)
+		return nil, nil, 0, fmt.Errorf("head %s: metadata: %w", oid, err)
 	}
-	return h, rep.Ver, nil
+	var data []byte
+	if withData {
+		data = rep.Results[1].Data
+	}
+	return h, data, rep.Ver, nil
 }
 
 func (h *headInfo) entry() *rgw.Entry {

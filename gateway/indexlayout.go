@@ -22,6 +22,9 @@ type IndexLayout struct {
 	Gen    int          `json:"gen"`     // bumped by every change
 	NextID int          `json:"next_id"` // the next range id to allocate
 	Ranges []IndexRange `json:"ranges"`
+	// Retired are ranges replaced by a finished split whose shard objects
+	// are still to be removed (after every gateway has stopped using them).
+	Retired []IndexRange `json:"retired,omitempty"`
 }
 
 // IndexRange is one key range of the index: keys in [Start, next range's
@@ -119,9 +122,13 @@ func (l *IndexLayout) writeShards(bucketID, key string) []string {
 	return out
 }
 
-// allShards lists every shard object of the layout, split targets too.
+// allShards lists every shard object of the layout, split targets and
+// retired ranges too.
 func (l *IndexLayout) allShards(bucketID string) []string {
 	var out []string
+	for i := range l.Retired {
+		out = append(out, l.Retired[i].oids(bucketID)...)
+	}
 	for i := range l.Ranges {
 		r := &l.Ranges[i]
 		out = append(out, r.oids(bucketID)...)
@@ -136,6 +143,7 @@ func (l *IndexLayout) allShards(bucketID string) []string {
 // clone copies the layout deeply.
 func (l *IndexLayout) clone() *IndexLayout {
 	c := *l
+	c.Retired = append([]IndexRange(nil), l.Retired...)
 	c.Ranges = make([]IndexRange, len(l.Ranges))
 	for i, r := range l.Ranges {
 		c.Ranges[i] = r
@@ -155,8 +163,8 @@ func (l *IndexLayout) beginSplit(i int, at string) (*IndexLayout, error) {
 		return nil, fmt.Errorf("index layout: no range %d", i)
 	}
 	r := l.Ranges[i]
-	if r.Split != nil {
-		return nil, fmt.Errorf("index layout: range %d is already splitting at %q", i, r.Split.At)
+	if j := l.splitting(); j >= 0 {
+		return nil, fmt.Errorf("index layout: range %d is already splitting at %q", j, l.Ranges[j].Split.At)
 	}
 	if at <= r.Start || (l.end(i) != "" && at >= l.end(i)) {
 		return nil, fmt.Errorf("index layout: split key %q is not inside range %d [%q, %q)", at, i, r.Start, l.end(i))
@@ -170,14 +178,28 @@ func (l *IndexLayout) beginSplit(i int, at string) (*IndexLayout, error) {
 	return c, nil
 }
 
-// finishSplit returns the layout with range i replaced by its halves.
+// splitting is the index of the range with a split in progress, or -1.
+func (l *IndexLayout) splitting() int {
+	for i := range l.Ranges {
+		if l.Ranges[i].Split != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// finishSplit returns the layout with range i replaced by its halves and
+// retired.
 func (l *IndexLayout) finishSplit(i int) (*IndexLayout, error) {
 	if i < 0 || i >= len(l.Ranges) || l.Ranges[i].Split == nil {
 		return nil, fmt.Errorf("index layout: range %d is not splitting", i)
 	}
 	c := l.clone()
 	c.Gen++
-	s := c.Ranges[i].Split
+	old := c.Ranges[i]
+	s := old.Split
+	old.Split = nil
+	c.Retired = append(c.Retired, old)
 	c.Ranges = append(c.Ranges[:i], append([]IndexRange{s.Lo, s.Hi}, c.Ranges[i+1:]...)...)
 	return c, nil
 }

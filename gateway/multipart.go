@@ -103,29 +103,12 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string,
 		return "", err
 	}
 	tag := newTag()
-	sum := md5.New()
-	w := s.newStripeWriter(ctx, partPrefix(b.ID, uploadID, num, tag), 0)
-	_, err := io.CopyN(w, io.TeeReader(body, sum), size)
-	seg, cerr := w.Close()
-	h := &headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
-	if err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if n, _ := io.Copy(io.Discard, io.LimitReader(body, 1)); n > 0 {
-			err = ErrInvalidRequest.with("the body is longer than its Content-Length")
-		}
-	}
-	digest := sum.Sum(nil)
-	if err == nil && wantMD5 != nil && !equalBytes(wantMD5, digest) {
-		err = ErrBadDigest
-	}
+	seg, etag, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5)
 	if err != nil {
-		s.removeTails(h.tailOIDs())
-		return "", bodyErr(err)
+		return "", err
 	}
-	etag := `"` + hex.EncodeToString(digest) + `"`
 	seg.ETag = etag
+	h := &headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
 	p := Part{Num: num, Size: size, ETag: etag, Mtime: time.Now().UTC(), Seg: seg}
 	pv, _ := json.Marshal(p)
 	in, _ := json.Marshal(rgw.SwapIn{Key: partKey(num), Value: pv})
@@ -246,6 +229,9 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	res, err := s.commitHead(ctx, b, key, h, nil, false)
 	if err != nil {
 		return nil, err
+	}
+	if s.failpoint == "complete-before-cleanup" {
+		return res, nil // as if the gateway died here
 	}
 	cctx := context.WithoutCancel(ctx)
 	var unused []segment

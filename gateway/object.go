@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -91,6 +91,32 @@ func (w *stripeWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ReadFrom fills chunks straight from r until r ends (io.Copy uses it:
+// no intermediate buffer between the request body and the chunk).
+func (w *stripeWriter) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if err := w.failed(); err != nil {
+			return total, err
+		}
+		room := min(int64(cap(w.buf)-len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)))
+		n, err := r.Read(w.buf[len(w.buf) : len(w.buf)+int(room)])
+		w.buf = w.buf[:len(w.buf)+n]
+		total += int64(n)
+		if int64(len(w.buf)) == w.s.opt.ChunkSize || w.off+int64(len(w.buf)) == w.s.opt.StripeSize {
+			if serr := w.send(); serr != nil {
+				return total, serr
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 // send queues the buffered chunk on its stripe's goroutine once the
@@ -214,48 +240,60 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		return nil, err
 	}
 	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class}
-	sum := md5.New()
-	body := io.TeeReader(in.Body, sum)
 	h.HeadSize = min(in.Size, s.opt.ChunkSize)
 	head := make([]byte, h.HeadSize)
-	fail := func(err error, tails []string) (*PutResult, error) {
-		if len(tails) > 0 {
-			s.removeTails(tails)
-		}
+	seg, etag, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5)
+	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return nil, err
 	}
-	if _, err := io.ReadFull(body, head); err != nil {
-		return fail(bodyErr(err), nil)
-	}
-	if rest := in.Size - h.HeadSize; rest > 0 {
-		w := s.newStripeWriter(ctx, shadowPrefix(b.ID, tag), 1)
-		_, err := io.CopyN(w, body, rest)
-		seg, cerr := w.Close()
+	if seg.Size > 0 {
 		h.Segments = []segment{seg}
-		if err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fail(bodyErr(err), h.tailOIDs())
-		}
-	}
-	// the body must end here (a longer body is a client error)
-	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 1)); n > 0 {
-		return fail(ErrInvalidRequest.with("the body is longer than its Content-Length"), h.tailOIDs())
-	}
-	digest := sum.Sum(nil)
-	if in.MD5 != nil && !equalBytes(in.MD5, digest) {
-		return fail(ErrBadDigest, h.tailOIDs())
 	}
 	if s.failpoint == "before-head" {
 		return nil, errors.New("failpoint before-head")
 	}
-	h.ETag = `"` + hex.EncodeToString(digest) + `"`
+	h.ETag = etag
 	return s.commitHead(ctx, b, key, h, head, in.IfNoneMatch)
 }
 
-func equalBytes(a, b []byte) bool { return string(a) == string(b) }
+// receive reads exactly size bytes of an upload's body: the first
+// len(head) into head, the rest into a segment of tail objects
+// prefix_first, prefix_first+1, … (see stripeWriter). It checks that the
+// body ends there and, if wantMD5 is set, matches it (BadDigest), and
+// returns the segment (Size 0 if none) and the body's quoted MD5 (its
+// ETag). On error every tail it wrote is removed.
+func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head []byte, prefix string, first int, wantMD5 []byte) (segment, string, error) {
+	sum := md5.New()
+	r := io.TeeReader(body, sum)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return segment{}, "", bodyErr(err)
+	}
+	var seg segment
+	var err error
+	if rest := size - int64(len(head)); rest > 0 {
+		w := s.newStripeWriter(ctx, prefix, first)
+		_, err = io.CopyN(w, r, rest)
+		var cerr error
+		seg, cerr = w.Close()
+		if err == nil {
+			err = cerr
+		}
+	}
+	// the body must end here (a longer body is a client error)
+	if n, _ := io.Copy(io.Discard, io.LimitReader(r, 1)); err == nil && n > 0 {
+		err = ErrInvalidRequest.with("the body is longer than its Content-Length")
+	}
+	digest := sum.Sum(nil)
+	if err == nil && wantMD5 != nil && !bytes.Equal(wantMD5, digest) {
+		err = ErrBadDigest
+	}
+	if err != nil {
+		s.removeTails((&headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
+		return segment{}, "", bodyErr(err)
+	}
+	return seg, `"` + hex.EncodeToString(digest) + `"`, nil
+}
 
 // bodyErr maps a failure reading the request body to the S3 error.
 func bodyErr(err error) error {
@@ -314,8 +352,7 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	if old != nil && old.Tag != h.Tag {
 		s.gcEnqueue(cctx, old)
 	}
-	e := &rgw.Entry{Size: h.Size, Mtime: h.Mtime, ETag: h.ETag, Owner: h.Owner, StorageClass: h.Class, ContentType: h.Headers["Content-Type"]}
-	if err := s.complete(cctx, b, key, h.Tag, rep.Ver, e); err != nil {
+	if err := s.complete(cctx, b, key, h.Tag, rep.Ver, h.entry()); err != nil {
 		s.opt.Logger.Warn("index complete failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
 	}
 	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
@@ -330,37 +367,41 @@ type Object struct {
 	head []byte // the head's data if it was read with the metadata
 }
 
-// Size, ETag, Mtime and the stored headers of the object.
-func (o *Object) Size() int64                { return o.info.Size }
-func (o *Object) ETag() string               { return o.info.ETag }
-func (o *Object) Mtime() time.Time           { return time.Unix(0, o.info.Mtime) }
+// Size is the object's length in bytes.
+func (o *Object) Size() int64 { return o.info.Size }
+
+// ETag is the object's quoted entity tag: the MD5 of its bytes, or for a
+// multipart upload the MD5 of its parts' MD5s with "-N".
+func (o *Object) ETag() string { return o.info.ETag }
+
+// Mtime is when the version was written (the head's commit).
+func (o *Object) Mtime() time.Time { return time.Unix(0, o.info.Mtime) }
+
+// Headers are the stored response headers (Content-Type, Cache-Control, …)
+// by canonical name.
 func (o *Object) Headers() map[string]string { return o.info.Headers }
-func (o *Object) Meta() map[string]string    { return o.info.Meta }
-func (o *Object) StorageClass() string       { return o.info.Class }
-func (o *Object) PartsCount() int            { return o.info.Parts }
+
+// Meta is the user metadata: x-amz-meta-NAME as lower-case NAME → value.
+func (o *Object) Meta() map[string]string { return o.info.Meta }
+
+// StorageClass is the class the object was stored with ("" or STANDARD,
+// …); Shoal stores every class alike.
+func (o *Object) StorageClass() string { return o.info.Class }
+
+// PartsCount is the number of parts of a multipart upload (0 otherwise).
+func (o *Object) PartsCount() int { return o.info.Parts }
 
 // OpenObject reads an object's metadata (and, if withData, its head's
 // data in the same request). ErrNoSuchKey if absent.
 func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData bool) (*Object, error) {
-	ops := []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}}
-	if withData {
-		ops = append(ops, osdop.Op{Code: osdop.Read})
-	}
-	rep, err := s.data.Operate(ctx, headOID(b.ID, key), ops)
-	if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNoData) {
+	h, data, _, err := s.headAt(ctx, headOID(b.ID, key), withData)
+	if errors.Is(err, ErrNoSuchKey) {
 		return nil, ErrNoSuchKey.with("key %q does not exist", key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s/%s: %w", b.Name, key, err)
 	}
-	o := &Object{s: s, b: b, key: key, info: &headInfo{}}
-	if err := json.Unmarshal(rep.Results[0].Data, o.info); err != nil {
-		return nil, fmt.Errorf("get %s/%s: head metadata: %w", b.Name, key, err)
-	}
-	if withData {
-		o.head = rep.Results[1].Data
-	}
-	return o, nil
+	return &Object{s: s, b: b, key: key, info: h, head: data}, nil
 }
 
 // WriteRange copies [off, off+n) of the object to w, reading ahead up to
@@ -442,6 +483,3 @@ func (s *Store) DeleteObject(ctx context.Context, b *Bucket, key string) error {
 	}
 	return s.complete(cctx, b, key, tag, rep.Ver, nil)
 }
-
-// headRead is the op list that reads a head's metadata.
-func headRead() []osdop.Op { return []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}} }

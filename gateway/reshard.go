@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
-	"github.com/shoal-project/shoal/osdop"
 )
 
 // Online resharding: a key range of a bucket index is split in two while
@@ -26,9 +26,14 @@ import (
 //  3. copy the range's entries and tombstones into the halves, through
 //     rgw.complete with each entry's own version: an update the writers
 //     already made there is newer and wins, so copy and writers converge;
-//  4. publish the layout with the halves in the range's place, wait again,
-//     and remove the old shards (a gateway still on step 1's layout that
-//     finds one gone re-reads the layout).
+//  4. publish the layout with the halves in the range's place and the old
+//     range listed as retired, wait again, remove the old shards and drop
+//     them from the layout (a gateway still on step 1's layout that finds
+//     one gone re-reads the layout).
+//
+// Each step's outcome is in the layout, so a resharder that dies anywhere
+// is finished by running it again: a splitting range resumes at step 2,
+// retired ranges are removed.
 //
 // Listing reads the old range until step 4, the halves after: no step
 // blocks a write, and a page never reads more than one range's shards
@@ -40,37 +45,22 @@ var settle = cacheTTL + 2*time.Second
 // updateBucket rewrites the bucket's entry point with fn's change if no
 // one else changed it meanwhile (else it retries with the newer one).
 func (s *Store) updateBucket(ctx context.Context, name string, fn func(b *Bucket) error) (*Bucket, error) {
-	for {
-		st, err := s.meta.Stat(ctx, bucketObjP+name)
-		if errors.Is(err, client.ErrNotFound) {
-			return nil, ErrNoSuchBucket.with("bucket %q does not exist", name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		b, err := s.GetBucket(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(b); err != nil {
-			return nil, err
-		}
-		body, _ := json.Marshal(b)
-		err = operate(ctx, s.meta, bucketObjP+name, []osdop.Op{{Code: osdop.AssertVersion, Ver: st.Version}, {Code: osdop.WriteFull, Data: body}})
-		if errors.Is(err, osdop.ErrVerNewer) || errors.Is(err, osdop.ErrVerOlder) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		s.forgetBucket(name)
-		return b, nil
+	b, err := updateJSON(ctx, s.meta, bucketObjP+name, fn)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, ErrNoSuchBucket.with("bucket %q does not exist", name)
 	}
+	if err == nil {
+		s.forgetBucket(name)
+	}
+	return b, err
 }
 
 // SplitRange splits the range of bucket name that holds key at (at
 // becomes the first key of the upper half); with at "", the range with
-// the most entries splits at its median key. Progress goes to out.
+// the most entries splits at its median key. A split that an earlier run
+// left unfinished (the process died) is finished instead, and shards it
+// left to remove are removed; run again to split further. Progress goes
+// to out.
 func (s *Store) SplitRange(ctx context.Context, name, at string, out io.Writer) error {
 	b, err := s.GetBucket(ctx, name)
 	if err != nil {
@@ -78,6 +68,14 @@ func (s *Store) SplitRange(ctx context.Context, name, at string, out io.Writer) 
 	}
 	if b.Indexless() {
 		return ErrIndexless
+	}
+	if ri := b.Index.splitting(); ri >= 0 {
+		fmt.Fprintf(out, "bucket %s: finishing the interrupted split of range %d at %q\n", name, ri, b.Index.Ranges[ri].Split.At)
+		return s.finishSplitting(ctx, b, ri, out)
+	}
+	if len(b.Index.Retired) > 0 {
+		fmt.Fprintf(out, "bucket %s: removing the shards an interrupted split left\n", name)
+		return s.removeRetired(ctx, b, out)
 	}
 	ri := -1
 	if at == "" {
@@ -87,8 +85,7 @@ func (s *Store) SplitRange(ctx context.Context, name, at string, out io.Writer) 
 	} else {
 		ri = b.Index.rangeOf(at)
 	}
-	startRange := b.Index.Ranges[ri]
-	fmt.Fprintf(out, "bucket %s: splitting range %d [%q, %q) of %d shards at %q\n", name, ri, startRange.Start, b.Index.end(ri), startRange.Shards, at)
+	fmt.Fprintf(out, "bucket %s: splitting range %d [%q, %q) of %d shards at %q\n", name, ri, b.Index.Ranges[ri].Start, b.Index.end(ri), b.Index.Ranges[ri].Shards, at)
 	// 1: create the halves, publish the splitting layout
 	next, err := b.Index.beginSplit(ri, at)
 	if err != nil {
@@ -102,52 +99,86 @@ func (s *Store) SplitRange(ctx context.Context, name, at string, out io.Writer) 
 			}
 		}
 	}
-	if _, err := s.updateBucket(ctx, name, func(cur *Bucket) error {
+	b, err = s.updateBucket(ctx, name, func(cur *Bucket) error {
 		if cur.ID != b.ID || cur.Index.Gen != b.Index.Gen {
 			return fmt.Errorf("reshard %s: the index layout changed meanwhile; run again", name)
 		}
 		cur.Index = next
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "  writers now update both; waiting %v for every gateway to see it\n", settle)
+	fmt.Fprintf(out, "  writers now update both\n")
+	if s.failpoint == "reshard-after-begin" {
+		return errors.New("failpoint reshard-after-begin")
+	}
+	return s.finishSplitting(ctx, b, ri, out)
+}
+
+// finishSplitting runs steps 2 to 4 of the split of range ri, whose
+// splitting layout b holds.
+func (s *Store) finishSplitting(ctx context.Context, b *Bucket, ri int, out io.Writer) error {
+	fmt.Fprintf(out, "  waiting %v for every gateway to see the split\n", settle)
 	if err := sleepCtx(ctx, settle); err != nil {
 		return err
 	}
-	// 3: copy
 	copied := 0
-	r := next.Ranges[ri]
+	r := b.Index.Ranges[ri]
 	for _, oid := range r.oids(b.ID) {
-		n, err := s.copyShard(ctx, b, next, oid)
+		n, err := s.copyShard(ctx, b, b.Index, oid)
 		copied += n
 		if err != nil {
-			return fmt.Errorf("reshard %s: copy %s: %w", name, oid, err)
+			return fmt.Errorf("reshard %s: copy %s: %w", b.Name, oid, err)
 		}
 	}
 	fmt.Fprintf(out, "  copied %d entries\n", copied)
-	// 4: switch, wait, remove the old shards
-	if _, err := s.updateBucket(ctx, name, func(cur *Bucket) error {
-		i := cur.Index.rangeOf(at)
-		if cur.ID != b.ID || cur.Index.Ranges[i].Split == nil || cur.Index.Ranges[i].ID != r.ID {
-			return fmt.Errorf("reshard %s: the index layout changed meanwhile", name)
+	b, err := s.updateBucket(ctx, b.Name, func(cur *Bucket) error {
+		i := cur.Index.splitting()
+		if cur.ID != b.ID || i < 0 || cur.Index.Ranges[i].ID != r.ID {
+			return fmt.Errorf("reshard %s: the index layout changed meanwhile", b.Name)
 		}
 		l, err := cur.Index.finishSplit(i)
 		cur.Index = l
 		return err
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "  switched to the new ranges; waiting %v before removing the old shards\n", settle)
+	fmt.Fprintf(out, "  switched to the new ranges\n")
+	if s.failpoint == "reshard-after-switch" {
+		return errors.New("failpoint reshard-after-switch")
+	}
+	return s.removeRetired(ctx, b, out)
+}
+
+// removeRetired waits until no gateway uses the retired ranges, removes
+// their shard objects and drops them from the layout.
+func (s *Store) removeRetired(ctx context.Context, b *Bucket, out io.Writer) error {
+	fmt.Fprintf(out, "  waiting %v before removing the old shards\n", settle)
 	if err := sleepCtx(ctx, settle); err != nil {
 		return err
 	}
-	for _, oid := range r.oids(b.ID) {
-		if err := s.index.Remove(ctx, oid); err != nil && !errors.Is(err, client.ErrNotFound) {
-			return fmt.Errorf("reshard %s: remove %s: %w", name, oid, err)
+	gone := map[int]bool{}
+	for _, r := range b.Index.Retired {
+		for _, oid := range r.oids(b.ID) {
+			if err := s.index.Remove(ctx, oid); err != nil && !errors.Is(err, client.ErrNotFound) {
+				return fmt.Errorf("reshard %s: remove %s: %w", b.Name, oid, err)
+			}
 		}
+		gone[r.ID] = true
 	}
-	fmt.Fprintf(out, "bucket %s: done\n", name)
+	_, err := s.updateBucket(ctx, b.Name, func(cur *Bucket) error {
+		if cur.ID != b.ID {
+			return fmt.Errorf("reshard %s: the bucket was replaced meanwhile", b.Name)
+		}
+		cur.Index.Retired = slices.DeleteFunc(cur.Index.Retired, func(r IndexRange) bool { return gone[r.ID] })
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "bucket %s: done\n", b.Name)
 	return nil
 }
 
@@ -166,61 +197,44 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // the halves with their own versions (rgw.complete keeps whatever is
 // newer), and its pending records as they are (for `bucket check`).
 func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid string) (int, error) {
-	n := 0
-	pend, _, err := s.index.OmapList(ctx, oid, "", rgw.PendingPrefix, 0)
+	half := func(key string) string { // the half's shard of key
+		shards := l.writeShards(b.ID, key)
+		return shards[len(shards)-1]
+	}
+	err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
+		if key, _, ok := rgw.SplitPendingKey(kv.Key); ok {
+			return true, s.index.OmapSet(ctx, half(key), []client.KV{kv})
+		}
+		return true, nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	for _, kv := range pend {
-		if key, _, ok := rgw.SplitPendingKey(kv.Key); ok {
-			shards := l.writeShards(b.ID, key)
-			if err := s.index.OmapSet(ctx, shards[len(shards)-1], []client.KV{kv}); err != nil {
-				return n, err
-			}
-		}
+	n := 0
+	copyAs := func(in rgw.CompleteIn) (bool, error) {
+		body, _ := json.Marshal(in)
+		_, err := s.index.Exec(ctx, half(in.Key), "rgw.complete", body)
+		n++
+		return true, err
 	}
-	for _, pfx := range []string{rgw.TombstonePrefix, ""} {
-		after := ""
-		if pfx == "" {
-			after = rgw.EntriesAfter
+	err = omapEach(ctx, s.index, oid, "", rgw.TombstonePrefix, func(kv client.KV) (bool, error) {
+		in := rgw.CompleteIn{Key: kv.Key[len(rgw.TombstonePrefix):], Tag: "reshard"}
+		if json.Unmarshal(kv.Value, &in.Ver) != nil {
+			return true, nil
 		}
-		for {
-			kvs, more, err := s.index.OmapList(ctx, oid, after, pfx, 1000)
-			if err != nil {
-				return n, err
-			}
-			for _, kv := range kvs {
-				var in rgw.CompleteIn
-				if pfx == rgw.TombstonePrefix {
-					in.Key = kv.Key[len(pfx):]
-					if json.Unmarshal(kv.Value, &in.Ver) != nil {
-						continue
-					}
-				} else {
-					var e rgw.Entry
-					if json.Unmarshal(kv.Value, &e) != nil {
-						continue
-					}
-					in.Key, in.Ver, in.Entry = kv.Key, e.Ver, &e
-				}
-				in.Tag = "reshard"
-				if in.Entry != nil {
-					in.Tag = in.Entry.Tag
-				}
-				body, _ := json.Marshal(in)
-				shards := l.writeShards(b.ID, in.Key)
-				if _, err := s.index.Exec(ctx, shards[len(shards)-1], "rgw.complete", body); err != nil {
-					return n, err
-				}
-				n++
-			}
-			if !more || len(kvs) == 0 {
-				break
-			}
-			after = kvs[len(kvs)-1].Key
-		}
+		return copyAs(in)
+	})
+	if err != nil {
+		return n, err
 	}
-	return n, nil
+	err = omapEach(ctx, s.index, oid, rgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
+		var e rgw.Entry
+		if json.Unmarshal(kv.Value, &e) != nil {
+			return true, nil
+		}
+		return copyAs(rgw.CompleteIn{Key: kv.Key, Tag: e.Tag, Ver: e.Ver, Entry: &e})
+	})
+	return n, err
 }
 
 // pickSplit finds the range with the most entries and its median key.

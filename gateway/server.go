@@ -158,7 +158,8 @@ func (srv *Server) route(rq *request) error {
 		hostBucket = rq.bucket // SigV2 signs "/bucket/key" even for virtual-host requests
 	}
 	ak, err := sigAuthenticate(rq.r.Context(), rq.r, func(ctx context.Context, access string) (string, error) {
-		_, secret, err := srv.s.LookupKey(ctx, access)
+		uid, secret, err := srv.s.LookupKey(ctx, access)
+		rq.uid = uid
 		return secret, err
 	}, srv.now(), hostBucket)
 	if err != nil {
@@ -166,9 +167,6 @@ func (srv *Server) route(rq *request) error {
 	}
 	if ak == "" {
 		return ErrAccessDenied.with("anonymous access is not supported; sign the request")
-	}
-	if rq.uid, _, err = srv.s.LookupKey(rq.r.Context(), ak); err != nil {
-		return err
 	}
 	m := rq.r.Method
 	if rq.bucket == "" {
@@ -400,13 +398,7 @@ const maxMetaSize = 2 << 10
 func objectAttrs(r *http.Request) (map[string]string, map[string]string, error) {
 	hdr := map[string]string{}
 	for _, h := range storedHeaders {
-		if v := r.Header.Get(h); v != "" {
-			if h == "Content-Encoding" {
-				v = stripAWSChunked(v)
-				if v == "" {
-					continue
-				}
-			}
+		if v := r.Header.Get(h); v != "" { // Authenticate took aws-chunked out of Content-Encoding
 			hdr[h] = v
 		}
 	}
@@ -426,16 +418,6 @@ func objectAttrs(r *http.Request) (map[string]string, map[string]string, error) 
 		return nil, nil, &APIError{"MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size (2 KB)."}
 	}
 	return hdr, meta, nil
-}
-
-func stripAWSChunked(v string) string {
-	var keep []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" && p != "aws-chunked" {
-			keep = append(keep, p)
-		}
-	}
-	return strings.Join(keep, ",")
 }
 
 var storageClasses = map[string]bool{"STANDARD": true, "REDUCED_REDUNDANCY": true, "STANDARD_IA": true, "ONEZONE_IA": true,

@@ -275,19 +275,7 @@ func sigV4Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 	if err != nil {
 		return "", err
 	}
-
-	canonicalQuery, err := sigV4CanonicalQuery(r.URL.RawQuery, false)
-	if err != nil {
-		return "", err
-	}
-	chain, err := sigV4Verify(ctx, r, lookup, &a, canonicalQuery, payloadHash)
-	if err != nil {
-		return "", err
-	}
-	if err := sigPreparePayload(r, payloadHash, chain); err != nil {
-		return "", err
-	}
-	return a.accessKey, nil
+	return sigV4Finish(ctx, r, lookup, &a, false, payloadHash)
 }
 
 // sigV4Query authenticates a presigned URL ("Authenticating Requests:
@@ -351,11 +339,18 @@ func sigV4Query(ctx context.Context, r *http.Request, lookup SecretLookup, now t
 		return "", err
 	}
 
-	canonicalQuery, err := sigV4CanonicalQuery(r.URL.RawQuery, true)
+	return sigV4Finish(ctx, r, lookup, &a, true, payloadHash)
+}
+
+// sigV4Finish checks the signature of a parsed header or presigned
+// request over its canonical query and payload hash, and sets up the
+// body's verification; it returns the access key.
+func sigV4Finish(ctx context.Context, r *http.Request, lookup SecretLookup, a *sigV4Auth, presigned bool, payloadHash string) (string, error) {
+	canonicalQuery, err := sigV4CanonicalQuery(r.URL.RawQuery, presigned)
 	if err != nil {
 		return "", err
 	}
-	chain, err := sigV4Verify(ctx, r, lookup, &a, canonicalQuery, payloadHash)
+	chain, err := sigV4Verify(ctx, r, lookup, a, canonicalQuery, payloadHash)
 	if err != nil {
 		return "", err
 	}
@@ -1002,16 +997,8 @@ func sigDecodeChunked(r *http.Request, chain *sigChunkChain, trailer bool) error
 		c.trailers = r.Trailer
 	}
 
-	var encodings []string
-	for _, value := range r.Header.Values("Content-Encoding") {
-		for encoding := range strings.SplitSeq(value, ",") {
-			if encoding = strings.TrimSpace(encoding); encoding != "" && !strings.EqualFold(encoding, "aws-chunked") {
-				encodings = append(encodings, encoding)
-			}
-		}
-	}
-	if len(encodings) > 0 {
-		r.Header.Set("Content-Encoding", strings.Join(encodings, ","))
+	if v := sigDropAWSChunked(r.Header.Values("Content-Encoding")); v != "" {
+		r.Header.Set("Content-Encoding", v)
 	} else {
 		r.Header.Del("Content-Encoding")
 	}
@@ -1261,4 +1248,20 @@ func (c *sigChunkedReader) finish() error {
 		}
 	}
 	return io.EOF
+}
+
+// sigDropAWSChunked returns the Content-Encoding values without the
+// aws-chunked token, the other codings as the client wrote them (S3
+// stores and returns them verbatim: "aws-chunked, deflate, gzip" leaves
+// "deflate, gzip").
+func sigDropAWSChunked(values []string) string {
+	var keep []string
+	for _, value := range values {
+		for part := range strings.SplitSeq(value, ",") {
+			if t := strings.TrimSpace(part); t != "" && !strings.EqualFold(t, "aws-chunked") {
+				keep = append(keep, part)
+			}
+		}
+	}
+	return strings.TrimSpace(strings.Join(keep, ","))
 }

@@ -1248,3 +1248,20 @@ func TestAuthSigV4CanonicalQuery(t *testing.T) {
 		t.Errorf("sigTrimAll = %q", got)
 	}
 }
+
+func TestChunkDropAWSChunked(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"aws-chunked"}, ""},
+		{[]string{"aws-chunked, deflate, gzip"}, "deflate, gzip"},
+		{[]string{"gzip,aws-chunked"}, "gzip"},
+		{[]string{"AWS-Chunked", "br"}, "br"},
+		{[]string{"gzip"}, "gzip"},
+	} {
+		if got := sigDropAWSChunked(c.in); got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,33 +290,16 @@ func (s *Store) GetUser(ctx context.Context, uid string) (*User, error) {
 	return u, nil
 }
 
-// putUser rewrites a user's record if it is still at version ver.
+// updateUser rewrites a user's record with fn's change (ErrNoSuchUser).
 func (s *Store) updateUser(ctx context.Context, uid string, fn func(u *User) error) (*User, error) {
-	for {
-		st, err := s.meta.Stat(ctx, userPrefix+uid)
-		if errors.Is(err, client.ErrNotFound) {
-			return nil, fmt.Errorf("user %q: %w", uid, ErrNoSuchUser)
-		}
-		if err != nil {
-			return nil, err
-		}
-		u, err := s.GetUser(ctx, uid)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(u); err != nil {
-			return nil, err
-		}
-		b, _ := json.Marshal(u)
-		err = operate(ctx, s.meta, userPrefix+uid, []osdop.Op{{Code: osdop.AssertVersion, Ver: st.Version}, {Code: osdop.WriteFull, Data: b}})
-		if errors.Is(err, osdop.ErrVerNewer) || errors.Is(err, osdop.ErrVerOlder) {
-			continue // raced with another update
-		}
-		if err != nil {
-			return nil, fmt.Errorf("user %q: %w", uid, err)
-		}
-		return u, nil
+	u, err := updateJSON(ctx, s.meta, userPrefix+uid, fn)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, fmt.Errorf("user %q: %w", uid, ErrNoSuchUser)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("user %q: %w", uid, err)
+	}
+	return u, nil
 }
 
 // AddKey gives the user another access key (generated if k is zero).
@@ -373,24 +355,7 @@ func (s *Store) RemoveKey(ctx context.Context, uid, access string) error {
 
 // ListUsers returns every user id, sorted.
 func (s *Store) ListUsers(ctx context.Context) ([]string, error) {
-	var out []string
-	after := ""
-	for {
-		kvs, more, err := s.meta.OmapList(ctx, usersObj, after, "", 1000)
-		if errors.Is(err, client.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, kv := range kvs {
-			out = append(out, kv.Key)
-		}
-		if !more || len(kvs) == 0 {
-			return out, nil
-		}
-		after = kvs[len(kvs)-1].Key
-	}
+	return omapKeys(ctx, s.meta, usersObj)
 }
 
 // RemoveUser deletes a user and its keys; ErrUserHasBucket while it owns
@@ -583,25 +548,7 @@ func (s *Store) forgetBucket(name string) {
 
 // UserBuckets lists the names of uid's buckets, sorted.
 func (s *Store) UserBuckets(ctx context.Context, uid string) ([]string, error) {
-	var out []string
-	after := ""
-	for {
-		kvs, more, err := s.meta.OmapList(ctx, userPrefix+uid+userBuckets, after, "", 1000)
-		if errors.Is(err, client.ErrNotFound) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, kv := range kvs {
-			out = append(out, kv.Key)
-		}
-		if !more || len(kvs) == 0 {
-			sort.Strings(out)
-			return out, nil
-		}
-		after = kvs[len(kvs)-1].Key
-	}
+	return omapKeys(ctx, s.meta, userPrefix+uid+userBuckets)
 }
 
 // BucketStats are a bucket's totals from its index (indexless: zero).
@@ -632,23 +579,23 @@ func (s *Store) Stats(ctx context.Context, b *Bucket) (BucketStats, error) {
 }
 
 func (s *Store) shardStats(ctx context.Context, oid string, st *BucketStats) error {
-	{
-		kvs, err := s.index.OmapGet(ctx, oid, []string{rgw.StatsKey})
-		if err != nil && !errors.Is(err, client.ErrNotFound) {
-			return fmt.Errorf("shard %s: %w", oid, err)
-		}
-		for _, kv := range kvs {
-			var x rgw.Stats
-			if json.Unmarshal(kv.Value, &x) == nil {
-				st.Objects += x.Objects
-				st.Bytes += x.Bytes
-			}
-		}
-		p, _, err := s.index.OmapList(ctx, oid, "", rgw.PendingPrefix, 1000)
-		if err == nil {
-			st.Pending += len(p)
+	// the totals and the pending records, in one request
+	rep, err := s.index.Operate(ctx, oid, []osdop.Op{{Code: osdop.OmapGet, Keys: []string{rgw.StatsKey}},
+		{Code: osdop.OmapList, Prefix: rgw.PendingPrefix, Max: 1000}})
+	if errors.Is(err, client.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", oid, err)
+	}
+	for _, kv := range rep.Results[0].KVs {
+		var x rgw.Stats
+		if json.Unmarshal(kv.Value, &x) == nil {
+			st.Objects += x.Objects
+			st.Bytes += x.Bytes
 		}
 	}
+	st.Pending += len(rep.Results[1].KVs)
 	return nil
 }
 
@@ -703,4 +650,67 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 func operate(ctx context.Context, p *client.Pool, oid string, ops []osdop.Op) error {
 	_, err := p.Operate(ctx, oid, ops)
 	return err
+}
+
+// omapEach calls fn with oid's omap entries after `after` whose keys start
+// with prefix, in key order, reading 1000 at a time, until fn returns
+// false or an error. A missing object has no entries.
+func omapEach(ctx context.Context, p *client.Pool, oid, after, prefix string, fn func(kv client.KV) (bool, error)) error {
+	for {
+		kvs, more, err := p.OmapList(ctx, oid, after, prefix, 1000)
+		if errors.Is(err, client.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: omap: %w", oid, err)
+		}
+		for _, kv := range kvs {
+			if ok, err := fn(kv); !ok || err != nil {
+				return err
+			}
+		}
+		if !more || len(kvs) == 0 {
+			return nil
+		}
+		after = kvs[len(kvs)-1].Key
+	}
+}
+
+// omapKeys returns every omap key of oid, in order.
+func omapKeys(ctx context.Context, p *client.Pool, oid string) ([]string, error) {
+	var out []string
+	err := omapEach(ctx, p, oid, "", "", func(kv client.KV) (bool, error) {
+		out = append(out, kv.Key)
+		return true, nil
+	})
+	return out, err
+}
+
+// updateJSON rewrites the JSON record oid with fn's change of it, if no one
+// changed the record in between (its version is asserted), else reads it
+// again and retries. client.ErrNotFound if the record does not exist; fn's
+// error aborts.
+func updateJSON[T any](ctx context.Context, p *client.Pool, oid string, fn func(*T) error) (*T, error) {
+	for {
+		rep, err := p.Operate(ctx, oid, []osdop.Op{{Code: osdop.Stat}, {Code: osdop.Read}})
+		if err != nil {
+			return nil, err
+		}
+		v := new(T)
+		if err := json.Unmarshal(rep.Results[1].Data, v); err != nil {
+			return nil, fmt.Errorf("%s: %w", oid, err)
+		}
+		if err := fn(v); err != nil {
+			return nil, err
+		}
+		body, _ := json.Marshal(v)
+		err = operate(ctx, p, oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: rep.Results[0].Ver}, {Code: osdop.WriteFull, Data: body}})
+		if errors.Is(err, osdop.ErrVerNewer) || errors.Is(err, osdop.ErrVerOlder) {
+			continue // raced with another update
+		}
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
 }

@@ -44,18 +44,13 @@ HTTPS. Users come from ` + "`shoal user create`" + `.`,
 // withStore runs fn with the gateway store of the cluster.
 func withStore(fn func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		ctx, cancel := cmdContext()
-		defer cancel()
-		s, err := connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer s.conn.Close()
-		st, err := gateway.OpenStore(ctx, s.conn, gateway.OptionsFromConfig(s.conf.For(cluster.GatewayName)))
-		if err != nil {
-			return err
-		}
-		return fn(ctx, st, cmd.OutOrStdout(), args)
+		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			st, err := gateway.OpenStore(ctx, s.conn, gateway.OptionsFromConfig(s.conf.For(cluster.GatewayName)))
+			if err != nil {
+				return err
+			}
+			return fn(ctx, st, out, args)
+		})(cmd, args)
 	}
 }
 
