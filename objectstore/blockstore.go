@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -528,7 +529,16 @@ func (g *group) persist() error {
 	return nil
 }
 
-func objKey(c Coll, oid string) string { return string(onodeKey(c, oid)) }
+func objKey(c Coll, oid string) string {
+	var b strings.Builder // one allocation: this runs several times per op
+	b.Grow(3 + len(c) + len(oid))
+	b.WriteByte(pOnode)
+	b.WriteByte(byte(len(c) >> 8))
+	b.WriteByte(byte(len(c)))
+	b.WriteString(string(c))
+	b.WriteString(oid)
+	return b.String()
+}
 
 // exists reports whether key is set, as this group sees it.
 func (g *group) exists(key []byte) (bool, error) {

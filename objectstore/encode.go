@@ -28,6 +28,24 @@ func (t *Transaction) Encode(e *wire.Encoder) {
 	e.End(mark)
 }
 
+// EncodedLen is the exact number of bytes Encode appends: callers size
+// their buffers with it, so that encoding a transaction that carries
+// object data copies that data once.
+func (t *Transaction) EncodedLen() int {
+	n := 2 + 4 + 4 // section header, op count
+	for i := range t.ops {
+		o := &t.ops[i]
+		n += 1 + 4 + len(o.coll) + 4 + len(o.oid) + 4 + len(o.oid2) + 8 + 8 + 4 + len(o.data) + 4 + len(o.name) + 4 + 4
+		for _, kv := range o.kvs {
+			n += 4 + len(kv.Key) + 4 + len(kv.Value)
+		}
+		for _, k := range o.keys {
+			n += 4 + len(k)
+		}
+	}
+	return n
+}
+
 // EncodeKVs appends a u32 count and each entry (key, then length-prefixed
 // value): the wire form of omap entries and attributes everywhere.
 func EncodeKVs(e *wire.Encoder, kvs []KV) {

@@ -26,22 +26,32 @@ const (
 
 func collKey(c Coll) []byte { return append([]byte{pColl}, c...) }
 
-func collPrefix(p byte, c Coll) []byte {
-	k := make([]byte, 3, 3+len(c))
+func collPrefix(p byte, c Coll) []byte { return collPrefixCap(p, c, 0) }
+
+// collPrefixCap is collPrefix with room for extra more bytes, so that a
+// key built on it takes one allocation.
+func collPrefixCap(p byte, c Coll, extra int) []byte {
+	k := make([]byte, 3, 3+len(c)+extra)
 	k[0] = p
 	binary.BigEndian.PutUint16(k[1:], uint16(len(c)))
 	return append(k, c...)
 }
 
-func onodeKey(c Coll, oid string) []byte { return append(collPrefix(pOnode, c), oid...) }
+func onodeKey(c Coll, oid string) []byte {
+	return append(collPrefixCap(pOnode, c, len(oid)), oid...)
+}
 
-func omapPrefix(c Coll, oid string) []byte {
-	k := collPrefix(pOmap, c)
+func omapPrefix(c Coll, oid string) []byte { return omapPrefixCap(c, oid, 0) }
+
+func omapPrefixCap(c Coll, oid string, extra int) []byte {
+	k := collPrefixCap(pOmap, c, 4+len(oid)+extra)
 	k = binary.BigEndian.AppendUint32(k, uint32(len(oid)))
 	return append(k, oid...)
 }
 
-func omapKey(c Coll, oid, key string) []byte { return append(omapPrefix(c, oid), key...) }
+func omapKey(c Coll, oid, key string) []byte {
+	return append(omapPrefixCap(c, oid, len(key)), key...)
+}
 
 func bitmapKey(region uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{pBitmap}, region)

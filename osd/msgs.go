@@ -58,7 +58,7 @@ func (m *peerMsg) encode() []byte {
 		size += len(m.Obj.Data)
 	}
 	if m.Txn != nil {
-		size += int(m.Txn.DataLen()) + 64*m.Txn.Len()
+		size += m.Txn.EncodedLen()
 	}
 	e := wire.NewEncoder(make([]byte, 0, size))
 	e.I64(m.PG.Pool)

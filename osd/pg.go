@@ -312,13 +312,23 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	pg.mu.Unlock()
 
 	errs := make(chan error, len(others))
+	var shared []byte // replicas all get x.t: encode it once
+	if cd == nil && len(others) > 0 {
+		m := pm
+		m.Txn = x.t
+		shared = m.encode()
+	}
 	for _, r := range others {
 		go func() {
-			m := pm
-			m.Txn = r.txn
+			msg := shared
+			if msg == nil {
+				m := pm
+				m.Txn = r.txn
+				msg = m.encode()
+			}
 			rctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()
-			_, err := d.call(rctx, r.id, r.addr, msgRepOp, m.encode())
+			_, err := d.call(rctx, r.id, r.addr, msgRepOp, msg)
 			if err != nil {
 				err = fmt.Errorf("osd.%d: %w", r.id, err)
 			}

@@ -5,15 +5,38 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	err := newRoot().Execute()
+	pprof.StopCPUProfile() // no-op unless --cpuprofile started one
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "shoal:", err)
 		os.Exit(1)
 	}
+}
+
+// cpuProfile is --cpuprofile: where to write a CPU profile of this run.
+var cpuProfile string
+
+// startCPUProfile starts the --cpuprofile profile; %p in the path becomes
+// the process id, so daemons that inherit SHOAL_CPUPROFILE from `shoal up`
+// write one file each. The profile is written when the command returns
+// (daemons: on SIGTERM/SIGINT, as `shoal down` stops them).
+func startCPUProfile() error {
+	if cpuProfile == "" {
+		return nil
+	}
+	f, err := os.Create(strings.ReplaceAll(cpuProfile, "%p", strconv.Itoa(os.Getpid())))
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return pprof.StartCPUProfile(f)
 }
 
 func newRoot() *cobra.Command {
@@ -25,6 +48,8 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&confPath, "conf", "c", "", "cluster configuration (default $SHOAL_CONF, else ./shoal-data/shoal.conf)")
 	root.PersistentFlags().StringVarP(&clientName, "name", "n", "client.admin", "entity to connect as")
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", os.Getenv("SHOAL_CPUPROFILE"), "write a Go CPU profile of this command to `FILE` (%p: the pid; default $SHOAL_CPUPROFILE)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return startCPUProfile() }
 	root.PersistentFlags().StringVarP(&keyringPath, "keyring", "k", "", "keyring file with the entity's key (default the configuration's keyring)")
 	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), benchCmd(),
 		gatewayCmd(), userCmd(), bucketCmd(), gcCmd())
