@@ -200,7 +200,11 @@ func RunOSD(c *Conf, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log})
+	class := cfg.String("crush_device_class")
+	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
+		class = strings.TrimSpace(string(b))
+	}
+	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)

@@ -55,6 +55,7 @@ var Options = []Option{
 
 	// OSD
 	{Name: "osd_data", Type: String, Default: "$data/$name", Desc: "An OSD's data directory."},
+	{Name: "crush_device_class", Type: String, Desc: "Device class (hdd, ssd, nvme, …) a new OSD registers in CRUSH with, for rules that `take ROOT class CLASS`; a file crush_device_class in the OSD's data directory takes precedence (as ceph-volume records it). Empty: no class."},
 	{Name: "bluestore_block_size", Type: Size, Default: "10G", Min: 1 << 20, Max: 1 << 50, Desc: "Size of an OSD's data file when it is created (a sparse file)."},
 	{Name: "bluestore_block_db_path", Type: String, Desc: "Directory for the OSD's metadata store on a faster device (BlueStore's block.db)."},
 	{Name: "bluestore_block_wal_path", Type: String, Desc: "Directory for the metadata write-ahead log on a faster device (block.wal)."},

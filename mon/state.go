@@ -298,8 +298,10 @@ func (c PoolDelete) Apply(s *State) (*osdmap.Incremental, string, error) {
 	return inc, fmt.Sprintf("pool '%s' removed", c.Name), nil
 }
 
-// PoolSet changes size, min_size, pg_num, pgp_num or (erasure-coded
-// pools) allow_ec_overwrites of a pool.
+// PoolSet changes size, min_size, pg_num, pgp_num, crush_rule (a rule's
+// name or id, of the pool's type: `ceph osd pool set POOL crush_rule
+// RULE`, which moves the pool's PGs to where the rule maps them) or
+// (erasure-coded pools) allow_ec_overwrites of a pool.
 type PoolSet struct {
 	Name, Key, Value string
 }
@@ -330,6 +332,23 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 		inc.NewPools = []*osdmap.Pool{&np}
 		return inc, fmt.Sprintf("set pool %d allow_ec_overwrites to %t", p.ID, on), nil
 	}
+	if c.Key == "crush_rule" {
+		r := s.Map.Crush.RuleByName(c.Value)
+		if id, err := strconv.Atoi(c.Value); r == nil && err == nil {
+			r = s.Map.Crush.Rule(id)
+		}
+		if r == nil {
+			return nil, "", fmt.Errorf("pool %q crush_rule: rule %q: %w", c.Name, c.Value, ErrNotFound)
+		}
+		if r.Type != uint8(p.Type) {
+			return nil, "", fmt.Errorf("pool %q crush_rule: %w: rule %q is of another pool type than the pool", c.Name, ErrInvalid, r.Name)
+		}
+		np := *p
+		np.CrushRule = int(r.ID)
+		inc := s.next()
+		inc.NewPools = []*osdmap.Pool{&np}
+		return inc, fmt.Sprintf("set pool %d crush_rule to %s", p.ID, r.Name), nil
+	}
 	v, err := strconv.ParseUint(c.Value, 10, 32)
 	if err != nil {
 		return nil, "", fmt.Errorf("pool %q %s = %q: %w: not a number", c.Name, c.Key, c.Value, ErrInvalid)
@@ -350,7 +369,7 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	case "pgp_num":
 		np.PGPNum = uint32(v)
 	default:
-		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, allow_ec_overwrites)", c.Name, ErrInvalid, c.Key)
+		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule, allow_ec_overwrites)", c.Name, ErrInvalid, c.Key)
 	}
 	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{&np}

@@ -214,3 +214,36 @@ func TestErasurePools(t *testing.T) {
 	commit(t, s, mon.PoolDelete{Name: "ec"})
 	commit(t, s, mon.ECProfileRm{Name: "p42"})
 }
+
+// TestDeviceClassRule: OSDs that boot with a device class land in that
+// class's shadow tree, and a pool moved to a class rule (`pool set
+// crush_rule`) maps only onto them — the index-pool-on-fast-devices setup.
+func TestDeviceClassRule(t *testing.T) {
+	s := newState(t)
+	classes := []string{"hdd", "ssd", "hdd", "ssd", "ssd"}
+	for i, c := range classes {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: string(rune('a' + i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40, Class: c})
+	}
+	commit(t, s, mon.ConfigSet{Who: "global", Option: "osd_pool_default_pg_num", Value: "32"})
+	commit(t, s, mon.PoolCreate{Name: "index"})
+	commit(t, s, mon.CrushRuleCreate{Name: "fast", Root: "default", FailureDomain: "host", Class: "ssd"})
+	if _, _, err := s.Commit(mon.PoolSet{Name: "index", Key: "crush_rule", Value: "nosuchrule"}); !errors.Is(err, mon.ErrNotFound) {
+		t.Fatalf("unknown rule: %v", err)
+	}
+	commit(t, s, mon.PoolSet{Name: "index", Key: "crush_rule", Value: "fast"})
+	p, _ := s.Map.PoolByName("index")
+	if r := s.Map.Crush.RuleByName("fast"); r == nil || p.CrushRule != int(r.ID) {
+		t.Fatalf("pool rule %d, rule %+v", p.CrushRule, r)
+	}
+	for seed := uint32(0); seed < p.PGNum; seed++ {
+		mp, _ := s.Map.MapPG(osdmap.PGID{Pool: p.ID, Seed: seed})
+		if len(mp.Acting) != 3 {
+			t.Fatalf("pg %d: acting %v, want the 3 ssd OSDs", seed, mp.Acting)
+		}
+		for _, o := range mp.Acting {
+			if classes[o] != "ssd" {
+				t.Fatalf("pg %d: acting %v includes osd.%d of class %s", seed, mp.Acting, o, classes[o])
+			}
+		}
+	}
+}

@@ -21,6 +21,7 @@ var ErrClosed = errors.New("msgr: closed")
 type outFrame struct {
 	h       header
 	payload []byte
+	parts   [][]byte      // if set, the payload is their concatenation (written without copying)
 	sent    chan struct{} // closed once written (or dropped with the connection)
 }
 
@@ -95,8 +96,18 @@ func (c *conn) writer() {
 			// header and trailing checksum share one small buffer
 			frame := make([]byte, headerLen+4)
 			f.h.put(frame[:headerLen])
-			binary.LittleEndian.PutUint32(frame[headerLen:], crc32.Checksum(f.payload, castagnoli))
-			bufs = append(bufs, frame[:headerLen], f.payload, frame[headerLen:])
+			bufs = append(bufs, frame[:headerLen])
+			var crc uint32
+			if f.parts == nil {
+				crc = crc32.Checksum(f.payload, castagnoli)
+				bufs = append(bufs, f.payload)
+			}
+			for _, p := range f.parts {
+				crc = crc32.Update(crc, castagnoli, p)
+				bufs = append(bufs, p)
+			}
+			binary.LittleEndian.PutUint32(frame[headerLen:], crc)
+			bufs = append(bufs, frame[headerLen:])
 		}
 		if c.writeTimeout > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
@@ -151,7 +162,15 @@ type Message struct {
 	From    string // the peer's authenticated entity name
 	Payload []byte
 	buf     []byte
+	vec     [][]byte // the reply ReplyVec set
 }
+
+// ReplyVec makes the reply to m the concatenation of parts, written to the
+// connection in one vectored write without being copied into one buffer;
+// the handler then returns (nil, nil). The parts must not change until the
+// reply is written (the server holds m's payload buffer until then too,
+// so parts may alias it). For replies that carry large data (reads).
+func (m *Message) ReplyVec(parts [][]byte) { m.vec = parts }
 
 // Release returns the payload's buffer for reuse; the message must not be
 // used afterwards.

@@ -97,12 +97,29 @@ func (s *Server) serve(nc net.Conn) {
 			defer handlers.Done()
 			m := &Message{Type: h.typ, Epoch: h.epoch, From: peer, Payload: payload, buf: buf}
 			reply, err := s.h(s.ctx, m)
-			m.Release()
 			out := &outFrame{h: header{flags: flagReply, typ: h.typ, reqID: h.reqID, epoch: s.cfg.epoch()}, payload: reply}
-			if err != nil {
+			switch {
+			case err != nil:
 				out.h.flags |= flagError
 				out.payload = encodeError(err)
+			case m.vec != nil:
+				out.parts = m.vec
+				for _, p := range out.parts {
+					out.h.length += uint32(len(p))
+				}
+				// the parts may alias the request's buffer: keep it until
+				// the writer is done with them
+				out.sent = make(chan struct{})
+				if c.send(out) == nil {
+					select { // a frame queued as the connection closes is never written
+					case <-out.sent:
+					case <-c.closed:
+					}
+				}
+				m.Release()
+				return
 			}
+			m.Release()
 			out.h.length = uint32(len(out.payload))
 			c.send(out) // a closed connection drops the reply
 		}()

@@ -55,6 +55,7 @@ type Options struct {
 	DataDir  string // whoami and, unless Store is set, the object store
 	Addr     string // listen address (host:port; port 0 picks one)
 	Host     string // CRUSH host the OSD registers under; default the hostname
+	Class    string // CRUSH device class it registers with when new ("" none)
 	MonAddrs []string
 	Keyring  msgr.Keyring
 	Config   *config.File // the configuration file (over the MON's database)
@@ -256,7 +257,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		fs.Total = 1 << 40
 	}
 	r, err := d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host,
-		"addr": d.addr, "size": strconv.FormatUint(fs.Total, 10)})
+		"addr": d.addr, "size": strconv.FormatUint(fs.Total, 10), "class": d.o.Class})
 	if err != nil {
 		return nil, fmt.Errorf("osd: boot: %w", err)
 	}
@@ -664,7 +665,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
 		}
-		return d.handleOp(ctx, req)
+		return d.handleOp(ctx, m, req)
 	case osdop.MsgStats:
 		return json.Marshal(d.stats())
 	case osdop.MsgList:
@@ -725,7 +726,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 }
 
 // handleOp serves a client request on the PG's primary.
-func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) {
+func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Request) ([]byte, error) {
 	m, _ := d.curMap()
 	pool, err := m.Pool(req.Pool)
 	if err != nil {
@@ -783,10 +784,19 @@ func (d *OSD) handleOp(ctx context.Context, req *osdop.Request) ([]byte, error) 
 	for _, r := range rep.Results {
 		size += len(r.Data) + 64
 	}
+	if size >= vecReplyMin {
+		msg.ReplyVec(rep.EncodeVec(vecReplyMin / 2))
+		return nil, nil
+	}
 	e := wireEncoder(size)
 	rep.Encode(e)
 	return e.Bytes(), nil
 }
+
+// vecReplyMin is the reply size from which read data goes to the
+// connection without being copied into the encoded reply (below it, one
+// small copy is cheaper than the extra slices of a vectored write).
+const vecReplyMin = 64 << 10
 
 // stats reports the PGs this OSD is primary of.
 func (d *OSD) stats() osdop.Stats {

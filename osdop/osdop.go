@@ -192,6 +192,33 @@ func (r *Reply) Encode(e *wire.Encoder) {
 	}
 }
 
+// EncodeVec is Encode as a list of byte slices whose concatenation is
+// Encode's output: result data of at least minData bytes is its own
+// element (referenced, not copied), the rest is encoded into small
+// buffers between them. For msgr.Message.ReplyVec.
+func (r *Reply) EncodeVec(minData int) [][]byte {
+	var parts [][]byte
+	e := wire.NewEncoder(make([]byte, 0, 64+64*len(r.Results)))
+	e.U64(r.Ver)
+	e.U32(uint32(len(r.Results)))
+	for i := range r.Results {
+		x := &r.Results[i]
+		if len(x.Data) >= minData {
+			e.U32(uint32(len(x.Data)))
+			parts = append(parts, e.Bytes(), x.Data)
+			e = wire.NewEncoder(make([]byte, 0, 64+64*(len(r.Results)-i)))
+		} else {
+			e.Blob(x.Data)
+		}
+		objectstore.EncodeKVs(e, x.KVs)
+		e.Bool(x.More)
+		e.U64(x.Size)
+		e.I64(x.Mtime)
+		e.U64(x.Ver)
+	}
+	return append(parts, e.Bytes())
+}
+
 // DecodeReply reads a Reply; data slices alias b.
 func DecodeReply(b []byte) (*Reply, error) {
 	d := wire.NewDecoder(b)

@@ -1,12 +1,14 @@
 package osdop_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"syscall"
 	"testing"
 
 	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -118,4 +120,26 @@ func normalize(r *osdop.Request) *osdop.Request {
 		c.Ops = nil
 	}
 	return &c
+}
+
+// EncodeVec's parts concatenate to Encode's bytes, with large data
+// referenced rather than copied.
+func TestReplyEncodeVec(t *testing.T) {
+	big := bytes.Repeat([]byte("d"), 1000)
+	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []objectstore.KV{{Key: "k", Value: []byte("v")}}, More: true}, {}, {Data: big, Mtime: -1, Ver: 3}}}
+	e := wire.NewEncoder(nil)
+	r.Encode(e)
+	parts := r.EncodeVec(100)
+	if got := bytes.Join(parts, nil); !bytes.Equal(got, e.Bytes()) {
+		t.Fatalf("EncodeVec concatenation differs from Encode (%d vs %d bytes)", len(got), len(e.Bytes()))
+	}
+	shared := 0
+	for _, p := range parts {
+		if len(p) > 0 && &p[0] == &big[0] {
+			shared++
+		}
+	}
+	if shared != 2 {
+		t.Fatalf("%d parts reference the large data, want 2", shared)
+	}
 }

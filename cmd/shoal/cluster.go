@@ -438,7 +438,7 @@ func poolCmd() *cobra.Command {
 			return nil
 		})}
 	ls.Flags().StringVar(&format, "format", "plain", "plain or detail")
-	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num, pgp_num or allow_ec_overwrites (erasure-coded pools: true)", Args: cobra.ExactArgs(3),
+	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num, pgp_num, crush_rule (a rule name) or allow_ec_overwrites (erasure-coded pools: true)", Args: cobra.ExactArgs(3),
 		RunE: monCommand("pool set", func(a []string) (map[string]string, error) {
 			return map[string]string{"name": a[0], "key": a[1], "value": a[2]}, nil
 		})}

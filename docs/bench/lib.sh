@@ -34,3 +34,25 @@ run() {
   fi
   echo
 }
+
+pidcpu() { # pidcpu PIDFILE -> CPU ticks of that process
+  local pid; pid=$(cat "$1"); awk '{print $14+$15}' "/proc/$pid/stat"
+}
+
+# s3run NAME RUNDIR GWPIDFILE ENDPOINT AK SK ARGS...
+s3run() {
+  local name=$1 rundir=$2 gwpid=$3 ep=$4 ak=$5 sk=$6; shift 6
+  local c0 g0 c1 g1 out
+  c0=$(cpu "$rundir"); g0=$(pidcpu "$gwpid")
+  out=$("$SHOAL" bench s3 --endpoint "$ep" --access-key "$ak" --secret-key "$sk" --duration "${SECS}s" --format json "$@")
+  c1=$(cpu "$rundir"); g1=$(pidcpu "$gwpid")
+  echo "$out" | python3 -c '
+import json, sys
+name, all_s, gw_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+r = json.load(sys.stdin)
+t = r["total"]
+ops = max(t["ops"], 1)
+print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU all %6.2f ms/req  gateway %6.2f ms/req" % (
+    name, t["ops_per_s"], t["mb_per_s"], t["latency_p50_ms"], t["latency_p99_ms"], t["errors"], 1000*all_s/ops, 1000*gw_s/ops))
+' "$name" "$(echo "($c1 - $c0) / $TCK" | bc -l)" "$(echo "($g1 - $g0) / $TCK" | bc -l)"
+}
