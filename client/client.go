@@ -249,6 +249,11 @@ func (p *Pool) Name() string { return p.name }
 // ID is the pool's id.
 func (p *Pool) ID() int64 { return p.id }
 
+// vecRequestMin is the request size from which op data is written to the
+// connection from the caller's buffers instead of being copied into the
+// encoded request.
+const vecRequestMin = 64 << 10
+
 // Operate applies ops to the object atomically (all or none) on the PG's
 // primary and returns their results.
 func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.Reply, error) {
@@ -263,6 +268,7 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		size += 64 + len(ops[i].Data) + len(ops[i].Name)
 	}
 	var payload []byte
+	var parts [][]byte
 	var last error
 	for {
 		m := p.c.Map()
@@ -278,14 +284,24 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if err != nil {
 			return nil, err
 		}
-		if payload == nil || req.Seed != pgid.Seed {
+		if (payload == nil && parts == nil) || req.Seed != pgid.Seed {
 			req.Seed = pgid.Seed
-			e := wire.NewEncoder(make([]byte, 0, size))
-			req.Encode(e)
-			payload = e.Bytes()
+			if size >= vecRequestMin { // large data: sent from the caller's buffers
+				parts = req.EncodeVec(vecRequestMin / 2)
+			} else {
+				e := wire.NewEncoder(make([]byte, 0, size))
+				req.Encode(e)
+				payload = e.Bytes()
+			}
 		}
 		if mp.ActingPrimary >= 0 {
-			rep, err := p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgOp, payload)
+			var rep *msgr.Message
+			var err error
+			if parts != nil {
+				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVec(ctx, osdop.MsgOp, parts)
+			} else {
+				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgOp, payload)
+			}
 			if err == nil {
 				r, err := osdop.DecodeReply(rep.Payload)
 				if err != nil {

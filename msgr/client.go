@@ -100,10 +100,25 @@ func (c *Client) Addr() string { return c.addr }
 // A handler's error arrives as *RemoteError. payload is not copied and must
 // not change until Call returns; the reply must be Released.
 func (c *Client) Call(ctx context.Context, typ uint16, payload []byte) (*Message, error) {
-	if len(payload) > MaxPayload {
-		return nil, fmt.Errorf("msgr: payload of %d bytes exceeds %d", len(payload), MaxPayload)
+	return c.call(ctx, typ, payload, nil)
+}
+
+// CallVec is Call with the payload given as parts to concatenate: they are
+// written with one vectored write, not copied into one buffer (requests
+// that carry large data). The parts must not change until CallVec returns.
+func (c *Client) CallVec(ctx context.Context, typ uint16, parts [][]byte) (*Message, error) {
+	return c.call(ctx, typ, nil, parts)
+}
+
+func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][]byte) (*Message, error) {
+	size := len(payload)
+	for _, p := range parts {
+		size += len(p)
 	}
-	n := int64(len(payload))
+	if size > MaxPayload {
+		return nil, fmt.Errorf("msgr: payload of %d bytes exceeds %d", size, MaxPayload)
+	}
+	n := int64(size)
 	if err := c.budget.acquire(ctx, n); err != nil {
 		return nil, err
 	}
@@ -121,7 +136,7 @@ func (c *Client) Call(ctx context.Context, typ uint16, payload []byte) (*Message
 	}
 	cc.pending[id] = ch
 	cc.mu.Unlock()
-	f := &outFrame{h: header{typ: typ, reqID: id, epoch: c.cfg.epoch(), length: uint32(len(payload))}, payload: payload, sent: make(chan struct{})}
+	f := &outFrame{h: header{typ: typ, reqID: id, epoch: c.cfg.epoch(), length: uint32(size)}, payload: payload, parts: parts, sent: make(chan struct{})}
 	if err := cc.send(f); err != nil {
 		cc.forget(id)
 		return nil, err

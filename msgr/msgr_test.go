@@ -48,13 +48,14 @@ func echoVec(ctx context.Context, m *msgr.Message) ([]byte, error) {
 }
 
 // Many goroutines share one client; every reply matches its request.
-func TestMultiplexedRoundTrips(t *testing.T) { roundTrips(t, echo) }
+func TestMultiplexedRoundTrips(t *testing.T) { roundTrips(t, echo, false) }
 
 // The same with vectored replies (msgr.Message.ReplyVec): the peer gets the
 // concatenation, checksummed, and no part is overwritten before it is sent.
-func TestVectoredReplies(t *testing.T) { roundTrips(t, echoVec) }
+// Requests too (msgr.Client.CallVec), with vectored replies.
+func TestVectoredReplies(t *testing.T) { roundTrips(t, echoVec, true) }
 
-func roundTrips(t *testing.T, h msgr.Handler) {
+func roundTrips(t *testing.T, h msgr.Handler, vecReq bool) {
 	skr := keyring(t, "osd.0")
 	srv := listen(t, skr, h, "127.0.0.1:0")
 	c := msgr.Dial(srv.Addr(), msgr.Keyring{Name: "client.admin", Key: skr.Key}, msgr.Config{})
@@ -70,7 +71,13 @@ func roundTrips(t *testing.T, h msgr.Handler) {
 				p := make([]byte, rng.Intn(300<<10))
 				rng.Read(p)
 				typ := uint16(rng.Intn(100))
-				r, err := c.Call(context.Background(), typ, p)
+				var r *msgr.Message
+				var err error
+				if vecReq {
+					r, err = c.CallVec(context.Background(), typ, [][]byte{p[:len(p)/2], nil, p[len(p)/2:]})
+				} else {
+					r, err = c.Call(context.Background(), typ, p)
+				}
 				if err != nil {
 					errs <- err
 					return

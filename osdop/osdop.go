@@ -10,6 +10,7 @@
 package osdop
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -146,6 +147,48 @@ func (r *Request) Encode(e *wire.Encoder) {
 		e.Strings(o.Keys)
 	}
 	e.End(m)
+}
+
+// EncodeVec is Encode as parts whose concatenation is Encode's output: op
+// data of at least minData bytes is its own part (referenced, not
+// copied). For msgr.Client.CallVec.
+func (r *Request) EncodeVec(minData int) [][]byte {
+	e := wire.NewEncoder(make([]byte, 0, 256+len(r.OID)))
+	m := e.Begin(1, 1)
+	e.I64(r.Pool)
+	e.U32(r.Seed)
+	e.String(r.OID)
+	e.U64(r.Client)
+	e.U64(r.Tid)
+	e.U32(uint32(len(r.Ops)))
+	var parts [][]byte
+	for i := range r.Ops {
+		o := &r.Ops[i]
+		e.U8(uint8(o.Code))
+		e.U64(o.Off)
+		e.U64(o.Len)
+		e.String(o.Name)
+		e.String(o.Prefix)
+		e.U32(o.Max)
+		e.Bool(o.Exclusive)
+		e.U64(o.Ver)
+		if len(o.Data) >= minData {
+			e.U32(uint32(len(o.Data)))
+			parts = append(parts, e.Bytes(), o.Data)
+			e = wire.NewEncoder(make([]byte, 0, 256))
+		} else {
+			e.Blob(o.Data)
+		}
+		objectstore.EncodeKVs(e, o.KVs)
+		e.Strings(o.Keys)
+	}
+	parts = append(parts, e.Bytes())
+	n := -m
+	for _, p := range parts {
+		n += len(p)
+	}
+	binary.LittleEndian.PutUint32(parts[0][m-4:m], uint32(n)) // as wire.Encoder.End
+	return parts
 }
 
 // DecodeRequest reads a Request; data slices alias b.

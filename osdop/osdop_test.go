@@ -143,3 +143,26 @@ func TestReplyEncodeVec(t *testing.T) {
 		t.Fatalf("%d parts reference the large data, want 2", shared)
 	}
 }
+
+// Request.EncodeVec's parts concatenate to Encode's bytes (section length
+// included) and decode to the same request.
+func TestRequestEncodeVec(t *testing.T) {
+	big := bytes.Repeat([]byte("w"), 5000)
+	req := &osdop.Request{Pool: 2, Seed: 9, OID: "tail_1", Client: 5, Tid: 11, Ops: []osdop.Op{
+		{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: big}, {Code: osdop.SetXattr, Name: "rgw.head", Data: []byte("{}")},
+		{Code: osdop.Write, Off: 5000, Data: big}}}
+	e := wire.NewEncoder(nil)
+	req.Encode(e)
+	parts := req.EncodeVec(1000)
+	joined := bytes.Join(parts, nil)
+	if !bytes.Equal(joined, e.Bytes()) {
+		t.Fatalf("EncodeVec concatenation differs from Encode (%d vs %d bytes)", len(joined), len(e.Bytes()))
+	}
+	if len(parts) != 5 {
+		t.Fatalf("%d parts, want 5 (two data parts)", len(parts))
+	}
+	got, err := osdop.DecodeRequest(joined)
+	if err != nil || got.OID != req.OID || len(got.Ops) != 4 || !bytes.Equal(got.Ops[3].Data, big) || got.Ops[2].Name != "rgw.head" {
+		t.Fatalf("decoding the concatenation: %v", err)
+	}
+}
