@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -105,6 +106,8 @@ func (g *group) applyOp(op *op) error {
 		return b.DeleteRange(p, prefixEnd(p), nil)
 	case opClone:
 		return g.clone(op.coll, op.oid, op.oid2)
+	case opStash:
+		return g.stash(op.coll, op.oid, op.oid2, op.off)
 	}
 	o, err := g.onode(op.coll, op.oid, true)
 	if err != nil {
@@ -285,6 +288,38 @@ func (g *group) truncate(o *onode, size uint64) error {
 	}
 	o.Size = size
 	return nil
+}
+
+// stash is StashForRollback: a metadata-only copy when the writes that
+// follow only append, else a clone.
+func (g *group) stash(c Coll, src, dst string, appendFrom uint64) error {
+	so, err := g.onode(c, src, false)
+	if err != nil {
+		return err
+	}
+	if so == nil {
+		return fmt.Errorf("stash source %s/%s: %w", c, src, ErrNotFound)
+	}
+	if so.Size > appendFrom || src == dst {
+		return g.clone(c, src, dst)
+	}
+	if do, err := g.onode(c, dst, false); err != nil {
+		return err
+	} else if do != nil {
+		g.punch(do, 0, ^uint64(0))
+	}
+	no := &onode{Attrs: map[string][]byte{}}
+	for k, v := range so.Attrs {
+		no.Attrs[k] = append([]byte(nil), v...)
+	}
+	no.Attrs[StashMetaAttr] = binary.LittleEndian.AppendUint64(nil, so.Size)
+	k := objKey(c, dst)
+	if _, seen := g.onodes[k]; !seen {
+		g.order = append(g.order, k)
+	}
+	g.onodes[k] = no
+	p := omapPrefix(c, dst)
+	return g.b.DeleteRange(p, prefixEnd(p), nil)
 }
 
 func (g *group) clone(c Coll, src, dst string) error {

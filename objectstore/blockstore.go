@@ -631,7 +631,7 @@ func (g *group) check(t *Transaction) error {
 			if err := mustExist("update"); err != nil {
 				return err
 			}
-		case opClone:
+		case opClone, opStash:
 			if err := mustExist("clone source"); err != nil {
 				return err
 			}
@@ -696,7 +696,7 @@ func (g *group) blocksNeeded(o *op) (uint64, error) {
 		return 2 + ceilBlocks(max(inlineMax, o.off+o.n)), nil
 	case opTruncate:
 		return 1 + ceilBlocks(inlineMax), nil
-	case opClone:
+	case opClone, opStash:
 		// a source made earlier in this transaction is not in the batch
 		// yet; its writes were counted, and a shortfall in applying fails
 		// the group with ErrNoSpace, changing nothing

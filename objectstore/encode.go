@@ -82,7 +82,7 @@ func DecodeTransaction(d *wire.Decoder) (*Transaction, error) {
 		o.name = d.String()
 		o.kvs = DecodeKVs(d)
 		o.keys = d.Strings()
-		if o.code < opCreateColl || o.code > opClone {
+		if o.code < opCreateColl || o.code > opStash {
 			d.Fail("transaction: unknown op code %d", o.code)
 		}
 		if o.code == opWrite && uint64(len(o.data)) != o.n {

@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -115,7 +116,7 @@ func (s *MemStore) Apply(t *Transaction) error {
 			return fail(ErrNotFound)
 		}
 		switch op.code {
-		case opRemove, opRmAttr, opOmapRm, opOmapClear, opClone:
+		case opRemove, opRmAttr, opOmapRm, opOmapClear, opClone, opStash:
 			if objs[op.oid] == nil {
 				return fail(ErrNotFound)
 			}
@@ -154,6 +155,16 @@ func (s *MemStore) Apply(t *Transaction) error {
 		case opClone:
 			if op.oid != op.oid2 {
 				c := objs[op.oid].clone()
+				touched[c] = true
+				objs[op.oid2] = c
+			}
+		case opStash:
+			if op.oid != op.oid2 {
+				c := objs[op.oid].clone()
+				if uint64(len(c.data)) <= op.off { // appends only: metadata
+					c.attrs[StashMetaAttr] = binary.LittleEndian.AppendUint64(nil, uint64(len(c.data)))
+					c.data, c.omap = nil, map[string][]byte{}
+				}
 				touched[c] = true
 				objs[op.oid2] = c
 			}

@@ -96,6 +96,7 @@ const (
 	opOmapRm
 	opOmapClear
 	opClone
+	opStash
 )
 
 type op struct {
@@ -203,6 +204,47 @@ func (t *Transaction) Clone(c Coll, src, dst string) {
 	t.ops = append(t.ops, op{code: opClone, coll: c, oid: src, oid2: dst})
 }
 
+// StashMetaAttr marks a stash StashForRollback made without data; its
+// value is the source's size then (8 bytes, little-endian).
+const StashMetaAttr = "\x00stash-meta"
+
+// StashForRollback records src's state in dst so that writes to src later
+// in this transaction can be undone. appendFrom is the lowest offset those
+// writes touch (AppendFrom): if src ends at or before it, the writes only
+// append (or change attributes), and dst gets src's attributes and, in
+// StashMetaAttr, its size, but no data — undoing is a truncation, so an
+// object grown by appends costs O(1) per append instead of a copy of
+// everything written so far (Ceph's EC rollback of appends likewise
+// truncates). Otherwise dst is a full Clone. The choice is made against
+// the state the transaction sees, including transactions submitted before
+// it and not yet durable.
+func (t *Transaction) StashForRollback(c Coll, src, dst string, appendFrom uint64) {
+	t.ops = append(t.ops, op{code: opStash, coll: c, oid: src, oid2: dst, off: appendFrom})
+}
+
+// AppendFrom returns the lowest offset the transaction writes in (c, oid)
+// (^uint64(0) if it writes no data there), and false if it changes that
+// object in any way other than writes and attribute changes.
+func (t *Transaction) AppendFrom(c Coll, oid string) (uint64, bool) {
+	from := ^uint64(0)
+	for i := range t.ops {
+		o := &t.ops[i]
+		if o.coll != c || (o.oid != oid && o.oid2 != oid) {
+			continue
+		}
+		switch {
+		case o.oid2 == oid: // a clone onto it
+			return 0, false
+		case o.code == opWrite:
+			from = min(from, o.off)
+		case o.code == opSetAttr || o.code == opRmAttr || o.code == opTouch:
+		default:
+			return 0, false
+		}
+	}
+	return from, true
+}
+
 // validate checks names and ranges, independent of stored state.
 func (o *op) validate() error {
 	if len(o.coll) == 0 || len(o.coll) > MaxCollLen {
@@ -216,7 +258,7 @@ func (o *op) validate() error {
 			return fmt.Errorf("%w: object name of %d bytes (max %d)", ErrInvalid, len(n), MaxNameLen)
 		}
 	}
-	if o.oid == "" || (o.code == opClone && o.oid2 == "") {
+	if o.oid == "" || ((o.code == opClone || o.code == opStash) && o.oid2 == "") {
 		return fmt.Errorf("%w: empty object name", ErrInvalid)
 	}
 	switch o.code {

@@ -60,8 +60,10 @@ func randomTxn(rng *rand.Rand) *objectstore.Transaction {
 			t.OmapRm(c, o, []string{fmt.Sprintf("k%02d", rng.Intn(20))})
 		case k < 16:
 			t.OmapClear(c, o)
-		case k < 18:
+		case k < 17:
 			t.Clone(c, o, objs[rng.Intn(len(objs))])
+		case k < 18:
+			t.StashForRollback(c, o, objs[rng.Intn(len(objs))], off)
 		case k < 19:
 			t.Touch(c, o)
 		default:

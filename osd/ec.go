@@ -677,11 +677,17 @@ func (pg *PG) handleECRepair(pm *peerMsg) error {
 // (the primary from the request's execution, a shard from a Stat before it
 // takes the PG lock: the object's previous write committed before this one
 // was prepared).
-func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry, exists bool) {
-	if exists {
-		t.Clone(pg.coll, e.OID, stashName(e.Ver.Seq))
-		e.Stash = true
+func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry, exists bool, write *objectstore.Transaction) {
+	if !exists {
+		return
 	}
+	e.Stash = true
+	if from, ok := write.AppendFrom(pg.coll, e.OID); ok {
+		// appends keep only the metadata (rollback truncates)
+		t.StashForRollback(pg.coll, e.OID, stashName(e.Ver.Seq), from)
+		return
+	}
+	t.Clone(pg.coll, e.OID, stashName(e.Ver.Seq))
 }
 
 // rollForward drops the stashes of writes up to seq, which every shard
@@ -709,15 +715,14 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	var t objectstore.Transaction
 	entries := pg.log.entries
 	i := len(entries)
+	attrNames := map[string]map[string]bool{} // per object: every attribute it may hold at this point of t
 	for i > 0 && v.Less(entries[i-1].Ver) {
 		e := entries[i-1]
 		if e.Ver.Seq <= pg.log.info.RolledForward {
 			return fmt.Errorf("pg %s: cannot roll back %s on osd.%d: it was on every shard (rolled forward to %d)", pg.id, e.Ver, pg.osd.id, pg.log.info.RolledForward)
 		}
-		t.Remove(pg.coll, e.OID)
-		if e.Stash {
-			t.Clone(pg.coll, stashName(e.Ver.Seq), e.OID)
-			t.Remove(pg.coll, stashName(e.Ver.Seq))
+		if err := pg.undo(&t, e, attrNames); err != nil {
+			return err
 		}
 		i--
 	}
@@ -733,6 +738,57 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	}
 	pg.applied = v
 	pg.notify()
+	return nil
+}
+
+// undo adds to t what restores e.OID to its state before e: its stash (a
+// clone, or for appends the metadata: truncate and restore attributes),
+// or no object. attrNames collects the attribute names the object may
+// have in t so far, so a metadata restore removes the ones set since.
+func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]map[string]bool) error {
+	st, stash := pg.osd.store, stashName(e.Ver.Seq)
+	names := attrNames[e.OID]
+	if names == nil {
+		names = map[string]bool{}
+		attrNames[e.OID] = names
+		cur, _ := st.Attrs(pg.coll, e.OID) // none if it does not exist
+		for k := range cur {
+			names[k] = true
+		}
+	}
+	if !e.Stash {
+		t.Remove(pg.coll, e.OID)
+		clear(names)
+		return nil
+	}
+	saved, err := st.Attrs(pg.coll, stash)
+	if err != nil {
+		return fmt.Errorf("pg %s: rollback %s: stash of %s: %w", pg.id, e.Ver, e.OID, storeErr(err))
+	}
+	size, meta := saved[objectstore.StashMetaAttr]
+	delete(saved, objectstore.StashMetaAttr)
+	if !meta {
+		t.Remove(pg.coll, e.OID)
+		t.Clone(pg.coll, stash, e.OID)
+	} else {
+		if len(size) != 8 {
+			return fmt.Errorf("pg %s: rollback %s: stash of %s: bad size record", pg.id, e.Ver, e.OID)
+		}
+		t.Truncate(pg.coll, e.OID, binary.LittleEndian.Uint64(size))
+		for k := range names {
+			if _, ok := saved[k]; !ok {
+				t.RmAttr(pg.coll, e.OID, k)
+			}
+		}
+		for k, v := range saved {
+			t.SetAttr(pg.coll, e.OID, k, v)
+		}
+	}
+	clear(names)
+	for k := range saved {
+		names[k] = true
+	}
+	t.Remove(pg.coll, stash)
 	return nil
 }
 

@@ -300,7 +300,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		}
 		pg.pending[v.Seq] = true
 		pg.rollForward(&meta, pm.RollForward)
-		pg.stash(local, &entry, x.existed)
+		pg.stash(local, &entry, x.existed, mine)
 	}
 	pg.log.info.Objects += x.dObjects
 	pg.log.info.Bytes += x.dBytes
@@ -441,7 +441,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	txn, entry := pm.Txn, pm.Entry
 	if pg.isEC {
 		txn = &objectstore.Transaction{}
-		pg.stash(txn, &entry, exists)
+		pg.stash(txn, &entry, exists, pm.Txn)
 		txn.Append(pm.Txn)
 		pg.rollForward(txn, pm.RollForward)
 	}

@@ -14,27 +14,12 @@ import (
 // stashes, newest first (an object the writes created disappears); writes
 // the primary rolled forward are refused.
 func TestRollback(t *testing.T) {
-	st := objectstore.NewMemStore()
-	d := &OSD{store: st, log: slog.Default()}
-	c := objectstore.Coll("1.0")
-	var setup objectstore.Transaction
-	setup.CreateCollection(c)
-	setup.CreateCollection(metaColl)
-	if err := st.Apply(&setup); err != nil {
-		t.Fatal(err)
-	}
-	pg := newPG(d, osdmap.PGID{Pool: 1}, c, newPGLog())
-	pg.interval = 7
+	pg := rollbackPG(t)
+	st, c := pg.osd.store, pg.coll
 	apply := func(seq uint64, oid, data string) { // as handleRepOp applies a shard's write
-		e := LogEntry{Ver: Version{1, seq}, Op: logModify, OID: oid}
-		tx := &objectstore.Transaction{}
-		_, err := st.Stat(c, oid)
-		pg.stash(tx, &e, err == nil)
-		tx.WriteFull(c, oid, []byte(data))
-		pg.log.add(tx, c, e, 10, 20)
-		if err := st.Apply(tx); err != nil {
-			t.Fatal(err)
-		}
+		var w objectstore.Transaction
+		w.WriteFull(c, oid, []byte(data))
+		applyShardWrite(t, pg, seq, oid, &w)
 	}
 	read := func(oid string) string {
 		b, err := st.Read(c, oid, 0, 0)
@@ -84,5 +69,96 @@ func TestRollback(t *testing.T) {
 	}
 	if read("b") != "b2" {
 		t.Fatalf("b = %s after a refused rollback", read("b"))
+	}
+}
+
+// rollbackPG is an erasure-coded shard's PG on a MemStore, interval 7.
+func rollbackPG(t *testing.T) *PG {
+	st := objectstore.NewMemStore()
+	d := &OSD{store: st, log: slog.Default()}
+	c := objectstore.Coll("1.0")
+	var setup objectstore.Transaction
+	setup.CreateCollection(c)
+	setup.CreateCollection(metaColl)
+	if err := st.Apply(&setup); err != nil {
+		t.Fatal(err)
+	}
+	pg := newPG(d, osdmap.PGID{Pool: 1}, c, newPGLog())
+	pg.interval = 7
+	return pg
+}
+
+// applyShardWrite applies write w to oid as entry 1'seq, as handleRepOp
+// applies a shard's write: stash, write, log entry.
+func applyShardWrite(t *testing.T, pg *PG, seq uint64, oid string, w *objectstore.Transaction) {
+	t.Helper()
+	e := LogEntry{Ver: Version{1, seq}, Op: logModify, OID: oid}
+	tx := &objectstore.Transaction{}
+	_, err := pg.osd.store.Stat(pg.coll, oid)
+	pg.stash(tx, &e, err == nil, w)
+	tx.Append(w)
+	pg.log.add(tx, pg.coll, e, 10, 20)
+	if err := pg.osd.store.Apply(tx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRollbackAppends: appends stash only the object's metadata (no copy
+// of the data written so far) and roll back by truncating and restoring
+// attributes, interleaved with an overwrite that stashes a full copy.
+func TestRollbackAppends(t *testing.T) {
+	pg := rollbackPG(t)
+	st, c := pg.osd.store, pg.coll
+	write := func(seq uint64, data string, appending bool, attrs ...string) {
+		var w objectstore.Transaction
+		if appending {
+			s, err := st.Stat(c, "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(c, "x", s.Size, []byte(data))
+		} else {
+			w.WriteFull(c, "x", []byte(data))
+		}
+		for i := 0; i+1 < len(attrs); i += 2 {
+			w.SetAttr(c, "x", attrs[i], []byte(attrs[i+1]))
+		}
+		applyShardWrite(t, pg, seq, "x", &w)
+	}
+	write(1, "base", false, "v", "1")
+	write(2, "+a", true, "v", "2", "extra", "new")
+	write(3, "+b", true, "v", "3")
+	write(4, "over", false, "v", "4")
+	write(5, "+c", true, "v", "5")
+	for seq, meta := range map[uint64]bool{2: true, 3: true, 4: false, 5: true} {
+		a, err := st.Attrs(c, stashName(seq))
+		if _, ok := a[objectstore.StashMetaAttr]; err != nil || ok != meta {
+			t.Fatalf("stash of 1'%d: metadata-only %v, want %v (%v)", seq, ok, meta, err)
+		}
+	}
+	check := func(want string, attrs map[string]string) {
+		t.Helper()
+		b, err := st.Read(c, "x", 0, 0)
+		got, _ := st.Attrs(c, "x")
+		if err != nil || string(b) != want || len(got) != len(attrs) {
+			t.Fatalf("x = %q %v (attrs %q), want %q %v", b, err, got, want, attrs)
+		}
+		for k, v := range attrs {
+			if string(got[k]) != v {
+				t.Fatalf("x attr %s = %q, want %q", k, got[k], v)
+			}
+		}
+	}
+	check("over+c", map[string]string{"v": "5", "extra": "new"})
+	if err := pg.rollback(7, Version{1, 3}); err != nil {
+		t.Fatal(err)
+	}
+	check("base+a+b", map[string]string{"v": "3", "extra": "new"})
+	if err := pg.rollback(7, Version{1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	check("base", map[string]string{"v": "1"})
+	if names, _ := st.List(c, "", 100); strings.Join(names, ",") != "x" {
+		t.Fatalf("objects after rollback: %q (stashes must be gone)", names)
 	}
 }

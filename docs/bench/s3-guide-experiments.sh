@@ -47,7 +47,7 @@ trap down EXIT
 down
 "$SHOAL" up --detach --no-gateway --data "$D" --osds 6 --osd-size 16G > /dev/null
 sh osd erasure-code-profile set ec42 k=4 m=2 crush-failure-domain=osd > /dev/null
-sh osd pool create default.rgw.buckets.data erasure ec42 > /dev/null
+sh pool create default.rgw.buckets.data erasure ec42 > /dev/null
 healthy
 "$SHOAL" up --data "$D" --detach > /dev/null   # starts the default gateway: S3 user, s3.env
 creds
@@ -65,10 +65,10 @@ for i in 3 4 5; do mkdir -p "$SHM/osd.$i"; echo ssd > "$SHM/osd.$i/crush_device_
 creds
 sh osd crush rule create-replicated fast default osd ssd > /dev/null
 sh osd crush rule create-replicated slow default osd hdd > /dev/null
-for p in $(sh osd pool ls); do sh osd pool set "$p" crush_rule slow > /dev/null; done
+for p in $(sh pool ls); do sh pool set "$p" crush_rule slow > /dev/null; done
 healthy
 row "index on data devices: PUT 64K c16" gateway 7480 --op put --size 64K --concurrency 16 --bucket idxslow
-sh osd pool set default.rgw.buckets.index crush_rule fast > /dev/null
+sh pool set default.rgw.buckets.index crush_rule fast > /dev/null
 healthy
 row "index on fast devices: PUT 64K c16" gateway 7480 --op put --size 64K --concurrency 16 --bucket idxfast
 down
