@@ -210,12 +210,43 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 	if err != nil {
 		return 0, err
 	}
+	// versioned copies, batched: up to copyBatch entries per
+	// rgw.complete_batch call to a half's shard, each key once per call
 	n := 0
+	type batch struct {
+		ins  []rgw.CompleteIn
+		keys map[string]bool
+	}
+	batches := map[string]*batch{}
+	flush := func(oid string) error {
+		bt := batches[oid]
+		if bt == nil || len(bt.ins) == 0 {
+			return nil
+		}
+		body, _ := json.Marshal(bt.ins)
+		_, err := s.index.Exec(ctx, oid, "rgw.complete_batch", body)
+		bt.ins, bt.keys = bt.ins[:0], map[string]bool{}
+		return err
+	}
 	copyAs := func(in rgw.CompleteIn) (bool, error) {
-		body, _ := json.Marshal(in)
-		_, err := s.index.Exec(ctx, half(in.Key), "rgw.complete", body)
+		oid := half(in.Key)
+		bt := batches[oid]
+		if bt == nil {
+			bt = &batch{keys: map[string]bool{}}
+			batches[oid] = bt
+		}
+		if bt.keys[in.Key] {
+			if err := flush(oid); err != nil {
+				return false, err
+			}
+		}
+		bt.ins = append(bt.ins, in)
+		bt.keys[in.Key] = true
 		n++
-		return true, err
+		if len(bt.ins) >= copyBatch {
+			return true, flush(oid)
+		}
+		return true, nil
 	}
 	err = omapEach(ctx, s.index, oid, "", rgw.TombstonePrefix, func(kv client.KV) (bool, error) {
 		in := rgw.CompleteIn{Key: kv.Key[len(rgw.TombstonePrefix):], Tag: "reshard"}
@@ -234,8 +265,16 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 		}
 		return copyAs(rgw.CompleteIn{Key: kv.Key, Tag: e.Tag, Ver: e.Ver, Entry: &e})
 	})
+	for oid := range batches {
+		if ferr := flush(oid); err == nil {
+			err = ferr
+		}
+	}
 	return n, err
 }
+
+// copyBatch is how many index entries a reshard copies per request.
+const copyBatch = 256
 
 // pickSplit finds the range with the most entries and its median key.
 func (s *Store) pickSplit(ctx context.Context, b *Bucket) (int, string, error) {

@@ -89,6 +89,12 @@ type CompleteOut struct {
 	Applied bool `json:"applied"`
 }
 
+// CompleteBatchOut is rgw.complete_batch's answer: how many of the
+// completions changed the listing.
+type CompleteBatchOut struct {
+	Applied int `json:"applied"`
+}
+
 // CancelIn is rgw.cancel's input: drop the pending record (the data write
 // failed or was abandoned).
 type CancelIn struct {
@@ -150,41 +156,84 @@ func complete(o cls.Object, in []byte) ([]byte, error) {
 	if err := decode(in, &x, "rgw.complete"); err != nil {
 		return nil, err
 	}
-	if x.Key == "" || x.Tag == "" {
-		return nil, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
-	}
-	if err := shardExists(o); err != nil {
-		return nil, err
-	}
-	tk := TombstonePrefix + x.Key
-	cur, err := o.OmapGet([]string{x.Key, tk, StatsKey})
+	applied, err := completeAll(o, []CompleteIn{x})
 	if err != nil {
 		return nil, err
+	}
+	out, _ := json.Marshal(CompleteOut{Applied: applied == 1})
+	return out, nil
+}
+
+// completeBatch is rgw.complete_batch: rgw.complete for each element of a
+// JSON array of CompleteIn with distinct keys, in one call (a reshard's
+// copy); it answers CompleteBatchOut.
+func completeBatch(o cls.Object, in []byte) ([]byte, error) {
+	var xs []CompleteIn
+	if err := decode(in, &xs, "rgw.complete_batch"); err != nil {
+		return nil, err
+	}
+	applied, err := completeAll(o, xs)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := json.Marshal(CompleteBatchOut{Applied: applied})
+	return out, nil
+}
+
+// completeAll applies completions of distinct keys, reading and writing
+// the shard's stats once (the reads of one call see the shard as it was
+// before the call), and returns how many changed the listing.
+func completeAll(o cls.Object, xs []CompleteIn) (int, error) {
+	seen := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		if x.Key == "" || x.Tag == "" {
+			return 0, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
+		}
+		if seen[x.Key] {
+			return 0, fmt.Errorf("%w: rgw.complete_batch: key %q twice", cls.ErrInvalid, x.Key)
+		}
+		seen[x.Key] = true
+	}
+	if err := shardExists(o); err != nil {
+		return 0, err
+	}
+	keys := []string{StatsKey}
+	for _, x := range xs {
+		keys = append(keys, x.Key, TombstonePrefix+x.Key)
+	}
+	cur, err := o.OmapGet(keys)
+	if err != nil {
+		return 0, err
 	}
 	var st Stats
 	if b, ok := cur[StatsKey]; ok {
 		if err := json.Unmarshal(b, &st); err != nil {
-			return nil, fmt.Errorf("rgw.complete: shard stats: %w", err)
+			return 0, fmt.Errorf("rgw.complete: shard stats: %w", err)
 		}
 	}
-	var old *Entry
-	var newest uint64
-	if b, ok := cur[x.Key]; ok {
-		old = &Entry{}
-		if err := json.Unmarshal(b, old); err != nil {
-			return nil, fmt.Errorf("rgw.complete: entry %q: %w", x.Key, err)
+	applied := 0
+	for _, x := range xs {
+		tk := TombstonePrefix + x.Key
+		var old *Entry
+		var newest uint64
+		if b, ok := cur[x.Key]; ok {
+			old = &Entry{}
+			if err := json.Unmarshal(b, old); err != nil {
+				return 0, fmt.Errorf("rgw.complete: entry %q: %w", x.Key, err)
+			}
+			newest = old.Ver
 		}
-		newest = old.Ver
-	}
-	if b, ok := cur[tk]; ok {
-		var t uint64
-		if err := json.Unmarshal(b, &t); err == nil {
-			newest = max(newest, t)
+		if b, ok := cur[tk]; ok {
+			var t uint64
+			if err := json.Unmarshal(b, &t); err == nil {
+				newest = max(newest, t)
+			}
 		}
-	}
-	o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
-	applied := x.Ver > newest
-	if applied {
+		o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
+		if x.Ver <= newest {
+			continue
+		}
+		applied++
 		if old != nil {
 			st.Objects--
 			st.Bytes -= old.Size
@@ -202,11 +251,12 @@ func complete(o cls.Object, in []byte) ([]byte, error) {
 			o.OmapSet([]objectstore.KV{{Key: tk, Value: b}})
 			o.OmapRm([]string{x.Key})
 		}
+	}
+	if applied > 0 {
 		b, _ := json.Marshal(st)
 		o.OmapSet([]objectstore.KV{{Key: StatsKey, Value: b}})
 	}
-	out, _ := json.Marshal(CompleteOut{Applied: applied})
-	return out, nil
+	return applied, nil
 }
 
 func cancel(o cls.Object, in []byte) ([]byte, error) {
@@ -250,5 +300,6 @@ func init() {
 	cls.Register("rgw", "omap_swap", omapSwap)
 	cls.Register("rgw", "prepare", prepare)
 	cls.Register("rgw", "complete", complete)
+	cls.Register("rgw", "complete_batch", completeBatch)
 	cls.Register("rgw", "cancel", cancel)
 }

@@ -284,6 +284,7 @@ $AWS_SECRET_ACCESS_KEY, else the cluster's s3.env.`,
 	f.IntVar(&o.Concurrency, "concurrency", 16, "requests in flight")
 	f.DurationVar(&o.Duration, "duration", 30*time.Second, "run time")
 	f.IntVar(&o.Objects, "objects", 1000, "key space (put: 0 = a new key every PUT)")
+	f.StringVar(&o.Prefix, "prefix", "shoal-bench/", "key prefix")
 	f.BoolVar(&o.Cleanup, "cleanup", false, "delete the keys at the end")
 	f.StringVar(&format, "format", "plain", "plain or json")
 	return cmd
