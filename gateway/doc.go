@@ -57,7 +57,10 @@
 // bucket's writes while it reshards. Here a range splits online
 // (SplitRange, `shoal bucket reshard`): writers update the old range and
 // its new half while the entries are copied with their versions, then the
-// layout switches; no step waits on or blocks a writer (reshard.go).
+// layout switches; no step waits on or blocks a writer (reshard.go; the
+// copy goes in batches of 256 entries per rgw.complete_batch call).
+// docs/bench/reshard-vs-rgw.sh measures the writers' latency during a
+// reshard on both systems (docs/PERFORMANCE.md).
 // Sequential keys still spread over a range's sub-shards; a bucket whose
 // keys share a prefix starts in one range and is split as it grows.
 // Splits are started by the operator for now (no automatic trigger yet).
