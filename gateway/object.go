@@ -391,6 +391,24 @@ func (o *Object) StorageClass() string { return o.info.Class }
 // PartsCount is the number of parts of a multipart upload (0 otherwise).
 func (o *Object) PartsCount() int { return o.info.Parts }
 
+// PartRange is the byte range [off, off+n) of part (1-based) of a
+// multipart upload as completed; an object PUT whole is its own part 1.
+// ok is false for a part the object does not have.
+func (o *Object) PartRange(part int) (off, n int64, ok bool) {
+	h := o.info
+	if h.Parts == 0 {
+		return 0, h.Size, part == 1
+	}
+	if part < 1 || part > len(h.Segments) || h.Parts != len(h.Segments) {
+		return 0, 0, false
+	}
+	off = h.HeadSize
+	for _, g := range h.Segments[:part-1] {
+		off += g.Size
+	}
+	return off, h.Segments[part-1].Size, true
+}
+
 // OpenObject reads an object's metadata (and, if withData, its head's
 // data in the same request). ErrNoSuchKey if absent.
 func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData bool) (*Object, error) {

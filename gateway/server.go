@@ -93,8 +93,10 @@ func (srv *Server) writeError(rq *request, err error) {
 		srv.s.opt.Logger.Warn("s3 request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
 	}
 	h := rq.w.Header()
-	h.Del("ETag")
-	h.Del("Last-Modified")
+	if ae != ErrNotModified { // a 304 carries the object's ETag and Last-Modified (RFC 9110 15.4.5)
+		h.Del("ETag")
+		h.Del("Last-Modified")
+	}
 	h.Del("Content-Length")
 	if ae == ErrNotModified || rq.r.Method == http.MethodHead {
 		rq.w.WriteHeader(ae.Status)
@@ -597,10 +599,17 @@ var responseOverrides = map[string]string{"response-content-type": "Content-Type
 func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	r := rq.r
 	ctx := r.Context()
+	part := 0
 	if has(rq.q, "partNumber") {
-		return ErrNotImplemented.with("GET by partNumber is not supported")
+		var err error
+		if part, err = strconv.Atoi(rq.q.Get("partNumber")); err != nil || part < 1 || part > MaxParts {
+			return ErrInvalidArgument.with("partNumber must be an integer from 1 to %d", MaxParts)
+		}
+		if r.Header.Get("Range") != "" {
+			return ErrInvalidRequest.with("Cannot specify both Range header and partNumber query parameter")
+		}
 	}
-	o, err := srv.s.OpenObject(ctx, b, rq.key, !headOnly && r.Header.Get("Range") == "")
+	o, err := srv.s.OpenObject(ctx, b, rq.key, !headOnly && r.Header.Get("Range") == "" && part == 0)
 	if err != nil {
 		return err
 	}
@@ -616,6 +625,13 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	if err != nil {
 		rq.w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", o.Size()))
 		return err
+	}
+	if part > 0 {
+		var ok bool
+		if off, n, ok = o.PartRange(part); !ok {
+			return ErrInvalidPart.with("the object has no part %d", part)
+		}
+		ranged = o.PartsCount() > 0 // a part of a multipart upload is a 206 with its Content-Range, as S3
 	}
 	h := rq.w.Header()
 	setObjectHeaders(h, o)
