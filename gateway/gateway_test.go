@@ -503,7 +503,7 @@ func TestAuthAndErrors(t *testing.T) {
 }
 
 func TestMultipart(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10, IndexShards: 2})
+	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10, IndexShards: 2, MaxMultipartSize: 11 << 20})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b, key := "mpu", "big/object"
@@ -611,6 +611,63 @@ func TestMultipart(t *testing.T) {
 		t.Fatalf("part 2 of a simple object: %v", err)
 	}
 	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("single")}); err != nil {
+		t.Fatal(err)
+	}
+	// parts adding up past the object size limit (5 TiB; 11 MiB here):
+	// EntityTooLarge, and the upload stays, completable with fewer parts
+	tooBig := "too/big"
+	ub, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: &tooBig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bigParts []types.CompletedPart
+	for i := range 3 {
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &tooBig, UploadId: ub.UploadId, PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(parts[0])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bigParts = append(bigParts, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag})
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &tooBig, UploadId: ub.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: bigParts}}); code(err) != "EntityTooLarge" {
+		t.Fatalf("15 MiB of parts under an 11 MiB limit: %v", err)
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &tooBig, UploadId: ub.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: bigParts[:2]}}); err != nil {
+		t.Fatalf("completing with two of the parts: %v", err)
+	}
+	if got, _ := get(t, c, b, tooBig, ""); !bytes.Equal(got, slices.Concat(parts[0], parts[0])) {
+		t.Fatalf("too/big after completing two parts: %d bytes", len(got))
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: &tooBig}); err != nil {
+		t.Fatal(err)
+	}
+	// UploadPartCopy: a range inside the source copies it; one past its
+	// end is InvalidRange (a GET's Range would be clamped instead)
+	cu, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("copy/dst")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := b + "/" + key
+	if pc, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &b, Key: aws.String("copy/dst"), UploadId: cu.UploadId, PartNumber: aws.Int32(1),
+		CopySource: &src, CopySourceRange: aws.String("bytes=10-109")}); err != nil || *pc.CopyPartResult.ETag != md5hex(all[10:110]) {
+		t.Fatalf("upload part copy of 100 bytes: %v", err)
+	}
+	if _, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &b, Key: aws.String("copy/dst"), UploadId: cu.UploadId, PartNumber: aws.Int32(2),
+		CopySource: &src, CopySourceRange: aws.String(fmt.Sprintf("bytes=0-%d", len(all)))}); code(err) != "InvalidRange" {
+		t.Fatalf("copy range past the source's end: %v", err)
+	}
+	if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &b, Key: aws.String("copy/dst"), UploadId: cu.UploadId}); err != nil {
+		t.Fatal(err)
+	}
+	// aws-chunked in Content-Encoding describes the request, not the object
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("enc"), Body: strings.NewReader("x"), ContentEncoding: aws.String("gzip, aws-chunked")}); err != nil {
+		t.Fatal(err)
+	}
+	if hd, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("enc")}); err != nil || aws.ToString(hd.ContentEncoding) != "gzip" {
+		t.Fatalf("stored Content-Encoding %q (%v), want gzip", aws.ToString(hd.ContentEncoding), err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("enc")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &key, UploadId: cr.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")}); code(err) != "NoSuchUpload" {

@@ -19,9 +19,11 @@ import (
 
 // Multipart limits (S3: "Amazon S3 multipart upload limits").
 const (
-	MaxParts    = 10000
-	MinPartSize = 5 << 20
-	MaxPartSize = 5 << 30
+	MaxParts = 10000
+	// MaxMultipartSize is S3's limit on an object made by multipart upload.
+	MaxMultipartSize = 5 << 40
+	MinPartSize      = 5 << 20
+	MaxPartSize      = 5 << 30
 )
 
 // uploadsSuffix names a bucket's list of multipart uploads in progress
@@ -221,6 +223,9 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		h.Segments = append(h.Segments, p.Seg)
 		h.Size += p.Size
 		used[cp.Num] = true
+	}
+	if h.Size > s.opt.MaxMultipartSize {
+		return nil, ErrEntityTooLarge.with("the parts add up to %d bytes; an object may have at most %d", h.Size, s.opt.MaxMultipartSize)
 	}
 	h.ETag = `"` + hex.EncodeToString(sum.Sum(nil)) + "-" + strconv.Itoa(len(list)) + `"`
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {

@@ -400,7 +400,11 @@ const maxMetaSize = 2 << 10
 func objectAttrs(r *http.Request) (map[string]string, map[string]string, error) {
 	hdr := map[string]string{}
 	for _, h := range storedHeaders {
-		if v := r.Header.Get(h); v != "" { // Authenticate took aws-chunked out of Content-Encoding
+		v := r.Header.Get(h)
+		if h == "Content-Encoding" { // aws-chunked describes the request, not the object
+			v = sigDropAWSChunked(r.Header.Values(h))
+		}
+		if v != "" {
 			hdr[h] = v
 		}
 	}
@@ -819,7 +823,10 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 		return ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
 	}
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
-	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: encodeKey(prefix, enc), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
+	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: prefix, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
+	if v2 { // V1 answers the prefix as given (the SDKs decode it only in V2)
+		res.Prefix = encodeKey(prefix, enc)
+	}
 	after := ""
 	if v2 {
 		res.StartAfter = encodeKey(q.Get("start-after"), enc)
@@ -933,8 +940,10 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	if rv := rq.r.Header.Get("x-amz-copy-source-range"); rv != "" {
 		var ok bool
 		off, n, ok, err = parseRange(rv, o.Size())
-		if err != nil || !ok {
-			return ErrInvalidRange.with("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+		// unlike a GET's Range, the copied range must lie inside the source
+		_, last, _ := strings.Cut(strings.TrimPrefix(rv, "bytes="), "-")
+		if l, lerr := strconv.ParseInt(last, 10, 64); err != nil || !ok || strings.HasPrefix(rv, "bytes=-") || lerr != nil || l >= o.Size() {
+			return ErrInvalidRange.with("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object")
 		}
 	}
 	pr := pipeRange(ctx, o, off, n)

@@ -55,7 +55,10 @@ type Options struct {
 	GCMinWait   time.Duration // rgw_gc_obj_min_wait: how long garbage waits (in-flight GETs of it finish)
 	GCPeriod    time.Duration // rgw_gc_processor_period: how often the GC worker runs
 	PoolSize    int           // replicas of the pools the gateway creates (0: the cluster's osd_pool_default_size)
-	Logger      *slog.Logger
+	// MaxMultipartSize is the largest object a multipart upload may
+	// complete to (0: MaxMultipartSize, S3's 5 TiB); tests lower it.
+	MaxMultipartSize int64
+	Logger           *slog.Logger
 }
 
 // DefaultIndexShards is the shard count of a new bucket's index when
@@ -102,6 +105,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour
+	}
+	if o.MaxMultipartSize <= 0 {
+		o.MaxMultipartSize = MaxMultipartSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
