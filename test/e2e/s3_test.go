@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -376,4 +377,82 @@ func copyTree(t *testing.T, dir string) string {
 		t.Fatalf("copy of %s: %d files, %v (the test wants a real tree of thousands)", dir, n, err)
 	}
 	return dst
+}
+
+// TestTwoGatewayProcesses: a second `shoal gateway` process beside the one
+// `shoal up` started sees the same users, buckets and objects at once,
+// and refuses writes to a bucket the other deleted (its cached entry
+// point notwithstanding).
+func TestTwoGatewayProcesses(t *testing.T) {
+	c := upWithGateway(t)
+	env := c.s3env()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	gw := exec.Command(shoalBin, "gateway", "--conf", filepath.Join(c.data, "shoal.conf"), "--id", "second", "--listen", addr)
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Process.Kill(); gw.Wait() })
+	second := "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if r, err := http.Get(second); err == nil {
+			r.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second gateway did not start serving")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// a user made with the CLI works on both at once
+	out := c.must("user", "create", "carol", "--access-key", "CAROL0000000000000001", "--secret", "carolsecret000000000000000000000000000001")
+	if !strings.Contains(out, "CAROL0000000000000001") {
+		t.Fatalf("user create: %s", out)
+	}
+	sdk := func(endpoint string) *s3.Client {
+		return s3.New(s3.Options{Region: "default", BaseEndpoint: aws.String(endpoint), UsePathStyle: true, RetryMaxAttempts: 1,
+			RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+			Credentials:                credentials.NewStaticCredentialsProvider("CAROL0000000000000001", "carolsecret000000000000000000000000000001", "")})
+	}
+	a, b := sdk(env["S3_ENDPOINT"]), sdk(second)
+	ctx := context.Background()
+	bucket := aws.String("shared")
+	if _, err := a.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bucket}); err != nil {
+		t.Fatalf("the second gateway does not see the new bucket: %v", err)
+	}
+	data := bytes.Repeat([]byte("two gateways "), 500_000) // 6.5 MiB: head and tails
+	if _, err := b.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("k"), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	if !bytes.Equal(body, data) {
+		t.Fatalf("read through the first gateway: %d bytes, want %d", len(body), len(data))
+	}
+	if l, err := a.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: bucket}); err != nil || len(l.Contents) != 1 || *l.Contents[0].Key != "k" {
+		t.Fatalf("listing through the first gateway: %v", err)
+	}
+	// deleted through one, the bucket takes no more writes through the other
+	if _, err := a.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: aws.String("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: bucket}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("late"), Body: strings.NewReader("x")})
+	var ae interface{ ErrorCode() string }
+	if !errors.As(err, &ae) || ae.ErrorCode() != "NoSuchBucket" {
+		t.Fatalf("PUT into a bucket the other gateway deleted: %v, want NoSuchBucket", err)
+	}
 }
