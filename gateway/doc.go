@@ -63,7 +63,11 @@
 // reshard on both systems (docs/PERFORMANCE.md).
 // Sequential keys still spread over a range's sub-shards; a bucket whose
 // keys share a prefix starts in one range and is split as it grows.
-// Splits are started by the operator for now (no automatic trigger yet).
+// Splits happen on their own (dynamic resharding, dynreshard.go: a shard
+// past rgw_max_objs_per_shard entries queues its bucket, and the
+// gateway's reshard worker splits the fullest range every
+// rgw_reshard_thread_interval, under a cluster-wide lock) or when the
+// operator runs `shoal bucket reshard`.
 //
 // # Authentication
 //

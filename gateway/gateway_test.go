@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1152,5 +1153,90 @@ func TestMultipartCompleteCrash(t *testing.T) {
 	}
 	if got, _ := get(t, c, b, key, ""); !bytes.Equal(got, all) {
 		t.Fatal("aborting the leftover upload of a completed object damaged the object")
+	}
+}
+
+// TestDynamicReshard: index completions past MaxObjsPerShard queue the
+// bucket; a reshard pass splits its fullest range (online, as `shoal
+// bucket reshard`), after which the listing and stats are whole; a bucket
+// whose lock another gateway holds stays queued.
+func TestDynamicReshard(t *testing.T) {
+	f := startGateway(t, gateway.Options{IndexShards: 2, RangeShards: 2, MaxObjsPerShard: 30})
+	gateway.SetSettle(100 * time.Millisecond) // one Store: its cache is dropped at each change
+	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
+	ctx := context.Background()
+	b, err := f.store.CreateBucket(ctx, "growing", "tester", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	put := func(n int) {
+		for i := len(want); len(want) < n; i++ {
+			key := fmt.Sprintf("logs/%05d", i)
+			if _, err := f.store.PutObject(ctx, b, key, gateway.PutInput{Body: strings.NewReader("x"), Size: 1, Owner: "tester"}); err != nil {
+				t.Fatal(err)
+			}
+			want[key] = true
+		}
+	}
+	put(40) // 2 shards of ~20: under the limit
+	if q := f.store.ReshardQueued(); len(q) != 0 {
+		t.Fatalf("queued %v with 40 entries in 2 shards of limit 30", q)
+	}
+	put(120)
+	if q := f.store.ReshardQueued(); len(q) != 1 || q[0] != "growing" {
+		t.Fatalf("queued %v after 120 entries in 2 shards of limit 30", q)
+	}
+	var progress strings.Builder
+	n, err := f.store.ReshardPass(ctx, &progress)
+	if err != nil || n != 1 {
+		t.Fatalf("reshard pass: %d split, %v\n%s", n, err, progress.String())
+	}
+	nb, err := f.store.GetBucket(ctx, "growing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.store.Stats(ctx, nb)
+	if err != nil || st.Ranges != 2 || st.Objects != int64(len(want)) {
+		t.Fatalf("after the pass: %+v %v, want 2 ranges and %d objects", st, err, len(want))
+	}
+	var keys []string
+	after := ""
+	for {
+		l, err := f.store.List(ctx, nb, "", "", after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range l.Entries {
+			keys = append(keys, e.Key)
+		}
+		if !l.Truncated {
+			break
+		}
+		after = l.NextMarker
+	}
+	if len(keys) != len(want) || !sort.StringsAreSorted(keys) {
+		t.Fatalf("listing after the split: %d keys (sorted %v), want %d", len(keys), sort.StringsAreSorted(keys), len(want))
+	}
+	for _, k := range keys {
+		if !want[k] {
+			t.Fatalf("listing has %q, never written", k)
+		}
+	}
+	// another gateway's unexpired lock: the bucket stays queued
+	put(400)
+	logPool, err := f.conn.Pool(ctx, gateway.DefaultPools.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, _ := json.Marshal(map[string]any{"owner": "other", "expires": time.Now().Add(time.Hour)})
+	if err := logPool.WriteFull(ctx, "reshard_lock."+nb.ID, lock); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.ReshardPass(ctx, io.Discard); err != nil || n != 0 {
+		t.Fatalf("pass under another gateway's lock: %d split, %v", n, err)
+	}
+	if q := f.store.ReshardQueued(); len(q) != 1 {
+		t.Fatalf("queue under another's lock: %v", q)
 	}
 }

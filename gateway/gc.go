@@ -125,7 +125,18 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 
 // RunGC processes the queue every GCPeriod until ctx ends.
 func (s *Store) RunGC(ctx context.Context) {
-	t := time.NewTicker(s.opt.GCPeriod)
+	every(ctx, s.opt.GCPeriod, func() {
+		if n, err := s.GCProcess(ctx, false); err != nil && ctx.Err() == nil {
+			s.opt.Logger.Warn("gc pass failed", "removed", n, "err", err)
+		} else if n > 0 {
+			s.opt.Logger.Info("gc pass", "removed", n)
+		}
+	})
+}
+
+// every runs pass each period until ctx ends (a background worker's loop).
+func every(ctx context.Context, period time.Duration, pass func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
@@ -133,10 +144,6 @@ func (s *Store) RunGC(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := s.GCProcess(ctx, false); err != nil && ctx.Err() == nil {
-			s.opt.Logger.Warn("gc pass failed", "removed", n, "err", err)
-		} else if n > 0 {
-			s.opt.Logger.Info("gc pass", "removed", n)
-		}
+		pass()
 	}
 }

@@ -19,32 +19,33 @@ import (
 // reshard updates the shards of the layout in force when it ends). A
 // shard that is gone means the layout changed or the bucket was deleted:
 // the entry point is read again and the call retried once.
-func (s *Store) indexCall(ctx context.Context, b *Bucket, key, method string, in []byte) error {
+func (s *Store) indexCall(ctx context.Context, b *Bucket, key, method string, in []byte) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := s.lookupBucket(ctx, b.Name)
 		if err != nil || cur.ID != b.ID {
-			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+			return nil, ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
 		}
 		if cur.Indexless() {
-			return nil
+			return nil, nil
 		}
 		var missing bool
+		var out []byte
 		for _, oid := range cur.Index.writeShards(cur.ID, key) {
-			_, err = s.index.Exec(ctx, oid, method, in)
+			out, err = s.index.Exec(ctx, oid, method, in)
 			if errors.Is(err, client.ErrNotFound) {
 				missing = true
 				break
 			}
 			if err != nil {
-				return fmt.Errorf("bucket %s: index %s %q: %w", b.Name, method, key, err)
+				return nil, fmt.Errorf("bucket %s: index %s %q: %w", b.Name, method, key, err)
 			}
 		}
 		if !missing {
-			return nil
+			return out, nil
 		}
 		s.forgetBucket(b.Name)
 		if attempt > 0 {
-			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+			return nil, ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
 		}
 	}
 }
@@ -56,7 +57,8 @@ func (s *Store) prepare(ctx context.Context, b *Bucket, key, tag, op string) err
 		return nil
 	}
 	in, _ := json.Marshal(rgw.PrepareIn{Key: key, Tag: tag, Op: op, Mtime: time.Now().UnixNano()})
-	return s.indexCall(ctx, b, key, "rgw.prepare", in)
+	_, err := s.indexCall(ctx, b, key, "rgw.prepare", in)
+	return err
 }
 
 // complete records the outcome of a prepared operation (phase two): e is
@@ -66,7 +68,12 @@ func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver ui
 		return nil
 	}
 	in, _ := json.Marshal(rgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()})
-	return s.indexCall(ctx, b, key, "rgw.complete", in)
+	out, err := s.indexCall(ctx, b, key, "rgw.complete", in)
+	var co rgw.CompleteOut
+	if err == nil && json.Unmarshal(out, &co) == nil && s.opt.MaxObjsPerShard > 0 && co.Objects > s.opt.MaxObjsPerShard {
+		s.queueReshard(b.Name)
+	}
+	return err
 }
 
 // cancel drops a prepared operation whose data write failed.
@@ -75,7 +82,7 @@ func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 		return
 	}
 	in, _ := json.Marshal(rgw.CancelIn{Key: key, Tag: tag})
-	if err := s.indexCall(ctx, b, key, "rgw.cancel", in); err != nil {
+	if _, err := s.indexCall(ctx, b, key, "rgw.cancel", in); err != nil {
 		s.opt.Logger.Warn("index cancel failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
 	}
 }

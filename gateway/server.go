@@ -30,15 +30,17 @@ type Server struct {
 func NewServer(s *Store) *Server { return &Server{s: s, now: time.Now} }
 
 // Serve answers S3 requests on ln (TLS if certFile and keyFile are set)
-// and runs the GC worker, until ctx ends; then it stops accepting, lets
+// and runs the GC and dynamic reshard workers, until ctx ends; then it stops accepting, lets
 // requests in flight finish for up to 10 s, and returns.
 func (srv *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return ctx }}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
+	reshardDone := make(chan struct{})
 	go func() { defer close(gcDone); srv.s.RunGC(gcCtx) }()
-	defer func() { stopGC(); <-gcDone }()
+	go func() { defer close(reshardDone); srv.s.RunReshard(gcCtx) }()
+	defer func() { stopGC(); <-gcDone; <-reshardDone }()
 	errc := make(chan error, 1)
 	go func() {
 		if certFile != "" {

@@ -55,6 +55,13 @@ type Options struct {
 	GCMinWait   time.Duration // rgw_gc_obj_min_wait: how long garbage waits (in-flight GETs of it finish)
 	GCPeriod    time.Duration // rgw_gc_processor_period: how often the GC worker runs
 	PoolSize    int           // replicas of the pools the gateway creates (0: the cluster's osd_pool_default_size)
+	// MaxObjsPerShard (rgw_max_objs_per_shard; 0 or rgw_dynamic_resharding
+	// false: never) is the entry count of an index shard past which the
+	// gateway splits the shard's range on its own (dynamic resharding).
+	MaxObjsPerShard int64
+	// ReshardPeriod (rgw_reshard_thread_interval) is how often queued
+	// buckets are resharded.
+	ReshardPeriod time.Duration
 	// MaxMultipartSize is the largest object a multipart upload may
 	// complete to (0: MaxMultipartSize, S3's 5 TiB); tests lower it.
 	MaxMultipartSize int64
@@ -71,15 +78,22 @@ const DefaultIndexShards = 11
 func OptionsFromConfig(c *config.Config) Options {
 	secs := func(n string) time.Duration { return time.Duration(c.Seconds(n) * float64(time.Second)) }
 	return Options{
-		Pools:       DefaultPools,
-		StripeSize:  int64(c.Size("rgw_obj_stripe_size")),
-		ChunkSize:   int64(c.Size("rgw_max_chunk_size")),
-		WindowSize:  int64(c.Size("rgw_put_obj_min_window_size")),
-		IndexShards: int(c.Int("rgw_override_bucket_index_max_shards")),
-		RangeShards: int(c.Int("rgw_bucket_index_range_shards")),
-		DNSName:     c.String("rgw_dns_name"),
-		GCMinWait:   secs("rgw_gc_obj_min_wait"),
-		GCPeriod:    secs("rgw_gc_processor_period"),
+		Pools:         DefaultPools,
+		StripeSize:    int64(c.Size("rgw_obj_stripe_size")),
+		ChunkSize:     int64(c.Size("rgw_max_chunk_size")),
+		WindowSize:    int64(c.Size("rgw_put_obj_min_window_size")),
+		IndexShards:   int(c.Int("rgw_override_bucket_index_max_shards")),
+		RangeShards:   int(c.Int("rgw_bucket_index_range_shards")),
+		DNSName:       c.String("rgw_dns_name"),
+		GCMinWait:     secs("rgw_gc_obj_min_wait"),
+		GCPeriod:      secs("rgw_gc_processor_period"),
+		ReshardPeriod: secs("rgw_reshard_thread_interval"),
+		MaxObjsPerShard: func() int64 {
+			if !c.Bool("rgw_dynamic_resharding") {
+				return 0
+			}
+			return c.Int("rgw_max_objs_per_shard")
+		}(),
 	}
 }
 
@@ -106,6 +120,9 @@ func (o *Options) setDefaults() {
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour
 	}
+	if o.ReshardPeriod <= 0 {
+		o.ReshardPeriod = 10 * time.Minute
+	}
 	if o.MaxMultipartSize <= 0 {
 		o.MaxMultipartSize = MaxMultipartSize
 	}
@@ -131,6 +148,7 @@ type Store struct {
 	listReads    atomic.Int64 // index shard reads by listings (shown by the listing benchmark)
 
 	mu      sync.Mutex
+	reshard map[string]bool         // buckets whose shards passed MaxObjsPerShard (dynamic resharding queue)
 	buckets map[string]cachedBucket // name → info, validated by the index
 	keys    map[string]cachedKey    // access key → secret and user
 }

@@ -86,7 +86,8 @@ type CompleteIn struct {
 // CompleteOut says whether the completion changed the listing (false: a
 // newer version of the key was already recorded).
 type CompleteOut struct {
-	Applied bool `json:"applied"`
+	Applied bool  `json:"applied"`
+	Objects int64 `json:"objects"` // the shard's entries after it (dynamic resharding watches it)
 }
 
 // CompleteBatchOut is rgw.complete_batch's answer: how many of the
@@ -156,11 +157,11 @@ func complete(o cls.Object, in []byte) ([]byte, error) {
 	if err := decode(in, &x, "rgw.complete"); err != nil {
 		return nil, err
 	}
-	applied, err := completeAll(o, []CompleteIn{x})
+	applied, st, err := completeAll(o, []CompleteIn{x})
 	if err != nil {
 		return nil, err
 	}
-	out, _ := json.Marshal(CompleteOut{Applied: applied == 1})
+	out, _ := json.Marshal(CompleteOut{Applied: applied == 1, Objects: st.Objects})
 	return out, nil
 }
 
@@ -172,7 +173,7 @@ func completeBatch(o cls.Object, in []byte) ([]byte, error) {
 	if err := decode(in, &xs, "rgw.complete_batch"); err != nil {
 		return nil, err
 	}
-	applied, err := completeAll(o, xs)
+	applied, _, err := completeAll(o, xs)
 	if err != nil {
 		return nil, err
 	}
@@ -182,20 +183,21 @@ func completeBatch(o cls.Object, in []byte) ([]byte, error) {
 
 // completeAll applies completions of distinct keys, reading and writing
 // the shard's stats once (the reads of one call see the shard as it was
-// before the call), and returns how many changed the listing.
-func completeAll(o cls.Object, xs []CompleteIn) (int, error) {
+// before the call), and returns how many changed the listing and the
+// shard's stats after them.
+func completeAll(o cls.Object, xs []CompleteIn) (int, Stats, error) {
 	seen := make(map[string]bool, len(xs))
 	for _, x := range xs {
 		if x.Key == "" || x.Tag == "" {
-			return 0, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
+			return 0, Stats{}, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
 		}
 		if seen[x.Key] {
-			return 0, fmt.Errorf("%w: rgw.complete_batch: key %q twice", cls.ErrInvalid, x.Key)
+			return 0, Stats{}, fmt.Errorf("%w: rgw.complete_batch: key %q twice", cls.ErrInvalid, x.Key)
 		}
 		seen[x.Key] = true
 	}
 	if err := shardExists(o); err != nil {
-		return 0, err
+		return 0, Stats{}, err
 	}
 	keys := []string{StatsKey}
 	for _, x := range xs {
@@ -203,12 +205,12 @@ func completeAll(o cls.Object, xs []CompleteIn) (int, error) {
 	}
 	cur, err := o.OmapGet(keys)
 	if err != nil {
-		return 0, err
+		return 0, Stats{}, err
 	}
 	var st Stats
 	if b, ok := cur[StatsKey]; ok {
 		if err := json.Unmarshal(b, &st); err != nil {
-			return 0, fmt.Errorf("rgw.complete: shard stats: %w", err)
+			return 0, Stats{}, fmt.Errorf("rgw.complete: shard stats: %w", err)
 		}
 	}
 	applied := 0
@@ -219,7 +221,7 @@ func completeAll(o cls.Object, xs []CompleteIn) (int, error) {
 		if b, ok := cur[x.Key]; ok {
 			old = &Entry{}
 			if err := json.Unmarshal(b, old); err != nil {
-				return 0, fmt.Errorf("rgw.complete: entry %q: %w", x.Key, err)
+				return 0, Stats{}, fmt.Errorf("rgw.complete: entry %q: %w", x.Key, err)
 			}
 			newest = old.Ver
 		}
@@ -256,7 +258,7 @@ func completeAll(o cls.Object, xs []CompleteIn) (int, error) {
 		b, _ := json.Marshal(st)
 		o.OmapSet([]objectstore.KV{{Key: StatsKey, Value: b}})
 	}
-	return applied, nil
+	return applied, st, nil
 }
 
 func cancel(o cls.Object, in []byte) ([]byte, error) {

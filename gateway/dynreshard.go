@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Dynamic resharding, as RGW's (rgw_dynamic_resharding): every index
+// completion reports its shard's entry count; past MaxObjsPerShard the
+// bucket is queued, and the reshard worker (RunReshard, every
+// ReshardPeriod) splits its fullest range online (SplitRange) — writers
+// never wait on it. A cluster-wide lock object in the log pool keeps two
+// gateways from splitting one bucket at once.
+
+// reshardLockTTL is how long a reshard lock holds before another gateway
+// may take it over (its holder died; SplitRange resumes what it left).
+const reshardLockTTL = 15 * time.Minute
+
+// queueReshard marks a bucket for the reshard worker.
+func (s *Store) queueReshard(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reshard == nil {
+		s.reshard = map[string]bool{}
+	}
+	s.reshard[name] = true
+}
+
+// ReshardQueued lists the buckets queued for dynamic resharding.
+func (s *Store) ReshardQueued() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for n := range s.reshard {
+		names = append(names, n)
+	}
+	return names
+}
+
+// RunReshard runs ReshardPass every ReshardPeriod until ctx ends.
+func (s *Store) RunReshard(ctx context.Context) {
+	every(ctx, s.opt.ReshardPeriod, func() {
+		if n, err := s.ReshardPass(ctx, io.Discard); err != nil && ctx.Err() == nil {
+			s.opt.Logger.Warn("dynamic reshard pass failed", "split", n, "err", err)
+		}
+	})
+}
+
+// ReshardPass splits, once each, the queued buckets whose fullest index
+// shard still holds more than MaxObjsPerShard entries (a bucket another
+// gateway holds the lock of stays queued), writing progress to out; it
+// returns how many it split.
+func (s *Store) ReshardPass(ctx context.Context, out io.Writer) (int, error) {
+	split := 0
+	for _, name := range s.ReshardQueued() {
+		s.mu.Lock()
+		delete(s.reshard, name)
+		s.mu.Unlock()
+		b, err := s.GetBucket(ctx, name)
+		if errors.Is(err, ErrNoSuchBucket) {
+			continue
+		}
+		if err != nil {
+			return split, err
+		}
+		if b.Indexless() {
+			continue
+		}
+		most, err := s.fullestShard(ctx, b)
+		if err != nil {
+			return split, err
+		}
+		if most <= s.opt.MaxObjsPerShard {
+			continue // split meanwhile (by another gateway)
+		}
+		release, err := s.lockReshard(ctx, b)
+		if errors.Is(err, errLocked) {
+			s.queueReshard(name) // try again next pass
+			continue
+		}
+		if err != nil {
+			return split, err
+		}
+		s.opt.Logger.Info("dynamic reshard", "bucket", name, "fullest shard", most, "limit", s.opt.MaxObjsPerShard)
+		err = s.SplitRange(ctx, name, "", out)
+		release()
+		if err != nil {
+			return split, fmt.Errorf("dynamic reshard of %s: %w", name, err)
+		}
+		split++
+	}
+	return split, nil
+}
+
+// fullestShard is the largest entry count of any shard of b's index.
+func (s *Store) fullestShard(ctx context.Context, b *Bucket) (int64, error) {
+	var most int64
+	for i := range b.Index.Ranges {
+		for _, oid := range b.Index.Ranges[i].oids(b.ID) {
+			var st BucketStats
+			if err := s.shardStats(ctx, oid, &st); err != nil {
+				return 0, err
+			}
+			most = max(most, st.Objects)
+		}
+	}
+	return most, nil
+}
+
+var errLocked = errors.New("reshard lock held")
+
+type reshardLock struct {
+	Owner   string    `json:"owner"`
+	Expires time.Time `json:"expires"`
+}
+
+// lockReshard takes b's reshard lock (errLocked if another holder's has
+// not expired) and returns its release.
+func (s *Store) lockReshard(ctx context.Context, b *Bucket) (func(), error) {
+	oid := "reshard_lock." + b.ID
+	host, _ := os.Hostname()
+	rec, _ := json.Marshal(reshardLock{Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Expires: time.Now().Add(reshardLockTTL)})
+	release := func() {
+		if err := s.log.Remove(context.WithoutCancel(ctx), oid); err != nil && !errors.Is(err, client.ErrNotFound) {
+			s.opt.Logger.Warn("reshard lock release failed (it expires)", "bucket", b.Name, "err", err)
+		}
+	}
+	_, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: rec}})
+	if err == nil {
+		return release, nil
+	}
+	if !errors.Is(err, client.ErrExists) {
+		return nil, fmt.Errorf("reshard lock %s: %w", oid, err)
+	}
+	rep, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Read}})
+	if err != nil {
+		return nil, fmt.Errorf("reshard lock %s: %w", oid, err)
+	}
+	var held reshardLock
+	if json.Unmarshal(rep.Results[0].Data, &held) == nil && time.Now().Before(held.Expires) {
+		return nil, errLocked
+	}
+	// expired: take it over, unless someone else just did
+	if _, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: rep.Ver}, {Code: osdop.WriteFull, Data: rec}}); err != nil {
+		return nil, errLocked
+	}
+	return release, nil
+}
