@@ -144,16 +144,18 @@ func downCmd() *cobra.Command {
 	return cmd
 }
 
+// gather is the cluster's status as `shoal status` shows it.
+func gather(ctx context.Context, s *session) (*status.Status, error) {
+	kr, err := s.conf.Keyring("client.admin")
+	if err != nil {
+		return nil, err
+	}
+	return status.Gather(ctx, s.conn, s.conf.MonAddrs(), kr)
+}
+
 func statusCmds() []*cobra.Command {
 	var format string
 	var detail bool
-	gather := func(ctx context.Context, s *session) (*status.Status, error) {
-		kr, err := s.conf.Keyring("client.admin")
-		if err != nil {
-			return nil, err
-		}
-		return status.Gather(ctx, s.conn, s.conf.MonAddrs(), kr)
-	}
 	st := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster's health, daemons, pools and PG states (ceph -s)",
@@ -315,6 +317,22 @@ func osdCmd() *cobra.Command {
 			status.Tree(out, s.conn)
 			return nil
 		})})
+	var dfFormat string
+	df := &cobra.Command{Use: "df", Short: "Show each OSD's size, use, %USE, VAR and PG count (ceph osd df)", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			x, err := gather(ctx, s)
+			if err != nil {
+				return err
+			}
+			rows, avg := status.OSDDF(s.conn.Map(), x.OSDStats)
+			if dfFormat == "json" {
+				return json.NewEncoder(out).Encode(map[string]any{"nodes": rows, "summary": map[string]float64{"average_utilization": avg}})
+			}
+			status.OSDDFText(out, rows, avg)
+			return nil
+		})}
+	df.Flags().StringVar(&dfFormat, "format", "plain", "plain or json")
+	cmd.AddCommand(df)
 	var perfFormat string
 	perf := &cobra.Command{Use: "perf", Short: "Show each OSD's op counters: client ops and bytes as primary, replicated sub-ops (Ceph's perf counters)", Args: cobra.NoArgs,
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {

@@ -431,6 +431,11 @@ func TestAdminCommands(t *testing.T) {
 	if tree := c.must("osd", "tree"); !regexp.MustCompile(`osd\.1 +up +0\.00000`).MatchString(tree) {
 		t.Fatalf("osd out not shown:\n%s", tree)
 	}
+	// osd df: the out OSD at reweight 0 holds no PG, the others do
+	if df := c.must("osd", "df"); !regexp.MustCompile(`(?m)^\s*1\s.*\s0\.00000\s.*\s0\s+up\s*$`).MatchString(df) ||
+		!regexp.MustCompile(`(?m)^\s*0\s.*\s1\.00000\s.*\s[1-9]\d*\s+up\s*$`).MatchString(df) {
+		t.Fatalf("osd df after osd.1 went out:\n%s", df)
+	}
 	c.must("osd", "in", "1")
 	c.waitHealth("HEALTH_OK", 30*time.Second)
 	// config database
