@@ -149,6 +149,7 @@ func unsignedPayload(stack *middleware.Stack) error {
 // regexps on every request: a third of a load generator's CPU at 64 KiB.
 type fixedEndpoint struct{ base url.URL }
 
+// ResolveEndpoint implements s3.EndpointResolverV2: base URL + "/" + bucket.
 func (r fixedEndpoint) ResolveEndpoint(_ context.Context, p s3.EndpointParameters) (smithyendpoints.Endpoint, error) {
 	u := r.base
 	if p.Bucket != nil {

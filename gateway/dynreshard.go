@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
@@ -28,21 +30,15 @@ const reshardLockTTL = 15 * time.Minute
 func (s *Store) queueReshard(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.reshard == nil {
-		s.reshard = map[string]bool{}
-	}
 	s.reshard[name] = true
 }
 
-// ReshardQueued lists the buckets queued for dynamic resharding.
+// ReshardQueued lists the buckets queued for dynamic resharding, in no
+// particular order.
 func (s *Store) ReshardQueued() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var names []string
-	for n := range s.reshard {
-		names = append(names, n)
-	}
-	return names
+	return slices.Collect(maps.Keys(s.reshard))
 }
 
 // RunReshard runs ReshardPass every ReshardPeriod until ctx ends.

@@ -654,9 +654,11 @@ func TestMultipart(t *testing.T) {
 		CopySource: &src, CopySourceRange: aws.String("bytes=10-109")}); err != nil || *pc.CopyPartResult.ETag != md5hex(all[10:110]) {
 		t.Fatalf("upload part copy of 100 bytes: %v", err)
 	}
-	if _, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &b, Key: aws.String("copy/dst"), UploadId: cu.UploadId, PartNumber: aws.Int32(2),
-		CopySource: &src, CopySourceRange: aws.String(fmt.Sprintf("bytes=0-%d", len(all)))}); code(err) != "InvalidRange" {
-		t.Fatalf("copy range past the source's end: %v", err)
+	for _, rng := range []string{fmt.Sprintf("bytes=0-%d", len(all)), "bytes=-5", "bytes=5-", "bytes=9-5", "5-9"} {
+		if _, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &b, Key: aws.String("copy/dst"), UploadId: cu.UploadId, PartNumber: aws.Int32(2),
+			CopySource: &src, CopySourceRange: &rng}); code(err) != "InvalidRange" {
+			t.Fatalf("copy range %q (past the end, suffix, open, reversed, no unit): %v", rng, err)
+		}
 	}
 	if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &b, Key: aws.String("copy/dst"), UploadId: cu.UploadId}); err != nil {
 		t.Fatal(err)
@@ -1238,5 +1240,16 @@ func TestDynamicReshard(t *testing.T) {
 	}
 	if q := f.store.ReshardQueued(); len(q) != 1 {
 		t.Fatalf("queue under another's lock: %v", q)
+	}
+	// a lock whose holder died (expired) is taken over, and released after
+	lock, _ = json.Marshal(map[string]any{"owner": "dead", "expires": time.Now().Add(-time.Minute)})
+	if err := logPool.WriteFull(ctx, "reshard_lock."+nb.ID, lock); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.ReshardPass(ctx, io.Discard); err != nil || n != 1 {
+		t.Fatalf("pass over an expired lock: %d split, %v", n, err)
+	}
+	if _, err := logPool.Stat(ctx, "reshard_lock."+nb.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("the lock stays after the split: %v", err)
 	}
 }

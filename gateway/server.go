@@ -540,6 +540,21 @@ func etagMatches(list, etag string) bool {
 	return false
 }
 
+// copySourceRange parses x-amz-copy-source-range: exactly
+// "bytes=first-last", zero-based and inclusive, inside the source of size
+// bytes (unlike a GET's Range: no suffix or open end, no clamping);
+// InvalidRange otherwise.
+func copySourceRange(v string, size int64) (off, n int64, err error) {
+	spec, ok := strings.CutPrefix(v, "bytes=")
+	a, b, ok2 := strings.Cut(spec, "-")
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || !ok2 || err1 != nil || err2 != nil || first < 0 || last < first || last >= size {
+		return 0, 0, ErrInvalidRange.with("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object")
+	}
+	return first, last - first + 1, nil
+}
+
 // parseRange parses a single "bytes=" range against size; ok false means
 // serve the whole object (no or an unsupported multi-range header).
 func parseRange(v string, size int64) (off, n int64, ok bool, err error) {
@@ -813,16 +828,41 @@ func maxKeysParam(q url.Values, name string, def int) (int, error) {
 	return min(n, 1000), nil
 }
 
+// listParams reads the parameters every object listing takes: max-keys
+// (≤ 1000) and encoding-type ("" or "url").
+func listParams(q url.Values) (maxKeys int, enc string, err error) {
+	if maxKeys, err = maxKeysParam(q, "max-keys", 1000); err != nil {
+		return 0, "", err
+	}
+	if enc = q.Get("encoding-type"); enc != "" && enc != "url" {
+		return 0, "", ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
+	}
+	return maxKeys, enc, nil
+}
+
+// commonPrefixes is a listing's CommonPrefixes, encoded as asked.
+func commonPrefixes(l *Listing, enc string) []commonPrefix {
+	var out []commonPrefix
+	for _, p := range l.Prefixes {
+		out = append(out, commonPrefix{Prefix: encodeKey(p, enc)})
+	}
+	return out
+}
+
+// listedClass is the class a listing shows ("" was stored as STANDARD).
+func listedClass(sc string) string {
+	if sc == "" {
+		return "STANDARD"
+	}
+	return sc
+}
+
 func (srv *Server) listObjects(rq *request, b *Bucket) error {
 	q := rq.q
 	v2 := q.Get("list-type") == "2"
-	maxKeys, err := maxKeysParam(q, "max-keys", 1000)
+	maxKeys, enc, err := listParams(q)
 	if err != nil {
 		return err
-	}
-	enc := q.Get("encoding-type")
-	if enc != "" && enc != "url" {
-		return ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
 	}
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
 	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: prefix, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
@@ -851,18 +891,13 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 	}
 	fetchOwner := !v2 || q.Get("fetch-owner") == "true"
 	for _, e := range l.Entries {
-		oe := objectEntry{Key: encodeKey(e.Key, enc), LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: e.StorageClass}
-		if oe.StorageClass == "" {
-			oe.StorageClass = "STANDARD"
-		}
+		oe := objectEntry{Key: encodeKey(e.Key, enc), LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass)}
 		if fetchOwner {
 			oe.Owner = &owner{ID: e.Owner, DisplayName: e.Owner}
 		}
 		res.Contents = append(res.Contents, oe)
 	}
-	for _, p := range l.Prefixes {
-		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeKey(p, enc)})
-	}
+	res.CommonPrefixes = commonPrefixes(l, enc)
 	res.IsTruncated = l.Truncated
 	if v2 {
 		n := len(l.Entries) + len(l.Prefixes)
@@ -940,12 +975,8 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	}
 	off, n := int64(0), o.Size()
 	if rv := rq.r.Header.Get("x-amz-copy-source-range"); rv != "" {
-		var ok bool
-		off, n, ok, err = parseRange(rv, o.Size())
-		// unlike a GET's Range, the copied range must lie inside the source
-		_, last, _ := strings.Cut(strings.TrimPrefix(rv, "bytes="), "-")
-		if l, lerr := strconv.ParseInt(last, 10, 64); err != nil || !ok || strings.HasPrefix(rv, "bytes=-") || lerr != nil || l >= o.Size() {
-			return ErrInvalidRange.with("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object")
+		if off, n, err = copySourceRange(rv, o.Size()); err != nil {
+			return err
 		}
 	}
 	pr := pipeRange(ctx, o, off, n)
@@ -1046,13 +1077,9 @@ func (srv *Server) listUploads(rq *request, b *Bucket) error {
 // had versioning enabled).
 func (srv *Server) listVersions(rq *request, b *Bucket) error {
 	q := rq.q
-	maxKeys, err := maxKeysParam(q, "max-keys", 1000)
+	maxKeys, enc, err := listParams(q)
 	if err != nil {
 		return err
-	}
-	enc := q.Get("encoding-type")
-	if enc != "" && enc != "url" {
-		return ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
 	}
 	prefix, delim, marker := q.Get("prefix"), q.Get("delimiter"), q.Get("key-marker")
 	l, err := srv.s.List(rq.r.Context(), b, prefix, delim, marker, maxKeys)
@@ -1062,16 +1089,10 @@ func (srv *Server) listVersions(rq *request, b *Bucket) error {
 	res := listVersionsResult{Xmlns: s3NS, Name: b.Name, Prefix: encodeKey(prefix, enc), KeyMarker: encodeKey(marker, enc),
 		VersionIDMarker: q.Get("version-id-marker"), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
 	for _, e := range l.Entries {
-		sc := e.StorageClass
-		if sc == "" {
-			sc = "STANDARD"
-		}
 		res.Versions = append(res.Versions, versionEntry{Key: encodeKey(e.Key, enc), VersionID: "null", IsLatest: true,
-			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: sc, Owner: owner{ID: e.Owner, DisplayName: e.Owner}})
+			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass), Owner: owner{ID: e.Owner, DisplayName: e.Owner}})
 	}
-	for _, p := range l.Prefixes {
-		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeKey(p, enc)})
-	}
+	res.CommonPrefixes = commonPrefixes(l, enc)
 	if l.Truncated {
 		res.NextKeyMarker, res.NextVersionIDMarker = encodeKey(l.NextMarker, enc), "null"
 	}

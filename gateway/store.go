@@ -171,7 +171,7 @@ const cacheTTL = 5 * time.Second
 // cluster's defaults) the gateway's pools.
 func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, error) {
 	opt.setDefaults()
-	s := &Store{conn: conn, opt: opt, buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, pendingGrace: defaultPendingGrace}
+	s := &Store{conn: conn, opt: opt, buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
 	for _, p := range []struct {
 		name  string
 		pgNum string

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"syscall"
 
@@ -126,26 +127,7 @@ type Reply struct {
 // Encode appends r's wire form to e.
 func (r *Request) Encode(e *wire.Encoder) {
 	m := e.Begin(1, 1)
-	e.I64(r.Pool)
-	e.U32(r.Seed)
-	e.String(r.OID)
-	e.U64(r.Client)
-	e.U64(r.Tid)
-	e.U32(uint32(len(r.Ops)))
-	for i := range r.Ops {
-		o := &r.Ops[i]
-		e.U8(uint8(o.Code))
-		e.U64(o.Off)
-		e.U64(o.Len)
-		e.String(o.Name)
-		e.String(o.Prefix)
-		e.U32(o.Max)
-		e.Bool(o.Exclusive)
-		e.U64(o.Ver)
-		e.Blob(o.Data)
-		objectstore.EncodeKVs(e, o.KVs)
-		e.Strings(o.Keys)
-	}
+	r.encodeBody(&vecEncoder{e: e, minData: math.MaxInt})
 	e.End(m)
 }
 
@@ -153,43 +135,64 @@ func (r *Request) Encode(e *wire.Encoder) {
 // data of at least minData bytes is its own part (referenced, not
 // copied). For msgr.Client.CallVec.
 func (r *Request) EncodeVec(minData int) [][]byte {
-	e := wire.NewEncoder(make([]byte, 0, 256+len(r.OID)))
-	m := e.Begin(1, 1)
-	e.I64(r.Pool)
-	e.U32(r.Seed)
-	e.String(r.OID)
-	e.U64(r.Client)
-	e.U64(r.Tid)
-	e.U32(uint32(len(r.Ops)))
-	var parts [][]byte
-	for i := range r.Ops {
-		o := &r.Ops[i]
-		e.U8(uint8(o.Code))
-		e.U64(o.Off)
-		e.U64(o.Len)
-		e.String(o.Name)
-		e.String(o.Prefix)
-		e.U32(o.Max)
-		e.Bool(o.Exclusive)
-		e.U64(o.Ver)
-		if len(o.Data) >= minData {
-			e.U32(uint32(len(o.Data)))
-			parts = append(parts, e.Bytes(), o.Data)
-			e = wire.NewEncoder(make([]byte, 0, 256))
-		} else {
-			e.Blob(o.Data)
-		}
-		objectstore.EncodeKVs(e, o.KVs)
-		e.Strings(o.Keys)
-	}
-	parts = append(parts, e.Bytes())
+	v := &vecEncoder{e: wire.NewEncoder(make([]byte, 0, 256+len(r.OID))), minData: minData}
+	m := v.e.Begin(1, 1)
+	r.encodeBody(v)
+	parts := v.done()
 	n := -m
 	for _, p := range parts {
 		n += len(p)
 	}
-	binary.LittleEndian.PutUint32(parts[0][m-4:m], uint32(n)) // as wire.Encoder.End
+	binary.LittleEndian.PutUint32(parts[0][m-4:m], uint32(n)) // the section length, as wire.Encoder.End
 	return parts
 }
+
+func (r *Request) encodeBody(v *vecEncoder) {
+	v.e.I64(r.Pool)
+	v.e.U32(r.Seed)
+	v.e.String(r.OID)
+	v.e.U64(r.Client)
+	v.e.U64(r.Tid)
+	v.e.U32(uint32(len(r.Ops)))
+	for i := range r.Ops {
+		o := &r.Ops[i]
+		v.e.U8(uint8(o.Code))
+		v.e.U64(o.Off)
+		v.e.U64(o.Len)
+		v.e.String(o.Name)
+		v.e.String(o.Prefix)
+		v.e.U32(o.Max)
+		v.e.Bool(o.Exclusive)
+		v.e.U64(o.Ver)
+		v.blob(o.Data)
+		objectstore.EncodeKVs(v.e, o.KVs)
+		v.e.Strings(o.Keys)
+	}
+}
+
+// vecEncoder encodes into e, except that blobs of at least minData bytes
+// become parts of their own (a vectored write sends them from the
+// caller's memory); e is replaced after each such part, so write through
+// v.e.
+type vecEncoder struct {
+	e       *wire.Encoder
+	parts   [][]byte
+	minData int
+}
+
+// blob appends b as wire.Encoder.Blob does.
+func (v *vecEncoder) blob(b []byte) {
+	if len(b) < v.minData {
+		v.e.Blob(b)
+		return
+	}
+	v.e.U32(uint32(len(b)))
+	v.parts = append(v.parts, v.e.Bytes(), b)
+	v.e = wire.NewEncoder(make([]byte, 0, 256))
+}
+
+// done returns the parts, the bytes encoded since the last blob included.
+func (v *vecEncoder) done() [][]byte { return append(v.parts, v.e.Bytes()) }
 
 // DecodeRequest reads a Request; data slices alias b.
 func DecodeRequest(b []byte) (*Request, error) {
@@ -221,45 +224,30 @@ func DecodeRequest(b []byte) (*Request, error) {
 }
 
 // Encode appends the reply's wire form.
-func (r *Reply) Encode(e *wire.Encoder) {
-	e.U64(r.Ver)
-	e.U32(uint32(len(r.Results)))
-	for i := range r.Results {
-		x := &r.Results[i]
-		e.Blob(x.Data)
-		objectstore.EncodeKVs(e, x.KVs)
-		e.Bool(x.More)
-		e.U64(x.Size)
-		e.I64(x.Mtime)
-		e.U64(x.Ver)
-	}
-}
+func (r *Reply) Encode(e *wire.Encoder) { r.encode(&vecEncoder{e: e, minData: math.MaxInt}) }
 
 // EncodeVec is Encode as a list of byte slices whose concatenation is
 // Encode's output: result data of at least minData bytes is its own
 // element (referenced, not copied), the rest is encoded into small
 // buffers between them. For msgr.Message.ReplyVec.
 func (r *Reply) EncodeVec(minData int) [][]byte {
-	var parts [][]byte
-	e := wire.NewEncoder(make([]byte, 0, 64+64*len(r.Results)))
-	e.U64(r.Ver)
-	e.U32(uint32(len(r.Results)))
+	v := &vecEncoder{e: wire.NewEncoder(make([]byte, 0, 64+64*len(r.Results))), minData: minData}
+	r.encode(v)
+	return v.done()
+}
+
+func (r *Reply) encode(v *vecEncoder) {
+	v.e.U64(r.Ver)
+	v.e.U32(uint32(len(r.Results)))
 	for i := range r.Results {
 		x := &r.Results[i]
-		if len(x.Data) >= minData {
-			e.U32(uint32(len(x.Data)))
-			parts = append(parts, e.Bytes(), x.Data)
-			e = wire.NewEncoder(make([]byte, 0, 64+64*(len(r.Results)-i)))
-		} else {
-			e.Blob(x.Data)
-		}
-		objectstore.EncodeKVs(e, x.KVs)
-		e.Bool(x.More)
-		e.U64(x.Size)
-		e.I64(x.Mtime)
-		e.U64(x.Ver)
+		v.blob(x.Data)
+		objectstore.EncodeKVs(v.e, x.KVs)
+		v.e.Bool(x.More)
+		v.e.U64(x.Size)
+		v.e.I64(x.Mtime)
+		v.e.U64(x.Ver)
 	}
-	return append(parts, e.Bytes())
 }
 
 // DecodeReply reads a Reply; data slices alias b.

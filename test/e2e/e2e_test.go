@@ -536,8 +536,10 @@ func ecContent(oid string, gen int) []byte {
 
 // TestErasureCodedPool: a 2+1 pool through the CLI and the client; a shard
 // corrupted on disk is detected by its checksum, decoded around and
-// repaired; SIGKILL of the primary in the middle of overwrites leaves every
-// object at its old or its new content, never a mix.
+// repaired; SIGKILL of the primary in the middle of overwrites and appends
+// leaves every object at its old or its new content, never a mix, and
+// every appended object a run of whole appends with every acknowledged one
+// (appends are rolled back by truncation, overwrites from a full copy).
 func TestErasureCodedPool(t *testing.T) {
 	c := up(t, "--osds", "3", "--osd-size", "512M")
 	c.must("osd", "erasure-code-profile", "set", "p21", "k=2", "m=1", "crush-failure-domain=osd")
@@ -619,10 +621,18 @@ func TestErasureCodedPool(t *testing.T) {
 		t.Fatalf("second read: %v; the shard was not repaired (%d decodes)", err, reconstructs())
 	}
 
-	// 2. SIGKILL the primary while four writers overwrite 40 objects
+	// 2. SIGKILL the primary while four writers overwrite 40 objects and
+	// each appends to one more
 	type state struct{ acked, tried int }
 	var mu sync.Mutex
 	objs := map[string]*state{}
+	const chunk = 8 << 10 // whole stripes of the 2+1 pool: EC appends
+	appendChunk := func(oid string, gen int) []byte {
+		b := bytes.Repeat([]byte{byte(gen)}, chunk)
+		copy(b, fmt.Sprintf("%s|%08d|", oid, gen))
+		return b
+	}
+	appended := map[string][]int{} // per writer's append object: the acknowledged generations
 	for i := range 40 {
 		oid := fmt.Sprintf("ow%d", i)
 		if err := p.WriteFull(ctx, oid, ecContent(oid, 0)); err != nil {
@@ -662,6 +672,15 @@ func TestErasureCodedPool(t *testing.T) {
 					failures++
 				}
 				mu.Unlock()
+				aoid := fmt.Sprintf("ap%d", w)
+				wctx, wcancel = context.WithTimeout(ctx, 60*time.Second)
+				err = p.Append(wctx, aoid, appendChunk(aoid, gen))
+				wcancel()
+				if err == nil {
+					mu.Lock()
+					appended[aoid] = append(appended[aoid], gen)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
@@ -693,6 +712,28 @@ func TestErasureCodedPool(t *testing.T) {
 				t.Fatalf("%s: %s reads as generation %d (%v; acknowledged %d, tried %d), or a mix", when, oid, gen, err, st.acked, st.tried)
 			}
 		}
+		for w := range 4 {
+			aoid := fmt.Sprintf("ap%d", w)
+			got, err := p.Read(ctx, aoid, 0, 0)
+			if err != nil || len(got)%chunk != 0 {
+				t.Fatalf("%s: %s: %d bytes (%v), not whole appends", when, aoid, len(got), err)
+			}
+			have := map[int]bool{}
+			last := 0
+			for off := 0; off < len(got); off += chunk {
+				var gen int
+				fmt.Sscanf(string(got[off+len(aoid)+1:off+len(aoid)+9]), "%08d", &gen)
+				if gen <= last || !bytes.Equal(got[off:off+chunk], appendChunk(aoid, gen)) {
+					t.Fatalf("%s: %s: append at %d is not a whole later append (generation %d after %d)", when, aoid, off, gen, last)
+				}
+				have[gen], last = true, gen
+			}
+			for _, gen := range appended[aoid] {
+				if !have[gen] {
+					t.Fatalf("%s: %s lost acknowledged append %d", when, aoid, gen)
+				}
+			}
+		}
 	}
 	verify("with the primary dead")
 	c.up()
@@ -704,7 +745,14 @@ func TestErasureCodedPool(t *testing.T) {
 		b, _ := os.ReadFile(l)
 		rollbacks += bytes.Count(b, []byte("rolling back writes"))
 	}
-	t.Logf("%d overwrites, %d failed (retried by the client until its timeout); %d PG copies rolled back", writes, failures, rollbacks)
+	appends := 0
+	for _, gens := range appended {
+		appends += len(gens)
+	}
+	if appends == 0 {
+		t.Fatal("no append was acknowledged: the append half of the test did not run")
+	}
+	t.Logf("%d overwrites, %d failed (retried by the client until its timeout), %d appends; %d PG copies rolled back", writes, failures, appends, rollbacks)
 }
 
 // TestAddOSD: a new OSD takes over some PGs; their data moves to it during
