@@ -270,8 +270,20 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 	var payload []byte
 	var parts [][]byte
 	var last error
+	hold := osdmap.FlagPauseRd // the flag that holds this request (Ceph's Objecter pauses)
+	if req.IsWrite() {
+		hold = osdmap.FlagPauseWr
+	}
 	for {
 		m := p.c.Map()
+		if m.Flags.Has(hold) {
+			last = fmt.Errorf("held: the %s flag is set (shoal osd unset pause)", hold)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%w: %s: %v (last: %v)", ErrTimeout, oid, ctx.Err(), last)
+			}
+			p.c.waitNewer(ctx, m.Epoch, 5*time.Second)
+			continue
+		}
 		pool, err := m.Pool(p.id)
 		if err != nil {
 			return nil, fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)

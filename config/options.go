@@ -73,7 +73,7 @@ var Options = []Option{
 	{Name: "osd_recovery_sleep", Type: Seconds, Default: "0", Min: 0, Max: 60, Desc: "Pause between recovery operations."},
 
 	// MON
-	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before it is marked out."},
+	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before the MONs mark it out (and its PGs recover elsewhere); 0: never. The noout flag suspends it; an OSD marked out this way is marked in again when it boots."},
 	{Name: "mon_osd_min_down_reporters", Type: Int, Default: "2", Min: 1, Max: 1000, Desc: "Distinct OSDs that must report a peer down."},
 	{Name: "mon_osd_reporter_subtree_level", Type: String, Default: "host", Desc: "CRUSH type whose buckets count as distinct reporters of a down OSD (`osd` for a one-host cluster)."},
 	{Name: "mon_data", Type: String, Default: "$data/$name", Desc: "A MON's data directory."},

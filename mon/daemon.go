@@ -25,6 +25,7 @@ import (
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdmap"
 )
 
 // Options configure a MON daemon.
@@ -60,6 +61,12 @@ type Daemon struct {
 	mu      sync.Mutex
 	leaders map[string]*msgr.Client // messenger clients to the leader, by address
 	reports map[int32]map[int32]time.Time
+	wg      sync.WaitGroup // the tick loop
+
+	// downSince is when the leader first saw each down, in OSD down (its
+	// own clock: a new leader starts the down-out interval afresh, so an
+	// OSD is never marked out early). Owned by the tick loop.
+	downSince map[int32]time.Time
 }
 
 // RaftAddr is the raft address of the MON serving addr: the next port.
@@ -138,7 +145,64 @@ func Start(o Options) (*Daemon, error) {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
 	}
+	d.wg.Add(1)
+	go d.tickLoop()
 	return d, nil
+}
+
+// tickLoop runs the leader's periodic work until Close.
+func (d *Daemon) tickLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+			d.downOut(time.Now())
+		}
+	}
+}
+
+// downOut marks out the OSDs that have been down and in for
+// mon_osd_down_out_interval (0: never), unless noout is set — Ceph's
+// OSDMonitor::tick. The command is marked auto, so the OSD is marked in
+// again when it boots.
+func (d *Daemon) downOut(now time.Time) {
+	if d.raft.State() != raft.Leader {
+		d.downSince = nil
+		return
+	}
+	if d.downSince == nil {
+		d.downSince = map[int32]time.Time{}
+	}
+	m, _ := d.fsm.view()
+	interval := time.Duration(d.config().Seconds("mon_osd_down_out_interval") * float64(time.Second))
+	var due []string
+	for id, o := range m.OSDs {
+		id := int32(id)
+		if !o.Exists || o.Up || !o.In() {
+			delete(d.downSince, id)
+			continue
+		}
+		since, ok := d.downSince[id]
+		if !ok {
+			d.downSince[id] = now
+			continue
+		}
+		if interval > 0 && now.Sub(since) >= interval && !m.Flags.Has(osdmap.FlagNoOut) {
+			due = append(due, strconv.Itoa(int(id)))
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	d.log.Info("marking down osds out", "osds", due, "interval", interval)
+	raw, _ := json.Marshal(monc.Command{Prefix: "osd out", Args: map[string]string{"ids": strings.Join(due, ","), "auto": "true"}})
+	if err := d.raft.Apply(raw, 10*time.Second).Error(); err != nil {
+		d.log.Warn("down-out", "err", err)
+	}
 }
 
 func (d *Daemon) epoch() uint32 {
@@ -196,6 +260,7 @@ func (d *Daemon) startRaft(raddr string) error {
 // Close leaves: it stops serving, shuts raft down and closes the stores.
 func (d *Daemon) Close() error {
 	d.cancel()
+	d.wg.Wait()
 	var errs []error
 	if d.srv != nil {
 		errs = append(errs, d.srv.Close())
@@ -375,6 +440,9 @@ func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 	m, _ := d.fsm.view()
 	if target < 0 || target >= int(m.MaxOSD()) || !m.OSDs[target].Up || m.OSDs[target].Addr != c.Args["addr"] {
 		return monc.Result{Message: "ignored: already down or restarted"}, nil
+	}
+	if m.Flags.Has(osdmap.FlagNoDown) {
+		return monc.Result{Message: "ignored: the nodown flag is set"}, nil
 	}
 	cfg := d.config()
 	need := int(cfg.Int("mon_osd_min_down_reporters"))

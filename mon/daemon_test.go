@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/internal/testnet"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
@@ -97,5 +98,63 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	defer bcancel()
 	if _, err := bad.Command(bctx, "pool rm", map[string]string{"name": "data"}); err == nil {
 		t.Fatal("a client with the wrong key ran a command")
+	}
+}
+
+// A down OSD is marked out after mon_osd_down_out_interval by the leader,
+// not while noout is set, and is marked in again when it boots.
+func TestDownOutInterval(t *testing.T) {
+	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
+	addr := testnet.FreePortPair(t)
+	cfg := config.NewFile(map[string]map[string]string{"global": {"mon_osd_down_out_interval": "1"}})
+	d, err := mon.Start(mon.Options{Addr: addr, Peers: []string{addr}, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon.a", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c, err := monc.New([]string{addr}, kr, msgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	must := func(prefix string, args map[string]string) monc.Result {
+		t.Helper()
+		r, err := c.Command(ctx, prefix, args)
+		if err != nil {
+			t.Fatalf("%s: %v", prefix, err)
+		}
+		return r
+	}
+	boot := map[string]string{"id": "-1", "host": "h", "addr": "127.0.0.1:6800", "size": "1099511627776"}
+	must("osd boot", boot)
+	must("osd set", map[string]string{"key": "noout"})
+	r := must("osd down", map[string]string{"ids": "0"})
+	m, err := c.WaitEpoch(ctx, nil, r.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wait for a map; with noout none marks it out (bounded wait: 3 intervals)
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	m2, err := c.WaitEpoch(wctx, m, uint32(m.Epoch)+1)
+	wcancel()
+	if err == nil {
+		t.Fatalf("epoch %d with noout: osd.0 in %v", m2.Epoch, m2.OSDs[0].In())
+	}
+	start := time.Now()
+	r = must("osd unset", map[string]string{"key": "noout"})
+	for m, err = c.WaitEpoch(ctx, m, r.Epoch); err == nil && m.OSDs[0].In(); m, err = c.WaitEpoch(ctx, m, uint32(m.Epoch)+1) {
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.OSDs[0].AutoOut || m.OSDs[0].Up {
+		t.Fatalf("epoch %d: osd.0 up %v auto-out %v", m.Epoch, m.OSDs[0].Up, m.OSDs[0].AutoOut)
+	}
+	t.Logf("marked out %v after noout was cleared (interval 1 s)", time.Since(start).Round(time.Millisecond))
+	r = must("osd boot", map[string]string{"id": "0", "host": "h", "addr": "127.0.0.1:6801"})
+	if m, err = c.WaitEpoch(ctx, m, r.Epoch); err != nil || !m.OSDs[0].In() || !m.OSDs[0].Up {
+		t.Fatalf("after boot: %v in %v", err, m.OSDs[0].In())
 	}
 }

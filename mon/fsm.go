@@ -271,6 +271,12 @@ func Translate(c monc.Command) (Command, error) {
 	switch c.Prefix {
 	case "osd boot":
 		cmd = OSDBoot{ID: int32(n("id")), Host: a["host"], Addr: a["addr"], SizeBytes: uint64(n("size")), Class: a["class"]}
+	case "osd set", "osd unset":
+		fl, err := osdmap.ParseFlag(a["key"])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", c.Prefix, ErrInvalid, err)
+		}
+		cmd = OSDFlag{Flags: fl, On: c.Prefix == "osd set"}
 	case "osd down", "osd out", "osd in":
 		var ids []int32
 		for _, s := range strings.Split(a["ids"], ",") {
@@ -285,7 +291,7 @@ func Translate(c monc.Command) (Command, error) {
 		case "osd down":
 			cmd = OSDMark{IDs: ids, Up: &f}
 		case "osd out":
-			cmd = OSDMark{IDs: ids, In: &f}
+			cmd = OSDMark{IDs: ids, In: &f, Auto: a["auto"] == "true"}
 		default:
 			cmd = OSDMark{IDs: ids, In: &t}
 		}

@@ -90,7 +90,10 @@ func (s *State) next() *osdmap.Incremental {
 // OSDBoot registers an OSD that starts: a new one (ID -1) gets the lowest
 // free id and is placed in CRUSH under host=Host (root=default) with a
 // weight of its device size in TiB, as Ceph's osd_crush_update_on_start
-// does; every booting OSD is marked up and in with its address.
+// does; a booting OSD is marked up with its address. A new OSD, and one
+// the MONs marked out (AutoOut), is marked in unless the noin flag is set;
+// one an operator marked out stays out. With noup set, booting fails with
+// ErrBusy and the OSD stays down.
 type OSDBoot struct {
 	ID        int32
 	Host      string
@@ -105,6 +108,9 @@ func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
 	id := c.ID
 	if c.Host == "" || c.Addr == "" {
 		return nil, "", fmt.Errorf("osd boot: %w: host and address required", ErrInvalid)
+	}
+	if m.Flags.Has(osdmap.FlagNoUp) {
+		return nil, "", fmt.Errorf("osd boot: %w: the noup flag is set (shoal osd unset noup)", ErrBusy)
 	}
 	inc := s.next()
 	if id < 0 {
@@ -127,17 +133,27 @@ func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
 	}
 	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr}
 	if id < m.MaxOSD() && m.OSDs[id].Exists {
-		osd.Weight, osd.PrimaryAffinity = m.OSDs[id].Weight, m.OSDs[id].PrimaryAffinity // keep an operator's out
+		old := m.OSDs[id]
+		osd.Weight, osd.PrimaryAffinity, osd.AutoOut = old.Weight, old.PrimaryAffinity, old.AutoOut // keep an operator's out
+		if old.AutoOut && !m.Flags.Has(osdmap.FlagNoIn) {
+			osd.Weight, osd.AutoOut = osdmap.WeightIn, false
+		}
+	} else if m.Flags.Has(osdmap.FlagNoIn) {
+		osd.Weight = osdmap.WeightOut
 	}
 	inc.NewOSDs = map[int32]osdmap.OSD{id: osd}
 	return inc, fmt.Sprintf("%s up at %s", name, c.Addr), nil
 }
 
-// OSDMark sets OSDs down (Up=false), out (In=false) or back in.
+// OSDMark sets OSDs down (Up=false), out (In=false) or back in. Auto
+// marks the MONs' own down-out (mon_osd_down_out_interval): it applies
+// only to OSDs still down and in, and records AutoOut so the OSD is marked
+// in again when it boots.
 type OSDMark struct {
-	IDs []int32
-	Up  *bool // nil: unchanged; only false is allowed (an OSD comes up by booting)
-	In  *bool
+	IDs  []int32
+	Up   *bool // nil: unchanged; only false is allowed (an OSD comes up by booting)
+	In   *bool
+	Auto bool
 }
 
 // Apply implements Command.
@@ -152,6 +168,9 @@ func (c OSDMark) Apply(s *State) (*osdmap.Incremental, string, error) {
 			return nil, "", fmt.Errorf("osd.%d: %w", id, ErrNotFound)
 		}
 		o := s.Map.OSDs[id]
+		if c.Auto && (o.Up || !o.In() || c.In == nil || *c.In || s.Map.Flags.Has(osdmap.FlagNoOut)) {
+			continue // it came back, or someone else decided, since the MON looked
+		}
 		if c.Up != nil {
 			o.Up = false
 		}
@@ -160,10 +179,35 @@ func (c OSDMark) Apply(s *State) (*osdmap.Incremental, string, error) {
 			if *c.In {
 				o.Weight = osdmap.WeightIn
 			}
+			o.AutoOut = c.Auto
 		}
 		inc.NewOSDs[id] = o
 	}
-	return inc, fmt.Sprintf("marked %d osd(s)", len(c.IDs)), nil
+	if len(inc.NewOSDs) == 0 {
+		return nil, "nothing to mark", nil
+	}
+	return inc, fmt.Sprintf("marked %d osd(s)", len(inc.NewOSDs)), nil
+}
+
+// OSDFlag sets (On) or clears cluster flags (`shoal osd set|unset FLAG`).
+type OSDFlag struct {
+	Flags osdmap.Flags
+	On    bool
+}
+
+// Apply implements Command.
+func (c OSDFlag) Apply(s *State) (*osdmap.Incremental, string, error) {
+	f := s.Map.Flags &^ c.Flags
+	verb := "unset"
+	if c.On {
+		f, verb = s.Map.Flags|c.Flags, "set"
+	}
+	if f == s.Map.Flags {
+		return nil, fmt.Sprintf("%s is already %s", c.Flags, verb), nil
+	}
+	inc := s.next()
+	inc.NewFlags = &f
+	return inc, fmt.Sprintf("%s is %s", c.Flags, verb), nil
 }
 
 // OSDRemove deletes a down OSD from the map and from CRUSH.

@@ -247,3 +247,79 @@ func TestDeviceClassRule(t *testing.T) {
 		}
 	}
 }
+
+// Cluster flags change what boots and marks do, as Ceph's: noup keeps a
+// booting OSD down, noin keeps new and auto-out OSDs out, an auto-out OSD
+// returns in when it boots but an operator's out stays, and the MONs'
+// auto-out skips OSDs that came back or with noout set.
+func TestOSDFlags(t *testing.T) {
+	s := newState(t)
+	boot := func(id int32, host string) error {
+		_, _, err := s.Commit(mon.OSDBoot{ID: id, Host: host, Addr: "127.0.0.1:68" + host, SizeBytes: 1 << 40})
+		return err
+	}
+	flag := func(name string, on bool) {
+		t.Helper()
+		fl, err := osdmap.ParseFlag(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit(t, s, mon.OSDFlag{Flags: fl, On: on})
+	}
+	for i, h := range []string{"00", "01", "02"} {
+		if err := boot(int32(i), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flag("noup", true)
+	commit(t, s, mon.OSDMark{IDs: []int32{0}, Up: f(false)})
+	if err := boot(0, "00"); !errors.Is(err, mon.ErrBusy) || s.Map.OSDs[0].Up {
+		t.Fatalf("boot with noup: %v, up %v", err, s.Map.OSDs[0].Up)
+	}
+	flag("noup", false)
+	if err := boot(0, "00"); err != nil || !s.Map.OSDs[0].Up {
+		t.Fatalf("boot after noup cleared: %v", err)
+	}
+
+	// auto-out: only a down, in OSD; not with noout; marked in at boot
+	auto := mon.OSDMark{IDs: []int32{1}, In: f(false), Auto: true}
+	commit(t, s, auto)
+	if !s.Map.OSDs[1].In() {
+		t.Fatal("auto-out marked an up OSD out")
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{1}, Up: f(false)})
+	flag("noout", true)
+	commit(t, s, auto)
+	if !s.Map.OSDs[1].In() {
+		t.Fatal("auto-out ignored noout")
+	}
+	flag("noout", false)
+	commit(t, s, auto)
+	if o := s.Map.OSDs[1]; o.In() || !o.AutoOut {
+		t.Fatalf("auto-out: in %v auto %v", o.In(), o.AutoOut)
+	}
+	flag("noin", true)
+	if err := boot(1, "01"); err != nil || s.Map.OSDs[1].In() || !s.Map.OSDs[1].Up {
+		t.Fatalf("auto-out OSD booting with noin: %v, in %v", err, s.Map.OSDs[1].In())
+	}
+	if err := boot(-1, "03"); err != nil || s.Map.OSDs[3].In() {
+		t.Fatalf("new OSD booting with noin: %v, in %v", err, s.Map.OSDs[3].In())
+	}
+	flag("noin", false)
+	commit(t, s, mon.OSDMark{IDs: []int32{1}, Up: f(false)})
+	if err := boot(1, "01"); err != nil || !s.Map.OSDs[1].In() || s.Map.OSDs[1].AutoOut {
+		t.Fatalf("auto-out OSD booting: %v, in %v auto %v", err, s.Map.OSDs[1].In(), s.Map.OSDs[1].AutoOut)
+	}
+	// an operator's out survives a restart
+	commit(t, s, mon.OSDMark{IDs: []int32{2}, Up: f(false), In: f(false)})
+	if err := boot(2, "02"); err != nil || s.Map.OSDs[2].In() {
+		t.Fatalf("operator-out OSD booting: %v, in %v", err, s.Map.OSDs[2].In())
+	}
+	flag("pause", true)
+	if got := s.Map.Flags.String(); got != "pauserd,pausewr" {
+		t.Fatalf("flags after pause: %q", got)
+	}
+	if _, err := osdmap.ParseFlag("nosuch"); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+}

@@ -256,12 +256,26 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 	if fs.Total == 0 { // a store without a device size (MemStore): weight 1
 		fs.Total = 1 << 40
 	}
-	r, err := d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host,
-		"addr": d.addr, "size": strconv.FormatUint(fs.Total, 10), "class": d.o.Class})
+	args := map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host,
+		"addr": d.addr, "size": strconv.FormatUint(fs.Total, 10), "class": d.o.Class}
+	r, err := d.mc.Command(ctx, "osd boot", args)
+	for errors.Is(err, monc.ErrBusy) { // noup: stay down until a map clears it
+		d.log.Warn("boot refused; waiting for the next map", "err", err)
+		m, gerr := d.mc.GetMap(d.ctx, nil, false)
+		for gerr == nil && m.Flags.Has(osdmap.FlagNoUp) {
+			m, gerr = d.mc.WaitEpoch(d.ctx, m, uint32(m.Epoch)+1)
+		}
+		err = gerr
+		if err == nil {
+			cctx, cancel := context.WithTimeout(d.ctx, 60*time.Second)
+			r, err = d.mc.Command(cctx, "osd boot", args)
+			cancel()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("osd: boot: %w", err)
 	}
-	m, err := d.mc.WaitEpoch(ctx, nil, r.Epoch)
+	m, err := d.mc.WaitEpoch(d.ctx, nil, r.Epoch) // committed: it comes
 	if err != nil {
 		return nil, fmt.Errorf("osd: boot: %w", err)
 	}

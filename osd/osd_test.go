@@ -479,3 +479,82 @@ func TestPerfCounters(t *testing.T) {
 		t.Fatalf("metrics:\n%s", body)
 	}
 }
+
+// pausewr holds writes and pause holds reads too, in the client (Ceph's
+// Objecter): a held request fails only at its deadline, saying why, and
+// runs once the flag is cleared. noup keeps a restarted OSD down until it
+// is cleared.
+func TestPauseAndNoUp(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	if err := p.WriteFull(ctx, "a", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	held := func(err error, flag string) {
+		t.Helper()
+		if !errors.Is(err, client.ErrTimeout) || !strings.Contains(err.Error(), "the "+flag+" flag is set") {
+			t.Fatalf("with %s set: %v, want a timeout naming the flag", flag, err)
+		}
+	}
+	mon := func(prefix, flag string) {
+		t.Helper()
+		if _, err := cl.MonCommand(ctx, prefix, map[string]string{"key": flag}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mon("osd set", "pausewr")
+	short, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	held(p.WriteFull(short, "a", []byte("two")), "pausewr")
+	scancel()
+	if b, err := p.Read(ctx, "a", 0, 0); err != nil || string(b) != "one" {
+		t.Fatalf("read under pausewr: %q %v", b, err)
+	}
+	mon("osd set", "pause")
+	short, scancel = context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := p.Read(short, "a", 0, 0)
+	scancel()
+	held(err, "pauserd")
+	// a write waiting when the flag clears goes through
+	done := p.WriteFullAsync(ctx, "a", []byte("three"))
+	mon("osd unset", "pause")
+	if _, err := done.Wait(); err != nil {
+		t.Fatalf("held write after unpause: %v", err)
+	}
+	if b, err := p.Read(ctx, "a", 0, 0); err != nil || string(b) != "three" {
+		t.Fatalf("read after unpause: %q %v", b, err)
+	}
+
+	mon("osd set", "noup")
+	c.osds[2].Close()
+	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := make(chan struct{})
+	go func() { // Start returns once the OSD has booted: only after noup clears
+		defer close(restarted)
+		o, err := osd.Start(osd.Options{DataDir: c.dirs[2], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: c.stores[2]})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c.osds[2] = o
+	}()
+	if err := p.WriteFull(ctx, "b", []byte("while osd.2 is kept down")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-restarted:
+		t.Fatal("osd.2 booted with noup set")
+	default:
+	}
+	if m := cl.Map(); m.OSDs[2].Up {
+		t.Fatal("osd.2 up with noup set")
+	}
+	mon("osd unset", "noup")
+	<-restarted
+	if err := cl.RefreshMap(ctx); err != nil || !cl.Map().OSDs[2].Up {
+		t.Fatalf("osd.2 after noup cleared: %v", err)
+	}
+}

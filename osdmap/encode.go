@@ -8,12 +8,12 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 )
 
-// Encoding versions. Map v1 and Incremental v1 are the first; a reader
-// accepts newer versions whose compat is 1 and skips fields it does not
-// know.
+// Encoding versions. Map v1 and Incremental v1 are the first; v2 appends
+// the cluster flags and the OSDs' AutoOut bits. A reader accepts newer
+// versions whose compat is 1 and skips fields it does not know.
 const (
-	mapVersion         = 1
-	incrementalVersion = 1
+	mapVersion         = 2
+	incrementalVersion = 2
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
@@ -161,8 +161,32 @@ func (m *Map) Encode() []byte {
 	encodeCrush(&e, m.Crush)
 	encodePGTemp(&e, m.PGTemp)
 	encodePrimaryTemp(&e, m.PrimaryTemp)
+	e.U32(uint32(m.Flags))
+	var auto []int32
+	for id, o := range m.OSDs {
+		if o.AutoOut {
+			auto = append(auto, int32(id))
+		}
+	}
+	encodeIDs(&e, auto)
 	e.End(mark)
 	return e.Bytes()
+}
+
+func encodeIDs(e *wire.Encoder, ids []int32) {
+	e.U32(uint32(len(ids)))
+	for _, id := range ids {
+		e.I32(id)
+	}
+}
+
+// decodeIDs reads encodeIDs's list, calling set for each id.
+func decodeIDs(d *wire.Decoder, set func(id int32) bool) {
+	for n := d.Count(4); n > 0 && d.Err() == nil; n-- {
+		if id := d.I32(); !set(id) {
+			d.Fail("osd.%d: state for an osd the map does not hold", id)
+		}
+	}
 }
 
 func checkMagic(d *wire.Decoder, magic string) {
@@ -178,7 +202,7 @@ func checkMagic(d *wire.Decoder, magic string) {
 func Decode(b []byte) (*Map, error) {
 	d := wire.NewDecoder(b)
 	checkMagic(d, magicMap)
-	_, end := d.Begin("osdmap", mapVersion)
+	v, end := d.Begin("osdmap", mapVersion)
 	m := New("", nil)
 	m.Epoch = Epoch(d.U32())
 	m.FSID = d.String()
@@ -203,6 +227,16 @@ func Decode(b []byte) (*Map, error) {
 	m.Crush = decodeCrush(d)
 	m.PGTemp = decodePGTemp(d)
 	m.PrimaryTemp = decodePrimaryTemp(d)
+	if v >= 2 {
+		m.Flags = Flags(d.U32())
+		decodeIDs(d, func(id int32) bool {
+			if id < 0 || int(id) >= len(m.OSDs) {
+				return false
+			}
+			m.OSDs[id].AutoOut = true
+			return true
+		})
+	}
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -236,6 +270,17 @@ func (inc *Incremental) Encode() []byte {
 	}
 	encodePGTemp(&e, inc.NewPGTemp)
 	encodePrimaryTemp(&e, inc.NewPrimaryTemp)
+	e.Bool(inc.NewFlags != nil)
+	if inc.NewFlags != nil {
+		e.U32(uint32(*inc.NewFlags))
+	}
+	var auto []int32
+	for _, id := range sortedIDs(inc.NewOSDs) {
+		if inc.NewOSDs[id].AutoOut {
+			auto = append(auto, id)
+		}
+	}
+	encodeIDs(&e, auto)
 	e.End(mark)
 	return e.Bytes()
 }
@@ -245,7 +290,7 @@ func (inc *Incremental) Encode() []byte {
 func DecodeIncremental(b []byte) (*Incremental, error) {
 	d := wire.NewDecoder(b)
 	checkMagic(d, magicIncremental)
-	_, end := d.Begin("incremental", incrementalVersion)
+	v, end := d.Begin("incremental", incrementalVersion)
 	inc := &Incremental{Epoch: Epoch(d.U32())}
 	inc.NewCrush = decodeCrush(d)
 	for n := d.Count(20); n > 0 && d.Err() == nil; n-- {
@@ -267,6 +312,18 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 	}
 	inc.NewPGTemp = decodePGTemp(d)
 	inc.NewPrimaryTemp = decodePrimaryTemp(d)
+	if v >= 2 {
+		if d.Bool() {
+			f := Flags(d.U32())
+			inc.NewFlags = &f
+		}
+		decodeIDs(d, func(id int32) bool {
+			o, ok := inc.NewOSDs[id]
+			o.AutoOut = true
+			inc.NewOSDs[id] = o
+			return ok
+		})
+	}
 	d.End("incremental", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode incremental: %w", err)

@@ -27,6 +27,8 @@ type Incremental struct {
 	NewPGTemp map[PGID][]int32
 	// NewPrimaryTemp sets a PG's temporary primary; -1 removes it.
 	NewPrimaryTemp map[PGID]int32
+	// NewFlags replaces the cluster flags when non-nil.
+	NewFlags *Flags
 }
 
 // Clone returns a deep copy of the map that shares only the immutable CRUSH
@@ -124,6 +126,9 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 		} else {
 			n.PrimaryTemp[pg] = o
 		}
+	}
+	if inc.NewFlags != nil {
+		n.Flags = *inc.NewFlags
 	}
 	n.crushWeights = n.computeWeights()
 	return n, nil

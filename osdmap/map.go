@@ -29,6 +29,11 @@ type OSD struct {
 	Weight          uint32 // in/out reweight: 0 out … 0x10000 fully in
 	PrimaryAffinity uint32 // 0 … 0x10000: chance to be primary of its PGs
 	Addr            string // host:port of its messenger, when up
+	// AutoOut is set when the MONs marked the OSD out after
+	// mon_osd_down_out_interval (not an operator); such an OSD is marked
+	// in again when it boots, unless noin is set (Ceph's
+	// mon_osd_auto_mark_auto_out_in).
+	AutoOut bool
 }
 
 // In reports whether the OSD receives data (reweight above zero).
@@ -46,6 +51,7 @@ type Map struct {
 	Crush       *crush.Map
 	PGTemp      map[PGID][]int32
 	PrimaryTemp map[PGID]int32
+	Flags       Flags // cluster-wide flags (`shoal osd set`)
 
 	// crushWeights caches weights() for maps made by Apply or Decode,
 	// which are never modified afterwards.

@@ -273,10 +273,12 @@ func sampleIncremental(t *testing.T, m *osdmap.Map) *osdmap.Incremental {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &osdmap.Incremental{Epoch: m.Epoch + 1, NewCrush: c, NewMaxOSD: 10,
-		NewPools:       []*osdmap.Pool{{ID: 3, Name: "new", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 16, PGPNum: 8, ObjectHash: osdmap.HashLinux}},
-		OldPools:       []int64{2},
-		NewOSDs:        map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800"}},
+	flags := osdmap.FlagNoOut | osdmap.FlagNoDeepScrub
+	return &osdmap.Incremental{Epoch: m.Epoch + 1, NewCrush: c, NewMaxOSD: 10, NewFlags: &flags,
+		NewPools: []*osdmap.Pool{{ID: 3, Name: "new", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 16, PGPNum: 8, ObjectHash: osdmap.HashLinux}},
+		OldPools: []int64{2},
+		NewOSDs: map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800"},
+			8: {Exists: true, AutoOut: true}},
 		NewPGTemp:      map[osdmap.PGID][]int32{{Pool: 1, Seed: 3}: {9, 1}},
 		NewPrimaryTemp: map[osdmap.PGID]int32{{Pool: 1, Seed: 4}: 2},
 	}
@@ -310,6 +312,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m2.Flags.String() != "noout,nodeep-scrub" || !m2.OSDs[8].AutoOut || m2.OSDs[9].AutoOut {
+		t.Fatalf("decoded map: flags %q, osd.8 auto-out %v, osd.9 auto-out %v", m2.Flags, m2.OSDs[8].AutoOut, m2.OSDs[9].AutoOut)
+	}
 	if !bytes.Equal(m2.Encode(), n1.Encode()) {
 		t.Fatal("map re-encodes differently")
 	}
@@ -341,7 +346,7 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
 	grown := append([]byte(nil), b[:hdr]...)
-	grown = append(grown, 2, 1) // version 2, compat 1
+	grown = append(grown, 3, 1) // version 3 (one past this reader's), compat 1
 	n := uint32(len(b)-hdr-6) + 3
 	grown = append(grown, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	grown = append(grown, b[hdr+6:]...)
@@ -353,9 +358,9 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	if !bytes.Equal(m2.Encode(), b) {
 		t.Fatal("newer map decoded to different content")
 	}
-	grown[hdr+1] = 2 // compat 2: needs a newer reader
+	grown[hdr+1] = 3 // compat 3: needs a newer reader
 	if _, err := osdmap.Decode(grown); !errors.Is(err, wire.ErrCorrupt) {
-		t.Fatalf("compat 2: err %v, want ErrCorrupt", err)
+		t.Fatalf("compat 3: err %v, want ErrCorrupt", err)
 	}
 }
 

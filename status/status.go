@@ -49,6 +49,7 @@ type Status struct {
 	Checks   []Check        `json:"checks"`
 	Mons     []Mon          `json:"mons"`
 	Epoch    uint32         `json:"osdmap_epoch"`
+	Flags    []string       `json:"osdmap_flags,omitempty"`
 	OSDs     int            `json:"num_osds"`
 	UpOSDs   int            `json:"num_up_osds"`
 	InOSDs   int            `json:"num_in_osds"`
@@ -68,7 +69,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		return nil, err
 	}
 	m := c.Map()
-	s := &Status{FSID: m.FSID, Epoch: uint32(m.Epoch), PGStates: map[string]int{}}
+	s := &Status{FSID: m.FSID, Epoch: uint32(m.Epoch), Flags: m.Flags.Names(), PGStates: map[string]int{}}
 	var wg sync.WaitGroup
 	s.Mons = make([]Mon, len(monAddrs))
 	for i, a := range monAddrs {
@@ -172,6 +173,10 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	if len(osdsDown) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
 	}
+	if len(s.Flags) > 0 {
+		s.Checks = append(s.Checks, Check{Warn, strings.Join(s.Flags, ",") + " flag(s) set",
+			[]string{"clear with `shoal osd unset FLAG` when the maintenance is over"}})
+	}
 	if len(unknown) > 0 {
 		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d pgs unknown (no primary reports them)", len(unknown)), head(unknown)})
 	}
@@ -217,6 +222,9 @@ func (s *Status) Text(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\n  services:\n    mon: %d daemons, %d in quorum (leader %s)\n", len(s.Mons), up, leader)
 	fmt.Fprintf(w, "    osd: %d osds: %d up, %d in; epoch e%d\n", s.OSDs, s.UpOSDs, s.InOSDs, s.Epoch)
+	if len(s.Flags) > 0 {
+		fmt.Fprintf(w, "         flags %s\n", strings.Join(s.Flags, ","))
+	}
 	fmt.Fprintf(w, "\n  data:\n    pools:   %d pools, %d pgs\n    objects: %d objects, %s\n", s.Pools, s.PGs, s.Objects, Bytes(uint64(max(s.Bytes, 0))))
 	fmt.Fprintf(w, "    usage:   %s used, %s / %s avail\n", Bytes(s.UsedKB<<10), Bytes((s.TotalKB-min(s.UsedKB, s.TotalKB))<<10), Bytes(s.TotalKB<<10))
 	var states []string

@@ -308,6 +308,10 @@ func osdCmd() *cobra.Command {
 	for _, verb := range []string{"in", "out", "down"} {
 		cmd.AddCommand(&cobra.Command{Use: verb + " ID...", Short: "Mark OSDs " + verb, Args: cobra.MinimumNArgs(1), RunE: monCommand("osd "+verb, ids)})
 	}
+	flag := func(a []string) (map[string]string, error) { return map[string]string{"key": a[0]}, nil }
+	const flags = "pause, noup, nodown, noout, noin, nobackfill, norecover, noscrub, nodeep-scrub, pauserd, pausewr"
+	cmd.AddCommand(&cobra.Command{Use: "set FLAG", Short: "Set a cluster flag: " + flags, Args: cobra.ExactArgs(1), RunE: monCommand("osd set", flag)})
+	cmd.AddCommand(&cobra.Command{Use: "unset FLAG", Short: "Clear a cluster flag", Args: cobra.ExactArgs(1), RunE: monCommand("osd unset", flag)})
 	cmd.AddCommand(&cobra.Command{Use: "rm ID", Short: "Remove a down OSD from the map and CRUSH", Args: cobra.ExactArgs(1),
 		RunE: monCommand("osd rm", func(a []string) (map[string]string, error) {
 			return map[string]string{"id": strings.TrimPrefix(a[0], "osd.")}, nil

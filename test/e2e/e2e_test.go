@@ -459,6 +459,21 @@ func TestAdminCommands(t *testing.T) {
 	// marking an OSD down: it notices and boots again
 	c.must("osd", "down", "0")
 	c.waitHealth("HEALTH_OK", 30*time.Second)
+	// cluster flags: shown, warned about, refused when unknown, cleared
+	c.must("osd", "set", "noout")
+	c.must("osd", "set", "nodeep-scrub")
+	if out := c.must("status"); !strings.Contains(out, "flags noout,nodeep-scrub") {
+		t.Fatalf("status with flags set:\n%s", out)
+	}
+	if out, _ := c.run("health", "detail"); !strings.Contains(out, "HEALTH_WARN noout,nodeep-scrub flag(s) set") || !strings.Contains(out, "shoal osd unset") {
+		t.Fatalf("health with flags set:\n%s", out)
+	}
+	if out, err := c.run("osd", "set", "noway"); err == nil || !strings.Contains(out, `unknown osd map flag "noway"`) {
+		t.Fatalf("unknown flag: %v %q", err, out)
+	}
+	c.must("osd", "unset", "noout")
+	c.must("osd", "unset", "nodeep-scrub")
+	c.waitHealth("HEALTH_OK", 30*time.Second)
 }
 
 // TestAuthKeys: an entity added with `shoal auth add` connects with its own
