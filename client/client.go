@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,6 +221,47 @@ func (c *Conn) OSDStats(ctx context.Context, id int32) (osdop.Stats, error) {
 		return st, fmt.Errorf("osd.%d: stats: %w", id, err)
 	}
 	return st, nil
+}
+
+// PGCommand sends a command ("scrub", "deep-scrub", "repair",
+// "list-inconsistent") to the primary of PG pgid ("1.a"), following the
+// primary across map changes, and returns its reply.
+func (c *Conn) PGCommand(ctx context.Context, pgid, cmd string) ([]byte, error) {
+	id, err := osdmap.ParsePGID(pgid)
+	if err != nil {
+		return nil, err
+	}
+	payload, _ := json.Marshal(osdop.PGCommand{PGID: id.String(), Cmd: cmd})
+	for {
+		m := c.Map()
+		pool, err := m.Pool(id.Pool)
+		if err != nil || id.Seed >= pool.PGNum {
+			return nil, fmt.Errorf("pg %s: %w", id, ErrNotFound)
+		}
+		mp, err := m.MapPG(id)
+		if err != nil {
+			return nil, err
+		}
+		var last error
+		if mp.ActingPrimary >= 0 {
+			rep, err := c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgPGCommand, payload)
+			if err == nil {
+				defer rep.Release()
+				return slices.Clone(rep.Payload), nil
+			}
+			var re *msgr.RemoteError
+			if errors.As(err, &re) && syscall.Errno(re.Code) != syscall.EAGAIN {
+				return nil, fmt.Errorf("pg %s: %w", id, osdop.FromErrno(syscall.Errno(re.Code), re.Msg))
+			}
+			last = err
+		} else {
+			last = fmt.Errorf("pg %s has no primary", id)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: pg %s %s: %v", ErrTimeout, id, cmd, last)
+		}
+		c.waitNewer(ctx, m.Epoch, 500*time.Millisecond)
+	}
 }
 
 // Pool opens a pool by name.

@@ -331,6 +331,13 @@ func (c *Config) Seconds(name string) float64 {
 	return f
 }
 
+// Float returns a floating-point option.
+func (c *Config) Float(name string) float64 {
+	_, v := c.raw(name)
+	f, _ := strconv.ParseFloat(v, 64)
+	return f
+}
+
 // Bool returns a boolean option.
 func (c *Config) Bool(name string) bool {
 	_, v := c.raw(name)

@@ -71,6 +71,16 @@ var Options = []Option{
 	{Name: "osd_max_backfills", Type: Int, Default: "1", Min: 1, Max: 1000, Desc: "Backfills an OSD runs at once, in or out."},
 	{Name: "osd_recovery_max_active", Type: Int, Default: "3", Min: 1, Max: 1000, Desc: "Recovery operations an OSD runs at once."},
 	{Name: "osd_recovery_sleep", Type: Seconds, Default: "0", Min: 0, Max: 60, Desc: "Pause between recovery operations."},
+	{Name: "osd_scrub_min_interval", Type: Seconds, Default: "86400", Min: 0, Max: 1 << 40, Desc: "Seconds after a PG's last scrub before the next is scheduled (when the load and hours allow)."},
+	{Name: "osd_scrub_max_interval", Type: Seconds, Default: "604800", Min: 0, Max: 1 << 40, Desc: "Seconds after which a PG is scrubbed whatever the load and hours."},
+	{Name: "osd_deep_scrub_interval", Type: Seconds, Default: "604800", Min: 0, Max: 1 << 40, Desc: "Seconds between deep scrubs (every byte read and compared) of a PG."},
+	{Name: "osd_scrub_begin_hour", Type: Int, Default: "0", Min: 0, Max: 23, Desc: "Scheduled scrubs start at or after this hour (local time); equal to osd_scrub_end_hour: any hour."},
+	{Name: "osd_scrub_end_hour", Type: Int, Default: "0", Min: 0, Max: 23, Desc: "Scheduled scrubs start before this hour (the range may wrap past midnight)."},
+	{Name: "osd_scrub_load_threshold", Type: Float, Default: "0.5", Min: 0, Max: 1000, Desc: "Scheduled scrubs start only while the 1-minute load average per CPU is below this."},
+	{Name: "osd_scrub_chunk_max", Type: Int, Default: "25", Min: 1, Max: 100000, Desc: "Objects compared per scrub chunk; writes to a chunk's objects wait while it is compared."},
+	{Name: "osd_scrub_sleep", Type: Seconds, Default: "0", Min: 0, Max: 60, Desc: "Pause between scrub chunks."},
+	{Name: "osd_scrub_auto_repair", Type: Bool, Default: "false", Desc: "Repair what a scheduled deep scrub finds, if it found at most osd_scrub_auto_repair_num_errors objects."},
+	{Name: "osd_scrub_auto_repair_num_errors", Type: Int, Default: "5", Min: 0, Max: 1 << 30, Desc: "Most inconsistent objects a deep scrub may find and still be auto-repaired."},
 
 	// MON
 	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before the MONs mark it out (and its PGs recover elsewhere); 0: never. The noout flag suspends it; an OSD marked out this way is marked in again when it boots."},

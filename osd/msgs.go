@@ -20,6 +20,7 @@ const (
 	msgECRead                         // primary → shard: read [Off, Off+Len) of an object's shard
 	msgECRepair                       // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
 	msgECRollback                     // primary → shard: undo writes after Prev
+	msgScrubMap                       // primary → member: its scrub map of a chunk
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it

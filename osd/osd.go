@@ -83,9 +83,11 @@ type OSD struct {
 	mu    sync.RWMutex
 	m     *osdmap.Map
 	mapCh chan struct{} // closed on every new map
-	pgs   map[osdmap.PGID]*PG
-	cfg   atomic.Pointer[config.Config]
-	name  string // entity name, osd.N
+
+	scrubKick chan struct{} // wakes the scrub loop for a requested scrub
+	pgs       map[osdmap.PGID]*PG
+	cfg       atomic.Pointer[config.Config]
+	name      string // entity name, osd.N
 
 	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
 
@@ -141,7 +143,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), pgs: map[osdmap.PGID]*PG{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgs: map[osdmap.PGID]*PG{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
 	d.cfg.Store(cfg)
 	if err := d.start(); err != nil {
 		d.Close()
@@ -190,7 +192,8 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(3)
+	d.wg.Add(4)
+	go d.scrubLoop()
 	go func() {
 		defer d.wg.Done()
 		d.mc.Subscribe(d.ctx, m, d.handleMap)
@@ -561,7 +564,9 @@ func (d *OSD) loadPG(id osdmap.PGID) (*PG, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newPG(d, id, c, l), nil
+	pg := newPG(d, id, c, l)
+	pg.loadScrubStamps()
+	return pg, nil
 }
 
 func (d *OSD) getPG(id osdmap.PGID) *PG {
@@ -682,6 +687,8 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return d.handleOp(ctx, m, req)
 	case osdop.MsgStats:
 		return json.Marshal(d.stats())
+	case osdop.MsgPGCommand:
+		return d.pgCommand(m.Payload)
 	case osdop.MsgList:
 		req, err := osdop.DecodeListRequest(m.Payload)
 		if err != nil {
@@ -735,6 +742,8 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return nil, pg.handleECRepair(pm)
 	case msgECRollback:
 		return nil, pg.handleECRollback(pm)
+	case msgScrubMap:
+		return pg.handleScrubMap(pm)
 	}
 	return nil, fmt.Errorf("%w: message type %d", osdop.ErrInvalid, m.Type)
 }

@@ -56,6 +56,7 @@ type PG struct {
 	isEC    bool
 	shard   int
 	pending map[uint64]bool
+	scrub   pgScrub
 }
 
 type objLock struct {
@@ -230,11 +231,13 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		// output of reads it carried (as Ceph answers duplicates)
 		return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}, nil
 	}
-	unlock := pg.lockObject(req.OID)
+	unlock, err := pg.writeLock(ctx, req.OID)
+	if err != nil {
+		return nil, err
+	}
 	defer unlock()
 	d := pg.osd
 	var x *prepared
-	var err error
 	if cd != nil {
 		x, err = pg.prepareEC(ctx, cd, pool, req)
 	} else {
@@ -467,8 +470,9 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 	if pg.primary != pg.osd.id || pg.state == stateStray {
 		return osdop.PGStats{}, false
 	}
-	return osdop.PGStats{PGID: pg.id.String(), State: pg.state, Acting: slices.Clone(pg.acting),
-		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes}, true
+	return osdop.PGStats{PGID: pg.id.String(), State: pg.state + pg.scrubState(), Acting: slices.Clone(pg.acting),
+		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
+		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors}, true
 }
 
 func wireEncoder(size int) *wire.Encoder { return wire.NewEncoder(make([]byte, 0, size)) }

@@ -16,6 +16,7 @@ import (
 	"math"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
@@ -371,6 +372,56 @@ type PGStats struct {
 	LastUpdate string  `json:"last_update"`
 	Objects    int64   `json:"num_objects"`
 	Bytes      int64   `json:"num_bytes"`
+	// Scrub: when the last light and deep scrubs finished (zero: never)
+	// and the errors the last one found (Ceph's last_scrub_stamp,
+	// last_deep_scrub_stamp and num_scrub_errors).
+	LastScrub     time.Time `json:"last_scrub_stamp"`
+	LastDeepScrub time.Time `json:"last_deep_scrub_stamp"`
+	ScrubErrors   int       `json:"num_scrub_errors"`
+}
+
+// MsgPGCommand asks a PG's primary to act on the PG: a JSON PGCommand →
+// JSON reply (Ceph's `ceph pg scrub|deep-scrub|repair` and `rados
+// list-inconsistent-obj`).
+const MsgPGCommand uint16 = 111
+
+// PGCommand is a MsgPGCommand request. Cmd is "scrub", "deep-scrub" or
+// "repair" (each queues the work and answers at once) or
+// "list-inconsistent" (answers Inconsistents).
+type PGCommand struct {
+	PGID string `json:"pgid"`
+	Cmd  string `json:"cmd"`
+}
+
+// Inconsistents is what the last scrub of a PG found (`shoal pg
+// list-inconsistent`, as `rados list-inconsistent-obj`): Epoch is the OSD
+// map epoch of that scrub.
+type Inconsistents struct {
+	Epoch         uint32         `json:"epoch"`
+	Inconsistents []Inconsistent `json:"inconsistents"`
+}
+
+// Inconsistent is one object whose copies disagree: each shard's (OSD's)
+// view of it and its errors (Ceph's names: missing, read_error,
+// size_mismatch, data_digest_mismatch, omap_digest_mismatch,
+// attr_value_mismatch), the copy chosen as authoritative (-1: none
+// could be), and the errors of all shards together.
+type Inconsistent struct {
+	Object      string       `json:"object"`
+	AuthOSD     int32        `json:"selected_osd"`
+	UnionErrors []string     `json:"union_shard_errors"`
+	Shards      []ScrubShard `json:"shards"`
+}
+
+// ScrubShard is one OSD's copy of an object in a scrub.
+type ScrubShard struct {
+	OSD        int32    `json:"osd"`
+	Shard      int      `json:"shard"` // position in the acting set
+	Errors     []string `json:"errors"`
+	Size       uint64   `json:"size"`
+	DataDigest string   `json:"data_digest,omitempty"` // crc32c, deep scrubs
+	OmapDigest string   `json:"omap_digest"`
+	Detail     string   `json:"detail,omitempty"`
 }
 
 // MsgList lists a PG's objects (Ceph's PGLS): ListRequest → ListReply.

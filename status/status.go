@@ -18,6 +18,7 @@ import (
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -130,7 +131,8 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			reported[pg.PGID] = pg
 		}
 	}
-	var unknown, inactive, degraded []string
+	var unknown, inactive, degraded, inconsistent []string
+	scrubErrors := 0
 	for _, id := range m.PoolIDs() {
 		p, _ := m.Pool(id)
 		s.Pools++
@@ -146,12 +148,15 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			s.PGStates[r.State]++
 			s.Objects += r.Objects
 			s.Bytes += r.Bytes
+			scrubErrors += r.ScrubErrors
 			switch {
-			case r.State == "active+clean":
-			case strings.HasPrefix(r.State, "active"):
-				degraded = append(degraded, pgid+" is "+r.State)
-			default:
+			case !strings.HasPrefix(r.State, "active"):
 				inactive = append(inactive, pgid+" is "+r.State)
+			case !strings.HasPrefix(r.State, "active+clean"):
+				degraded = append(degraded, pgid+" is "+r.State)
+			}
+			if strings.Contains(r.State, "+inconsistent") {
+				inconsistent = append(inconsistent, fmt.Sprintf("pg %s is %s, acting %v; see `shoal pg list-inconsistent %s`, fix with `shoal pg repair %s`", pgid, r.State, r.Acting, pgid, pgid))
 			}
 		}
 	}
@@ -185,6 +190,12 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	}
 	if len(degraded) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("Degraded data redundancy: %d pgs degraded", len(degraded)), head(degraded)})
+	}
+	if scrubErrors > 0 {
+		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d scrub errors", scrubErrors), nil})
+	}
+	if len(inconsistent) > 0 {
+		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("Possible data damage: %d pgs inconsistent", len(inconsistent)), head(inconsistent)})
 	}
 	s.Health = OK
 	for _, ch := range s.Checks {
@@ -311,5 +322,40 @@ func Tree(w io.Writer, c *client.Conn) {
 		if b != nil && !crush.IsShadow(b) && cm.Parent(b.ID) == nil {
 			walk(b.ID, 0, b.Weight)
 		}
+	}
+}
+
+// PGs lists the PGs their primaries reported, sorted by id; prefix ("3.")
+// keeps one pool's.
+func PGs(s *Status, prefix string) []osdop.PGStats {
+	var out []osdop.PGStats
+	for _, st := range s.OSDStats {
+		for _, pg := range st.PGs {
+			if strings.HasPrefix(pg.PGID, prefix) {
+				out = append(out, pg)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := osdmap.ParsePGID(out[i].PGID)
+		b, _ := osdmap.ParsePGID(out[j].PGID)
+		return a.Pool < b.Pool || (a.Pool == b.Pool && a.Seed < b.Seed)
+	})
+	return out
+}
+
+// PGsText writes PGs as `ceph pg ls` lays them out.
+func PGsText(w io.Writer, pgs []osdop.PGStats) {
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	fmt.Fprintf(w, "%-8s %8s %10s %-36s %-12s %-10s %-20s %-20s\n", "PG", "OBJECTS", "BYTES", "STATE", "LAST_UPDATE", "ACTING", "SCRUB_STAMP", "DEEP_SCRUB_STAMP")
+	for _, pg := range pgs {
+		acting := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(pg.Acting)), ","), "[]")
+		fmt.Fprintf(w, "%-8s %8d %10d %-36s %-12s %-10s %-20s %-20s\n", pg.PGID, pg.Objects, pg.Bytes, pg.State, pg.LastUpdate,
+			"["+acting+"]", stamp(pg.LastScrub), stamp(pg.LastDeepScrub))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -34,6 +35,7 @@ var confPath, clientName, keyringPath string
 type session struct {
 	conf *cluster.Conf
 	conn *client.Conn
+	args []string // the command's arguments
 }
 
 func connect(ctx context.Context) (*session, error) {
@@ -62,13 +64,14 @@ func cmdContext() (context.Context, context.CancelFunc) {
 
 // withSession runs fn with a connected session.
 func withSession(fn func(ctx context.Context, s *session, out io.Writer) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
+	return func(cmd *cobra.Command, args []string) error {
 		ctx, cancel := cmdContext()
 		defer cancel()
 		s, err := connect(ctx)
 		if err != nil {
 			return err
 		}
+		s.args = args
 		defer s.conn.Close()
 		return fn(ctx, s, cmd.OutOrStdout())
 	}
@@ -321,6 +324,32 @@ func osdCmd() *cobra.Command {
 			status.Tree(out, s.conn)
 			return nil
 		})})
+	var mapFormat string
+	omap := &cobra.Command{Use: "map POOL OBJECT", Short: "Show the PG, up and acting sets of an object (ceph osd map)", Args: cobra.ExactArgs(2),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			m := s.conn.Map()
+			p, err := m.PoolByName(s.args[0])
+			if err != nil {
+				return fmt.Errorf("pool %q: %w", s.args[0], err)
+			}
+			pg, err := m.ObjectToPG(p.ID, s.args[1], "")
+			if err != nil {
+				return err
+			}
+			mp, err := m.MapPG(pg)
+			if err != nil {
+				return err
+			}
+			if mapFormat == "json" {
+				return json.NewEncoder(out).Encode(map[string]any{"epoch": m.Epoch, "pool": p.Name, "pool_id": p.ID, "objname": s.args[1],
+					"pgid": pg.String(), "up": mp.Up, "up_primary": mp.UpPrimary, "acting": mp.Acting, "acting_primary": mp.ActingPrimary})
+			}
+			_, err = fmt.Fprintf(out, "osdmap e%d pool '%s' (%d) object '%s' -> pg %s -> up (%s, p%d) acting (%s, p%d)\n", m.Epoch, p.Name, p.ID, s.args[1],
+				pg, crush.FormatMapping(mp.Up), mp.UpPrimary, crush.FormatMapping(mp.Acting), mp.ActingPrimary)
+			return err
+		})}
+	omap.Flags().StringVar(&mapFormat, "format", "plain", "plain or json")
+	cmd.AddCommand(omap)
 	var dfFormat string
 	df := &cobra.Command{Use: "df", Short: "Show each OSD's size, use, %USE, VAR and PG count (ceph osd df)", Args: cobra.NoArgs,
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
@@ -595,5 +624,63 @@ func configCmd() *cobra.Command {
 				return nil
 			})(cmd, a)
 		}})
+	return cmd
+}
+
+func pgCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "pg", Short: "Placement groups: list them, scrub, deep-scrub, repair, list-inconsistent"}
+	for _, verb := range []struct{ name, short string }{
+		{"scrub", "Scrub a PG now: compare object lists, sizes, attributes and omaps across its acting set"},
+		{"deep-scrub", "Deep-scrub a PG now: also read every byte and compare checksums"},
+		{"repair", "Deep-scrub a PG and rewrite the copies that disagree with the authoritative one"},
+	} {
+		cmd.AddCommand(&cobra.Command{Use: verb.name + " PGID", Short: verb.short, Args: cobra.ExactArgs(1),
+			RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				b, err := s.conn.PGCommand(ctx, s.args[0], verb.name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, string(b))
+				return nil
+			})})
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list-inconsistent PGID", Short: "Show the objects the PG's last scrub found inconsistent, per OSD (JSON, as rados list-inconsistent-obj)", Args: cobra.ExactArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			b, err := s.conn.PGCommand(ctx, s.args[0], "list-inconsistent")
+			if err != nil {
+				return err
+			}
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				return err
+			}
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		})})
+	var format string
+	ls := &cobra.Command{Use: "ls [POOL]", Short: "List PGs with state, objects, acting set and scrub stamps (ceph pg ls)", Args: cobra.MaximumNArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			x, err := gather(ctx, s)
+			if err != nil {
+				return err
+			}
+			pool := ""
+			if len(s.args) == 1 {
+				p, err := s.conn.Map().PoolByName(s.args[0])
+				if err != nil {
+					return fmt.Errorf("pool %q: %w", s.args[0], err)
+				}
+				pool = fmt.Sprintf("%d.", p.ID)
+			}
+			pgs := status.PGs(x, pool)
+			if format == "json" {
+				return json.NewEncoder(out).Encode(pgs)
+			}
+			status.PGsText(out, pgs)
+			return nil
+		})}
+	ls.Flags().StringVar(&format, "format", "plain", "plain or json")
+	cmd.AddCommand(ls)
 	return cmd
 }

@@ -1,0 +1,708 @@
+package osd
+
+// Scrub: the primary compares every member's copy of each object.
+//
+// A light scrub compares the object lists, sizes, versions, attributes and
+// omaps (by crc32c digests) of the acting set; a deep scrub also reads
+// every byte, which the object store checks against its per-block
+// checksums, and compares the data digests of replicas (erasure-coded
+// shards hold different data: each is checked by its own store's
+// checksums, and the shards must agree on everything else). The PG is
+// scrubbed in chunks of osd_scrub_chunk_max objects, in name order; while
+// a chunk is compared, writes to its objects wait (those in flight finish
+// first), so every member holds the same writes (Ceph: doc/dev/
+// osd_internals/scrub.rst, "chunky scrub").
+//
+// The copy most members agree on is authoritative (ties: the primary's,
+// then the lowest shard); copies that differ, are missing or fail to read
+// are reported (`shoal pg list-inconsistent`) and the PG is marked
+// inconsistent until a repair — a deep scrub that also rewrites the bad
+// copies from the authoritative one (erasure-coded: rebuilds the shard by
+// decoding) — fixes them. Scrubs run on a schedule (osd_scrub_min_interval,
+// osd_deep_scrub_interval; within osd_scrub_begin_hour…end_hour and below
+// osd_scrub_load_threshold unless osd_scrub_max_interval passed; not under
+// noscrub / nodeep-scrub) or when asked (`shoal pg scrub|deep-scrub|repair`,
+// which ignore the schedule and the flags, as Ceph's must_scrub).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Scrub kinds, in increasing strength: a request for a stronger one
+// replaces a weaker one.
+const (
+	scrubNone = iota
+	scrubLight
+	scrubDeep
+	scrubRepair // a deep scrub that fixes what it finds
+)
+
+// pgScrub is a PG's scrub state on its primary (guarded by pg.mu).
+type pgScrub struct {
+	requested int       // asked for by an operator, not yet run
+	running   int       // the kind running now
+	last      time.Time // last light (or deep) scrub finished
+	lastDeep  time.Time
+	errors    int // inconsistent objects the last scrub left unrepaired
+	found     osdop.Inconsistents
+
+	// the chunk being compared: writes to objects in (from, to] wait
+	// until blocked is closed; to "" means no upper bound
+	from, to string
+	blocked  chan struct{}
+}
+
+// scrubObj is one object in a member's scrub map.
+type scrubObj struct {
+	OID        string
+	Size       uint64
+	AttrDigest uint32 // crc32c of the sorted attributes (version included)
+	OmapDigest uint32
+	DataDigest uint32 // deep scrubs only
+	Err        string // the read error, if any
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func encodeScrubMap(objs []scrubObj) []byte {
+	e := wireEncoder(64 * len(objs))
+	e.U32(uint32(len(objs)))
+	for _, o := range objs {
+		e.String(o.OID)
+		e.U64(o.Size)
+		e.U32(o.AttrDigest)
+		e.U32(o.OmapDigest)
+		e.U32(o.DataDigest)
+		e.String(o.Err)
+	}
+	return e.Bytes()
+}
+
+func decodeScrubMap(b []byte) ([]scrubObj, error) {
+	d := wire.NewDecoder(b)
+	n := d.Count(22)
+	objs := make([]scrubObj, 0, n)
+	for range n {
+		objs = append(objs, scrubObj{OID: d.String(), Size: d.U64(), AttrDigest: d.U32(), OmapDigest: d.U32(), DataDigest: d.U32(), Err: d.String()})
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("scrub map: %w", err)
+	}
+	return objs, nil
+}
+
+// inChunk reports whether oid is in (from, to]; to "" has no bound.
+func inChunk(oid, from, to string) bool {
+	return oid > from && (to == "" || oid <= to)
+}
+
+// scrubMapLocal describes this OSD's copies of the objects in (from, to].
+func (pg *PG) scrubMapLocal(from, to string, deep bool) ([]scrubObj, error) {
+	s := pg.osd.store
+	var objs []scrubObj
+	after := from
+	for {
+		names, err := s.List(pg.coll, after, 1024)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		for _, n := range names {
+			if to != "" && n > to {
+				return objs, nil
+			}
+			if !isInternal(n) {
+				objs = append(objs, pg.scrubObject(n, deep))
+			}
+		}
+		if len(names) < 1024 {
+			return objs, nil
+		}
+		after = names[len(names)-1]
+	}
+}
+
+// scrubObject describes one local object; read failures are in Err.
+func (pg *PG) scrubObject(oid string, deep bool) scrubObj {
+	s := pg.osd.store
+	o := scrubObj{OID: oid}
+	fail := func(what string, err error) scrubObj {
+		o.Err = fmt.Sprintf("%s: %v", what, err)
+		return o
+	}
+	st, err := s.Stat(pg.coll, oid)
+	if err != nil {
+		return fail("stat", err)
+	}
+	o.Size = st.Size
+	attrs, err := s.Attrs(pg.coll, oid)
+	if err != nil {
+		return fail("attributes", err)
+	}
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := crc32.New(castagnoli)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(attrs[k]))
+		h.Write(attrs[k])
+	}
+	o.AttrDigest = h.Sum32()
+	h.Reset()
+	after := ""
+	for {
+		kvs, more, err := s.OmapList(pg.coll, oid, after, "", 4096)
+		if err != nil {
+			return fail("omap", err)
+		}
+		for _, kv := range kvs {
+			fmt.Fprintf(h, "%d:%s%d:", len(kv.Key), kv.Key, len(kv.Value))
+			h.Write(kv.Value)
+		}
+		if !more || len(kvs) == 0 {
+			break
+		}
+		after = kvs[len(kvs)-1].Key
+	}
+	o.OmapDigest = h.Sum32()
+	if deep {
+		data, err := s.Read(pg.coll, oid, 0, 0)
+		if err != nil {
+			return fail("read", err)
+		}
+		o.DataDigest = crc32.Checksum(data, castagnoli)
+	}
+	return o
+}
+
+// handleScrubMap answers the primary's request for this member's scrub
+// map of a chunk: OID is the chunk's start (exclusive), Names[0] its end,
+// Off 1 for a deep scrub.
+func (pg *PG) handleScrubMap(pm *peerMsg) ([]byte, error) {
+	if err := pg.checkMember(pm); err != nil {
+		return nil, err
+	}
+	if len(pm.Names) != 1 {
+		return nil, fmt.Errorf("%w: scrub map request without a chunk end", osdop.ErrInvalid)
+	}
+	objs, err := pg.scrubMapLocal(pm.OID, pm.Names[0], pm.Off == 1)
+	if err != nil {
+		return nil, err
+	}
+	return encodeScrubMap(objs), nil
+}
+
+// writeLock takes a write's object lock, after any scrub of a chunk
+// holding the object.
+func (pg *PG) writeLock(ctx context.Context, oid string) (func(), error) {
+	for {
+		unlock := pg.lockObject(oid)
+		pg.mu.Lock()
+		ch := pg.scrub.blocked
+		if ch != nil && !inChunk(oid, pg.scrub.from, pg.scrub.to) {
+			ch = nil
+		}
+		pg.mu.Unlock()
+		if ch == nil {
+			return unlock, nil
+		}
+		unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// errScrubAborted ends a scrub whose PG changed interval or state.
+var errScrubAborted = errors.New("scrub aborted: the pg changed")
+
+// blockChunk makes writes to objects in (from, to] wait and waits for
+// those in flight (they hold their object locks until every member has
+// committed). pg.mu is not held.
+func (pg *PG) blockChunk(iv uint64, from, to string) error {
+	pg.mu.Lock()
+	if pg.interval != iv || pg.state != stateClean {
+		pg.mu.Unlock()
+		return errScrubAborted
+	}
+	if pg.scrub.blocked != nil {
+		close(pg.scrub.blocked) // waiters re-check against the new bounds
+	}
+	pg.scrub.from, pg.scrub.to, pg.scrub.blocked = from, to, make(chan struct{})
+	var inflight []string
+	for oid := range pg.objLocks {
+		if inChunk(oid, from, to) {
+			inflight = append(inflight, oid)
+		}
+	}
+	pg.mu.Unlock()
+	for _, oid := range inflight {
+		pg.lockObject(oid)() // one object per write: no lock order to keep
+	}
+	return nil
+}
+
+func (pg *PG) unblockChunk() {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.scrub.blocked != nil {
+		close(pg.scrub.blocked)
+		pg.scrub.blocked = nil
+	}
+}
+
+// runScrub scrubs the PG as its primary (kind scrubLight, scrubDeep or
+// scrubRepair) and records what it found.
+func (pg *PG) runScrub(ctx context.Context, kind int) error {
+	d := pg.osd
+	pg.mu.Lock()
+	if pg.primary != d.id || pg.state != stateClean {
+		st := pg.state
+		pg.mu.Unlock()
+		return fmt.Errorf("%w: pg %s is %s (scrubs need active+clean)", errScrubAborted, pg.id, st)
+	}
+	iv, acting, addrs, isEC, pool := pg.interval, slices.Clone(pg.acting), slices.Clone(pg.addrs), pg.isEC, pg.pool
+	pg.scrub.running = kind
+	pg.mu.Unlock()
+	defer func() {
+		pg.unblockChunk()
+		pg.mu.Lock()
+		pg.scrub.running = scrubNone
+		pg.mu.Unlock()
+	}()
+	deep := kind >= scrubDeep
+	start := time.Now()
+	m, _ := d.curMap()
+	found := osdop.Inconsistents{Epoch: uint32(m.Epoch), Inconsistents: []osdop.Inconsistent{}}
+	unrepaired, objects := 0, 0
+	chunk := int(d.conf().Int("osd_scrub_chunk_max"))
+	from := ""
+	for {
+		if err := pg.blockChunk(iv, from, ""); err != nil {
+			return err
+		}
+		names, err := d.store.List(pg.coll, from, chunk)
+		if err != nil {
+			return storeErr(err)
+		}
+		to := ""
+		if len(names) == chunk {
+			to = names[len(names)-1]
+			if err := pg.blockChunk(iv, from, to); err != nil { // writes past the chunk go on
+				return err
+			}
+		}
+		smaps := make([][]scrubObj, len(acting))
+		for i, o := range acting {
+			switch {
+			case o == osdmap.NoOSD:
+				continue
+			case o == d.id:
+				smaps[i], err = pg.scrubMapLocal(from, to, deep)
+			default:
+				var b []byte
+				deepFlag := uint64(0)
+				if deep {
+					deepFlag = 1
+				}
+				b, err = d.call(ctx, o, addrs[i], msgScrubMap, (&peerMsg{PG: pg.id, Interval: iv, OID: from, Names: []string{to}, Off: deepFlag}).encode())
+				if err == nil {
+					smaps[i], err = decodeScrubMap(b)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("pg %s: scrub map of osd.%d: %w", pg.id, o, err)
+			}
+		}
+		incs, n := compareScrubMaps(acting, slices.Index(acting, d.id), smaps, deep && !isEC)
+		objects += n
+		for _, inc := range incs {
+			if kind == scrubRepair {
+				if err := pg.repairObject(ctx, iv, acting, addrs, pool, inc); err != nil {
+					d.log.Warn("repair failed", "pg", pg.id, "object", inc.Object, "err", err)
+					unrepaired++
+				}
+			} else {
+				unrepaired++
+			}
+		}
+		found.Inconsistents = append(found.Inconsistents, incs...)
+		pg.unblockChunk()
+		if to == "" {
+			break
+		}
+		from = to
+		if s := d.conf().Seconds("osd_scrub_sleep"); s > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(s * float64(time.Second))):
+			}
+		}
+	}
+	now := time.Now()
+	pg.mu.Lock()
+	pg.scrub.last = now
+	if deep {
+		pg.scrub.lastDeep = now
+	}
+	pg.scrub.errors, pg.scrub.found = unrepaired, found
+	stamps := pg.scrubStamps()
+	pg.mu.Unlock()
+	var t objectstore.Transaction
+	t.SetAttr(metaColl, metaOID(pg.coll), "scrub", stamps)
+	if err := d.store.Apply(&t); err != nil {
+		return storeErr(err)
+	}
+	what := map[int]string{scrubLight: "scrub", scrubDeep: "deep-scrub", scrubRepair: "repair"}[kind]
+	lvl := d.log.Info
+	if len(found.Inconsistents) > 0 {
+		lvl = d.log.Error
+	}
+	lvl(what+" done", "pg", pg.id, "objects", objects, "inconsistent", len(found.Inconsistents), "unrepaired", unrepaired, "took", time.Since(start).Round(time.Millisecond))
+	if kind == scrubDeep && unrepaired > 0 && d.conf().Bool("osd_scrub_auto_repair") && unrepaired <= int(d.conf().Int("osd_scrub_auto_repair_num_errors")) {
+		d.log.Warn("auto-repairing", "pg", pg.id, "errors", unrepaired)
+		return pg.runScrub(ctx, scrubRepair)
+	}
+	return nil
+}
+
+// scrubStamps encodes the scrub stamps and error count (pg.mu held).
+func (pg *PG) scrubStamps() []byte {
+	e := wireEncoder(20)
+	e.I64(pg.scrub.last.UnixNano())
+	e.I64(pg.scrub.lastDeep.UnixNano())
+	e.U32(uint32(pg.scrub.errors))
+	return e.Bytes()
+}
+
+// loadScrubStamps reads what scrubStamps wrote; a PG never scrubbed
+// counts from now (Ceph stamps a new PG with its creation time).
+func (pg *PG) loadScrubStamps() {
+	now := time.Now()
+	pg.scrub.last, pg.scrub.lastDeep = now, now
+	b, err := pg.osd.store.GetAttr(metaColl, metaOID(pg.coll), "scrub")
+	if err != nil {
+		return
+	}
+	d := wire.NewDecoder(b)
+	last, deep, errs := d.I64(), d.I64(), d.U32()
+	if d.Err() == nil {
+		pg.scrub.last, pg.scrub.lastDeep, pg.scrub.errors = time.Unix(0, last), time.Unix(0, deep), int(errs)
+	}
+}
+
+// compareScrubMaps finds the objects whose copies disagree, given each
+// acting position's scrub map of one chunk (nil for a hole); primary is
+// the primary's position. Data digests are compared when dataToo. It
+// returns the inconsistencies and the number of objects compared.
+func compareScrubMaps(acting []int32, primary int, smaps [][]scrubObj, dataToo bool) ([]osdop.Inconsistent, int) {
+	byPos := make([]map[string]*scrubObj, len(smaps))
+	names := map[string]bool{}
+	for i, m := range smaps {
+		if acting[i] == osdmap.NoOSD {
+			continue
+		}
+		byPos[i] = make(map[string]*scrubObj, len(m))
+		for j := range m {
+			byPos[i][m[j].OID] = &m[j]
+			names[m[j].OID] = true
+		}
+	}
+	type key struct {
+		size             uint64
+		attr, omap, data uint32
+	}
+	keyOf := func(o *scrubObj) key {
+		k := key{size: o.Size, attr: o.AttrDigest, omap: o.OmapDigest}
+		if dataToo {
+			k.data = o.DataDigest
+		}
+		return k
+	}
+	var out []osdop.Inconsistent
+	for _, oid := range slices.Sorted(maps.Keys(names)) {
+		votes := map[key]int{}
+		for i := range smaps {
+			if o := byPos[i][oid]; o != nil && o.Err == "" {
+				votes[keyOf(o)]++
+			}
+		}
+		auth := -1
+		for i := range smaps {
+			o := byPos[i][oid]
+			if o == nil || o.Err != "" {
+				continue
+			}
+			better := auth < 0 || votes[keyOf(o)] > votes[keyOf(byPos[auth][oid])] ||
+				(votes[keyOf(o)] == votes[keyOf(byPos[auth][oid])] && i == primary)
+			if better {
+				auth = i
+			}
+		}
+		inc := osdop.Inconsistent{Object: oid, AuthOSD: -1}
+		if auth >= 0 {
+			inc.AuthOSD = acting[auth]
+		}
+		union := map[string]bool{}
+		bad := false
+		for i := range smaps {
+			if acting[i] == osdmap.NoOSD {
+				continue
+			}
+			sh := osdop.ScrubShard{OSD: acting[i], Shard: i, Errors: []string{}}
+			o := byPos[i][oid]
+			switch {
+			case o == nil:
+				sh.Errors = append(sh.Errors, "missing")
+			case o.Err != "":
+				sh.Errors = append(sh.Errors, "read_error")
+				sh.Detail = o.Err
+			case auth >= 0:
+				a := byPos[auth][oid]
+				if o.Size != a.Size {
+					sh.Errors = append(sh.Errors, "size_mismatch")
+				}
+				if dataToo && o.DataDigest != a.DataDigest {
+					sh.Errors = append(sh.Errors, "data_digest_mismatch")
+				}
+				if o.OmapDigest != a.OmapDigest {
+					sh.Errors = append(sh.Errors, "omap_digest_mismatch")
+				}
+				if o.AttrDigest != a.AttrDigest {
+					sh.Errors = append(sh.Errors, "attr_value_mismatch")
+				}
+			}
+			if o != nil {
+				sh.Size, sh.OmapDigest = o.Size, fmt.Sprintf("0x%08x", o.OmapDigest)
+				if dataToo && o.Err == "" {
+					sh.DataDigest = fmt.Sprintf("0x%08x", o.DataDigest)
+				}
+			}
+			for _, e := range sh.Errors {
+				union[e], bad = true, true
+			}
+			inc.Shards = append(inc.Shards, sh)
+		}
+		if bad {
+			inc.UnionErrors = slices.Sorted(maps.Keys(union))
+			out = append(out, inc)
+		}
+	}
+	return out, len(names)
+}
+
+// repairObject rewrites the bad copies of an inconsistent object from the
+// authoritative one (the chunk's writes are blocked): a replica gets the
+// whole object, an erasure-coded shard is rebuilt by decoding the others.
+func (pg *PG) repairObject(ctx context.Context, iv uint64, acting []int32, addrs []string, pool *osdmap.Pool, inc osdop.Inconsistent) error {
+	if inc.AuthOSD < 0 {
+		return fmt.Errorf("no copy of %s is good: nothing to repair from", inc.Object)
+	}
+	var targets []int
+	for _, sh := range inc.Shards {
+		if len(sh.Errors) > 0 {
+			targets = append(targets, sh.Shard)
+		}
+	}
+	mem := make([]*memberInfo, len(acting))
+	for i, o := range acting {
+		if o != osdmap.NoOSD {
+			mem[i] = &memberInfo{id: o, addr: addrs[i]}
+		}
+	}
+	if pool.Type == osdmap.PoolErasure {
+		cd, err := pg.osd.codec(ctx, pool)
+		if err != nil {
+			return err
+		}
+		return pg.recoverEC(ctx, cd, iv, mem, inc.Object, targets)
+	}
+	obj, err := pg.pull(ctx, iv, *mem[slices.Index(acting, inc.AuthOSD)], inc.Object)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if err := pg.push(ctx, iv, *mem[t], inc.Object, obj); err != nil {
+			return err
+		}
+	}
+	pg.osd.log.Warn("repaired", "pg", pg.id, "object", inc.Object, "from", inc.AuthOSD, "shards", targets, "errors", inc.UnionErrors)
+	return nil
+}
+
+// scrubState is the scrub part of the PG's reported state (pg.mu held),
+// in Ceph's order: +scrubbing[+deep], +inconsistent, +repair.
+func (pg *PG) scrubState() string {
+	var s string
+	switch pg.scrub.running {
+	case scrubLight:
+		s = "+scrubbing"
+	case scrubDeep, scrubRepair:
+		s = "+scrubbing+deep"
+	}
+	if pg.scrub.errors > 0 {
+		s += "+inconsistent"
+	}
+	if pg.scrub.running == scrubRepair {
+		s += "+repair"
+	}
+	return s
+}
+
+// pgCommand serves MsgPGCommand on the PG's primary.
+func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
+	var c osdop.PGCommand
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, fmt.Errorf("%w: pg command: %v", osdop.ErrInvalid, err)
+	}
+	id, err := osdmap.ParsePGID(c.PGID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+	}
+	pg := d.getPG(id)
+	if pg == nil {
+		return nil, fmt.Errorf("%w: osd.%d does not hold pg %s", osdop.ErrRetry, d.id, id)
+	}
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.primary != d.id {
+		return nil, fmt.Errorf("%w: osd.%d is not the primary of pg %s", osdop.ErrRetry, d.id, id)
+	}
+	kind := map[string]int{"scrub": scrubLight, "deep-scrub": scrubDeep, "repair": scrubRepair}[c.Cmd]
+	switch {
+	case c.Cmd == "list-inconsistent":
+		if pg.scrub.found.Inconsistents == nil {
+			return nil, fmt.Errorf("%w: pg %s has not been scrubbed since osd.%d started", osdop.ErrNotFound, id, d.id)
+		}
+		return json.Marshal(pg.scrub.found)
+	case kind == scrubNone:
+		return nil, fmt.Errorf("%w: pg command %q (scrub, deep-scrub, repair or list-inconsistent)", osdop.ErrInvalid, c.Cmd)
+	}
+	pg.scrub.requested = max(pg.scrub.requested, kind)
+	select {
+	case d.scrubKick <- struct{}{}:
+	default:
+	}
+	return []byte(fmt.Sprintf("instructing pg %s on osd.%d to %s", id, d.id, c.Cmd)), nil
+}
+
+// scrubLoop runs requested and scheduled scrubs, one at a time, until the
+// OSD stops.
+func (d *OSD) scrubLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+		case <-d.scrubKick:
+		}
+		for {
+			pg, kind := d.nextScrub(time.Now())
+			if pg == nil {
+				break
+			}
+			if err := pg.runScrub(d.ctx, kind); err != nil && d.ctx.Err() == nil {
+				d.log.Warn("scrub", "pg", pg.id, "err", err)
+			}
+			if d.ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// nextScrub picks the PG to scrub now and how: an operator's request
+// first, then a deep scrub due, then a light one.
+func (d *OSD) nextScrub(now time.Time) (*PG, int) {
+	m, _ := d.curMap()
+	cfg := d.conf()
+	d.mu.RLock()
+	pgs := make([]*PG, 0, len(d.pgs))
+	for _, pg := range d.pgs {
+		pgs = append(pgs, pg)
+	}
+	d.mu.RUnlock()
+	sec := func(name string) time.Duration { return time.Duration(cfg.Seconds(name) * float64(time.Second)) }
+	minI, maxI, deepI := sec("osd_scrub_min_interval"), sec("osd_scrub_max_interval"), sec("osd_deep_scrub_interval")
+	allowed := scrubHours(now.Hour(), int(cfg.Int("osd_scrub_begin_hour")), int(cfg.Int("osd_scrub_end_hour"))) &&
+		loadPerCPU() < cfg.Float("osd_scrub_load_threshold")
+	var best *PG
+	bestKind, bestWait := scrubNone, time.Duration(0)
+	for _, pg := range pgs {
+		pg.mu.Lock()
+		ok := pg.primary == d.id && pg.state == stateClean
+		req, last, lastDeep := pg.scrub.requested, pg.scrub.last, pg.scrub.lastDeep
+		if ok && req != scrubNone {
+			pg.scrub.requested = scrubNone
+			pg.mu.Unlock()
+			return pg, req
+		}
+		pg.mu.Unlock()
+		if !ok {
+			continue
+		}
+		kind, wait := scrubNone, time.Duration(0)
+		switch {
+		case !m.Flags.Has(osdmap.FlagNoDeepScrub) && now.Sub(lastDeep) >= deepI && (allowed || now.Sub(lastDeep) >= maxI):
+			kind, wait = scrubDeep, now.Sub(lastDeep)-deepI
+		case !m.Flags.Has(osdmap.FlagNoScrub) && now.Sub(last) >= minI && (allowed || now.Sub(last) >= maxI):
+			kind, wait = scrubLight, now.Sub(last)-minI
+		}
+		if kind != scrubNone && (best == nil || wait > bestWait) {
+			best, bestKind, bestWait = pg, kind, wait
+		}
+	}
+	return best, bestKind
+}
+
+// scrubHours reports whether hour is within [begin, end) (wrapping past
+// midnight); begin == end allows every hour (Ceph's osd_scrub_begin_hour
+// and osd_scrub_end_hour).
+func scrubHours(hour, begin, end int) bool {
+	switch {
+	case begin == end:
+		return true
+	case begin < end:
+		return hour >= begin && hour < end
+	}
+	return hour >= begin || hour < end
+}
+
+// loadPerCPU is the 1-minute load average per CPU (0 where unknown), the
+// measure osd_scrub_load_threshold limits.
+func loadPerCPU() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	l, err := strconv.ParseFloat(f, 64)
+	if err != nil {
+		return 0
+	}
+	return l / float64(runtime.NumCPU())
+}

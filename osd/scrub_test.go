@@ -1,0 +1,341 @@
+package osd_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// pgStats is PG pgid as its primary reports it.
+func pgStats(ctx context.Context, t *testing.T, cl *client.Conn, pgid osdmap.PGID) osdop.PGStats {
+	t.Helper()
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.OSDStats(ctx, mp.ActingPrimary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range st.PGs {
+		if pg.PGID == pgid.String() {
+			return pg
+		}
+	}
+	t.Fatalf("osd.%d does not report pg %s", mp.ActingPrimary, pgid)
+	return osdop.PGStats{}
+}
+
+// scrubPG asks for a scrub of kind cmd and waits until its stamp passes.
+func scrubPG(ctx context.Context, t *testing.T, cl *client.Conn, pgid osdmap.PGID, cmd string) osdop.Inconsistents {
+	t.Helper()
+	before := pgStats(ctx, t, cl, pgid)
+	if _, err := cl.PGCommand(ctx, pgid.String(), cmd); err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	for {
+		st := pgStats(ctx, t, cl, pgid)
+		if st.LastScrub.After(before.LastScrub) && (cmd == "scrub" || st.LastDeepScrub.After(before.LastDeepScrub)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s of %s did not finish: %v", cmd, pgid, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	b, err := cl.PGCommand(ctx, pgid.String(), "list-inconsistent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var incs osdop.Inconsistents
+	if err := json.Unmarshal(b, &incs); err != nil {
+		t.Fatal(err)
+	}
+	return incs
+}
+
+// errorsByObject flattens a scrub's findings: object → "osd.N:error" list.
+func errorsByObject(incs osdop.Inconsistents) map[string][]string {
+	out := map[string][]string{}
+	for _, inc := range incs.Inconsistents {
+		for _, sh := range inc.Shards {
+			for _, e := range sh.Errors {
+				out[inc.Object] = append(out[inc.Object], fmt.Sprintf("osd.%d:%s", sh.OSD, e))
+			}
+		}
+	}
+	return out
+}
+
+// scrubCluster starts three OSDs with extra configuration lines and
+// connects a client.
+func scrubCluster(ctx context.Context, t *testing.T, extra string) (*cluster, *client.Conn) {
+	t.Helper()
+	conf, err := config.Parse(strings.NewReader(testConf+extra), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterConf(t, 3, conf)
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return c, cl
+}
+
+// monDo runs a MON command given as prefix and key, value pairs.
+func monDo(ctx context.Context, t *testing.T, cl *client.Conn, prefix string, kv ...string) {
+	t.Helper()
+	args := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		args[kv[i]] = kv[i+1]
+	}
+	if _, err := cl.MonCommand(ctx, prefix, args); err != nil {
+		t.Fatalf("%s: %v", prefix, err)
+	}
+}
+
+// TestScrubAndRepair damages copies of a replicated PG behind the OSDs'
+// backs (a replica's bytes, a primary's bytes, a lost object, an omap
+// value) while a client keeps writing other objects of the same PG: a
+// light scrub finds what differs in lists and metadata, a deep scrub also
+// the data, with the majority's copy as authority; repair rewrites the bad
+// copies and a scrub after it finds nothing.
+func TestScrubAndRepair(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, cl := scrubCluster(ctx, t, "osd_scrub_chunk_max = 7\n")
+	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
+	p, err := cl.Pool(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for i := range 40 {
+		oid := fmt.Sprintf("obj%02d", i)
+		want[oid] = bytes.Repeat([]byte{byte(i)}, 1000+i)
+		if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.OmapSet(ctx, "obj05", []osdop.KV{{Key: "k", Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary, replica := mp.Acting[0], mp.Acting[1]
+	coll := objectstore.Coll(pgid.String())
+	damage := func(osd int32, fn func(t *objectstore.Transaction)) {
+		var tx objectstore.Transaction
+		fn(&tx)
+		if err := c.stores[osd].Apply(&tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flip := func(b []byte) []byte { b = slices.Clone(b); b[len(b)/2] ^= 0xff; return b }
+	damage(replica, func(tx *objectstore.Transaction) { tx.Write(coll, "obj03", 0, flip(want["obj03"])) })
+	damage(primary, func(tx *objectstore.Transaction) { tx.Write(coll, "obj11", 0, flip(want["obj11"])) })
+	damage(replica, func(tx *objectstore.Transaction) { tx.Remove(coll, "obj20") })
+	damage(mp.Acting[2], func(tx *objectstore.Transaction) {
+		tx.OmapSet(coll, "obj05", []objectstore.KV{{Key: "k", Value: []byte("other")}})
+	})
+
+	// writers to other objects of the PG run through every scrub: their
+	// writes wait for a chunk being compared, and never show up as errors
+	wctx, wcancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var writes int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; wctx.Err() == nil; i++ {
+			err := p.WriteFull(wctx, fmt.Sprintf("live%02d", i%30), []byte(fmt.Sprintf("write %d", i)))
+			if err != nil && wctx.Err() == nil {
+				t.Errorf("write during scrub: %v", err)
+				return
+			}
+			writes++
+		}
+	}()
+
+	light := errorsByObject(scrubPG(ctx, t, cl, pgid, "scrub"))
+	wantLight := map[string][]string{
+		"obj05": {fmt.Sprintf("osd.%d:omap_digest_mismatch", mp.Acting[2])},
+		"obj20": {fmt.Sprintf("osd.%d:missing", replica)},
+	}
+	if fmt.Sprint(light) != fmt.Sprint(wantLight) {
+		t.Fatalf("light scrub found %v, want %v", light, wantLight)
+	}
+	if st := pgStats(ctx, t, cl, pgid); !strings.Contains(st.State, "+inconsistent") || st.ScrubErrors != 2 {
+		t.Fatalf("after a scrub with errors: state %s, %d errors", st.State, st.ScrubErrors)
+	}
+	deep := scrubPG(ctx, t, cl, pgid, "deep-scrub")
+	wantDeep := map[string][]string{
+		"obj03": {fmt.Sprintf("osd.%d:data_digest_mismatch", replica)},
+		"obj05": wantLight["obj05"],
+		"obj11": {fmt.Sprintf("osd.%d:data_digest_mismatch", primary)}, // the majority outvotes the primary
+		"obj20": wantLight["obj20"],
+	}
+	if got := errorsByObject(deep); fmt.Sprint(got) != fmt.Sprint(wantDeep) {
+		t.Fatalf("deep scrub found %v, want %v", got, wantDeep)
+	}
+	for _, inc := range deep.Inconsistents {
+		if inc.Object == "obj11" && inc.AuthOSD == primary {
+			t.Fatalf("obj11: the damaged primary copy was chosen as authoritative: %+v", inc)
+		}
+	}
+	if got := errorsByObject(scrubPG(ctx, t, cl, pgid, "repair")); fmt.Sprint(got) != fmt.Sprint(wantDeep) {
+		t.Fatalf("repair found %v, want %v", got, wantDeep)
+	}
+	if got := scrubPG(ctx, t, cl, pgid, "deep-scrub"); len(got.Inconsistents) != 0 {
+		t.Fatalf("deep scrub after repair: %+v", got.Inconsistents)
+	}
+	wcancel()
+	wg.Wait()
+	if st := pgStats(ctx, t, cl, pgid); st.State != "active+clean" || st.ScrubErrors != 0 {
+		t.Fatalf("after repair: state %s, %d errors", st.State, st.ScrubErrors)
+	}
+	t.Logf("%d client writes ran during the scrubs", writes)
+	// every copy holds the client's bytes again
+	for _, o := range mp.Acting {
+		for oid, data := range want {
+			got, err := c.stores[o].Read(coll, oid, 0, 0)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("osd.%d %s after repair: %v", o, oid, err)
+			}
+		}
+		kv, err := c.stores[o].OmapGet(coll, "obj05", []string{"k"})
+		if err != nil || string(kv["k"]) != "v" {
+			t.Fatalf("osd.%d obj05 omap after repair: %q %v", o, kv["k"], err)
+		}
+	}
+	if _, err := cl.PGCommand(ctx, pgid.String(), "defragment"); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("unknown pg command: %v", err)
+	}
+}
+
+// TestScrubErasureCoded: on a 2+1 pool, a shard lost on one OSD and a
+// shard's attribute changed on another are found by a scrub; repair
+// rebuilds the lost shard by decoding and rewrites the other, byte for
+// byte as they were.
+func TestScrubErasureCoded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, cl := scrubCluster(ctx, t, "")
+	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec21", "args", "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd")
+	monDo(ctx, t, cl, "pool create", "name", "ec21", "type", "erasure", "erasure_code_profile", "ec21", "pg_num", "1")
+	p, err := cl.Pool(ctx, "ec21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 12 {
+		if err := p.WriteFull(ctx, fmt.Sprintf("e%02d", i), randBytes(r, 20000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll := objectstore.Coll(pgid.String())
+	lost, changed := mp.Acting[2], mp.Acting[1] // a parity and a data shard
+	before, err := c.stores[lost].Read(coll, "e04", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Fatalf("e07 has an xattr before the test set one: %v", err)
+	}
+	for o, fn := range map[int32]func(*objectstore.Transaction){
+		lost:    func(tx *objectstore.Transaction) { tx.Remove(coll, "e04") },
+		changed: func(tx *objectstore.Transaction) { tx.SetAttr(coll, "e07", "u.color", []byte("red")) },
+	} {
+		var tx objectstore.Transaction
+		fn(&tx)
+		if err := c.stores[o].Apply(&tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]string{
+		"e04": {fmt.Sprintf("osd.%d:missing", lost)},
+		"e07": {fmt.Sprintf("osd.%d:attr_value_mismatch", changed)},
+	}
+	if got := errorsByObject(scrubPG(ctx, t, cl, pgid, "scrub")); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("scrub found %v, want %v", got, want)
+	}
+	if got := errorsByObject(scrubPG(ctx, t, cl, pgid, "repair")); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("repair found %v, want %v", got, want)
+	}
+	if got := scrubPG(ctx, t, cl, pgid, "deep-scrub"); len(got.Inconsistents) != 0 {
+		t.Fatalf("deep scrub after repair: %+v", got.Inconsistents)
+	}
+	after, err := c.stores[lost].Read(coll, "e04", 0, 0)
+	if err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("rebuilt shard of e04: %v (%d bytes, was %d)", err, len(after), len(before))
+	}
+	if _, err := c.stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Fatalf("e07's stray attribute after repair: %v", err)
+	}
+}
+
+// TestScheduledScrub: PGs are scrubbed on their own once
+// osd_scrub_min_interval has passed, deep-scrubbed after
+// osd_deep_scrub_interval, and not while noscrub / nodeep-scrub are set.
+func TestScheduledScrub(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, cl := scrubCluster(ctx, t, "osd_scrub_min_interval = 1\nosd_deep_scrub_interval = 2\nosd_scrub_load_threshold = 1000\n")
+	monDo(ctx, t, cl, "osd set", "key", "noscrub")
+	monDo(ctx, t, cl, "osd set", "key", "nodeep-scrub")
+	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
+	p, err := cl.Pool(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteFull(ctx, "o", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	first := pgStats(ctx, t, cl, pgid)
+	// both flags set: 3 s (three deep intervals) pass without a scrub
+	quiet, qcancel := context.WithTimeout(ctx, 3*time.Second)
+	<-quiet.Done()
+	qcancel()
+	if st := pgStats(ctx, t, cl, pgid); !st.LastScrub.Equal(first.LastScrub) || !st.LastDeepScrub.Equal(first.LastDeepScrub) {
+		t.Fatalf("scrubbed with noscrub and nodeep-scrub set: %v → %v, deep %v → %v", first.LastScrub, st.LastScrub, first.LastDeepScrub, st.LastDeepScrub)
+	}
+	monDo(ctx, t, cl, "osd unset", "key", "noscrub")
+	monDo(ctx, t, cl, "osd unset", "key", "nodeep-scrub")
+	for {
+		st := pgStats(ctx, t, cl, pgid)
+		if st.LastScrub.After(first.LastScrub) && st.LastDeepScrub.After(first.LastDeepScrub) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no scheduled scrubs: %+v", st)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
