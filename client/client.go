@@ -373,7 +373,9 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 			if errors.Is(err, msgr.ErrAuth) {
 				return nil, fmt.Errorf("%w: %v", ErrPermission, err)
 			}
-			last = fmt.Errorf("osd.%d: %w", mp.ActingPrimary, err)
+			if last == nil || ctx.Err() == nil { // keep the OSD's reason over our own deadline
+				last = fmt.Errorf("osd.%d: %w", mp.ActingPrimary, err)
+			}
 		} else {
 			last = fmt.Errorf("pg %s has no primary (acting set empty)", pgid)
 		}

@@ -86,6 +86,9 @@ var Options = []Option{
 	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before the MONs mark it out (and its PGs recover elsewhere); 0: never. The noout flag suspends it; an OSD marked out this way is marked in again when it boots."},
 	{Name: "mon_osd_min_down_reporters", Type: Int, Default: "2", Min: 1, Max: 1000, Desc: "Distinct OSDs that must report a peer down."},
 	{Name: "mon_osd_reporter_subtree_level", Type: String, Default: "host", Desc: "CRUSH type whose buckets count as distinct reporters of a down OSD (`osd` for a one-host cluster)."},
+	{Name: "mon_osd_nearfull_ratio", Type: Float, Default: "0.85", Min: 0, Max: 1, Desc: "Device use (fraction) past which an OSD is nearfull: a health warning."},
+	{Name: "mon_osd_backfillfull_ratio", Type: Float, Default: "0.90", Min: 0, Max: 1, Desc: "Device use past which an OSD is backfillfull: a health warning (backfill onto it is to be refused)."},
+	{Name: "mon_osd_full_ratio", Type: Float, Default: "0.95", Min: 0, Max: 1, Desc: "Device use past which an OSD is full: writes that add data to its PGs fail with ENOSPC (deletes still work) — so a device never fills."},
 	{Name: "mon_data", Type: String, Default: "$data/$name", Desc: "A MON's data directory."},
 
 	// gateway

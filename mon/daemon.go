@@ -430,7 +430,10 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 // failure counts a report that an OSD is unreachable and marks it down
 // once mon_osd_min_down_reporters OSDs from distinct
 // mon_osd_reporter_subtree_level buckets agree (Ceph's OSDMonitor
-// check_failure). Reports older than twice osd_heartbeat_grace expire.
+// check_failure). Reports older than twice osd_heartbeat_grace expire. An
+// immediate report — the OSD's port refused a connection, so its process
+// is gone — marks it down at once, as Ceph's force_failure does: the last
+// OSD standing can report the others.
 func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 	target, err1 := strconv.Atoi(c.Args["target"])
 	reporter, err2 := strconv.Atoi(c.Args["reporter"])
@@ -464,7 +467,7 @@ func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 		}
 		domains[m.Crush.Ancestor(r, level)] = true
 	}
-	enough := len(domains) >= need
+	enough := len(domains) >= need || c.Args["immediate"] == "true"
 	if enough {
 		delete(d.reports, int32(target))
 	}

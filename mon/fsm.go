@@ -271,6 +271,8 @@ func Translate(c monc.Command) (Command, error) {
 	switch c.Prefix {
 	case "osd boot":
 		cmd = OSDBoot{ID: int32(n("id")), Host: a["host"], Addr: a["addr"], SizeBytes: uint64(n("size")), Class: a["class"]}
+	case "osd fullness":
+		cmd = OSDFullness{ID: int32(n("id")), Addr: a["addr"], Level: osdmap.Fullness(n("level"))}
 	case "osd set", "osd unset":
 		fl, err := osdmap.ParseFlag(a["key"])
 		if err != nil {

@@ -210,6 +210,33 @@ func (c OSDFlag) Apply(s *State) (*osdmap.Incremental, string, error) {
 	return inc, fmt.Sprintf("%s is %s", c.Flags, verb), nil
 }
 
+// OSDFullness records the fill level an OSD reports of its device
+// (Addr: the reporting instance; a stale instance's report is ignored).
+type OSDFullness struct {
+	ID    int32
+	Addr  string
+	Level osdmap.Fullness
+}
+
+// Apply implements Command.
+func (c OSDFullness) Apply(s *State) (*osdmap.Incremental, string, error) {
+	m := s.Map
+	if c.ID < 0 || c.ID >= m.MaxOSD() || !m.OSDs[c.ID].Exists {
+		return nil, "", fmt.Errorf("osd.%d: %w", c.ID, ErrNotFound)
+	}
+	if c.Level > osdmap.Full {
+		return nil, "", fmt.Errorf("osd fullness: %w: level %d", ErrInvalid, c.Level)
+	}
+	o := m.OSDs[c.ID]
+	if o.Addr != c.Addr || o.Fullness == c.Level {
+		return nil, "unchanged", nil
+	}
+	o.Fullness = c.Level
+	inc := s.next()
+	inc.NewOSDs = map[int32]osdmap.OSD{c.ID: o}
+	return inc, fmt.Sprintf("osd.%d is %s", c.ID, c.Level), nil
+}
+
 // OSDRemove deletes a down OSD from the map and from CRUSH.
 type OSDRemove struct{ ID int32 }
 

@@ -315,6 +315,15 @@ func TestOSDFlags(t *testing.T) {
 	if err := boot(2, "02"); err != nil || s.Map.OSDs[2].In() {
 		t.Fatalf("operator-out OSD booting: %v, in %v", err, s.Map.OSDs[2].In())
 	}
+	// fill levels: reported by the current instance only
+	commit(t, s, mon.OSDFullness{ID: 0, Addr: "127.0.0.1:6899", Level: osdmap.Full})
+	if s.Map.OSDs[0].Fullness != osdmap.NotFull {
+		t.Fatal("a stale instance's fill level was recorded")
+	}
+	commit(t, s, mon.OSDFullness{ID: 0, Addr: s.Map.OSDs[0].Addr, Level: osdmap.NearFull})
+	if s.Map.OSDs[0].Fullness != osdmap.NearFull {
+		t.Fatalf("fill level %v, want nearfull", s.Map.OSDs[0].Fullness)
+	}
 	flag("pause", true)
 	if got := s.Map.Flags.String(); got != "pauserd,pausewr" {
 		t.Fatalf("flags after pause: %q", got)

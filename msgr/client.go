@@ -197,7 +197,7 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 			case <-ctx.Done():
 				t.Stop()
 				c.finishDial(nil, nil, done)
-				return nil, fmt.Errorf("msgr: connect to %s (backing off after: %v): %w", c.addr, c.lastError(), ctx.Err())
+				return nil, fmt.Errorf("msgr: connect to %s (backing off after: %w): %w", c.addr, c.lastError(), ctx.Err())
 			}
 		}
 		cc, err := c.dial(ctx)
@@ -237,7 +237,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	d := net.Dialer{Timeout: c.cfg.DialTimeout}
 	nc, err := d.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
-		return nil, fmt.Errorf("msgr: %w: dial %s: %v", ErrConnReset, c.addr, err)
+		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnReset, c.addr, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)

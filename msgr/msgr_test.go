@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,5 +292,27 @@ func TestKeyringFile(t *testing.T) {
 	}
 	if _, err := msgr.LoadKeyring(path, "osd.9"); err == nil {
 		t.Fatal("missing entity accepted")
+	}
+}
+
+// A call to a port nobody listens on fails with ErrConnReset wrapping
+// ECONNREFUSED (what OSDs' fast failure reports branch on), also while
+// the client backs off before dialling again.
+func TestConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := msgr.Dial(addr, keyring(t, "client.admin"), msgr.Config{MaxBackoff: time.Second})
+	defer c.Close()
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := c.Call(ctx, 1, nil)
+		cancel()
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("call %d to a closed port: %v, want ECONNREFUSED", i, err)
+		}
 	}
 }

@@ -842,6 +842,15 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	if len(lus) < k {
 		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, len(lus), k)
 	}
+	var reached []memberInfo
+	for _, m := range mem {
+		if m != nil {
+			reached = append(reached, *m)
+		}
+	}
+	if err := pg.checkPrior(iv, reached, k); err != nil {
+		return err
+	}
 	// 2. the authoritative version: the k-th newest
 	slices.SortFunc(lus, func(a, b Version) int {
 		switch {

@@ -21,6 +21,7 @@ const (
 	msgECRepair                       // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
 	msgECRollback                     // primary → shard: undo writes after Prev
 	msgScrubMap                       // primary → member: its scrub map of a chunk
+	msgActivated                      // primary → member: the pg went active in this interval
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it
@@ -43,6 +44,9 @@ type peerMsg struct {
 	// RollForward (msgRepOp of an erasure-coded PG): every shard holds
 	// the writes up to this seq; their rollback stashes can go.
 	RollForward uint64
+	// Intervals (a query's reply): the member's earlier acting sets that
+	// may have accepted writes since the PG was last active on it.
+	Intervals [][]int32
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -91,6 +95,13 @@ func (m *peerMsg) encode() []byte {
 	e.U64(m.Off)
 	e.U64(m.Len)
 	e.U64(m.RollForward)
+	e.U32(uint32(len(m.Intervals)))
+	for _, iv := range m.Intervals {
+		e.U32(uint32(len(iv)))
+		for _, o := range iv {
+			e.I32(o)
+		}
+	}
 	return e.Bytes()
 }
 
@@ -120,6 +131,13 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 		m.Txn = t
 	}
 	m.Off, m.Len, m.RollForward = d.U64(), d.U64(), d.U64()
+	for n := d.Count(4); n > 0 && d.Err() == nil; n-- {
+		iv := make([]int32, d.Count(4))
+		for i := range iv {
+			iv[i] = d.I32()
+		}
+		m.Intervals = append(m.Intervals, iv)
+	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)
 	}

@@ -209,6 +209,7 @@ func (pg *PG) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, error
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
+	defer pg.rlockObject(req.OID)()
 	o, err := pg.loadObject(req.OID)
 	if err != nil {
 		return nil, err

@@ -192,8 +192,9 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(4)
+	d.wg.Add(5)
 	go d.scrubLoop()
+	go d.fullnessLoop()
 	go func() {
 		defer d.wg.Done()
 		d.mc.Subscribe(d.ctx, m, d.handleMap)
@@ -594,7 +595,7 @@ func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, paylo
 	rep, err := d.peer(addr).Call(ctx, typ, payload)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
-			d.reportFailure(id, addr)
+			d.reportFailure(id, addr, true)
 		}
 		var re *msgr.RemoteError
 		if errors.As(err, &re) {
@@ -607,14 +608,15 @@ func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, paylo
 	return out, nil
 }
 
-// reportFailure tells the MONs that osd id (at addr) does not answer.
-func (d *OSD) reportFailure(id int32, addr string) {
+// reportFailure tells the MONs that osd id (at addr) does not answer;
+// immediate when its port refused the connection (its process is gone).
+func (d *OSD) reportFailure(id int32, addr string, immediate bool) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
 		defer cancel()
-		r, err := d.mc.Command(ctx, "osd failure", map[string]string{"target": strconv.Itoa(int(id)), "reporter": strconv.Itoa(int(d.id)), "addr": addr})
+		r, err := d.mc.Command(ctx, "osd failure", map[string]string{"target": strconv.Itoa(int(id)), "reporter": strconv.Itoa(int(d.id)), "addr": addr, "immediate": strconv.FormatBool(immediate)})
 		if err != nil {
 			d.log.Warn("report failure", "target", id, "err", err)
 			return
@@ -654,7 +656,7 @@ func (d *OSD) heartbeat() {
 				}
 				d.peerMu.Unlock()
 				if err != nil && ok && time.Since(last) > grace {
-					d.reportFailure(id, o.Addr)
+					d.reportFailure(id, o.Addr, false)
 				}
 			}()
 		}
@@ -744,6 +746,8 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return nil, pg.handleECRollback(pm)
 	case msgScrubMap:
 		return pg.handleScrubMap(pm)
+	case msgActivated:
+		return nil, pg.handleActivated(pm)
 	}
 	return nil, fmt.Errorf("%w: message type %d", osdop.ErrInvalid, m.Type)
 }
@@ -822,6 +826,63 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 const vecReplyMin = 64 << 10
 
 // stats reports the PGs this OSD is primary of.
+// fullness is this OSD's fill level by mon_osd_nearfull_ratio,
+// mon_osd_backfillfull_ratio and mon_osd_full_ratio, and the fraction of
+// its device in use (a store without a size is never full).
+func (d *OSD) fullness() (osdmap.Fullness, float64) {
+	fs, err := d.store.StatFS()
+	if err != nil || fs.Total == 0 {
+		return osdmap.NotFull, 0
+	}
+	used := float64(fs.Used) / float64(fs.Total)
+	cfg := d.conf()
+	switch {
+	case used >= cfg.Float("mon_osd_full_ratio"):
+		return osdmap.Full, used
+	case used >= cfg.Float("mon_osd_backfillfull_ratio"):
+		return osdmap.BackfillFull, used
+	case used >= cfg.Float("mon_osd_nearfull_ratio"):
+		return osdmap.NearFull, used
+	}
+	return osdmap.NotFull, used
+}
+
+// fullnessLoop reports this OSD's fill level to the MONs whenever it
+// differs from the map's (checked every second), as Ceph's OSDs report
+// their nearfull, backfillfull and full states.
+func (d *OSD) fullnessLoop() {
+	defer d.wg.Done()
+	d.every(time.Second, nil, func() {
+		lvl, used := d.fullness()
+		m, _ := d.curMap()
+		if m == nil || d.id < 0 || d.id >= m.MaxOSD() || !m.OSDs[d.id].Up || m.OSDs[d.id].Fullness == lvl {
+			return
+		}
+		d.log.Warn("device fill level changed", "was", m.OSDs[d.id].Fullness, "now", lvl, "used", fmt.Sprintf("%.1f%%", used*100))
+		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+		defer cancel()
+		if _, err := d.mc.Command(ctx, "osd fullness", map[string]string{"id": strconv.Itoa(int(d.id)), "addr": d.addr, "level": strconv.Itoa(int(lvl))}); err != nil {
+			d.log.Warn("reporting fill level", "err", err)
+		}
+	})
+}
+
+// every calls fn every interval, and when kick (if not nil) receives,
+// until the OSD stops; it is the calling goroutine's loop.
+func (d *OSD) every(interval time.Duration, kick <-chan struct{}, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+		fn()
+	}
+}
+
 func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
 	d.mu.RLock()

@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
 // memberInfo is one acting member's answer to the primary's query.
 type memberInfo struct {
-	id      int32
-	addr    string
-	info    Info
-	entries []LogEntry
+	id        int32
+	addr      string
+	info      Info
+	entries   []LogEntry
+	intervals [][]int32 // its earlier acting sets that may have taken writes
 }
 
 // peer brings the acting set of interval iv to one history and activates
@@ -86,8 +89,12 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		}
 		others = append(others, mi)
 	}
-	// 2. the authoritative history: the newest last_update (ties: ours)
+	// 2. the authoritative history: the newest last_update (ties: ours),
+	// once every earlier interval that may have taken writes is heard from
 	all := append(slices.Clone(members), others...)
+	if err := pg.checkPrior(iv, all, 1); err != nil {
+		return err
+	}
 	auth := 0
 	for i, m := range all {
 		if all[auth].info.LastUpdate.Less(m.info.LastUpdate) {
@@ -144,8 +151,40 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	return pg.activate(iv, len(acting) < poolSize)
 }
 
-// activate makes the PG serve I/O after peering in interval iv.
+// activate makes the PG serve I/O after peering in interval iv and tells
+// the other members, which forget their earlier intervals too.
 func (pg *PG) activate(iv uint64, degraded bool) error {
+	if err := pg.setActive(iv, degraded); err != nil {
+		return err
+	}
+	pg.mu.Lock()
+	acting, addrs := pg.acting, pg.addrs
+	pg.mu.Unlock()
+	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
+	for i, o := range acting {
+		if o != pg.osd.id && o != osdmap.NoOSD {
+			ctx, cancel := context.WithTimeout(pg.osd.ctx, 5*time.Second)
+			if _, err := pg.osd.call(ctx, o, addrs[i], msgActivated, msg); err != nil {
+				pg.osd.log.Warn("telling a member the pg is active", "pg", pg.id, "osd", o, "err", err)
+			}
+			cancel()
+		}
+	}
+	return nil
+}
+
+// handleActivated: the primary activated the PG in this interval, so the
+// writes of every earlier interval are in its history.
+func (pg *PG) handleActivated(pm *peerMsg) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval == pm.Interval {
+		pg.intervals = nil
+	}
+	return nil
+}
+
+func (pg *PG) setActive(iv uint64, degraded bool) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.interval != iv {
@@ -156,9 +195,54 @@ func (pg *PG) activate(iv uint64, degraded bool) error {
 		pg.state = stateDegraded
 	}
 	pg.cancel = nil
-	pg.past = nil
+	pg.past, pg.intervals = nil, nil
 	clear(pg.pending)
 	pg.notify()
+	return nil
+}
+
+// errPGDown means peering waits for OSDs of an earlier interval.
+var errPGDown = errors.New("pg down")
+
+// checkPrior refuses to choose a history while an earlier interval that
+// may have accepted writes has fewer than need OSDs among the reached
+// members (replicated: 1, every member of an interval holds its
+// acknowledged writes; erasure-coded: k, to rebuild them): the PG is
+// down until they return, rather than serve or roll back to an older
+// history (Ceph's PriorSet "down"; `ceph osd lost` is not implemented).
+func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	// every member's history: a primary that was down then knows none of it
+	for _, m := range reached {
+		for _, acting := range m.intervals {
+			if !slices.ContainsFunc(pg.intervals, func(a []int32) bool { return slices.Equal(a, acting) }) {
+				pg.intervals = append(pg.intervals, acting)
+			}
+		}
+	}
+	for _, acting := range pg.intervals {
+		n := 0
+		var missing []string
+		for _, o := range acting {
+			if o == osdmap.NoOSD {
+				continue
+			}
+			if slices.ContainsFunc(reached, func(m memberInfo) bool { return m.id == o }) {
+				n++
+			} else {
+				missing = append(missing, fmt.Sprintf("osd.%d", o))
+			}
+		}
+		if n < need {
+			if pg.interval == iv && pg.state == statePeering {
+				pg.state = stateDown
+				pg.notify()
+			}
+			return fmt.Errorf("%w: acting set %v may have accepted writes and %d of its OSDs are reachable (%d needed): waiting for %s",
+				errPGDown, acting, n, need, strings.Join(missing, ", "))
+		}
+	}
 	return nil
 }
 
@@ -172,7 +256,7 @@ func (pg *PG) query(ctx context.Context, iv uint64, o int32, addr string) (membe
 	if err != nil {
 		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
 	}
-	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries}, nil
+	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries, intervals: pm.Intervals}, nil
 }
 
 // pull reads an object whole (data, attributes, omap; Exists false if
@@ -396,7 +480,7 @@ func (pg *PG) handleQuery(ctx context.Context, pm *peerMsg) ([]byte, error) {
 	}
 	pg.mu.Lock()
 	// writes already submitted must be durable before we describe them
-	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...)}
+	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...), Intervals: slices.Clone(pg.intervals)}
 	pg.mu.Unlock()
 	var t objectstore.Transaction
 	t.Touch(metaColl, metaOID(pg.coll))

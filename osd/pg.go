@@ -19,6 +19,7 @@ import (
 // PG states (Ceph's names).
 const (
 	statePeering  = "peering"
+	stateDown     = "down" // peering waits for OSDs of an earlier interval
 	stateActive   = "active"
 	stateClean    = "active+clean"
 	stateDegraded = "active+undersized+degraded"
@@ -48,9 +49,14 @@ type PG struct {
 	// current members lack (Ceph's past intervals, simplified: the members
 	// of every acting set since the PG was last active); the primary asks
 	// them too when it peers, and forgets them once the PG is active.
-	past     []int32
-	objLocks map[string]*objLock
-	cancel   context.CancelFunc // of the running peering
+	past []int32
+	// intervals are the acting sets since the PG was last active here
+	// (that one included) that had min_size members, so may have
+	// accepted writes: peering needs enough of each (Ceph's
+	// past_intervals and PriorSet; kept in memory only).
+	intervals [][]int32
+	objLocks  map[string]*objLock
+	cancel    context.CancelFunc // of the running peering
 	// erasure-coded PGs: this OSD's shard (its position in acting), and on
 	// the primary the seqs of writes not yet on every shard
 	isEC    bool
@@ -60,7 +66,7 @@ type PG struct {
 }
 
 type objLock struct {
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	refs int
 }
 
@@ -148,6 +154,9 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		}
 	}
 	pg.past = slices.DeleteFunc(pg.past, func(o int32) bool { return slices.Contains(mp.Acting, o) })
+	if pool != nil && members(old) >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
+		pg.intervals = append(pg.intervals, slices.Clone(old))
+	}
 	pg.acting, pg.addrs, pg.interval, pg.primary = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary
 	switch {
 	case !in:
@@ -190,12 +199,31 @@ func (pg *PG) waitActive(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timeout.C:
-			return fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, state)
+			return fmt.Errorf("%w: %s", osdop.ErrRetry, pg.describe())
 		}
 	}
 }
 
-func (pg *PG) lockObject(oid string) func() {
+// describe says why the PG does not serve I/O, for the client's error.
+func (pg *PG) describe() string {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.state == stateInactive && pg.pool != nil {
+		return fmt.Sprintf("pg %s is %s: %d of %d OSDs of its acting set up, below min_size %d; its I/O waits until enough return",
+			pg.id, pg.state, members(pg.acting), pg.pool.Size, pg.pool.MinSize)
+	}
+	return fmt.Sprintf("pg %s is %s", pg.id, pg.state)
+}
+
+// lockObject takes an object's lock exclusively: a write holds it from
+// reading the object's state until every member has committed.
+func (pg *PG) lockObject(oid string) func() { return pg.objectLock(oid, false) }
+
+// rlockObject takes an object's lock shared: a read sees no write half
+// applied (its size and its bytes from the same version).
+func (pg *PG) rlockObject(oid string) func() { return pg.objectLock(oid, true) }
+
+func (pg *PG) objectLock(oid string, shared bool) func() {
 	pg.mu.Lock()
 	l := pg.objLocks[oid]
 	if l == nil {
@@ -204,9 +232,13 @@ func (pg *PG) lockObject(oid string) func() {
 	}
 	l.refs++
 	pg.mu.Unlock()
-	l.mu.Lock()
+	lock, unlock := l.mu.Lock, l.mu.Unlock
+	if shared {
+		lock, unlock = l.mu.RLock, l.mu.RUnlock
+	}
+	lock()
 	return func() {
-		l.mu.Unlock()
+		unlock()
 		pg.mu.Lock()
 		if l.refs--; l.refs == 0 {
 			delete(pg.objLocks, oid)
@@ -222,6 +254,11 @@ func (pg *PG) lockObject(oid string) func() {
 func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool *osdmap.Pool) (*osdop.Reply, error) {
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
+	}
+	if req.AddsData() {
+		if err := pg.checkFull(); err != nil {
+			return nil, err
+		}
 	}
 	pg.mu.Lock()
 	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
@@ -366,6 +403,24 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		pg.mu.Unlock()
 	}
 	return &osdop.Reply{Ver: v.Seq, Results: x.results}, nil
+}
+
+// checkFull refuses a write that adds data when a member of the acting
+// set is full (as the map says, or this OSD's own device now).
+func (pg *PG) checkFull() error {
+	d := pg.osd
+	if lvl, used := d.fullness(); lvl == osdmap.Full {
+		return fmt.Errorf("%w: pg %s: osd.%d is full (%.1f%% used, mon_osd_full_ratio %.2f): delete data or add OSDs", osdop.ErrNoSpace, pg.id, d.id, used*100, d.conf().Float("mon_osd_full_ratio"))
+	}
+	m, _ := d.curMap()
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for _, o := range pg.acting {
+		if o >= 0 && o < m.MaxOSD() && m.OSDs[o].Fullness == osdmap.Full {
+			return fmt.Errorf("%w: pg %s: osd.%d is full (mon_osd_full_ratio): delete data or add OSDs", osdop.ErrNoSpace, pg.id, o)
+		}
+	}
+	return nil
 }
 
 // repeer restarts peering in the current interval.

@@ -519,6 +519,7 @@ func (pg *PG) repairObject(ctx context.Context, iv uint64, acting []int32, addrs
 	if inc.AuthOSD < 0 {
 		return fmt.Errorf("no copy of %s is good: nothing to repair from", inc.Object)
 	}
+	defer pg.lockObject(inc.Object)() // no read sees a copy half rewritten
 	var targets []int
 	for _, sh := range inc.Shards {
 		if len(sh.Errors) > 0 {
@@ -611,28 +612,17 @@ func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
 // OSD stops.
 func (d *OSD) scrubLoop() {
 	defer d.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-t.C:
-		case <-d.scrubKick:
-		}
-		for {
+	d.every(time.Second, d.scrubKick, func() {
+		for d.ctx.Err() == nil {
 			pg, kind := d.nextScrub(time.Now())
 			if pg == nil {
-				break
+				return
 			}
 			if err := pg.runScrub(d.ctx, kind); err != nil && d.ctx.Err() == nil {
 				d.log.Warn("scrub", "pg", pg.id, "err", err)
 			}
-			if d.ctx.Err() != nil {
-				return
-			}
 		}
-	}
+	})
 }
 
 // nextScrub picks the PG to scrub now and how: an operator's request

@@ -9,7 +9,7 @@ import (
 )
 
 // Encoding versions. Map v1 and Incremental v1 are the first; v2 appends
-// the cluster flags and the OSDs' AutoOut bits. A reader accepts newer
+// the cluster flags and the OSDs' extra state (AutoOut, Fullness). A reader accepts newer
 // versions whose compat is 1 and skips fields it does not know.
 const (
 	mapVersion         = 2
@@ -162,29 +162,48 @@ func (m *Map) Encode() []byte {
 	encodePGTemp(&e, m.PGTemp)
 	encodePrimaryTemp(&e, m.PrimaryTemp)
 	e.U32(uint32(m.Flags))
-	var auto []int32
-	for id, o := range m.OSDs {
-		if o.AutoOut {
-			auto = append(auto, int32(id))
-		}
+	ids := make([]int32, len(m.OSDs))
+	for i := range ids {
+		ids[i] = int32(i)
 	}
-	encodeIDs(&e, auto)
+	encodeStates(&e, ids, func(id int32) OSD { return m.OSDs[id] })
 	e.End(mark)
 	return e.Bytes()
 }
 
-func encodeIDs(e *wire.Encoder, ids []int32) {
-	e.U32(uint32(len(ids)))
+// extraState packs the OSD fields of encoding v2: bit 0 AutoOut, bits
+// 1-2 Fullness.
+func extraState(o OSD) uint8 {
+	s := uint8(o.Fullness&3) << 1
+	if o.AutoOut {
+		s |= 1
+	}
+	return s
+}
+
+// encodeStates writes (id, state) for the ids whose extra state is set.
+func encodeStates(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
+	var set []int32
 	for _, id := range ids {
+		if extraState(osd(id)) != 0 {
+			set = append(set, id)
+		}
+	}
+	e.U32(uint32(len(set)))
+	for _, id := range set {
 		e.I32(id)
+		e.U8(extraState(osd(id)))
 	}
 }
 
-// decodeIDs reads encodeIDs's list, calling set for each id.
-func decodeIDs(d *wire.Decoder, set func(id int32) bool) {
-	for n := d.Count(4); n > 0 && d.Err() == nil; n-- {
-		if id := d.I32(); !set(id) {
+// decodeStates reads encodeStates's list, calling set with each OSD's
+// extra state; set reports false for an id not held.
+func decodeStates(d *wire.Decoder, set func(id int32, autoOut bool, f Fullness) bool) {
+	for n := d.Count(5); n > 0 && d.Err() == nil; n-- {
+		id, st := d.I32(), d.U8()
+		if !set(id, st&1 != 0, Fullness(st>>1&3)) {
 			d.Fail("osd.%d: state for an osd the map does not hold", id)
+			return
 		}
 	}
 }
@@ -229,11 +248,11 @@ func Decode(b []byte) (*Map, error) {
 	m.PrimaryTemp = decodePrimaryTemp(d)
 	if v >= 2 {
 		m.Flags = Flags(d.U32())
-		decodeIDs(d, func(id int32) bool {
+		decodeStates(d, func(id int32, auto bool, f Fullness) bool {
 			if id < 0 || int(id) >= len(m.OSDs) {
 				return false
 			}
-			m.OSDs[id].AutoOut = true
+			m.OSDs[id].AutoOut, m.OSDs[id].Fullness = auto, f
 			return true
 		})
 	}
@@ -274,13 +293,7 @@ func (inc *Incremental) Encode() []byte {
 	if inc.NewFlags != nil {
 		e.U32(uint32(*inc.NewFlags))
 	}
-	var auto []int32
-	for _, id := range sortedIDs(inc.NewOSDs) {
-		if inc.NewOSDs[id].AutoOut {
-			auto = append(auto, id)
-		}
-	}
-	encodeIDs(&e, auto)
+	encodeStates(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
 	e.End(mark)
 	return e.Bytes()
 }
@@ -317,9 +330,9 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 			f := Flags(d.U32())
 			inc.NewFlags = &f
 		}
-		decodeIDs(d, func(id int32) bool {
+		decodeStates(d, func(id int32, auto bool, f Fullness) bool {
 			o, ok := inc.NewOSDs[id]
-			o.AutoOut = true
+			o.AutoOut, o.Fullness = auto, f
 			inc.NewOSDs[id] = o
 			return ok
 		})

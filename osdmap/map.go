@@ -34,6 +34,34 @@ type OSD struct {
 	// in again when it boots, unless noin is set (Ceph's
 	// mon_osd_auto_mark_auto_out_in).
 	AutoOut bool
+	// Fullness is how full the OSD last reported its device.
+	Fullness Fullness
+}
+
+// Fullness is an OSD's fill level against mon_osd_nearfull_ratio,
+// mon_osd_backfillfull_ratio and mon_osd_full_ratio (Ceph's OSD states
+// nearfull, backfillfull and full). Writes that add data to a PG with a
+// full member are refused.
+type Fullness uint8
+
+// Fill levels, in order.
+const (
+	NotFull Fullness = iota
+	NearFull
+	BackfillFull
+	Full
+)
+
+func (f Fullness) String() string {
+	switch f {
+	case NearFull:
+		return "nearfull"
+	case BackfillFull:
+		return "backfillfull"
+	case Full:
+		return "full"
+	}
+	return "ok"
 }
 
 // In reports whether the OSD receives data (reweight above zero).

@@ -109,6 +109,20 @@ type Request struct {
 	Ops    []Op
 }
 
+// AddsData reports whether any op may store more than the object held
+// (writes, creates, attributes, omap entries, object-class calls): what a
+// full OSD refuses. Removals, truncations and zeroing free space and are
+// allowed.
+func (r *Request) AddsData() bool {
+	for _, o := range r.Ops {
+		switch o.Code {
+		case WriteFull, Write, Append, Create, SetXattr, OmapSet, Call:
+			return true
+		}
+	}
+	return false
+}
+
 // IsWrite reports whether any op writes.
 func (r *Request) IsWrite() bool {
 	for _, o := range r.Ops {

@@ -178,6 +178,27 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	if len(osdsDown) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
 	}
+	usedPct := map[int32]float64{}
+	for _, st := range s.OSDStats {
+		if st.Total > 0 {
+			usedPct[st.ID] = float64(st.Used) * 100 / float64(st.Total)
+		}
+	}
+	full := map[osdmap.Fullness][]string{}
+	for i, o := range m.OSDs {
+		if o.Exists && o.Fullness != osdmap.NotFull {
+			full[o.Fullness] = append(full[o.Fullness], fmt.Sprintf("osd.%d is %s (%.1f%% used)", i, o.Fullness, usedPct[int32(i)]))
+		}
+	}
+	if f := full[osdmap.Full]; len(f) > 0 {
+		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d full osd(s): writes to their PGs fail; delete data, add OSDs or raise mon_osd_full_ratio", len(f)), head(f)})
+	}
+	if f := full[osdmap.BackfillFull]; len(f) > 0 {
+		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d backfillfull osd(s)", len(f)), head(f)})
+	}
+	if f := full[osdmap.NearFull]; len(f) > 0 {
+		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d nearfull osd(s)", len(f)), head(f)})
+	}
 	if len(s.Flags) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, strings.Join(s.Flags, ",") + " flag(s) set",
 			[]string{"clear with `shoal osd unset FLAG` when the maintenance is over"}})

@@ -2,17 +2,29 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // objectMap is `shoal osd map --format json`.
@@ -187,5 +199,455 @@ func TestDeepScrubRepairsCorruptReplica(t *testing.T) {
 	}
 	if _, _, state := c.pgStamps(om.PGID); state != "active+clean" {
 		t.Fatalf("pg %s after repair: %s", om.PGID, state)
+	}
+}
+
+// load is a verifying client load: writers overwrite their own objects
+// with numbered versions; readers check that every read returns the last
+// acknowledged version of the object or one written after it — never an
+// older one, never torn bytes. Every op must succeed (the client retries
+// across map changes within its 90 s deadline).
+type load struct {
+	t       *testing.T
+	p       *client.Pool
+	mu      sync.Mutex
+	acked   map[string]int // object → newest acknowledged version
+	tried   map[string]int // object → newest version sent
+	names   []string       // objects with an acknowledged version
+	errs    []error
+	ops     atomic.Int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+func loadContent(oid string, v int) []byte {
+	return bytes.Repeat([]byte(fmt.Sprintf("%s v%d|", oid, v)), 1+v*37%300)
+}
+
+func loadVersion(oid string, b []byte) (int, bool) {
+	var v int
+	if _, err := fmt.Sscanf(string(b), oid+" v%d|", &v); err != nil {
+		return 0, false
+	}
+	return v, bytes.Equal(b, loadContent(oid, v))
+}
+
+func startLoad(ctx context.Context, t *testing.T, p *client.Pool, writers, readers, objects int) *load {
+	l := &load{t: t, p: p, acked: map[string]int{}, tried: map[string]int{}, stop: make(chan struct{})}
+	stopped := func() bool {
+		select {
+		case <-l.stop:
+			return true
+		default:
+			return false
+		}
+	}
+	for w := range writers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; !stopped(); i++ {
+				oid := fmt.Sprintf("load-%d-%d", w, i%objects)
+				l.mu.Lock()
+				l.tried[oid]++
+				v := l.tried[oid]
+				l.mu.Unlock()
+				wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+				err := p.WriteFull(wctx, oid, loadContent(oid, v))
+				cancel()
+				l.mu.Lock()
+				if err != nil {
+					l.errs = append(l.errs, fmt.Errorf("write %s v%d: %w", oid, v, err))
+				} else {
+					if l.acked[oid] == 0 {
+						l.names = append(l.names, oid)
+					}
+					l.acked[oid] = max(l.acked[oid], v)
+				}
+				l.mu.Unlock()
+				l.ops.Add(1)
+			}
+		}()
+	}
+	for r := range readers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(r), 7))
+			for !stopped() {
+				l.mu.Lock()
+				if len(l.names) == 0 {
+					l.mu.Unlock()
+					runtime.Gosched()
+					continue
+				}
+				oid := l.names[rnd.IntN(len(l.names))]
+				lo := l.acked[oid]
+				l.mu.Unlock()
+				rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+				b, err := p.Read(rctx, oid, 0, 0)
+				cancel()
+				l.mu.Lock()
+				hi := l.tried[oid]
+				v, whole := loadVersion(oid, b)
+				switch {
+				case err != nil:
+					l.errs = append(l.errs, fmt.Errorf("read %s: %w", oid, err))
+				case !whole || v < lo || v > hi:
+					l.errs = append(l.errs, fmt.Errorf("read %s: version %d (whole %v), acknowledged %d before the read, %d sent", oid, v, whole, lo, hi))
+				}
+				l.mu.Unlock()
+				l.ops.Add(1)
+			}
+		}()
+	}
+	t.Cleanup(l.finish)
+	return l
+}
+
+// waitOps waits until n more ops have completed.
+func (l *load) waitOps(ctx context.Context, n int64, when string) {
+	l.t.Helper()
+	want := l.ops.Load() + n
+	for l.ops.Load() < want {
+		l.mu.Lock()
+		errs := len(l.errs)
+		l.mu.Unlock()
+		if errs > 0 || ctx.Err() != nil {
+			l.finish()
+			l.t.Fatalf("%s: %d of %d ops done, %d errors", when, l.ops.Load(), want, errs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// finish stops the load and fails the test on any error.
+func (l *load) finish() {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.stopped = true
+	l.mu.Unlock()
+	close(l.stop)
+	l.wg.Wait()
+	for i, err := range l.errs {
+		if i == 5 {
+			l.t.Errorf("... and %d more errors", len(l.errs)-5)
+			break
+		}
+		l.t.Error(err)
+	}
+}
+
+// verify reads every object: each holds its last acknowledged version (or
+// a later one sent), whole.
+func (l *load) verify(ctx context.Context, when string) {
+	l.t.Helper()
+	for oid, lo := range l.acked {
+		b, err := l.p.Read(ctx, oid, 0, 0)
+		v, whole := loadVersion(oid, b)
+		if err != nil || !whole || v < lo || v > l.tried[oid] {
+			l.t.Fatalf("%s: %s: %v, version %d (whole %v), acknowledged %d", when, oid, err, v, whole, lo)
+		}
+	}
+}
+
+// waitMap waits until the client's map satisfies ok.
+func waitMap(ctx context.Context, t *testing.T, conn *client.Conn, what string, ok func(*osdmap.Map) bool) {
+	t.Helper()
+	for !ok(conn.Map()) {
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// clusterStatus is `shoal status --format json`.
+type clusterStatus struct {
+	Health   string         `json:"health"`
+	PGs      int            `json:"num_pgs"`
+	PGStates map[string]int `json:"pgs_by_state"`
+	Objects  int            `json:"num_objects"`
+}
+
+func (c *tcluster) status() clusterStatus {
+	c.t.Helper()
+	var st clusterStatus
+	if err := json.Unmarshal([]byte(c.must("status", "--format", "json")), &st); err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+// poolObjects sums the object counts of the pool's PGs as their
+// primaries report them, and lists the PGs whose count differs from a
+// listing of their objects.
+func (c *tcluster) poolObjects(ctx context.Context, conn *client.Conn, p *client.Pool) (int, []string) {
+	c.t.Helper()
+	listed := map[string]int{}
+	m := conn.Map()
+	if err := p.List(ctx, func(name string) bool {
+		pg, _ := m.ObjectToPG(p.ID(), name, "")
+		listed[pg.String()]++
+		return true
+	}); err != nil {
+		c.t.Fatal(err)
+	}
+	var pgs []osdop.PGStats
+	if err := json.Unmarshal([]byte(c.must("pg", "ls", "--format", "json")), &pgs); err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	var wrong []string
+	for _, pg := range pgs {
+		if !strings.HasPrefix(pg.PGID, fmt.Sprintf("%d.", p.ID())) {
+			continue
+		}
+		n += int(pg.Objects)
+		if int(pg.Objects) != listed[pg.PGID] {
+			wrong = append(wrong, fmt.Sprintf("pg %s counts %d, lists %d", pg.PGID, pg.Objects, listed[pg.PGID]))
+		}
+	}
+	return n, wrong
+}
+
+// waitClean waits until every PG is active+clean.
+func (c *tcluster) waitClean(timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := c.status()
+		if st.PGs > 0 && st.PGStates["active+clean"] == st.PGs {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("pgs not all active+clean after %v: %v", timeout, st.PGStates)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deepScrubAll deep-scrubs every PG of the pool and fails on any
+// inconsistency: the members of each PG hold the same objects and bytes.
+func deepScrubAll(ctx context.Context, t *testing.T, conn *client.Conn, pool int64) {
+	t.Helper()
+	p, err := conn.Map().Pool(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for seed := range p.PGNum {
+		if _, err := conn.PGCommand(ctx, osdmap.PGID{Pool: pool, Seed: seed}.String(), "deep-scrub"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seed := range p.PGNum {
+		pgid := osdmap.PGID{Pool: pool, Seed: seed}
+		for {
+			mp, err := conn.Map().MapPG(pgid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := conn.OSDStats(ctx, mp.ActingPrimary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(st.PGs, func(s osdop.PGStats) bool { return s.PGID == pgid.String() })
+			if i >= 0 && st.PGs[i].LastDeepScrub.After(start) {
+				if st.PGs[i].ScrubErrors != 0 {
+					b, _ := conn.PGCommand(ctx, pgid.String(), "list-inconsistent")
+					t.Fatalf("pg %s: %d scrub errors: %s", pgid, st.PGs[i].ScrubErrors, b)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("deep scrub of %s: %v", pgid, ctx.Err())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestOSDLossRecoveryAndReturn: under a verifying read/write load on 4
+// OSDs, kill -9 one. Its peers report it and the MONs mark it down (I/O
+// goes on), then out after mon_osd_down_out_interval; its PGs recover
+// onto the others until every PG is active+clean again; restarted, it is
+// marked in and rejoins. No acknowledged write is lost or rolled back, no
+// read is stale, the object count is exact, and a deep scrub of every PG
+// finds its copies identical.
+func TestOSDLossRecoveryAndReturn(t *testing.T) {
+	c := up(t, "--osds", "4")
+	c.must("config", "set", "global", "mon_osd_down_out_interval", "5")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn := c.connect(ctx)
+	p, err := conn.Pool(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(ctx, t, p, 4, 2, 50)
+	l.waitOps(ctx, 400, "before the kill")
+	killed := time.Now()
+	c.kill9("osd.1")
+	waitMap(ctx, t, conn, "osd.1 down", func(m *osdmap.Map) bool { return !m.OSDs[1].Up })
+	down := time.Since(killed)
+	l.waitOps(ctx, 300, "with osd.1 down")
+	waitMap(ctx, t, conn, "osd.1 out", func(m *osdmap.Map) bool { return !m.OSDs[1].In() && m.OSDs[1].AutoOut })
+	out := time.Since(killed)
+	c.waitClean(3 * time.Minute)
+	clean := time.Since(killed)
+	l.waitOps(ctx, 300, "after recovery")
+	c.up() // restarts osd.1: marked in again, its PGs map back to it
+	waitMap(ctx, t, conn, "osd.1 up and in", func(m *osdmap.Map) bool { return m.OSDs[1].Up && m.OSDs[1].In() })
+	c.waitHealth("HEALTH_OK", 2*time.Minute)
+	l.waitOps(ctx, 300, "after osd.1 returned")
+	l.finish()
+	if t.Failed() {
+		return
+	}
+	l.verify(ctx, "after osd.1 returned")
+	if n, wrong := c.poolObjects(ctx, conn, p); n != len(l.acked) {
+		t.Fatalf("the pool's PGs count %d objects, %d were written: %v", n, len(l.acked), wrong)
+	}
+	deepScrubAll(ctx, t, conn, p.ID())
+	t.Logf("%d ops; osd.1 marked down %v after kill -9, out after %v, all PGs active+clean after %v",
+		l.ops.Load(), down.Round(time.Millisecond), out.Round(time.Millisecond), clean.Round(time.Millisecond))
+}
+
+// TestBelowMinSize: with two of a 3-replica pool's three OSDs killed,
+// every PG is below min_size: writes are held and fail at their deadline
+// with an error that says so; no acknowledged write is lost, and with one
+// OSD back the pool serves reads and writes again.
+func TestBelowMinSize(t *testing.T) {
+	c := up(t, "--osds", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	conn := c.connect(ctx)
+	p, err := conn.Pool(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string][]byte{}
+	for i := range 60 {
+		oid := fmt.Sprintf("m%d", i)
+		model[oid] = loadContent(oid, i+1)
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.kill9("osd.1")
+	c.kill9("osd.2")
+	waitMap(ctx, t, conn, "osd.1 and osd.2 down", func(m *osdmap.Map) bool { return !m.OSDs[1].Up && !m.OSDs[2].Up })
+	wctx, wcancel := context.WithTimeout(ctx, 8*time.Second)
+	err = p.WriteFull(wctx, "held", []byte("not acknowledged"))
+	wcancel()
+	if !errors.Is(err, client.ErrTimeout) || !strings.Contains(err.Error(), "below min_size 2") {
+		t.Fatalf("write with 1 of 3 OSDs up: %v, want a timeout saying the PG is below min_size", err)
+	}
+	t.Logf("held write: %v", err)
+	// one OSD back: two of three copies, min_size met
+	c.startOSD("osd.1")
+	waitMap(ctx, t, conn, "osd.1 up", func(m *osdmap.Map) bool { return m.OSDs[1].Up })
+	for oid, want := range model {
+		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s with osd.0 and osd.1: %v (%d bytes)", oid, err, len(got))
+		}
+	}
+	for i := range 20 {
+		oid := fmt.Sprintf("after%d", i)
+		model[oid] = loadContent(oid, 1)
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatalf("write with osd.0 and osd.1: %v", err)
+		}
+	}
+	c.up()
+	c.waitHealth("HEALTH_OK", 2*time.Minute)
+	for oid, want := range model {
+		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s after all returned: %v (%d bytes)", oid, err, len(got))
+		}
+	}
+}
+
+// startOSD starts one OSD of the cluster again, as `shoal up` does.
+func (c *tcluster) startOSD(name string) {
+	c.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(c.data, "log", name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(shoalBin, "osd", "--conf", filepath.Join(c.data, "shoal.conf"), "--data", filepath.Join(c.data, name))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go cmd.Wait()
+}
+
+// TestFullRatio: past mon_osd_nearfull_ratio the OSDs warn; past
+// mon_osd_full_ratio writes that add data fail with ENOSPC saying which
+// OSD is full, while reads and deletes go on; raising the ratio (or
+// freeing space) lets writes in again.
+func TestFullRatio(t *testing.T) {
+	c := up(t, "--osds", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var df struct {
+		Nodes []struct {
+			UsePct float64 `json:"utilization"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(c.must("osd", "df", "--format", "json")), &df); err != nil {
+		t.Fatal(err)
+	}
+	used := 0.0
+	for _, n := range df.Nodes {
+		used = max(used, n.UsePct/100)
+	}
+	// 2 GiB devices: nearfull 4 MiB above today's use, full 20 MiB above
+	near, full := used+0.002, used+0.01
+	c.must("config", "set", "global", "mon_osd_nearfull_ratio", fmt.Sprintf("%.4f", near))
+	c.must("config", "set", "global", "mon_osd_backfillfull_ratio", fmt.Sprintf("%.4f", near))
+	c.must("config", "set", "global", "mon_osd_full_ratio", fmt.Sprintf("%.4f", full))
+	p := c.pool(ctx)
+	data := bytes.Repeat([]byte("f"), 4<<20)
+	written := 0
+	var err error
+	for ; written < 40; written++ { // 160 MiB at most, 8% of a device
+		if err = p.WriteFull(ctx, fmt.Sprintf("fill%d", written), data); err != nil {
+			break
+		}
+		// the OSDs report their level within a second: wait for it past the
+		// full ratio's worth of data, so the test does not outrun it
+		if written == 6 {
+			c.waitHealth("HEALTH_ERR", 30*time.Second)
+		}
+	}
+	if !errors.Is(err, client.ErrNoSpace) || !strings.Contains(err.Error(), "is full") {
+		t.Fatalf("write %d past mon_osd_full_ratio %.4f: %v, want ENOSPC naming the full OSD", written, full, err)
+	}
+	t.Logf("write %d refused: %v", written, err)
+	detail, _ := c.run("health", "detail")
+	if !strings.Contains(detail, "full osd(s)") {
+		t.Fatalf("health detail with full OSDs:\n%s", detail)
+	}
+	if got, err := p.Read(ctx, "fill0", 0, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read while full: %v", err)
+	}
+	if err := p.Remove(ctx, "fill0"); err != nil {
+		t.Fatalf("delete while full: %v", err)
+	}
+	c.must("config", "set", "global", "mon_osd_full_ratio", "0.95")
+	c.must("config", "set", "global", "mon_osd_backfillfull_ratio", "0.90")
+	c.must("config", "set", "global", "mon_osd_nearfull_ratio", "0.85")
+	c.waitHealth("HEALTH_OK", 30*time.Second)
+	if err := p.WriteFull(ctx, "after", data); err != nil {
+		t.Fatalf("write after the ratio was raised: %v", err)
 	}
 }
