@@ -271,6 +271,11 @@ func Translate(c monc.Command) (Command, error) {
 	switch c.Prefix {
 	case "osd boot":
 		cmd = OSDBoot{ID: int32(n("id")), Host: a["host"], Addr: a["addr"], SizeBytes: uint64(n("size")), Class: a["class"]}
+	case "osd lost":
+		if a["sure"] != "--yes-i-really-mean-it" {
+			return nil, fmt.Errorf("osd lost: %w: it gives up the data only that OSD holds; add --yes-i-really-mean-it", ErrInvalid)
+		}
+		cmd = OSDLost{ID: int32(n("id"))}
 	case "osd fullness":
 		cmd = OSDFullness{ID: int32(n("id")), Addr: a["addr"], Level: osdmap.Fullness(n("level"))}
 	case "osd set", "osd unset":

@@ -131,7 +131,7 @@ func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
 		}
 		inc.NewCrush = cm
 	}
-	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr}
+	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr} // Lost cleared
 	if id < m.MaxOSD() && m.OSDs[id].Exists {
 		old := m.OSDs[id]
 		osd.Weight, osd.PrimaryAffinity, osd.AutoOut = old.Weight, old.PrimaryAffinity, old.AutoOut // keep an operator's out
@@ -208,6 +208,27 @@ func (c OSDFlag) Apply(s *State) (*osdmap.Incremental, string, error) {
 	inc := s.next()
 	inc.NewFlags = &f
 	return inc, fmt.Sprintf("%s is %s", c.Flags, verb), nil
+}
+
+// OSDLost declares a down OSD's data gone for good (`shoal osd lost`), so
+// PGs waiting for it in peering go on without it — whatever only it held
+// is lost. Booting clears it.
+type OSDLost struct{ ID int32 }
+
+// Apply implements Command.
+func (c OSDLost) Apply(s *State) (*osdmap.Incremental, string, error) {
+	m := s.Map
+	if c.ID < 0 || c.ID >= m.MaxOSD() || !m.OSDs[c.ID].Exists {
+		return nil, "", fmt.Errorf("osd.%d: %w", c.ID, ErrNotFound)
+	}
+	o := m.OSDs[c.ID]
+	if o.Up {
+		return nil, "", fmt.Errorf("osd.%d is up: %w (only a down OSD can be lost)", c.ID, ErrBusy)
+	}
+	o.Lost = true
+	inc := s.next()
+	inc.NewOSDs = map[int32]osdmap.OSD{c.ID: o}
+	return inc, fmt.Sprintf("marked osd.%d lost", c.ID), nil
 }
 
 // OSDFullness records the fill level an OSD reports of its device

@@ -324,6 +324,18 @@ func TestOSDFlags(t *testing.T) {
 	if s.Map.OSDs[0].Fullness != osdmap.NearFull {
 		t.Fatalf("fill level %v, want nearfull", s.Map.OSDs[0].Fullness)
 	}
+	// lost: only a down OSD; booting clears it
+	if _, _, err := s.Commit(mon.OSDLost{ID: 0}); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("lost while up: %v", err)
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{0}, Up: f(false)})
+	commit(t, s, mon.OSDLost{ID: 0})
+	if !s.Map.OSDs[0].Lost {
+		t.Fatal("osd.0 not lost")
+	}
+	if err := boot(0, "00"); err != nil || s.Map.OSDs[0].Lost {
+		t.Fatalf("boot of a lost OSD: %v, lost %v", err, s.Map.OSDs[0].Lost)
+	}
 	flag("pause", true)
 	if got := s.Map.Flags.String(); got != "pauserd,pausewr" {
 		t.Fatalf("flags after pause: %q", got)

@@ -209,8 +209,10 @@ var errPGDown = errors.New("pg down")
 // members (replicated: 1, every member of an interval holds its
 // acknowledged writes; erasure-coded: k, to rebuild them): the PG is
 // down until they return, rather than serve or roll back to an older
-// history (Ceph's PriorSet "down"; `ceph osd lost` is not implemented).
+// history (Ceph's PriorSet "down"). OSDs declared lost (`shoal osd lost`)
+// are not waited for.
 func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
+	om, _ := pg.osd.curMap() // before pg.mu: the OSD's lock comes first
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	// every member's history: a primary that was down then knows none of it
@@ -230,16 +232,16 @@ func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
 			}
 			if slices.ContainsFunc(reached, func(m memberInfo) bool { return m.id == o }) {
 				n++
-			} else {
+			} else if o >= om.MaxOSD() || !om.OSDs[o].Lost {
 				missing = append(missing, fmt.Sprintf("osd.%d", o))
 			}
 		}
-		if n < need {
+		if n < need && len(missing) > 0 { // every OSD not reached is lost: go on without it
 			if pg.interval == iv && pg.state == statePeering {
 				pg.state = stateDown
 				pg.notify()
 			}
-			return fmt.Errorf("%w: acting set %v may have accepted writes and %d of its OSDs are reachable (%d needed): waiting for %s",
+			return fmt.Errorf("%w: acting set %v may have accepted writes and %d of its OSDs are reachable (%d needed): waiting for %s (or shoal osd lost)",
 				errPGDown, acting, n, need, strings.Join(missing, ", "))
 		}
 	}
@@ -429,6 +431,8 @@ func (pg *PG) install(oid string, obj *objState, t *objectstore.Transaction) err
 	if err := pg.osd.store.Apply(t); err != nil {
 		return fmt.Errorf("install %s: %w", oid, storeErr(err))
 	}
+	pg.osd.perf.recoveryOps.Add(1)
+	pg.osd.perf.recoveryBytes.Add(uint64(len(obj.Data)))
 	return nil
 }
 

@@ -27,6 +27,7 @@ type perfCounters struct {
 	shardW, shardWBytes          atomic.Uint64
 	shardR, shardRBytes          atomic.Uint64
 	ecReconstruct                atomic.Uint64
+	recoveryOps, recoveryBytes   atomic.Uint64
 	opWLat, opRLat               prometheus.Histogram
 	reg                          *prometheus.Registry
 }
@@ -49,6 +50,8 @@ func newPerf(daemon string) *perfCounters {
 	counter("shard_r_total", "Erasure-coded shard reads served for a primary's client reads (this OSD's own included).", &p.shardR)
 	counter("shard_r_bytes_total", "Data bytes of those reads.", &p.shardRBytes)
 	counter("ec_reconstruct_total", "Erasure-coded reads that decoded missing, stale or corrupt shards.", &p.ecReconstruct)
+	counter("recovery_ops_total", "Objects this OSD's store installed whole for recovery, backfill or repair.", &p.recoveryOps)
+	counter("recovery_bytes_total", "Data bytes of those objects.", &p.recoveryBytes)
 	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs … 6.5 s
 	p.opWLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_w_latency_seconds",
 		Help: "Client write latency on the primary, replicas included.", ConstLabels: labels, Buckets: buckets})
@@ -61,7 +64,8 @@ func newPerf(daemon string) *perfCounters {
 func (p *perfCounters) snapshot() osdop.Perf {
 	return osdop.Perf{OpW: p.opW.Load(), OpR: p.opR.Load(), OpWInBytes: p.opWBytes.Load(), OpROutBytes: p.opRBytes.Load(),
 		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load(), ShardW: p.shardW.Load(), ShardWBytes: p.shardWBytes.Load(),
-		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load()}
+		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load(),
+		RecoveryOps: p.recoveryOps.Load(), RecoveryBytes: p.recoveryBytes.Load()}
 }
 
 // serveMetrics exports the counters at addr/metrics until ctx ends.

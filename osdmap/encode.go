@@ -172,13 +172,21 @@ func (m *Map) Encode() []byte {
 }
 
 // extraState packs the OSD fields of encoding v2: bit 0 AutoOut, bits
-// 1-2 Fullness.
+// 1-2 Fullness, bit 3 Lost.
 func extraState(o OSD) uint8 {
 	s := uint8(o.Fullness&3) << 1
 	if o.AutoOut {
 		s |= 1
 	}
+	if o.Lost {
+		s |= 8
+	}
 	return s
+}
+
+// setExtraState unpacks extraState's byte into o.
+func setExtraState(o *OSD, st uint8) {
+	o.AutoOut, o.Fullness, o.Lost = st&1 != 0, Fullness(st>>1&3), st&8 != 0
 }
 
 // encodeStates writes (id, state) for the ids whose extra state is set.
@@ -197,11 +205,11 @@ func encodeStates(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
 }
 
 // decodeStates reads encodeStates's list, calling set with each OSD's
-// extra state; set reports false for an id not held.
-func decodeStates(d *wire.Decoder, set func(id int32, autoOut bool, f Fullness) bool) {
+// extra state byte; set reports false for an id not held.
+func decodeStates(d *wire.Decoder, set func(id int32, st uint8) bool) {
 	for n := d.Count(5); n > 0 && d.Err() == nil; n-- {
 		id, st := d.I32(), d.U8()
-		if !set(id, st&1 != 0, Fullness(st>>1&3)) {
+		if !set(id, st) {
 			d.Fail("osd.%d: state for an osd the map does not hold", id)
 			return
 		}
@@ -248,11 +256,11 @@ func Decode(b []byte) (*Map, error) {
 	m.PrimaryTemp = decodePrimaryTemp(d)
 	if v >= 2 {
 		m.Flags = Flags(d.U32())
-		decodeStates(d, func(id int32, auto bool, f Fullness) bool {
+		decodeStates(d, func(id int32, st uint8) bool {
 			if id < 0 || int(id) >= len(m.OSDs) {
 				return false
 			}
-			m.OSDs[id].AutoOut, m.OSDs[id].Fullness = auto, f
+			setExtraState(&m.OSDs[id], st)
 			return true
 		})
 	}
@@ -330,9 +338,9 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 			f := Flags(d.U32())
 			inc.NewFlags = &f
 		}
-		decodeStates(d, func(id int32, auto bool, f Fullness) bool {
+		decodeStates(d, func(id int32, st uint8) bool {
 			o, ok := inc.NewOSDs[id]
-			o.AutoOut, o.Fullness = auto, f
+			setExtraState(&o, st)
 			inc.NewOSDs[id] = o
 			return ok
 		})

@@ -36,6 +36,9 @@ type OSD struct {
 	AutoOut bool
 	// Fullness is how full the OSD last reported its device.
 	Fullness Fullness
+	// Lost: an operator declared the down OSD's data gone (`shoal osd
+	// lost`), so peering no longer waits for it; cleared when it boots.
+	Lost bool
 }
 
 // Fullness is an OSD's fill level against mon_osd_nearfull_ratio,

@@ -278,7 +278,7 @@ func sampleIncremental(t *testing.T, m *osdmap.Map) *osdmap.Incremental {
 		NewPools: []*osdmap.Pool{{ID: 3, Name: "new", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 16, PGPNum: 8, ObjectHash: osdmap.HashLinux}},
 		OldPools: []int64{2},
 		NewOSDs: map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800"},
-			8: {Exists: true, AutoOut: true}, 7: {Exists: true, Fullness: osdmap.Full}},
+			8: {Exists: true, AutoOut: true}, 7: {Exists: true, Fullness: osdmap.Full, Lost: true}},
 		NewPGTemp:      map[osdmap.PGID][]int32{{Pool: 1, Seed: 3}: {9, 1}},
 		NewPrimaryTemp: map[osdmap.PGID]int32{{Pool: 1, Seed: 4}: 2},
 	}
@@ -312,7 +312,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m2.Flags.String() != "noout,nodeep-scrub" || !m2.OSDs[8].AutoOut || m2.OSDs[9].AutoOut || m2.OSDs[7].Fullness != osdmap.Full || m2.OSDs[7].AutoOut {
+	if m2.Flags.String() != "noout,nodeep-scrub" || !m2.OSDs[8].AutoOut || m2.OSDs[9].AutoOut || m2.OSDs[7].Fullness != osdmap.Full || m2.OSDs[7].AutoOut || !m2.OSDs[7].Lost || m2.OSDs[8].Lost {
 		t.Fatalf("decoded map: flags %q, osd.8 auto-out %v, osd.9 auto-out %v", m2.Flags, m2.OSDs[8].AutoOut, m2.OSDs[9].AutoOut)
 	}
 	if !bytes.Equal(m2.Encode(), n1.Encode()) {

@@ -376,6 +376,11 @@ type Perf struct {
 	ShardR        uint64 `json:"shard_r"`
 	ShardRBytes   uint64 `json:"shard_r_bytes"`
 	ECReconstruct uint64 `json:"ec_reconstruct"` // erasure-coded reads that decoded missing shards
+	// Objects (and their data bytes) this OSD's store installed whole for
+	// recovery, backfill or repair (Ceph's recovery_ops, recovery_bytes):
+	// the data a failure or a rebalance moved.
+	RecoveryOps   uint64 `json:"recovery_ops"`
+	RecoveryBytes uint64 `json:"recovery_bytes"`
 }
 
 // PGStats is one PG as its primary sees it.

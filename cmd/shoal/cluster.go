@@ -315,6 +315,17 @@ func osdCmd() *cobra.Command {
 	const flags = "pause, noup, nodown, noout, noin, nobackfill, norecover, noscrub, nodeep-scrub, pauserd, pausewr"
 	cmd.AddCommand(&cobra.Command{Use: "set FLAG", Short: "Set a cluster flag: " + flags, Args: cobra.ExactArgs(1), RunE: monCommand("osd set", flag)})
 	cmd.AddCommand(&cobra.Command{Use: "unset FLAG", Short: "Clear a cluster flag", Args: cobra.ExactArgs(1), RunE: monCommand("osd unset", flag)})
+	var sure bool
+	lost := &cobra.Command{Use: "lost ID --yes-i-really-mean-it", Short: "Declare a down OSD's data gone, so PGs waiting for it (down) go on without it", Args: cobra.ExactArgs(1),
+		RunE: monCommand("osd lost", func(a []string) (map[string]string, error) {
+			m := map[string]string{"id": strings.TrimPrefix(a[0], "osd.")}
+			if sure {
+				m["sure"] = "--yes-i-really-mean-it"
+			}
+			return m, nil
+		})}
+	lost.Flags().BoolVar(&sure, "yes-i-really-mean-it", false, "confirm: whatever only this OSD held is lost")
+	cmd.AddCommand(lost)
 	cmd.AddCommand(&cobra.Command{Use: "rm ID", Short: "Remove a down OSD from the map and CRUSH", Args: cobra.ExactArgs(1),
 		RunE: monCommand("osd rm", func(a []string) (map[string]string, error) {
 			return map[string]string{"id": strings.TrimPrefix(a[0], "osd.")}, nil
@@ -385,11 +396,11 @@ func osdCmd() *cobra.Command {
 				return json.NewEncoder(out).Encode(all)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\tSHARD_W\tSHARD_W_BYTES\tSHARD_R\tSHARD_R_BYTES\tEC_RECONSTRUCT\t")
+			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\tSHARD_W\tSHARD_W_BYTES\tSHARD_R\tSHARD_R_BYTES\tEC_RECONSTRUCT\tRECOVERY_OPS\tRECOVERY_BYTES\t")
 			for _, st := range all {
 				p := st.Perf
-				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes,
-					p.ShardW, p.ShardWBytes, p.ShardR, p.ShardRBytes, p.ECReconstruct)
+				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes,
+					p.ShardW, p.ShardWBytes, p.ShardR, p.ShardRBytes, p.ECReconstruct, p.RecoveryOps, p.RecoveryBytes)
 			}
 			return tw.Flush()
 		})}

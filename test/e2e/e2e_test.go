@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 var shoalBin string
@@ -782,7 +784,35 @@ func TestAddOSD(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	recovered := func() (ops, bytes uint64) {
+		var all []osdop.Stats
+		if err := json.Unmarshal([]byte(c.must("osd", "perf", "--format", "json")), &all); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range all {
+			ops, bytes = ops+st.Perf.RecoveryOps, bytes+st.Perf.RecoveryBytes
+		}
+		return ops, bytes
+	}
+	ops0, _ := recovered()
 	c.up("--add-osd", "1")
+	// data moved: only the new copies on osd.3 (one per PG that maps to it)
+	ops1, _ := recovered()
+	var pgs []osdop.PGStats
+	if err := json.Unmarshal([]byte(c.must("pg", "ls", "data", "--format", "json")), &pgs); err != nil {
+		t.Fatal(err)
+	}
+	minimum := 0
+	for _, pg := range pgs {
+		if slices.Contains(pg.Acting, 3) {
+			minimum += int(pg.Objects)
+		}
+	}
+	moved := int(ops1 - ops0)
+	t.Logf("adding osd.3 to 3 OSDs moved %d objects; the minimum (one copy of each object of the PGs that map to osd.3) is %d", moved, minimum)
+	if minimum == 0 || moved < minimum || moved > minimum+minimum/10 {
+		t.Fatalf("adding osd.3 moved %d objects, the minimum is %d", moved, minimum)
+	}
 	var st struct {
 		NumOSDs  int `json:"num_osds"`
 		OSDStats []struct {
