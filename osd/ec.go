@@ -903,10 +903,12 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 	}
 	// 5. rebuild it from k others
+	pg.toRecover.Store(int64(len(need)))
 	for _, oid := range slices.Sorted(maps.Keys(need)) {
 		if err := pg.recoverEC(ctx, cd, iv, mem, oid, need[oid]); err != nil {
 			return err
 		}
+		pg.toRecover.Add(-1)
 	}
 	// 6. every shard adopts the authoritative log
 	for i, m := range mem {

@@ -849,10 +849,12 @@ func (d *OSD) fullness() (osdmap.Fullness, float64) {
 
 // fullnessLoop reports this OSD's fill level to the MONs whenever it
 // differs from the map's (checked every second), as Ceph's OSDs report
-// their nearfull, backfillfull and full states.
+// their nearfull, backfillfull and full states, and samples the recovery
+// rate.
 func (d *OSD) fullnessLoop() {
 	defer d.wg.Done()
 	d.every(time.Second, nil, func() {
+		d.perf.sampleRecovery(time.Now())
 		lvl, used := d.fullness()
 		m, _ := d.curMap()
 		if m == nil || d.id < 0 || d.id >= m.MaxOSD() || !m.OSDs[d.id].Up || m.OSDs[d.id].Fullness == lvl {
@@ -887,6 +889,7 @@ func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
 	d.mu.RLock()
 	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot()}
+	st.RecoveryOpsRate, st.RecoveryBytesRate = d.perf.recoveryRates()
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {
 		pgs = append(pgs, pg)

@@ -27,6 +27,7 @@ type memberInfo struct {
 // the PG; it retries until it succeeds or the interval ends (ctx).
 func (pg *PG) peer(ctx context.Context, iv uint64) {
 	d := pg.osd
+	defer pg.toRecover.Store(0)
 	pg.mu.Lock()
 	once := pg.peerOnce
 	if pg.isEC {
@@ -34,6 +35,7 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 	}
 	pg.mu.Unlock()
 	for attempt := 0; ; attempt++ {
+		pg.toRecover.Store(0)
 		err := once(ctx, iv)
 		if err == nil {
 			return
@@ -108,6 +110,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if err != nil {
 			return err
 		}
+		pg.toRecover.Add(int64(len(missing)))
 		for _, oid := range missing {
 			obj, err := pg.pull(ctx, iv, a, oid)
 			if err != nil {
@@ -116,6 +119,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 			if err := pg.install(oid, obj, nil); err != nil {
 				return err
 			}
+			pg.toRecover.Add(-1)
 		}
 		if err := pg.adoptLog(iv, a.info, a.entries); err != nil {
 			return err
@@ -134,6 +138,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if err != nil {
 			return err
 		}
+		pg.toRecover.Add(int64(len(missing)))
 		for _, oid := range missing {
 			obj, err := pg.readWhole(oid)
 			if err != nil {
@@ -142,6 +147,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 			if err := pg.push(ctx, iv, m, oid, obj); err != nil {
 				return err
 			}
+			pg.toRecover.Add(-1)
 		}
 		if _, err := d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: self.info, Entries: self.entries}).encode()); err != nil {
 			return fmt.Errorf("log to osd.%d: %w", m.id, err)

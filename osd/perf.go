@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,29 @@ type perfCounters struct {
 	recoveryOps, recoveryBytes   atomic.Uint64
 	opWLat, opRLat               prometheus.Histogram
 	reg                          *prometheus.Registry
+
+	rateMu             sync.Mutex // the recovery rate, sampled every second
+	lastOps, lastBytes uint64
+	lastAt             time.Time
+	opsRate, bytesRate float64
+}
+
+// sampleRecovery updates the recovery rates from the counters' change
+// since the last sample.
+func (p *perfCounters) sampleRecovery(now time.Time) {
+	ops, bytes := p.recoveryOps.Load(), p.recoveryBytes.Load()
+	p.rateMu.Lock()
+	defer p.rateMu.Unlock()
+	if dt := now.Sub(p.lastAt).Seconds(); !p.lastAt.IsZero() && dt > 0 {
+		p.opsRate, p.bytesRate = float64(ops-p.lastOps)/dt, float64(bytes-p.lastBytes)/dt
+	}
+	p.lastOps, p.lastBytes, p.lastAt = ops, bytes, now
+}
+
+func (p *perfCounters) recoveryRates() (ops, bytes float64) {
+	p.rateMu.Lock()
+	defer p.rateMu.Unlock()
+	return p.opsRate, p.bytesRate
 }
 
 func newPerf(daemon string) *perfCounters {

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shoal-project/shoal/ec"
@@ -63,6 +64,9 @@ type PG struct {
 	shard   int
 	pending map[uint64]bool
 	scrub   pgScrub
+	// toRecover counts the objects the running peering still has to copy
+	// (to this OSD or from it), for `shoal status`.
+	toRecover atomic.Int64
 }
 
 type objLock struct {
@@ -527,7 +531,15 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 	}
 	return osdop.PGStats{PGID: pg.id.String(), State: pg.state + pg.scrubState(), Acting: slices.Clone(pg.acting),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
-		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors}, true
+		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
+		ToRecover: pg.toRecover.Load(), Size: poolSize(pg.pool)}, true
+}
+
+func poolSize(p *osdmap.Pool) int {
+	if p == nil {
+		return 0
+	}
+	return p.Size
 }
 
 func wireEncoder(size int) *wire.Encoder { return wire.NewEncoder(make([]byte, 0, size)) }

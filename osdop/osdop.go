@@ -355,6 +355,10 @@ type Stats struct {
 	Used  uint64    `json:"kb_used"`
 	PGs   []PGStats `json:"pgs"`
 	Perf  Perf      `json:"perf"`
+	// Recovery rate over the last second (Ceph's
+	// recovering_objects_per_sec, recovering_bytes_per_sec).
+	RecoveryOpsRate   float64 `json:"recovering_objects_per_sec"`
+	RecoveryBytesRate float64 `json:"recovering_bytes_per_sec"`
 }
 
 // Perf is an OSD's op counters since it started (Ceph's OSD perf
@@ -397,6 +401,11 @@ type PGStats struct {
 	LastScrub     time.Time `json:"last_scrub_stamp"`
 	LastDeepScrub time.Time `json:"last_deep_scrub_stamp"`
 	ScrubErrors   int       `json:"num_scrub_errors"`
+	// ToRecover: objects a peering PG still copies before it serves I/O;
+	// Size: the pool's replica (or k+m shard) count, against which an
+	// undersized acting set's missing copies are counted.
+	ToRecover int64 `json:"objects_to_recover"`
+	Size      int   `json:"pool_size"`
 }
 
 // MsgPGCommand asks a PG's primary to act on the PG: a JSON PGCommand →

@@ -61,7 +61,18 @@ type Status struct {
 	Bytes    int64          `json:"data_bytes"`
 	UsedKB   uint64         `json:"kb_used"`
 	TotalKB  uint64         `json:"kb_total"`
-	OSDStats []osdop.Stats  `json:"osd_stats"`
+	// Degraded counts the object copies missing from undersized PGs (active
+	// or not), out
+	// of Copies (every object times its pool's size); ToRecover the
+	// objects peering PGs still copy; the rates are the OSDs' recovery
+	// over the last second (Ceph's degraded_objects, degraded_total,
+	// recovering_objects_per_sec, recovering_bytes_per_sec).
+	Degraded          int64         `json:"degraded_objects"`
+	Copies            int64         `json:"degraded_total"`
+	ToRecover         int64         `json:"objects_to_recover"`
+	RecoveryOpsRate   float64       `json:"recovering_objects_per_sec"`
+	RecoveryBytesRate float64       `json:"recovering_bytes_per_sec"`
+	OSDStats          []osdop.Stats `json:"osd_stats"`
 }
 
 // Gather asks every MON and every up OSD.
@@ -127,6 +138,8 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	for _, st := range s.OSDStats {
 		s.UsedKB += st.Used
 		s.TotalKB += st.Total
+		s.RecoveryOpsRate += st.RecoveryOpsRate
+		s.RecoveryBytesRate += st.RecoveryBytesRate
 		for _, pg := range st.PGs {
 			reported[pg.PGID] = pg
 		}
@@ -149,6 +162,11 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			s.Objects += r.Objects
 			s.Bytes += r.Bytes
 			scrubErrors += r.ScrubErrors
+			s.ToRecover += r.ToRecover
+			s.Copies += r.Objects * int64(r.Size)
+			if n := members(r.Acting); n < r.Size {
+				s.Degraded += r.Objects * int64(r.Size-n)
+			}
 			switch {
 			case !strings.HasPrefix(r.State, "active"):
 				inactive = append(inactive, pgid+" is "+r.State)
@@ -210,7 +228,11 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("Reduced data availability: %d pgs inactive", len(inactive)), head(inactive)})
 	}
 	if len(degraded) > 0 {
-		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("Degraded data redundancy: %d pgs degraded", len(degraded)), head(degraded)})
+		sum := fmt.Sprintf("Degraded data redundancy: %d pgs degraded", len(degraded))
+		if s.Degraded > 0 && s.Copies > 0 {
+			sum = fmt.Sprintf("Degraded data redundancy: %d/%d objects degraded (%.3f%%), %d pgs degraded", s.Degraded, s.Copies, float64(s.Degraded)*100/float64(s.Copies), len(degraded))
+		}
+		s.Checks = append(s.Checks, Check{Warn, sum, head(degraded)})
 	}
 	if scrubErrors > 0 {
 		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d scrub errors", scrubErrors), nil})
@@ -227,6 +249,17 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	return s, nil
+}
+
+// members counts an acting set's OSDs (erasure-coded sets have holes).
+func members(acting []int32) int {
+	n := 0
+	for _, o := range acting {
+		if o >= 0 && o != osdmap.NoOSD {
+			n++
+		}
+	}
+	return n
 }
 
 func head(s []string) []string {
@@ -270,6 +303,16 @@ func (s *Status) Text(w io.Writer) {
 			label = "             "
 		}
 		fmt.Fprintf(w, "%s%d %s\n", label, s.PGStates[st], st)
+	}
+	if s.RecoveryOpsRate > 0 || s.ToRecover > 0 {
+		fmt.Fprintf(w, "\n  io:\n    recovery: %s/s, %.0f objects/s", Bytes(uint64(s.RecoveryBytesRate)), s.RecoveryOpsRate)
+		if s.ToRecover > 0 {
+			fmt.Fprintf(w, "; %d objects to copy", s.ToRecover)
+			if s.RecoveryOpsRate > 0 {
+				fmt.Fprintf(w, ", ETA %s", (time.Duration(float64(s.ToRecover)/s.RecoveryOpsRate) * time.Second).Round(time.Second))
+			}
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -549,6 +549,22 @@ func TestBelowMinSize(t *testing.T) {
 		t.Fatalf("write with 1 of 3 OSDs up: %v, want a timeout saying the PG is below min_size", err)
 	}
 	t.Logf("held write: %v", err)
+	// every copy but one of each object is missing, and status says so
+	var st struct {
+		Degraded int64 `json:"degraded_objects"`
+		Copies   int64 `json:"degraded_total"`
+	}
+	for st.Degraded == 0 {
+		if err := json.Unmarshal([]byte(c.must("status", "--format", "json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("status never counted degraded objects")
+		}
+	}
+	if st.Degraded*3 != st.Copies*2 {
+		t.Fatalf("status: %d of %d object copies degraded with 1 of 3 OSDs up, want 2/3", st.Degraded, st.Copies)
+	}
 	// one OSD back: two of three copies, min_size met
 	c.startOSD("osd.1")
 	waitMap(ctx, t, conn, "osd.1 up", func(m *osdmap.Map) bool { return m.OSDs[1].Up })
