@@ -903,12 +903,13 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 	}
 	// 5. rebuild it from k others
-	pg.toRecover.Store(int64(len(need)))
-	for _, oid := range slices.Sorted(maps.Keys(need)) {
-		if err := pg.recoverEC(ctx, cd, iv, mem, oid, need[oid]); err != nil {
-			return err
-		}
-		pg.toRecover.Add(-1)
+	var reservation recoveryReservation
+	defer reservation.release()
+	err = pg.copyObjects(ctx, &reservation, slices.Sorted(maps.Keys(need)), func(oid string) error {
+		return pg.recoverEC(ctx, cd, iv, mem, oid, need[oid])
+	})
+	if err != nil {
+		return err
 	}
 	// 6. every shard adopts the authoritative log
 	for i, m := range mem {

@@ -84,10 +84,12 @@ type OSD struct {
 	m     *osdmap.Map
 	mapCh chan struct{} // closed on every new map
 
-	scrubKick chan struct{} // wakes the scrub loop for a requested scrub
-	pgs       map[osdmap.PGID]*PG
-	cfg       atomic.Pointer[config.Config]
-	name      string // entity name, osd.N
+	scrubKick  chan struct{} // wakes the scrub loop for a requested scrub
+	recovering limiter       // object copies of recovery in flight (osd_recovery_max_active)
+	reserved   limiter       // PGs recovering with this OSD as primary (osd_max_backfills)
+	pgs        map[osdmap.PGID]*PG
+	cfg        atomic.Pointer[config.Config]
+	name       string // entity name, osd.N
 
 	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
 

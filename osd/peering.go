@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shoal-project/shoal/objectstore"
@@ -65,6 +66,8 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	self := memberInfo{id: d.id, info: pg.log.info, entries: append([]LogEntry(nil), pg.log.entries...)}
 	poolSize := pg.pool.Size
 	pg.mu.Unlock()
+	var reservation recoveryReservation
+	defer reservation.release()
 	m, _ := d.curMap()
 
 	// 1. every member's info and log
@@ -110,16 +113,15 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if err != nil {
 			return err
 		}
-		pg.toRecover.Add(int64(len(missing)))
-		for _, oid := range missing {
+		err = pg.copyObjects(ctx, &reservation, missing, func(oid string) error {
 			obj, err := pg.pull(ctx, iv, a, oid)
 			if err != nil {
 				return err
 			}
-			if err := pg.install(oid, obj, nil); err != nil {
-				return err
-			}
-			pg.toRecover.Add(-1)
+			return pg.install(oid, obj, nil)
+		})
+		if err != nil {
+			return err
 		}
 		if err := pg.adoptLog(iv, a.info, a.entries); err != nil {
 			return err
@@ -138,16 +140,15 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if err != nil {
 			return err
 		}
-		pg.toRecover.Add(int64(len(missing)))
-		for _, oid := range missing {
+		err = pg.copyObjects(ctx, &reservation, missing, func(oid string) error {
 			obj, err := pg.readWhole(oid)
 			if err != nil {
 				return err
 			}
-			if err := pg.push(ctx, iv, m, oid, obj); err != nil {
-				return err
-			}
-			pg.toRecover.Add(-1)
+			return pg.push(ctx, iv, m, oid, obj)
+		})
+		if err != nil {
+			return err
 		}
 		if _, err := d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: self.info, Entries: self.entries}).encode()); err != nil {
 			return fmt.Errorf("log to osd.%d: %w", m.id, err)
@@ -205,6 +206,116 @@ func (pg *PG) setActive(iv uint64, degraded bool) error {
 	clear(pg.pending)
 	pg.notify()
 	return nil
+}
+
+// limiter admits a bounded number of holders; the bound is read at each
+// acquire, so a configuration change applies at once.
+type limiter struct {
+	mu   sync.Mutex
+	n    int
+	wake chan struct{} // closed at each release
+}
+
+func (l *limiter) acquire(ctx context.Context, max int) error {
+	for {
+		l.mu.Lock()
+		if l.wake == nil {
+			l.wake = make(chan struct{})
+		}
+		if l.n < max {
+			l.n++
+			l.mu.Unlock()
+			return nil
+		}
+		ch := l.wake
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *limiter) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n--
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+// recoveryReservation is a PG's hold on one of its primary's
+// osd_max_backfills recovery slots, taken when it first has objects to
+// copy and kept until its peering attempt ends: PGs recover a few at a
+// time, each as fast as it can, so they return to service one after
+// another instead of all at the end (Ceph's recovery reservations).
+type recoveryReservation struct {
+	l *limiter
+}
+
+func (r *recoveryReservation) release() {
+	if r.l != nil {
+		r.l.release()
+		r.l = nil
+	}
+}
+
+// copyObjects copies the objects with copy — up to
+// osd_recovery_max_active at once on this OSD, across its PGs, so that
+// recovery holds at most that many objects in memory (each at most
+// osd_max_object_size) — pausing osd_recovery_sleep after each, once the
+// PG holds a recovery reservation.
+func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []string, copy func(oid string) error) error {
+	if len(oids) == 0 {
+		return nil
+	}
+	d := pg.osd
+	if res.l == nil {
+		if err := d.reserved.acquire(ctx, int(d.conf().Int("osd_max_backfills"))); err != nil {
+			return err
+		}
+		res.l = &d.reserved
+	}
+	pg.toRecover.Add(int64(len(oids)))
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, oid := range oids {
+		cfg := d.conf()
+		if err := d.recovering.acquire(cctx, int(cfg.Int("osd_recovery_max_active"))); err != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := copy(oid)
+			if s := cfg.Seconds("osd_recovery_sleep"); s > 0 && err == nil {
+				select {
+				case <-cctx.Done():
+				case <-time.After(time.Duration(s * float64(time.Second))):
+				}
+			}
+			d.recovering.release()
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+			pg.toRecover.Add(-1)
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
 }
 
 // errPGDown means peering waits for OSDs of an earlier interval.
