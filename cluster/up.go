@@ -294,8 +294,9 @@ func waitFile(ctx context.Context, path string) error {
 	}
 }
 
-// waitHealthy polls the status until the cluster is HEALTH_OK with every
-// OSD up, or ctx ends (then it returns the last status's problems).
+// waitHealthy polls the status until every OSD is up and every PG
+// active+clean with nothing worse than warnings an operator chose (set
+// flags), or ctx ends (then it returns the last status's problems).
 func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.Keyring, osds int) (*status.Status, error) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -304,7 +305,7 @@ func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.
 		st, err := status.Gather(ctx, conn, mons, kr)
 		if err == nil {
 			last = st
-			if st.Health == status.OK && st.UpOSDs >= osds {
+			if st.UpOSDs >= osds && settled(st) {
 				return st, nil
 			}
 		}
@@ -319,6 +320,21 @@ func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.
 		case <-t.C:
 		}
 	}
+}
+
+// settled reports HEALTH_OK, or HEALTH_WARN for set flags only (noout
+// during maintenance must not make `shoal up` wait forever), with every
+// PG active+clean.
+func settled(st *status.Status) bool {
+	if st.Health == status.OK {
+		return true
+	}
+	for _, c := range st.Checks {
+		if !strings.HasSuffix(c.Summary, "flag(s) set") {
+			return false
+		}
+	}
+	return st.PGs > 0 && st.PGStates["active+clean"] == st.PGs
 }
 
 // Down stops every daemon of the cluster in dir (SIGTERM, then SIGKILL

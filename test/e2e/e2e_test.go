@@ -473,6 +473,9 @@ func TestAdminCommands(t *testing.T) {
 	if out, err := c.run("osd", "set", "noway"); err == nil || !strings.Contains(out, `unknown osd map flag "noway"`) {
 		t.Fatalf("unknown flag: %v %q", err, out)
 	}
+	// `shoal up` restarts a killed OSD during maintenance (noout set)
+	c.kill9("osd.2")
+	c.up()
 	c.must("osd", "unset", "noout")
 	c.must("osd", "unset", "nodeep-scrub")
 	c.waitHealth("HEALTH_OK", 30*time.Second)
