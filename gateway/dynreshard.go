@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -43,7 +44,7 @@ func (s *Store) ReshardQueued() []string {
 
 // RunReshard runs ReshardPass every ReshardPeriod until ctx ends.
 func (s *Store) RunReshard(ctx context.Context) {
-	every(ctx, s.opt.ReshardPeriod, func() {
+	periodic.Every(ctx, s.opt.ReshardPeriod, nil, func() {
 		if n, err := s.ReshardPass(ctx, io.Discard); err != nil && ctx.Err() == nil {
 			s.opt.Logger.Warn("dynamic reshard pass failed", "split", n, "err", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/internal/periodic"
 )
 
 // gcShards is how many objects the GC queue is spread over (Ceph:
@@ -125,25 +126,11 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 
 // RunGC processes the queue every GCPeriod until ctx ends.
 func (s *Store) RunGC(ctx context.Context) {
-	every(ctx, s.opt.GCPeriod, func() {
+	periodic.Every(ctx, s.opt.GCPeriod, nil, func() {
 		if n, err := s.GCProcess(ctx, false); err != nil && ctx.Err() == nil {
 			s.opt.Logger.Warn("gc pass failed", "removed", n, "err", err)
 		} else if n > 0 {
 			s.opt.Logger.Info("gc pass", "removed", n)
 		}
 	})
-}
-
-// every runs pass each period until ctx ends (a background worker's loop).
-func every(ctx context.Context, period time.Duration, pass func()) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pass()
-	}
 }

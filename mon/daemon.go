@@ -23,6 +23,7 @@ import (
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
@@ -153,16 +154,7 @@ func Start(o Options) (*Daemon, error) {
 // tickLoop runs the leader's periodic work until Close.
 func (d *Daemon) tickLoop() {
 	defer d.wg.Done()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-t.C:
-			d.downOut(time.Now())
-		}
-	}
+	periodic.Every(d.ctx, 500*time.Millisecond, nil, func() { d.downOut(time.Now()) })
 }
 
 // downOut marks out the OSDs that have been down and in for

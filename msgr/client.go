@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shoal-project/shoal/internal/sem"
 )
 
 // Config tunes a Client or Server; zero values mean the defaults.
@@ -63,7 +65,7 @@ type Client struct {
 	kr     Keyring
 	cfg    Config
 	nextID atomic.Uint64
-	budget *byteBudget
+	budget sem.Weighted // bytes of requests in flight, up to cfg.InflightBytes
 
 	mu       sync.Mutex
 	cur      *clientConn
@@ -89,7 +91,7 @@ type clientConn struct {
 // Dial returns a Client for addr; it connects on first use.
 func Dial(addr string, kr Keyring, cfg Config) *Client {
 	cfg = cfg.withDefaults()
-	return &Client{addr: addr, kr: kr, cfg: cfg, budget: newByteBudget(cfg.InflightBytes)}
+	return &Client{addr: addr, kr: kr, cfg: cfg}
 }
 
 // Addr is the peer's address.
@@ -119,10 +121,10 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][
 		return nil, fmt.Errorf("msgr: payload of %d bytes exceeds %d", size, MaxPayload)
 	}
 	n := int64(size)
-	if err := c.budget.acquire(ctx, n); err != nil {
-		return nil, err
+	if err := c.budget.Acquire(ctx, n, c.cfg.InflightBytes); err != nil {
+		return nil, fmt.Errorf("msgr: waiting for in-flight budget: %w", err)
 	}
-	defer c.budget.release(n)
+	defer c.budget.Release(n, c.cfg.InflightBytes)
 	cc, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -314,46 +316,4 @@ func (c *Client) Close() error {
 	}
 	c.wg.Wait()
 	return nil
-}
-
-// byteBudget is a counting semaphore of bytes.
-type byteBudget struct {
-	mu    sync.Mutex
-	avail int64
-	max   int64
-	wake  chan struct{}
-}
-
-func newByteBudget(max int64) *byteBudget {
-	return &byteBudget{avail: max, max: max, wake: make(chan struct{})}
-}
-
-// acquire takes n bytes (a request larger than the whole budget waits for
-// all of it), or fails when ctx ends.
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
-	n = min(n, b.max)
-	for {
-		b.mu.Lock()
-		if b.avail >= n {
-			b.avail -= n
-			b.mu.Unlock()
-			return nil
-		}
-		wake := b.wake
-		b.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return fmt.Errorf("msgr: waiting for in-flight budget: %w", ctx.Err())
-		}
-	}
-}
-
-func (b *byteBudget) release(n int64) {
-	n = min(n, b.max)
-	b.mu.Lock()
-	b.avail += n
-	close(b.wake)
-	b.wake = make(chan struct{})
-	b.mu.Unlock()
 }

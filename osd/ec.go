@@ -110,17 +110,6 @@ func (pg *PG) loadECObject(oid string) (*object, error) {
 	return o, nil
 }
 
-// members counts the OSDs of an acting set (erasure sets have holes).
-func members(acting []int32) int {
-	n := 0
-	for _, o := range acting {
-		if o != osdmap.NoOSD {
-			n++
-		}
-	}
-	return n
-}
-
 // ecWrite is a write request on an erasure-coded object, executed against
 // a window of whole stripes [lo, lo+len(win)/w) that the request rewrites.
 type ecWrite struct {

@@ -43,6 +43,8 @@ import (
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/internal/periodic"
+	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
@@ -85,8 +87,8 @@ type OSD struct {
 	mapCh chan struct{} // closed on every new map
 
 	scrubKick  chan struct{} // wakes the scrub loop for a requested scrub
-	recovering limiter       // object copies of recovery in flight (osd_recovery_max_active)
-	reserved   limiter       // PGs recovering with this OSD as primary (osd_max_backfills)
+	recovering sem.Weighted  // object copies of recovery in flight (osd_recovery_max_active)
+	reserved   sem.Weighted  // PGs recovering with this OSD as primary (osd_max_backfills)
 	pgs        map[osdmap.PGID]*PG
 	cfg        atomic.Pointer[config.Config]
 	name       string // entity name, osd.N
@@ -855,7 +857,7 @@ func (d *OSD) fullness() (osdmap.Fullness, float64) {
 // rate.
 func (d *OSD) fullnessLoop() {
 	defer d.wg.Done()
-	d.every(time.Second, nil, func() {
+	periodic.Every(d.ctx, time.Second, nil, func() {
 		d.perf.sampleRecovery(time.Now())
 		lvl, used := d.fullness()
 		m, _ := d.curMap()
@@ -869,22 +871,6 @@ func (d *OSD) fullnessLoop() {
 			d.log.Warn("reporting fill level", "err", err)
 		}
 	})
-}
-
-// every calls fn every interval, and when kick (if not nil) receives,
-// until the OSD stops; it is the calling goroutine's loop.
-func (d *OSD) every(interval time.Duration, kick <-chan struct{}, fn func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-t.C:
-		case <-kick:
-		}
-		fn()
-	}
 }
 
 func (d *OSD) stats() osdop.Stats {

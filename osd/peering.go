@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -208,56 +209,20 @@ func (pg *PG) setActive(iv uint64, degraded bool) error {
 	return nil
 }
 
-// limiter admits a bounded number of holders; the bound is read at each
-// acquire, so a configuration change applies at once.
-type limiter struct {
-	mu   sync.Mutex
-	n    int
-	wake chan struct{} // closed at each release
-}
-
-func (l *limiter) acquire(ctx context.Context, max int) error {
-	for {
-		l.mu.Lock()
-		if l.wake == nil {
-			l.wake = make(chan struct{})
-		}
-		if l.n < max {
-			l.n++
-			l.mu.Unlock()
-			return nil
-		}
-		ch := l.wake
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (l *limiter) release() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n--
-	close(l.wake)
-	l.wake = make(chan struct{})
-}
-
 // recoveryReservation is a PG's hold on one of its primary's
 // osd_max_backfills recovery slots, taken when it first has objects to
 // copy and kept until its peering attempt ends: PGs recover a few at a
 // time, each as fast as it can, so they return to service one after
 // another instead of all at the end (Ceph's recovery reservations).
 type recoveryReservation struct {
-	l *limiter
+	s     *sem.Weighted // nil: not held
+	limit int64
 }
 
 func (r *recoveryReservation) release() {
-	if r.l != nil {
-		r.l.release()
-		r.l = nil
+	if r.s != nil {
+		r.s.Release(1, r.limit)
+		r.s = nil
 	}
 }
 
@@ -271,11 +236,12 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []
 		return nil
 	}
 	d := pg.osd
-	if res.l == nil {
-		if err := d.reserved.acquire(ctx, int(d.conf().Int("osd_max_backfills"))); err != nil {
+	if res.s == nil {
+		limit := d.conf().Int("osd_max_backfills")
+		if err := d.reserved.Acquire(ctx, 1, limit); err != nil {
 			return err
 		}
-		res.l = &d.reserved
+		res.s, res.limit = &d.reserved, limit
 	}
 	pg.toRecover.Add(int64(len(oids)))
 	cctx, cancel := context.WithCancel(ctx)
@@ -285,7 +251,8 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []
 	var first error
 	for _, oid := range oids {
 		cfg := d.conf()
-		if err := d.recovering.acquire(cctx, int(cfg.Int("osd_recovery_max_active"))); err != nil {
+		limit := cfg.Int("osd_recovery_max_active")
+		if err := d.recovering.Acquire(cctx, 1, limit); err != nil {
 			break
 		}
 		wg.Add(1)
@@ -298,7 +265,7 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []
 				case <-time.After(time.Duration(s * float64(time.Second))):
 				}
 			}
-			d.recovering.release()
+			d.recovering.Release(1, limit)
 			if err != nil {
 				mu.Lock()
 				if first == nil {

@@ -158,7 +158,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		}
 	}
 	pg.past = slices.DeleteFunc(pg.past, func(o int32) bool { return slices.Contains(mp.Acting, o) })
-	if pool != nil && members(old) >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
+	if pool != nil && osdmap.Members(old) >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
 		pg.intervals = append(pg.intervals, slices.Clone(old))
 	}
 	pg.acting, pg.addrs, pg.interval, pg.primary = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary
@@ -167,7 +167,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.state = stateStray
 	case mp.ActingPrimary != pg.osd.id:
 		pg.state = stateReplica
-	case members(mp.Acting) < pool.MinSize:
+	case osdmap.Members(mp.Acting) < pool.MinSize:
 		pg.state = stateInactive
 	default:
 		pg.state = statePeering
@@ -214,7 +214,7 @@ func (pg *PG) describe() string {
 	defer pg.mu.Unlock()
 	if pg.state == stateInactive && pg.pool != nil {
 		return fmt.Sprintf("pg %s is %s: %d of %d OSDs of its acting set up, below min_size %d; its I/O waits until enough return",
-			pg.id, pg.state, members(pg.acting), pg.pool.Size, pg.pool.MinSize)
+			pg.id, pg.state, osdmap.Members(pg.acting), pg.pool.Size, pg.pool.MinSize)
 	}
 	return fmt.Sprintf("pg %s is %s", pg.id, pg.state)
 }

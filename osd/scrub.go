@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
@@ -612,7 +613,7 @@ func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
 // OSD stops.
 func (d *OSD) scrubLoop() {
 	defer d.wg.Done()
-	d.every(time.Second, d.scrubKick, func() {
+	periodic.Every(d.ctx, time.Second, d.scrubKick, func() {
 		for d.ctx.Err() == nil {
 			pg, kind := d.nextScrub(time.Now())
 			if pg == nil {

@@ -339,3 +339,73 @@ func TestScheduledScrub(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairInterrupted stops a replica in the middle of a repair that
+// rewrites 300 lost objects on it: every copy it holds after restarting is
+// whole (a deep scrub finds only objects still missing, no torn one), and
+// a second repair completes the job.
+func TestRepairInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, cl := scrubCluster(ctx, t, "osd_scrub_chunk_max = 10\nosd_scrub_sleep = 0.05\n")
+	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
+	p, err := cl.Pool(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for i := range 300 {
+		oid := fmt.Sprintf("r%03d", i)
+		want[oid] = bytes.Repeat([]byte{byte(i)}, 8192+i)
+		if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := mp.Acting[1]
+	coll := objectstore.Coll(pgid.String())
+	var tx objectstore.Transaction
+	for oid := range want {
+		tx.Remove(coll, oid)
+	}
+	if err := c.stores[replica].Apply(&tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.PGCommand(ctx, pgid.String(), "repair"); err != nil {
+		t.Fatal(err)
+	}
+	for { // the repair has rewritten some objects: stop the replica now
+		st, err := cl.OSDStats(ctx, replica)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Perf.RecoveryOps > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.restartOSD(int(replica))
+	found := errorsByObject(scrubPG(ctx, t, cl, pgid, "deep-scrub"))
+	for oid, errs := range found {
+		if len(errs) != 1 || errs[0] != fmt.Sprintf("osd.%d:missing", replica) {
+			t.Fatalf("%s after an interrupted repair: %v, want only missing on osd.%d", oid, errs, replica)
+		}
+	}
+	t.Logf("%d of 300 objects still missing after the interrupted repair", len(found))
+	if len(found) == 300 {
+		t.Fatal("the repair rewrote nothing before the replica stopped")
+	}
+	scrubPG(ctx, t, cl, pgid, "repair")
+	if got := scrubPG(ctx, t, cl, pgid, "deep-scrub"); len(got.Inconsistents) != 0 {
+		t.Fatalf("deep scrub after the second repair: %+v", got.Inconsistents)
+	}
+	for oid, data := range want {
+		if got, err := c.stores[replica].Read(coll, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("osd.%d %s after repair: %v", replica, oid, err)
+		}
+	}
+}

@@ -22,6 +22,18 @@ const (
 // acting set); equal to CRUSH's ItemNone.
 const NoOSD = crush.ItemNone
 
+// Members counts the OSDs of an acting (or up) set: its entries that are
+// not NoOSD holes (erasure-coded sets keep shard positions).
+func Members(acting []int32) int {
+	n := 0
+	for _, o := range acting {
+		if o != NoOSD {
+			n++
+		}
+	}
+	return n
+}
+
 // OSD is one OSD's entry. An OSD that does not exist is the zero value.
 type OSD struct {
 	Exists          bool
@@ -55,6 +67,8 @@ const (
 	Full
 )
 
+// String is Ceph's state name: "nearfull", "backfillfull", "full", or
+// "ok" for NotFull.
 func (f Fullness) String() string {
 	switch f {
 	case NearFull:

@@ -164,7 +164,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			scrubErrors += r.ScrubErrors
 			s.ToRecover += r.ToRecover
 			s.Copies += r.Objects * int64(r.Size)
-			if n := members(r.Acting); n < r.Size {
+			if n := osdmap.Members(r.Acting); n < r.Size {
 				s.Degraded += r.Objects * int64(r.Size-n)
 			}
 			switch {
@@ -249,17 +249,6 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	return s, nil
-}
-
-// members counts an acting set's OSDs (erasure-coded sets have holes).
-func members(acting []int32) int {
-	n := 0
-	for _, o := range acting {
-		if o >= 0 && o != osdmap.NoOSD {
-			n++
-		}
-	}
-	return n
 }
 
 func head(s []string) []string {
