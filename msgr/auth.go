@@ -184,18 +184,24 @@ func nonce() []byte {
 }
 
 // clientHandshake authenticates to a server; it returns the server's name.
+// A refusal (the server sends an empty name and hangs up, a wrong proof,
+// a verdict other than OK) is ErrAuth; a connection that breaks otherwise
+// (the server died mid-handshake) is ErrConnReset, which callers retry.
 func clientHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
 	cn := nonce()
 	for _, f := range [][]byte{[]byte(helloMagic), {handshakeVers}, []byte(kr.Name), cn} {
 		if err := writeField(rw, f); err != nil {
-			return "", err
+			return "", fmt.Errorf("%w: sending hello: %w", ErrConnReset, err)
 		}
 	}
 	var fields [3][]byte
 	for i := range fields {
 		f, err := readField(rw)
+		if err != nil && i > 0 && len(fields[0]) == 0 {
+			return "", fmt.Errorf("%w: server refused %s (unknown entity, or handshake version %d unsupported)", ErrAuth, kr.Name, handshakeVers)
+		}
 		if err != nil {
-			return "", fmt.Errorf("%w: reading the server's challenge: %v", ErrAuth, err)
+			return "", fmt.Errorf("%w: reading the server's challenge: %w", ErrConnReset, err)
 		}
 		fields[i] = f
 	}
@@ -204,11 +210,11 @@ func clientHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
 		return "", fmt.Errorf("%w: server %s does not know %s's key (unknown entity or wrong key)", ErrAuth, sname, kr.Name)
 	}
 	if err := writeField(rw, proof(kr.Key, "client", sn, cn, kr.Name)); err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: sending proof to %s: %w", ErrConnReset, sname, err)
 	}
 	verdict, err := readField(rw)
 	if err != nil {
-		return "", fmt.Errorf("%w: no verdict from %s: %v", ErrAuth, sname, err)
+		return "", fmt.Errorf("%w: no verdict from %s: %w", ErrConnReset, sname, err)
 	}
 	if string(verdict) != "OK" {
 		return "", fmt.Errorf("%w: refused by %s: %s", ErrAuth, sname, verdict)

@@ -25,6 +25,11 @@ type Config struct {
 	MaxBackoff time.Duration
 	// WriteTimeout bounds one vectored write. Default 30 s.
 	WriteTimeout time.Duration
+	// SourceIP, when set, is the local address connections are made from:
+	// an OSD dials its peers from the address it listens on, so that its
+	// traffic to them leaves on that network (as Ceph's messenger binds
+	// the cluster address). Empty: the system's choice.
+	SourceIP string
 	// Epoch, when set, gives the OSD map epoch stamped on outgoing frames.
 	Epoch  func() uint32
 	Logger *slog.Logger
@@ -237,6 +242,9 @@ func (c *Client) finishDial(cc *clientConn, err error, done chan struct{}) {
 
 func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	d := net.Dialer{Timeout: c.cfg.DialTimeout}
+	if ip := net.ParseIP(c.cfg.SourceIP); ip != nil {
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	nc, err := d.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnReset, c.addr, err)

@@ -135,6 +135,34 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+// TestServerDiesMidHandshake: a server that hangs up during the handshake
+// (killed) is a broken connection, which callers retry — not an
+// authentication failure, which they report as a wrong key.
+func TestServerDiesMidHandshake(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			nc.Read(make([]byte, 64)) // the client's hello, then gone
+			nc.Close()
+		}
+	}()
+	c := msgr.Dial(ln.Addr().String(), keyring(t, "client.admin"), msgr.Config{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Call(ctx, 1, []byte("x")); errors.Is(err, msgr.ErrAuth) || !errors.Is(err, msgr.ErrConnReset) {
+		t.Fatalf("server gone mid-handshake: %v, want ErrConnReset, not ErrAuth", err)
+	}
+}
+
 // TestPerEntityKeys: a server with a key lookup admits each entity with
 // its own key (or its type's) and refuses unknown entities and wrong keys.
 func TestPerEntityKeys(t *testing.T) {
