@@ -721,7 +721,7 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	pg.osd.log.Info("rolling back writes no k shards hold", "pg", pg.id, "from", pg.log.info.LastUpdate, "to", v, "entries", len(entries)-i)
 	info := pg.log.info
 	info.LastUpdate = v
-	pg.log.replace(&t, pg.coll, info, entries[:i])
+	pg.log.replace(&t, pg.coll, info, entries[:i], pg.log.missingNames())
 	if err := pg.osd.store.Apply(&t); err != nil {
 		return fmt.Errorf("pg %s: rollback: %w", pg.id, storeErr(err))
 	}
@@ -881,7 +881,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		if m == nil || i == auth {
 			continue
 		}
-		missing, err := pg.missing(ctx, a, *m)
+		missing, _, err := pg.missing(ctx, a, *m)
 		if err != nil {
 			return err
 		}
@@ -894,9 +894,14 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	// 5. rebuild it from k others
 	var reservation recoveryReservation
 	defer reservation.release()
+	pg.toRecover.Store(int64(len(need)))
 	err = pg.copyObjects(ctx, &reservation, slices.Sorted(maps.Keys(need)), func(oid string) error {
-		return pg.recoverEC(ctx, cd, iv, mem, oid, need[oid])
-	})
+		if err := pg.recoverEC(ctx, cd, iv, mem, oid, need[oid]); err != nil {
+			return err
+		}
+		pg.toRecover.Add(-1)
+		return nil
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -906,7 +911,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 			continue
 		}
 		if m.id == d.id {
-			err = pg.adoptLog(iv, a.info, a.entries)
+			err = pg.adoptLog(iv, a.info, a.entries, nil)
 		} else {
 			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries}).encode())
 		}
@@ -917,7 +922,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	if len(need) > 0 {
 		d.log.Info("recovered shards", "pg", pg.id, "objects", len(need), "last_update", v)
 	}
-	return pg.activate(iv, len(lus) < len(acting))
+	return pg.activate(ctx, iv, nil)
 }
 
 // recoverEC rebuilds an object's shards at positions targets from k of

@@ -22,6 +22,7 @@ const (
 	msgECRollback                     // primary → shard: undo writes after Prev
 	msgScrubMap                       // primary → member: its scrub map of a chunk
 	msgActivated                      // primary → member: the pg went active in this interval
+	msgPurge                          // primary → former member: the pg is clean without you; delete your copy
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it
@@ -47,6 +48,9 @@ type peerMsg struct {
 	// Intervals (a query's reply): the member's earlier acting sets that
 	// may have accepted writes since the PG was last active on it.
 	Intervals [][]int32
+	// Missing: in a query's reply, the objects the member's copy lacks;
+	// in msgPGLog, those it lacks in the history it adopts.
+	Missing []string
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -102,6 +106,7 @@ func (m *peerMsg) encode() []byte {
 			e.I32(o)
 		}
 	}
+	e.Strings(m.Missing)
 	return e.Bytes()
 }
 
@@ -138,6 +143,7 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 		}
 		m.Intervals = append(m.Intervals, iv)
 	}
+	m.Missing = d.Strings()
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)
 	}

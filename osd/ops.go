@@ -209,7 +209,13 @@ func (pg *PG) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, error
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
+	if err := pg.recoverForRead(ctx, req.OID); err != nil {
+		return nil, err
+	}
 	defer pg.rlockObject(req.OID)()
+	if err := pg.checkNotMissing(req.OID); err != nil {
+		return nil, err
+	}
 	o, err := pg.loadObject(req.OID)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,9 +90,12 @@ type OSD struct {
 	scrubKick  chan struct{} // wakes the scrub loop for a requested scrub
 	recovering sem.Weighted  // object copies of recovery in flight (osd_recovery_max_active)
 	reserved   sem.Weighted  // PGs recovering with this OSD as primary (osd_max_backfills)
-	pgs        map[osdmap.PGID]*PG
-	cfg        atomic.Pointer[config.Config]
-	name       string // entity name, osd.N
+	// object data held by recovery (osd_memory_target / 8)
+	recoveryMem sem.Weighted
+	pgs         map[osdmap.PGID]*PG
+	removing    map[osdmap.PGID]*pgRemoval // stray copies being deleted
+	cfg         atomic.Pointer[config.Config]
+	name        string // entity name, osd.N
 
 	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
 
@@ -101,9 +105,14 @@ type OSD struct {
 	perf        *perfCounters
 	metricsAddr string // where /metrics is served, if anywhere
 
-	peerMu sync.Mutex
-	peers  map[string]*msgr.Client // by address without nonce
-	lastHB map[int32]time.Time
+	// markdowns are the times the map marked this OSD down while it ran,
+	// within osd_max_markdown_period; bootAt is when it may boot again
+	// (guarded by mu).
+	markdowns []time.Time
+	bootAt    time.Time
+	peerMu    sync.Mutex
+	peers     map[string]*msgr.Client // by address without nonce
+	lastHB    map[int32]time.Time
 }
 
 // Start opens the store, registers with the MONs (a new OSD gets an id and
@@ -147,7 +156,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgs: map[osdmap.PGID]*PG{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
 	d.cfg.Store(cfg)
 	if err := d.start(); err != nil {
 		d.Close()
@@ -457,10 +466,22 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	close(d.mapCh)
 	d.mapCh = make(chan struct{})
 	if d.id >= 0 && d.id < m.MaxOSD() && (!m.OSDs[d.id].Up || m.OSDs[d.id].Addr != d.addr) {
-		d.log.Warn("marked down in the map while alive; booting again", "epoch", m.Epoch)
+		wasUp := old != nil && d.id < old.MaxOSD() && old.OSDs[d.id].Up && old.OSDs[d.id].Addr == d.addr
+		wait := d.markedDown(time.Now(), wasUp)
+		if wait > 0 {
+			d.log.Error("marked down in the map while alive too often: staying down (osd_max_markdown_count, osd_max_markdown_period); check this OSD's network to its peers",
+				"epoch", m.Epoch, "times", len(d.markdowns), "boot_in", wait.Round(time.Second))
+		} else {
+			d.log.Warn("marked down in the map while alive; booting again", "epoch", m.Epoch)
+		}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
 			ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()
 			d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host, "addr": d.addr})
@@ -491,6 +512,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				continue
 			}
 			if pg == nil {
+				d.abortRemoval(pgid)
 				var err error
 				if pg, err = d.loadPG(pgid); err != nil {
 					d.log.Error("load pg", "pg", pgid, "err", err)
@@ -516,41 +538,34 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			d.wg.Add(1)
 			go func() {
 				defer d.wg.Done()
-				if err := d.removePG(pg); err != nil {
+				if err := d.removePG(pg, &pgRemoval{}); err != nil {
 					d.log.Error("remove pg of deleted pool", "pg", id, "err", err)
+				} else {
+					d.log.Info("removed pg of deleted pool", "pg", id)
 				}
 			}()
 		}
 	}
 }
 
-// removePG deletes a PG's objects, metadata and collection, a batch of
-// objects per transaction.
-func (d *OSD) removePG(pg *PG) error {
-	for d.ctx.Err() == nil {
-		names, err := d.store.List(pg.coll, "", 256)
-		if err != nil {
-			return err
-		}
-		var t objectstore.Transaction
-		for _, n := range names {
-			t.Remove(pg.coll, n)
-		}
-		if len(names) == 0 {
-			if _, err := d.store.Stat(metaColl, metaOID(pg.coll)); err == nil {
-				t.Remove(metaColl, metaOID(pg.coll))
-			}
-			t.RemoveCollection(pg.coll)
-		}
-		if err := d.store.Apply(&t); err != nil {
-			return err
-		}
-		if len(names) == 0 {
-			d.log.Info("removed pg of deleted pool", "pg", pg.id)
-			return nil
+// markedDown records that the map marked this OSD down while it ran (the
+// OSD's map lock is held; wasUp: the previous map had it up, so this is a
+// new markdown, not another map that still has it down) and says how
+// long to wait before booting again: at once, unless it was marked down
+// more than osd_max_markdown_count times in the last
+// osd_max_markdown_period — then until the oldest of them leaves the
+// period (Ceph's flap damping, which shuts such an OSD down instead).
+func (d *OSD) markedDown(now time.Time, wasUp bool) time.Duration {
+	if wasUp {
+		cfg := d.conf()
+		period := time.Duration(cfg.Seconds("osd_max_markdown_period") * float64(time.Second))
+		d.markdowns = append(slices.DeleteFunc(d.markdowns, func(t time.Time) bool { return now.Sub(t) >= period }), now)
+		d.bootAt = now
+		if n := int(cfg.Int("osd_max_markdown_count")); len(d.markdowns) > n {
+			d.bootAt = d.markdowns[len(d.markdowns)-n-1].Add(period)
 		}
 	}
-	return d.ctx.Err()
+	return max(d.bootAt.Sub(now), 0)
 }
 
 // loadPG makes the PG's collection if it is new and reads its log.
@@ -587,10 +602,20 @@ func (d *OSD) peer(addr string) *msgr.Client {
 	defer d.peerMu.Unlock()
 	c := d.peers[a]
 	if c == nil {
-		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second})
+		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: d.sourceIP()})
 		d.peers[a] = c
 	}
 	return c
+}
+
+// sourceIP is the address this OSD listens on, which its connections to
+// its peers leave from ("" when it listens on every address).
+func (d *OSD) sourceIP() string {
+	host, _, err := net.SplitHostPort(strings.Split(d.addr, "/")[0])
+	if ip := net.ParseIP(host); err != nil || ip == nil || ip.IsUnspecified() {
+		return ""
+	}
+	return host
 }
 
 // call sends a message to OSD id at addr and returns the reply payload (a
@@ -707,6 +732,12 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err := pg.waitActive(ctx); err != nil {
 			return nil, err
 		}
+		if err := pg.recoverSelf(ctx); err != nil { // a listing reads our store: it must be complete
+			return nil, err
+		}
+		if err := pg.checkComplete(); err != nil {
+			return nil, err
+		}
 		names, err := d.store.List(pg.coll, req.After, int(min(max(req.Max, 1), 10000)))
 		if err != nil {
 			return nil, storeErr(err)
@@ -717,8 +748,12 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
 	}
+	if m.Type == msgPurge {
+		d.purgeStray(pm.PG)
+		return nil, nil
+	}
 	pg := d.getPG(pm.PG)
-	if pg == nil && m.Type == msgPGQuery { // never held it: nothing to offer
+	if pg == nil && (m.Type == msgPGQuery || m.Type == msgPGList) { // never held it, or deleted its copy: nothing to offer
 		return (&peerMsg{PG: pm.PG}).encode(), nil
 	}
 	if pg == nil {

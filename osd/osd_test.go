@@ -283,15 +283,17 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 	}
 	write(40, 120) // degraded: two copies
 	osds[2] = start(dirs[2])
-	// with osd.2 back, every PG it leads must have caught up before serving
+	// with osd.2 back, the PGs it leads serve at once: what they lack is
+	// recovered first when asked for
 	for oid, data := range want {
 		got, err := p.Read(ctx, oid, 0, 0)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s after catch-up: %v (%d bytes, want %d)", oid, err, len(got), len(data))
 		}
 	}
-	// and it holds every object: stop the two others and read through it
-	// alone — first below min_size (2), where writes must not be accepted
+	waitClean(ctx, t, cl, p.ID())
+	// and once recovery is done it holds every object: stop the two
+	// others and read through it alone — first below min_size (2), where writes must not be accepted
 	for _, i := range []int{0, 1} {
 		osds[i].Close()
 		if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": strconv.Itoa(i)}); err != nil {
@@ -629,4 +631,45 @@ func TestReadsSeeWholeWrites(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	t.Logf("%d reads raced %d overwrites", reads.Load(), writes)
+}
+
+// waitClean waits until every PG of the pool reports active+clean on its
+// primary (recovery runs in the background once a PG is active).
+func waitClean(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) {
+	t.Helper()
+	for {
+		clean, want := 0, -1
+		var states []string
+		if err := cl.RefreshMap(ctx); err == nil {
+			m := cl.Map()
+			if p, err := m.Pool(pool); err == nil {
+				want = int(p.PGNum)
+			}
+			for o := range m.OSDs {
+				if !m.OSDs[o].Up {
+					continue
+				}
+				st, err := cl.OSDStats(ctx, int32(o))
+				if err != nil {
+					continue
+				}
+				for _, pg := range st.PGs {
+					if strings.HasPrefix(pg.PGID, strconv.FormatInt(pool, 10)+".") {
+						states = append(states, pg.PGID+" "+pg.State)
+						if pg.State == "active+clean" {
+							clean++
+						}
+					}
+				}
+			}
+		}
+		if clean == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pool %d: %d of %d pgs active+clean: %v", pool, clean, want, states)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -23,6 +23,7 @@ type memberInfo struct {
 	info      Info
 	entries   []LogEntry
 	intervals [][]int32 // its earlier acting sets that may have taken writes
+	missing   map[string]bool
 }
 
 // peer brings the acting set of interval iv to one history and activates
@@ -40,6 +41,7 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 		pg.toRecover.Store(0)
 		err := once(ctx, iv)
 		if err == nil {
+			pg.recoverAll(ctx)
 			return
 		}
 		if ctx.Err() != nil {
@@ -63,18 +65,15 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	acting, addrs, past := pg.acting, pg.addrs, slices.Clone(pg.past)
-	self := memberInfo{id: d.id, info: pg.log.info, entries: append([]LogEntry(nil), pg.log.entries...)}
-	poolSize := pg.pool.Size
+	acting, addrs, past := pg.acting, pg.addrs, slices.Clone(pg.strays)
+	self := memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
 	pg.mu.Unlock()
-	var reservation recoveryReservation
-	defer reservation.release()
 	m, _ := d.curMap()
 
-	// 1. every member's info and log
+	// 1. every member's info, log and missing set
 	members := []memberInfo{self}
 	for i, o := range acting {
-		if o == d.id {
+		if o == d.id || o == osdmap.NoOSD {
 			continue
 		}
 		mi, err := pg.query(ctx, iv, o, addrs[i])
@@ -83,15 +82,27 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		}
 		members = append(members, mi)
 	}
-	// earlier members that are up may hold newer writes (the PG moved)
+	// earlier members that are up may hold newer writes (the PG moved),
+	// or the only copies of objects the acting set lacks
+	for _, mi := range members {
+		for _, acting := range mi.intervals {
+			past = append(past, acting...)
+		}
+	}
+	pg.mu.Lock()
+	for _, acting := range pg.intervals {
+		past = append(past, acting...)
+	}
+	pg.mu.Unlock()
+	slices.Sort(past)
 	var others []memberInfo
-	for _, o := range past {
-		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up {
+	for _, o := range slices.Compact(past) {
+		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up || slices.Contains(acting, o) {
 			continue
 		}
 		mi, err := pg.query(ctx, iv, o, m.OSDs[o].Addr)
 		if err != nil {
-			return fmt.Errorf("past member: %w", err)
+			return fmt.Errorf("former member: %w", err)
 		}
 		others = append(others, mi)
 	}
@@ -107,65 +118,68 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 			auth = i
 		}
 	}
-	// 3. bring ourselves up to it
-	if auth != 0 {
-		a := all[auth]
-		missing, err := pg.missing(ctx, a, self)
+	a := all[auth]
+	// 3. what each copy lacks in that history
+	rec := &recovery{members: members, peers: all, lacks: map[int32]map[string]bool{}}
+	for _, mi := range all {
+		set, backfill, err := pg.lacks(ctx, a, mi)
 		if err != nil {
 			return err
 		}
-		err = pg.copyObjects(ctx, &reservation, missing, func(oid string) error {
-			obj, err := pg.pull(ctx, iv, a, oid)
-			if err != nil {
-				return err
-			}
-			return pg.install(oid, obj, nil)
-		})
-		if err != nil {
-			return err
-		}
-		if err := pg.adoptLog(iv, a.info, a.entries); err != nil {
-			return err
-		}
-		d.log.Info("caught up", "pg", pg.id, "from", a.id, "objects", len(missing), "last_update", a.info.LastUpdate)
-		pg.mu.Lock()
-		self = memberInfo{id: d.id, info: pg.log.info, entries: append([]LogEntry(nil), pg.log.entries...)}
-		pg.mu.Unlock()
+		rec.lacks[mi.id] = set
+		rec.backfill = rec.backfill || (backfill && slices.ContainsFunc(members, func(x memberInfo) bool { return x.id == mi.id }))
 	}
-	// 4. bring every other member up to us
-	for _, m := range members[1:] {
-		if m.info.LastUpdate == self.info.LastUpdate && m.info.Objects == self.info.Objects {
+	// 4. every member adopts it with its missing set, ours first
+	if auth != 0 || !maps.Equal(self.missing, rec.lacks[d.id]) {
+		if err := pg.adoptLog(iv, a.info, a.entries, slices.Sorted(maps.Keys(rec.lacks[d.id]))); err != nil {
+			return err
+		}
+	}
+	for _, mi := range members[1:] {
+		lacks := rec.lacks[mi.id]
+		if mi.info.LastUpdate == a.info.LastUpdate && mi.info.Objects == a.info.Objects && maps.Equal(mi.missing, lacks) {
 			continue
 		}
-		missing, err := pg.missing(ctx, self, m)
-		if err != nil {
-			return err
+		msg := &peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries, Missing: slices.Sorted(maps.Keys(lacks))}
+		if _, err := d.call(ctx, mi.id, mi.addr, msgPGLog, msg.encode()); err != nil {
+			return fmt.Errorf("log to osd.%d: %w", mi.id, err)
 		}
-		err = pg.copyObjects(ctx, &reservation, missing, func(oid string) error {
-			obj, err := pg.readWhole(oid)
-			if err != nil {
-				return err
-			}
-			return pg.push(ctx, iv, m, oid, obj)
-		})
-		if err != nil {
-			return err
-		}
-		if _, err := d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: self.info, Entries: self.entries}).encode()); err != nil {
-			return fmt.Errorf("log to osd.%d: %w", m.id, err)
-		}
-		d.log.Info("recovered member", "pg", pg.id, "osd", m.id, "objects", len(missing), "last_update", self.info.LastUpdate)
 	}
-	return pg.activate(iv, len(acting) < poolSize)
+	if n := rec.count(); n > 0 {
+		d.log.Info("peered; recovering", "pg", pg.id, "from", a.id, "object_copies", n, "backfill", rec.backfill, "last_update", a.info.LastUpdate)
+	} else {
+		rec = nil
+	}
+	return pg.activate(ctx, iv, rec)
 }
 
-// activate makes the PG serve I/O after peering in interval iv and tells
-// the other members, which forget their earlier intervals too.
-func (pg *PG) activate(iv uint64, degraded bool) error {
-	if err := pg.setActive(iv, degraded); err != nil {
+// activate makes the PG serve I/O after peering in interval iv.
+//
+// rec (replicated PGs) is the recovery still to do: the PG serves I/O
+// while the primary recovers in the background, and the earlier
+// intervals and members are remembered until it is done (they may hold
+// the only copies of objects the acting set lacks). Without it, the
+// other members are told at once that the earlier intervals are settled.
+func (pg *PG) activate(ctx context.Context, iv uint64, rec *recovery) error {
+	if err := pg.setActive(ctx, iv, rec); err != nil {
 		return err
 	}
+	if rec == nil {
+		pg.settled(iv)
+	}
+	return nil
+}
+
+// settled forgets the earlier intervals, here and on the other members
+// (every acting copy now holds every write they took), and has the
+// former members delete their copies if the PG is clean.
+func (pg *PG) settled(iv uint64) {
 	pg.mu.Lock()
+	if pg.interval != iv {
+		pg.mu.Unlock()
+		return
+	}
+	pg.intervals = nil
 	acting, addrs := pg.acting, pg.addrs
 	pg.mu.Unlock()
 	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
@@ -173,16 +187,16 @@ func (pg *PG) activate(iv uint64, degraded bool) error {
 		if o != pg.osd.id && o != osdmap.NoOSD {
 			ctx, cancel := context.WithTimeout(pg.osd.ctx, 5*time.Second)
 			if _, err := pg.osd.call(ctx, o, addrs[i], msgActivated, msg); err != nil {
-				pg.osd.log.Warn("telling a member the pg is active", "pg", pg.id, "osd", o, "err", err)
+				pg.osd.log.Warn("telling a member the pg is settled", "pg", pg.id, "osd", o, "err", err)
 			}
 			cancel()
 		}
 	}
-	return nil
+	pg.purgeStrays(iv)
 }
 
-// handleActivated: the primary activated the PG in this interval, so the
-// writes of every earlier interval are in its history.
+// handleActivated: the primary's copy and every member's hold the writes
+// of every earlier interval.
 func (pg *PG) handleActivated(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
@@ -192,18 +206,17 @@ func (pg *PG) handleActivated(pm *peerMsg) error {
 	return nil
 }
 
-func (pg *PG) setActive(iv uint64, degraded bool) error {
+// setActive activates the PG unless ctx, its peering's, was cancelled:
+// peering began again (repeer, in the same interval, cancels it under
+// pg.mu), and only the newest peering's plan may become the PG's.
+func (pg *PG) setActive(ctx context.Context, iv uint64, rec *recovery) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != iv {
+	if pg.interval != iv || ctx.Err() != nil {
 		return context.Canceled
 	}
-	pg.state = stateClean
-	if degraded {
-		pg.state = stateDegraded
-	}
-	pg.cancel = nil
-	pg.past, pg.intervals = nil, nil
+	pg.state = stateActive
+	pg.rec = rec
 	clear(pg.pending)
 	pg.notify()
 	return nil
@@ -231,7 +244,9 @@ func (r *recoveryReservation) release() {
 // recovery holds at most that many objects in memory (each at most
 // osd_max_object_size) — pausing osd_recovery_sleep after each, once the
 // PG holds a recovery reservation.
-func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []string, copy func(oid string) error) error {
+//
+// reserved, if set, is called once the reservation is held.
+func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []string, copy func(oid string) error, reserved func()) error {
 	if len(oids) == 0 {
 		return nil
 	}
@@ -243,7 +258,9 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []
 		}
 		res.s, res.limit = &d.reserved, limit
 	}
-	pg.toRecover.Add(int64(len(oids)))
+	if reserved != nil {
+		reserved()
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -273,9 +290,7 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []
 				}
 				mu.Unlock()
 				cancel()
-				return
 			}
-			pg.toRecover.Add(-1)
 		}()
 	}
 	wg.Wait()
@@ -342,35 +357,52 @@ func (pg *PG) query(ctx context.Context, iv uint64, o int32, addr string) (membe
 	if err != nil {
 		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
 	}
-	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries, intervals: pm.Intervals}, nil
+	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries, intervals: pm.Intervals, missing: nameSet(pm.Missing)}, nil
 }
 
 // pull reads an object whole (data, attributes, omap; Exists false if
 // absent) from member m, this OSD included.
 func (pg *PG) pull(ctx context.Context, iv uint64, m memberInfo, oid string) (*objState, error) {
+	obj, _, err := pg.pullUpTo(ctx, iv, m, oid, 0)
+	return obj, err
+}
+
+// pullUpTo pulls an object whose data is at most max bytes (0: any size);
+// a larger one is not sent: obj is nil and size says how large it is.
+func (pg *PG) pullUpTo(ctx context.Context, iv uint64, m memberInfo, oid string, max uint64) (obj *objState, size uint64, err error) {
 	if m.id == pg.osd.id {
-		return pg.readWhole(oid)
+		obj, err := pg.readWhole(oid)
+		return obj, 0, err
 	}
-	b, err := pg.osd.call(ctx, m.id, m.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid}).encode())
+	b, err := pg.osd.call(ctx, m.id, m.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Len: max}).encode())
 	if err != nil {
-		return nil, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+		return nil, 0, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
 	}
 	pm, err := decodePeerMsg(b)
 	if err != nil {
-		return nil, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+		return nil, 0, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+	}
+	if pm.Obj == nil && max > 0 && pm.Len > max {
+		return nil, pm.Len, nil
 	}
 	if pm.Obj == nil {
-		return nil, fmt.Errorf("%w: pull %s from osd.%d: no object in the reply", osdop.ErrInvalid, oid, m.id)
+		return nil, 0, fmt.Errorf("%w: pull %s from osd.%d: no object in the reply", osdop.ErrInvalid, oid, m.id)
 	}
-	return pm.Obj, nil
+	return pm.Obj, 0, nil
 }
 
-// push installs obj (or its absence) as oid on member m, this OSD included.
+// push installs obj (or its absence) as oid on member m, this OSD
+// included. The caller read obj under the object's lock and holds it
+// still: obj is the object as of our log's head, which the push carries
+// so that a member never takes a push older than a write it logged.
 func (pg *PG) push(ctx context.Context, iv uint64, m memberInfo, oid string, obj *objState) error {
+	pg.mu.Lock()
+	at := pg.log.info.LastUpdate
+	pg.mu.Unlock()
 	if m.id == pg.osd.id {
-		return pg.install(oid, obj, nil)
+		return pg.install(oid, obj, at)
 	}
-	if _, err := pg.osd.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj}).encode()); err != nil {
+	if _, err := pg.osd.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj, Prev: at}).encode()); err != nil {
 		return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
 	}
 	return nil
@@ -379,11 +411,12 @@ func (pg *PG) push(ctx context.Context, iv uint64, m memberInfo, oid string, obj
 // missing lists the objects member m must receive to match the
 // authoritative a: those a's log names after the last entry they share,
 // plus those m wrote after it (divergent writes a never saw). When the
-// logs share nothing, every object either holds (a backfill).
-func (pg *PG) missing(ctx context.Context, a, m memberInfo) ([]string, error) {
+// logs share nothing, every object either holds (a backfill: backfill is
+// true).
+func (pg *PG) missing(ctx context.Context, a, m memberInfo) (oids []string, backfill bool, err error) {
 	al := &pgLog{info: a.info, entries: a.entries}
 	if objs, ok := al.since(m.info.LastUpdate); ok {
-		return slices.Sorted(maps.Keys(objs)), nil
+		return slices.Sorted(maps.Keys(objs)), false, nil
 	}
 	inA := map[Version]bool{a.info.LogTail: true}
 	for _, e := range a.entries {
@@ -397,21 +430,21 @@ func (pg *PG) missing(ctx context.Context, a, m memberInfo) ([]string, error) {
 		for _, e := range m.entries[i+1:] {
 			objs[e.OID] = true
 		}
-		return slices.Sorted(maps.Keys(objs)), nil
+		return slices.Sorted(maps.Keys(objs)), false, nil
 	}
 	// no common entry: compare full listings
 	all := map[string]bool{}
 	for _, mem := range []memberInfo{a, m} {
 		names, err := pg.list(ctx, mem)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, n := range names {
 			all[n] = true
 		}
 	}
 	pg.osd.log.Info("backfill: logs do not overlap", "pg", pg.id, "from", a.id, "to", m.id, "objects", len(all))
-	return slices.Sorted(maps.Keys(all)), nil
+	return slices.Sorted(maps.Keys(all)), true, nil
 }
 
 func (pg *PG) list(ctx context.Context, m memberInfo) ([]string, error) {
@@ -487,15 +520,16 @@ func (pg *PG) readWhole(oid string) (*objState, error) {
 	}
 }
 
-// install replaces a local object with obj (or removes it), adding t's
-// operations if t is set.
-func (pg *PG) install(oid string, obj *objState, t *objectstore.Transaction) error {
+// install replaces a local object with obj (or removes it): obj is the
+// object as of version at of the PG's history. A copy this OSD lacks is
+// replaced only by one at least as new as it needs (a push that was
+// overtaken by a write this OSD logged is refused) and is then no longer
+// missing.
+func (pg *PG) install(oid string, obj *objState, at Version) error {
 	if obj == nil {
 		return fmt.Errorf("%w: push of %s without an object", osdop.ErrInvalid, oid)
 	}
-	if t == nil {
-		t = &objectstore.Transaction{}
-	}
+	t := &objectstore.Transaction{}
 	if _, err := pg.osd.store.Stat(pg.coll, oid); err == nil {
 		t.Remove(pg.coll, oid)
 	}
@@ -509,10 +543,30 @@ func (pg *PG) install(oid string, obj *objState, t *objectstore.Transaction) err
 			t.OmapSet(pg.coll, oid, obj.Omap)
 		}
 	}
+	pg.mu.Lock()
+	need, lacked := pg.log.missing[oid]
+	if lacked {
+		if at.Less(need) {
+			pg.mu.Unlock()
+			return fmt.Errorf("%w: pg %s: %s as of %s is older than the %s osd.%d needs", osdop.ErrRetry, pg.id, oid, at, need, pg.osd.id)
+		}
+		t.OmapRm(metaColl, metaOID(pg.coll), []string{missingKey(oid)})
+		delete(pg.log.missing, oid)
+	}
 	if t.Len() == 0 {
+		pg.mu.Unlock()
 		return nil
 	}
-	if err := pg.osd.store.Apply(t); err != nil {
+	done := pg.osd.store.Submit(t) // in order with the PG's other transactions
+	pg.mu.Unlock()
+	if err := <-done; err != nil {
+		if lacked {
+			pg.mu.Lock()
+			if !pg.log.lacks(oid) {
+				pg.log.missing[oid] = need
+			}
+			pg.mu.Unlock()
+		}
 		return fmt.Errorf("install %s: %w", oid, storeErr(err))
 	}
 	pg.osd.perf.recoveryOps.Add(1)
@@ -520,8 +574,9 @@ func (pg *PG) install(oid string, obj *objState, t *objectstore.Transaction) err
 	return nil
 }
 
-// adoptLog makes the authoritative log ours.
-func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry) error {
+// adoptLog makes the authoritative log ours, with the objects our copy
+// lacks in it (missing).
+func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []string) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.interval != iv {
@@ -538,7 +593,7 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry) error {
 		entries[i].Stash = stashed[entries[i].Ver]
 	}
 	var t objectstore.Transaction
-	pg.log.replace(&t, pg.coll, info, entries)
+	pg.log.replace(&t, pg.coll, info, entries, missing)
 	if err := pg.osd.store.Apply(&t); err != nil {
 		return fmt.Errorf("pg %s: adopt log: %w", pg.id, storeErr(err))
 	}
@@ -568,7 +623,8 @@ func (pg *PG) handleQuery(ctx context.Context, pm *peerMsg) ([]byte, error) {
 	}
 	pg.mu.Lock()
 	// writes already submitted must be durable before we describe them
-	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...), Intervals: slices.Clone(pg.intervals)}
+	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...), Intervals: slices.Clone(pg.intervals),
+		Missing: pg.log.missingNames()}
 	pg.mu.Unlock()
 	var t objectstore.Transaction
 	t.Touch(metaColl, metaOID(pg.coll))
@@ -582,6 +638,11 @@ func (pg *PG) handlePull(pm *peerMsg) ([]byte, error) {
 	if err := pg.checkInterval(pm); err != nil {
 		return nil, err
 	}
+	if pm.Len > 0 { // the puller holds memory for Len bytes: larger, say how large
+		if st, err := pg.osd.store.Stat(pg.coll, pm.OID); err == nil && st.Size > pm.Len {
+			return (&peerMsg{PG: pg.id, OID: pm.OID, Len: st.Size}).encode(), nil
+		}
+	}
 	obj, err := pg.readWhole(pm.OID)
 	if err != nil {
 		return nil, err
@@ -593,14 +654,14 @@ func (pg *PG) handlePush(pm *peerMsg) error {
 	if err := pg.checkWrite(pm); err != nil {
 		return err
 	}
-	return pg.install(pm.OID, pm.Obj, nil)
+	return pg.install(pm.OID, pm.Obj, pm.Prev)
 }
 
 func (pg *PG) handleLog(pm *peerMsg) error {
 	if err := pg.checkWrite(pm); err != nil {
 		return err
 	}
-	return pg.adoptLog(pm.Interval, pm.Info, pm.Entries)
+	return pg.adoptLog(pm.Interval, pm.Info, pm.Entries, pm.Missing)
 }
 
 // checkWrite admits a push only from the current interval's primary.
@@ -622,4 +683,12 @@ func (pg *PG) handleList(pm *peerMsg) ([]byte, error) {
 		return nil, storeErr(err)
 	}
 	return (&peerMsg{PG: pg.id, Names: names}).encode(), nil
+}
+
+func nameSet(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
 }

@@ -20,10 +20,8 @@ import (
 // PG states (Ceph's names).
 const (
 	statePeering  = "peering"
-	stateDown     = "down" // peering waits for OSDs of an earlier interval
-	stateActive   = "active"
-	stateClean    = "active+clean"
-	stateDegraded = "active+undersized+degraded"
+	stateDown     = "down"              // peering waits for OSDs of an earlier interval
+	stateActive   = "active"            // serves I/O; stateName adds clean, degraded, recovering...
 	stateInactive = "undersized+peered" // below min_size: no I/O
 	stateReplica  = "replica"
 	stateStray    = "stray"
@@ -46,27 +44,30 @@ type PG struct {
 	state    string
 	log      *pgLog
 	applied  Version // the newest write submitted to the store, in log order
-	// past holds OSDs of earlier acting sets that may hold writes the
-	// current members lack (Ceph's past intervals, simplified: the members
-	// of every acting set since the PG was last active); the primary asks
-	// them too when it peers, and forgets them once the PG is active.
-	past []int32
-	// intervals are the acting sets since the PG was last active here
-	// (that one included) that had min_size members, so may have
-	// accepted writes: peering needs enough of each (Ceph's
+	// intervals are the acting sets since the PG last settled here (every
+	// copy complete; that one included) that had min_size members, so may
+	// have accepted writes: peering needs enough of each (Ceph's
 	// past_intervals and PriorSet; kept in memory only).
 	intervals [][]int32
-	objLocks  map[string]*objLock
-	cancel    context.CancelFunc // of the running peering
+	// strays are OSDs that left the acting set and may still hold a copy —
+	// writes the members lack, or the only copies of objects they lack: the
+	// primary asks them too when it peers, and tells them to delete their
+	// copies once the PG is clean.
+	strays   []int32
+	objLocks map[string]*objLock
+	cancel   context.CancelFunc // of the running peering
 	// erasure-coded PGs: this OSD's shard (its position in acting), and on
 	// the primary the seqs of writes not yet on every shard
 	isEC    bool
 	shard   int
 	pending map[uint64]bool
 	scrub   pgScrub
-	// toRecover counts the objects the running peering still has to copy
-	// (to this OSD or from it), for `shoal status`.
+	// toRecover counts the objects an erasure-coded PG's running peering
+	// still has to rebuild, for `shoal status`.
 	toRecover atomic.Int64
+	// rec is a replicated PG's recovery after activation, on its primary
+	// (nil when every acting member's copy is complete).
+	rec *recovery
 }
 
 type objLock struct {
@@ -90,7 +91,7 @@ func (pg *PG) setShard(pos int) {
 	if pg.log.info.LastUpdate != (Version{}) {
 		pg.osd.log.Warn("holding another shard of the pg now: its copy will be rebuilt", "pg", pg.id, "was", pg.log.info.Shard, "now", pos)
 		var t objectstore.Transaction
-		pg.log.replace(&t, pg.coll, Info{Shard: int32(pos)}, nil)
+		pg.log.replace(&t, pg.coll, Info{Shard: int32(pos)}, nil, nil)
 		if err := pg.osd.store.Apply(&t); err != nil {
 			pg.osd.log.Error("reset pg log", "pg", pg.id, "err", err)
 		}
@@ -148,16 +149,17 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.cancel()
 		pg.cancel = nil
 	}
+	pg.rec = nil
 	old := pg.acting
 	if pg.interval == 0 {
 		old = prev
 	}
 	for _, o := range old {
-		if o >= 0 && !slices.Contains(mp.Acting, o) && !slices.Contains(pg.past, o) {
-			pg.past = append(pg.past, o)
+		if o >= 0 && !slices.Contains(mp.Acting, o) && !slices.Contains(pg.strays, o) {
+			pg.strays = append(pg.strays, o)
 		}
 	}
-	pg.past = slices.DeleteFunc(pg.past, func(o int32) bool { return slices.Contains(mp.Acting, o) })
+	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) })
 	if pool != nil && osdmap.Members(old) >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
 		pg.intervals = append(pg.intervals, slices.Clone(old))
 	}
@@ -193,7 +195,7 @@ func (pg *PG) waitActive(ctx context.Context) error {
 		state, ch := pg.state, pg.changed
 		pg.mu.Unlock()
 		switch state {
-		case stateClean, stateDegraded, stateActive:
+		case stateActive:
 			return nil
 		case stateReplica, stateStray:
 			return fmt.Errorf("%w: osd.%d is not the primary of pg %s", osdop.ErrRetry, pg.osd.id, pg.id)
@@ -277,6 +279,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		return nil, err
 	}
 	defer unlock()
+	if err := pg.recoverFor(ctx, req.OID, true); err != nil {
+		return nil, err
+	}
 	d := pg.osd
 	var x *prepared
 	if cd != nil {
@@ -288,10 +293,15 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		return nil, err
 	}
 	pg.mu.Lock()
-	if s := pg.state; s != stateClean && s != stateDegraded && s != stateActive {
+	if s := pg.state; s != stateActive {
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, s)
 	}
+	if pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) { // peering began since recoverFor
+		pg.mu.Unlock()
+		return nil, fmt.Errorf("%w: pg %s: %s is not recovered yet", osdop.ErrRetry, pg.id, req.OID)
+	}
+	pg.rec.written(req.OID)
 	if cd != nil && pg.shard >= len(x.shards) {
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s: shard %d of %d", osdop.ErrRetry, pg.id, pg.shard, len(x.shards))
@@ -438,6 +448,7 @@ func (pg *PG) repeer() {
 		pg.cancel()
 	}
 	pg.state = statePeering
+	pg.rec = nil
 	ctx, cancel := context.WithCancel(pg.osd.ctx)
 	pg.cancel = cancel
 	iv := pg.interval
@@ -501,6 +512,12 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 		pg.mu.Lock()
 	}
 	txn, entry := pm.Txn, pm.Entry
+	if pg.log.lacks(entry.OID) {
+		// our copy is stale: log the write only; recovery brings the
+		// object whole, this version or a newer one
+		txn = &objectstore.Transaction{}
+		pg.log.need(txn, pg.coll, entry.OID, entry.Ver)
+	}
 	if pg.isEC {
 		txn = &objectstore.Transaction{}
 		pg.stash(txn, &entry, exists, pm.Txn)
@@ -529,10 +546,66 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 	if pg.primary != pg.osd.id || pg.state == stateStray {
 		return osdop.PGStats{}, false
 	}
-	return osdop.PGStats{PGID: pg.id.String(), State: pg.state + pg.scrubState(), Acting: slices.Clone(pg.acting),
+	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateName() + pg.scrubState(), Acting: slices.Clone(pg.acting),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
-		ToRecover: pg.toRecover.Load(), Size: poolSize(pg.pool)}, true
+		ToRecover: pg.toRecover.Load() + pg.rec.count(), Misplaced: pg.rec.misplaced(poolSize(pg.pool)), Size: poolSize(pg.pool)}, true
+}
+
+// stateName is the PG's state as Ceph names it (pg.mu is held): an active
+// PG is clean when its acting set is full and every copy complete;
+// otherwise undersized (a short acting set), degraded (copies missing
+// with fewer than the pool's size left anywhere) and/or remapped (copies
+// moving, as many as the pool's size still held, former members'
+// included), recovering (backfilling for a copy rebuilt whole) or waiting
+// for a recovery reservation (recovery_wait, backfill_wait) or for room
+// (…_toofull), in the order of Ceph's pg_state_string.
+func (pg *PG) stateName() string {
+	if pg.state != stateActive {
+		return pg.state
+	}
+	if pg.isClean() {
+		return "active+clean"
+	}
+	s, backfill := "active", ""
+	r := pg.rec
+	n := r.count()
+	if n > 0 {
+		switch {
+		case r.backfill && r.toofull:
+			backfill = "+backfill_toofull"
+		case r.backfill && r.running:
+			backfill = "+backfilling"
+		case r.backfill:
+			backfill = "+backfill_wait"
+		case r.toofull:
+			s += "+recovery_toofull"
+		case r.running:
+			s += "+recovering"
+		default:
+			s += "+recovery_wait"
+		}
+	}
+	misplaced := r.misplaced(poolSize(pg.pool))
+	if pg.undersized() {
+		s += "+undersized"
+	}
+	if pg.undersized() || n > misplaced {
+		s += "+degraded"
+	}
+	if misplaced > 0 {
+		s += "+remapped"
+	}
+	return s + backfill
+}
+
+// isClean: active, a full acting set, every copy complete (pg.mu held).
+func (pg *PG) isClean() bool {
+	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0
+}
+
+func (pg *PG) undersized() bool {
+	return pg.pool != nil && osdmap.Members(pg.acting) < pg.pool.Size
 }
 
 func poolSize(p *osdmap.Pool) int {

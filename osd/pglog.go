@@ -3,6 +3,8 @@ package osd
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
@@ -123,9 +125,35 @@ type pgLog struct {
 	info    Info
 	entries []LogEntry
 	reqs    map[[2]uint64]Version
+	// missing holds the objects this copy lacks, or holds older than its
+	// log says, since it adopted an authoritative log at peering, each
+	// with the version a copy installed by recovery must be at least as
+	// new as (Ceph's pg_missing_t and its need): the log's head when
+	// adopted, raised by each write logged here without being applied.
+	// They are not read or written here until recovery installs them.
+	// Persisted beside the log ("m"+name keys), so a restart never
+	// mistakes a stale copy for a current one.
+	missing map[string]Version
 }
 
-func newPGLog() *pgLog { return &pgLog{reqs: map[[2]uint64]Version{}} }
+func newPGLog() *pgLog { return &pgLog{reqs: map[[2]uint64]Version{}, missing: map[string]Version{}} }
+
+func missingKey(oid string) string { return "m" + oid }
+
+func (l *pgLog) lacks(oid string) bool {
+	_, ok := l.missing[oid]
+	return ok
+}
+
+// need records, in memory and in t, that this copy of oid must be
+// replaced by one at least as new as v.
+func (l *pgLog) need(t *objectstore.Transaction, c objectstore.Coll, oid string, v Version) {
+	l.missing[oid] = v
+	t.OmapSet(metaColl, metaOID(c), []objectstore.KV{{Key: missingKey(oid), Value: v.bytes()}})
+}
+
+// missingNames lists the objects this copy lacks.
+func (l *pgLog) missingNames() []string { return slices.Sorted(maps.Keys(l.missing)) }
 
 // add appends e to the log and to t (with the new info); it trims the log
 // to min entries once it passes max.
@@ -162,14 +190,22 @@ func (l *pgLog) persistInfo(t *objectstore.Transaction, c objectstore.Coll) {
 	t.SetAttr(metaColl, metaOID(c), "info", enc.Bytes())
 }
 
-// replace makes the log a copy of an authoritative one (after catching
-// up), in memory and in t.
-func (l *pgLog) replace(t *objectstore.Transaction, c objectstore.Coll, info Info, entries []LogEntry) {
+// replace makes the log a copy of an authoritative one, with the objects
+// this copy lacks in it, in memory and in t.
+//
+// A copy of an object it lacks must be at least as new as the log's head.
+func (l *pgLog) replace(t *objectstore.Transaction, c objectstore.Coll, info Info, entries []LogEntry, missing []string) {
 	l.info = info
 	l.entries = append([]LogEntry(nil), entries...)
 	l.reqs = map[[2]uint64]Version{}
+	l.missing = map[string]Version{}
+	t.Touch(metaColl, metaOID(c)) // a copy that never wrote has none yet
 	t.OmapClear(metaColl, metaOID(c))
-	kvs := make([]objectstore.KV, 0, len(entries))
+	kvs := make([]objectstore.KV, 0, len(entries)+len(missing))
+	for _, oid := range missing {
+		l.missing[oid] = info.LastUpdate
+		kvs = append(kvs, objectstore.KV{Key: missingKey(oid), Value: info.LastUpdate.bytes()})
+	}
 	for _, e := range entries {
 		if e.Client != 0 {
 			l.reqs[[2]uint64{e.Client, e.Tid}] = e.Ver
@@ -195,6 +231,19 @@ func loadPGLog(s objectstore.Store, c objectstore.Coll) (*pgLog, error) {
 	l.info = decodeInfo(d)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("pg %s info: %w", c, err)
+	}
+	for after := ""; ; {
+		kvs, more, err := s.OmapList(metaColl, metaOID(c), after, "m", 1024)
+		if err != nil {
+			return nil, fmt.Errorf("pg %s missing set: %w", c, err)
+		}
+		for _, kv := range kvs {
+			l.missing[kv.Key[1:]] = versionFrom(kv.Value)
+			after = kv.Key
+		}
+		if !more || len(kvs) == 0 {
+			break
+		}
 	}
 	after := ""
 	for {

@@ -25,19 +25,19 @@ func TestMissingFromLog(t *testing.T) {
 	auth := memberInfo{id: 0, info: Info{LastUpdate: Version{5, 10}}, entries: authE}
 	// behind: has up to seq 7
 	behind := memberInfo{id: 1, info: Info{LastUpdate: Version{5, 7}}, entries: authE[:7]}
-	got, err := pg.missing(ctx, auth, behind)
-	if err != nil || !reflect.DeepEqual(got, []string{"i", "j", "k"}) {
-		t.Fatalf("behind: %v %v", got, err)
+	got, backfill, err := pg.missing(ctx, auth, behind)
+	if err != nil || backfill || !reflect.DeepEqual(got, []string{"i", "j", "k"}) {
+		t.Fatalf("behind: %v %v %v", got, backfill, err)
 	}
 	// up to date
-	if got, _ := pg.missing(ctx, auth, auth); len(got) != 0 {
+	if got, _, _ := pg.missing(ctx, auth, auth); len(got) != 0 {
 		t.Fatalf("current member misses %v", got)
 	}
 	// divergent: a deposed primary wrote seq 8, 9 at epoch 4 that nobody else saw
 	div := append(append([]LogEntry(nil), authE[:7]...), LogEntry{Ver: Version{4, 8}, OID: "zz"}, LogEntry{Ver: Version{4, 9}, OID: "yy"})
 	dm := memberInfo{id: 2, info: Info{LastUpdate: Version{4, 9}}, entries: div}
-	got, err = pg.missing(ctx, auth, dm)
-	if err != nil || !reflect.DeepEqual(got, []string{"i", "j", "k", "yy", "zz"}) {
+	got, backfill, err = pg.missing(ctx, auth, dm)
+	if err != nil || backfill || !reflect.DeepEqual(got, []string{"i", "j", "k", "yy", "zz"}) {
 		t.Fatalf("divergent: %v %v", got, err)
 	}
 }

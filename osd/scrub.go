@@ -242,7 +242,7 @@ var errScrubAborted = errors.New("scrub aborted: the pg changed")
 // committed). pg.mu is not held.
 func (pg *PG) blockChunk(iv uint64, from, to string) error {
 	pg.mu.Lock()
-	if pg.interval != iv || pg.state != stateClean {
+	if pg.interval != iv || !pg.isClean() {
 		pg.mu.Unlock()
 		return errScrubAborted
 	}
@@ -277,8 +277,8 @@ func (pg *PG) unblockChunk() {
 func (pg *PG) runScrub(ctx context.Context, kind int) error {
 	d := pg.osd
 	pg.mu.Lock()
-	if pg.primary != d.id || pg.state != stateClean {
-		st := pg.state
+	if pg.primary != d.id || !pg.isClean() {
+		st := pg.stateName()
 		pg.mu.Unlock()
 		return fmt.Errorf("%w: pg %s is %s (scrubs need active+clean)", errScrubAborted, pg.id, st)
 	}
@@ -645,7 +645,7 @@ func (d *OSD) nextScrub(now time.Time) (*PG, int) {
 	bestKind, bestWait := scrubNone, time.Duration(0)
 	for _, pg := range pgs {
 		pg.mu.Lock()
-		ok := pg.primary == d.id && pg.state == stateClean
+		ok := pg.primary == d.id && pg.isClean()
 		req, last, lastDeep := pg.scrub.requested, pg.scrub.last, pg.scrub.lastDeep
 		if ok && req != scrubNone {
 			pg.scrub.requested = scrubNone

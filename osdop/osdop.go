@@ -401,10 +401,15 @@ type PGStats struct {
 	LastScrub     time.Time `json:"last_scrub_stamp"`
 	LastDeepScrub time.Time `json:"last_deep_scrub_stamp"`
 	ScrubErrors   int       `json:"num_scrub_errors"`
-	// ToRecover: objects a peering PG still copies before it serves I/O;
+	// ToRecover: the object copies the acting members still lack (a
+	// replicated PG recovers them while it serves I/O; an erasure-coded
+	// one rebuilds its shards while peering);
 	// Size: the pool's replica (or k+m shard) count, against which an
 	// undersized acting set's missing copies are counted.
 	ToRecover int64 `json:"objects_to_recover"`
+	// Misplaced: those of ToRecover whose object still has the pool's
+	// size of current copies, on former members (moving, not at risk).
+	Misplaced int64 `json:"objects_misplaced"`
 	Size      int   `json:"pool_size"`
 }
 

@@ -62,12 +62,15 @@ type Status struct {
 	UsedKB   uint64         `json:"kb_used"`
 	TotalKB  uint64         `json:"kb_total"`
 	// Degraded counts the object copies missing from undersized PGs (active
-	// or not), out
-	// of Copies (every object times its pool's size); ToRecover the
-	// objects peering PGs still copy; the rates are the OSDs' recovery
-	// over the last second (Ceph's degraded_objects, degraded_total,
-	// recovering_objects_per_sec, recovering_bytes_per_sec).
+	// or not) and those the acting members still lack (ToRecover: recovery's
+	// backlog) but for the Misplaced ones (still held, pool-size times, by
+	// former members: moving, not at risk), out of Copies (every object
+	// times its pool's size); the
+	// rates are the OSDs' recovery over the last second (Ceph's
+	// degraded_objects, degraded_total, recovering_objects_per_sec,
+	// recovering_bytes_per_sec).
 	Degraded          int64         `json:"degraded_objects"`
+	Misplaced         int64         `json:"misplaced_objects"`
 	Copies            int64         `json:"degraded_total"`
 	ToRecover         int64         `json:"objects_to_recover"`
 	RecoveryOpsRate   float64       `json:"recovering_objects_per_sec"`
@@ -144,7 +147,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			reported[pg.PGID] = pg
 		}
 	}
-	var unknown, inactive, degraded, inconsistent []string
+	var unknown, inactive, degraded, misplaced, inconsistent []string
 	scrubErrors := 0
 	for _, id := range m.PoolIDs() {
 		p, _ := m.Pool(id)
@@ -167,11 +170,15 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			if n := osdmap.Members(r.Acting); n < r.Size {
 				s.Degraded += r.Objects * int64(r.Size-n)
 			}
+			s.Degraded += r.ToRecover - r.Misplaced
+			s.Misplaced += r.Misplaced
 			switch {
 			case !strings.HasPrefix(r.State, "active"):
 				inactive = append(inactive, pgid+" is "+r.State)
-			case !strings.HasPrefix(r.State, "active+clean"):
+			case strings.Contains(r.State, "+degraded"):
 				degraded = append(degraded, pgid+" is "+r.State)
+			case !strings.HasPrefix(r.State, "active+clean"):
+				misplaced = append(misplaced, pgid+" is "+r.State)
 			}
 			if strings.Contains(r.State, "+inconsistent") {
 				inconsistent = append(inconsistent, fmt.Sprintf("pg %s is %s, acting %v; see `shoal pg list-inconsistent %s`, fix with `shoal pg repair %s`", pgid, r.State, r.Acting, pgid, pgid))
@@ -233,6 +240,13 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			sum = fmt.Sprintf("Degraded data redundancy: %d/%d objects degraded (%.3f%%), %d pgs degraded", s.Degraded, s.Copies, float64(s.Degraded)*100/float64(s.Copies), len(degraded))
 		}
 		s.Checks = append(s.Checks, Check{Warn, sum, head(degraded)})
+	}
+	if len(misplaced) > 0 || s.Misplaced > 0 {
+		sum := fmt.Sprintf("%d pgs remapped: data moving to their new OSDs", len(misplaced))
+		if s.Misplaced > 0 && s.Copies > 0 {
+			sum = fmt.Sprintf("%d/%d objects misplaced (%.3f%%)", s.Misplaced, s.Copies, float64(s.Misplaced)*100/float64(s.Copies))
+		}
+		s.Checks = append(s.Checks, Check{Warn, sum, head(misplaced)})
 	}
 	if scrubErrors > 0 {
 		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d scrub errors", scrubErrors), nil})

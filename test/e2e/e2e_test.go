@@ -66,6 +66,20 @@ func startUp(t *testing.T, args ...string) *tcluster {
 	c := &tcluster{t: t, data: t.TempDir()}
 	c.up(args...)
 	t.Cleanup(func() {
+		// SHOAL_E2E_DUMP=DIR: a failed test's daemons dump their goroutines
+		// into their logs (SIGQUIT), which are copied to DIR
+		if dir := os.Getenv("SHOAL_E2E_DUMP"); t.Failed() && dir != "" {
+			pids, _ := filepath.Glob(filepath.Join(c.data, "run", "*.pid"))
+			for _, pf := range pids {
+				b, _ := os.ReadFile(pf)
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				syscall.Kill(pid, syscall.SIGQUIT)
+				for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			exec.Command("cp", "-r", filepath.Join(c.data, "log"), filepath.Join(dir, t.Name())).Run()
+		}
 		out, err := exec.Command(shoalBin, "down", "--data", c.data).CombinedOutput()
 		if err != nil {
 			t.Logf("down: %v\n%s", err, out)
@@ -156,11 +170,19 @@ func (c *tcluster) connect(ctx context.Context) *client.Conn {
 // pool opens the pool "data" on a new connection.
 func (c *tcluster) pool(ctx context.Context) *client.Pool {
 	c.t.Helper()
-	p, err := c.connect(ctx).Pool(ctx, "data")
+	_, p := c.connPool(ctx)
+	return p
+}
+
+// connPool connects a client and opens the "data" pool.
+func (c *tcluster) connPool(ctx context.Context) (*client.Conn, *client.Pool) {
+	c.t.Helper()
+	conn := c.connect(ctx)
+	p, err := conn.Pool(ctx, "data")
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return p
+	return conn, p
 }
 
 func (c *tcluster) health() string {
@@ -844,9 +866,9 @@ func TestAddOSD(t *testing.T) {
 }
 
 // TestKillDuringCatchUp: an OSD that returns after missing writes is
-// killed with SIGKILL as soon as its first PG has caught up, while the
-// others still copy; restarted, it finishes, and then serves every object
-// on its own.
+// killed with SIGKILL as soon as the first PG it leads has recovered,
+// while the others still copy (their missing sets half filled);
+// restarted, it finishes, and then serves every object on its own.
 func TestKillDuringCatchUp(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -867,7 +889,7 @@ func TestKillDuringCatchUp(t *testing.T) {
 	c.kill9("osd.2")
 	c.must("osd", "down", "2")
 	write(100, 500) // osd.2 misses 400 writes over 300 objects
-	// start osd.2 by hand and kill it when its first PG has caught up
+	// start osd.2 by hand and kill it when its first PG has recovered
 	logPath := filepath.Join(c.data, "log", "osd.2.log")
 	before, _ := os.ReadFile(logPath)
 	osd := exec.Command(shoalBin, "osd", "--conf", filepath.Join(c.data, "shoal.conf"), "--data", filepath.Join(c.data, "osd.2"))
@@ -876,19 +898,19 @@ func TestKillDuringCatchUp(t *testing.T) {
 	}
 	for {
 		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b[len(before):], []byte("msg=\"caught up\"")) {
+		if bytes.Contains(b[len(before):], []byte("msg=recovered")) {
 			break
 		}
 		if ctx.Err() != nil {
 			osd.Process.Kill()
-			t.Fatal("osd.2 never caught up a PG")
+			t.Fatal("osd.2 never recovered a PG")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	osd.Process.Kill() // SIGKILL
 	osd.Wait()
 	b, _ := os.ReadFile(logPath)
-	t.Logf("killed osd.2 after %d PG catch-ups", bytes.Count(b[len(before):], []byte("msg=\"caught up\"")))
+	t.Logf("killed osd.2 after %d of its PGs recovered", bytes.Count(b[len(before):], []byte("msg=recovered")))
 	c.up() // restarts osd.2, waits for HEALTH_OK
 	verify := func(when string) {
 		for oid, data := range want {

@@ -472,6 +472,25 @@ func deepScrubAll(ctx context.Context, t *testing.T, conn *client.Conn, pool int
 	}
 }
 
+// checkLoad stops the load and checks what it wrote: no op failed, every
+// acknowledged write reads back, the pool's PGs count exactly the objects
+// written, and a deep scrub of every PG finds their copies identical. It
+// reports whether the test may go on.
+func (c *tcluster) checkLoad(ctx context.Context, l *load, conn *client.Conn, p *client.Pool, when string) bool {
+	t := c.t
+	t.Helper()
+	l.finish()
+	if t.Failed() {
+		return false
+	}
+	l.verify(ctx, when)
+	if n, wrong := c.poolObjects(ctx, conn, p); n != len(l.acked) {
+		t.Fatalf("%s: the pool's PGs count %d objects, %d were written: %v", when, n, len(l.acked), wrong)
+	}
+	deepScrubAll(ctx, t, conn, p.ID())
+	return !t.Failed()
+}
+
 // TestOSDLossRecoveryAndReturn: under a verifying read/write load on 4
 // OSDs, kill -9 one. Its peers report it and the MONs mark it down (I/O
 // goes on), then out after mon_osd_down_out_interval; its PGs recover
@@ -484,11 +503,7 @@ func TestOSDLossRecoveryAndReturn(t *testing.T) {
 	c.must("config", "set", "global", "mon_osd_down_out_interval", "5")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	conn := c.connect(ctx)
-	p, err := conn.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, p := c.connPool(ctx)
 	l := startLoad(ctx, t, p, 4, 2, 50)
 	l.waitOps(ctx, 400, "before the kill")
 	killed := time.Now()
@@ -505,15 +520,9 @@ func TestOSDLossRecoveryAndReturn(t *testing.T) {
 	waitMap(ctx, t, conn, "osd.1 up and in", func(m *osdmap.Map) bool { return m.OSDs[1].Up && m.OSDs[1].In() })
 	c.waitHealth("HEALTH_OK", 2*time.Minute)
 	l.waitOps(ctx, 300, "after osd.1 returned")
-	l.finish()
-	if t.Failed() {
+	if !c.checkLoad(ctx, l, conn, p, "after osd.1 returned") {
 		return
 	}
-	l.verify(ctx, "after osd.1 returned")
-	if n, wrong := c.poolObjects(ctx, conn, p); n != len(l.acked) {
-		t.Fatalf("the pool's PGs count %d objects, %d were written: %v", n, len(l.acked), wrong)
-	}
-	deepScrubAll(ctx, t, conn, p.ID())
 	t.Logf("%d ops; osd.1 marked down %v after kill -9, out after %v, all PGs active+clean after %v",
 		l.ops.Load(), down.Round(time.Millisecond), out.Round(time.Millisecond), clean.Round(time.Millisecond))
 }
@@ -526,11 +535,7 @@ func TestBelowMinSize(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	conn := c.connect(ctx)
-	p, err := conn.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, p := c.connPool(ctx)
 	model := map[string][]byte{}
 	for i := range 60 {
 		oid := fmt.Sprintf("m%d", i)
@@ -543,7 +548,7 @@ func TestBelowMinSize(t *testing.T) {
 	c.kill9("osd.2")
 	waitMap(ctx, t, conn, "osd.1 and osd.2 down", func(m *osdmap.Map) bool { return !m.OSDs[1].Up && !m.OSDs[2].Up })
 	wctx, wcancel := context.WithTimeout(ctx, 8*time.Second)
-	err = p.WriteFull(wctx, "held", []byte("not acknowledged"))
+	err := p.WriteFull(wctx, "held", []byte("not acknowledged"))
 	wcancel()
 	if !errors.Is(err, client.ErrTimeout) || !strings.Contains(err.Error(), "below min_size 2") {
 		t.Fatalf("write with 1 of 3 OSDs up: %v, want a timeout saying the PG is below min_size", err)
@@ -666,4 +671,143 @@ func TestFullRatio(t *testing.T) {
 	if err := p.WriteFull(ctx, "after", data); err != nil {
 		t.Fatalf("write after the ratio was raised: %v", err)
 	}
+}
+
+// TestBackfillFull: a PG does not backfill onto an OSD past
+// mon_osd_backfillfull_ratio — it waits as active+…+backfill_toofull —
+// and completes once the ratio allows.
+func TestBackfillFull(t *testing.T) {
+	c := up(t, "--osds", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	conn, p := c.connPool(ctx)
+	want := map[string][]byte{}
+	for i := range 100 {
+		oid := fmt.Sprintf("o%d", i)
+		want[oid] = bytes.Repeat([]byte{byte(i)}, 64<<10)
+		if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.must("osd", "out", "3")
+	c.waitClean(2 * time.Minute)
+	// every device past the backfillfull ratio, the emptied osd.3 too (none full)
+	c.must("config", "set", "global", "mon_osd_nearfull_ratio", "0")
+	c.must("config", "set", "global", "mon_osd_backfillfull_ratio", "0")
+	waitMap(ctx, t, conn, "osd.3 backfillfull", func(m *osdmap.Map) bool { return m.OSDs[3].Fullness == osdmap.BackfillFull })
+	c.must("osd", "in", "3")
+	for {
+		st := c.status()
+		toofull := 0
+		for state, n := range st.PGStates {
+			if strings.Contains(state, "backfill_toofull") {
+				toofull += n
+			}
+		}
+		if toofull > 0 {
+			t.Logf("osd.3 backfillfull: %v", st.PGStates)
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no pg waits as backfill_toofull: %v", st.PGStates)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.must("config", "set", "global", "mon_osd_backfillfull_ratio", "0.90")
+	c.must("config", "set", "global", "mon_osd_nearfull_ratio", "0.85")
+	c.waitClean(2 * time.Minute)
+	for oid, data := range want {
+		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s after backfill: %v", oid, err)
+		}
+	}
+}
+
+// TestKillsDuringRecovery: under the verifying load, one OSD of four is
+// killed with SIGKILL, misses writes, is restarted, and is killed again
+// while its PGs still recover — five times. Its missing sets must survive
+// each kill (writes to objects it lacks were only logged there), objects
+// it lacks are recovered when clients ask for them, and at the end
+// nothing acknowledged is lost or stale and every copy is identical.
+func TestKillsDuringRecovery(t *testing.T) {
+	c := up(t, "--osds", "4")
+	// slow recovery down, so that the kills come in the middle of it
+	c.must("config", "set", "osd", "osd_recovery_max_active", "2")
+	c.must("config", "set", "osd", "osd_recovery_sleep", "0.02")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, p := c.connPool(ctx)
+	l := startLoad(ctx, t, p, 4, 2, 100)
+	l.waitOps(ctx, 300, "before the first kill")
+	var midRecovery int
+	for round := range 5 {
+		c.kill9("osd.1")
+		waitMap(ctx, t, conn, "osd.1 down", func(m *osdmap.Map) bool { return !m.OSDs[1].Up })
+		l.waitOps(ctx, 400, fmt.Sprintf("round %d: with osd.1 down", round))
+		c.startOSD("osd.1")
+		waitMap(ctx, t, conn, "osd.1 up", func(m *osdmap.Map) bool { return m.OSDs[1].Up })
+		l.waitOps(ctx, 50, fmt.Sprintf("round %d: with osd.1 back", round))
+		for state := range c.status().PGStates {
+			if strings.Contains(state, "recover") {
+				midRecovery++
+				break
+			}
+		}
+	}
+	if midRecovery == 0 {
+		t.Fatal("no kill came while PGs were recovering: the test proves nothing")
+	}
+	c.waitClean(3 * time.Minute)
+	l.waitOps(ctx, 300, "after the last recovery")
+	if !c.checkLoad(ctx, l, conn, p, "after the kills") {
+		return
+	}
+	t.Logf("%d ops; %d of 5 kills came while PGs were still recovering", l.ops.Load(), midRecovery)
+}
+
+// TestKillDuringStrayDeletion: an OSD marked out deletes its copies once
+// their PGs are clean, and is killed with SIGKILL while it does; restarted
+// and marked in again, whatever it had left (a PG's log goes first, so a
+// half-deleted copy has no history) is backfilled, never taken for a
+// current copy: every object reads back and a deep scrub finds every PG's
+// copies identical.
+func TestKillDuringStrayDeletion(t *testing.T) {
+	c := up(t, "--osds", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	conn, p := c.connPool(ctx)
+	want := map[string][]byte{}
+	for i := range 1500 {
+		oid := fmt.Sprintf("o%d", i)
+		want[oid] = bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 2048)
+		if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logPath := filepath.Join(c.data, "log", "osd.3.log")
+	c.must("osd", "out", "3")
+	for { // kill it as soon as it starts deleting
+		b, _ := os.ReadFile(logPath)
+		if bytes.Contains(b, []byte("msg=\"deleted stray copy\"")) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("osd.3 never deleted a stray copy")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.kill9("osd.3")
+	b, _ := os.ReadFile(logPath)
+	deleted := bytes.Count(b, []byte("msg=\"deleted stray copy\""))
+	c.startOSD("osd.3")
+	waitMap(ctx, t, conn, "osd.3 up", func(m *osdmap.Map) bool { return m.OSDs[3].Up })
+	c.must("osd", "in", "3")
+	c.waitClean(3 * time.Minute)
+	for oid, data := range want {
+		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: %v (%d bytes, want %d)", oid, err, len(got), len(data))
+		}
+	}
+	deepScrubAll(ctx, t, conn, p.ID())
+	t.Logf("osd.3 killed after deleting %d stray copies", deleted)
 }

@@ -1,0 +1,158 @@
+package osd
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// Strays: once a PG is active+clean, its primary tells the OSDs that left
+// its acting set and may still hold a copy to delete it (Ceph's
+// purge_strays), so a rebalance frees the space it moved data from. A
+// stray deletes its copy only if its own map, at least as new as the
+// primary's, still leaves it out of the acting set; the PG's log goes
+// first, so a copy whose deletion is interrupted (by a crash, or by a map
+// that makes the OSD a member again, which aborts it) has no history
+// and is backfilled like a new one.
+
+// pgRemoval is a stray copy being deleted. mu is held while a
+// transaction of the deletion runs; abort stops it before the next.
+type pgRemoval struct {
+	mu    sync.Mutex
+	abort atomic.Bool
+}
+
+// purgeStrays tells the PG's former members to delete their copies, if
+// the PG is clean; those not told are kept for the next time.
+func (pg *PG) purgeStrays(iv uint64) {
+	d := pg.osd
+	m, _ := d.curMap()
+	pg.mu.Lock()
+	if pg.interval != iv || !pg.isClean() || len(pg.strays) == 0 {
+		pg.mu.Unlock()
+		return
+	}
+	strays := pg.strays
+	pg.strays = nil
+	pg.mu.Unlock()
+	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
+	var kept []int32
+	for _, o := range strays {
+		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Exists {
+			continue
+		}
+		if !m.OSDs[o].Up {
+			kept = append(kept, o)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+		_, err := d.call(ctx, o, m.OSDs[o].Addr, msgPurge, msg)
+		cancel()
+		if err != nil {
+			d.log.Warn("telling a stray to delete its copy", "pg", pg.id, "osd", o, "err", err)
+			kept = append(kept, o)
+		}
+	}
+	if len(kept) > 0 {
+		pg.mu.Lock()
+		for _, o := range kept {
+			if !slices.Contains(pg.strays, o) && !slices.Contains(pg.acting, o) {
+				pg.strays = append(pg.strays, o)
+			}
+		}
+		pg.mu.Unlock()
+	}
+}
+
+// purgeStray deletes this OSD's copy of PG id in the background, if this
+// OSD is not in its acting set.
+func (d *OSD) purgeStray(id osdmap.PGID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pg := d.pgs[id]
+	if pg == nil || d.removing[id] != nil {
+		return
+	}
+	if mp, err := d.m.MapPG(id); err == nil && slices.Contains(mp.Acting, d.id) {
+		return
+	}
+	pg.mu.Lock()
+	stray := pg.state == stateStray
+	pg.mu.Unlock()
+	if !stray {
+		return
+	}
+	delete(d.pgs, id)
+	rm := &pgRemoval{}
+	d.removing[id] = rm
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := d.removePG(pg, rm); err != nil {
+			d.log.Error("delete stray copy", "pg", id, "err", err)
+		} else if !rm.abort.Load() {
+			d.log.Info("deleted stray copy", "pg", id)
+		}
+		d.mu.Lock()
+		if d.removing[id] == rm {
+			delete(d.removing, id)
+		}
+		d.mu.Unlock()
+	}()
+}
+
+// abortRemoval stops the deletion of this OSD's copy of PG id, if one
+// runs, and waits for its transaction in flight (the OSD's map lock is
+// held: the PG maps here again).
+func (d *OSD) abortRemoval(id osdmap.PGID) {
+	rm := d.removing[id]
+	if rm == nil {
+		return
+	}
+	rm.abort.Store(true)
+	rm.mu.Lock()
+	//lint:ignore SA2001 waits for the transaction in flight
+	rm.mu.Unlock()
+	delete(d.removing, id)
+	d.log.Info("stray copy maps here again: deletion stopped", "pg", id)
+}
+
+// removePG deletes a PG's metadata (its log first), then its objects, a
+// batch per transaction, then its collection, unless rm is aborted.
+func (d *OSD) removePG(pg *PG, rm *pgRemoval) error {
+	step := func() (done bool, err error) {
+		rm.mu.Lock()
+		defer rm.mu.Unlock()
+		if rm.abort.Load() {
+			return true, nil
+		}
+		var t objectstore.Transaction
+		if _, err := d.store.Stat(metaColl, metaOID(pg.coll)); err == nil {
+			t.Remove(metaColl, metaOID(pg.coll))
+			return false, d.store.Apply(&t)
+		}
+		names, err := d.store.List(pg.coll, "", 256)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range names {
+			t.Remove(pg.coll, n)
+		}
+		if len(names) == 0 {
+			t.RemoveCollection(pg.coll)
+		}
+		return len(names) == 0, d.store.Apply(&t)
+	}
+	for d.ctx.Err() == nil {
+		done, err := step()
+		if err != nil || done {
+			return err
+		}
+	}
+	return d.ctx.Err()
+}

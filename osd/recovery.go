@@ -1,0 +1,491 @@
+package osd
+
+// Recovery of a replicated PG after activation.
+//
+// Peering no longer copies objects: it agrees on the authoritative log,
+// works out which objects each member's copy lacks (from the logs, or
+// from full listings when they do not overlap: a backfill), makes every
+// member persist that missing set together with the adopted log, and
+// activates the PG at once. The primary then recovers the missing
+// objects in the background, its own first, under the OSD's throttles
+// (osd_max_backfills reservations, osd_recovery_max_active objects at
+// once, osd_recovery_sleep) and the norecover / nobackfill flags. A client
+// op that needs an object first recovers that one object: a read or write
+// of an object the primary lacks pulls it from a member that holds it;
+// a write to an object some replicas lack goes to them as a log entry
+// only (they stay missing it, and recovery later pushes the new version),
+// unless fewer than min_size copies would then hold the write, in which
+// case the object is recovered first. This is Ceph's scheme
+// (doc/dev/osd_internals/recovery_reservation.rst, PeeringState's
+// missing sets and PrimaryLogPG::maybe_kick_recovery).
+//
+// Erasure-coded PGs still rebuild their shards while peering.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/shoal-project/shoal/internal/sem"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// recovery is a replicated PG's recovery plan on its primary, made at
+// peering (guarded by pg.mu): which objects each member lacks, and the
+// copies reached at peering (former members included) that can give
+// them (Ceph's peer_missing and missing_loc).
+type recovery struct {
+	members []memberInfo // acting members, this OSD first
+	peers   []memberInfo // every copy reached at peering, acting members first
+	// lacks holds, by OSD, the objects its copy lacks; acting members'
+	// sets shrink as recovery fills them.
+	lacks map[int32]map[string]bool
+	// backfill: some member's missing set came from listings (its log
+	// did not overlap the authoritative one), which nobackfill holds.
+	backfill bool
+	running  bool // holds a recovery reservation and copies
+	toofull  bool // a member that lacks objects is too full to take them
+}
+
+// count is the number of object copies the acting members still lack.
+func (r *recovery) count() int64 {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range r.members {
+		n += len(r.lacks[m.id])
+	}
+	return int64(n)
+}
+
+// holders counts the acting members whose copy of oid is current.
+func (r *recovery) holders(oid string) int { return r.current(r.members, oid) }
+
+// copies counts the current copies of oid among the copies reached at
+// peering, former members' included.
+func (r *recovery) copies(oid string) int { return r.current(r.peers, oid) }
+
+func (r *recovery) current(among []memberInfo, oid string) int {
+	n := 0
+	for _, m := range among {
+		if !r.lacks[m.id][oid] {
+			n++
+		}
+	}
+	return n
+}
+
+// lacking is every object some acting member lacks: those the primary
+// lacks first, then those with fewer than size current copies anywhere
+// (degraded), then those merely misplaced — each part in name order.
+func (r *recovery) lacking(size int) []string {
+	self := slices.Sorted(maps.Keys(r.lacks[r.members[0].id]))
+	degraded, misplaced := map[string]bool{}, map[string]bool{}
+	for _, m := range r.members[1:] {
+		for oid := range r.lacks[m.id] {
+			switch {
+			case r.lacks[r.members[0].id][oid]:
+			case r.copies(oid) < size:
+				degraded[oid] = true
+			default:
+				misplaced[oid] = true
+			}
+		}
+	}
+	return append(append(self, slices.Sorted(maps.Keys(degraded))...), slices.Sorted(maps.Keys(misplaced))...)
+}
+
+// misplaced counts the object copies acting members lack whose object
+// still has at least size current copies elsewhere (on former members):
+// the data is moving, not at risk (Ceph's misplaced objects). The rest
+// of count() is degraded.
+func (r *recovery) misplaced(size int) int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for _, m := range r.members {
+		for oid := range r.lacks[m.id] {
+			if r.copies(oid) >= size {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// written records that oid changed: former members' copies of it are
+// stale now (pg.mu is held).
+func (r *recovery) written(oid string) {
+	if r == nil {
+		return
+	}
+	for _, p := range r.peers {
+		if !slices.ContainsFunc(r.members, func(m memberInfo) bool { return m.id == p.id }) {
+			r.lacks[p.id][oid] = true
+		}
+	}
+}
+
+// lacks lists the objects member m's copy lacks once it adopts the
+// authoritative a's log: those it already lacked plus those the logs say
+// changed since it diverged — or, when the logs do not overlap, every
+// object either holds and every object a lacks (which neither may hold:
+// m's listing says nothing of its version). backfill is true then, and
+// for a copy with no history (a PG new to m).
+func (pg *PG) lacks(ctx context.Context, a, m memberInfo) (set map[string]bool, backfill bool, err error) {
+	set = maps.Clone(m.missing)
+	if set == nil {
+		set = map[string]bool{}
+	}
+	if m.id == a.id {
+		return set, false, nil
+	}
+	objs, backfill, err := pg.missing(ctx, a, m)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, oid := range objs {
+		set[oid] = true
+	}
+	if backfill {
+		maps.Copy(set, a.missing)
+	}
+	// a copy with no history at all (the PG moved to this OSD) is filled
+	// whole: a backfill, even when the log still covers every write
+	backfill = backfill || (m.info.LastUpdate == Version{} && len(set) > 0)
+	return set, backfill, nil
+}
+
+// needsRecovery reports whether oid must be recovered before a client op
+// on it: the primary lacks it, or (for a write) fewer than min_size acting
+// members hold it. pg.mu is held.
+func (pg *PG) needsRecovery(oid string, write bool) bool {
+	r := pg.rec
+	if r == nil {
+		return false
+	}
+	if r.lacks[pg.osd.id][oid] {
+		return true
+	}
+	return write && pg.pool != nil && r.holders(oid) < pg.pool.MinSize && r.holders(oid) < len(r.members)
+}
+
+// recoverFor recovers oid, if a client op on it needs that, before the op
+// runs; the caller holds the object's lock exclusively.
+func (pg *PG) recoverFor(ctx context.Context, oid string, write bool) error {
+	pg.mu.Lock()
+	need := pg.needsRecovery(oid, write)
+	pg.mu.Unlock()
+	if !need {
+		return nil
+	}
+	return pg.recoverObject(ctx, oid)
+}
+
+// errUnfound: no copy reached at peering holds an object's current
+// version.
+var errUnfound = errors.New("unfound")
+
+// recoverObject makes every acting member's copy of oid current: the
+// primary pulls it from a copy that holds it if it lacks it, then pushes
+// it to the members that lack it. The caller holds the object's lock
+// exclusively.
+func (pg *PG) recoverObject(ctx context.Context, oid string) error {
+	d := pg.osd
+	pg.mu.Lock()
+	r, iv := pg.rec, pg.interval
+	if r == nil {
+		pg.mu.Unlock()
+		return nil
+	}
+	self := r.lacks[d.id][oid]
+	var src *memberInfo
+	var deleted bool
+	if self {
+		for i := range r.peers {
+			if p := &r.peers[i]; p.id != d.id && !r.lacks[p.id][oid] {
+				src = p
+				break
+			}
+		}
+		// an object the log last deletes needs no copy
+		for i := len(pg.log.entries) - 1; i >= 0 && src == nil; i-- {
+			if e := pg.log.entries[i]; e.OID == oid {
+				deleted = e.Op == logDelete
+				break
+			}
+		}
+	}
+	var targets []memberInfo
+	for _, m := range r.members[1:] {
+		if r.lacks[m.id][oid] {
+			targets = append(targets, m)
+		}
+	}
+	pg.mu.Unlock()
+	var obj *objState
+	var err error
+	var mem recoveryMemory
+	defer mem.release()
+	switch {
+	case self && src == nil && !deleted:
+		return fmt.Errorf("%w: pg %s: object %s is %w: no copy reached at peering holds its current version (it waits for the OSDs that held it)", osdop.ErrRetry, pg.id, oid, errUnfound)
+	case self:
+		obj = &objState{}
+		for size := uint64(pullHint); src != nil; {
+			if err := mem.hold(ctx, d, size); err != nil {
+				return err
+			}
+			if obj, size, err = pg.pullUpTo(ctx, iv, *src, oid, size); err != nil {
+				return err
+			}
+			if obj != nil {
+				break
+			}
+		}
+		if err := pg.push(ctx, iv, r.members[0], oid, obj); err != nil {
+			return err
+		}
+		pg.filled(r, d.id, oid)
+	case len(targets) > 0:
+		size := uint64(0)
+		if st, err := d.store.Stat(pg.coll, oid); err == nil {
+			size = st.Size
+		}
+		if err := mem.hold(ctx, d, size); err != nil {
+			return err
+		}
+		if obj, err = pg.readWhole(oid); err != nil {
+			return err
+		}
+	}
+	for _, m := range targets {
+		if err := pg.push(ctx, iv, m, oid, obj); err != nil {
+			return err
+		}
+		pg.filled(r, m.id, oid)
+	}
+	return nil
+}
+
+// filled records that member o's copy of oid is current, if the plan r
+// is still the PG's.
+func (pg *PG) filled(r *recovery, o int32, oid string) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.rec == r {
+		delete(r.lacks[o], oid)
+		if r.count() == 0 {
+			pg.notify()
+		}
+	}
+}
+
+// recoverAll recovers every object the acting members lack, in the
+// background after activation, until none is left or ctx ends (a new
+// interval, or peering again). It waits while norecover (or, for a
+// backfill, nobackfill) is set, and holds one of the OSD's
+// osd_max_backfills reservations while it copies. Unfound objects are
+// skipped and retried after the others.
+func (pg *PG) recoverAll(ctx context.Context) {
+	d := pg.osd
+	pg.mu.Lock()
+	r := pg.rec
+	pg.mu.Unlock()
+	if r == nil {
+		return
+	}
+	var res recoveryReservation
+	defer res.release()
+	defer pg.mark(r, &r.running, false)
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		pg.mu.Lock()
+		if pg.rec != r {
+			pg.mu.Unlock()
+			return
+		}
+		if r.count() == 0 {
+			pg.rec = nil // complete: no plan to keep
+			iv := pg.interval
+			pg.notify()
+			pg.mu.Unlock()
+			d.log.Info("recovered", "pg", pg.id)
+			res.release() // before telling the members: another PG's turn
+			pg.settled(iv)
+			return
+		}
+		oids, changed := r.lacking(poolSize(pg.pool)), pg.changed
+		pg.mu.Unlock()
+		m, mapCh := d.curMap()
+		toofull := r.tooFull(m)
+		pg.mark(r, &r.toofull, toofull)
+		if toofull || m.Flags.Has(osdmap.FlagNoRecover) || (r.backfill && m.Flags.Has(osdmap.FlagNoBackfill)) {
+			res.release()
+			pg.mark(r, &r.running, false)
+			select { // client ops may recover what is left meanwhile
+			case <-ctx.Done():
+			case <-mapCh:
+			case <-changed:
+			}
+			continue
+		}
+		var unfound atomic.Int64
+		err := pg.copyObjects(ctx, &res, oids, func(oid string) error {
+			unlock, err := pg.writeLock(ctx, oid)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			err = pg.recoverObject(ctx, oid)
+			if errors.Is(err, errUnfound) {
+				unfound.Add(1)
+				return nil
+			}
+			return err
+		}, func() { pg.mark(r, &r.running, true) })
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil || unfound.Load() > 0 {
+			if attempt%10 == 0 {
+				d.log.Warn("recovery", "pg", pg.id, "attempt", attempt+1, "unfound", unfound.Load(), "err", err)
+			}
+			res.release() // others may recover meanwhile
+			pg.mark(r, &r.running, false)
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			case <-mapCh:
+				if unfound.Load() > 0 {
+					// an OSD holding what is unfound may be up now: peer
+					// again, which asks every former member that is
+					pg.repeer()
+					return
+				}
+			}
+		}
+	}
+}
+
+// tooFull reports whether a member that lacks objects is too full to
+// take them: backfillfull for a backfill (mon_osd_backfillfull_ratio),
+// full for log-based recovery (Ceph's backfill_toofull and
+// recovery_toofull). The PG waits for a map where it is not.
+func (r *recovery) tooFull(m *osdmap.Map) bool {
+	limit := osdmap.Full
+	if r.backfill {
+		limit = osdmap.BackfillFull
+	}
+	for _, mem := range r.members {
+		if o := mem.id; len(r.lacks[o]) > 0 && o < m.MaxOSD() && m.OSDs[o].Fullness >= limit {
+			return true
+		}
+	}
+	return false
+}
+
+// mark sets one of plan r's state flags (&r.running, &r.toofull) to v,
+// if r is still the PG's plan.
+func (pg *PG) mark(r *recovery, flag *bool, v bool) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.rec == r && *flag != v {
+		*flag = v
+		pg.notify()
+	}
+}
+
+// recoverSelf recovers every object the primary lacks (before a listing
+// of the PG, which reads the primary's store).
+func (pg *PG) recoverSelf(ctx context.Context) error {
+	pg.mu.Lock()
+	var oids []string
+	if pg.rec != nil {
+		oids = slices.Sorted(maps.Keys(pg.rec.lacks[pg.osd.id]))
+	}
+	pg.mu.Unlock()
+	for _, oid := range oids {
+		if err := pg.recoverForRead(ctx, oid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverForRead recovers oid if the primary lacks it, taking the
+// object's lock only then (a read of a complete object takes no
+// exclusive lock).
+func (pg *PG) recoverForRead(ctx context.Context, oid string) error {
+	pg.mu.Lock()
+	need := pg.needsRecovery(oid, false)
+	pg.mu.Unlock()
+	if !need {
+		return nil
+	}
+	unlock, err := pg.writeLock(ctx, oid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return pg.recoverFor(ctx, oid, false)
+}
+
+// checkNotMissing refuses an op on an object this OSD's copy lacks (a
+// new interval began between its recovery and the op): the client
+// resends it.
+func (pg *PG) checkNotMissing(oid string) error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.log.lacks(oid) {
+		return fmt.Errorf("%w: pg %s: osd.%d has not recovered %s yet", osdop.ErrRetry, pg.id, pg.osd.id, oid)
+	}
+	return nil
+}
+
+// checkComplete refuses a listing while this OSD's copy lacks objects.
+func (pg *PG) checkComplete() error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if n := len(pg.log.missing); n > 0 {
+		return fmt.Errorf("%w: pg %s: osd.%d has %d objects to recover before it can list them", osdop.ErrRetry, pg.id, pg.osd.id, n)
+	}
+	return nil
+}
+
+// pullHint is the data a pull first holds memory for: larger objects are
+// pulled again once their size is held.
+const pullHint = 4 << 20
+
+// recoveryMemory is the object data one recovery holds in memory, out of
+// the OSD's budget: an eighth of osd_memory_target across all its
+// recoveries (osd_recovery_max_active bounds their number as well).
+type recoveryMemory struct {
+	s        *sem.Weighted
+	n, limit int64
+}
+
+// hold makes the recovery hold n bytes (an object larger than the whole
+// budget waits for all of it), giving back what it held before.
+func (m *recoveryMemory) hold(ctx context.Context, d *OSD, n uint64) error {
+	m.release()
+	limit := max(int64(d.conf().Size("osd_memory_target")/8), 1)
+	if err := d.recoveryMem.Acquire(ctx, int64(n), limit); err != nil {
+		return err
+	}
+	m.s, m.n, m.limit = &d.recoveryMem, min(int64(n), limit), limit
+	return nil
+}
+
+func (m *recoveryMemory) release() {
+	if m.s != nil {
+		m.s.Release(m.n, m.limit)
+		m.s = nil
+	}
+}

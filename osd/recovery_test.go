@@ -1,0 +1,339 @@
+package osd_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// TestRecoveryAfterActivation: an OSD that missed writes returns and its
+// PGs serve at once — objects its copy lacks are recovered when a client
+// asks for them, writes to objects it lacks as a replica are logged there
+// only — while background recovery waits under norecover. Its missing set
+// survives a restart: alone, it answers every read with the current bytes
+// or an error (unfound), never with its stale copy. Unset norecover and
+// the PGs go active+clean; its copy is then complete.
+func TestRecoveryAfterActivation(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	mon := func(prefix string, args map[string]string) {
+		t.Helper()
+		if _, err := cl.MonCommand(ctx, prefix, args); err != nil {
+			t.Fatalf("%s %v: %v", prefix, args, err)
+		}
+	}
+	want := map[string][]byte{} // nil: deleted
+	put := func(oid string, data []byte) {
+		t.Helper()
+		if err := p.WriteFull(ctx, oid, data); err != nil {
+			t.Fatalf("write %s: %v", oid, err)
+		}
+		want[oid] = data
+	}
+	for i := range 100 {
+		put(fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i)}, 1000+i))
+	}
+	c.osds[2].Close()
+	mon("osd down", map[string]string{"ids": "2"})
+	c.waitDown(ctx, cl, 2)
+	mon("osd set", map[string]string{"key": "norecover"})
+	for i := range 50 { // osd.2 misses these
+		put(fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i + 100)}, 2000+i))
+	}
+	for i := 50; i < 60; i++ {
+		oid := fmt.Sprintf("o%d", i)
+		if err := p.Remove(ctx, oid); err != nil {
+			t.Fatal(err)
+		}
+		want[oid] = nil
+	}
+	for i := range 30 {
+		put(fmt.Sprintf("n%d", i), []byte(fmt.Sprintf("new %d", i)))
+	}
+
+	verify := func(stage string) {
+		t.Helper()
+		for oid, data := range want {
+			got, err := p.Read(ctx, oid, 0, 0)
+			if data == nil {
+				if !errors.Is(err, osdop.ErrNotFound) {
+					t.Fatalf("%s: deleted %s: %v (%d bytes)", stage, oid, err, len(got))
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(data))
+			}
+		}
+	}
+	c.restartOSD(2)
+	// served at once, recovered object by object as asked for
+	verify("osd.2 back under norecover")
+	// writes to objects osd.2 lacks, partial ones too
+	for i := range 10 {
+		oid := fmt.Sprintf("o%d", i)
+		if err := p.Write(ctx, oid, []byte("patch"), 7); err != nil {
+			t.Fatal(err)
+		}
+		w := slices.Clone(want[oid])
+		copy(w[7:], "patch")
+		want[oid] = w
+	}
+	verify("after writes to degraded objects")
+	states := pgStates(ctx, t, cl, p.ID())
+	waiting := 0
+	for _, s := range states {
+		if strings.Contains(s, "recovery_wait+degraded") {
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		t.Fatalf("no pg waits for recovery under norecover: %v", states)
+	}
+	t.Logf("under norecover: %d of %d pgs recovery_wait+degraded", waiting, len(states))
+
+	// restarted, osd.2 still knows what its copy lacks; alone, it never
+	// serves a stale copy
+	c.restartOSD(2)
+	for _, i := range []int{0, 1} {
+		c.osds[i].Close()
+	}
+	mon("osd down", map[string]string{"ids": "0,1"})
+	c.waitDown(ctx, cl, 0, 1)
+	mon("pool set", map[string]string{"name": "p", "key": "min_size", "value": "1"})
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	served, unfound := 0, 0
+	for oid, data := range want {
+		wg.Go(func() {
+			rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+			defer rcancel()
+			got, err := p.Read(rctx, oid, 0, 0)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && data != nil && bytes.Equal(got, data), data == nil && errors.Is(err, osdop.ErrNotFound):
+				served++
+			case errors.Is(err, client.ErrTimeout) && strings.Contains(err.Error(), "unfound"):
+				unfound++
+			default:
+				t.Errorf("osd.2 alone: %s: %v (%d bytes, want %d)", oid, err, len(got), len(data))
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if unfound == 0 {
+		t.Fatalf("osd.2 alone served all %d objects: its copy lacked none?", served)
+	}
+	t.Logf("osd.2 alone under norecover: %d objects served, %d unfound", served, unfound)
+
+	c.restartOSD(0)
+	c.restartOSD(1)
+	mon("pool set", map[string]string{"name": "p", "key": "min_size", "value": "2"})
+	mon("osd unset", map[string]string{"key": "norecover"})
+	waitClean(ctx, t, cl, p.ID())
+	verify("clean")
+	// now osd.2's copy is complete
+	for _, i := range []int{0, 1} {
+		c.osds[i].Close()
+	}
+	mon("osd down", map[string]string{"ids": "0,1"})
+	c.waitDown(ctx, cl, 0, 1)
+	mon("pool set", map[string]string{"name": "p", "key": "min_size", "value": "1"})
+	verify("osd.2 alone after recovery")
+}
+
+// pgStates lists the pool's PGs as their primaries report them.
+func pgStates(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) []string {
+	t.Helper()
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Map()
+	var out []string
+	for o := range m.OSDs {
+		if !m.OSDs[o].Up {
+			continue
+		}
+		st, err := cl.OSDStats(ctx, int32(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pg := range st.PGs {
+			if strings.HasPrefix(pg.PGID, fmt.Sprintf("%d.", pool)) {
+				out = append(out, pg.PGID+" "+pg.State)
+			}
+		}
+	}
+	return out
+}
+
+// TestStrayCopiesDeleted: an OSD marked out hands its PGs to the others —
+// remapped, not degraded, while nobackfill holds the copying (it still
+// holds their third copies); once they are clean it deletes its copies,
+// freeing the space the rebalance moved data from. Marked in again, it is
+// backfilled and holds them again.
+func TestStrayCopiesDeleted(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	want := map[string][]byte{}
+	for i := range 100 {
+		oid := fmt.Sprintf("o%d", i)
+		want[oid] = bytes.Repeat([]byte{byte(i)}, 500+i)
+		if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func() int { // the pool's objects in osd.3's store
+		colls, err := c.stores[3].Collections()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, coll := range colls {
+			if !strings.HasPrefix(string(coll), fmt.Sprintf("%d.", p.ID())) {
+				continue
+			}
+			names, _ := c.stores[3].List(coll, "", 100000)
+			for _, name := range names {
+				if !strings.HasPrefix(name, "\x00") {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	verify := func(stage string) {
+		t.Helper()
+		for oid, data := range want {
+			if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(data))
+			}
+		}
+	}
+	before := held()
+	if before == 0 {
+		t.Fatal("osd.3 holds none of the pool's objects: the test proves nothing")
+	}
+	// under nobackfill the PGs that moved wait: remapped, not degraded —
+	// osd.3 still holds the third copy of what their new OSDs lack
+	if _, err := cl.MonCommand(ctx, "osd set", map[string]string{"key": "nobackfill"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.MonCommand(ctx, "osd out", map[string]string{"ids": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		states := pgStates(ctx, t, cl, p.ID())
+		waiting, degraded := 0, 0
+		for _, st := range states {
+			if strings.HasSuffix(st, " active+remapped+backfill_wait") {
+				waiting++
+			}
+			if strings.Contains(st, "degraded") {
+				degraded++
+			}
+		}
+		if degraded > 0 {
+			t.Fatalf("osd.3 out under nobackfill: degraded pgs: %v", states)
+		}
+		if waiting > 0 && len(states) == 32 && !slices.ContainsFunc(states, func(s string) bool { return strings.Contains(s, "peering") }) {
+			t.Logf("osd.3 out under nobackfill: %d pgs active+remapped+backfill_wait", waiting)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no pg waits remapped under nobackfill: %v", states)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if _, err := cl.MonCommand(ctx, "osd unset", map[string]string{"key": "nobackfill"}); err != nil {
+		t.Fatal(err)
+	}
+	waitClean(ctx, t, cl, p.ID())
+	for n := held(); n > 0; n = held() { // deleted in the background once clean
+		select {
+		case <-ctx.Done():
+			t.Fatalf("osd.3, out, still holds %d of the pool's objects", n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	verify("osd.3 out")
+	if _, err := cl.MonCommand(ctx, "osd in", map[string]string{"ids": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	waitClean(ctx, t, cl, p.ID())
+	if n := held(); n != before {
+		t.Fatalf("osd.3 back in holds %d objects, %d before", n, before)
+	}
+	verify("osd.3 in again")
+	t.Logf("osd.3 held %d object copies; out: deleted once clean; in: backfilled", before)
+}
+
+// TestRecoveryMemoryBudget: with osd_memory_target at its 64 MiB minimum,
+// recovery may hold 8 MiB of object data at once: objects of 12 MiB, each
+// larger than the whole budget and than a pull's first 4 MiB, are
+// recovered one at a time (pulled again once their size is held) and
+// arrive whole.
+func TestRecoveryMemoryBudget(t *testing.T) {
+	conf, err := config.Parse(strings.NewReader(testConf+"osd_memory_target = 64M\n"), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterConf(t, 3, conf)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	want := map[string][]byte{}
+	put := func(gen int) {
+		for i := range 12 {
+			oid := fmt.Sprintf("big%d", i)
+			want[oid] = bytes.Repeat([]byte{byte(gen), byte(i)}, 6<<20)
+			if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(1)
+	c.osds[2].Close()
+	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitDown(ctx, cl, 2)
+	put(2)
+	c.restartOSD(2)
+	waitClean(ctx, t, cl, p.ID())
+	// osd.2's copy is whole: read everything through it alone
+	for _, i := range []int{0, 1} {
+		c.osds[i].Close()
+	}
+	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "0,1"}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitDown(ctx, cl, 0, 1)
+	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "p", "key": "min_size", "value": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	for oid, data := range want {
+		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s on osd.2 alone: %v (%d bytes, want %d)", oid, err, len(got), len(data))
+		}
+	}
+}

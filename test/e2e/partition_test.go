@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// firewall is an nftables table of this test's own, which drops traffic
+// between chosen loopback addresses (its daemons listen on, and dial
+// from, addresses of their own in 127.0.0.0/8). Close deletes it.
+type firewall struct {
+	t     *testing.T
+	table string
+}
+
+func newFirewall(t *testing.T) *firewall {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the partition test needs root (nftables rules on loopback); CI runs as root")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Fatal("nft is missing (Debian package nftables; .ci/run installs it)")
+	}
+	f := &firewall{t: t, table: fmt.Sprintf("shoal_e2e_%d", os.Getpid())}
+	f.nft("add table ip " + f.table)
+	t.Cleanup(f.heal)
+	f.nft("add chain ip " + f.table + " out { type filter hook output priority 0 ; policy accept ; }")
+	return f
+}
+
+func (f *firewall) nft(cmd string) {
+	f.t.Helper()
+	if out, err := exec.Command("nft", strings.Fields(cmd)...).CombinedOutput(); err != nil {
+		f.t.Fatalf("nft %s: %v\n%s", cmd, err, out)
+	}
+}
+
+// cut drops every packet between a and each of others, both ways (silent
+// drops, as a failed switch port or cable: connections time out).
+func (f *firewall) cut(a string, others ...string) {
+	set := "{ " + strings.Join(others, ", ") + " }"
+	f.nft("add rule ip " + f.table + " out ip saddr " + a + " ip daddr " + set + " drop")
+	f.nft("add rule ip " + f.table + " out ip saddr " + set + " ip daddr " + a + " drop")
+}
+
+// heal removes the table and every cut.
+func (f *firewall) heal() {
+	exec.Command("nft", "delete", "table", "ip", f.table).Run()
+}
+
+// TestNetworkPartition: one OSD of four loses its network to the other
+// OSDs (not to the MONs or clients) under a verifying read/write load.
+// Its peers report it, the MONs mark it down and its PGs go on without
+// it; it sees itself marked down while alive and boots again, and is
+// marked down again — it flaps, until osd_max_markdown_count markdowns in
+// osd_max_markdown_period keep it down for the rest of the period. No
+// split brain: no write is acknowledged that the others did not commit,
+// no read returns an older version than one acknowledged before it, and
+// I/O goes on. Healed, it boots once the period allows and rejoins;
+// every acknowledged write is there and the copies are identical.
+func TestNetworkPartition(t *testing.T) {
+	c := up(t, "--osds", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	// each OSD on an address of its own, so the firewall can tell them apart
+	ip := func(i int) string { return fmt.Sprintf("127.0.0.%d", 20+i) }
+	conf := filepath.Join(c.data, "shoal.conf")
+	extra := ""
+	for i := range 4 {
+		extra += fmt.Sprintf("\n[osd.%d]\npublic_addr = %s:0\n", i, ip(i))
+	}
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(extra); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for i := range 4 {
+		c.kill9(fmt.Sprintf("osd.%d", i))
+	}
+	c.up()
+	c.must("config", "set", "osd", "osd_heartbeat_grace", "4")
+	c.must("config", "set", "osd", "osd_max_markdown_count", "3")
+	c.must("config", "set", "osd", "osd_max_markdown_period", "30")
+	conn, p := c.connPool(ctx)
+	for i := range 4 {
+		if addr := conn.Map().OSDs[i].Addr; !strings.HasPrefix(addr, ip(i)+":") {
+			t.Fatalf("osd.%d at %s, want %s", i, addr, ip(i))
+		}
+	}
+	fw := newFirewall(t)
+	l := startLoad(ctx, t, p, 4, 2, 60)
+	l.waitOps(ctx, 300, "before the partition")
+
+	start := time.Now()
+	fw.cut(ip(3), ip(0), ip(1), ip(2))
+	waitMap(ctx, t, conn, "osd.3 down", func(m *osdmap.Map) bool { return !m.OSDs[3].Up })
+	down := time.Since(start)
+	// it flaps until it holds itself down
+	logPath := filepath.Join(c.data, "log", "osd.3.log")
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), "marked down in the map while alive too often") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("osd.3 never held itself down")
+		}
+		l.waitOps(ctx, 50, "with osd.3 cut off")
+	}
+	damped := time.Since(start)
+	l.waitOps(ctx, 500, "with osd.3 held down")
+
+	fw.heal()
+	c.waitHealth("HEALTH_OK", 3*time.Minute)
+	healed := time.Since(start)
+	l.waitOps(ctx, 300, "after the partition healed")
+	if !c.checkLoad(ctx, l, conn, p, "after the partition healed") {
+		return
+	}
+	b, _ := os.ReadFile(logPath)
+	t.Logf("%d ops; osd.3 cut off: marked down after %v, booted again %d times, held down after %v; HEALTH_OK %v after the cut",
+		l.ops.Load(), down.Round(time.Millisecond), strings.Count(string(b), "booting again"), damped.Round(time.Millisecond), healed.Round(time.Millisecond))
+}
