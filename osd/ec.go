@@ -413,10 +413,16 @@ func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*os
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
+	if err := pg.recoverForRead(ctx, req.OID); err != nil {
+		return nil, err
+	}
 	// a write holds the object until every shard committed: under the
 	// lock, all shards agree
 	unlock := pg.lockObject(req.OID)
 	defer unlock()
+	if err := pg.checkNotMissing(req.OID); err != nil {
+		return nil, err
+	}
 	o, err := pg.loadECObject(req.OID)
 	if err != nil {
 		return nil, err
@@ -525,7 +531,11 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			err = cd.ReconstructData(shards)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", osdop.ErrUnreadable, pg.id, o.oid, strings.Join(failed, "; "), err)
+			kind := osdop.ErrUnreadable
+			if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, osdop.ErrRetry) }) {
+				kind = osdop.ErrRetry // the interval changed under the read: resend it
+			}
+			return nil, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", kind, pg.id, o.oid, strings.Join(failed, "; "), err)
 		}
 		pg.osd.perf.ecReconstruct.Add(1)
 		if corrupt {
@@ -594,6 +604,12 @@ func (pg *PG) readLocalShard(oid string, off, n uint64) ([]byte, Version, error)
 func (pg *PG) handleECRead(pm *peerMsg) ([]byte, error) {
 	if err := pg.checkMember(pm); err != nil {
 		return nil, err
+	}
+	pg.mu.Lock()
+	lacks := pg.log.lacks(pm.OID)
+	pg.mu.Unlock()
+	if lacks { // not ErrRetry, which is for a changed interval: the reader decodes around it
+		return nil, fmt.Errorf("%w: pg %s: osd.%d's shard of %s is not rebuilt yet", osdop.ErrUnreadable, pg.id, pg.osd.id, pm.OID)
 	}
 	data, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)
 	if err != nil {
@@ -791,8 +807,12 @@ func (pg *PG) handleECRollback(pm *peerMsg) error {
 // peerOnceEC is peering of an erasure-coded PG: the authoritative history
 // is the newest that at least k shards hold (newer writes, on fewer
 // shards, cannot be decoded and were never acknowledged: they are rolled
-// back); then every shard that misses an object gets it rebuilt from k
-// others.
+// back); then every shard adopts that log with the set of objects its
+// shard lacks, and the PG activates: the primary rebuilds those shards
+// from k others in the background (recoverAll), and a client op first
+// rebuilds the one object it needs (writes: any shard of it; reads: the
+// primary's, which holds the object's metadata — a read decodes around
+// other shards that lack it).
 func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	d := pg.osd
 	pg.mu.Lock()
@@ -817,7 +837,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 		if o == d.id {
 			pg.mu.Lock()
-			mem[i] = &memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries)}
+			mem[i] = &memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
 			pg.mu.Unlock()
 		} else {
 			mi, err := pg.query(ctx, iv, o, addrs[i])
@@ -875,54 +895,118 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	}
 	a := *mem[auth]
 	a.info.LastUpdate = v
-	// 4. what each shard misses
-	need := map[string][]int{}
-	for i, m := range mem {
-		if m == nil || i == auth {
+	// 4. what each shard lacks in that history (the primary's plan first)
+	rec := &recovery{shards: mem, lacks: map[int32]map[string]bool{}}
+	for _, m := range mem {
+		if m == nil {
 			continue
 		}
-		missing, _, err := pg.missing(ctx, a, *m)
+		set, backfill, err := pg.lacks(ctx, a, *m)
 		if err != nil {
 			return err
 		}
-		for _, oid := range missing {
-			if !isInternal(oid) {
-				need[oid] = append(need[oid], i)
-			}
+		maps.DeleteFunc(set, func(oid string, _ bool) bool { return isInternal(oid) })
+		rec.lacks[m.id] = set
+		rec.backfill = rec.backfill || backfill
+		if m.id == d.id {
+			rec.members = append([]memberInfo{*m}, rec.members...)
+		} else {
+			rec.members = append(rec.members, *m)
 		}
 	}
-	// 5. rebuild it from k others
-	var reservation recoveryReservation
-	defer reservation.release()
-	pg.toRecover.Store(int64(len(need)))
-	err = pg.copyObjects(ctx, &reservation, slices.Sorted(maps.Keys(need)), func(oid string) error {
-		if err := pg.recoverEC(ctx, cd, iv, mem, oid, need[oid]); err != nil {
-			return err
-		}
-		pg.toRecover.Add(-1)
-		return nil
-	}, nil)
-	if err != nil {
-		return err
-	}
-	// 6. every shard adopts the authoritative log
-	for i, m := range mem {
-		if m == nil || i == auth || (m.info.LastUpdate == v && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects) {
+	rec.peers = rec.members
+	// 5. every shard adopts the authoritative log with its missing set
+	for _, m := range mem {
+		if m == nil {
 			continue
 		}
+		lacks := rec.lacks[m.id]
+		if m.info.LastUpdate == v && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects && maps.Equal(m.missing, lacks) {
+			continue
+		}
+		missing := slices.Sorted(maps.Keys(lacks))
 		if m.id == d.id {
-			err = pg.adoptLog(iv, a.info, a.entries, nil)
+			err = pg.adoptLog(iv, a.info, a.entries, missing)
 		} else {
-			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries}).encode())
+			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries, Missing: missing}).encode())
 		}
 		if err != nil {
 			return fmt.Errorf("log to osd.%d: %w", m.id, err)
 		}
 	}
-	if len(need) > 0 {
-		d.log.Info("recovered shards", "pg", pg.id, "objects", len(need), "last_update", v)
+	if n := rec.count(); n > 0 {
+		d.log.Info("peered; rebuilding shards", "pg", pg.id, "shard_objects", n, "backfill", rec.backfill, "last_update", v)
+	} else {
+		rec = nil
 	}
-	return pg.activate(ctx, iv, nil)
+	return pg.activate(ctx, iv, rec)
+}
+
+// recoverObjectEC rebuilds the shards of oid that acting members lack
+// from k current ones (recoverObject of an erasure-coded PG). The caller
+// holds the object's lock exclusively.
+func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid string) error {
+	d := pg.osd
+	pg.mu.Lock()
+	pool := pg.pool
+	var targets []int
+	for i, m := range r.shards {
+		if m != nil && r.lacks[m.id][oid] {
+			targets = append(targets, i)
+		}
+	}
+	pg.mu.Unlock()
+	if len(targets) == 0 {
+		return nil
+	}
+	cd, err := d.codec(ctx, pool)
+	if err != nil {
+		return err
+	}
+	// every shard is held at once while decoding
+	size, err := pg.shardSize(ctx, iv, r.shards, targets, oid)
+	if err != nil {
+		return err
+	}
+	var mem recoveryMemory
+	defer mem.release()
+	if err := mem.hold(ctx, d, size*uint64(len(r.shards))); err != nil {
+		return err
+	}
+	if err := pg.recoverEC(ctx, cd, iv, r.shards, oid, targets); err != nil {
+		return err
+	}
+	for _, t := range targets {
+		pg.filled(r, r.shards[t].id, oid)
+	}
+	return nil
+}
+
+// shardSize is the size of oid's shard on a member outside targets: this
+// OSD's if it has one, else the first that answers.
+func (pg *PG) shardSize(ctx context.Context, iv uint64, shards []*memberInfo, targets []int, oid string) (uint64, error) {
+	var err error
+	for i, m := range shards {
+		if m == nil || slices.Contains(targets, i) {
+			continue
+		}
+		if m.id == pg.osd.id {
+			st, serr := pg.osd.store.Stat(pg.coll, oid)
+			if serr != nil {
+				return 0, nil // absent here: nothing to hold
+			}
+			return st.Size, nil
+		}
+		var obj *objState
+		var size uint64
+		if obj, size, err = pg.pullUpTo(ctx, iv, *m, oid, 1); err == nil {
+			if obj != nil {
+				return uint64(len(obj.Data)), nil
+			}
+			return size, nil
+		}
+	}
+	return 0, err
 }
 
 // recoverEC rebuilds an object's shards at positions targets from k of
@@ -982,5 +1066,5 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*mem
 		}
 		return nil
 	}
-	return fmt.Errorf("pg %s: object %s: %d shards answered, no k=%d of them agree on its version", pg.id, oid, answered, p.K)
+	return fmt.Errorf("%w: pg %s: object %s is %w: %d shards answered, no k=%d of them agree on its version", osdop.ErrRetry, pg.id, oid, errUnfound, answered, p.K)
 }

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,8 +228,10 @@ func TestECShardLoss(t *testing.T) {
 	// m+1 gone: no read returns bytes
 	c.osds[3].Close()
 	short, cancelShort := context.WithTimeout(ctx, 8*time.Second)
-	for oid := range model {
-		if got, err := p.Read(short, oid, 0, 0); err == nil {
+	for oid, want := range model {
+		// an empty object needs no shard: its primary may still answer
+		// (before the MON marks the others down); any other read fails
+		if got, err := p.Read(short, oid, 0, 0); err == nil && (len(want) > 0 || len(got) > 0) {
 			t.Fatalf("%s read %d bytes with 3 of 4 shards gone", oid, len(got))
 		}
 	}
@@ -273,4 +278,166 @@ func TestECShardCounters(t *testing.T) {
 	if r, rb := after.ShardR-before.ShardR, after.ShardRBytes-before.ShardRBytes; r != 4 || rb != 4<<20 {
 		t.Fatalf("4 MiB read from 4+2: %d shard reads of %d bytes, want 4 of 4 MiB", r, rb)
 	}
+}
+
+// TestECRecoveryAfterActivation: an OSD that missed writes to a 2+2 pool
+// returns and its PGs serve at once — reads decode around its stale
+// shards, a write first rebuilds its object's missing shards — while
+// background rebuilding waits under norecover. Its missing set survives a
+// restart: with only it and one other OSD left (k shards), an object it
+// lacks is refused, never served from its stale shard. Unset norecover
+// and the PGs go active+clean; then it and one other serve every object.
+func TestECRecoveryAfterActivation(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
+	c.poolSet(ctx, cl, "ec22", "min_size", "2")
+	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
+	mon := func(prefix string, args map[string]string) {
+		t.Helper()
+		if _, err := cl.MonCommand(ctx, prefix, args); err != nil {
+			t.Fatalf("%s %v: %v", prefix, args, err)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	model := map[string][]byte{} // nil: deleted
+	put := func(oid string, data []byte) {
+		t.Helper()
+		if err := p.WriteFull(ctx, oid, data); err != nil {
+			t.Fatalf("write %s: %v", oid, err)
+		}
+		model[oid] = data
+	}
+	for i := range 60 {
+		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(40<<10)))
+	}
+	c.osds[3].Close()
+	mon("osd down", map[string]string{"ids": "3"})
+	c.waitDown(ctx, cl, 3)
+	mon("osd set", map[string]string{"key": "norecover"})
+	for i := range 30 { // osd.3 misses these
+		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(40<<10)))
+	}
+	for i := 30; i < 36; i++ {
+		oid := fmt.Sprintf("o%d", i)
+		if err := p.Remove(ctx, oid); err != nil {
+			t.Fatal(err)
+		}
+		model[oid] = nil
+	}
+	for i := range 10 {
+		put(fmt.Sprintf("n%d", i), randBytes(r, 5000))
+	}
+	verify := func(stage string) {
+		t.Helper()
+		for oid, want := range model {
+			got, err := p.Read(ctx, oid, 0, 0)
+			if want == nil {
+				if !errors.Is(err, osdop.ErrNotFound) {
+					t.Fatalf("%s: deleted %s: %v (%d bytes)", stage, oid, err, len(got))
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(want))
+			}
+		}
+	}
+	c.restartOSD(3)
+	verify("osd.3 back under norecover")
+	// partial writes to objects osd.3 lacks rebuild them first
+	for i := range 8 {
+		oid := fmt.Sprintf("o%d", i)
+		patch := randBytes(r, 3000)
+		if err := p.Write(ctx, oid, patch, 100); err != nil {
+			t.Fatal(err)
+		}
+		w := slices.Clone(model[oid])
+		if n := 100 + len(patch); len(w) < n {
+			w = append(w, make([]byte, n-len(w))...)
+		}
+		copy(w[100:], patch)
+		model[oid] = w
+	}
+	verify("after writes to degraded objects")
+	waiting := 0
+	states := pgStates(ctx, t, cl, p.ID())
+	for _, s := range states {
+		if strings.Contains(s, "recovery_wait+degraded") {
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		t.Fatalf("no pg waits for recovery under norecover: %v", states)
+	}
+	t.Logf("under norecover: %d of %d pgs recovery_wait+degraded", waiting, len(states))
+
+	// restarted, osd.3 still knows what its shards lack: with osd.0 and
+	// osd.1 gone and declared lost (else the PGs that took writes without
+	// osd.3 stay down, waiting for them), osd.2 and osd.3 hold k shards;
+	// an object osd.3 lacks is refused, never decoded from its stale shard
+	c.restartOSD(3)
+	for _, i := range []int{0, 1} {
+		c.osds[i].Close()
+	}
+	mon("osd down", map[string]string{"ids": "0,1"})
+	c.waitDown(ctx, cl, 0, 1)
+	for _, id := range []string{"0", "1"} {
+		mon("osd lost", map[string]string{"id": id, "sure": "--yes-i-really-mean-it"})
+	}
+	for {
+		states := pgStates(ctx, t, cl, p.ID())
+		if len(states) == 32 && !slices.ContainsFunc(states, func(s string) bool { return !strings.Contains(s, " active") }) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("osd.2 and osd.3 alone: pgs not active: %v", states)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	served, refused := 0, map[string]int{}
+	for oid, want := range model {
+		wg.Go(func() {
+			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+			defer rcancel()
+			got, err := p.Read(rctx, oid, 0, 0)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && want != nil && bytes.Equal(got, want), want == nil && errors.Is(err, osdop.ErrNotFound):
+				served++
+			case errors.Is(err, osdop.ErrUnreadable):
+				refused["unreadable"]++
+			case errors.Is(err, client.ErrTimeout) && strings.Contains(err.Error(), "unfound"):
+				refused["unfound"]++
+			default:
+				t.Errorf("osd.2 and osd.3 alone: %s: %v (%d bytes, want %d)", oid, err, len(got), len(want))
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if len(refused) == 0 {
+		t.Fatalf("osd.2 and osd.3 alone served all %d objects: osd.3 lacked none?", served)
+	}
+	t.Logf("osd.2 and osd.3 alone under norecover: %d objects served, refused: %v", served, refused)
+
+	c.restartOSD(0)
+	c.restartOSD(1)
+	mon("osd unset", map[string]string{"key": "norecover"})
+	waitClean(ctx, t, cl, p.ID())
+	verify("clean")
+	// every shard is rebuilt: any two OSDs serve every object
+	for _, i := range []int{0, 1} {
+		c.osds[i].Close()
+	}
+	mon("osd down", map[string]string{"ids": "0,1"})
+	c.waitDown(ctx, cl, 0, 1)
+	verify("osd.2 and osd.3 alone after recovery")
 }

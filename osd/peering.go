@@ -30,7 +30,6 @@ type memberInfo struct {
 // the PG; it retries until it succeeds or the interval ends (ctx).
 func (pg *PG) peer(ctx context.Context, iv uint64) {
 	d := pg.osd
-	defer pg.toRecover.Store(0)
 	pg.mu.Lock()
 	once := pg.peerOnce
 	if pg.isEC {
@@ -38,7 +37,6 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 	}
 	pg.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		pg.toRecover.Store(0)
 		err := once(ctx, iv)
 		if err == nil {
 			pg.recoverAll(ctx)
@@ -155,7 +153,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 
 // activate makes the PG serve I/O after peering in interval iv.
 //
-// rec (replicated PGs) is the recovery still to do: the PG serves I/O
+// rec is the recovery still to do: the PG serves I/O
 // while the primary recovers in the background, and the earlier
 // intervals and members are remembered until it is done (they may hold
 // the only copies of objects the acting set lacks). Without it, the

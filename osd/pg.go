@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shoal-project/shoal/ec"
@@ -62,10 +61,7 @@ type PG struct {
 	shard   int
 	pending map[uint64]bool
 	scrub   pgScrub
-	// toRecover counts the objects an erasure-coded PG's running peering
-	// still has to rebuild, for `shoal status`.
-	toRecover atomic.Int64
-	// rec is a replicated PG's recovery after activation, on its primary
+	// rec is the PG's recovery after activation, on its primary
 	// (nil when every acting member's copy is complete).
 	rec *recovery
 }
@@ -512,6 +508,12 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 		pg.mu.Lock()
 	}
 	txn, entry := pm.Txn, pm.Entry
+	if pg.isEC && pg.log.lacks(entry.OID) {
+		// a primary rebuilds every shard of an object before it writes it:
+		// this write comes from a plan that is not ours
+		pg.mu.Unlock()
+		return fmt.Errorf("%w: pg %s: osd.%d's shard of %s is not rebuilt yet", osdop.ErrRetry, pg.id, d.id, entry.OID)
+	}
 	if pg.log.lacks(entry.OID) {
 		// our copy is stale: log the write only; recovery brings the
 		// object whole, this version or a newer one
@@ -549,7 +551,7 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateName() + pg.scrubState(), Acting: slices.Clone(pg.acting),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
-		ToRecover: pg.toRecover.Load() + pg.rec.count(), Misplaced: pg.rec.misplaced(poolSize(pg.pool)), Size: poolSize(pg.pool)}, true
+		ToRecover: pg.rec.count(), Misplaced: pg.rec.misplaced(poolSize(pg.pool)), Size: poolSize(pg.pool)}, true
 }
 
 // stateName is the PG's state as Ceph names it (pg.mu is held): an active

@@ -19,7 +19,10 @@ package osd
 // (doc/dev/osd_internals/recovery_reservation.rst, PeeringState's
 // missing sets and PrimaryLogPG::maybe_kick_recovery).
 //
-// Erasure-coded PGs still rebuild their shards while peering.
+// Erasure-coded PGs recover the same way, except that a shard is rebuilt
+// by decoding k others (recoverObjectEC) and a write first rebuilds every
+// shard of its object that is missing (a partial stripe write needs whole
+// shards to update).
 
 import (
 	"context"
@@ -35,7 +38,7 @@ import (
 	"github.com/shoal-project/shoal/osdop"
 )
 
-// recovery is a replicated PG's recovery plan on its primary, made at
+// recovery is a PG's recovery plan on its primary, made at
 // peering (guarded by pg.mu): which objects each member lacks, and the
 // copies reached at peering (former members included) that can give
 // them (Ceph's peer_missing and missing_loc).
@@ -49,7 +52,10 @@ type recovery struct {
 	// did not overlap the authoritative one), which nobackfill holds.
 	backfill bool
 	running  bool // holds a recovery reservation and copies
-	toofull  bool // a member that lacks objects is too full to take them
+	// shards, for an erasure-coded PG, are the acting members by shard
+	// position (nil where none); nil for a replicated PG.
+	shards  []*memberInfo
+	toofull bool // a member that lacks objects is too full to take them
 }
 
 // count is the number of object copies the acting members still lack.
@@ -165,7 +171,7 @@ func (pg *PG) lacks(ctx context.Context, a, m memberInfo) (set map[string]bool, 
 
 // needsRecovery reports whether oid must be recovered before a client op
 // on it: the primary lacks it, or (for a write) fewer than min_size acting
-// members hold it. pg.mu is held.
+// members hold it — any member, on an erasure-coded PG. pg.mu is held.
 func (pg *PG) needsRecovery(oid string, write bool) bool {
 	r := pg.rec
 	if r == nil {
@@ -173,6 +179,9 @@ func (pg *PG) needsRecovery(oid string, write bool) bool {
 	}
 	if r.lacks[pg.osd.id][oid] {
 		return true
+	}
+	if r.shards != nil {
+		return write && r.holders(oid) < len(r.members)
 	}
 	return write && pg.pool != nil && r.holders(oid) < pg.pool.MinSize && r.holders(oid) < len(r.members)
 }
@@ -186,7 +195,13 @@ func (pg *PG) recoverFor(ctx context.Context, oid string, write bool) error {
 	if !need {
 		return nil
 	}
-	return pg.recoverObject(ctx, oid)
+	err := pg.recoverObject(ctx, oid)
+	if err != nil && !errors.Is(err, osdop.ErrRetry) && !errors.Is(err, osdop.ErrNoSpace) && ctx.Err() == nil {
+		// a source or target failed (died, or left the interval): the
+		// client resends once the map says so
+		return fmt.Errorf("%w: pg %s: recovering %s first: %v", osdop.ErrRetry, pg.id, oid, err)
+	}
+	return err
 }
 
 // errUnfound: no copy reached at peering holds an object's current
@@ -204,6 +219,10 @@ func (pg *PG) recoverObject(ctx context.Context, oid string) error {
 	if r == nil {
 		pg.mu.Unlock()
 		return nil
+	}
+	if r.shards != nil {
+		pg.mu.Unlock()
+		return pg.recoverObjectEC(ctx, r, iv, oid)
 	}
 	self := r.lacks[d.id][oid]
 	var src *memberInfo

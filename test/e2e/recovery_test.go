@@ -731,12 +731,37 @@ func TestBackfillFull(t *testing.T) {
 // nothing acknowledged is lost or stale and every copy is identical.
 func TestKillsDuringRecovery(t *testing.T) {
 	c := up(t, "--osds", "4")
-	// slow recovery down, so that the kills come in the middle of it
-	c.must("config", "set", "osd", "osd_recovery_max_active", "2")
-	c.must("config", "set", "osd", "osd_recovery_sleep", "0.02")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn, p := c.connPool(ctx)
+	c.killsDuringRecovery(ctx, conn, p)
+}
+
+// TestKillsDuringECRecovery is TestKillsDuringRecovery on a 2+2
+// erasure-coded pool: the killed OSD's shards are rebuilt by decoding, in
+// the background and on demand (a write first rebuilds its object's
+// shards), and survive each kill as missing sets.
+func TestKillsDuringECRecovery(t *testing.T) {
+	c := up(t, "--osds", "4")
+	c.must("osd", "erasure-code-profile", "set", "p22", "k=2", "m=2", "crush-failure-domain=osd")
+	c.must("pool", "create", "ec", "erasure", "p22")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn := c.connect(ctx)
+	p, err := conn.Pool(ctx, "ec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.killsDuringRecovery(ctx, conn, p)
+}
+
+// killsDuringRecovery kills osd.1 of four five times under the verifying
+// load on pool p, the last times while its PGs recover.
+func (c *tcluster) killsDuringRecovery(ctx context.Context, conn *client.Conn, p *client.Pool) {
+	t := c.t
+	// slow recovery down, so that the kills come in the middle of it
+	c.must("config", "set", "osd", "osd_recovery_max_active", "2")
+	c.must("config", "set", "osd", "osd_recovery_sleep", "0.02")
 	l := startLoad(ctx, t, p, 4, 2, 100)
 	l.waitOps(ctx, 300, "before the first kill")
 	var midRecovery int
