@@ -49,6 +49,7 @@ import (
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -92,6 +93,7 @@ type OSD struct {
 	reserved   sem.Weighted  // PGs recovering with this OSD as primary (osd_max_backfills)
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
+	qos         qos // the I/O scheduler (osd_op_queue)
 	pgs         map[osdmap.PGID]*PG
 	removing    map[osdmap.PGID]*pgRemoval // stray copies being deleted
 	cfg         atomic.Pointer[config.Config]
@@ -313,6 +315,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 	}
 	d.log = d.log.With("osd", d.id)
 	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id))
+	d.qos.class = d.o.Class
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
 	return m, nil
 }
@@ -766,6 +769,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		}
 		d.perf.subopW.Add(1)
 		d.perf.subopWBytes.Add(uint64(len(m.Payload)))
+		d.charge(mclock.Client, 1, uint64(len(m.Payload)))
 		return nil, nil
 	case msgPGQuery:
 		return pg.handleQuery(ctx, pm)
@@ -850,6 +854,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	for _, r := range rep.Results {
 		size += len(r.Data) + 64
 	}
+	d.charge(mclock.Client, 1, uint64(len(msg.Payload)+size))
 	if size >= vecReplyMin {
 		msg.ReplyVec(rep.EncodeVec(vecReplyMin / 2))
 		return nil, nil

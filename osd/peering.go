@@ -12,6 +12,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -645,12 +646,16 @@ func (pg *PG) handlePull(pm *peerMsg) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	pg.osd.charge(mclock.Recovery, 1, uint64(len(obj.Data)))
 	return (&peerMsg{PG: pg.id, OID: pm.OID, Obj: obj}).encode(), nil
 }
 
 func (pg *PG) handlePush(pm *peerMsg) error {
 	if err := pg.checkWrite(pm); err != nil {
 		return err
+	}
+	if pm.Obj != nil {
+		pg.osd.charge(mclock.Recovery, 1, uint64(len(pm.Obj.Data)))
 	}
 	return pg.install(pm.OID, pm.Obj, pm.Prev)
 }

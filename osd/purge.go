@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -149,6 +150,9 @@ func (d *OSD) removePG(pg *PG, rm *pgRemoval) error {
 		return len(names) == 0, d.store.Apply(&t)
 	}
 	for d.ctx.Err() == nil {
+		if err := d.throttle(d.ctx, mclock.BestEffort, 256, 0); err != nil {
+			return err
+		}
 		done, err := step()
 		if err != nil || done {
 			return err

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/internal/sem"
+	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -357,6 +358,9 @@ func (pg *PG) recoverAll(ctx context.Context) {
 		}
 		var unfound atomic.Int64
 		err := pg.copyObjects(ctx, &res, oids, func(oid string) error {
+			if err := d.throttle(ctx, mclock.Recovery, 1, pg.recoveryBytes(r, oid)); err != nil {
+				return err
+			}
 			unlock, err := pg.writeLock(ctx, oid)
 			if err != nil {
 				return err
@@ -391,6 +395,20 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// recoveryBytes estimates the bytes recovering oid moves on this OSD, for
+// the I/O scheduler: its size here (times the shards, which an
+// erasure-coded rebuild reads and writes), or nothing if it is not here.
+func (pg *PG) recoveryBytes(r *recovery, oid string) uint64 {
+	st, err := pg.osd.store.Stat(pg.coll, oid)
+	if err != nil {
+		return 0
+	}
+	if r.shards != nil {
+		return st.Size * uint64(len(r.shards))
+	}
+	return st.Size
 }
 
 // tooFull reports whether a member that lacks objects is too full to

@@ -312,13 +312,7 @@ func TestRecoveryMemoryBudget(t *testing.T) {
 		}
 	}
 	put(1)
-	c.osds[2].Close()
-	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	c.waitDown(ctx, cl, 2)
-	put(2)
-	c.restartOSD(2)
+	c.missWrites(ctx, cl, put)
 	waitClean(ctx, t, cl, p.ID())
 	// osd.2's copy is whole: read everything through it alone
 	for _, i := range []int{0, 1} {
@@ -336,4 +330,69 @@ func TestRecoveryMemoryBudget(t *testing.T) {
 			t.Fatalf("%s on osd.2 alone: %v (%d bytes, want %d)", oid, err, len(got), len(data))
 		}
 	}
+}
+
+// TestMClockHoldsBackRecovery: with the I/O scheduler told the device
+// moves 1 MiB/s, recovering 2.5 MiB waits for its share (the primaries
+// count background waits) and still completes; with osd_op_queue = wpq
+// the same recovery never waits.
+func TestMClockHoldsBackRecovery(t *testing.T) {
+	for _, queue := range []string{"mclock_scheduler", "wpq"} {
+		t.Run(queue, func(t *testing.T) {
+			conf, err := config.Parse(strings.NewReader(testConf+"osd_op_queue = "+queue+"\nosd_mclock_max_sequential_bandwidth_ssd = 1M\nosd_mclock_profile = high_client_ops\n"), "test.conf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := startClusterConf(t, 3, conf)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			cl, p := c.pool(ctx, "p")
+			want := map[string][]byte{}
+			put := func(gen int) {
+				for i := range 40 {
+					oid := fmt.Sprintf("o%d", i)
+					want[oid] = bytes.Repeat([]byte{byte(gen), byte(i)}, 32<<10)
+					if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			put(1)
+			c.missWrites(ctx, cl, put)
+			waitClean(ctx, t, cl, p.ID())
+			var waits uint64
+			for i := range 3 {
+				st, err := cl.OSDStats(ctx, int32(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				waits += st.Perf.MClockWaits
+			}
+			switch {
+			case queue == "wpq" && waits != 0:
+				t.Fatalf("wpq: %d background waits", waits)
+			case queue != "wpq" && waits == 0:
+				t.Fatal("recovery of 2.5 MiB at 1 MiB/s never waited for the scheduler")
+			}
+			t.Logf("%s: %d background waits", queue, waits)
+			for oid, data := range want {
+				if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("%s: %v", oid, err)
+				}
+			}
+		})
+	}
+}
+
+// missWrites stops osd.2, has the MON mark it down, writes generation 2
+// of the objects (put), and restarts osd.2, which then lacks them.
+func (c *cluster) missWrites(ctx context.Context, cl *client.Conn, put func(gen int)) {
+	c.t.Helper()
+	c.osds[2].Close()
+	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitDown(ctx, cl, 2)
+	put(2)
+	c.restartOSD(2)
 }

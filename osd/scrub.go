@@ -42,6 +42,7 @@ import (
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -349,6 +350,17 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 		}
 		found.Inconsistents = append(found.Inconsistents, incs...)
 		pg.unblockChunk()
+		// the next chunk waits for scrub's share of the device, which this
+		// one used: its objects read here (and their bytes, deep)
+		var bytes uint64
+		if self := slices.Index(acting, d.id); deep && self >= 0 {
+			for _, o := range smaps[self] {
+				bytes += o.Size
+			}
+		}
+		if err := d.throttle(ctx, mclock.BestEffort, max(n, 1), bytes); err != nil {
+			return err
+		}
 		if to == "" {
 			break
 		}

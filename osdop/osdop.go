@@ -385,6 +385,10 @@ type Perf struct {
 	// the data a failure or a rebalance moved.
 	RecoveryOps   uint64 `json:"recovery_ops"`
 	RecoveryBytes uint64 `json:"recovery_bytes"`
+	// Background operations (recovery and backfill copies, scrub chunks,
+	// stray deletion batches) the I/O scheduler held back before they
+	// could start (osd_op_queue = mclock_scheduler).
+	MClockWaits uint64 `json:"mclock_background_waits"`
 }
 
 // PGStats is one PG as its primary sees it.

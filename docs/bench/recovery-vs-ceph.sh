@@ -22,7 +22,9 @@
 # the recovery of a 20 s write phase take the better part of an hour.
 #
 # Needs the ceph packages (ceph, ceph-mon, ceph-osd, ceph-mgr, radosgw), jq,
-# python3 and a built ./shoal. SKIP_CEPH=1 runs only Shoal.
+# python3 and a built ./shoal. SKIP_CEPH=1 runs only Shoal. SHOAL_OSD_CONF
+# ("name=value ...") sets OSD options on Shoal's cluster first, e.g.
+# "osd_op_queue=wpq" or "osd_mclock_max_sequential_bandwidth_ssd=100M".
 set -euo pipefail
 SECS=${1:-20}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
@@ -106,6 +108,7 @@ sup() { S status --format json | python3 -c 'import json,sys; print(json.load(sy
 # osd.2 alone (`shoal up` would wait for HEALTH_OK, which noout prevents)
 restart2() { setsid "$SHOAL" osd --conf "$SHOAL_CONF" --data "$SHOAL_DIR/osd.2" >> "$SHOAL_DIR/log/osd.2.log" 2>&1 < /dev/null & }
 recovered() { S osd perf --format json | python3 -c 'import json,sys; print(sum(o["perf"]["recovery_ops"] for o in json.load(sys.stdin)))'; }
+for kv in ${SHOAL_OSD_CONF:-}; do S config set osd "${kv%%=*}" "${kv#*=}" > /dev/null; done
 S osd set noout > /dev/null
 echo "shoal baseline:           $($B write -b 64K -t 16 --seconds "$SECS" --no-cleanup --run-name base 2>&1 | summary)"
 t0=$(now); kill -9 "$(cat "$SHOAL_DIR/run/osd.2.pid")"
