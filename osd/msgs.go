@@ -23,6 +23,7 @@ const (
 	msgScrubMap                       // primary → member: its scrub map of a chunk
 	msgActivated                      // primary → member: the pg went active in this interval
 	msgPurge                          // primary → former member: the pg is clean without you; delete your copy
+	msgNotify                         // stray → primary: I hold a copy of the pg (Ceph's pg_notify)
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it
@@ -51,6 +52,8 @@ type peerMsg struct {
 	// Missing: in a query's reply, the objects the member's copy lacks;
 	// in msgPGLog, those it lacks in the history it adopts.
 	Missing []string
+	// From (msgNotify): the sending OSD.
+	From int32
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -107,6 +110,7 @@ func (m *peerMsg) encode() []byte {
 		}
 	}
 	e.Strings(m.Missing)
+	e.I32(m.From)
 	return e.Bytes()
 }
 
@@ -144,6 +148,7 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 		m.Intervals = append(m.Intervals, iv)
 	}
 	m.Missing = d.Strings()
+	m.From = d.I32()
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)
 	}

@@ -529,6 +529,18 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				prev = oldMaps[seed].Acting
 			}
 			pg.setMapping(m, pool, mp, in, prev)
+			if p := mp.ActingPrimary; !in && p >= 0 && p < m.MaxOSD() && m.OSDs[p].Up {
+				pg.mu.Lock()
+				iv, told := pg.interval, pg.notified == pg.interval
+				pg.mu.Unlock()
+				if !told {
+					d.wg.Add(1)
+					go func() {
+						defer d.wg.Done()
+						pg.notifyPrimary(iv, p, m.OSDs[p].Addr)
+					}()
+				}
+			}
 		}
 	}
 	for id, pg := range d.pgs {
@@ -755,6 +767,12 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		d.purgeStray(pm.PG)
 		return nil, nil
 	}
+	if m.Type == msgNotify {
+		if pg := d.getPG(pm.PG); pg != nil {
+			pg.handleNotify(pm.From)
+		}
+		return nil, nil
+	}
 	pg := d.getPG(pm.PG)
 	if pg == nil && (m.Type == msgPGQuery || m.Type == msgPGList) { // never held it, or deleted its copy: nothing to offer
 		return (&peerMsg{PG: pm.PG}).encode(), nil
@@ -922,6 +940,7 @@ func (d *OSD) stats() osdop.Stats {
 	for _, pg := range d.pgs {
 		pgs = append(pgs, pg)
 	}
+	st.HeldPGs = len(d.pgs) + len(d.removing)
 	d.mu.RUnlock()
 	for _, pg := range pgs {
 		if s, ok := pg.stats(); ok {

@@ -61,6 +61,9 @@ type PG struct {
 	shard   int
 	pending map[uint64]bool
 	scrub   pgScrub
+	// notified is the interval in which this OSD, a stray, told the
+	// primary it holds a copy (msgNotify)
+	notified uint64
 	// rec is the PG's recovery after activation, on its primary
 	// (nil when every acting member's copy is complete).
 	rec *recovery

@@ -20,6 +20,13 @@ import (
 // first, so a copy whose deletion is interrupted (by a crash, or by a map
 // that makes the OSD a member again, which aborts it) has no history
 // and is backfilled like a new one.
+//
+// A primary learns of strays from its map history, and from the strays
+// themselves: an OSD that holds a copy of a PG whose acting set leaves it
+// out tells the primary once per interval (msgNotify, Ceph's pg_notify).
+// That covers copies the primary never knew of or forgot — an OSD that
+// was down while its PGs moved and went clean, or that was killed while
+// it deleted its copies (each left one is deleted when it restarts).
 
 // pgRemoval is a stray copy being deleted. mu is held while a
 // transaction of the deletion runs; abort stops it before the next.
@@ -94,7 +101,7 @@ func (d *OSD) purgeStray(id osdmap.PGID) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		if err := d.removePG(pg, rm); err != nil {
+		if err := d.removePG(pg, rm); err != nil && d.ctx.Err() == nil {
 			d.log.Error("delete stray copy", "pg", id, "err", err)
 		} else if !rm.abort.Load() {
 			d.log.Info("deleted stray copy", "pg", id)
@@ -159,4 +166,46 @@ func (d *OSD) removePG(pg *PG, rm *pgRemoval) error {
 		}
 	}
 	return d.ctx.Err()
+}
+
+// notifyPrimary tells the primary of the PG's interval iv that this OSD,
+// out of the acting set, holds a copy; on success the PG remembers it did
+// for iv.
+func (pg *PG) notifyPrimary(iv uint64, primary int32, addr string) {
+	d := pg.osd
+	ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+	defer cancel()
+	if _, err := d.call(ctx, primary, addr, msgNotify, (&peerMsg{PG: pg.id, Interval: iv, From: d.id}).encode()); err != nil {
+		d.log.Debug("telling the primary of a stray copy", "pg", pg.id, "osd", primary, "err", err)
+		return
+	}
+	pg.mu.Lock()
+	if pg.interval == iv {
+		pg.notified = iv
+	}
+	pg.mu.Unlock()
+}
+
+// handleNotify: OSD o holds a copy of this PG outside its acting set. It
+// joins the strays (peering asks them for history; once the PG is clean
+// they are told to delete their copies), at once if the PG is clean.
+func (pg *PG) handleNotify(o int32) {
+	pg.mu.Lock()
+	if o < 0 || slices.Contains(pg.acting, o) {
+		pg.mu.Unlock()
+		return
+	}
+	if !slices.Contains(pg.strays, o) {
+		pg.strays = append(pg.strays, o)
+	}
+	iv, clean := pg.interval, pg.primary == pg.osd.id && pg.isClean()
+	pg.mu.Unlock()
+	if clean {
+		d := pg.osd
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			pg.purgeStrays(iv)
+		}()
+	}
 }

@@ -201,25 +201,7 @@ func TestStrayCopiesDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	held := func() int { // the pool's objects in osd.3's store
-		colls, err := c.stores[3].Collections()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, coll := range colls {
-			if !strings.HasPrefix(string(coll), fmt.Sprintf("%d.", p.ID())) {
-				continue
-			}
-			names, _ := c.stores[3].List(coll, "", 100000)
-			for _, name := range names {
-				if !strings.HasPrefix(name, "\x00") {
-					n++
-				}
-			}
-		}
-		return n
-	}
+	held := func() int { return c.held(3, p.ID()) }
 	verify := func(stage string) {
 		t.Helper()
 		for oid, data := range want {
@@ -285,6 +267,64 @@ func TestStrayCopiesDeleted(t *testing.T) {
 	}
 	verify("osd.3 in again")
 	t.Logf("osd.3 held %d object copies; out: deleted once clean; in: backfilled", before)
+}
+
+// TestStrayCopiesOfADownOSDDeleted: osd.3 is down while it is marked out
+// and its PGs recover elsewhere and go clean; restarted (still out), it
+// tells their primaries it holds copies, and they have it delete them.
+func TestStrayCopiesOfADownOSDDeleted(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	for i := range 100 {
+		if err := p.WriteFull(ctx, fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i)}, 300)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func() int { return c.held(3, p.ID()) }
+	before := held()
+	if before == 0 {
+		t.Fatal("osd.3 holds none of the pool's objects: the test proves nothing")
+	}
+	c.osds[3].Close()
+	for _, cmd := range []string{"osd down", "osd out"} {
+		if _, err := cl.MonCommand(ctx, cmd, map[string]string{"ids": "3"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitDown(ctx, cl, 3)
+	waitClean(ctx, t, cl, p.ID())
+	c.restartOSD(3) // stays out: an operator marked it out
+	for n := held(); n > 0; n = held() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("osd.3, restarted out of every acting set, still holds %d of the pool's objects", n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("osd.3 held %d object copies; back, out, it deleted them", before)
+}
+
+// held counts the pool's objects in osd i's store.
+func (c *cluster) held(i int, pool int64) int {
+	colls, err := c.stores[i].Collections()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	for _, coll := range colls {
+		if !strings.HasPrefix(string(coll), fmt.Sprintf("%d.", pool)) {
+			continue
+		}
+		names, _ := c.stores[i].List(coll, "", 100000)
+		for _, name := range names {
+			if !strings.HasPrefix(name, "\x00") {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TestRecoveryMemoryBudget: with osd_memory_target at its 64 MiB minimum,

@@ -354,7 +354,10 @@ type Stats struct {
 	Total uint64    `json:"kb_total"`
 	Used  uint64    `json:"kb_used"`
 	PGs   []PGStats `json:"pgs"`
-	Perf  Perf      `json:"perf"`
+	// HeldPGs counts the PG copies in this OSD's store: those it serves,
+	// strays, and those being deleted.
+	HeldPGs int  `json:"num_pgs_held"`
+	Perf    Perf `json:"perf"`
 	// Recovery rate over the last second (Ceph's
 	// recovering_objects_per_sec, recovering_bytes_per_sec).
 	RecoveryOpsRate   float64 `json:"recovering_objects_per_sec"`

@@ -791,11 +791,12 @@ func (c *tcluster) killsDuringRecovery(ctx context.Context, conn *client.Conn, p
 }
 
 // TestKillDuringStrayDeletion: an OSD marked out deletes its copies once
-// their PGs are clean, and is killed with SIGKILL while it does; restarted
-// and marked in again, whatever it had left (a PG's log goes first, so a
-// half-deleted copy has no history) is backfilled, never taken for a
-// current copy: every object reads back and a deep scrub finds every PG's
-// copies identical.
+// their PGs are clean, and is killed with SIGKILL while it does.
+// Restarted, still out, it tells the primaries of the copies it has left
+// and deletes them all, the half-deleted one included; marked in again,
+// it is backfilled (a PG's log goes first, so a half-deleted copy that
+// maps back has no history and is never taken for a current copy): every
+// object reads back and a deep scrub finds every PG's copies identical.
 func TestKillDuringStrayDeletion(t *testing.T) {
 	c := up(t, "--osds", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -826,6 +827,21 @@ func TestKillDuringStrayDeletion(t *testing.T) {
 	deleted := bytes.Count(b, []byte("msg=\"deleted stray copy\""))
 	c.startOSD("osd.3")
 	waitMap(ctx, t, conn, "osd.3 up", func(m *osdmap.Map) bool { return m.OSDs[3].Up })
+	// still out, it tells the primaries of the copies it has left —
+	// the one cut short too — and deletes them when told to
+	for {
+		st, err := conn.OSDStats(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.HeldPGs == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("osd.3, restarted out, still holds %d pg copies", st.HeldPGs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c.must("osd", "in", "3")
 	c.waitClean(3 * time.Minute)
 	for oid, data := range want {
