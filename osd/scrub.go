@@ -382,8 +382,13 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 	pg.scrub.errors, pg.scrub.found = unrepaired, found
 	stamps := pg.scrubStamps()
 	pg.mu.Unlock()
+	report, err := json.Marshal(found)
+	if err != nil {
+		return err
+	}
 	var t objectstore.Transaction
 	t.SetAttr(metaColl, metaOID(pg.coll), "scrub", stamps)
+	t.SetAttr(metaColl, metaOID(pg.coll), "scrub_found", report) // list-inconsistent after a restart
 	if err := d.store.Apply(&t); err != nil {
 		return storeErr(err)
 	}
@@ -409,8 +414,9 @@ func (pg *PG) scrubStamps() []byte {
 	return e.Bytes()
 }
 
-// loadScrubStamps reads what scrubStamps wrote; a PG never scrubbed
-// counts from now (Ceph stamps a new PG with its creation time).
+// loadScrubStamps reads what scrubStamps wrote, and the last scrub's
+// findings (for list-inconsistent); a PG never scrubbed counts from now
+// (Ceph stamps a new PG with its creation time).
 func (pg *PG) loadScrubStamps() {
 	now := time.Now()
 	pg.scrub.last, pg.scrub.lastDeep = now, now
@@ -422,6 +428,12 @@ func (pg *PG) loadScrubStamps() {
 	last, deep, errs := d.I64(), d.I64(), d.U32()
 	if d.Err() == nil {
 		pg.scrub.last, pg.scrub.lastDeep, pg.scrub.errors = time.Unix(0, last), time.Unix(0, deep), int(errs)
+	}
+	if b, err := pg.osd.store.GetAttr(metaColl, metaOID(pg.coll), "scrub_found"); err == nil {
+		var found osdop.Inconsistents
+		if err := json.Unmarshal(b, &found); err == nil && found.Inconsistents != nil {
+			pg.scrub.found = found
+		}
 	}
 }
 
@@ -607,7 +619,7 @@ func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
 	switch {
 	case c.Cmd == "list-inconsistent":
 		if pg.scrub.found.Inconsistents == nil {
-			return nil, fmt.Errorf("%w: pg %s has not been scrubbed since osd.%d started", osdop.ErrNotFound, id, d.id)
+			return nil, fmt.Errorf("%w: pg %s has no scrub findings on osd.%d (never scrubbed with it as primary)", osdop.ErrNotFound, id, d.id)
 		}
 		return json.Marshal(pg.scrub.found)
 	case kind == scrubNone:

@@ -203,6 +203,26 @@ func TestScrubAndRepair(t *testing.T) {
 			t.Fatalf("obj11: the damaged primary copy was chosen as authoritative: %+v", inc)
 		}
 	}
+	// the findings survive a restart of the primary (its PG meta holds them)
+	c.restartOSD(int(primary))
+	for {
+		b, err := cl.PGCommand(ctx, pgid.String(), "list-inconsistent")
+		if err == nil {
+			var incs osdop.Inconsistents
+			if err := json.Unmarshal(b, &incs); err != nil {
+				t.Fatal(err)
+			}
+			if got := errorsByObject(incs); fmt.Sprint(got) != fmt.Sprint(wantDeep) {
+				t.Fatalf("list-inconsistent after the primary restarted: %v, want %v", got, wantDeep)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("list-inconsistent after the primary restarted: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if got := errorsByObject(scrubPG(ctx, t, cl, pgid, "repair")); fmt.Sprint(got) != fmt.Sprint(wantDeep) {
 		t.Fatalf("repair found %v, want %v", got, wantDeep)
 	}
