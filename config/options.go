@@ -90,6 +90,7 @@ var Options = []Option{
 	{Name: "osd_scrub_begin_hour", Type: Int, Default: "0", Min: 0, Max: 23, Desc: "Scheduled scrubs start at or after this hour (local time); equal to osd_scrub_end_hour: any hour."},
 	{Name: "osd_scrub_end_hour", Type: Int, Default: "0", Min: 0, Max: 23, Desc: "Scheduled scrubs start before this hour (the range may wrap past midnight)."},
 	{Name: "osd_scrub_load_threshold", Type: Float, Default: "0.5", Min: 0, Max: 1000, Desc: "Scheduled scrubs start only while the 1-minute load average per CPU is below this."},
+	{Name: "osd_max_scrubs", Type: Int, Default: "3", Min: 1, Max: 1000, Desc: "Scrubs an OSD takes part in at once, as primary or replica: a primary scrubs a PG only once every member granted it a slot (Ceph's scrub reservations), and tries again later otherwise."},
 	{Name: "osd_scrub_chunk_max", Type: Int, Default: "25", Min: 1, Max: 100000, Desc: "Objects compared per scrub chunk; writes to a chunk's objects wait while it is compared."},
 	{Name: "osd_scrub_sleep", Type: Seconds, Default: "0", Min: 0, Max: 60, Desc: "Pause between scrub chunks."},
 	{Name: "osd_scrub_auto_repair", Type: Bool, Default: "false", Desc: "Repair what a scheduled deep scrub finds, if it found at most osd_scrub_auto_repair_num_errors objects."},

@@ -10,20 +10,22 @@ import (
 
 // Messages between the OSDs of a PG.
 const (
-	msgRepOp      uint16 = 120 + iota // primary → replica: apply a write at a version
-	msgPGQuery                        // primary → member: its info and log
-	msgPull                           // primary → member: send an object whole
-	msgPush                           // primary → member: install an object whole
-	msgPGLog                          // primary → member: adopt the authoritative log
-	msgPGList                         // primary → member: list every object (when logs do not overlap)
-	msgPing                           // heartbeat
-	msgECRead                         // primary → shard: read [Off, Off+Len) of an object's shard
-	msgECRepair                       // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
-	msgECRollback                     // primary → shard: undo writes after Prev
-	msgScrubMap                       // primary → member: its scrub map of a chunk
-	msgActivated                      // primary → member: the pg went active in this interval
-	msgPurge                          // primary → former member: the pg is clean without you; delete your copy
-	msgNotify                         // stray → primary: I hold a copy of the pg (Ceph's pg_notify)
+	msgRepOp        uint16 = 120 + iota // primary → replica: apply a write at a version
+	msgPGQuery                          // primary → member: its info and log
+	msgPull                             // primary → member: send an object whole
+	msgPush                             // primary → member: install an object whole
+	msgPGLog                            // primary → member: adopt the authoritative log
+	msgPGList                           // primary → member: list every object (when logs do not overlap)
+	msgPing                             // heartbeat
+	msgECRead                           // primary → shard: read [Off, Off+Len) of an object's shard
+	msgECRepair                         // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
+	msgECRollback                       // primary → shard: undo writes after Prev
+	msgScrubMap                         // primary → member: its scrub map of a chunk
+	msgActivated                        // primary → member: the pg went active in this interval
+	msgPurge                            // primary → former member: the pg is clean without you; delete your copy
+	msgNotify                           // stray → primary: I hold a copy of the pg (Ceph's pg_notify)
+	msgScrubReserve                     // primary → member: grant a scrub slot (osd_max_scrubs), or ErrBusy
+	msgScrubRelease                     // primary → member: the scrub is over
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it

@@ -94,6 +94,7 @@ type OSD struct {
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
+	scrubSlots  scrubSlots
 	pgs         map[osdmap.PGID]*PG
 	removing    map[osdmap.PGID]*pgRemoval // stray copies being deleted
 	cfg         atomic.Pointer[config.Config]
@@ -805,6 +806,11 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return nil, pg.handleECRepair(pm)
 	case msgECRollback:
 		return nil, pg.handleECRollback(pm)
+	case msgScrubReserve:
+		return nil, pg.handleScrubReserve(pm)
+	case msgScrubRelease:
+		d.scrubSlots.release(pg.id)
+		return nil, nil
 	case msgScrubMap:
 		return pg.handleScrubMap(pm)
 	case msgActivated:

@@ -64,6 +64,7 @@ type pgScrub struct {
 	lastDeep  time.Time
 	errors    int // inconsistent objects the last scrub left unrepaired
 	found     osdop.Inconsistents
+	busyUntil time.Time // a member had no slot: not before then
 
 	// the chunk being compared: writes to objects in (from, to] wait
 	// until blocked is closed; to "" means no upper bound
@@ -205,10 +206,18 @@ func (pg *PG) handleScrubMap(pm *peerMsg) ([]byte, error) {
 	if len(pm.Names) != 1 {
 		return nil, fmt.Errorf("%w: scrub map request without a chunk end", osdop.ErrInvalid)
 	}
+	pg.osd.scrubSlots.touch(pg.id, time.Now())
 	objs, err := pg.scrubMapLocal(pm.OID, pm.Names[0], pm.Off == 1)
 	if err != nil {
 		return nil, err
 	}
+	var bytes uint64
+	if pm.Off == 1 {
+		for _, o := range objs {
+			bytes += o.Size
+		}
+	}
+	pg.osd.charge(mclock.BestEffort, max(len(objs), 1), bytes)
 	return encodeScrubMap(objs), nil
 }
 
@@ -234,6 +243,10 @@ func (pg *PG) writeLock(ctx context.Context, oid string) (func(), error) {
 		}
 	}
 }
+
+// scrubBusyBackoff is how long a PG whose members had no scrub slot waits
+// before it asks again.
+const scrubBusyBackoff = 300 * time.Millisecond
 
 // errScrubAborted ends a scrub whose PG changed interval or state.
 var errScrubAborted = errors.New("scrub aborted: the pg changed")
@@ -284,6 +297,13 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 		return fmt.Errorf("%w: pg %s is %s (scrubs need active+clean)", errScrubAborted, pg.id, st)
 	}
 	iv, acting, addrs, isEC, pool := pg.interval, slices.Clone(pg.acting), slices.Clone(pg.addrs), pg.isEC, pg.pool
+	pg.mu.Unlock()
+	release, err := pg.reserveScrub(ctx, iv, acting, addrs)
+	if err != nil {
+		return err
+	}
+	defer release()
+	pg.mu.Lock()
 	pg.scrub.running = kind
 	pg.mu.Unlock()
 	defer func() {
@@ -639,20 +659,37 @@ func (d *OSD) scrubLoop() {
 	defer d.wg.Done()
 	periodic.Every(d.ctx, time.Second, d.scrubKick, func() {
 		for d.ctx.Err() == nil {
-			pg, kind := d.nextScrub(time.Now())
+			pg, kind, requested := d.nextScrub(time.Now())
 			if pg == nil {
 				return
 			}
-			if err := pg.runScrub(d.ctx, kind); err != nil && d.ctx.Err() == nil {
+			err := pg.runScrub(d.ctx, kind)
+			if errors.Is(err, errScrubBusy) {
+				// a member scrubs osd_max_scrubs PGs already: another PG
+				// first, this one again in a while (an operator's request
+				// stays asked for)
+				d.log.Debug("scrub waits for a reservation", "pg", pg.id, "err", err)
+				pg.mu.Lock()
+				if requested {
+					pg.scrub.requested = max(pg.scrub.requested, kind)
+				}
+				pg.scrub.busyUntil = time.Now().Add(scrubBusyBackoff)
+				pg.mu.Unlock()
+				continue
+			}
+			if err != nil && d.ctx.Err() == nil {
 				d.log.Warn("scrub", "pg", pg.id, "err", err)
+				pg.mu.Lock()
+				pg.scrub.busyUntil = time.Now().Add(time.Second) // not again at once
+				pg.mu.Unlock()
 			}
 		}
 	})
 }
 
 // nextScrub picks the PG to scrub now and how: an operator's request
-// first, then a deep scrub due, then a light one.
-func (d *OSD) nextScrub(now time.Time) (*PG, int) {
+// first (requested), then a deep scrub due, then a light one.
+func (d *OSD) nextScrub(now time.Time) (pg *PG, kind int, requested bool) {
 	m, _ := d.curMap()
 	cfg := d.conf()
 	d.mu.RLock()
@@ -669,12 +706,12 @@ func (d *OSD) nextScrub(now time.Time) (*PG, int) {
 	bestKind, bestWait := scrubNone, time.Duration(0)
 	for _, pg := range pgs {
 		pg.mu.Lock()
-		ok := pg.primary == d.id && pg.isClean()
+		ok := pg.primary == d.id && pg.isClean() && !now.Before(pg.scrub.busyUntil)
 		req, last, lastDeep := pg.scrub.requested, pg.scrub.last, pg.scrub.lastDeep
 		if ok && req != scrubNone {
 			pg.scrub.requested = scrubNone
 			pg.mu.Unlock()
-			return pg, req
+			return pg, req, true
 		}
 		pg.mu.Unlock()
 		if !ok {
@@ -691,7 +728,7 @@ func (d *OSD) nextScrub(now time.Time) (*PG, int) {
 			best, bestKind, bestWait = pg, kind, wait
 		}
 	}
-	return best, bestKind
+	return best, bestKind, false
 }
 
 // scrubHours reports whether hour is within [begin, end) (wrapping past

@@ -429,3 +429,59 @@ func TestRepairInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubReservations: with osd_max_scrubs 1 on three OSDs that each
+// hold every PG, deep scrubs asked for all eight PGs at once (their
+// primaries on all three OSDs) contend for every OSD's one slot: they run
+// one after another as slots free, and all finish.
+func TestScrubReservations(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, cl := scrubCluster(ctx, t, "osd_max_scrubs = 1\nosd_scrub_chunk_max = 3\n")
+	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "8")
+	p, err := cl.Pool(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if err := p.WriteFull(ctx, fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i)}, 4096)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitClean(ctx, t, cl, p.ID())
+	primaries := map[int32]bool{}
+	before := map[osdmap.PGID]time.Time{}
+	for seed := range 8 {
+		pgid := osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}
+		mp, err := cl.Map().MapPG(pgid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		primaries[mp.ActingPrimary] = true
+		before[pgid] = pgStats(ctx, t, cl, pgid).LastDeepScrub
+	}
+	if len(primaries) < 2 {
+		t.Fatalf("the 8 pgs have %d primaries: no contention to test", len(primaries))
+	}
+	for pgid := range before {
+		if _, err := cl.PGCommand(ctx, pgid.String(), "deep-scrub"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pgid, at := range before {
+		for {
+			st := pgStats(ctx, t, cl, pgid)
+			if st.LastDeepScrub.After(at) {
+				if st.ScrubErrors != 0 {
+					t.Fatalf("%s: %d scrub errors", pgid, st.ScrubErrors)
+				}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("deep scrub of %s never ran", pgid)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}

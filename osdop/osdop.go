@@ -308,6 +308,9 @@ var (
 	// ErrRetry: not the PG's primary at the sender's epoch, or the PG is
 	// changing; the client resends with a newer map.
 	ErrRetry = errors.New("retry with a newer map")
+	// ErrBusy: an OSD has no slot free for the work asked (a scrub
+	// reservation); the asker tries again later.
+	ErrBusy = errors.New("busy")
 )
 
 var errnos = []struct {
@@ -318,7 +321,7 @@ var errnos = []struct {
 	{ErrInvalid, syscall.EINVAL}, {ErrUnsupported, syscall.EOPNOTSUPP}, {ErrPermission, syscall.EACCES},
 	{ErrTooLarge, syscall.EFBIG}, {ErrNameTooLong, syscall.ENAMETOOLONG}, {ErrNoData, syscall.ENODATA},
 	{ErrVerOlder, syscall.ERANGE}, {ErrVerNewer, syscall.EOVERFLOW}, {ErrCorrupt, syscall.EIO}, {ErrRetry, syscall.EAGAIN},
-	{ErrUnreadable, syscall.EREMOTEIO},
+	{ErrUnreadable, syscall.EREMOTEIO}, {ErrBusy, syscall.EBUSY},
 }
 
 // Errno returns err's code (EIO for errors without one).
