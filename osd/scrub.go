@@ -357,6 +357,13 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 			}
 		}
 		incs, n := compareScrubMaps(acting, slices.Index(acting, d.id), smaps, deep && !isEC)
+		if deep && isEC {
+			parity, err := pg.checkParity(ctx, iv, pool, acting, addrs, smaps[slices.Index(acting, d.id)], incs)
+			if err != nil {
+				return err
+			}
+			incs = append(incs, parity...)
+		}
 		objects += n
 		for _, inc := range incs {
 			if kind == scrubRepair {
@@ -757,4 +764,75 @@ func loadPerCPU() float64 {
 		return 0
 	}
 	return l / float64(runtime.NumCPU())
+}
+
+// checkParity is a deep scrub's check of an erasure-coded chunk: for each
+// object whose shards otherwise agree (not in incs), the primary reads
+// every shard whole and checks that the parity is the coding of the data
+// — a shard whose bytes changed without failing its store's checksums
+// (written wrong) shows up only here. The shard at fault is the one whose
+// rebuild from the others makes every shard agree; with m = 1 any shard
+// could be, and all are reported. Errors are Ceph's ec_hash_error.
+func (pg *PG) checkParity(ctx context.Context, iv uint64, pool *osdmap.Pool, acting []int32, addrs []string, local []scrubObj, incs []osdop.Inconsistent) ([]osdop.Inconsistent, error) {
+	d := pg.osd
+	cd, err := d.codec(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	p := cd.Profile()
+	w, u := uint64(p.K)*uint64(p.StripeUnit), uint64(p.StripeUnit)
+	var out []osdop.Inconsistent
+	for _, so := range local {
+		if so.Err != "" || slices.ContainsFunc(incs, func(inc osdop.Inconsistent) bool { return inc.Object == so.OID }) {
+			continue
+		}
+		o, err := pg.loadECObject(so.OID)
+		if err != nil || !o.exists || o.size == 0 {
+			continue
+		}
+		n := (o.size + w - 1) / w * u
+		shards := make([][]byte, len(acting))
+		whole := true
+		for i, osd := range acting {
+			if osd == osdmap.NoOSD {
+				whole = false
+				break
+			}
+			if shards[i], err = pg.readShard(ctx, osd, addrs[i], iv, o, 0, n); err != nil {
+				whole = false // read errors are the scrub maps' to report
+				break
+			}
+		}
+		if !whole {
+			continue
+		}
+		d.charge(mclock.BestEffort, len(acting), n*uint64(len(acting)))
+		if ok, err := cd.Verify(shards); err != nil || ok {
+			continue
+		}
+		var bad []int
+		for i := range shards {
+			trial := slices.Clone(shards)
+			trial[i] = nil
+			if cd.Reconstruct(trial) != nil {
+				continue
+			}
+			if ok, err := cd.Verify(trial); err == nil && ok {
+				bad = append(bad, i)
+			}
+		}
+		inc := osdop.Inconsistent{Object: so.OID, AuthOSD: d.id, UnionErrors: []string{"ec_hash_error"}}
+		for i, osd := range acting {
+			sh := osdop.ScrubShard{OSD: osd, Shard: i, Size: uint64(len(shards[i]))}
+			if len(bad) == 1 && bad[0] == i || len(bad) != 1 {
+				sh.Errors = []string{"ec_hash_error"}
+			}
+			inc.Shards = append(inc.Shards, sh)
+		}
+		if len(bad) == 1 && acting[bad[0]] == d.id {
+			inc.AuthOSD = acting[(bad[0]+1)%len(acting)]
+		}
+		out = append(out, inc)
+	}
+	return out, nil
 }

@@ -485,3 +485,69 @@ func TestScrubReservations(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubECParity: on a 2+2 pool, one shard of an object is rewritten
+// with wrong bytes through its OSD's store (so its block checksums are
+// valid and a light scrub sees nothing); a deep scrub checks the parity,
+// names that shard (ec_hash_error), repair rebuilds it from the others,
+// and the object reads back whole.
+func TestScrubECParity(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterConf(t, 4, conf)
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec22", "args", "k=2 m=2 stripe_unit=4096 crush-failure-domain=osd")
+	monDo(ctx, t, cl, "pool create", "name", "ec22", "type", "erasure", "erasure_code_profile", "ec22", "pg_num", "1")
+	p, err := cl.Pool(ctx, "ec22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	want := map[string][]byte{}
+	for i := range 10 {
+		oid := fmt.Sprintf("e%02d", i)
+		want[oid] = randBytes(r, 30000+i)
+		if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	waitClean(ctx, t, cl, p.ID())
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll := objectstore.Coll(pgid.String())
+	for _, victim := range []int{1, 3} { // a data shard, then a parity shard
+		osd := mp.Acting[victim]
+		var tx objectstore.Transaction
+		tx.Write(coll, "e05", 100, []byte("written wrong"))
+		if err := c.stores[osd].Apply(&tx); err != nil {
+			t.Fatal(err)
+		}
+		if got := scrubPG(ctx, t, cl, pgid, "scrub"); len(got.Inconsistents) != 0 {
+			t.Fatalf("a light scrub found %+v: it compares no bytes", got.Inconsistents)
+		}
+		wantErr := map[string][]string{"e05": {fmt.Sprintf("osd.%d:ec_hash_error", osd)}}
+		if got := errorsByObject(scrubPG(ctx, t, cl, pgid, "deep-scrub")); fmt.Sprint(got) != fmt.Sprint(wantErr) {
+			t.Fatalf("shard %d written wrong on osd.%d: deep scrub found %v, want %v", victim, osd, got, wantErr)
+		}
+		scrubPG(ctx, t, cl, pgid, "repair")
+		if got := scrubPG(ctx, t, cl, pgid, "deep-scrub"); len(got.Inconsistents) != 0 {
+			t.Fatalf("deep scrub after repair: %+v", got.Inconsistents)
+		}
+	}
+	for oid, data := range want {
+		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s after repair: %v", oid, err)
+		}
+	}
+}
