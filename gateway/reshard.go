@@ -201,14 +201,33 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 		shards := l.writeShards(b.ID, key)
 		return shards[len(shards)-1]
 	}
+	var pending []client.KV
 	err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
 		if key, _, ok := rgw.SplitPendingKey(kv.Key); ok {
+			pending = append(pending, kv)
 			return true, s.index.OmapSet(ctx, half(key), []client.KV{kv})
 		}
 		return true, nil
 	})
 	if err != nil {
 		return 0, err
+	}
+	// An operation may have completed between the listing and the copy:
+	// its completion (old shard first, then the half) missed the copy,
+	// which would stay pending for ever. A record gone from the old shard
+	// now is dropped from the half; one still there will be completed on
+	// the half too, after the old shard.
+	for _, kv := range pending {
+		still, err := s.index.OmapGet(ctx, oid, []string{kv.Key})
+		if err != nil {
+			return 0, err
+		}
+		if len(still) == 0 {
+			key, _, _ := rgw.SplitPendingKey(kv.Key)
+			if err := s.index.OmapRm(ctx, half(key), []string{kv.Key}); err != nil {
+				return 0, err
+			}
+		}
 	}
 	// versioned copies, batched: up to copyBatch entries per
 	// rgw.complete_batch call to a half's shard, each key once per call
