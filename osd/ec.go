@@ -490,6 +490,10 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			go func() {
 				defer wg.Done()
 				shards[i], errs[i] = pg.readShard(ctx, acting[i], addrs[i], iv, o, sOff, sLen)
+				if errs[i] == nil { // a client read's shard reads (a scrub's are not counted)
+					pg.osd.perf.shardR.Add(1)
+					pg.osd.perf.shardRBytes.Add(sLen)
+				}
 			}()
 		}
 		wg.Wait()
@@ -582,8 +586,6 @@ func (pg *PG) readShard(ctx context.Context, osd int32, addr string, iv uint64, 
 	if uint64(len(data)) < n { // past the shard's end: padding
 		data = append(data, make([]byte, n-uint64(len(data)))...)
 	}
-	d.perf.shardR.Add(1)
-	d.perf.shardRBytes.Add(n)
 	return data, nil
 }
 
