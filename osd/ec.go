@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -420,7 +419,7 @@ func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*os
 	// lock, all shards agree
 	unlock := pg.lockObject(req.OID)
 	defer unlock()
-	if err := pg.checkNotMissing(req.OID); err != nil {
+	if err := pg.checkNotMissing(req.OID, osdop.ErrRetry); err != nil {
 		return nil, err
 	}
 	o, err := pg.loadECObject(req.OID)
@@ -607,11 +606,8 @@ func (pg *PG) handleECRead(pm *peerMsg) ([]byte, error) {
 	if err := pg.checkMember(pm); err != nil {
 		return nil, err
 	}
-	pg.mu.Lock()
-	lacks := pg.log.lacks(pm.OID)
-	pg.mu.Unlock()
-	if lacks { // not ErrRetry, which is for a changed interval: the reader decodes around it
-		return nil, fmt.Errorf("%w: pg %s: osd.%d's shard of %s is not rebuilt yet", osdop.ErrUnreadable, pg.id, pg.osd.id, pm.OID)
+	if err := pg.checkNotMissing(pm.OID, osdop.ErrUnreadable); err != nil { // not ErrRetry, which is for a changed interval
+		return nil, err
 	}
 	data, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)
 	if err != nil {
@@ -897,51 +893,23 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	}
 	a := *mem[auth]
 	a.info.LastUpdate = v
-	// 4. what each shard lacks in that history (the primary's plan first)
-	rec := &recovery{shards: mem, lacks: map[int32]map[string]bool{}}
+	// 4. what each shard lacks in that history; 5. every shard adopts it
+	var members []memberInfo // this OSD first
 	for _, m := range mem {
-		if m == nil {
-			continue
-		}
-		set, backfill, err := pg.lacks(ctx, a, *m)
-		if err != nil {
-			return err
-		}
-		maps.DeleteFunc(set, func(oid string, _ bool) bool { return isInternal(oid) })
-		rec.lacks[m.id] = set
-		rec.backfill = rec.backfill || backfill
-		if m.id == d.id {
-			rec.members = append([]memberInfo{*m}, rec.members...)
-		} else {
-			rec.members = append(rec.members, *m)
+		switch {
+		case m == nil:
+		case m.id == d.id:
+			members = append([]memberInfo{*m}, members...)
+		default:
+			members = append(members, *m)
 		}
 	}
-	rec.peers = rec.members
-	// 5. every shard adopts the authoritative log with its missing set
-	for _, m := range mem {
-		if m == nil {
-			continue
-		}
-		lacks := rec.lacks[m.id]
-		if m.info.LastUpdate == v && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects && maps.Equal(m.missing, lacks) {
-			continue
-		}
-		missing := slices.Sorted(maps.Keys(lacks))
-		if m.id == d.id {
-			err = pg.adoptLog(iv, a.info, a.entries, missing)
-		} else {
-			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries, Missing: missing}).encode())
-		}
-		if err != nil {
-			return fmt.Errorf("log to osd.%d: %w", m.id, err)
-		}
+	rec, err := pg.plan(ctx, a, members, members)
+	if err != nil {
+		return err
 	}
-	if n := rec.count(); n > 0 {
-		d.log.Info("peered; rebuilding shards", "pg", pg.id, "shard_objects", n, "backfill", rec.backfill, "last_update", v)
-	} else {
-		rec = nil
-	}
-	return pg.activate(ctx, iv, rec)
+	rec.shards = mem
+	return pg.activatePlan(ctx, iv, a, rec)
 }
 
 // recoverObjectEC rebuilds the shards of oid that acting members lack

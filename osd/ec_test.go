@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +19,7 @@ import (
 // ecPool connects a client and creates an erasure-coded pool of a new
 // profile k+m with OSD failure domain.
 func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit int) (*client.Conn, *client.Pool) {
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(cl.Close)
+	cl := c.connect(ctx)
 	prof := fmt.Sprintf("k=%d m=%d stripe_unit=%d crush-failure-domain=osd", k, m, unit)
 	if _, err := cl.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": name, "args": prof}); err != nil {
 		c.t.Fatal(err)
@@ -294,12 +289,6 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
 	c.poolSet(ctx, cl, "ec22", "min_size", "2")
 	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
-	mon := func(prefix string, args map[string]string) {
-		t.Helper()
-		if _, err := cl.MonCommand(ctx, prefix, args); err != nil {
-			t.Fatalf("%s %v: %v", prefix, args, err)
-		}
-	}
 	r := rand.New(rand.NewPCG(5, 6))
 	model := map[string][]byte{} // nil: deleted
 	put := func(oid string, data []byte) {
@@ -312,10 +301,8 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	for i := range 60 {
 		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(40<<10)))
 	}
-	c.osds[3].Close()
-	mon("osd down", map[string]string{"ids": "3"})
-	c.waitDown(ctx, cl, 3)
-	mon("osd set", map[string]string{"key": "norecover"})
+	c.stop(ctx, cl, 3)
+	monDo(ctx, t, cl, "osd set", "key", "norecover")
 	for i := range 30 { // osd.3 misses these
 		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(40<<10)))
 	}
@@ -329,23 +316,8 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	for i := range 10 {
 		put(fmt.Sprintf("n%d", i), randBytes(r, 5000))
 	}
-	verify := func(stage string) {
-		t.Helper()
-		for oid, want := range model {
-			got, err := p.Read(ctx, oid, 0, 0)
-			if want == nil {
-				if !errors.Is(err, osdop.ErrNotFound) {
-					t.Fatalf("%s: deleted %s: %v (%d bytes)", stage, oid, err, len(got))
-				}
-				continue
-			}
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(want))
-			}
-		}
-	}
 	c.restartOSD(3)
-	verify("osd.3 back under norecover")
+	verifyModel(ctx, t, p, model, "osd.3 back under norecover")
 	// partial writes to objects osd.3 lacks rebuild them first
 	for i := range 8 {
 		oid := fmt.Sprintf("o%d", i)
@@ -360,31 +332,17 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 		copy(w[100:], patch)
 		model[oid] = w
 	}
-	verify("after writes to degraded objects")
-	waiting := 0
-	states := pgStates(ctx, t, cl, p.ID())
-	for _, s := range states {
-		if strings.Contains(s, "recovery_wait+degraded") {
-			waiting++
-		}
-	}
-	if waiting == 0 {
-		t.Fatalf("no pg waits for recovery under norecover: %v", states)
-	}
-	t.Logf("under norecover: %d of %d pgs recovery_wait+degraded", waiting, len(states))
+	verifyModel(ctx, t, p, model, "after writes to degraded objects")
+	waitingForRecovery(ctx, t, cl, p.ID())
 
 	// restarted, osd.3 still knows what its shards lack: with osd.0 and
 	// osd.1 gone and declared lost (else the PGs that took writes without
 	// osd.3 stay down, waiting for them), osd.2 and osd.3 hold k shards;
 	// an object osd.3 lacks is refused, never decoded from its stale shard
 	c.restartOSD(3)
-	for _, i := range []int{0, 1} {
-		c.osds[i].Close()
-	}
-	mon("osd down", map[string]string{"ids": "0,1"})
-	c.waitDown(ctx, cl, 0, 1)
+	c.stop(ctx, cl, 0, 1)
 	for _, id := range []string{"0", "1"} {
-		mon("osd lost", map[string]string{"id": id, "sure": "--yes-i-really-mean-it"})
+		monDo(ctx, t, cl, "osd lost", "id", id, "sure", "--yes-i-really-mean-it")
 	}
 	for {
 		states := pgStates(ctx, t, cl, p.ID())
@@ -397,32 +355,7 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	served, refused := 0, map[string]int{}
-	for oid, want := range model {
-		wg.Go(func() {
-			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-			defer rcancel()
-			got, err := p.Read(rctx, oid, 0, 0)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil && want != nil && bytes.Equal(got, want), want == nil && errors.Is(err, osdop.ErrNotFound):
-				served++
-			case errors.Is(err, osdop.ErrUnreadable):
-				refused["unreadable"]++
-			case errors.Is(err, client.ErrTimeout) && strings.Contains(err.Error(), "unfound"):
-				refused["unfound"]++
-			default:
-				t.Errorf("osd.2 and osd.3 alone: %s: %v (%d bytes, want %d)", oid, err, len(got), len(want))
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	served, refused := readServedOrRefused(ctx, t, p, model, "unreadable", "unfound")
 	if len(refused) == 0 {
 		t.Fatalf("osd.2 and osd.3 alone served all %d objects: osd.3 lacked none?", served)
 	}
@@ -430,14 +363,10 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 
 	c.restartOSD(0)
 	c.restartOSD(1)
-	mon("osd unset", map[string]string{"key": "norecover"})
+	monDo(ctx, t, cl, "osd unset", "key", "norecover")
 	waitClean(ctx, t, cl, p.ID())
-	verify("clean")
+	verifyModel(ctx, t, p, model, "clean")
 	// every shard is rebuilt: any two OSDs serve every object
-	for _, i := range []int{0, 1} {
-		c.osds[i].Close()
-	}
-	mon("osd down", map[string]string{"ids": "0,1"})
-	c.waitDown(ctx, cl, 0, 1)
-	verify("osd.2 and osd.3 alone after recovery")
+	c.stop(ctx, cl, 0, 1)
+	verifyModel(ctx, t, p, model, "osd.2 and osd.3 alone after recovery")
 }

@@ -213,7 +213,7 @@ func (pg *PG) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, error
 		return nil, err
 	}
 	defer pg.rlockObject(req.OID)()
-	if err := pg.checkNotMissing(req.OID); err != nil {
+	if err := pg.checkNotMissing(req.OID, osdop.ErrRetry); err != nil {
 		return nil, err
 	}
 	o, err := pg.loadObject(req.OID)

@@ -161,6 +161,7 @@ func Start(o Options) (*OSD, error) {
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
 		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
 	d.cfg.Store(cfg)
+	d.qos.class = o.Class
 	if err := d.start(); err != nil {
 		d.Close()
 		return nil, err
@@ -316,7 +317,6 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 	}
 	d.log = d.log.With("osd", d.id)
 	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id))
-	d.qos.class = d.o.Class
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
 	return m, nil
 }

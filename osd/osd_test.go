@@ -47,12 +47,50 @@ type cluster struct {
 	dirs   []string
 }
 
-func startCluster(t *testing.T, n int) *cluster {
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
+func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, "") }
+
+// startClusterWith starts a MON and n OSDs configured by testConf plus
+// extra ("name = value" lines).
+func startClusterWith(t *testing.T, n int, extra string) *cluster {
+	t.Helper()
+	conf, err := config.Parse(strings.NewReader(testConf+extra), "test.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return startClusterConf(t, n, conf)
+}
+
+// stop closes OSDs ids and has the MON mark them down, returning once the
+// map says so.
+func (c *cluster) stop(ctx context.Context, cl *client.Conn, ids ...int32) {
+	c.t.Helper()
+	var list []string
+	for _, id := range ids {
+		c.osds[id].Close()
+		list = append(list, strconv.Itoa(int(id)))
+	}
+	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": strings.Join(list, ",")}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitDown(ctx, cl, ids...)
+}
+
+// verifyModel reads every object of model back through p: its bytes, or
+// ErrNotFound where model holds nil (deleted).
+func verifyModel(ctx context.Context, t *testing.T, p *client.Pool, model map[string][]byte, stage string) {
+	t.Helper()
+	for oid, want := range model {
+		got, err := p.Read(ctx, oid, 0, 0)
+		if want == nil {
+			if !errors.Is(err, osdop.ErrNotFound) {
+				t.Fatalf("%s: deleted %s: %v (%d bytes)", stage, oid, err, len(got))
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(want))
+		}
+	}
 }
 
 func startClusterConf(t *testing.T, n int, conf *config.File) *cluster {
@@ -116,13 +154,20 @@ func (c *cluster) waitDown(ctx context.Context, cl *client.Conn, ids ...int32) {
 	}
 }
 
-// pool connects a client and creates a 3-replica pool.
-func (c *cluster) pool(ctx context.Context, name string) (*client.Conn, *client.Pool) {
+// connect connects a client, closed when the test ends.
+func (c *cluster) connect(ctx context.Context) *client.Conn {
+	c.t.Helper()
 	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// pool connects a client and creates a 3-replica pool.
+func (c *cluster) pool(ctx context.Context, name string) (*client.Conn, *client.Pool) {
+	cl := c.connect(ctx)
 	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "size": "3"}); err != nil {
 		c.t.Fatal(err)
 	}

@@ -117,31 +117,52 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 			auth = i
 		}
 	}
-	a := all[auth]
-	// 3. what each copy lacks in that history
-	rec := &recovery{members: members, peers: all, lacks: map[int32]map[string]bool{}}
-	for _, mi := range all {
+	// 3. what each copy lacks in that history; 4. every member adopts it
+	rec, err := pg.plan(ctx, all[auth], members, all)
+	if err != nil {
+		return err
+	}
+	return pg.activatePlan(ctx, iv, all[auth], rec)
+}
+
+// plan works out what each copy in peers — the acting members (this OSD
+// first), then former members — lacks in the authoritative history a
+// (Ceph's peer_missing). Internal objects (erasure-coded rollback stashes)
+// are each copy's own and never recovered.
+func (pg *PG) plan(ctx context.Context, a memberInfo, members, peers []memberInfo) (*recovery, error) {
+	rec := &recovery{members: members, peers: peers, lacks: map[int32]map[string]bool{}}
+	for _, mi := range peers {
 		set, backfill, err := pg.lacks(ctx, a, mi)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		maps.DeleteFunc(set, func(oid string, _ bool) bool { return isInternal(oid) })
 		rec.lacks[mi.id] = set
 		rec.backfill = rec.backfill || (backfill && slices.ContainsFunc(members, func(x memberInfo) bool { return x.id == mi.id }))
 	}
-	// 4. every member adopts it with its missing set, ours first
-	if auth != 0 || !maps.Equal(self.missing, rec.lacks[d.id]) {
-		if err := pg.adoptLog(iv, a.info, a.entries, slices.Sorted(maps.Keys(rec.lacks[d.id]))); err != nil {
-			return err
-		}
-	}
-	for _, mi := range members[1:] {
-		lacks := rec.lacks[mi.id]
-		if mi.info.LastUpdate == a.info.LastUpdate && mi.info.Objects == a.info.Objects && maps.Equal(mi.missing, lacks) {
+	return rec, nil
+}
+
+// activatePlan has every acting member adopt the authoritative log a with
+// the missing set rec gives it (those that hold both already are
+// skipped), then activates the PG with rec as its recovery (none if
+// every copy is complete).
+func (pg *PG) activatePlan(ctx context.Context, iv uint64, a memberInfo, rec *recovery) error {
+	d := pg.osd
+	for _, m := range rec.members {
+		lacks := rec.lacks[m.id]
+		if m.info.LastUpdate == a.info.LastUpdate && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects && maps.Equal(m.missing, lacks) {
 			continue
 		}
-		msg := &peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries, Missing: slices.Sorted(maps.Keys(lacks))}
-		if _, err := d.call(ctx, mi.id, mi.addr, msgPGLog, msg.encode()); err != nil {
-			return fmt.Errorf("log to osd.%d: %w", mi.id, err)
+		missing := slices.Sorted(maps.Keys(lacks))
+		var err error
+		if m.id == d.id {
+			err = pg.adoptLog(iv, a.info, a.entries, missing)
+		} else {
+			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries, Missing: missing}).encode())
+		}
+		if err != nil {
+			return fmt.Errorf("log to osd.%d: %w", m.id, err)
 		}
 	}
 	if n := rec.count(); n > 0 {

@@ -551,10 +551,11 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 	if pg.primary != pg.osd.id || pg.state == stateStray {
 		return osdop.PGStats{}, false
 	}
-	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateName() + pg.scrubState(), Acting: slices.Clone(pg.acting),
+	n, misplaced := pg.rec.count(), pg.rec.misplaced(poolSize(pg.pool))
+	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.acting),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
-		ToRecover: pg.rec.count(), Misplaced: pg.rec.misplaced(poolSize(pg.pool)), Size: poolSize(pg.pool)}, true
+		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool)}, true
 }
 
 // stateName is the PG's state as Ceph names it (pg.mu is held): an active
@@ -566,15 +567,20 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 // for a recovery reservation (recovery_wait, backfill_wait) or for room
 // (…_toofull), in the order of Ceph's pg_state_string.
 func (pg *PG) stateName() string {
+	return pg.stateOf(pg.rec.count(), pg.rec.misplaced(poolSize(pg.pool)))
+}
+
+// stateOf is stateName given the plan's object copies to recover (n) and
+// how many of them are misplaced (each is a walk of the plan).
+func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.state != stateActive {
 		return pg.state
 	}
-	if pg.isClean() {
+	if !pg.undersized() && n == 0 {
 		return "active+clean"
 	}
 	s, backfill := "active", ""
 	r := pg.rec
-	n := r.count()
 	if n > 0 {
 		switch {
 		case r.backfill && r.toofull:
@@ -591,7 +597,6 @@ func (pg *PG) stateName() string {
 			s += "+recovery_wait"
 		}
 	}
-	misplaced := r.misplaced(poolSize(pg.pool))
 	if pg.undersized() {
 		s += "+undersized"
 	}

@@ -72,49 +72,50 @@ func (q *qos) refresh(c *config.Config, log func(error)) {
 	q.err = err
 }
 
-func (q *qos) now() float64 { return time.Since(q.epoch).Seconds() }
-
-func (d *OSD) qosLocked() *qos {
-	d.qos.refresh(d.conf(), func(err error) { d.log.Error("mclock settings", "err", err) })
-	return &d.qos
+// admit, under the settings of configuration cfg, charges an operation
+// of class c (ops operations moving n bytes) that runs regardless
+// (background false: client I/O, and pulls and pushes served for another
+// OSD), or asks whether background work may start and charges it if so;
+// if not, retry is how long to wait before asking again. With
+// osd_op_queue = wpq everything is admitted and nothing charged.
+func (q *qos) admit(cfg *config.Config, log func(error), c mclock.Class, ops int, n uint64, background bool) (ok bool, retry time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refresh(cfg, log)
+	if !q.on {
+		return true, 0
+	}
+	now, cost := time.Since(q.epoch).Seconds(), q.cap.Cost(ops, n)
+	if !background {
+		q.s.Charge(c, cost, now)
+		return true, 0
+	}
+	ok, at := q.s.Start(c, cost, now)
+	return ok, time.Duration(math.Min(at-now, 1) * float64(time.Second))
 }
+
+func (d *OSD) qosError(err error) { d.log.Error("mclock settings", "err", err) }
 
 // charge records ops operations of class c moving n bytes that ran
 // without waiting: client I/O, and the pulls and pushes another OSD's
 // recovery asked of this one.
 func (d *OSD) charge(c mclock.Class, ops int, n uint64) {
-	d.qos.mu.Lock()
-	q := d.qosLocked()
-	if q.on {
-		q.s.Charge(c, q.cap.Cost(ops, n), q.now())
-	}
-	d.qos.mu.Unlock()
+	d.qos.admit(d.conf(), d.qosError, c, ops, n, false)
 }
 
 // throttle waits until background work of class c — ops operations
 // moving n bytes — may start, and charges it; it fails only when ctx
 // ends.
 func (d *OSD) throttle(ctx context.Context, c mclock.Class, ops int, n uint64) error {
-	waited := false
-	for {
-		d.qos.mu.Lock()
-		q := d.qosLocked()
-		if !q.on {
-			d.qos.mu.Unlock()
-			return nil
-		}
-		now := q.now()
-		ok, retry := q.s.Start(c, q.cap.Cost(ops, n), now)
-		d.qos.mu.Unlock()
+	for waited := false; ; waited = true {
+		ok, retry := d.qos.admit(d.conf(), d.qosError, c, ops, n, true)
 		if ok {
 			return nil
 		}
 		if !waited {
-			waited = true
 			d.perf.mclockWaits.Add(1)
 		}
-		wait := time.Duration(math.Min(retry-now, 1) * float64(time.Second))
-		t := time.NewTimer(max(wait, 100*time.Microsecond))
+		t := time.NewTimer(max(retry, 100*time.Microsecond))
 		select {
 		case <-ctx.Done():
 			t.Stop()

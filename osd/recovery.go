@@ -474,14 +474,15 @@ func (pg *PG) recoverForRead(ctx context.Context, oid string) error {
 	return pg.recoverFor(ctx, oid, false)
 }
 
-// checkNotMissing refuses an op on an object this OSD's copy lacks (a
-// new interval began between its recovery and the op): the client
-// resends it.
-func (pg *PG) checkNotMissing(oid string) error {
+// checkNotMissing refuses an op on an object this OSD's copy lacks, with
+// kind: ErrRetry for a client op (a new interval began between its
+// recovery and the op: the client resends it), ErrUnreadable for a
+// primary's read of an erasure-coded shard (it decodes around it).
+func (pg *PG) checkNotMissing(oid string, kind error) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.log.lacks(oid) {
-		return fmt.Errorf("%w: pg %s: osd.%d has not recovered %s yet", osdop.ErrRetry, pg.id, pg.osd.id, oid)
+		return fmt.Errorf("%w: pg %s: osd.%d has not recovered %s yet", kind, pg.id, pg.osd.id, oid)
 	}
 	return nil
 }

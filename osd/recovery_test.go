@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -28,12 +27,6 @@ func TestRecoveryAfterActivation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cl, p := c.pool(ctx, "p")
-	mon := func(prefix string, args map[string]string) {
-		t.Helper()
-		if _, err := cl.MonCommand(ctx, prefix, args); err != nil {
-			t.Fatalf("%s %v: %v", prefix, args, err)
-		}
-	}
 	want := map[string][]byte{} // nil: deleted
 	put := func(oid string, data []byte) {
 		t.Helper()
@@ -45,10 +38,8 @@ func TestRecoveryAfterActivation(t *testing.T) {
 	for i := range 100 {
 		put(fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i)}, 1000+i))
 	}
-	c.osds[2].Close()
-	mon("osd down", map[string]string{"ids": "2"})
-	c.waitDown(ctx, cl, 2)
-	mon("osd set", map[string]string{"key": "norecover"})
+	c.stop(ctx, cl, 2)
+	monDo(ctx, t, cl, "osd set", "key", "norecover")
 	for i := range 50 { // osd.2 misses these
 		put(fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i + 100)}, 2000+i))
 	}
@@ -63,24 +54,9 @@ func TestRecoveryAfterActivation(t *testing.T) {
 		put(fmt.Sprintf("n%d", i), []byte(fmt.Sprintf("new %d", i)))
 	}
 
-	verify := func(stage string) {
-		t.Helper()
-		for oid, data := range want {
-			got, err := p.Read(ctx, oid, 0, 0)
-			if data == nil {
-				if !errors.Is(err, osdop.ErrNotFound) {
-					t.Fatalf("%s: deleted %s: %v (%d bytes)", stage, oid, err, len(got))
-				}
-				continue
-			}
-			if err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(data))
-			}
-		}
-	}
 	c.restartOSD(2)
 	// served at once, recovered object by object as asked for
-	verify("osd.2 back under norecover")
+	verifyModel(ctx, t, p, want, "osd.2 back under norecover")
 	// writes to objects osd.2 lacks, partial ones too
 	for i := range 10 {
 		oid := fmt.Sprintf("o%d", i)
@@ -91,8 +67,37 @@ func TestRecoveryAfterActivation(t *testing.T) {
 		copy(w[7:], "patch")
 		want[oid] = w
 	}
-	verify("after writes to degraded objects")
-	states := pgStates(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, want, "after writes to degraded objects")
+	waitingForRecovery(ctx, t, cl, p.ID())
+
+	// restarted, osd.2 still knows what its copy lacks; alone, it never
+	// serves a stale copy
+	c.restartOSD(2)
+	c.stop(ctx, cl, 0, 1)
+	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "1")
+	served, refused := readServedOrRefused(ctx, t, p, want, "unfound")
+	if len(refused) == 0 {
+		t.Fatalf("osd.2 alone served all %d objects: its copy lacked none?", served)
+	}
+	t.Logf("osd.2 alone under norecover: %d objects served, refused: %v", served, refused)
+
+	c.restartOSD(0)
+	c.restartOSD(1)
+	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "2")
+	monDo(ctx, t, cl, "osd unset", "key", "norecover")
+	waitClean(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, want, "clean")
+	// now osd.2's copy is complete
+	c.stop(ctx, cl, 0, 1)
+	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "1")
+	verifyModel(ctx, t, p, want, "osd.2 alone after recovery")
+}
+
+// waitingForRecovery fails the test unless some of the pool's PGs wait
+// for recovery (recovery_wait+degraded, as under norecover).
+func waitingForRecovery(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) {
+	t.Helper()
+	states := pgStates(ctx, t, cl, pool)
 	waiting := 0
 	for _, s := range states {
 		if strings.Contains(s, "recovery_wait+degraded") {
@@ -103,33 +108,41 @@ func TestRecoveryAfterActivation(t *testing.T) {
 		t.Fatalf("no pg waits for recovery under norecover: %v", states)
 	}
 	t.Logf("under norecover: %d of %d pgs recovery_wait+degraded", waiting, len(states))
+}
 
-	// restarted, osd.2 still knows what its copy lacks; alone, it never
-	// serves a stale copy
-	c.restartOSD(2)
-	for _, i := range []int{0, 1} {
-		c.osds[i].Close()
-	}
-	mon("osd down", map[string]string{"ids": "0,1"})
-	c.waitDown(ctx, cl, 0, 1)
-	mon("pool set", map[string]string{"name": "p", "key": "min_size", "value": "1"})
+// readServedOrRefused reads every object of model at once, each within
+// 3 s: it must come back current (bytes, or ErrNotFound for nil) or be
+// refused in one of the ways accepted — "unfound" (the op is retried
+// until its deadline: no copy reached holds the current version),
+// "unreadable" (an erasure-coded object with fewer than k current
+// shards) — never stale. It returns how many were served and the
+// refusals by kind.
+func readServedOrRefused(ctx context.Context, t *testing.T, p *client.Pool, model map[string][]byte, accept ...string) (served int, refused map[string]int) {
+	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	served, unfound := 0, 0
-	for oid, data := range want {
+	refused = map[string]int{}
+	for oid, want := range model {
 		wg.Go(func() {
 			rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
 			defer rcancel()
 			got, err := p.Read(rctx, oid, 0, 0)
+			kind := ""
+			switch {
+			case errors.Is(err, osdop.ErrUnreadable):
+				kind = "unreadable"
+			case errors.Is(err, client.ErrTimeout) && strings.Contains(err.Error(), "unfound"):
+				kind = "unfound"
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err == nil && data != nil && bytes.Equal(got, data), data == nil && errors.Is(err, osdop.ErrNotFound):
+			case err == nil && want != nil && bytes.Equal(got, want), want == nil && errors.Is(err, osdop.ErrNotFound):
 				served++
-			case errors.Is(err, client.ErrTimeout) && strings.Contains(err.Error(), "unfound"):
-				unfound++
+			case kind != "" && slices.Contains(accept, kind):
+				refused[kind]++
 			default:
-				t.Errorf("osd.2 alone: %s: %v (%d bytes, want %d)", oid, err, len(got), len(data))
+				t.Errorf("%s: %v (%d bytes, want %d)", oid, err, len(got), len(want))
 			}
 		})
 	}
@@ -137,25 +150,7 @@ func TestRecoveryAfterActivation(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if unfound == 0 {
-		t.Fatalf("osd.2 alone served all %d objects: its copy lacked none?", served)
-	}
-	t.Logf("osd.2 alone under norecover: %d objects served, %d unfound", served, unfound)
-
-	c.restartOSD(0)
-	c.restartOSD(1)
-	mon("pool set", map[string]string{"name": "p", "key": "min_size", "value": "2"})
-	mon("osd unset", map[string]string{"key": "norecover"})
-	waitClean(ctx, t, cl, p.ID())
-	verify("clean")
-	// now osd.2's copy is complete
-	for _, i := range []int{0, 1} {
-		c.osds[i].Close()
-	}
-	mon("osd down", map[string]string{"ids": "0,1"})
-	c.waitDown(ctx, cl, 0, 1)
-	mon("pool set", map[string]string{"name": "p", "key": "min_size", "value": "1"})
-	verify("osd.2 alone after recovery")
+	return served, refused
 }
 
 // pgStates lists the pool's PGs as their primaries report them.
@@ -202,14 +197,6 @@ func TestStrayCopiesDeleted(t *testing.T) {
 		}
 	}
 	held := func() int { return c.held(3, p.ID()) }
-	verify := func(stage string) {
-		t.Helper()
-		for oid, data := range want {
-			if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("%s: %s: %v (%d bytes, want %d)", stage, oid, err, len(got), len(data))
-			}
-		}
-	}
 	before := held()
 	if before == 0 {
 		t.Fatal("osd.3 holds none of the pool's objects: the test proves nothing")
@@ -257,7 +244,7 @@ func TestStrayCopiesDeleted(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	verify("osd.3 out")
+	verifyModel(ctx, t, p, want, "osd.3 out")
 	if _, err := cl.MonCommand(ctx, "osd in", map[string]string{"ids": "3"}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +252,7 @@ func TestStrayCopiesDeleted(t *testing.T) {
 	if n := held(); n != before {
 		t.Fatalf("osd.3 back in holds %d objects, %d before", n, before)
 	}
-	verify("osd.3 in again")
+	verifyModel(ctx, t, p, want, "osd.3 in again")
 	t.Logf("osd.3 held %d object copies; out: deleted once clean; in: backfilled", before)
 }
 
@@ -287,13 +274,10 @@ func TestStrayCopiesOfADownOSDDeleted(t *testing.T) {
 	if before == 0 {
 		t.Fatal("osd.3 holds none of the pool's objects: the test proves nothing")
 	}
-	c.osds[3].Close()
-	for _, cmd := range []string{"osd down", "osd out"} {
-		if _, err := cl.MonCommand(ctx, cmd, map[string]string{"ids": "3"}); err != nil {
-			t.Fatal(err)
-		}
+	c.stop(ctx, cl, 3)
+	if _, err := cl.MonCommand(ctx, "osd out", map[string]string{"ids": "3"}); err != nil {
+		t.Fatal(err)
 	}
-	c.waitDown(ctx, cl, 3)
 	waitClean(ctx, t, cl, p.ID())
 	c.restartOSD(3) // stays out: an operator marked it out
 	for n := held(); n > 0; n = held() {
@@ -333,11 +317,7 @@ func (c *cluster) held(i int, pool int64) int {
 // recovered one at a time (pulled again once their size is held) and
 // arrive whole.
 func TestRecoveryMemoryBudget(t *testing.T) {
-	conf, err := config.Parse(strings.NewReader(testConf+"osd_memory_target = 64M\n"), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterConf(t, 3, conf)
+	c := startClusterWith(t, 3, "osd_memory_target = 64M\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cl, p := c.pool(ctx, "p")
@@ -355,21 +335,11 @@ func TestRecoveryMemoryBudget(t *testing.T) {
 	c.missWrites(ctx, cl, put)
 	waitClean(ctx, t, cl, p.ID())
 	// osd.2's copy is whole: read everything through it alone
-	for _, i := range []int{0, 1} {
-		c.osds[i].Close()
-	}
-	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "0,1"}); err != nil {
-		t.Fatal(err)
-	}
-	c.waitDown(ctx, cl, 0, 1)
+	c.stop(ctx, cl, 0, 1)
 	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "p", "key": "min_size", "value": "1"}); err != nil {
 		t.Fatal(err)
 	}
-	for oid, data := range want {
-		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("%s on osd.2 alone: %v (%d bytes, want %d)", oid, err, len(got), len(data))
-		}
-	}
+	verifyModel(ctx, t, p, want, "osd.2 alone")
 }
 
 // TestMClockHoldsBackRecovery: with the I/O scheduler told the device
@@ -379,11 +349,7 @@ func TestRecoveryMemoryBudget(t *testing.T) {
 func TestMClockHoldsBackRecovery(t *testing.T) {
 	for _, queue := range []string{"mclock_scheduler", "wpq"} {
 		t.Run(queue, func(t *testing.T) {
-			conf, err := config.Parse(strings.NewReader(testConf+"osd_op_queue = "+queue+"\nosd_mclock_max_sequential_bandwidth_ssd = 1M\nosd_mclock_profile = high_client_ops\n"), "test.conf")
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := startClusterConf(t, 3, conf)
+			c := startClusterWith(t, 3, "osd_op_queue = "+queue+"\nosd_mclock_max_sequential_bandwidth_ssd = 1M\nosd_mclock_profile = high_client_ops\n")
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			cl, p := c.pool(ctx, "p")
@@ -415,11 +381,7 @@ func TestMClockHoldsBackRecovery(t *testing.T) {
 				t.Fatal("recovery of 2.5 MiB at 1 MiB/s never waited for the scheduler")
 			}
 			t.Logf("%s: %d background waits", queue, waits)
-			for oid, data := range want {
-				if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
-					t.Fatalf("%s: %v", oid, err)
-				}
-			}
+			verifyModel(ctx, t, p, want, queue)
 		})
 	}
 }
@@ -428,11 +390,7 @@ func TestMClockHoldsBackRecovery(t *testing.T) {
 // of the objects (put), and restarts osd.2, which then lacks them.
 func (c *cluster) missWrites(ctx context.Context, cl *client.Conn, put func(gen int)) {
 	c.t.Helper()
-	c.osds[2].Close()
-	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
-		c.t.Fatal(err)
-	}
-	c.waitDown(ctx, cl, 2)
+	c.stop(ctx, cl, 2)
 	put(2)
 	c.restartOSD(2)
 }

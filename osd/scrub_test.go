@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -86,17 +85,8 @@ func errorsByObject(incs osdop.Inconsistents) map[string][]string {
 // connects a client.
 func scrubCluster(ctx context.Context, t *testing.T, extra string) (*cluster, *client.Conn) {
 	t.Helper()
-	conf, err := config.Parse(strings.NewReader(testConf+extra), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterConf(t, 3, conf)
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return c, cl
+	c := startClusterWith(t, 3, extra)
+	return c, c.connect(ctx)
 }
 
 // monDo runs a MON command given as prefix and key, value pairs.
@@ -494,16 +484,8 @@ func TestScrubReservations(t *testing.T) {
 func TestScrubECParity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterConf(t, 4, conf)
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	c := startCluster(t, 4)
+	cl := c.connect(ctx)
 	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec22", "args", "k=2 m=2 stripe_unit=4096 crush-failure-domain=osd")
 	monDo(ctx, t, cl, "pool create", "name", "ec22", "type", "erasure", "erasure_code_profile", "ec22", "pg_num", "1")
 	p, err := cl.Pool(ctx, "ec22")
@@ -545,9 +527,5 @@ func TestScrubECParity(t *testing.T) {
 			t.Fatalf("deep scrub after repair: %+v", got.Inconsistents)
 		}
 	}
-	for oid, data := range want {
-		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("%s after repair: %v", oid, err)
-		}
-	}
+	verifyModel(ctx, t, p, want, "after repair")
 }

@@ -78,9 +78,9 @@ func (pg *PG) reserveScrub(ctx context.Context, iv uint64, acting []int32, addrs
 		return nil, fmt.Errorf("%w: osd.%d", errScrubBusy, d.id)
 	}
 	var got []int
+	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
 	release := func() {
 		d.scrubSlots.release(pg.id)
-		msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
 		for _, i := range got {
 			rctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
 			if _, err := d.call(rctx, acting[i], addrs[i], msgScrubRelease, msg); err != nil {
@@ -89,7 +89,6 @@ func (pg *PG) reserveScrub(ctx context.Context, iv uint64, acting []int32, addrs
 			cancel()
 		}
 	}
-	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
 	for i, o := range acting {
 		if o == d.id || o == osdmap.NoOSD {
 			continue

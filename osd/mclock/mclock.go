@@ -46,6 +46,8 @@ const (
 	NumClasses
 )
 
+// String is the class's name in Ceph's mClock options
+// (osd_mclock_scheduler_<name>_res and so on).
 func (c Class) String() string {
 	return [...]string{"client", "background_recovery", "background_best_effort"}[c]
 }
@@ -95,7 +97,9 @@ func Validate(c Capacity, q [NumClasses]QoS) error {
 
 // Horizon is the device time of queued work beyond which the OSD counts
 // as saturated; Slack is how far a class's tags may lag the clock (a
-// class that asks late, by less than Slack, keeps its rate).
+// class that asks late, by less than Slack, keeps its rate). Both are
+// Shoal's choices, not Ceph's: long enough for a few 4 MiB operations at
+// SSD bandwidth, short against the 100 ms a client notices.
 const (
 	Horizon = 0.010 // seconds
 	Slack   = 0.010 // seconds
@@ -120,9 +124,10 @@ func New(q [NumClasses]QoS) *Scheduler { return &Scheduler{qos: q} }
 // SetQoS changes the classes' shares; tags are kept.
 func (s *Scheduler) SetQoS(q [NumClasses]QoS) { s.qos = q }
 
-// Charge records that an operation of class c costing cost seconds
-// started at now: its tags advance. Client operations only ever call
-// Charge; background ones call it once Ready allows them.
+// Charge records that an operation of class c costing cost seconds of
+// device time started at now (seconds on the caller's clock): its tags
+// and the backlog advance. Operations that never wait (client I/O) call
+// Charge; background ones are charged by Start when it lets them start.
 func (s *Scheduler) Charge(c Class, cost, now float64) { s.charge(c, cost, now, false) }
 
 // charge advances c's tags; only work under the reservation advances R
