@@ -232,6 +232,7 @@ func (s snapshot) Release() {}
 //
 //	osd boot id host addr size class        osd down|out|in ids (comma-separated)
 //	osd rm id                               osd crush add id weight loc [class]
+//	osd pg-temp pgs ("PGID=OSD,OSD PGID=": an empty list clears)
 //	osd crush move name loc                 osd crush reweight name weight
 //	osd crush rule create-replicated name root type [class]
 //	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
@@ -304,6 +305,12 @@ func Translate(c monc.Command) (Command, error) {
 		}
 	case "osd rm":
 		cmd = OSDRemove{ID: int32(n("id"))}
+	case "osd pg-temp":
+		sets, err := monc.ParsePGTemps(a["pgs"])
+		if err != nil {
+			return nil, fmt.Errorf("osd pg-temp: %w: %v", ErrInvalid, err)
+		}
+		cmd = PGTemp{Sets: sets}
 	case "osd crush add":
 		loc, err := ParseLoc(a["loc"])
 		if err != nil {

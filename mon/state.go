@@ -11,6 +11,7 @@ package mon
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,17 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 		next, err := s.Map.Apply(inc)
 		if err != nil {
 			return nil, "", err
+		}
+		if stale := staleTemps(next); len(stale) > 0 {
+			if inc.NewPGTemp == nil {
+				inc.NewPGTemp = map[osdmap.PGID][]int32{}
+			}
+			for _, pg := range stale {
+				inc.NewPGTemp[pg] = nil
+			}
+			if next, err = s.Map.Apply(inc); err != nil {
+				return nil, "", err
+			}
 		}
 		s.Map = next
 	}
@@ -187,6 +199,66 @@ func (c OSDMark) Apply(s *State) (*osdmap.Incremental, string, error) {
 		return nil, "nothing to mark", nil
 	}
 	return inc, fmt.Sprintf("marked %d osd(s)", len(inc.NewOSDs)), nil
+}
+
+// PGTemp sets or clears PGs' temporary acting sets (Ceph's MOSDPGTemp):
+// a PG's primary asks for one when its new up set holds copies that must
+// be backfilled, so that the old acting set keeps serving meanwhile, and
+// clears it (an empty set) once the backfill is complete. Requests are
+// batched: an entry for a PG that no longer exists (its pool deleted,
+// pg_num lowered) or naming an OSD that does not exist is stale and
+// skipped; one equal to the PG's up set clears the entry.
+type PGTemp struct {
+	Sets map[osdmap.PGID][]int32
+}
+
+// Apply implements Command.
+func (c PGTemp) Apply(s *State) (*osdmap.Incremental, string, error) {
+	m := s.Map
+	inc := s.next()
+	inc.NewPGTemp = map[osdmap.PGID][]int32{}
+	for pg, osds := range c.Sets {
+		p, err := m.Pool(pg.Pool)
+		if err != nil || pg.Seed >= p.PGNum || len(osds) > p.Size ||
+			slices.ContainsFunc(osds, func(o int32) bool { return o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Exists }) {
+			continue
+		}
+		if mp, err := m.MapPG(pg); err == nil && slices.Equal(mp.Up, osds) {
+			osds = nil
+		}
+		if cur, ok := m.PGTemp[pg]; slices.Equal(cur, osds) && (ok || len(osds) == 0) {
+			continue
+		}
+		inc.NewPGTemp[pg] = slices.Clone(osds)
+	}
+	if len(inc.NewPGTemp) == 0 {
+		return nil, "unchanged", nil
+	}
+	return inc, fmt.Sprintf("pg_temp of %d pg(s) changed", len(inc.NewPGTemp)), nil
+}
+
+// staleTemps lists the pg_temp entries of m that no longer serve (Ceph's
+// OSDMap::clean_temps): of a PG that no longer exists, with every OSD
+// down, equal to the PG's up set, or larger than the pool's size. A
+// primary whose OSDs all went down cannot clear its own entry; without
+// this, the old acting set would become the acting set again when those
+// OSDs return, however stale.
+func staleTemps(m *osdmap.Map) []osdmap.PGID {
+	var stale []osdmap.PGID
+	for pg, osds := range m.PGTemp {
+		p, err := m.Pool(pg.Pool)
+		if err != nil || pg.Seed >= p.PGNum || len(osds) > p.Size {
+			stale = append(stale, pg)
+			continue
+		}
+		mp, err := m.MapPG(pg)
+		if err != nil || slices.Equal(mp.Up, osds) || !slices.ContainsFunc(osds, func(o int32) bool {
+			return o >= 0 && o < m.MaxOSD() && m.OSDs[o].Up
+		}) {
+			stale = append(stale, pg)
+		}
+	}
+	return stale
 }
 
 // OSDFlag sets (On) or clears cluster flags (`shoal osd set|unset FLAG`).

@@ -3,11 +3,14 @@ package mon_test
 import (
 	"bytes"
 	"errors"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -342,5 +345,77 @@ func TestOSDFlags(t *testing.T) {
 	}
 	if _, err := osdmap.ParseFlag("nosuch"); err == nil {
 		t.Fatal("unknown flag accepted")
+	}
+}
+
+// TestPGTemp: a PG's primary sets a temporary acting set and clears it;
+// entries that no longer serve — equal to the up set, every OSD down, the
+// pool gone — are dropped by the MONs in the same epoch.
+func TestPGTemp(t *testing.T) {
+	s := newState(t)
+	for i := range 4 {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+	commit(t, s, mon.ConfigSet{Who: "global", Option: "osd pool default pg num", Value: "8"})
+	commit(t, s, mon.PoolCreate{Name: "data", Size: 3})
+	p, err := s.Map.PoolByName("data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := osdmap.PGID{Pool: p.ID, Seed: 3}
+	mp, err := s.Map.MapPG(pg)
+	if err != nil || len(mp.Up) != 3 {
+		t.Fatalf("up %v: %v", mp.Up, err)
+	}
+	// the OSD outside the up set, with two of it: another acting set
+	var other int32
+	for o := range int32(4) {
+		if !slices.Contains(mp.Up, o) {
+			other = o
+		}
+	}
+	temp := []int32{other, mp.Up[1], mp.Up[2]}
+	epoch := s.Map.Epoch
+	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: temp, {Pool: p.ID, Seed: 99}: temp, {Pool: 42, Seed: 0}: temp}})
+	got, _ := s.Map.MapPG(pg)
+	if s.Map.Epoch != epoch+1 || !slices.Equal(got.Acting, temp) || got.ActingPrimary != other || !slices.Equal(got.Up, mp.Up) {
+		t.Fatalf("epoch %d→%d: up %v acting %v primary %d, want acting %v", epoch, s.Map.Epoch, got.Up, got.Acting, got.ActingPrimary, temp)
+	}
+	if len(s.Map.PGTemp) != 1 {
+		t.Fatalf("stale entries kept: %v", s.Map.PGTemp)
+	}
+	// asking again changes nothing; asking for the up set clears it
+	if inc, _, err := s.Commit(mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: temp}}); err != nil || inc != nil {
+		t.Fatalf("same pg_temp again: %v, %v", inc, err)
+	}
+	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: mp.Up}})
+	if len(s.Map.PGTemp) != 0 {
+		t.Fatalf("pg_temp equal to the up set kept: %v", s.Map.PGTemp)
+	}
+	// every OSD of it down: dropped in that epoch, so that it does not
+	// come back as the acting set when they boot
+	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: {other}}})
+	if got, _ := s.Map.MapPG(pg); !slices.Equal(got.Acting, []int32{other}) {
+		t.Fatalf("acting %v, want [%d]", got.Acting, other)
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{other}, Up: f(false)})
+	if len(s.Map.PGTemp) != 0 {
+		t.Fatalf("pg_temp of down OSDs kept: %v", s.Map.PGTemp)
+	}
+	// and with the pool
+	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: {mp.Up[1], mp.Up[0]}}})
+	if len(s.Map.PGTemp) != 1 {
+		t.Fatalf("pg_temp not set: %v", s.Map.PGTemp)
+	}
+	commit(t, s, mon.PoolDelete{Name: "data"})
+	if len(s.Map.PGTemp) != 0 {
+		t.Fatalf("pg_temp of a deleted pool kept: %v", s.Map.PGTemp)
+	}
+	if _, err := mon.Translate(monc.Command{Prefix: "osd pg-temp", Args: map[string]string{"pgs": "1.x=1"}}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("bad pgid: %v", err)
+	}
+	sets := map[osdmap.PGID][]int32{{Pool: 1, Seed: 0x1f}: {2, 0}, {Pool: 1, Seed: 2}: nil}
+	if cmd, err := mon.Translate(monc.Command{Prefix: "osd pg-temp", Args: map[string]string{"pgs": monc.FormatPGTemps(sets)}}); err != nil || !reflect.DeepEqual(cmd, mon.PGTemp{Sets: sets}) {
+		t.Fatalf("round trip of %v: %v, %v", sets, cmd, err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -305,4 +307,49 @@ func (c *Client) Subscribe(ctx context.Context, have *osdmap.Map, onMap func(*os
 			onMap(m)
 		}
 	}
+}
+
+// ParsePGTemps reads the "osd pg-temp" command's pgs argument, as
+// FormatPGTemps writes it.
+func ParsePGTemps(s string) (map[osdmap.PGID][]int32, error) {
+	sets := map[osdmap.PGID][]int32{}
+	for _, f := range strings.Fields(s) {
+		k, v, _ := strings.Cut(f, "=")
+		pg, err := osdmap.ParsePGID(k)
+		if err != nil {
+			return nil, err
+		}
+		var osds []int32
+		for _, o := range strings.Split(v, ",") {
+			if o == "" {
+				continue
+			}
+			id, err := strconv.ParseInt(strings.TrimPrefix(o, "osd."), 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("pg %s: bad osd id %q", pg, o)
+			}
+			osds = append(osds, int32(id))
+		}
+		sets[pg] = osds
+	}
+	if len(sets) == 0 {
+		return nil, errors.New("no pgs given")
+	}
+	return sets, nil
+}
+
+// FormatPGTemps writes pg_temp requests as the "osd pg-temp" command's
+// pgs argument: "PGID=OSD,OSD,..." separated by spaces, in PG order; an
+// empty list clears the PG's entry.
+func FormatPGTemps(sets map[osdmap.PGID][]int32) string {
+	parts := make([]string, 0, len(sets))
+	for pg, osds := range sets {
+		ids := make([]string, len(osds))
+		for i, o := range osds {
+			ids[i] = strconv.Itoa(int(o))
+		}
+		parts = append(parts, pg.String()+"="+strings.Join(ids, ","))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
 }

@@ -95,6 +95,7 @@ type OSD struct {
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
 	scrubSlots  scrubSlots
+	pgTemp      pgTempRequests
 	pgs         map[osdmap.PGID]*PG
 	removing    map[osdmap.PGID]*pgRemoval // stray copies being deleted
 	cfg         atomic.Pointer[config.Config]
@@ -159,7 +160,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgTemp: pgTempRequests{kick: make(chan struct{}, 1)}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
 	d.cfg.Store(cfg)
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
@@ -209,7 +210,8 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(5)
+	d.wg.Add(6)
+	go d.pgTempLoop()
 	go d.scrubLoop()
 	go d.fullnessLoop()
 	go func() {
@@ -507,10 +509,9 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 		}
 		for seed, mp := range maps {
 			pgid := osdmap.PGID{Pool: pid, Seed: uint32(seed)}
-			in := false
-			for _, o := range mp.Acting {
-				in = in || o == d.id
-			}
+			// a member of the acting set, or a backfill target of a
+			// replicated PG (in its up set, outside a pg_temp)
+			in := slices.Contains(mp.Acting, d.id) || (pool.CanShiftOSDs() && slices.Contains(mp.Up, d.id))
 			pg := d.pgs[pgid]
 			if !in && pg == nil {
 				continue

@@ -46,13 +46,16 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 		if ctx.Err() != nil {
 			return
 		}
-		if attempt%10 == 0 {
+		wait := 500 * time.Millisecond
+		if errors.Is(err, errWaitActingChange) {
+			wait = pgTempWait // the map that carries it ends this interval
+		} else if attempt%10 == 0 {
 			d.log.Warn("peering", "pg", pg.id, "attempt", attempt+1, "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -65,17 +68,25 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		return context.Canceled
 	}
 	acting, addrs, past := pg.acting, pg.addrs, slices.Clone(pg.strays)
+	targets, targetAddrs := pg.targets, pg.targetAddrs
 	self := memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
 	pg.mu.Unlock()
 	m, _ := d.curMap()
 
-	// 1. every member's info, log and missing set
+	// 1. every member's info, log and missing set: the acting set's, then
+	// the backfill targets'
 	members := []memberInfo{self}
-	for i, o := range acting {
+	for i, o := range append(slices.Clone(acting), targets...) {
 		if o == d.id || o == osdmap.NoOSD {
 			continue
 		}
-		mi, err := pg.query(ctx, iv, o, addrs[i])
+		var addr string
+		if i < len(acting) {
+			addr = addrs[i]
+		} else {
+			addr = targetAddrs[i-len(acting)]
+		}
+		mi, err := pg.query(ctx, iv, o, addr)
 		if err != nil {
 			return err
 		}
@@ -122,6 +133,11 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	if err != nil {
 		return err
 	}
+	// 5. copies to backfill in the acting set: keep complete ones serving
+	if want := pg.wantActing(rec, acting, targets); want != nil {
+		d.log.Info("asking for pg_temp: complete copies serve while the up set backfills", "pg", pg.id, "acting", acting, "want", want)
+		return d.pgTemp.request(pg, iv, want)
+	}
 	return pg.activatePlan(ctx, iv, all[auth], rec)
 }
 
@@ -130,7 +146,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 // (Ceph's peer_missing). Internal objects (erasure-coded rollback stashes)
 // are each copy's own and never recovered.
 func (pg *PG) plan(ctx context.Context, a memberInfo, members, peers []memberInfo) (*recovery, error) {
-	rec := &recovery{members: members, peers: peers, lacks: map[int32]map[string]bool{}}
+	rec := &recovery{members: members, peers: peers, lacks: map[int32]map[string]bool{}, whole: map[int32]bool{}}
 	for _, mi := range peers {
 		set, backfill, err := pg.lacks(ctx, a, mi)
 		if err != nil {
@@ -138,6 +154,7 @@ func (pg *PG) plan(ctx context.Context, a memberInfo, members, peers []memberInf
 		}
 		maps.DeleteFunc(set, func(oid string, _ bool) bool { return isInternal(oid) })
 		rec.lacks[mi.id] = set
+		rec.whole[mi.id] = backfill
 		rec.backfill = rec.backfill || (backfill && slices.ContainsFunc(members, func(x memberInfo) bool { return x.id == mi.id }))
 	}
 	return rec, nil
@@ -200,8 +217,15 @@ func (pg *PG) settled(iv uint64) {
 		return
 	}
 	pg.intervals = nil
-	acting, addrs := pg.acting, pg.addrs
+	acting, addrs := append(slices.Clone(pg.acting), pg.targets...), append(slices.Clone(pg.addrs), pg.targetAddrs...)
+	// every backfill target is complete (or the pg_temp only reorders the
+	// up set): the up set takes over
+	remapped := !pg.isEC && (len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet))
 	pg.mu.Unlock()
+	if remapped {
+		pg.osd.log.Info("backfilled; clearing pg_temp", "pg", pg.id)
+		pg.osd.pgTemp.request(pg, iv, nil)
+	}
 	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
 	for i, o := range acting {
 		if o != pg.osd.id && o != osdmap.NoOSD {

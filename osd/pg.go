@@ -32,20 +32,30 @@ type PG struct {
 	coll objectstore.Coll
 	osd  *OSD
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed on every change of state or applied version
-	pool     *osdmap.Pool
-	acting   []int32
-	addrs    []string // of the acting set, with nonces
-	primary  int32
-	interval uint64 // identifies the acting set (members and their instances)
-	epoch    osdmap.Epoch
-	state    string
-	log      *pgLog
-	applied  Version // the newest write submitted to the store, in log order
+	mu      sync.Mutex
+	changed chan struct{} // closed on every change of state or applied version
+	pool    *osdmap.Pool
+	acting  []int32
+	addrs   []string // of the acting set, with nonces
+	// targets are the up set's OSDs outside the acting set while a
+	// pg_temp keeps the old acting set serving (replicated PGs): backfill
+	// targets, which take every write (as a log entry only, for an object
+	// their copy still lacks) and are filled in the background; targetAddrs
+	// are their addresses.
+	targets     []int32
+	targetAddrs []string
+	upSet       []int32 // CRUSH's choice, down OSDs removed
+	tempAsked   uint64  // the interval in which peering asked for a pg_temp
+	primary     int32
+	interval    uint64 // identifies the acting set (members and their instances)
+	epoch       osdmap.Epoch
+	state       string
+	log         *pgLog
+	applied     Version // the newest write submitted to the store, in log order
 	// intervals are the acting sets since the PG last settled here (every
 	// copy complete; that one included) that had min_size members, so may
-	// have accepted writes: peering needs enough of each (Ceph's
+	// have accepted writes, each with its backfill targets (which logged
+	// every write too): peering needs enough of each (Ceph's
 	// past_intervals and PriorSet; kept in memory only).
 	intervals [][]int32
 	// strays are OSDs that left the acting set and may still hold a copy —
@@ -106,9 +116,10 @@ func (pg *PG) notify() {
 }
 
 // intervalID identifies an interval (Ceph's past_interval boundaries): the
-// acting set, each member's instance, and the pool's size and min_size,
-// any change of which makes a new interval that must peer.
-func intervalID(acting []int32, addrs []string, pool *osdmap.Pool) uint64 {
+// acting set, each member's instance, the backfill targets' and the
+// pool's size and min_size, any change of which makes a new interval that
+// must peer.
+func intervalID(acting []int32, addrs []string, targets []int32, targetAddrs []string, pool *osdmap.Pool) uint64 {
 	h := fnv.New64a()
 	if pool != nil {
 		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
@@ -116,7 +127,31 @@ func intervalID(acting []int32, addrs []string, pool *osdmap.Pool) uint64 {
 	for i, o := range acting {
 		fmt.Fprintf(h, "%d@%s,", o, addrs[i])
 	}
+	if len(targets) > 0 {
+		fmt.Fprint(h, ";backfill:")
+		for i, o := range targets {
+			fmt.Fprintf(h, "%d@%s,", o, targetAddrs[i])
+		}
+	}
 	return h.Sum64()
+}
+
+// backfillTargets are the up set's OSDs outside the acting set, which a
+// pg_temp keeps serving while they backfill (replicated pools only;
+// Ceph's backfill_targets), with their addresses.
+func backfillTargets(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping) ([]int32, []string) {
+	if pool == nil || !pool.CanShiftOSDs() {
+		return nil, nil
+	}
+	var targets []int32
+	var addrs []string
+	for _, o := range mp.Up {
+		if o >= 0 && o < m.MaxOSD() && !slices.Contains(mp.Acting, o) {
+			targets = append(targets, o)
+			addrs = append(addrs, m.OSDs[o].Addr)
+		}
+	}
+	return targets, addrs
 }
 
 // setMapping applies a new map's mapping of the PG (the OSD's map lock is
@@ -132,7 +167,8 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 			addrs[i] = m.OSDs[o].Addr
 		}
 	}
-	iv := intervalID(mp.Acting, addrs, pool)
+	targets, targetAddrs := backfillTargets(m, pool, mp)
+	iv := intervalID(mp.Acting, addrs, targets, targetAddrs, pool)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.pool = pool
@@ -149,20 +185,23 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.cancel = nil
 	}
 	pg.rec = nil
-	old := pg.acting
+	// the OSDs that took every write of the interval ending: its acting
+	// set and backfill targets (their logs hold all of them)
+	old, acted := append(slices.Clone(pg.acting), pg.targets...), osdmap.Members(pg.acting)
 	if pg.interval == 0 {
-		old = prev
+		old, acted = prev, osdmap.Members(prev)
 	}
 	for _, o := range old {
 		if o >= 0 && !slices.Contains(mp.Acting, o) && !slices.Contains(pg.strays, o) {
 			pg.strays = append(pg.strays, o)
 		}
 	}
-	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) })
-	if pool != nil && osdmap.Members(old) >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
-		pg.intervals = append(pg.intervals, slices.Clone(old))
+	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) || slices.Contains(targets, o) })
+	if pool != nil && acted >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
+		pg.intervals = append(pg.intervals, old)
 	}
 	pg.acting, pg.addrs, pg.interval, pg.primary = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary
+	pg.targets, pg.targetAddrs, pg.upSet = targets, targetAddrs, slices.Clone(mp.Up)
 	switch {
 	case !in:
 		pg.state = stateStray
@@ -336,6 +375,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		default:
 			others = append(others, target{o, pg.addrs[i], x.t})
 		}
+	}
+	for i, o := range pg.targets {
+		others = append(others, target{o, pg.targetAddrs[i], x.t})
 	}
 	pm := peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
 	// The log entry and PG info go into a transaction of their own, so that
@@ -552,7 +594,7 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 		return osdop.PGStats{}, false
 	}
 	n, misplaced := pg.rec.count(), pg.rec.misplaced(poolSize(pg.pool))
-	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.acting),
+	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.acting), Up: slices.Clone(pg.upSet),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
 		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool)}, true
@@ -576,7 +618,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.state != stateActive {
 		return pg.state
 	}
-	if !pg.undersized() && n == 0 {
+	if !pg.undersized() && n == 0 && len(pg.targets) == 0 {
 		return "active+clean"
 	}
 	s, backfill := "active", ""
@@ -603,15 +645,16 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.undersized() || n > misplaced {
 		s += "+degraded"
 	}
-	if misplaced > 0 {
+	if misplaced > 0 || len(pg.targets) > 0 {
 		s += "+remapped"
 	}
 	return s + backfill
 }
 
-// isClean: active, a full acting set, every copy complete (pg.mu held).
+// isClean: active, a full acting set that is the up set, every copy
+// complete (pg.mu held).
 func (pg *PG) isClean() bool {
-	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0
+	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0
 }
 
 func (pg *PG) undersized() bool {

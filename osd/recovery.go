@@ -44,7 +44,7 @@ import (
 // copies reached at peering (former members included) that can give
 // them (Ceph's peer_missing and missing_loc).
 type recovery struct {
-	members []memberInfo // acting members, this OSD first
+	members []memberInfo // acting members, this OSD first, then backfill targets
 	peers   []memberInfo // every copy reached at peering, acting members first
 	// lacks holds, by OSD, the objects its copy lacks; acting members'
 	// sets shrink as recovery fills them.
@@ -52,7 +52,10 @@ type recovery struct {
 	// backfill: some member's missing set came from listings (its log
 	// did not overlap the authoritative one), which nobackfill holds.
 	backfill bool
-	running  bool // holds a recovery reservation and copies
+	// whole, by OSD: the copy is rebuilt whole (a backfill) — the copies
+	// a pg_temp keeps out of the acting set until they are complete.
+	whole   map[int32]bool
+	running bool // holds a recovery reservation and copies
 	// shards, for an erasure-coded PG, are the acting members by shard
 	// position (nil where none); nil for a replicated PG.
 	shards  []*memberInfo

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -393,4 +395,138 @@ func (c *cluster) missWrites(ctx context.Context, cl *client.Conn, put func(gen 
 	c.stop(ctx, cl, 2)
 	put(2)
 	c.restartOSD(2)
+}
+
+// TestBackfillUnderPGTemp: an OSD added to a 3-replica pool — the PGs it
+// joins keep their old acting sets as pg_temp while it backfills (under
+// nobackfill, until the flag is cleared): remapped, never degraded or
+// undersized, served by complete copies, and the new OSD takes every
+// write meanwhile. Once it is complete the pg_temps go, the up sets serve,
+// and the copies it replaced are deleted.
+func TestBackfillUnderPGTemp(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	model := map[string][]byte{}
+	put := func(gen int) {
+		t.Helper()
+		for i := range 60 {
+			oid := fmt.Sprintf("o%d", i)
+			switch {
+			case gen > 0 && i%7 == 0:
+				if err := p.Remove(ctx, oid); err != nil && !errors.Is(err, osdop.ErrNotFound) {
+					t.Fatal(err)
+				}
+				model[oid] = nil
+			case gen == 0 || i%2 == 0:
+				model[oid] = bytes.Repeat([]byte{byte(gen), byte(i)}, 300+i)
+				if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for i := range 20 * gen { // new objects: whole on osd.3 at once
+			oid := fmt.Sprintf("n%d.%d", gen, i)
+			model[oid] = bytes.Repeat([]byte{byte(gen), byte(i), 1}, 200+i)
+			if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(0)
+	waitClean(ctx, t, cl, p.ID())
+	monDo(ctx, t, cl, "osd set", "key", "nobackfill")
+	c.stores = append(c.stores, objectstore.NewMemStore())
+	c.dirs = append(c.dirs, t.TempDir())
+	c.osds = append(c.osds, nil)
+	c.restartOSD(3)
+	// every PG osd.3 joins waits remapped with its old acting set serving
+	var remapped []osdmap.PGID
+	for {
+		states := pgStates(ctx, t, cl, p.ID())
+		m := cl.Map()
+		waiting, settled := 0, 0
+		for _, st := range states {
+			switch {
+			case strings.HasSuffix(st, " active+remapped+backfill_wait"):
+				waiting++
+			case strings.HasSuffix(st, " active+clean"):
+				settled++
+			case strings.Contains(st, "degraded") || strings.Contains(st, "undersized"):
+				t.Fatalf("an OSD added: %s", st)
+			}
+		}
+		remapped = remapped[:0]
+		for pg := range m.PGTemp {
+			if pg.Pool == p.ID() {
+				remapped = append(remapped, pg)
+			}
+		}
+		pool, err := m.Pool(p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.OSDs[3].Up && waiting > 0 && waiting+settled == int(pool.PGNum) && len(remapped) == waiting {
+			t.Logf("osd.3 added under nobackfill: %d pgs active+remapped+backfill_wait under pg_temp, %d clean", waiting, settled)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no pg waits under pg_temp: %v, pg_temp %v", states, m.PGTemp)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	m := cl.Map()
+	for _, pg := range remapped {
+		mp, err := m.MapPG(pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(mp.Up, 3) || slices.Contains(mp.Acting, 3) || len(mp.Acting) != 3 || mp.ActingPrimary == 3 {
+			t.Fatalf("pg %s: up %v acting %v primary %d: want osd.3 up, not acting", pg, mp.Up, mp.Acting, mp.ActingPrimary)
+		}
+		st := pgStats(ctx, t, cl, pg)
+		if !slices.Equal(st.Up, mp.Up) || !slices.Equal(st.Acting, mp.Acting) {
+			t.Fatalf("pg %s stats: up %v acting %v, map: up %v acting %v", pg, st.Up, st.Acting, mp.Up, mp.Acting)
+		}
+	}
+	// writes go on meanwhile: to the acting set and to osd.3
+	put(1)
+	verifyModel(ctx, t, p, model, "under pg_temp")
+	if n := c.held(3, p.ID()); n == 0 {
+		t.Fatal("osd.3 took none of the objects created under pg_temp")
+	}
+	monDo(ctx, t, cl, "osd unset", "key", "nobackfill")
+	waitClean(ctx, t, cl, p.ID())
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cl.Map().PGTemp); n != 0 {
+		t.Fatalf("clean with %d pg_temp entries left: %v", n, cl.Map().PGTemp)
+	}
+	verifyModel(ctx, t, p, model, "backfilled")
+	// every object has three copies: the replaced ones deleted, none lost
+	live := 0
+	for _, v := range model {
+		if v != nil {
+			live++
+		}
+	}
+	for {
+		total := 0
+		for i := range c.osds {
+			total += c.held(i, p.ID())
+		}
+		if total == 3*live {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d object copies held, want %d", total, 3*live)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	put(2)
+	verifyModel(ctx, t, p, model, "after")
 }

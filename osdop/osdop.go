@@ -399,9 +399,12 @@ type Perf struct {
 
 // PGStats is one PG as its primary sees it.
 type PGStats struct {
-	PGID       string  `json:"pgid"`
-	State      string  `json:"state"`
-	Acting     []int32 `json:"acting"`
+	PGID   string  `json:"pgid"`
+	State  string  `json:"state"`
+	Acting []int32 `json:"acting"`
+	// Up: the OSDs that hold or will hold the PG's copies — the acting
+	// set and, while a pg_temp keeps it serving, the backfill targets.
+	Up         []int32 `json:"up,omitempty"`
 	LastUpdate string  `json:"last_update"`
 	Objects    int64   `json:"num_objects"`
 	Bytes      int64   `json:"num_bytes"`

@@ -419,10 +419,16 @@ func PGsText(w io.Writer, pgs []osdop.PGStats) {
 		}
 		return t.UTC().Format("2006-01-02T15:04:05Z")
 	}
-	fmt.Fprintf(w, "%-8s %8s %10s %-36s %-12s %-10s %-20s %-20s\n", "PG", "OBJECTS", "BYTES", "STATE", "LAST_UPDATE", "ACTING", "SCRUB_STAMP", "DEEP_SCRUB_STAMP")
+	set := func(osds []int32) string {
+		return "[" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(osds)), ","), "[]") + "]"
+	}
+	fmt.Fprintf(w, "%-8s %8s %10s %-36s %-12s %-10s %-10s %-20s %-20s\n", "PG", "OBJECTS", "BYTES", "STATE", "LAST_UPDATE", "UP", "ACTING", "SCRUB_STAMP", "DEEP_SCRUB_STAMP")
 	for _, pg := range pgs {
-		acting := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(pg.Acting)), ","), "[]")
-		fmt.Fprintf(w, "%-8s %8d %10d %-36s %-12s %-10s %-20s %-20s\n", pg.PGID, pg.Objects, pg.Bytes, pg.State, pg.LastUpdate,
-			"["+acting+"]", stamp(pg.LastScrub), stamp(pg.LastDeepScrub))
+		up := pg.Up
+		if up == nil {
+			up = pg.Acting
+		}
+		fmt.Fprintf(w, "%-8s %8d %10d %-36s %-12s %-10s %-10s %-20s %-20s\n", pg.PGID, pg.Objects, pg.Bytes, pg.State, pg.LastUpdate,
+			set(up), set(pg.Acting), stamp(pg.LastScrub), stamp(pg.LastDeepScrub))
 	}
 }

@@ -852,3 +852,94 @@ func TestKillDuringStrayDeletion(t *testing.T) {
 	deepScrubAll(ctx, t, conn, p.ID())
 	t.Logf("osd.3 killed after deleting %d stray copies", deleted)
 }
+
+// TestKillsDuringBackfill: under the verifying load, osd.3 of four is
+// marked out: its PGs backfill onto the others while pg_temp keeps their
+// old acting sets, osd.3 included, serving, and a backfill target is
+// killed with SIGKILL in the middle and restarted. Then osd.3 is marked
+// in again and, a backfill target itself now, is killed in the middle of
+// that. Nothing acknowledged is lost or stale, no pg_temp is left once the
+// PGs are clean, and every PG's copies are identical.
+func TestKillsDuringBackfill(t *testing.T) {
+	c := up(t, "--osds", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, p := c.connPool(ctx)
+	// data that makes the backfill last, copied slowly
+	if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "fill", "size": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	fill, err := conn.Pool(ctx, "fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1500 {
+		if err := fill.WriteFull(ctx, fmt.Sprintf("fill%d", i), bytes.Repeat([]byte{byte(i)}, 4096)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.must("config", "set", "osd", "osd_recovery_max_active", "1")
+	c.must("config", "set", "osd", "osd_recovery_sleep", "0.02")
+	l := startLoad(ctx, t, p, 4, 2, 100)
+	l.waitOps(ctx, 300, "before the first backfill")
+	// target finds an OSD the up set of a PG under pg_temp backfills
+	target := func(m *osdmap.Map, want int32) (int32, bool) {
+		for pg := range m.PGTemp {
+			mp, err := m.MapPG(pg)
+			if err != nil {
+				continue
+			}
+			for _, o := range mp.Up {
+				if !slices.Contains(mp.Acting, o) && (want < 0 || o == want) {
+					return o, true
+				}
+			}
+		}
+		return 0, false
+	}
+	kill := func(id int32, when string) {
+		t.Helper()
+		name := fmt.Sprintf("osd.%d", id)
+		c.kill9(name)
+		waitMap(ctx, t, conn, name+" down", func(m *osdmap.Map) bool { return !m.OSDs[id].Up })
+		l.waitOps(ctx, 200, when+": with "+name+" down")
+		c.startOSD(name)
+		waitMap(ctx, t, conn, name+" up", func(m *osdmap.Map) bool { return m.OSDs[id].Up })
+		l.waitOps(ctx, 50, when+": with "+name+" back")
+	}
+	for round := range 2 {
+		c.must("osd", "out", "3")
+		var victim int32
+		waitMap(ctx, t, conn, "a backfill under pg_temp", func(m *osdmap.Map) bool {
+			o, ok := target(m, -1)
+			victim = o
+			return ok
+		})
+		kill(victim, fmt.Sprintf("round %d, osd.3 out", round))
+		c.waitClean(3 * time.Minute)
+		c.must("osd", "in", "3")
+		waitMap(ctx, t, conn, "osd.3 backfilled under pg_temp", func(m *osdmap.Map) bool {
+			_, ok := target(m, 3)
+			return ok
+		})
+		kill(3, fmt.Sprintf("round %d, osd.3 in", round))
+		c.waitClean(3 * time.Minute)
+	}
+	l.waitOps(ctx, 300, "after the last backfill")
+	if err := conn.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(conn.Map().PGTemp); n != 0 {
+		t.Fatalf("clean with %d pg_temp entries: %v", n, conn.Map().PGTemp)
+	}
+	if !c.checkLoad(ctx, l, conn, p, "after the kills") {
+		return
+	}
+	deepScrubAll(ctx, t, conn, fill.ID())
+	for i := range 1500 {
+		if got, err := fill.Read(ctx, fmt.Sprintf("fill%d", i), 0, 0); err != nil || !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 4096)) {
+			t.Fatalf("fill%d: %v (%d bytes)", i, err, len(got))
+		}
+	}
+	t.Logf("%d ops; 4 kills, each in the middle of a backfill under pg_temp", l.ops.Load())
+}

@@ -1,0 +1,174 @@
+package osd
+
+// pg_temp: while a replicated PG's new up set holds copies that must be
+// backfilled whole (an OSD added, or one marked out and replaced), its
+// primary asks the MONs for a temporary acting set of the copies that are
+// complete — the up set's complete members, then former members'
+// complete copies, up to the pool's size — so that those keep serving
+// reads and writes and the PG keeps its redundancy meanwhile. The up set's
+// other OSDs are then backfill targets: the primary sends them every
+// write (as a log entry only, for an object their copy still lacks) and
+// fills them in the background; once every copy is complete it clears
+// the pg_temp and the up set becomes the acting set. This is Ceph's
+// scheme (PeeringState::choose_acting, MOSDPGTemp, backfill_targets); the
+// MONs drop entries that no longer serve (mon.staleTemps).
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// errWaitActingChange: peering asked the MONs for a pg_temp and waits for
+// the map that carries it (Ceph's WaitActingChange).
+var errWaitActingChange = errors.New("waiting for the acting set asked for (pg_temp)")
+
+// pgTempWait is how long peering waits for a pg_temp it asked for before
+// it gives up on it and activates with the acting set it has.
+const pgTempWait = 5 * time.Second
+
+// wantActing returns the acting set to ask the MONs for as a pg_temp, or
+// nil to go on with the one the map gives (pg.mu not held): when a
+// member of an acting set that is its up set would be backfilled (rec),
+// the members whose copies are complete keep serving, with former
+// members' complete copies (in rec.peers) up to the pool's size. Not for
+// erasure-coded PGs, not while a pg_temp already holds (targets), not
+// twice in one interval, and not when fewer than min_size complete
+// copies are reachable.
+func (pg *PG) wantActing(rec *recovery, acting, targets []int32) []int32 {
+	pg.mu.Lock()
+	pool, isEC, asked := pg.pool, pg.isEC, pg.tempAsked == pg.interval
+	pg.mu.Unlock()
+	if isEC || pool == nil || !pool.CanShiftOSDs() || len(targets) > 0 || asked {
+		return nil
+	}
+	backfill := func(o int32) bool { return rec.whole[o] && len(rec.lacks[o]) > 0 }
+	if !slices.ContainsFunc(acting, backfill) {
+		return nil
+	}
+	var want []int32
+	for _, o := range acting {
+		if o != osdmap.NoOSD && !backfill(o) {
+			want = append(want, o)
+		}
+	}
+	for _, p := range rec.peers {
+		if len(want) >= pool.Size {
+			break
+		}
+		if !slices.Contains(acting, p.id) && !slices.Contains(want, p.id) && !backfill(p.id) {
+			want = append(want, p.id)
+		}
+	}
+	if len(want) < pool.MinSize || slices.Equal(want, acting) {
+		return nil
+	}
+	return want
+}
+
+// pgTempRequests batches the pg_temp changes this OSD's PGs ask for into
+// "osd pg-temp" commands: one map epoch for many PGs, as Ceph's
+// MOSDPGTemp carries many. A request is dropped when its PG has left the
+// interval it was made in.
+type pgTempRequests struct {
+	mu      sync.Mutex
+	pending map[osdmap.PGID]pgTempRequest
+	kick    chan struct{} // capacity 1: a request is pending
+}
+
+type pgTempRequest struct {
+	pg   *PG
+	iv   uint64
+	osds []int32 // empty: clear the entry
+}
+
+// request asks for PG pg's acting set to be osds (nil: its up set, which
+// clears its pg_temp) for interval iv, and returns errWaitActingChange
+// for peering to wait with. It records the ask, so that peering asks once
+// per interval.
+func (r *pgTempRequests) request(pg *PG, iv uint64, osds []int32) error {
+	pg.mu.Lock()
+	if pg.interval == iv {
+		pg.tempAsked = iv
+	}
+	pg.mu.Unlock()
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = map[osdmap.PGID]pgTempRequest{}
+	}
+	r.pending[pg.id] = pgTempRequest{pg: pg, iv: iv, osds: slices.Clone(osds)}
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	return errWaitActingChange
+}
+
+// pgTempLoop sends the PGs' pg_temp requests to the MONs until the OSD
+// stops, batching those made while one is in flight; a batch that fails
+// is retried (requests made since replace its entries).
+func (d *OSD) pgTempLoop() {
+	defer d.wg.Done()
+	r := &d.pgTemp
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-r.kick:
+		}
+		select { // the PGs of one map change peer together: gather them
+		case <-d.ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		r.mu.Lock()
+		batch := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		sets := map[osdmap.PGID][]int32{}
+		for id, q := range batch {
+			if q.pg.intervalNow() == q.iv {
+				sets[id] = q.osds
+			}
+		}
+		if len(sets) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+		_, err := d.mc.Command(ctx, "osd pg-temp", map[string]string{"pgs": monc.FormatPGTemps(sets)})
+		cancel()
+		if err == nil {
+			d.log.Debug("pg_temp asked", "pgs", len(sets))
+			continue
+		}
+		if d.ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("asking the MONs for pg_temp; retrying", "pgs", len(sets), "err", err)
+		r.mu.Lock()
+		if r.pending == nil {
+			r.pending = map[osdmap.PGID]pgTempRequest{}
+		}
+		for id, q := range batch {
+			if _, newer := r.pending[id]; !newer {
+				r.pending[id] = q
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
