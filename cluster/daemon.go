@@ -204,7 +204,7 @@ func RunOSD(c *Conf, dir string) error {
 	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
 		class = strings.TrimSpace(string(b))
 	}
-	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class})
+	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, ClusterAddr: cfg.String("cluster_addr"), MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)

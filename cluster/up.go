@@ -148,7 +148,10 @@ func Up(ctx context.Context, o UpOptions) error {
 	fmt.Fprintf(w, "\nMONs:   %s\n", strings.Join(mons, ", "))
 	m := conn.Map()
 	for i, osd := range m.OSDs {
-		if osd.Exists {
+		switch {
+		case osd.Exists && osd.ClusterAddr != "":
+			fmt.Fprintf(w, "osd.%d:  %s (cluster network %s)\n", i, osd.Addr, osd.ClusterAddr)
+		case osd.Exists:
 			fmt.Fprintf(w, "osd.%d:  %s\n", i, osd.Addr)
 		}
 	}

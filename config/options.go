@@ -37,6 +37,7 @@ var Options = []Option{
 	{Name: "fsid", Type: String, Desc: "Cluster id, set by `shoal up`."},
 	{Name: "mon_host", Type: String, Desc: "Comma-separated MON addresses (host:port) clients and daemons contact."},
 	{Name: "public_addr", Type: String, Desc: "Address a daemon listens on (host:port; port 0 picks one)."},
+	{Name: "cluster_addr", Type: String, Desc: "An OSD's address on the cluster (back) network (host:port; port 0 picks one): other OSDs send it replication, recovery and peering there and heartbeat both it and public_addr. Empty: public_addr carries everything."},
 	{Name: "keyring", Type: String, Default: "$data/keyring", Desc: "Keyring file holding the cluster key for this entity."},
 	{Name: "log_file", Type: String, Default: "$data/log/$name.log", Desc: "Daemon log file."},
 

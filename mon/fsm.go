@@ -230,7 +230,8 @@ func (s snapshot) Release() {}
 // Translate turns a command from the wire into the State command it names.
 // Prefixes and arguments follow Ceph's CLI where there is one:
 //
-//	osd boot id host addr size class        osd down|out|in ids (comma-separated)
+//	osd boot id host addr [cluster_addr] size class
+//	osd down|out|in ids (comma-separated)
 //	osd rm id                               osd crush add id weight loc [class]
 //	osd pg-temp pgs ("PGID=OSD,OSD PGID=": an empty list clears)
 //	osd crush move name loc                 osd crush reweight name weight
@@ -271,7 +272,7 @@ func Translate(c monc.Command) (Command, error) {
 	var cmd Command
 	switch c.Prefix {
 	case "osd boot":
-		cmd = OSDBoot{ID: int32(n("id")), Host: a["host"], Addr: a["addr"], SizeBytes: uint64(n("size")), Class: a["class"]}
+		cmd = OSDBoot{ID: int32(n("id")), Host: a["host"], Addr: a["addr"], ClusterAddr: a["cluster_addr"], SizeBytes: uint64(n("size")), Class: a["class"]}
 	case "osd lost":
 		if a["sure"] != "--yes-i-really-mean-it" {
 			return nil, fmt.Errorf("osd lost: %w: it gives up the data only that OSD holds; add --yes-i-really-mean-it", ErrInvalid)

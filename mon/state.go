@@ -107,11 +107,14 @@ func (s *State) next() *osdmap.Incremental {
 // one an operator marked out stays out. With noup set, booting fails with
 // ErrBusy and the OSD stays down.
 type OSDBoot struct {
-	ID        int32
-	Host      string
-	Addr      string
-	SizeBytes uint64
-	Class     string
+	ID   int32
+	Host string
+	Addr string
+	// ClusterAddr is the OSD's address on the cluster (back) network, ""
+	// without one.
+	ClusterAddr string
+	SizeBytes   uint64
+	Class       string
 }
 
 // Apply implements Command.
@@ -143,7 +146,7 @@ func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
 		}
 		inc.NewCrush = cm
 	}
-	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr} // Lost cleared
+	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr, ClusterAddr: c.ClusterAddr} // Lost cleared
 	if id < m.MaxOSD() && m.OSDs[id].Exists {
 		old := m.OSDs[id]
 		osd.Weight, osd.PrimaryAffinity, osd.AutoOut = old.Weight, old.PrimaryAffinity, old.AutoOut // keep an operator's out

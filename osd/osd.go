@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,15 +57,19 @@ import (
 
 // Options configure an OSD.
 type Options struct {
-	DataDir  string // whoami and, unless Store is set, the object store
-	Addr     string // listen address (host:port; port 0 picks one)
-	Host     string // CRUSH host the OSD registers under; default the hostname
-	Class    string // CRUSH device class it registers with when new ("" none)
-	MonAddrs []string
-	Keyring  msgr.Keyring
-	Config   *config.File // the configuration file (over the MON's database)
-	Store    objectstore.Store
-	Logger   *slog.Logger
+	DataDir string // whoami and, unless Store is set, the object store
+	Addr    string // listen address (host:port; port 0 picks one)
+	// ClusterAddr, if set, is a second listen address for other OSDs:
+	// replication, recovery, peering and back heartbeats go there (a
+	// cluster network, Ceph's cluster_addr), clients and MONs use Addr.
+	ClusterAddr string
+	Host        string // CRUSH host the OSD registers under; default the hostname
+	Class       string // CRUSH device class it registers with when new ("" none)
+	MonAddrs    []string
+	Keyring     msgr.Keyring
+	Config      *config.File // the configuration file (over the MON's database)
+	Store       objectstore.Store
+	Logger      *slog.Logger
 	// FileKeys are the keyring file's keys; with the MONs' key database
 	// (`shoal auth`, fetched every second) they are the entities this OSD
 	// accepts. nil: every peer shares Keyring's key.
@@ -73,16 +78,20 @@ type Options struct {
 
 // OSD is a running OSD daemon.
 type OSD struct {
-	o      Options
-	id     int32
-	store  objectstore.Store
-	srv    *msgr.Server
-	mc     *monc.Client
-	addr   string // advertised: host:port/nonce
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	o     Options
+	id    int32
+	store objectstore.Store
+	srv   *msgr.Server
+	back  *msgr.Server // on Options.ClusterAddr; nil without a cluster network
+	mc    *monc.Client
+	addr  string // advertised: host:port/nonce
+	// clusterAddr is back's advertised address (the same nonce), "" when
+	// there is no cluster network.
+	clusterAddr string
+	log         *slog.Logger
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
 
 	mu    sync.RWMutex
 	m     *osdmap.Map
@@ -116,7 +125,7 @@ type OSD struct {
 	bootAt    time.Time
 	peerMu    sync.Mutex
 	peers     map[string]*msgr.Client // by address without nonce
-	lastHB    map[int32]time.Time
+	lastHB    map[string]time.Time    // last ping answered, by peer address (host:port)
 }
 
 // Start opens the store, registers with the MONs (a new OSD gets an id and
@@ -160,7 +169,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgTemp: pgTempRequests{kick: make(chan struct{}, 1)}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[int32]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgTemp: pgTempRequests{kick: make(chan struct{}, 1)}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}}
 	d.cfg.Store(cfg)
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
@@ -193,7 +202,14 @@ func (d *OSD) start() error {
 	if err != nil {
 		return fmt.Errorf("osd: %w", err)
 	}
-	d.addr = fmt.Sprintf("%s/%d", d.srv.Addr(), time.Now().UnixNano()%1_000_000_000)
+	nonce := time.Now().UnixNano() % 1_000_000_000
+	d.addr = fmt.Sprintf("%s/%d", d.srv.Addr(), nonce)
+	if d.o.ClusterAddr != "" {
+		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch}); err != nil {
+			return fmt.Errorf("osd: cluster network: %w", err)
+		}
+		d.clusterAddr = fmt.Sprintf("%s/%d", d.back.Addr(), nonce)
+	}
 	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log})
 	if err != nil {
 		return err
@@ -280,7 +296,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		fs.Total = 1 << 40
 	}
 	args := map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host,
-		"addr": d.addr, "size": strconv.FormatUint(fs.Total, 10), "class": d.o.Class}
+		"addr": d.addr, "cluster_addr": d.clusterAddr, "size": strconv.FormatUint(fs.Total, 10), "class": d.o.Class}
 	r, err := d.mc.Command(ctx, "osd boot", args)
 	for errors.Is(err, monc.ErrBusy) { // noup: stay down until a map clears it
 		d.log.Warn("boot refused; waiting for the next map", "err", err)
@@ -365,6 +381,9 @@ func (d *OSD) Close() error {
 	d.cancel()
 	if d.srv != nil {
 		d.srv.Close()
+	}
+	if d.back != nil {
+		d.back.Close()
 	}
 	d.wg.Wait()
 	if d.mc != nil {
@@ -490,7 +509,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			}
 			ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()
-			d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host, "addr": d.addr})
+			d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host, "addr": d.addr, "cluster_addr": d.clusterAddr})
 		}()
 	}
 	seen := map[osdmap.PGID]bool{}
@@ -539,7 +558,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 					d.wg.Add(1)
 					go func() {
 						defer d.wg.Done()
-						pg.notifyPrimary(iv, p, m.OSDs[p].Addr)
+						pg.notifyPrimary(iv, p, m.OSDs[p].BackAddr())
 					}()
 				}
 			}
@@ -612,36 +631,48 @@ func (d *OSD) getPG(id osdmap.PGID) *PG {
 	return d.pgs[id]
 }
 
-// peer returns the messenger client for an OSD address ("host:port/nonce").
-func (d *OSD) peer(addr string) *msgr.Client {
+// peer returns the messenger client for an OSD address ("host:port/nonce");
+// back: the address is on the cluster network.
+func (d *OSD) peer(addr string, back bool) *msgr.Client {
 	a, _, _ := strings.Cut(addr, "/")
 	d.peerMu.Lock()
 	defer d.peerMu.Unlock()
 	c := d.peers[a]
 	if c == nil {
-		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: d.sourceIP()})
+		src := d.addr
+		if back && d.clusterAddr != "" {
+			src = d.clusterAddr
+		}
+		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: sourceIP(src)})
 		d.peers[a] = c
 	}
 	return c
 }
 
-// sourceIP is the address this OSD listens on, which its connections to
-// its peers leave from ("" when it listens on every address).
-func (d *OSD) sourceIP() string {
-	host, _, err := net.SplitHostPort(strings.Split(d.addr, "/")[0])
+// sourceIP is the host of a listen address of this OSD, which its
+// connections on that network leave from ("" when it listens on every
+// address).
+func sourceIP(addr string) string {
+	host, _, err := net.SplitHostPort(strings.Split(addr, "/")[0])
 	if ip := net.ParseIP(host); err != nil || ip == nil || ip.IsUnspecified() {
 		return ""
 	}
 	return host
 }
 
-// call sends a message to OSD id at addr and returns the reply payload (a
-// copy). A refused connection is reported to the MONs at once.
+// call sends a message to OSD id at addr (its public or cluster address)
+// and returns the reply payload (a copy). A refused connection is
+// reported to the MONs at once.
 func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, payload []byte) ([]byte, error) {
-	rep, err := d.peer(addr).Call(ctx, typ, payload)
+	m, _ := d.curMap()
+	front, back := addr, false
+	if m != nil && id >= 0 && id < m.MaxOSD() && m.OSDs[id].ClusterAddr == addr && addr != "" {
+		front, back = m.OSDs[id].Addr, true // the MONs know an instance by its public address
+	}
+	rep, err := d.peer(addr, back).Call(ctx, typ, payload)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
-			d.reportFailure(id, addr, true)
+			d.reportFailure(id, front, true)
 		}
 		var re *msgr.RemoteError
 		if errors.As(err, &re) {
@@ -684,29 +715,42 @@ func (d *OSD) heartbeat() {
 		}
 		m, _ := d.curMap()
 		var wg sync.WaitGroup
+		pinged := map[string]bool{}
 		for i, o := range m.OSDs {
 			id := int32(i)
 			if id == d.id || !o.Exists || !o.Up {
 				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(d.ctx, interval)
-				defer cancel()
-				_, err := d.call(ctx, id, o.Addr, msgPing, nil)
-				d.peerMu.Lock()
-				last, ok := d.lastHB[id]
-				if err == nil || !ok {
-					d.lastHB[id] = time.Now()
-				}
-				d.peerMu.Unlock()
-				if err != nil && ok && time.Since(last) > grace {
-					d.reportFailure(id, o.Addr, false)
-				}
-			}()
+			// front and back: a peer silent on either is reported
+			addrs := []string{o.Addr}
+			if o.ClusterAddr != "" {
+				addrs = append(addrs, o.ClusterAddr)
+			}
+			for _, addr := range addrs {
+				a, _, _ := strings.Cut(addr, "/")
+				pinged[a] = true
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(d.ctx, interval)
+					defer cancel()
+					_, err := d.call(ctx, id, addr, msgPing, nil)
+					d.peerMu.Lock()
+					last, ok := d.lastHB[a]
+					if err == nil || !ok {
+						d.lastHB[a] = time.Now()
+					}
+					d.peerMu.Unlock()
+					if err != nil && ok && time.Since(last) > grace {
+						d.reportFailure(id, o.Addr, false)
+					}
+				}()
+			}
 		}
 		wg.Wait()
+		d.peerMu.Lock()
+		maps.DeleteFunc(d.lastHB, func(a string, _ time.Time) bool { return !pinged[a] }) // peers gone or moved
+		d.peerMu.Unlock()
 	}
 }
 

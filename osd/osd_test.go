@@ -45,6 +45,7 @@ type cluster struct {
 	conf   *config.File
 	addrs  []string
 	dirs   []string
+	back   bool // OSDs get a cluster address of their own
 }
 
 func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, "") }
@@ -94,12 +95,18 @@ func verifyModel(ctx context.Context, t *testing.T, p *client.Pool, model map[st
 }
 
 func startClusterConf(t *testing.T, n int, conf *config.File) *cluster {
+	return startClusterNet(t, n, conf, false)
+}
+
+// startClusterNet starts a MON and n OSDs, each OSD with a cluster
+// (back) address of its own if back is set.
+func startClusterNet(t *testing.T, n int, conf *config.File, back bool) *cluster {
 	a := testnet.FreePortPair(t)
 	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, mon: m, conf: conf, addrs: []string{a}}
+	c := &cluster{t: t, mon: m, conf: conf, addrs: []string{a}, back: back}
 	t.Cleanup(func() {
 		for _, o := range c.osds {
 			if o != nil {
@@ -122,7 +129,11 @@ func (c *cluster) restartOSD(i int) {
 	if c.osds[i] != nil {
 		c.osds[i].Close()
 	}
-	o, err := osd.Start(osd.Options{DataDir: c.dirs[i], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: c.stores[i]})
+	back := ""
+	if c.back {
+		back = "127.0.0.1:0"
+	}
+	o, err := osd.Start(osd.Options{DataDir: c.dirs[i], Addr: "127.0.0.1:0", ClusterAddr: back, Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: c.stores[i]})
 	if err != nil {
 		c.t.Fatal(err)
 	}

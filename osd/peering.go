@@ -110,7 +110,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up || slices.Contains(acting, o) {
 			continue
 		}
-		mi, err := pg.query(ctx, iv, o, m.OSDs[o].Addr)
+		mi, err := pg.query(ctx, iv, o, m.OSDs[o].BackAddr())
 		if err != nil {
 			return fmt.Errorf("former member: %w", err)
 		}

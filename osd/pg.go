@@ -148,7 +148,7 @@ func backfillTargets(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping) ([]int
 	for _, o := range mp.Up {
 		if o >= 0 && o < m.MaxOSD() && !slices.Contains(mp.Acting, o) {
 			targets = append(targets, o)
-			addrs = append(addrs, m.OSDs[o].Addr)
+			addrs = append(addrs, m.OSDs[o].BackAddr())
 		}
 	}
 	return targets, addrs
@@ -164,7 +164,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	addrs := make([]string, len(mp.Acting))
 	for i, o := range mp.Acting {
 		if o >= 0 && o < m.MaxOSD() {
-			addrs[i] = m.OSDs[o].Addr
+			addrs[i] = m.OSDs[o].BackAddr()
 		}
 	}
 	targets, targetAddrs := backfillTargets(m, pool, mp)

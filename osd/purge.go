@@ -59,7 +59,7 @@ func (pg *PG) purgeStrays(iv uint64) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
-		_, err := d.call(ctx, o, m.OSDs[o].Addr, msgPurge, msg)
+		_, err := d.call(ctx, o, m.OSDs[o].BackAddr(), msgPurge, msg)
 		cancel()
 		if err != nil {
 			d.log.Warn("telling a stray to delete its copy", "pg", pg.id, "osd", o, "err", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -529,4 +530,46 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 	}
 	put(2)
 	verifyModel(ctx, t, p, model, "after")
+}
+
+// TestClusterNetwork: OSDs with a cluster address of their own register
+// it in the map beside their public one; writes replicate, a returning
+// OSD recovers and the PGs go clean with peers talking over it.
+func TestClusterNetwork(t *testing.T) {
+	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterNet(t, 3, conf, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	m := cl.Map()
+	for i := range 3 {
+		o := m.OSDs[i]
+		if o.ClusterAddr == "" || o.ClusterAddr == o.Addr || o.BackAddr() != o.ClusterAddr {
+			t.Fatalf("osd.%d: public %s, cluster %q", i, o.Addr, o.ClusterAddr)
+		}
+	}
+	model := map[string][]byte{}
+	for i := range 50 {
+		oid := fmt.Sprintf("o%d", i)
+		model[oid] = bytes.Repeat([]byte{byte(i)}, 100+i)
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.missWrites(ctx, cl, func(gen int) {
+		for i := range 20 {
+			oid := fmt.Sprintf("o%d", i)
+			model[oid] = bytes.Repeat([]byte{byte(gen), byte(i)}, 200)
+			if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	waitClean(ctx, t, cl, p.ID())
+	c.stop(ctx, cl, 0, 1)
+	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "1")
+	verifyModel(ctx, t, p, model, "osd.2 alone, recovered over the cluster network")
 }

@@ -12,8 +12,8 @@ import (
 // the cluster flags and the OSDs' extra state (AutoOut, Fullness). A reader accepts newer
 // versions whose compat is 1 and skips fields it does not know.
 const (
-	mapVersion         = 2
-	incrementalVersion = 2
+	mapVersion         = 3
+	incrementalVersion = 3
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
@@ -167,6 +167,7 @@ func (m *Map) Encode() []byte {
 		ids[i] = int32(i)
 	}
 	encodeStates(&e, ids, func(id int32) OSD { return m.OSDs[id] })
+	encodeClusterAddrs(&e, ids, func(id int32) OSD { return m.OSDs[id] })
 	e.End(mark)
 	return e.Bytes()
 }
@@ -211,6 +212,34 @@ func decodeStates(d *wire.Decoder, set func(id int32, st uint8) bool) {
 		id, st := d.I32(), d.U8()
 		if !set(id, st) {
 			d.Fail("osd.%d: state for an osd the map does not hold", id)
+			return
+		}
+	}
+}
+
+// encodeClusterAddrs writes (id, cluster address) for the ids with one
+// (encoding v3).
+func encodeClusterAddrs(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
+	var set []int32
+	for _, id := range ids {
+		if osd(id).ClusterAddr != "" {
+			set = append(set, id)
+		}
+	}
+	e.U32(uint32(len(set)))
+	for _, id := range set {
+		e.I32(id)
+		e.String(osd(id).ClusterAddr)
+	}
+}
+
+// decodeClusterAddrs reads encodeClusterAddrs's list; set reports false
+// for an id not held.
+func decodeClusterAddrs(d *wire.Decoder, set func(id int32, addr string) bool) {
+	for n := d.Count(8); n > 0 && d.Err() == nil; n-- {
+		id, addr := d.I32(), d.String()
+		if !set(id, addr) {
+			d.Fail("osd.%d: cluster address for an osd the map does not hold", id)
 			return
 		}
 	}
@@ -264,6 +293,15 @@ func Decode(b []byte) (*Map, error) {
 			return true
 		})
 	}
+	if v >= 3 {
+		decodeClusterAddrs(d, func(id int32, addr string) bool {
+			if id < 0 || int(id) >= len(m.OSDs) {
+				return false
+			}
+			m.OSDs[id].ClusterAddr = addr
+			return true
+		})
+	}
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -302,6 +340,7 @@ func (inc *Incremental) Encode() []byte {
 		e.U32(uint32(*inc.NewFlags))
 	}
 	encodeStates(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
+	encodeClusterAddrs(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
 	e.End(mark)
 	return e.Bytes()
 }
@@ -341,6 +380,14 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 		decodeStates(d, func(id int32, st uint8) bool {
 			o, ok := inc.NewOSDs[id]
 			setExtraState(&o, st)
+			inc.NewOSDs[id] = o
+			return ok
+		})
+	}
+	if v >= 3 {
+		decodeClusterAddrs(d, func(id int32, addr string) bool {
+			o, ok := inc.NewOSDs[id]
+			o.ClusterAddr = addr
 			inc.NewOSDs[id] = o
 			return ok
 		})

@@ -40,7 +40,11 @@ type OSD struct {
 	Up              bool
 	Weight          uint32 // in/out reweight: 0 out … 0x10000 fully in
 	PrimaryAffinity uint32 // 0 … 0x10000: chance to be primary of its PGs
-	Addr            string // host:port of its messenger, when up
+	Addr            string // host:port/nonce of its messenger, when up (the public, front network)
+	// ClusterAddr is where other OSDs reach it — replication, recovery,
+	// peering and back heartbeats — when it has a cluster (back) network
+	// of its own (Ceph's cluster_addr); "" when Addr carries everything.
+	ClusterAddr string
 	// AutoOut is set when the MONs marked the OSD out after
 	// mon_osd_down_out_interval (not an operator); such an OSD is marked
 	// in again when it boots, unless noin is set (Ceph's
@@ -79,6 +83,15 @@ func (f Fullness) String() string {
 		return "full"
 	}
 	return "ok"
+}
+
+// BackAddr is the address other OSDs use for the OSD: ClusterAddr, or
+// Addr without a cluster network.
+func (o OSD) BackAddr() string {
+	if o.ClusterAddr != "" {
+		return o.ClusterAddr
+	}
+	return o.Addr
 }
 
 // In reports whether the OSD receives data (reweight above zero).

@@ -277,7 +277,7 @@ func sampleIncremental(t *testing.T, m *osdmap.Map) *osdmap.Incremental {
 	return &osdmap.Incremental{Epoch: m.Epoch + 1, NewCrush: c, NewMaxOSD: 10, NewFlags: &flags,
 		NewPools: []*osdmap.Pool{{ID: 3, Name: "new", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 16, PGPNum: 8, ObjectHash: osdmap.HashLinux}},
 		OldPools: []int64{2},
-		NewOSDs: map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800"},
+		NewOSDs: map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800", ClusterAddr: "127.0.1.1:6801"},
 			8: {Exists: true, AutoOut: true}, 7: {Exists: true, Fullness: osdmap.Full, Lost: true}},
 		NewPGTemp:      map[osdmap.PGID][]int32{{Pool: 1, Seed: 3}: {9, 1}},
 		NewPrimaryTemp: map[osdmap.PGID]int32{{Pool: 1, Seed: 4}: 2},
@@ -315,6 +315,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if m2.Flags.String() != "noout,nodeep-scrub" || !m2.OSDs[8].AutoOut || m2.OSDs[9].AutoOut || m2.OSDs[7].Fullness != osdmap.Full || m2.OSDs[7].AutoOut || !m2.OSDs[7].Lost || m2.OSDs[8].Lost {
 		t.Fatalf("decoded map: flags %q, osd.8 auto-out %v, osd.9 auto-out %v", m2.Flags, m2.OSDs[8].AutoOut, m2.OSDs[9].AutoOut)
 	}
+	if m2.OSDs[9].ClusterAddr != "127.0.1.1:6801" || m2.OSDs[9].BackAddr() != "127.0.1.1:6801" || m2.OSDs[8].ClusterAddr != "" || m2.OSDs[8].BackAddr() != m2.OSDs[8].Addr {
+		t.Fatalf("decoded map: osd.9 cluster address %q, osd.8 %q", m2.OSDs[9].ClusterAddr, m2.OSDs[8].ClusterAddr)
+	}
 	if !bytes.Equal(m2.Encode(), n1.Encode()) {
 		t.Fatal("map re-encodes differently")
 	}
@@ -346,7 +349,7 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
 	grown := append([]byte(nil), b[:hdr]...)
-	grown = append(grown, 3, 1) // version 3 (one past this reader's), compat 1
+	grown = append(grown, 4, 1) // version 4 (one past this reader's), compat 1
 	n := uint32(len(b)-hdr-6) + 3
 	grown = append(grown, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	grown = append(grown, b[hdr+6:]...)
@@ -358,9 +361,9 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	if !bytes.Equal(m2.Encode(), b) {
 		t.Fatal("newer map decoded to different content")
 	}
-	grown[hdr+1] = 3 // compat 3: needs a newer reader
+	grown[hdr+1] = 4 // compat 4: needs a newer reader
 	if _, err := osdmap.Decode(grown); !errors.Is(err, wire.ErrCorrupt) {
-		t.Fatalf("compat 3: err %v, want ErrCorrupt", err)
+		t.Fatalf("compat 4: err %v, want ErrCorrupt", err)
 	}
 }
 

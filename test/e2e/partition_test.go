@@ -66,16 +66,29 @@ func (f *firewall) heal() {
 // no read returns an older version than one acknowledged before it, and
 // I/O goes on. Healed, it boots once the period allows and rejoins;
 // every acknowledged write is there and the copies are identical.
-func TestNetworkPartition(t *testing.T) {
+func TestNetworkPartition(t *testing.T) { partition(t, false) }
+
+// TestBackNetworkPartition is TestNetworkPartition with a cluster (back)
+// network: each OSD has a public and a cluster address, and only the
+// cluster network between osd.3 and the others is cut — its public
+// address still answers the others' front heartbeats, the MONs and the
+// clients. The back heartbeats find it; the rest goes as with one network.
+func TestBackNetworkPartition(t *testing.T) { partition(t, true) }
+
+func partition(t *testing.T, back bool) {
 	c := up(t, "--osds", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	// each OSD on an address of its own, so the firewall can tell them apart
+	// each OSD on addresses of its own, so the firewall can tell them apart
 	ip := func(i int) string { return fmt.Sprintf("127.0.0.%d", 20+i) }
+	backIP := func(i int) string { return fmt.Sprintf("127.0.1.%d", 20+i) }
 	conf := filepath.Join(c.data, "shoal.conf")
 	extra := ""
 	for i := range 4 {
 		extra += fmt.Sprintf("\n[osd.%d]\npublic_addr = %s:0\n", i, ip(i))
+		if back {
+			extra += fmt.Sprintf("cluster_addr = %s:0\n", backIP(i))
+		}
 	}
 	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -94,8 +107,9 @@ func TestNetworkPartition(t *testing.T) {
 	c.must("config", "set", "osd", "osd_max_markdown_period", "30")
 	conn, p := c.connPool(ctx)
 	for i := range 4 {
-		if addr := conn.Map().OSDs[i].Addr; !strings.HasPrefix(addr, ip(i)+":") {
-			t.Fatalf("osd.%d at %s, want %s", i, addr, ip(i))
+		o := conn.Map().OSDs[i]
+		if !strings.HasPrefix(o.Addr, ip(i)+":") || back != strings.HasPrefix(o.ClusterAddr, backIP(i)+":") || (!back && o.ClusterAddr != "") {
+			t.Fatalf("osd.%d at %s, cluster %q; want %s (cluster network %v)", i, o.Addr, o.ClusterAddr, ip(i), back)
 		}
 	}
 	fw := newFirewall(t)
@@ -103,9 +117,18 @@ func TestNetworkPartition(t *testing.T) {
 	l.waitOps(ctx, 300, "before the partition")
 
 	start := time.Now()
-	fw.cut(ip(3), ip(0), ip(1), ip(2))
+	if back {
+		fw.cut(backIP(3), backIP(0), backIP(1), backIP(2))
+	} else {
+		fw.cut(ip(3), ip(0), ip(1), ip(2))
+	}
 	waitMap(ctx, t, conn, "osd.3 down", func(m *osdmap.Map) bool { return !m.OSDs[3].Up })
 	down := time.Since(start)
+	if back { // its public address still answers
+		if _, err := conn.OSDStats(ctx, 3); err != nil {
+			t.Fatalf("osd.3's public address, with only its cluster network cut: %v", err)
+		}
+	}
 	// it flaps until it holds itself down
 	logPath := filepath.Join(c.data, "log", "osd.3.log")
 	for {
@@ -129,6 +152,6 @@ func TestNetworkPartition(t *testing.T) {
 		return
 	}
 	b, _ := os.ReadFile(logPath)
-	t.Logf("%d ops; osd.3 cut off: marked down after %v, booted again %d times, held down after %v; HEALTH_OK %v after the cut",
-		l.ops.Load(), down.Round(time.Millisecond), strings.Count(string(b), "booting again"), damped.Round(time.Millisecond), healed.Round(time.Millisecond))
+	t.Logf("%d ops; osd.3 cut off (cluster network only: %v): marked down after %v, booted again %d times, held down after %v; HEALTH_OK %v after the cut",
+		l.ops.Load(), back, down.Round(time.Millisecond), strings.Count(string(b), "booting again"), damped.Round(time.Millisecond), healed.Round(time.Millisecond))
 }

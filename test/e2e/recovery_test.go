@@ -859,7 +859,8 @@ func TestKillDuringStrayDeletion(t *testing.T) {
 // killed with SIGKILL in the middle and restarted. Then osd.3 is marked
 // in again and, a backfill target itself now, is killed in the middle of
 // that. Nothing acknowledged is lost or stale, no pg_temp is left once the
-// PGs are clean, and every PG's copies are identical.
+// PGs are clean, and every PG's copies are identical. (More rounds: raise
+// the loop's count; one keeps CI's time.)
 func TestKillsDuringBackfill(t *testing.T) {
 	c := up(t, "--osds", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -907,7 +908,7 @@ func TestKillsDuringBackfill(t *testing.T) {
 		waitMap(ctx, t, conn, name+" up", func(m *osdmap.Map) bool { return m.OSDs[id].Up })
 		l.waitOps(ctx, 50, when+": with "+name+" back")
 	}
-	for round := range 2 {
+	for round := range 1 {
 		c.must("osd", "out", "3")
 		var victim int32
 		waitMap(ctx, t, conn, "a backfill under pg_temp", func(m *osdmap.Map) bool {
@@ -941,5 +942,5 @@ func TestKillsDuringBackfill(t *testing.T) {
 			t.Fatalf("fill%d: %v (%d bytes)", i, err, len(got))
 		}
 	}
-	t.Logf("%d ops; 4 kills, each in the middle of a backfill under pg_temp", l.ops.Load())
+	t.Logf("%d ops; 2 kills, each in the middle of a backfill under pg_temp", l.ops.Load())
 }
