@@ -128,7 +128,9 @@ func Up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("up: create pool data: %w", err)
 		}
 	}
-	st, err := waitHealthy(ctx, conn, mons, kr, len(dirs))
+	// new OSDs: the PGs that move onto them backfill in the background,
+	// the old copies serving meanwhile (pg_temp) — do not wait for that
+	st, err := waitHealthy(ctx, conn, mons, kr, len(dirs), o.AddOSDs > 0)
 	if err != nil {
 		return err
 	}
@@ -299,8 +301,10 @@ func waitFile(ctx context.Context, path string) error {
 
 // waitHealthy polls the status until every OSD is up and every PG
 // active+clean with nothing worse than warnings an operator chose (set
-// flags), or ctx ends (then it returns the last status's problems).
-func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.Keyring, osds int) (*status.Status, error) {
+// flags) — or, with moving, every PG active and no object degraded, data
+// merely moving — or ctx ends (then it returns the last status's
+// problems).
+func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.Keyring, osds int, moving bool) (*status.Status, error) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	var last *status.Status
@@ -308,7 +312,7 @@ func waitHealthy(ctx context.Context, conn *client.Conn, mons []string, kr msgr.
 		st, err := status.Gather(ctx, conn, mons, kr)
 		if err == nil {
 			last = st
-			if st.UpOSDs >= osds && settled(st) {
+			if st.UpOSDs >= osds && (settled(st) || moving && onlyMoving(st)) {
 				return st, nil
 			}
 		}
@@ -338,6 +342,19 @@ func settled(st *status.Status) bool {
 		}
 	}
 	return st.PGs > 0 && st.PGStates["active+clean"] == st.PGs
+}
+
+// onlyMoving reports every PG active and none degraded, undersized,
+// inconsistent or peering: at most remapped and backfilling.
+func onlyMoving(st *status.Status) bool {
+	n := 0
+	for state, c := range st.PGStates {
+		if !strings.HasPrefix(state, "active") || strings.Contains(state, "degraded") || strings.Contains(state, "undersized") || strings.Contains(state, "inconsistent") {
+			return false
+		}
+		n += c
+	}
+	return st.PGs > 0 && n == st.PGs && st.Degraded == 0
 }
 
 // Down stops every daemon of the cluster in dir (SIGTERM, then SIGKILL

@@ -365,6 +365,32 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	if c.Prefix == "osd failure" {
 		return d.failure(c)
 	}
+	if c.Prefix == "pg history get" { // on the leader: every committed record is applied there
+		pg, err := osdmap.ParsePGID(c.Args["pgid"])
+		if err != nil {
+			return monc.Result{}, fmt.Errorf("pg history get: %w: %v", ErrInvalid, err)
+		}
+		// a record committed before the requester's map is applied once
+		// that map is: wait for it
+		want, _ := strconv.ParseUint(c.Args["epoch"], 10, 32)
+		timeout := time.NewTimer(5 * time.Second)
+		defer timeout.Stop()
+		for {
+			m, ch := d.fsm.view()
+			if uint64(m.Epoch) >= want {
+				break
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return monc.Result{}, ctx.Err()
+			case <-timeout.C:
+				return monc.Result{}, fmt.Errorf("pg history get: %w: epoch %d not applied here yet", monc.ErrNotLeader, want)
+			}
+		}
+		b, _ := json.Marshal(d.fsm.history(pg))
+		return monc.Result{Data: b}, nil
+	}
 	var data json.RawMessage
 	if c.Prefix == "auth add" && c.Args == nil {
 		c.Args = map[string]string{}

@@ -66,6 +66,13 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return applyResult{msg: msg, epoch: uint32(f.st.Map.Epoch)}
 }
 
+// history returns PG pg's recorded intervals.
+func (f *fsm) history(pg osdmap.PGID) []monc.PGInterval {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.History(pg)
+}
+
 // view returns the current map and the channel that closes at the next
 // change.
 func (f *fsm) view() (*osdmap.Map, chan struct{}) {
@@ -167,6 +174,12 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	e.Blob(auth)
 	prof, _ := json.Marshal(f.st.ECProfiles)
 	e.Blob(prof)
+	hist := map[string][]monc.PGInterval{}
+	for pg, h := range f.st.PGHistory {
+		hist[pg.String()] = h
+	}
+	hb, _ := json.Marshal(hist)
+	e.Blob(hb)
 	return snapshot(e.Bytes()), nil
 }
 
@@ -185,6 +198,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	if d.Remaining() > 0 {
 		pb = d.Blob()
+	}
+	var hb []byte
+	if d.Remaining() > 0 {
+		hb = d.Blob()
 	}
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
@@ -205,6 +222,23 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if pb != nil {
 		if err := json.Unmarshal(pb, &st.ECProfiles); err != nil {
 			return fmt.Errorf("mon: snapshot erasure-code profiles: %w", err)
+		}
+	}
+	if hb != nil {
+		var hist map[string][]monc.PGInterval
+		if err := json.Unmarshal(hb, &hist); err != nil {
+			return fmt.Errorf("mon: snapshot pg history: %w", err)
+		}
+		st.PGHistory = map[osdmap.PGID][]monc.PGInterval{}
+		for k, h := range hist {
+			pg, err := osdmap.ParsePGID(k)
+			if err != nil {
+				return fmt.Errorf("mon: snapshot pg history: %w", err)
+			}
+			for i := range h {
+				h[i].PG = pg
+			}
+			st.PGHistory[pg] = h
 		}
 	}
 	f.mu.Lock()
@@ -234,6 +268,7 @@ func (s snapshot) Release() {}
 //	osd down|out|in ids (comma-separated)
 //	osd rm id                               osd crush add id weight loc [class]
 //	osd pg-temp pgs ("PGID=OSD,OSD PGID=": an empty list clears)
+//	pg history entries ("PGID@EPOCH:OSD,OSD[:clean] ...", in order)
 //	osd crush move name loc                 osd crush reweight name weight
 //	osd crush rule create-replicated name root type [class]
 //	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
@@ -306,6 +341,12 @@ func Translate(c monc.Command) (Command, error) {
 		}
 	case "osd rm":
 		cmd = OSDRemove{ID: int32(n("id"))}
+	case "pg history":
+		ivs, err := monc.ParsePGIntervals(a["entries"])
+		if err != nil {
+			return nil, fmt.Errorf("pg history: %w: %v", ErrInvalid, err)
+		}
+		cmd = PGHistoryUpdate{Entries: ivs}
 	case "osd pg-temp":
 		sets, err := monc.ParsePGTemps(a["pgs"])
 		if err != nil {

@@ -44,6 +44,9 @@ type State struct {
 	// erasure-code-profile`): name → key=value arguments. "default" is
 	// always there.
 	ECProfiles map[string][]string
+	// PGHistory is each PG's acting sets that may have accepted writes
+	// since it was last clean (pghistory.go), oldest first.
+	PGHistory map[osdmap.PGID][]monc.PGInterval
 }
 
 // NewState is a cluster's first state: epoch 1 with the CRUSH map and no
@@ -88,6 +91,9 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 			}
 		}
 		s.Map = next
+		if len(inc.OldPools) > 0 {
+			s.dropPoolHistory()
+		}
 	}
 	if cc, ok := c.(configChange); ok {
 		cc.install(s)

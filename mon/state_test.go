@@ -419,3 +419,55 @@ func TestPGTemp(t *testing.T) {
 		t.Fatalf("round trip of %v: %v, %v", sets, cmd, err)
 	}
 }
+
+// TestPGHistory: the acting set recorded last replaces those of earlier
+// intervals; a late record of an earlier interval is ignored; deleting the
+// pool forgets them.
+func TestPGHistory(t *testing.T) {
+	s := newState(t)
+	for i := range 3 {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+	commit(t, s, mon.PoolCreate{Name: "data", Size: 2})
+	p, _ := s.Map.PoolByName("data")
+	pg := osdmap.PGID{Pool: p.ID, Seed: 1}
+	rec := func(text string) {
+		t.Helper()
+		cmd, err := mon.Translate(monc.Command{Prefix: "pg history", Args: map[string]string{"entries": text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		epoch := s.Map.Epoch
+		commit(t, s, cmd)
+		if s.Map.Epoch != epoch {
+			t.Fatalf("pg history changed the map: epoch %d → %d", epoch, s.Map.Epoch)
+		}
+	}
+	acting := func() [][]int32 {
+		var out [][]int32
+		for _, iv := range s.History(pg) {
+			out = append(out, iv.Acting)
+		}
+		return out
+	}
+	rec(pg.String() + "@5:0,1 " + pg.String() + "@5:0,1")
+	if got := acting(); !reflect.DeepEqual(got, [][]int32{{0, 1}}) {
+		t.Fatalf("history %v", got)
+	}
+	rec(pg.String() + "@7:0 " + pg.String() + "@7:0,2")
+	if got := acting(); !reflect.DeepEqual(got, [][]int32{{0}, {0, 2}}) {
+		t.Fatalf("history %v", got)
+	}
+	rec(pg.String() + "@9:2,1")
+	rec(pg.String() + "@8:1") // late: never served
+	if got := acting(); !reflect.DeepEqual(got, [][]int32{{2, 1}}) {
+		t.Fatalf("history after a late record %v", got)
+	}
+	if _, err := mon.Translate(monc.Command{Prefix: "pg history", Args: map[string]string{"entries": "1.1@x:0"}}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("bad epoch: %v", err)
+	}
+	commit(t, s, mon.PoolDelete{Name: "data"})
+	if got := s.History(pg); len(got) != 0 {
+		t.Fatalf("history of a deleted pool's pg: %v", got)
+	}
+}

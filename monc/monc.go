@@ -353,3 +353,59 @@ func FormatPGTemps(sets map[osdmap.PGID][]int32) string {
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
 }
+
+// PGInterval is one entry of a PG's history kept by the MONs: an acting
+// set (OSD ids; osdmap.NoOSD for an erasure-coded PG's empty positions)
+// that activated in the interval that began at map epoch Epoch.
+type PGInterval struct {
+	PG     osdmap.PGID `json:"-"`
+	Epoch  uint32      `json:"epoch"`
+	Acting []int32     `json:"acting"`
+}
+
+// FormatPGIntervals writes intervals as the "pg history" command's
+// entries argument: "PGID@EPOCH:OSD,OSD" separated by spaces, in order.
+func FormatPGIntervals(ivs []PGInterval) string {
+	parts := make([]string, 0, len(ivs))
+	for _, iv := range ivs {
+		ids := make([]string, len(iv.Acting))
+		for i, o := range iv.Acting {
+			ids[i] = strconv.Itoa(int(o))
+		}
+		parts = append(parts, fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, strings.Join(ids, ",")))
+	}
+	return strings.Join(parts, " ")
+}
+
+// ParsePGIntervals reads FormatPGIntervals's text.
+func ParsePGIntervals(s string) ([]PGInterval, error) {
+	var out []PGInterval
+	for _, f := range strings.Fields(s) {
+		head, osds, ok := strings.Cut(f, ":")
+		pgs, ep, ok2 := strings.Cut(head, "@")
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("pg interval %q: want PGID@EPOCH:OSD[,OSD]", f)
+		}
+		pg, err := osdmap.ParsePGID(pgs)
+		if err != nil {
+			return nil, err
+		}
+		e, err := strconv.ParseUint(ep, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("pg interval %q: bad epoch", f)
+		}
+		iv := PGInterval{PG: pg, Epoch: uint32(e)}
+		for _, o := range strings.Split(osds, ",") {
+			id, err := strconv.ParseInt(o, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("pg interval %q: bad osd id %q", f, o)
+			}
+			iv.Acting = append(iv.Acting, int32(id))
+		}
+		out = append(out, iv)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no intervals given")
+	}
+	return out, nil
+}

@@ -105,6 +105,7 @@ type OSD struct {
 	qos         qos // the I/O scheduler (osd_op_queue)
 	scrubSlots  scrubSlots
 	pgTemp      pgTempRequests
+	history     historyRecords
 	pgs         map[osdmap.PGID]*PG
 	removing    map[osdmap.PGID]*pgRemoval // stray copies being deleted
 	cfg         atomic.Pointer[config.Config]
@@ -169,7 +170,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgTemp: pgTempRequests{kick: make(chan struct{}, 1)}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgTemp: pgTempRequests{kick: make(chan struct{}, 1)}, history: historyRecords{kick: make(chan struct{}, 1)}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}}
 	d.cfg.Store(cfg)
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
@@ -226,8 +227,9 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(6)
+	d.wg.Add(7)
 	go d.pgTempLoop()
+	go d.historyLoop()
 	go d.scrubLoop()
 	go d.fullnessLoop()
 	go func() {

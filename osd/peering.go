@@ -62,6 +62,11 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 
 func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	d := pg.osd
+	// the intervals recorded at the MONs, before this OSD's own: its
+	// earlier members are asked too
+	if err := pg.loadHistory(ctx); err != nil {
+		return err
+	}
 	pg.mu.Lock()
 	if pg.interval != iv {
 		pg.mu.Unlock()
@@ -198,6 +203,9 @@ func (pg *PG) activatePlan(ctx context.Context, iv uint64, a memberInfo, rec *re
 // the only copies of objects the acting set lacks). Without it, the
 // other members are told at once that the earlier intervals are settled.
 func (pg *PG) activate(ctx context.Context, iv uint64, rec *recovery) error {
+	if err := pg.recordInterval(ctx, iv); err != nil {
+		return err
+	}
 	if err := pg.setActive(ctx, iv, rec); err != nil {
 		return err
 	}
@@ -375,7 +383,7 @@ func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
 			}
 			if slices.ContainsFunc(reached, func(m memberInfo) bool { return m.id == o }) {
 				n++
-			} else if o >= om.MaxOSD() || !om.OSDs[o].Lost {
+			} else if o < om.MaxOSD() && om.OSDs[o].Exists && !om.OSDs[o].Lost { // a removed OSD is lost
 				missing = append(missing, fmt.Sprintf("osd.%d", o))
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -44,8 +45,10 @@ type PG struct {
 	// are their addresses.
 	targets     []int32
 	targetAddrs []string
-	upSet       []int32 // CRUSH's choice, down OSDs removed
-	tempAsked   uint64  // the interval in which peering asked for a pg_temp
+	upSet       []int32         // CRUSH's choice, down OSDs removed
+	tempAsked   uint64          // the interval in which peering asked for a pg_temp
+	ivEpoch     osdmap.Epoch    // the map epoch in which this OSD saw the interval begin
+	recorded    monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
 	primary     int32
 	interval    uint64 // identifies the acting set (members and their instances)
 	epoch       osdmap.Epoch
@@ -200,7 +203,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	if pool != nil && acted >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
 		pg.intervals = append(pg.intervals, old)
 	}
-	pg.acting, pg.addrs, pg.interval, pg.primary = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary
+	pg.acting, pg.addrs, pg.interval, pg.primary, pg.ivEpoch = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary, m.Epoch
 	pg.targets, pg.targetAddrs, pg.upSet = targets, targetAddrs, slices.Clone(mp.Up)
 	switch {
 	case !in:

@@ -573,3 +573,74 @@ func TestClusterNetwork(t *testing.T) {
 	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "1")
 	verifyModel(ctx, t, p, model, "osd.2 alone, recovered over the cluster network")
 }
+
+// TestIntervalOnlyDownOSDsSaw is the stale read the PG history at the
+// MONs closes: size 2, min_size 1; osd.B goes down, osd.A alone
+// acknowledges a write, then osd.A goes down and both are marked out. The
+// PG maps to osd.C, which never held it and can reach no OSD that saw
+// osd.A's interval: it must stay down — refusing reads, never serving
+// the object's older version or its absence — until osd.A returns, and
+// then serve what osd.A acknowledged.
+func TestIntervalOnlyDownOSDsSaw(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.connect(ctx)
+	monDo(ctx, t, cl, "pool create", "name", "p", "size", "2", "min_size", "1")
+	p, err := cl.Pool(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const oid = "x"
+	if err := p.WriteFull(ctx, oid, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	pgid, err := cl.Map().ObjectToPG(p.ID(), oid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil || len(mp.Acting) != 2 {
+		t.Fatalf("pg %s acting %v: %v", pgid, mp.Acting, err)
+	}
+	a, b := mp.Acting[0], mp.Acting[1]
+	c.stop(ctx, cl, b)
+	if err := p.WriteFull(ctx, oid, []byte("v2, osd.A alone")); err != nil {
+		t.Fatal(err)
+	}
+	c.stop(ctx, cl, a)
+	monDo(ctx, t, cl, "osd out", "ids", fmt.Sprintf("%d,%d", a, b))
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mp, _ = cl.Map().MapPG(pgid)
+	if slices.Contains(mp.Acting, a) || slices.Contains(mp.Acting, b) || len(mp.Acting) != 1 {
+		t.Fatalf("pg %s acting %v after osd.%d and osd.%d are out", pgid, mp.Acting, a, b)
+	}
+	// osd.C: down, waiting for osd.A
+	for {
+		st := pgStats(ctx, t, cl, pgid)
+		if st.State == "down" {
+			break
+		}
+		if strings.HasPrefix(st.State, "active") {
+			got, err := p.Read(ctx, oid, 0, 0)
+			t.Fatalf("pg %s went %s without the OSD that took the last write: read %q, %v", pgid, st.State, got, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pg %s is %s, want down", pgid, st.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	got, err := p.Read(rctx, oid, 0, 0)
+	rcancel()
+	if err == nil || errors.Is(err, osdop.ErrNotFound) {
+		t.Fatalf("pg %s without the OSD that took the last write: read %q, %v; want it refused", pgid, got, err)
+	}
+	c.restartOSD(int(a)) // out, but up: asked as a former member
+	got, err = p.Read(ctx, oid, 0, 0)
+	if err != nil || string(got) != "v2, osd.A alone" {
+		t.Fatalf("osd.%d back: read %q, %v", a, got, err)
+	}
+}

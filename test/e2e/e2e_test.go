@@ -22,6 +22,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -803,7 +804,7 @@ func TestAddOSD(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := c.pool(ctx)
+	conn, p := c.connPool(ctx)
 	for i := range 100 {
 		if err := p.WriteFull(ctx, fmt.Sprintf("o%d", i), []byte(strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
@@ -820,13 +821,33 @@ func TestAddOSD(t *testing.T) {
 		return ops, bytes
 	}
 	ops0, _ := recovered()
-	c.up("--add-osd", "1")
-	// data moved: only the new copies on osd.3 (one per PG that maps to it)
-	ops1, _ := recovered()
-	var pgs []osdop.PGStats
-	if err := json.Unmarshal([]byte(c.must("pg", "ls", "data", "--format", "json")), &pgs); err != nil {
+	c.up("--add-osd", "1") // returns once nothing is degraded; the backfill goes on
+	// backfilled: every PG clean, its up set the map's, its acting set its
+	// up set (no pg_temp)
+	if err := conn.RefreshMap(ctx); err != nil {
 		t.Fatal(err)
 	}
+	var pgs []osdop.PGStats
+	for {
+		if err := json.Unmarshal([]byte(c.must("pg", "ls", "data", "--format", "json")), &pgs); err != nil {
+			t.Fatal(err)
+		}
+		done := len(pgs) > 0
+		for _, pg := range pgs {
+			pgid, _ := osdmap.ParsePGID(pg.PGID)
+			mp, err := conn.Map().MapPG(pgid)
+			done = done && err == nil && pg.State == "active+clean" && slices.Equal(pg.Up, mp.Up) && slices.Equal(pg.Up, pg.Acting)
+		}
+		if done {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("adding osd.3: not backfilled: %+v", pgs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// data moved: only the new copies on osd.3 (one per PG that maps to it)
+	ops1, _ := recovered()
 	minimum := 0
 	for _, pg := range pgs {
 		if slices.Contains(pg.Acting, 3) {

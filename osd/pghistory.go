@@ -1,0 +1,152 @@
+package osd
+
+// The PGs' history at the MONs (mon/pghistory.go): before a primary's
+// acting set first serves — its members hold the authoritative log — the
+// primary records it there, and a new primary reads a PG's record before
+// it chooses a history, so that an interval only OSDs now down or
+// restarted saw still holds peering back (Ceph derives the same from the
+// map history and up_thru).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// historyRecords batches the interval records this OSD's PGs make into
+// "pg history" commands, in the order they were made.
+type historyRecords struct {
+	mu      sync.Mutex
+	pending []historyRecord
+	kick    chan struct{} // capacity 1: records are pending
+}
+
+type historyRecord struct {
+	iv   monc.PGInterval
+	done chan historyResult // capacity 1
+}
+
+type historyResult struct {
+	epoch uint32 // the MONs' map epoch when the record was committed
+	err   error
+}
+
+// add queues a record; the returned channel gets its outcome.
+func (h *historyRecords) add(iv monc.PGInterval) chan historyResult {
+	done := make(chan historyResult, 1)
+	h.mu.Lock()
+	h.pending = append(h.pending, historyRecord{iv: iv, done: done})
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+	return done
+}
+
+// historyLoop sends the queued records until the OSD stops. A failed
+// batch's waiters get the error (their peering retries).
+func (d *OSD) historyLoop() {
+	defer d.wg.Done()
+	h := &d.history
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-h.kick:
+		}
+		select { // gather the PGs that activate together
+		case <-d.ctx.Done():
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		h.mu.Lock()
+		batch := h.pending
+		h.pending = nil
+		h.mu.Unlock()
+		ivs := make([]monc.PGInterval, len(batch))
+		for i, r := range batch {
+			ivs[i] = r.iv
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+		r, err := d.mc.Command(ctx, "pg history", map[string]string{"entries": monc.FormatPGIntervals(ivs)})
+		cancel()
+		if err != nil {
+			d.log.Warn("recording pg intervals at the MONs", "records", len(ivs), "err", err)
+		}
+		for _, rec := range batch {
+			rec.done <- historyResult{epoch: r.Epoch, err: err}
+		}
+	}
+}
+
+// recordInterval records at the MONs that the PG's acting set of interval
+// iv is about to serve, unless it already did, and returns once the
+// record is committed and this OSD has the map the MONs had then — so
+// that a map change the record did not see has reached this PG (and
+// ended iv) before it serves.
+func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
+	d := pg.osd
+	pg.mu.Lock()
+	if pg.interval != iv {
+		pg.mu.Unlock()
+		return context.Canceled
+	}
+	// the acting set and the backfill targets: both log every write
+	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ivEpoch), Acting: append(slices.Clone(pg.acting), pg.targets...)}
+	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting)
+	pg.mu.Unlock()
+	if done {
+		return nil
+	}
+	var res historyResult
+	select {
+	case res = <-d.history.add(rec):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if res.err != nil {
+		return fmt.Errorf("pg %s: recording acting set %v at the MONs: %w", pg.id, rec.Acting, res.err)
+	}
+	d.waitEpoch(ctx, res.epoch)
+	if m, _ := d.curMap(); uint32(m.Epoch) < res.epoch {
+		return fmt.Errorf("pg %s: waiting for map %d", pg.id, res.epoch)
+	}
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != iv {
+		return context.Canceled
+	}
+	pg.recorded = rec
+	return nil
+}
+
+// loadHistory adds the PG's intervals recorded at the MONs to those this
+// OSD knows (pg.intervals), asking as of this OSD's current map.
+func (pg *PG) loadHistory(ctx context.Context) error {
+	d := pg.osd
+	m, _ := d.curMap()
+	r, err := d.mc.Command(ctx, "pg history get", map[string]string{"pgid": pg.id.String(), "epoch": strconv.FormatUint(uint64(m.Epoch), 10)})
+	if err != nil {
+		return fmt.Errorf("pg %s: reading its history at the MONs: %w", pg.id, err)
+	}
+	var h []monc.PGInterval
+	if err := json.Unmarshal(r.Data, &h); err != nil {
+		return fmt.Errorf("pg %s: history from the MONs: %w", pg.id, err)
+	}
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for _, iv := range h {
+		if osdmap.Members(iv.Acting) > 0 && !slices.ContainsFunc(pg.intervals, func(a []int32) bool { return slices.Equal(a, iv.Acting) }) {
+			pg.intervals = append(pg.intervals, iv.Acting)
+		}
+	}
+	return nil
+}
