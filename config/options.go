@@ -64,6 +64,7 @@ var Options = []Option{
 	{Name: "bluestore_cache_size", Type: Size, Default: "256M", Min: 1 << 20, Max: 1 << 40, Desc: "Metadata block cache of an OSD."},
 	{Name: "metrics_addr", Type: String, Desc: "Address (host:port) where the daemon serves Prometheus metrics at /metrics; empty: none."},
 	{Name: "osd_heartbeat_interval", Type: Seconds, Default: "6", Min: 0.1, Max: 3600, Desc: "Seconds between heartbeats to peer OSDs."},
+	{Name: "osd_heartbeat_min_peers", Type: Int, Default: "10", Min: 1, Max: 1000, Desc: "Fewest OSDs an OSD heartbeats: those it shares PGs with, then its neighbours by id, up to this many."},
 	{Name: "osd_heartbeat_grace", Type: Seconds, Default: "20", Min: 1, Max: 3600, Desc: "Seconds without a heartbeat before a peer is reported down."},
 	{Name: "osd_crush_chooseleaf_type", Type: Int, Default: "1", Min: 0, Max: 11, Desc: "Bucket type (0 osd, 1 host, 3 rack, …) the default rules of a new cluster spread replicas across; `shoal up` sets 0 for a one-host cluster, as Ceph's vstart does."},
 	{Name: "osd_min_pg_log_entries", Type: Int, Default: "250", Min: 10, Max: 1 << 20, Desc: "PG log entries kept after trimming; an OSD behind by fewer catches up from the log."},

@@ -99,7 +99,7 @@ type OSD struct {
 
 	scrubKick  chan struct{} // wakes the scrub loop for a requested scrub
 	recovering sem.Weighted  // object copies of recovery in flight (osd_recovery_max_active)
-	reserved   sem.Weighted  // PGs recovering with this OSD as primary (osd_max_backfills)
+	reserver   reserver      // PGs recovering with this OSD as primary (osd_max_backfills), by priority
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
@@ -704,8 +704,8 @@ func (d *OSD) reportFailure(id int32, addr string, immediate bool) {
 	}()
 }
 
-// heartbeat pings every other up OSD each osd_heartbeat_interval and
-// reports those silent for osd_heartbeat_grace.
+// heartbeat pings its peers (heartbeatPeers) each osd_heartbeat_interval
+// and reports those silent for osd_heartbeat_grace.
 func (d *OSD) heartbeat() {
 	for {
 		interval := time.Duration(d.conf().Seconds("osd_heartbeat_interval") * float64(time.Second))
@@ -718,11 +718,8 @@ func (d *OSD) heartbeat() {
 		m, _ := d.curMap()
 		var wg sync.WaitGroup
 		pinged := map[string]bool{}
-		for i, o := range m.OSDs {
-			id := int32(i)
-			if id == d.id || !o.Exists || !o.Up {
-				continue
-			}
+		for _, id := range d.heartbeatPeers(m) {
+			o := m.OSDs[id]
 			// front and back: a peer silent on either is reported
 			addrs := []string{o.Addr}
 			if o.ClusterAddr != "" {
@@ -754,6 +751,56 @@ func (d *OSD) heartbeat() {
 		maps.DeleteFunc(d.lastHB, func(a string, _ time.Time) bool { return !pinged[a] }) // peers gone or moved
 		d.peerMu.Unlock()
 	}
+}
+
+// heartbeatPeers are the up OSDs this one heartbeats in map m: those it
+// shares PGs with (acting sets and backfill targets), then its
+// neighbours by id around the ring of up OSDs, up to
+// osd_heartbeat_min_peers (Ceph's OSD::maybe_update_heartbeat_peers).
+func (d *OSD) heartbeatPeers(m *osdmap.Map) []int32 {
+	shared := map[int32]bool{}
+	d.mu.RLock()
+	for _, pg := range d.pgs {
+		pg.mu.Lock()
+		if pg.state != stateStray {
+			for _, o := range append(slices.Clone(pg.acting), pg.targets...) {
+				shared[o] = true
+			}
+		}
+		pg.mu.Unlock()
+	}
+	d.mu.RUnlock()
+	var up []int32
+	for i, o := range m.OSDs {
+		if o.Exists && o.Up {
+			up = append(up, int32(i))
+		}
+	}
+	return pickHeartbeatPeers(d.id, up, shared, int(d.conf().Int("osd_heartbeat_min_peers")))
+}
+
+// pickHeartbeatPeers chooses self's heartbeat peers among up (ascending
+// ids): every up OSD in shared, then the next ones after self around the
+// ring of up ids until there are min. Sorted.
+func pickHeartbeatPeers(self int32, up []int32, shared map[int32]bool, min int) []int32 {
+	var peers []int32
+	for _, o := range up {
+		if o != self && shared[o] {
+			peers = append(peers, o)
+		}
+	}
+	start, _ := slices.BinarySearch(up, self+1)
+	for i := range up {
+		if len(peers) >= min {
+			break
+		}
+		o := up[(start+i)%len(up)]
+		if o != self && !slices.Contains(peers, o) {
+			peers = append(peers, o)
+		}
+	}
+	slices.Sort(peers)
+	return peers
 }
 
 func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {

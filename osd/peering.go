@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
@@ -280,14 +279,28 @@ func (pg *PG) setActive(ctx context.Context, iv uint64, rec *recovery) error {
 // time, each as fast as it can, so they return to service one after
 // another instead of all at the end (Ceph's recovery reservations).
 type recoveryReservation struct {
-	s     *sem.Weighted // nil: not held
-	limit int64
+	r     *reserver
+	res   *reservation // nil: not held
+	limit int
 }
 
 func (r *recoveryReservation) release() {
-	if r.s != nil {
-		r.s.Release(1, r.limit)
-		r.s = nil
+	if r.res != nil {
+		r.r.release(r.res, r.limit)
+		r.res = nil
+	}
+}
+
+// preempted reports whether a PG of higher priority wants the slot back.
+func (r *recoveryReservation) preempted() bool {
+	if r.res == nil {
+		return false
+	}
+	select {
+	case <-r.res.preempted:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -297,24 +310,36 @@ func (r *recoveryReservation) release() {
 // osd_max_object_size) — pausing osd_recovery_sleep after each, once the
 // PG holds a recovery reservation.
 //
-// reserved, if set, is called once the reservation is held.
-func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []string, copy func(oid string) error, reserved func()) error {
+// The reservation is asked for with priority prio (prioDegraded,
+// prioBackfill); reserved, if set, is called once it is held. When a PG
+// of higher priority preempts it, no further copy starts and, those in
+// flight done, copyObjects returns errPreempted.
+func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, prio int, oids []string, copy func(oid string) error, reserved func()) error {
 	if len(oids) == 0 {
 		return nil
 	}
 	d := pg.osd
-	if res.s == nil {
-		limit := d.conf().Int("osd_max_backfills")
-		if err := d.reserved.Acquire(ctx, 1, limit); err != nil {
+	if res.res == nil {
+		limit := int(d.conf().Int("osd_max_backfills"))
+		rv, err := d.reserver.acquire(ctx, prio, limit)
+		if err != nil {
 			return err
 		}
-		res.s, res.limit = &d.reserved, limit
+		res.r, res.res, res.limit = &d.reserver, rv, limit
 	}
 	if reserved != nil {
 		reserved()
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	preempted := res.res.preempted
+	go func() { // owned by this call: ends with cctx
+		select {
+		case <-preempted:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -348,6 +373,9 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, oids []
 	wg.Wait()
 	if first != nil {
 		return first
+	}
+	if ctx.Err() == nil && res.preempted() {
+		return errPreempted
 	}
 	return ctx.Err()
 }

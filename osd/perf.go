@@ -30,6 +30,7 @@ type perfCounters struct {
 	ecReconstruct                atomic.Uint64
 	recoveryOps, recoveryBytes   atomic.Uint64
 	mclockWaits                  atomic.Uint64
+	recoveryPreempted            atomic.Uint64
 	opWLat, opRLat               prometheus.Histogram
 	reg                          *prometheus.Registry
 
@@ -78,6 +79,7 @@ func newPerf(daemon string) *perfCounters {
 	counter("recovery_ops_total", "Objects this OSD's store installed whole for recovery, backfill or repair.", &p.recoveryOps)
 	counter("recovery_bytes_total", "Data bytes of those objects.", &p.recoveryBytes)
 	counter("mclock_background_waits_total", "Background operations the I/O scheduler held back before they could start.", &p.mclockWaits)
+	counter("recovery_preempted_total", "Recovery reservations given back to a PG of higher priority (degraded before misplaced).", &p.recoveryPreempted)
 	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs … 6.5 s
 	p.opWLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_w_latency_seconds",
 		Help: "Client write latency on the primary, replicas included.", ConstLabels: labels, Buckets: buckets})
@@ -91,7 +93,7 @@ func (p *perfCounters) snapshot() osdop.Perf {
 	return osdop.Perf{OpW: p.opW.Load(), OpR: p.opR.Load(), OpWInBytes: p.opWBytes.Load(), OpROutBytes: p.opRBytes.Load(),
 		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load(), ShardW: p.shardW.Load(), ShardWBytes: p.shardWBytes.Load(),
 		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load(),
-		RecoveryOps: p.recoveryOps.Load(), RecoveryBytes: p.recoveryBytes.Load(), MClockWaits: p.mclockWaits.Load()}
+		RecoveryOps: p.recoveryOps.Load(), RecoveryBytes: p.recoveryBytes.Load(), MClockWaits: p.mclockWaits.Load(), RecoveryPreempted: p.recoveryPreempted.Load()}
 }
 
 // serveMetrics exports the counters at addr/metrics until ctx ends.

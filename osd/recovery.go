@@ -345,6 +345,10 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			return
 		}
 		oids, changed := r.lacking(poolSize(pg.pool)), pg.changed
+		prio := prioBackfill // merely misplaced: moving, not at risk
+		if r.count() > r.misplaced(poolSize(pg.pool)) || pg.undersized() {
+			prio = prioDegraded
+		}
 		pg.mu.Unlock()
 		m, mapCh := d.curMap()
 		toofull := r.tooFull(m)
@@ -360,7 +364,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			continue
 		}
 		var unfound atomic.Int64
-		err := pg.copyObjects(ctx, &res, oids, func(oid string) error {
+		err := pg.copyObjects(ctx, &res, prio, oids, func(oid string) error {
 			if err := d.throttle(ctx, mclock.Recovery, 1, pg.recoveryBytes(r, oid)); err != nil {
 				return err
 			}
@@ -378,6 +382,13 @@ func (pg *PG) recoverAll(ctx context.Context) {
 		}, func() { pg.mark(r, &r.running, true) })
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errPreempted) { // a degraded pg's turn: wait for a slot again
+			d.log.Info("recovery preempted by a higher-priority pg", "pg", pg.id, "priority", prio)
+			d.perf.recoveryPreempted.Add(1)
+			res.release()
+			pg.mark(r, &r.running, false)
+			continue
 		}
 		if err != nil || unfound.Load() > 0 {
 			if attempt%10 == 0 {

@@ -644,3 +644,69 @@ func TestIntervalOnlyDownOSDsSaw(t *testing.T) {
 		t.Fatalf("osd.%d back: read %q, %v", a, got, err)
 	}
 }
+
+// TestDegradedBeforeMisplaced: of five OSDs, osd.1 misses writes while
+// down, then osd.4 is marked out and its PGs backfill slowly, one PG per
+// primary at a time (osd_max_backfills 1); then osd.1 returns, which
+// degrades its PGs (two copies of what it missed). Their recovery
+// preempts the reservations of backfills of PGs osd.1 is not in: every
+// PG is free of degraded objects while backfills still run, and
+// everything ends clean and whole.
+func TestDegradedBeforeMisplaced(t *testing.T) {
+	c := startClusterWith(t, 5, "osd_max_backfills = 1\nosd_recovery_max_active = 1\nosd_recovery_sleep = 0.03\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	model := map[string][]byte{}
+	put := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			oid := fmt.Sprintf("%s%d", prefix, i)
+			model[oid] = bytes.Repeat([]byte(prefix), 100+i)
+			if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put("o", 400)
+	c.stop(ctx, cl, 1)
+	put("m", 40) // osd.1 misses these
+	monDo(ctx, t, cl, "osd out", "ids", "4")
+	waitState := func(what string, ok func(states []string) bool) []string {
+		t.Helper()
+		for {
+			states := pgStates(ctx, t, cl, p.ID())
+			if ok(states) {
+				return states
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %s: %v", what, states)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	has := func(states []string, s string) bool {
+		return slices.ContainsFunc(states, func(st string) bool { return strings.Contains(st, s) })
+	}
+	waitState("a backfill", func(states []string) bool { return has(states, "+backfilling") })
+	c.restartOSD(1)
+	waitState("osd.1's pgs degraded", func(states []string) bool { return has(states, "degraded") })
+	states := waitState("no degraded pg", func(states []string) bool { return !has(states, "degraded") && !has(states, "peering") })
+	if !has(states, "backfill") {
+		t.Fatalf("the degraded pgs recovered only once every backfill was done: %v", states)
+	}
+	var preempted uint64
+	for i := range c.osds {
+		st, err := cl.OSDStats(ctx, int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		preempted += st.Perf.RecoveryPreempted
+	}
+	if preempted == 0 {
+		t.Fatalf("no backfill reservation was preempted: %v", states)
+	}
+	t.Logf("degraded pgs recovered while backfills ran (%d reservations preempted): %v", preempted, states)
+	waitClean(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, model, "clean")
+}

@@ -395,6 +395,9 @@ type Perf struct {
 	// stray deletion batches) the I/O scheduler held back before they
 	// could start (osd_op_queue = mclock_scheduler).
 	MClockWaits uint64 `json:"mclock_background_waits"`
+	// RecoveryPreempted counts recovery reservations this OSD's PGs gave
+	// back to PGs of higher priority (degraded before misplaced).
+	RecoveryPreempted uint64 `json:"recovery_preempted"`
 }
 
 // PGStats is one PG as its primary sees it.
