@@ -411,6 +411,55 @@ func checkListing(t *testing.T, c *s3.Client, bucket string, want map[string][]b
 	}
 }
 
+// TestListBucketsPages: ListBuckets in pages of max-buckets, following
+// the continuation token, with a prefix; a bad max-buckets is refused.
+func TestListBucketsPages(t *testing.T) {
+	f := startGateway(t, gateway.Options{})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	for _, b := range []string{"pcc", "qaa", "paa", "qbb", "pbb"} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(prefix string, max int32) (names []string, pages int) {
+		t.Helper()
+		in := &s3.ListBucketsInput{MaxBuckets: aws.Int32(max)}
+		if prefix != "" {
+			in.Prefix = aws.String(prefix)
+		}
+		for {
+			out, err := c.ListBuckets(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, b := range out.Buckets {
+				names = append(names, *b.Name)
+			}
+			if out.ContinuationToken == nil {
+				return names, pages
+			}
+			in.ContinuationToken = out.ContinuationToken
+		}
+	}
+	if names, pages := list("", 2); !slices.Equal(names, []string{"paa", "pbb", "pcc", "qaa", "qbb"}) || pages != 3 {
+		t.Fatalf("pages of 2: %v in %d pages", names, pages)
+	}
+	if names, pages := list("p", 3); !slices.Equal(names, []string{"paa", "pbb", "pcc"}) || pages != 1 {
+		t.Fatalf("prefix p, pages of 3: %v in %d pages", names, pages)
+	}
+	if names, pages := list("q", 1); !slices.Equal(names, []string{"qaa", "qbb"}) || pages != 2 {
+		t.Fatalf("prefix q, pages of 1: %v in %d pages", names, pages)
+	}
+	if _, err := c.ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(10001)}); code(err) != "InvalidArgument" {
+		t.Fatalf("max-buckets 10001: %v", err)
+	}
+	if _, err := c.ListBuckets(ctx, &s3.ListBucketsInput{ContinuationToken: aws.String("not base64!")}); code(err) != "InvalidArgument" {
+		t.Fatalf("a token the gateway never gave: %v", err)
+	}
+}
+
 func TestAuthAndErrors(t *testing.T) {
 	f := startGateway(t, gateway.Options{})
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -344,14 +345,49 @@ func (srv *Server) routeObject(rq *request) error {
 
 // ---- buckets ----
 
+// maxListBuckets is the most buckets one ListBuckets page holds, and
+// max-buckets' upper bound (S3's ListBuckets).
+const maxListBuckets = 10000
+
+// listBuckets lists the user's buckets in name order, a page of at most
+// max-buckets (1–10000, default all) that start with prefix, after the
+// continuation-token — the last name of the previous page, base64url —
+// with the token for the next page when more remain (S3's ListBuckets
+// pagination).
 func (srv *Server) listBuckets(rq *request) error {
 	ctx := rq.r.Context()
+	q := rq.r.URL.Query()
+	limit := maxListBuckets
+	if v := q.Get("max-buckets"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListBuckets {
+			return ErrInvalidArgument.with("max-buckets must be an integer from 1 to %d", maxListBuckets)
+		}
+		limit = n
+	}
+	after := ""
+	if v := q.Get("continuation-token"); v != "" {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil {
+			return ErrInvalidArgument.with("the continuation token is not one this gateway gave")
+		}
+		after = string(b)
+	}
+	prefix := q.Get("prefix")
 	names, err := srv.s.UserBuckets(ctx, rq.uid)
 	if err != nil {
 		return err
 	}
-	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: rq.uid}, Buckets: []bucketEntry{}}
+	slices.Sort(names)
+	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: rq.uid}, Buckets: []bucketEntry{}, Prefix: prefix}
 	for _, n := range names {
+		if n <= after || !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		if len(res.Buckets) == limit {
+			res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.Buckets[limit-1].Name))
+			break
+		}
 		b, err := srv.s.GetBucket(ctx, n)
 		if err != nil {
 			continue // being deleted

@@ -13,10 +13,12 @@ type owner struct {
 }
 
 type listAllMyBucketsResult struct {
-	XMLName xml.Name      `xml:"ListAllMyBucketsResult"`
-	Xmlns   string        `xml:"xmlns,attr"`
-	Owner   owner         `xml:"Owner"`
-	Buckets []bucketEntry `xml:"Buckets>Bucket"`
+	XMLName           xml.Name      `xml:"ListAllMyBucketsResult"`
+	Xmlns             string        `xml:"xmlns,attr"`
+	Owner             owner         `xml:"Owner"`
+	Buckets           []bucketEntry `xml:"Buckets>Bucket"`
+	ContinuationToken string        `xml:"ContinuationToken,omitempty"`
+	Prefix            string        `xml:"Prefix,omitempty"`
 }
 
 type bucketEntry struct {

@@ -71,6 +71,9 @@ func (d *OSD) historyLoop() {
 		batch := h.pending
 		h.pending = nil
 		h.mu.Unlock()
+		if len(batch) == 0 { // sent with an earlier kick's batch
+			continue
+		}
 		ivs := make([]monc.PGInterval, len(batch))
 		for i, r := range batch {
 			ivs[i] = r.iv
