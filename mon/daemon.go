@@ -365,31 +365,8 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	if c.Prefix == "osd failure" {
 		return d.failure(c)
 	}
-	if c.Prefix == "pg history get" { // on the leader: every committed record is applied there
-		pg, err := osdmap.ParsePGID(c.Args["pgid"])
-		if err != nil {
-			return monc.Result{}, fmt.Errorf("pg history get: %w: %v", ErrInvalid, err)
-		}
-		// a record committed before the requester's map is applied once
-		// that map is: wait for it
-		want, _ := strconv.ParseUint(c.Args["epoch"], 10, 32)
-		timeout := time.NewTimer(5 * time.Second)
-		defer timeout.Stop()
-		for {
-			m, ch := d.fsm.view()
-			if uint64(m.Epoch) >= want {
-				break
-			}
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return monc.Result{}, ctx.Err()
-			case <-timeout.C:
-				return monc.Result{}, fmt.Errorf("pg history get: %w: epoch %d not applied here yet", monc.ErrNotLeader, want)
-			}
-		}
-		b, _ := json.Marshal(d.fsm.history(pg))
-		return monc.Result{Data: b}, nil
+	if c.Prefix == "pg history get" {
+		return d.historyGet(ctx, c)
 	}
 	var data json.RawMessage
 	if c.Prefix == "auth add" && c.Args == nil {
@@ -443,6 +420,35 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 		return monc.Result{}, err
 	}
 	return r, nil
+}
+
+// historyGet answers "pg history get" (args pgid, epoch) on the leader:
+// the PG's recorded intervals (JSON []monc.PGInterval) once this MON has
+// applied map epoch — a record committed before the asker's map is
+// applied by then. It gives up with ErrNotLeader after 5 s.
+func (d *Daemon) historyGet(ctx context.Context, c monc.Command) (monc.Result, error) {
+	pg, err := osdmap.ParsePGID(c.Args["pgid"])
+	if err != nil {
+		return monc.Result{}, fmt.Errorf("pg history get: %w: %v", ErrInvalid, err)
+	}
+	want, _ := strconv.ParseUint(c.Args["epoch"], 10, 32)
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for {
+		m, ch := d.fsm.view()
+		if uint64(m.Epoch) >= want {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return monc.Result{}, ctx.Err()
+		case <-timeout.C:
+			return monc.Result{}, fmt.Errorf("pg history get: %w: epoch %d not applied here yet", monc.ErrNotLeader, want)
+		}
+	}
+	b, _ := json.Marshal(d.fsm.history(pg))
+	return monc.Result{Data: b}, nil
 }
 
 // failure counts a report that an OSD is unreachable and marks it down

@@ -3,6 +3,7 @@ package mon
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -268,7 +269,7 @@ func (s snapshot) Release() {}
 //	osd down|out|in ids (comma-separated)
 //	osd rm id                               osd crush add id weight loc [class]
 //	osd pg-temp pgs ("PGID=OSD,OSD PGID=": an empty list clears)
-//	pg history entries ("PGID@EPOCH:OSD,OSD[:clean] ...", in order)
+//	pg history entries ("PGID@EPOCH:OSD,OSD ...", in order)
 //	osd crush move name loc                 osd crush reweight name weight
 //	osd crush rule create-replicated name root type [class]
 //	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
@@ -322,13 +323,12 @@ func Translate(c monc.Command) (Command, error) {
 		}
 		cmd = OSDFlag{Flags: fl, On: c.Prefix == "osd set"}
 	case "osd down", "osd out", "osd in":
-		var ids []int32
-		for _, s := range strings.Split(a["ids"], ",") {
-			id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "osd."), 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w: bad osd id %q", c.Prefix, ErrInvalid, s)
-			}
-			ids = append(ids, int32(id))
+		ids, err := monc.ParseOSDIDs(a["ids"])
+		if err == nil && len(ids) == 0 {
+			err = errors.New("no osd ids")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", c.Prefix, ErrInvalid, err)
 		}
 		f, t := false, true
 		switch c.Prefix {

@@ -44,8 +44,9 @@ type State struct {
 	// erasure-code-profile`): name → key=value arguments. "default" is
 	// always there.
 	ECProfiles map[string][]string
-	// PGHistory is each PG's acting sets that may have accepted writes
-	// since it was last clean (pghistory.go), oldest first.
+	// PGHistory is, for each PG, the acting set that last activated
+	// (several only when records of the same interval epoch differ), as
+	// its primaries recorded it (pghistory.go).
 	PGHistory map[osdmap.PGID][]monc.PGInterval
 }
 
@@ -235,8 +236,8 @@ func (c PGTemp) Apply(s *State) (*osdmap.Incremental, string, error) {
 		if mp, err := m.MapPG(pg); err == nil && slices.Equal(mp.Up, osds) {
 			osds = nil
 		}
-		if cur, ok := m.PGTemp[pg]; slices.Equal(cur, osds) && (ok || len(osds) == 0) {
-			continue
+		if cur, ok := m.PGTemp[pg]; ok == (len(osds) > 0) && slices.Equal(cur, osds) {
+			continue // already so
 		}
 		inc.NewPGTemp[pg] = slices.Clone(osds)
 	}

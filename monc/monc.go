@@ -309,6 +309,34 @@ func (c *Client) Subscribe(ctx context.Context, have *osdmap.Map, onMap func(*os
 	}
 }
 
+// FormatOSDIDs writes OSD ids comma-separated ("0,3,1"), as commands take
+// them.
+func FormatOSDIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, o := range ids {
+		parts[i] = strconv.Itoa(int(o))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseOSDIDs reads comma-separated OSD ids, each "N" or "osd.N" (spaces
+// around them allowed); "" is no ids. An id that is not a number is an
+// error naming it.
+func ParseOSDIDs(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(f), "osd."), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad osd id %q", f)
+		}
+		ids = append(ids, int32(id))
+	}
+	return ids, nil
+}
+
 // ParsePGTemps reads the "osd pg-temp" command's pgs argument, as
 // FormatPGTemps writes it.
 func ParsePGTemps(s string) (map[osdmap.PGID][]int32, error) {
@@ -319,18 +347,9 @@ func ParsePGTemps(s string) (map[osdmap.PGID][]int32, error) {
 		if err != nil {
 			return nil, err
 		}
-		var osds []int32
-		for _, o := range strings.Split(v, ",") {
-			if o == "" {
-				continue
-			}
-			id, err := strconv.ParseInt(strings.TrimPrefix(o, "osd."), 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("pg %s: bad osd id %q", pg, o)
-			}
-			osds = append(osds, int32(id))
+		if sets[pg], err = ParseOSDIDs(v); err != nil {
+			return nil, fmt.Errorf("pg %s: %w", pg, err)
 		}
-		sets[pg] = osds
 	}
 	if len(sets) == 0 {
 		return nil, errors.New("no pgs given")
@@ -344,11 +363,7 @@ func ParsePGTemps(s string) (map[osdmap.PGID][]int32, error) {
 func FormatPGTemps(sets map[osdmap.PGID][]int32) string {
 	parts := make([]string, 0, len(sets))
 	for pg, osds := range sets {
-		ids := make([]string, len(osds))
-		for i, o := range osds {
-			ids[i] = strconv.Itoa(int(o))
-		}
-		parts = append(parts, pg.String()+"="+strings.Join(ids, ","))
+		parts = append(parts, pg.String()+"="+FormatOSDIDs(osds))
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
@@ -368,11 +383,7 @@ type PGInterval struct {
 func FormatPGIntervals(ivs []PGInterval) string {
 	parts := make([]string, 0, len(ivs))
 	for _, iv := range ivs {
-		ids := make([]string, len(iv.Acting))
-		for i, o := range iv.Acting {
-			ids[i] = strconv.Itoa(int(o))
-		}
-		parts = append(parts, fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, strings.Join(ids, ",")))
+		parts = append(parts, fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, FormatOSDIDs(iv.Acting)))
 	}
 	return strings.Join(parts, " ")
 }
@@ -395,12 +406,8 @@ func ParsePGIntervals(s string) ([]PGInterval, error) {
 			return nil, fmt.Errorf("pg interval %q: bad epoch", f)
 		}
 		iv := PGInterval{PG: pg, Epoch: uint32(e)}
-		for _, o := range strings.Split(osds, ",") {
-			id, err := strconv.ParseInt(o, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("pg interval %q: bad osd id %q", f, o)
-			}
-			iv.Acting = append(iv.Acting, int32(id))
+		if iv.Acting, err = ParseOSDIDs(osds); err != nil || len(iv.Acting) == 0 {
+			return nil, fmt.Errorf("pg interval %q: want its acting set: %v", f, err)
 		}
 		out = append(out, iv)
 	}

@@ -818,15 +818,6 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	pg.mu.Unlock()
-	if err := pg.loadHistory(ctx); err != nil { // the intervals recorded at the MONs
-		return err
-	}
-	pg.mu.Lock()
-	if pg.interval != iv {
-		pg.mu.Unlock()
-		return context.Canceled
-	}
 	acting, addrs, pool := pg.acting, pg.addrs, pg.pool
 	pg.mu.Unlock()
 	cd, err := d.codec(ctx, pool)

@@ -97,9 +97,9 @@ type OSD struct {
 	m     *osdmap.Map
 	mapCh chan struct{} // closed on every new map
 
-	scrubKick  chan struct{} // wakes the scrub loop for a requested scrub
-	recovering sem.Weighted  // object copies of recovery in flight (osd_recovery_max_active)
-	reserver   reserver      // PGs recovering with this OSD as primary (osd_max_backfills), by priority
+	scrubKick  wake         // wakes the scrub loop for a requested scrub
+	recovering sem.Weighted // object copies of recovery in flight (osd_recovery_max_active)
+	reserver   reserver     // PGs recovering with this OSD as primary (osd_max_backfills), by priority
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
@@ -170,7 +170,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: make(chan struct{}, 1), pgTemp: pgTempRequests{kick: make(chan struct{}, 1)}, history: historyRecords{kick: make(chan struct{}, 1)}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}}
 	d.cfg.Store(cfg)
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
@@ -633,22 +633,37 @@ func (d *OSD) getPG(id osdmap.PGID) *PG {
 	return d.pgs[id]
 }
 
-// peer returns the messenger client for an OSD address ("host:port/nonce");
-// back: the address is on the cluster network.
-func (d *OSD) peer(addr string, back bool) *msgr.Client {
+// peer returns the messenger client for OSD id's address addr
+// ("host:port/nonce"). A new connection to a cluster (back) address
+// leaves from this OSD's own cluster address.
+func (d *OSD) peer(id int32, addr string) *msgr.Client {
 	a, _, _ := strings.Cut(addr, "/")
 	d.peerMu.Lock()
-	defer d.peerMu.Unlock()
 	c := d.peers[a]
-	if c == nil {
-		src := d.addr
-		if back && d.clusterAddr != "" {
-			src = d.clusterAddr
-		}
+	d.peerMu.Unlock()
+	if c != nil {
+		return c
+	}
+	src := d.addr
+	if d.clusterAddr != "" && d.backAddrOf(id) == addr {
+		src = d.clusterAddr
+	}
+	d.peerMu.Lock()
+	defer d.peerMu.Unlock()
+	if c = d.peers[a]; c == nil {
 		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: sourceIP(src)})
 		d.peers[a] = c
 	}
 	return c
+}
+
+// backAddrOf is OSD id's cluster address in the current map, "" if none.
+func (d *OSD) backAddrOf(id int32) string {
+	m, _ := d.curMap()
+	if m == nil || id < 0 || id >= m.MaxOSD() {
+		return ""
+	}
+	return m.OSDs[id].ClusterAddr
 }
 
 // sourceIP is the host of a listen address of this OSD, which its
@@ -666,15 +681,10 @@ func sourceIP(addr string) string {
 // and returns the reply payload (a copy). A refused connection is
 // reported to the MONs at once.
 func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, payload []byte) ([]byte, error) {
-	m, _ := d.curMap()
-	front, back := addr, false
-	if m != nil && id >= 0 && id < m.MaxOSD() && m.OSDs[id].ClusterAddr == addr && addr != "" {
-		front, back = m.OSDs[id].Addr, true // the MONs know an instance by its public address
-	}
-	rep, err := d.peer(addr, back).Call(ctx, typ, payload)
+	rep, err := d.peer(id, addr).Call(ctx, typ, payload)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
-			d.reportFailure(id, front, true)
+			d.reportFailure(id, d.frontAddr(id, addr), true)
 		}
 		var re *msgr.RemoteError
 		if errors.As(err, &re) {
@@ -685,6 +695,16 @@ func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, paylo
 	out := append([]byte(nil), rep.Payload...)
 	rep.Release()
 	return out, nil
+}
+
+// frontAddr is the public address of OSD id reached at addr: the MONs
+// know an instance by it.
+func (d *OSD) frontAddr(id int32, addr string) string {
+	m, _ := d.curMap()
+	if m != nil && id >= 0 && id < m.MaxOSD() && addr != "" && m.OSDs[id].ClusterAddr == addr {
+		return m.OSDs[id].Addr
+	}
+	return addr
 }
 
 // reportFailure tells the MONs that osd id (at addr) does not answer;
@@ -763,7 +783,8 @@ func (d *OSD) heartbeatPeers(m *osdmap.Map) []int32 {
 	for _, pg := range d.pgs {
 		pg.mu.Lock()
 		if pg.state != stateStray {
-			for _, o := range append(slices.Clone(pg.acting), pg.targets...) {
+			writers, _ := pg.writers()
+			for _, o := range writers {
 				shared[o] = true
 			}
 		}

@@ -76,6 +76,20 @@ func (c *cluster) stop(ctx context.Context, cl *client.Conn, ids ...int32) {
 	c.waitDown(ctx, cl, ids...)
 }
 
+// eventually polls ok every 20 ms until it holds; once ctx ends it fails
+// the test with what(), which says what was awaited and what was last
+// seen.
+func eventually(ctx context.Context, t *testing.T, ok func() bool, what func() string) {
+	t.Helper()
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			t.Fatal(what())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // verifyModel reads every object of model back through p: its bytes, or
 // ErrNotFound where model holds nil (deleted).
 func verifyModel(ctx context.Context, t *testing.T, p *client.Pool, model map[string][]byte, stage string) {

@@ -37,7 +37,12 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 	}
 	pg.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err := once(ctx, iv)
+		// the intervals recorded at the MONs join those this OSD knows
+		// (their members are asked too), then the PG peers
+		err := pg.loadHistory(ctx)
+		if err == nil {
+			err = once(ctx, iv)
+		}
 		if err == nil {
 			pg.recoverAll(ctx)
 			return
@@ -61,18 +66,13 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 
 func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	d := pg.osd
-	// the intervals recorded at the MONs, before this OSD's own: its
-	// earlier members are asked too
-	if err := pg.loadHistory(ctx); err != nil {
-		return err
-	}
 	pg.mu.Lock()
 	if pg.interval != iv {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	acting, addrs, past := pg.acting, pg.addrs, slices.Clone(pg.strays)
-	targets, targetAddrs := pg.targets, pg.targetAddrs
+	acting, targets, past := pg.acting, pg.targets, slices.Clone(pg.strays)
+	writers, addrs := pg.writers()
 	self := memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
 	pg.mu.Unlock()
 	m, _ := d.curMap()
@@ -80,17 +80,11 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	// 1. every member's info, log and missing set: the acting set's, then
 	// the backfill targets'
 	members := []memberInfo{self}
-	for i, o := range append(slices.Clone(acting), targets...) {
+	for i, o := range writers {
 		if o == d.id || o == osdmap.NoOSD {
 			continue
 		}
-		var addr string
-		if i < len(acting) {
-			addr = addrs[i]
-		} else {
-			addr = targetAddrs[i-len(acting)]
-		}
-		mi, err := pg.query(ctx, iv, o, addr)
+		mi, err := pg.query(ctx, iv, o, addrs[i])
 		if err != nil {
 			return err
 		}
@@ -224,7 +218,7 @@ func (pg *PG) settled(iv uint64) {
 		return
 	}
 	pg.intervals = nil
-	acting, addrs := append(slices.Clone(pg.acting), pg.targets...), append(slices.Clone(pg.addrs), pg.targetAddrs...)
+	acting, addrs := pg.writers()
 	// every backfill target is complete (or the pg_temp only reorders the
 	// up set): the up set takes over
 	remapped := !pg.isEC && (len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet))

@@ -139,6 +139,13 @@ func intervalID(acting []int32, addrs []string, targets []int32, targetAddrs []s
 	return h.Sum64()
 }
 
+// writers are the OSDs that take every write of the PG's interval — the
+// acting set (with its holes), then the backfill targets — and their
+// addresses (pg.mu held).
+func (pg *PG) writers() ([]int32, []string) {
+	return append(slices.Clone(pg.acting), pg.targets...), append(slices.Clone(pg.addrs), pg.targetAddrs...)
+}
+
 // backfillTargets are the up set's OSDs outside the acting set, which a
 // pg_temp keeps serving while they backfill (replicated pools only;
 // Ceph's backfill_targets), with their addresses.
@@ -190,7 +197,8 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	pg.rec = nil
 	// the OSDs that took every write of the interval ending: its acting
 	// set and backfill targets (their logs hold all of them)
-	old, acted := append(slices.Clone(pg.acting), pg.targets...), osdmap.Members(pg.acting)
+	old, _ := pg.writers()
+	acted := osdmap.Members(pg.acting)
 	if pg.interval == 0 {
 		old, acted = prev, osdmap.Members(prev)
 	}
@@ -645,7 +653,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.undersized() {
 		s += "+undersized"
 	}
-	if pg.undersized() || n > misplaced {
+	if pg.degraded(n, misplaced) {
 		s += "+degraded"
 	}
 	if misplaced > 0 || len(pg.targets) > 0 {
@@ -659,6 +667,11 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 func (pg *PG) isClean() bool {
 	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0
 }
+
+// degraded: the acting set is short, or some of the n object copies to
+// recover — those not misplaced — have fewer than the pool's size of
+// current copies anywhere (pg.mu held).
+func (pg *PG) degraded(n, misplaced int64) bool { return pg.undersized() || n > misplaced }
 
 func (pg *PG) undersized() bool {
 	return pg.pool != nil && osdmap.Members(pg.acting) < pg.pool.Size

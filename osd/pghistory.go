@@ -25,7 +25,7 @@ import (
 type historyRecords struct {
 	mu      sync.Mutex
 	pending []historyRecord
-	kick    chan struct{} // capacity 1: records are pending
+	kick    wake // records are pending
 }
 
 type historyRecord struct {
@@ -44,10 +44,7 @@ func (h *historyRecords) add(iv monc.PGInterval) chan historyResult {
 	h.mu.Lock()
 	h.pending = append(h.pending, historyRecord{iv: iv, done: done})
 	h.mu.Unlock()
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
+	h.kick.kick()
 	return done
 }
 
@@ -56,17 +53,7 @@ func (h *historyRecords) add(iv monc.PGInterval) chan historyResult {
 func (d *OSD) historyLoop() {
 	defer d.wg.Done()
 	h := &d.history
-	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-h.kick:
-		}
-		select { // gather the PGs that activate together
-		case <-d.ctx.Done():
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
+	for h.kick.gather(d.ctx, 2*time.Millisecond) {
 		h.mu.Lock()
 		batch := h.pending
 		h.pending = nil
@@ -102,8 +89,8 @@ func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	// the acting set and the backfill targets: both log every write
-	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ivEpoch), Acting: append(slices.Clone(pg.acting), pg.targets...)}
+	writers, _ := pg.writers() // the backfill targets log every write too
+	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ivEpoch), Acting: writers}
 	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting)
 	pg.mu.Unlock()
 	if done {

@@ -78,7 +78,7 @@ func (pg *PG) wantActing(rec *recovery, acting, targets []int32) []int32 {
 type pgTempRequests struct {
 	mu      sync.Mutex
 	pending map[osdmap.PGID]pgTempRequest
-	kick    chan struct{} // capacity 1: a request is pending
+	kick    wake // a request is pending
 }
 
 type pgTempRequest struct {
@@ -103,10 +103,7 @@ func (r *pgTempRequests) request(pg *PG, iv uint64, osds []int32) error {
 	}
 	r.pending[pg.id] = pgTempRequest{pg: pg, iv: iv, osds: slices.Clone(osds)}
 	r.mu.Unlock()
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	r.kick.kick()
 	return errWaitActingChange
 }
 
@@ -116,17 +113,7 @@ func (r *pgTempRequests) request(pg *PG, iv uint64, osds []int32) error {
 func (d *OSD) pgTempLoop() {
 	defer d.wg.Done()
 	r := &d.pgTemp
-	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-r.kick:
-		}
-		select { // the PGs of one map change peer together: gather them
-		case <-d.ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
+	for r.kick.gather(d.ctx, 10*time.Millisecond) {
 		r.mu.Lock()
 		batch := r.pending
 		r.pending = nil
@@ -166,9 +153,6 @@ func (d *OSD) pgTempLoop() {
 			return
 		case <-time.After(time.Second):
 		}
-		select {
-		case r.kick <- struct{}{}:
-		default:
-		}
+		r.kick.kick()
 	}
 }

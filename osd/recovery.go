@@ -346,7 +346,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 		}
 		oids, changed := r.lacking(poolSize(pg.pool)), pg.changed
 		prio := prioBackfill // merely misplaced: moving, not at risk
-		if r.count() > r.misplaced(poolSize(pg.pool)) || pg.undersized() {
+		if pg.degraded(r.count(), r.misplaced(poolSize(pg.pool))) {
 			prio = prioDegraded
 		}
 		pg.mu.Unlock()

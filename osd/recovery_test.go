@@ -240,13 +240,8 @@ func TestStrayCopiesDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClean(ctx, t, cl, p.ID())
-	for n := held(); n > 0; n = held() { // deleted in the background once clean
-		select {
-		case <-ctx.Done():
-			t.Fatalf("osd.3, out, still holds %d of the pool's objects", n)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	eventually(ctx, t, func() bool { return held() == 0 }, // deleted in the background once clean
+		func() string { return fmt.Sprintf("osd.3, out, still holds %d of the pool's objects", held()) })
 	verifyModel(ctx, t, p, want, "osd.3 out")
 	if _, err := cl.MonCommand(ctx, "osd in", map[string]string{"ids": "3"}); err != nil {
 		t.Fatal(err)
@@ -283,13 +278,10 @@ func TestStrayCopiesOfADownOSDDeleted(t *testing.T) {
 	}
 	waitClean(ctx, t, cl, p.ID())
 	c.restartOSD(3) // stays out: an operator marked it out
-	for n := held(); n > 0; n = held() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("osd.3, restarted out of every acting set, still holds %d of the pool's objects", n)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	eventually(ctx, t, func() bool { return held() == 0 },
+		func() string {
+			return fmt.Sprintf("osd.3, restarted out of every acting set, still holds %d of the pool's objects", held())
+		})
 	t.Logf("osd.3 held %d object copies; back, out, it deleted them", before)
 }
 
@@ -514,20 +506,14 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 			live++
 		}
 	}
-	for {
-		total := 0
+	total := 0
+	eventually(ctx, t, func() bool {
+		total = 0
 		for i := range c.osds {
 			total += c.held(i, p.ID())
 		}
-		if total == 3*live {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d object copies held, want %d", total, 3*live)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return total == 3*live
+	}, func() string { return fmt.Sprintf("%d object copies held, want %d", total, 3*live) })
 	put(2)
 	verifyModel(ctx, t, p, model, "after")
 }
@@ -618,20 +604,14 @@ func TestIntervalOnlyDownOSDsSaw(t *testing.T) {
 		t.Fatalf("pg %s acting %v after osd.%d and osd.%d are out", pgid, mp.Acting, a, b)
 	}
 	// osd.C: down, waiting for osd.A
-	for {
-		st := pgStats(ctx, t, cl, pgid)
-		if st.State == "down" {
-			break
-		}
-		if strings.HasPrefix(st.State, "active") {
+	var st osdop.PGStats
+	eventually(ctx, t, func() bool {
+		if st = pgStats(ctx, t, cl, pgid); strings.HasPrefix(st.State, "active") {
 			got, err := p.Read(ctx, oid, 0, 0)
 			t.Fatalf("pg %s went %s without the OSD that took the last write: read %q, %v", pgid, st.State, got, err)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("pg %s is %s, want down", pgid, st.State)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st.State == "down"
+	}, func() string { return fmt.Sprintf("pg %s is %s, want down", pgid, st.State) })
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 	got, err := p.Read(rctx, oid, 0, 0)
 	rcancel()
@@ -672,18 +652,11 @@ func TestDegradedBeforeMisplaced(t *testing.T) {
 	c.stop(ctx, cl, 1)
 	put("m", 40) // osd.1 misses these
 	monDo(ctx, t, cl, "osd out", "ids", "4")
-	waitState := func(what string, ok func(states []string) bool) []string {
+	waitState := func(what string, ok func(states []string) bool) (states []string) {
 		t.Helper()
-		for {
-			states := pgStates(ctx, t, cl, p.ID())
-			if ok(states) {
-				return states
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("waiting for %s: %v", what, states)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually(ctx, t, func() bool { states = pgStates(ctx, t, cl, p.ID()); return ok(states) },
+			func() string { return fmt.Sprintf("waiting for %s: %v", what, states) })
+		return states
 	}
 	has := func(states []string, s string) bool {
 		return slices.ContainsFunc(states, func(st string) bool { return strings.Contains(st, s) })

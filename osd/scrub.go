@@ -653,10 +653,7 @@ func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: pg command %q (scrub, deep-scrub, repair or list-inconsistent)", osdop.ErrInvalid, c.Cmd)
 	}
 	pg.scrub.requested = max(pg.scrub.requested, kind)
-	select {
-	case d.scrubKick <- struct{}{}:
-	default:
-	}
+	d.scrubKick.kick()
 	return []byte(fmt.Sprintf("instructing pg %s on osd.%d to %s", id, d.id, c.Cmd)), nil
 }
 

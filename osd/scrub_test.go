@@ -337,17 +337,11 @@ func TestScheduledScrub(t *testing.T) {
 	}
 	monDo(ctx, t, cl, "osd unset", "key", "noscrub")
 	monDo(ctx, t, cl, "osd unset", "key", "nodeep-scrub")
-	for {
-		st := pgStats(ctx, t, cl, pgid)
-		if st.LastScrub.After(first.LastScrub) && st.LastDeepScrub.After(first.LastDeepScrub) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no scheduled scrubs: %+v", st)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	var st osdop.PGStats
+	eventually(ctx, t, func() bool {
+		st = pgStats(ctx, t, cl, pgid)
+		return st.LastScrub.After(first.LastScrub) && st.LastDeepScrub.After(first.LastDeepScrub)
+	}, func() string { return fmt.Sprintf("no scheduled scrubs: %+v", st) })
 }
 
 // TestRepairInterrupted stops a replica in the middle of a repair that
@@ -459,19 +453,11 @@ func TestScrubReservations(t *testing.T) {
 		}
 	}
 	for pgid, at := range before {
-		for {
-			st := pgStats(ctx, t, cl, pgid)
-			if st.LastDeepScrub.After(at) {
-				if st.ScrubErrors != 0 {
-					t.Fatalf("%s: %d scrub errors", pgid, st.ScrubErrors)
-				}
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("deep scrub of %s never ran", pgid)
-			case <-time.After(50 * time.Millisecond):
-			}
+		var st osdop.PGStats
+		eventually(ctx, t, func() bool { st = pgStats(ctx, t, cl, pgid); return st.LastDeepScrub.After(at) },
+			func() string { return fmt.Sprintf("deep scrub of %s never ran", pgid) })
+		if st.ScrubErrors != 0 {
+			t.Fatalf("%s: %d scrub errors", pgid, st.ScrubErrors)
 		}
 	}
 }
