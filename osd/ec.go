@@ -409,7 +409,7 @@ func (x *ecWrite) shardTxns(res *prepared, c objectstore.Coll, oid string) error
 
 // readEC serves a read request on an erasure-coded PG.
 func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*osdop.Reply, error) {
-	if err := pg.waitActive(ctx); err != nil {
+	if err := pg.waitReadable(ctx); err != nil {
 		return nil, err
 	}
 	if err := pg.recoverForRead(ctx, req.OID); err != nil {
@@ -856,6 +856,9 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 	}
 	if err := pg.checkPrior(iv, reached, k); err != nil {
+		return err
+	}
+	if err := pg.waitPriorLeases(ctx, iv, reached); err != nil {
 		return err
 	}
 	// 2. the authoritative version: the k-th newest

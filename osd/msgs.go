@@ -2,6 +2,7 @@ package osd
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
@@ -56,6 +57,9 @@ type peerMsg struct {
 	Missing []string
 	// From (msgNotify): the sending OSD.
 	From int32
+	// Leases (a query's reply): the read leases the member promised that
+	// still run (lease.go).
+	Leases []leaseClaim
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -113,6 +117,11 @@ func (m *peerMsg) encode() []byte {
 	}
 	e.Strings(m.Missing)
 	e.I32(m.From)
+	e.U32(uint32(len(m.Leases)))
+	for _, c := range m.Leases {
+		e.I32(c.OSD)
+		e.I64(int64(c.Left))
+	}
 	return e.Bytes()
 }
 
@@ -151,6 +160,9 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	}
 	m.Missing = d.Strings()
 	m.From = d.I32()
+	for n := d.Count(12); n > 0 && d.Err() == nil; n-- {
+		m.Leases = append(m.Leases, leaseClaim{OSD: d.I32(), Left: time.Duration(d.I64())})
+	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)
 	}

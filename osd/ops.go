@@ -206,7 +206,7 @@ func assertVersion(exists bool, have, want uint64) error {
 
 // read serves a request of reads only.
 func (pg *PG) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
-	if err := pg.waitActive(ctx); err != nil {
+	if err := pg.waitReadable(ctx); err != nil {
 		return nil, err
 	}
 	if err := pg.recoverForRead(ctx, req.OID); err != nil {

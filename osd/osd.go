@@ -127,6 +127,7 @@ type OSD struct {
 	peerMu    sync.Mutex
 	peers     map[string]*msgr.Client // by address without nonce
 	lastHB    map[string]time.Time    // last ping answered, by peer address (host:port)
+	leases    leaseTable              // read leases held and promised (lease.go)
 }
 
 // Start opens the store, registers with the MONs (a new OSD gets an id and
@@ -170,7 +171,7 @@ func Start(o Options) (*OSD, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}}
+		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable()}
 	d.cfg.Store(cfg)
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
@@ -753,7 +754,7 @@ func (d *OSD) heartbeat() {
 					defer wg.Done()
 					ctx, cancel := context.WithTimeout(d.ctx, interval)
 					defer cancel()
-					_, err := d.call(ctx, id, addr, msgPing, nil)
+					_, err := d.ping(ctx, id, addr) // and renew the read lease
 					d.peerMu.Lock()
 					last, ok := d.lastHB[a]
 					if err == nil || !ok {
@@ -825,8 +826,8 @@ func pickHeartbeatPeers(self int32, up []int32, shared map[int32]bool, min int) 
 }
 
 func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
-	if m.Type == msgPing {
-		return nil, nil
+	if m.Type == msgPing { // before the map: a heartbeat never waits
+		return d.handlePing(m.Payload), nil
 	}
 	if cur, _ := d.curMap(); cur == nil { // still booting
 		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(osdop.ErrRetry)), Msg: "osd is booting"}
@@ -860,7 +861,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if pg == nil {
 			return nil, fmt.Errorf("%w: osd.%d does not serve pg %d.%x", osdop.ErrRetry, d.id, req.Pool, req.Seed)
 		}
-		if err := pg.waitActive(ctx); err != nil {
+		if err := pg.waitReadable(ctx); err != nil {
 			return nil, err
 		}
 		if err := pg.recoverSelf(ctx); err != nil { // a listing reads our store: it must be complete
@@ -906,6 +907,11 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		d.charge(mclock.Client, 1, uint64(len(m.Payload)))
 		return nil, nil
 	case msgPGQuery:
+		// the reply's lease promises must cover every promise made to an
+		// OSD the asker's map has down: only once this OSD has that map
+		if e := d.epoch(); e < m.Epoch {
+			return nil, fmt.Errorf("%w: osd.%d has map %d, the query %d", osdop.ErrRetry, d.id, e, m.Epoch)
+		}
 		return pg.handleQuery(ctx, pm)
 	case msgPull:
 		return pg.handlePull(pm)

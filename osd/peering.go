@@ -24,6 +24,7 @@ type memberInfo struct {
 	entries   []LogEntry
 	intervals [][]int32 // its earlier acting sets that may have taken writes
 	missing   map[string]bool
+	leases    map[int32]time.Time // until when it promised OSDs read leases (lease.go)
 }
 
 // peer brings the acting set of interval iv to one history and activates
@@ -118,6 +119,9 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	// once every earlier interval that may have taken writes is heard from
 	all := append(slices.Clone(members), others...)
 	if err := pg.checkPrior(iv, all, 1); err != nil {
+		return err
+	}
+	if err := pg.waitPriorLeases(ctx, iv, all); err != nil {
 		return err
 	}
 	auth := 0
@@ -431,7 +435,7 @@ func (pg *PG) query(ctx context.Context, iv uint64, o int32, addr string) (membe
 	if err != nil {
 		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
 	}
-	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries, intervals: pm.Intervals, missing: nameSet(pm.Missing)}, nil
+	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries, intervals: pm.Intervals, missing: nameSet(pm.Missing), leases: leaseDeadlines(pm.Leases, time.Now())}, nil
 }
 
 // pull reads an object whole (data, attributes, omap; Exists false if
@@ -700,6 +704,7 @@ func (pg *PG) handleQuery(ctx context.Context, pm *peerMsg) ([]byte, error) {
 	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...), Intervals: slices.Clone(pg.intervals),
 		Missing: pg.log.missingNames()}
 	pg.mu.Unlock()
+	reply.Leases = pg.osd.promises() // after the asker's map (dispatch): every promise to an OSD down in it is here
 	var t objectstore.Transaction
 	t.Touch(metaColl, metaOID(pg.coll))
 	if err := pg.osd.store.Apply(&t); err != nil {

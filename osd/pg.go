@@ -259,6 +259,16 @@ func (pg *PG) waitActive(ctx context.Context) error {
 	}
 }
 
+// waitReadable waits until the PG serves reads on this OSD: active, and
+// holding a read lease from every other OSD that takes its writes
+// (lease.go). Errors as waitActive's and checkReadLease's.
+func (pg *PG) waitReadable(ctx context.Context) error {
+	if err := pg.waitActive(ctx); err != nil {
+		return err
+	}
+	return pg.checkReadLease(ctx)
+}
+
 // describe says why the PG does not serve I/O, for the client's error.
 func (pg *PG) describe() string {
 	pg.mu.Lock()

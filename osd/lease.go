@@ -1,0 +1,420 @@
+package osd
+
+// Read leases: a primary cut off from its peers and from the MONs must not
+// go on serving reads once a new acting set may have acknowledged writes
+// without it. Ceph's answer (doc/dev/osd_internals/stale_read, Octopus) is
+// a lease: a primary reads only while every other OSD of its acting set
+// (and, here, its backfill targets) has promised, within the last lease
+// interval, not to help any new interval go active before that promise
+// runs out; a new primary waits for the promises its members made to the
+// OSDs of earlier intervals it could not reach.
+//
+// Here the promises ride on the heartbeat: each ping asks its receiver for
+// a lease of osd_pool_default_read_lease_ratio × osd_heartbeat_grace
+// (Ceph's default read_lease_interval, 0.8 × 20 s = 16 s), granted only
+// while the sender's instance is up in the receiver's map. The receiver
+// promises until its own clock's receipt time plus the lease; the sender
+// holds the lease until its own send time plus the lease — never later in
+// real time, as long as the clocks run at the same rate (no clock is read
+// by another OSD: promises travel as durations, as in Ceph).
+//
+// A query's reply carries the member's outstanding promises; the new
+// primary turns each into a deadline from the reply's arrival. Before it
+// activates, each OSD of an earlier interval it did not reach is either
+// shown to be past serving — its port refuses connections (its process is
+// gone), a different instance answers there, or it answers a probe with a
+// map at least as new as the primary's (in which it is down, so its PGs
+// have left the interval) — or waited for until the promises made to it
+// run out. With failure detection slower than the lease (the grace is 1.25
+// leases) the wait is normally over before the MONs mark the OSD down; a
+// kill -9 is proven by the refused connection. An OSD that restarted
+// forgot its promises: until a lease has passed since its start it
+// reports one for every OSD.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// anyOSD is the promise a recently started OSD reports: to every OSD.
+const anyOSD int32 = -1
+
+// leaseTable holds this OSD's side of the read leases.
+type leaseTable struct {
+	start time.Time // when this OSD started: its promises before are forgotten
+	conf  atomic.Pointer[leaseConf]
+
+	promMu   sync.Mutex
+	promised map[int32]time.Time // until when this OSD promised each OSD
+
+	heldMu   sync.Mutex
+	held     map[int32]time.Time     // until when each OSD's lease lets this OSD read
+	inflight map[int32]chan struct{} // a renewal under way, by OSD
+}
+
+func newLeaseTable() leaseTable {
+	return leaseTable{start: time.Now(), promised: map[int32]time.Time{}, held: map[int32]time.Time{}, inflight: map[int32]chan struct{}{}}
+}
+
+// leaseInterval is how long a lease lasts under the current configuration
+// (worked out once per configuration: every read asks).
+func (d *OSD) leaseInterval() time.Duration {
+	c := d.conf()
+	if lc := d.leases.conf.Load(); lc != nil && lc.c == c {
+		return lc.d
+	}
+	lc := &leaseConf{c: c, d: time.Duration(c.Float("osd_pool_default_read_lease_ratio") * c.Seconds("osd_heartbeat_grace") * float64(time.Second))}
+	d.leases.conf.Store(lc)
+	return lc.d
+}
+
+// leaseConf is the lease interval of a configuration.
+type leaseConf struct {
+	c *config.Config
+	d time.Duration
+}
+
+// pingMsg is a heartbeat: From (at instance Addr) asks for a lease of
+// Lease. Its reply says whether the lease is granted and which instance
+// answered with which map epoch (a probe's evidence).
+type pingMsg struct {
+	From  int32
+	Addr  string
+	Lease time.Duration
+}
+
+type pingReply struct {
+	Granted bool
+	Addr    string
+	Epoch   uint32
+}
+
+func (p *pingMsg) encode() []byte {
+	e := wire.NewEncoder(make([]byte, 0, 32+len(p.Addr)))
+	e.I32(p.From)
+	e.String(p.Addr)
+	e.I64(int64(p.Lease))
+	return e.Bytes()
+}
+
+func decodePingReply(b []byte) (pingReply, error) {
+	d := wire.NewDecoder(b)
+	r := pingReply{Granted: d.Bool(), Addr: d.String(), Epoch: d.U32()}
+	return r, d.Err()
+}
+
+// handlePing answers a heartbeat, promising the sender a lease if its
+// instance is up in this OSD's map. The map is read under promMu, so a
+// query answered after a map in which the sender is down (handleQuery
+// waits for the asker's map, then reads the promises) has seen every
+// promise this OSD will ever make to that instance.
+func (d *OSD) handlePing(payload []byte) []byte {
+	if len(payload) == 0 { // a bare liveness check
+		return nil
+	}
+	dec := wire.NewDecoder(payload)
+	p := pingMsg{From: dec.I32(), Addr: dec.String(), Lease: time.Duration(dec.I64())}
+	l := &d.leases
+	l.promMu.Lock()
+	m, _ := d.curMap()
+	granted := dec.Err() == nil && m != nil && p.From >= 0 && p.From < m.MaxOSD() && m.OSDs[p.From].Up && m.OSDs[p.From].Addr == p.Addr && p.Lease > 0
+	if granted {
+		if until := time.Now().Add(p.Lease); until.After(l.promised[p.From]) {
+			l.promised[p.From] = until
+		}
+	}
+	l.promMu.Unlock()
+	e := wire.NewEncoder(make([]byte, 0, 16+len(d.addr)))
+	e.Bool(granted)
+	e.String(d.addr)
+	var epoch uint32
+	if m != nil {
+		epoch = uint32(m.Epoch)
+	}
+	e.U32(epoch)
+	return e.Bytes()
+}
+
+// ping sends a heartbeat to OSD id at addr asking for a lease, and records
+// the lease if granted.
+func (d *OSD) ping(ctx context.Context, id int32, addr string) (pingReply, error) {
+	lease := d.leaseInterval()
+	sent := time.Now()
+	b, err := d.call(ctx, id, addr, msgPing, (&pingMsg{From: d.id, Addr: d.addr, Lease: lease}).encode())
+	if err != nil {
+		return pingReply{}, err
+	}
+	r, err := decodePingReply(b)
+	if err != nil {
+		return pingReply{}, fmt.Errorf("osd.%d: ping reply: %w", id, err)
+	}
+	if r.Granted {
+		l := &d.leases
+		l.heldMu.Lock()
+		if until := sent.Add(lease); until.After(l.held[id]) {
+			l.held[id] = until
+		}
+		l.heldMu.Unlock()
+	}
+	return r, nil
+}
+
+// promises are the leases this OSD promised that still run, as durations
+// from now; anyOSD stands for every OSD while a lease has not passed
+// since this OSD started.
+func (d *OSD) promises() []leaseClaim {
+	now := time.Now()
+	var out []leaseClaim
+	if left := d.leases.start.Add(d.leaseInterval()).Sub(now); left > 0 {
+		out = append(out, leaseClaim{OSD: anyOSD, Left: left})
+	}
+	l := &d.leases
+	l.promMu.Lock()
+	defer l.promMu.Unlock()
+	for o, until := range l.promised {
+		if left := until.Sub(now); left > 0 {
+			out = append(out, leaseClaim{OSD: o, Left: left})
+		} else {
+			delete(l.promised, o)
+		}
+	}
+	return out
+}
+
+// leaseClaim is a promise reported in a query's reply: OSD (anyOSD: every
+// one) may serve reads for up to Left more.
+type leaseClaim struct {
+	OSD  int32
+	Left time.Duration
+}
+
+// leaseDeadlines turns a member's promises into deadlines from at, the
+// time its reply arrived.
+func leaseDeadlines(claims []leaseClaim, at time.Time) map[int32]time.Time {
+	if len(claims) == 0 {
+		return nil
+	}
+	out := make(map[int32]time.Time, len(claims))
+	for _, c := range claims {
+		out[c.OSD] = at.Add(c.Left)
+	}
+	return out
+}
+
+// readLeaseTimeout bounds how long a read waits for its primary's lease
+// before the client is told to retry (and refresh its map).
+const readLeaseTimeout = 5 * time.Second
+
+// checkReadLease returns once this OSD, the PG's primary, holds a read
+// lease from every other OSD that takes the PG's writes; it renews leases
+// that lapsed (and, in the background, those past half their life). It
+// fails with ErrRetry when the PG leaves the interval or no lease comes
+// within readLeaseTimeout: the PG is laggy (Ceph's state), and the client
+// resends once it has a newer map.
+func (pg *PG) checkReadLease(ctx context.Context) error {
+	d := pg.osd
+	var buf [16]int32
+	var abuf [16]string
+	deadline := time.Now().Add(readLeaseTimeout)
+	for {
+		pg.mu.Lock()
+		ids, addrs := append(append(buf[:0], pg.acting...), pg.targets...), append(append(abuf[:0], pg.addrs...), pg.targetAddrs...)
+		iv, state := pg.interval, pg.state
+		pg.mu.Unlock()
+		if state != stateActive {
+			return fmt.Errorf("%w: %s", osdop.ErrRetry, pg.describe())
+		}
+		now := time.Now()
+		half := now.Add(d.leaseInterval() / 2)
+		lapsed := -1
+		d.leases.heldMu.Lock()
+		for i, o := range ids {
+			if o == d.id || o == osdmap.NoOSD {
+				continue
+			}
+			until := d.leases.held[o]
+			if !until.After(now) {
+				lapsed = i
+				break
+			}
+			if until.Before(half) {
+				d.renewLease(o, addrs[i])
+			}
+		}
+		d.leases.heldMu.Unlock()
+		if lapsed < 0 {
+			return nil
+		}
+		if !now.Before(deadline) {
+			return fmt.Errorf("%w: pg %s is laggy: no read lease from osd.%d", osdop.ErrRetry, pg.id, ids[lapsed])
+		}
+		d.leases.heldMu.Lock()
+		done := d.renewLease(ids[lapsed], addrs[lapsed])
+		d.leases.heldMu.Unlock()
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		t.Stop()
+		pg.mu.Lock()
+		moved := pg.interval != iv
+		pg.mu.Unlock()
+		if moved {
+			return fmt.Errorf("%w: pg %s changed interval", osdop.ErrRetry, pg.id)
+		}
+	}
+}
+
+// renewLease pings OSD id (at addr) for a lease unless a renewal is
+// already under way, and returns a channel closed when that renewal ends
+// (heldMu held). A renewal that is refused (the peer has this OSD down)
+// ends after a short pause, so that waiting reads ask again at a bounded
+// rate.
+func (d *OSD) renewLease(id int32, addr string) chan struct{} {
+	l := &d.leases
+	if ch := l.inflight[id]; ch != nil {
+		return ch
+	}
+	ch := make(chan struct{})
+	l.inflight[id] = ch
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, time.Second)
+		r, err := d.ping(ctx, id, addr)
+		if err == nil && !r.Granted {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		cancel()
+		l.heldMu.Lock()
+		delete(l.inflight, id)
+		l.heldMu.Unlock()
+		close(ch)
+	}()
+	return ch
+}
+
+// waitPriorLeases, on a primary about to activate in interval iv, waits
+// until no OSD of an earlier interval that it did not reach (reached: the
+// members and former members it queried, itself included) can still be
+// serving reads: each is shown to be past it by a probe or waited for
+// until the promises the reached OSDs made it run out.
+func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, reached []memberInfo) error {
+	d := pg.osd
+	m, _ := d.curMap()
+	pg.mu.Lock()
+	var prior []int32
+	for _, acting := range pg.intervals {
+		prior = append(prior, acting...)
+	}
+	prior = append(prior, pg.strays...)
+	pg.mu.Unlock()
+	slices.Sort(prior)
+	self := leaseDeadlines(d.promises(), time.Now())
+	type wait struct {
+		osd   int32
+		until time.Time
+	}
+	var waits []wait
+	for _, o := range slices.Compact(prior) {
+		if o < 0 || o == d.id || slices.ContainsFunc(reached, func(mi memberInfo) bool { return mi.id == o }) {
+			continue
+		}
+		until := latest(self, o)
+		for _, mi := range reached {
+			if u := latest(mi.leases, o); u.After(until) {
+				until = u
+			}
+		}
+		if until.After(time.Now()) {
+			waits = append(waits, wait{o, until})
+		}
+	}
+	if len(waits) == 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(waits))
+	for i, w := range waits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = pg.waitLease(ctx, m, w.osd, w.until)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != iv {
+		return context.Canceled
+	}
+	return nil
+}
+
+// latest is the deadline of the promises in ds that cover OSD o.
+func latest(ds map[int32]time.Time, o int32) time.Time {
+	u := ds[o]
+	if a := ds[anyOSD]; a.After(u) {
+		return a
+	}
+	return u
+}
+
+// waitLease returns once OSD o, of an earlier interval and not reached in
+// map m, is shown not to serve reads any more — its port refuses, another
+// instance answers, or it holds a map at least as new as m — or at until,
+// when the promises made to it run out. It probes every 200 ms.
+func (pg *PG) waitLease(ctx context.Context, m *osdmap.Map, o int32, until time.Time) error {
+	d := pg.osd
+	var addr, inst string
+	if o < m.MaxOSD() && m.OSDs[o].Exists {
+		addr, inst = m.OSDs[o].BackAddr(), m.OSDs[o].Addr
+	}
+	d.log.Debug("waiting for an earlier interval's read lease", "pg", pg.id, "osd", o, "for", time.Until(until).Round(time.Millisecond))
+	d.perf.leaseWaits.Add(1)
+	for {
+		if addr != "" {
+			pctx, cancel := context.WithDeadline(ctx, until)
+			r, err := d.ping(pctx, o, addr)
+			cancel()
+			switch {
+			case err == nil && (r.Addr != inst || r.Epoch >= uint32(m.Epoch)):
+				return nil
+			case errors.Is(err, syscall.ECONNREFUSED):
+				return nil
+			}
+		}
+		left := time.Until(until)
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(min(left, 200*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
