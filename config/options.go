@@ -101,6 +101,8 @@ var Options = []Option{
 
 	// MON
 	{Name: "mon_osd_down_out_interval", Type: Seconds, Default: "600", Min: 0, Max: 1 << 30, Desc: "Seconds a down OSD stays in before the MONs mark it out (and its PGs recover elsewhere); 0: never. The noout flag suspends it; an OSD marked out this way is marked in again when it boots."},
+	{Name: "mon_osd_report_timeout", Type: Seconds, Default: "900", Min: 0, Max: 1 << 30, Desc: "Seconds without a beacon (osd_beacon_report_interval) after which the MONs mark an up OSD down: one cut off from the MONs but not from its peers, which no peer reports; 0: never."},
+	{Name: "osd_beacon_report_interval", Type: Seconds, Default: "300", Min: 0.1, Max: 1 << 30, Desc: "Seconds between an OSD's beacons to the MONs (see mon_osd_report_timeout)."},
 	{Name: "mon_osd_min_down_reporters", Type: Int, Default: "2", Min: 1, Max: 1000, Desc: "Distinct OSDs that must report a peer down."},
 	{Name: "mon_osd_reporter_subtree_level", Type: String, Default: "host", Desc: "CRUSH type whose buckets count as distinct reporters of a down OSD (`osd` for a one-host cluster)."},
 	{Name: "mon_osd_nearfull_ratio", Type: Float, Default: "0.85", Min: 0, Max: 1, Desc: "Device use (fraction) past which an OSD is nearfull: a health warning."},

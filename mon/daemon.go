@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -68,6 +69,10 @@ type Daemon struct {
 	// own clock: a new leader starts the down-out interval afresh, so an
 	// OSD is never marked out early). Owned by the tick loop.
 	downSince map[int32]time.Time
+	// beacons is, per up OSD instance (its address), when the leader last
+	// heard from it: its boot or an "osd beacon" (guarded by mu; reset on a
+	// leader change, so an OSD is never marked down early).
+	beacons map[string]time.Time
 }
 
 // RaftAddr is the raft address of the MON serving addr: the next port.
@@ -154,7 +159,11 @@ func Start(o Options) (*Daemon, error) {
 // tickLoop runs the leader's periodic work until Close.
 func (d *Daemon) tickLoop() {
 	defer d.wg.Done()
-	periodic.Every(d.ctx, 500*time.Millisecond, nil, func() { d.downOut(time.Now()) })
+	periodic.Every(d.ctx, 500*time.Millisecond, nil, func() {
+		now := time.Now()
+		d.downOut(now)
+		d.reportTimeout(now)
+	})
 }
 
 // downOut marks out the OSDs that have been down and in for
@@ -365,6 +374,9 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	if c.Prefix == "osd failure" {
 		return d.failure(c)
 	}
+	if c.Prefix == "osd beacon" {
+		return d.beacon(c)
+	}
 	if c.Prefix == "pg history get" {
 		return d.historyGet(ctx, c)
 	}
@@ -507,6 +519,64 @@ func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 	}
 	r := f.Response().(applyResult)
 	return monc.Result{Message: r.msg}, r.err
+}
+
+// beacon records that an OSD instance (args addr) is alive and talks to
+// the MONs (Ceph's MOSDBeacon); the leader keeps it in memory.
+func (d *Daemon) beacon(c monc.Command) (monc.Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.beacons != nil {
+		d.beacons[c.Args["addr"]] = time.Now()
+	}
+	return monc.Result{}, nil
+}
+
+// reportTimeout, on the leader, marks down the up OSDs it has not heard
+// from (boot or beacon) for mon_osd_report_timeout — Ceph's
+// OSDMonitor::handle_osd_timeouts: an OSD cut off from the MONs but not
+// from its peers, which no peer reports, would otherwise stay up. A new
+// leader gives every OSD the whole timeout.
+func (d *Daemon) reportTimeout(now time.Time) {
+	if d.raft.State() != raft.Leader {
+		d.mu.Lock()
+		d.beacons = nil
+		d.mu.Unlock()
+		return
+	}
+	m, _ := d.fsm.view()
+	timeout := time.Duration(d.config().Seconds("mon_osd_report_timeout") * float64(time.Second))
+	var due []string
+	d.mu.Lock()
+	if d.beacons == nil {
+		d.beacons = map[string]time.Time{}
+	}
+	up := map[string]bool{}
+	for id, o := range m.OSDs {
+		if !o.Exists || !o.Up {
+			continue
+		}
+		up[o.Addr] = true
+		last, ok := d.beacons[o.Addr]
+		if !ok { // booted since, or a new leader: the whole timeout
+			d.beacons[o.Addr] = now
+			continue
+		}
+		if timeout > 0 && now.Sub(last) >= timeout {
+			due = append(due, strconv.Itoa(id))
+			delete(d.beacons, o.Addr)
+		}
+	}
+	maps.DeleteFunc(d.beacons, func(a string, _ time.Time) bool { return !up[a] })
+	d.mu.Unlock()
+	if len(due) == 0 || m.Flags.Has(osdmap.FlagNoDown) {
+		return
+	}
+	d.log.Warn("marking osds down: no beacon", "osds", due, "timeout", timeout)
+	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strings.Join(due, ",")}})
+	if err := d.raft.Apply(raw, 10*time.Second).Error(); err != nil {
+		d.log.Warn("report timeout", "err", err)
+	}
 }
 
 // config is this MON's configuration: its file over the database.

@@ -409,9 +409,19 @@ func (x *ecWrite) shardTxns(res *prepared, c objectstore.Coll, oid string) error
 
 // readEC serves a read request on an erasure-coded PG.
 func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*osdop.Reply, error) {
-	if err := pg.waitReadable(ctx); err != nil {
+	iv, err := pg.waitReadable(ctx)
+	if err != nil {
 		return nil, err
 	}
+	rep, err := pg.readECLocked(ctx, cd, req)
+	if lerr := pg.stillReadable(iv); lerr != nil { // its outcome, found or not, needs the lease
+		return nil, lerr
+	}
+	return rep, err
+}
+
+// readECLocked is readEC's work once the PG is readable.
+func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*osdop.Reply, error) {
 	if err := pg.recoverForRead(ctx, req.OID); err != nil {
 		return nil, err
 	}
@@ -825,6 +835,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		return err
 	}
 	k := cd.Profile().K
+	mq, _ := d.curMap() // the members answer with this map or newer
 
 	// 1. every shard's info and log
 	mem := make([]*memberInfo, len(acting))
@@ -858,7 +869,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	if err := pg.checkPrior(iv, reached, k); err != nil {
 		return err
 	}
-	if err := pg.waitPriorLeases(ctx, iv, reached); err != nil {
+	if err := pg.waitPriorLeases(ctx, iv, mq, reached); err != nil {
 		return err
 	}
 	// 2. the authoritative version: the k-th newest

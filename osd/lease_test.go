@@ -16,6 +16,7 @@ import (
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -84,6 +85,81 @@ func (p *monProxy) setCut(cut bool) {
 	}
 }
 
+// startBehindProxy starts one more OSD, which reaches the MON only
+// through a proxy the test can cut.
+func (c *cluster) startBehindProxy() (*osd.OSD, *monProxy) {
+	proxy := newMonProxy(c.t, c.addrs[0])
+	dir := c.t.TempDir()
+	st := objectstore.NewMemStore()
+	c.stores, c.dirs = append(c.stores, st), append(c.dirs, dir)
+	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{proxy.ln.Addr().String()}, Keyring: testKey, Config: c.conf, Store: st})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.osds = append(c.osds, o)
+	return o, proxy
+}
+
+// TestMapFromPeers: an OSD that lost the MONs but not its peers gets
+// newer maps from them (Ceph's map sharing). Cut from the MON, it learns
+// of a pool created meanwhile and takes its part in the PGs other OSDs
+// lead, which go clean. Without the sharing, their primaries' queries wait
+// for a map it never gets and those PGs never peer. The PGs it leads wait
+// in peering: a primary records its acting set at the MONs before it
+// serves (as Ceph's needs the MONs for up_thru).
+func TestMapFromPeers(t *testing.T) {
+	c := startCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cut, proxy := c.startBehindProxy()
+	cl := c.connect(ctx)
+	proxy.setCut(true)
+	monDo(ctx, t, cl, "pool create", "name", "p", "size", "3", "min_size", "2")
+	p, err := cl.Pool(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Map()
+	pool, _ := m.Pool(p.ID())
+	want := 0 // PGs led by the OSDs that reach the MON
+	for seed := range pool.PGNum {
+		if mp, _ := m.MapPG(osdmap.PGID{Pool: p.ID(), Seed: seed}); mp.ActingPrimary != cut.ID() {
+			want++
+		}
+	}
+	var states map[string]int
+	eventually(ctx, t, func() bool {
+		states = map[string]int{}
+		for o := range int32(2) {
+			if st, err := cl.OSDStats(ctx, o); err == nil {
+				for _, pg := range st.PGs {
+					states[pg.State]++
+				}
+			}
+		}
+		return states["active+clean"] == want
+	}, func() string {
+		return fmt.Sprintf("PGs led by osd.0 and osd.1: %v, want %d active+clean", states, want)
+	})
+	st, err := cl.OSDStats(ctx, cut.ID())
+	if err != nil || st.Epoch < uint32(m.Epoch) {
+		t.Fatalf("osd.%d cut from the MON: map %d, the cluster's %d (%v)", cut.ID(), st.Epoch, m.Epoch, err)
+	}
+	for i, n := 0, 0; n < 20; i++ {
+		oid := fmt.Sprint("o", i)
+		pgid, _ := m.ObjectToPG(p.ID(), oid, "")
+		if mp, _ := m.MapPG(pgid); mp.ActingPrimary == cut.ID() {
+			continue
+		}
+		if err := p.WriteFull(ctx, oid, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	proxy.setCut(false)
+	waitClean(ctx, t, cl, p.ID())
+}
+
 // TestDeposedPrimaryStopsReading is the stale read read leases close
 // (Ceph's doc/dev/osd_internals/stale_read): a PG's primary loses the
 // MONs, so it never learns that it was marked down, while it can still
@@ -95,21 +171,8 @@ func TestDeposedPrimaryStopsReading(t *testing.T) {
 	c := startCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	proxy := newMonProxy(t, c.addrs[0])
-	dir := t.TempDir()
-	st := objectstore.NewMemStore()
-	c.stores, c.dirs = append(c.stores, st), append(c.dirs, dir)
-	deposed, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{proxy.ln.Addr().String()}, Keyring: testKey, Config: c.conf, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.osds = append(c.osds, deposed)
-	cl := c.connect(ctx)
-	monDo(ctx, t, cl, "pool create", "name", "p", "size", "3", "min_size", "2")
-	p, err := cl.Pool(ctx, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deposed, proxy := c.startBehindProxy()
+	cl, p := c.pool(ctx, "p") // size 3, min_size 2
 	waitClean(ctx, t, cl, p.ID())
 	// an object whose PG the OSD behind the proxy leads
 	var oid string
@@ -171,4 +234,45 @@ func TestDeposedPrimaryStopsReading(t *testing.T) {
 	if err != nil || string(got) != "v2, by the new acting set" {
 		t.Fatalf("after healing: %q, %v", got, err)
 	}
+}
+
+// TestBeaconTimeout: an OSD cut off from the MONs but not from its peers
+// is marked down once the MON has had no beacon from it for
+// mon_osd_report_timeout (no peer reports it: they still reach it), learns
+// it from its peers' maps, and leaves its PGs, which go on without it;
+// the OSDs that still reach the MON stay up. Healed, it boots again.
+func TestBeaconTimeout(t *testing.T) {
+	c := startClusterWith(t, 2, "mon_osd_report_timeout = 3\nosd_beacon_report_interval = 0.5\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cut, proxy := c.startBehindProxy()
+	cl, p := c.pool(ctx, "p") // size 3, min_size 2
+	waitClean(ctx, t, cl, p.ID())
+	proxy.setCut(true)
+	c.waitDown(ctx, cl, cut.ID())
+	m := cl.Map()
+	for id := range 2 {
+		if !m.OSDs[id].Up {
+			t.Fatalf("osd.%d, which reaches the MON, was marked down too", id)
+		}
+	}
+	// it learns from its peers that it is down, and serves no PG
+	var st osdop.Stats
+	var err error
+	eventually(ctx, t, func() bool {
+		st, err = cl.OSDStats(ctx, cut.ID())
+		return err == nil && st.Epoch >= uint32(m.Epoch) && len(st.PGs) == 0
+	}, func() string {
+		return fmt.Sprintf("osd.%d cut from the MON: map %d (the MON's %d), primary of %d PGs, %v", cut.ID(), st.Epoch, m.Epoch, len(st.PGs), err)
+	})
+	for i := range 20 {
+		if err := p.WriteFull(ctx, fmt.Sprint("o", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.setCut(false)
+	eventually(ctx, t, func() bool {
+		return cl.RefreshMap(ctx) == nil && cl.Map().OSDs[cut.ID()].Up
+	}, func() string { return fmt.Sprintf("osd.%d not up again after the cut healed", cut.ID()) })
+	waitClean(ctx, t, cl, p.ID())
 }

@@ -27,6 +27,7 @@ const (
 	msgNotify                           // stray → primary: I hold a copy of the pg (Ceph's pg_notify)
 	msgScrubReserve                     // primary → member: grant a scrub slot (osd_max_scrubs), or ErrBusy
 	msgScrubRelease                     // primary → member: the scrub is over
+	msgGetMap                           // OSD → OSD: your installed map (mapshare.go)
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it

@@ -206,9 +206,20 @@ func assertVersion(exists bool, have, want uint64) error {
 
 // read serves a request of reads only.
 func (pg *PG) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
-	if err := pg.waitReadable(ctx); err != nil {
+	iv, err := pg.waitReadable(ctx)
+	if err != nil {
 		return nil, err
 	}
+	rep, err := pg.readLocked(ctx, req)
+	if lerr := pg.stillReadable(iv); lerr != nil { // its outcome, found or not, needs the lease
+		return nil, lerr
+	}
+	return rep, err
+}
+
+// readLocked is read's work once the PG is readable: under the object's
+// lock, from this OSD's copy.
+func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
 	if err := pg.recoverForRead(ctx, req.OID); err != nil {
 		return nil, err
 	}

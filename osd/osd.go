@@ -96,6 +96,9 @@ type OSD struct {
 	mu    sync.RWMutex
 	m     *osdmap.Map
 	mapCh chan struct{} // closed on every new map
+	// installed is the map whose handleMap has finished (m is set as it
+	// starts): what heartbeats answer by, without waiting for mu.
+	installed atomic.Pointer[osdmap.Map]
 
 	scrubKick  wake         // wakes the scrub loop for a requested scrub
 	recovering sem.Weighted // object copies of recovery in flight (osd_recovery_max_active)
@@ -128,6 +131,8 @@ type OSD struct {
 	peers     map[string]*msgr.Client // by address without nonce
 	lastHB    map[string]time.Time    // last ping answered, by peer address (host:port)
 	leases    leaseTable              // read leases held and promised (lease.go)
+	shareMu   sync.Mutex
+	sharing   bool // a fetch of a newer map from the peers is under way (mapshare.go)
 }
 
 // Start opens the store, registers with the MONs (a new OSD gets an id and
@@ -228,7 +233,8 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(7)
+	d.wg.Add(8)
+	go d.beaconLoop()
 	go d.pgTempLoop()
 	go d.historyLoop()
 	go d.scrubLoop()
@@ -489,6 +495,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	if d.m != nil && m.Epoch <= d.m.Epoch {
 		return
 	}
+	defer d.installed.Store(m) // before mu is released
 	old := d.m
 	d.m = m
 	close(d.mapCh)
@@ -725,6 +732,25 @@ func (d *OSD) reportFailure(id int32, addr string, immediate bool) {
 	}()
 }
 
+// beaconLoop tells the MONs every osd_beacon_report_interval that this
+// OSD is alive and reaches them (Ceph's MOSDBeacon): one they stop
+// hearing from for mon_osd_report_timeout is marked down.
+func (d *OSD) beaconLoop() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(time.Duration(d.conf().Seconds("osd_beacon_report_interval") * float64(time.Second))):
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+		if _, err := d.mc.Command(ctx, "osd beacon", map[string]string{"id": strconv.Itoa(int(d.id)), "addr": d.addr}); err != nil && d.ctx.Err() == nil {
+			d.log.Warn("beacon to the MONs", "err", err)
+		}
+		cancel()
+	}
+}
+
 // heartbeat pings its peers (heartbeatPeers) each osd_heartbeat_interval
 // and reports those silent for osd_heartbeat_grace.
 func (d *OSD) heartbeat() {
@@ -754,7 +780,10 @@ func (d *OSD) heartbeat() {
 					defer wg.Done()
 					ctx, cancel := context.WithTimeout(d.ctx, interval)
 					defer cancel()
-					_, err := d.ping(ctx, id, addr) // and renew the read lease
+					r, err := d.ping(ctx, id, addr) // and renew the read lease
+					if err == nil && r.Epoch > d.epoch() {
+						d.learnEpoch(r.Epoch, id, addr)
+					}
 					d.peerMu.Lock()
 					last, ok := d.lastHB[a]
 					if err == nil || !ok {
@@ -826,12 +855,20 @@ func pickHeartbeatPeers(self int32, up []int32, shared map[int32]bool, min int) 
 }
 
 func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
-	if m.Type == msgPing { // before the map: a heartbeat never waits
+	switch m.Type { // before the map: these never wait for it
+	case msgPing:
 		return d.handlePing(m.Payload), nil
+	case msgGetMap:
+		b, err := d.handleGetMap()
+		if err != nil {
+			return nil, &msgr.RemoteError{Code: int32(osdop.Errno(err)), Msg: err.Error()}
+		}
+		return b, nil
 	}
 	if cur, _ := d.curMap(); cur == nil { // still booting
 		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(osdop.ErrRetry)), Msg: "osd is booting"}
 	}
+	d.learnEpoch(m.Epoch, -1, "") // the MONs, or else a peer, will have it
 	d.waitEpoch(ctx, m.Epoch)
 	out, err := d.dispatch(ctx, m)
 	if err != nil {
@@ -861,7 +898,8 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if pg == nil {
 			return nil, fmt.Errorf("%w: osd.%d does not serve pg %d.%x", osdop.ErrRetry, d.id, req.Pool, req.Seed)
 		}
-		if err := pg.waitReadable(ctx); err != nil {
+		iv, err := pg.waitReadable(ctx)
+		if err != nil {
 			return nil, err
 		}
 		if err := pg.recoverSelf(ctx); err != nil { // a listing reads our store: it must be complete
@@ -873,6 +911,9 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		names, err := d.store.List(pg.coll, req.After, int(min(max(req.Max, 1), 10000)))
 		if err != nil {
 			return nil, storeErr(err)
+		}
+		if err := pg.stillReadable(iv); err != nil {
+			return nil, err
 		}
 		return osdop.EncodeNames(slices.DeleteFunc(names, isInternal)), nil
 	}
@@ -890,9 +931,16 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		}
 		return nil, nil
 	}
+	if m.Type == msgPGQuery {
+		// the reply's lease promises must cover every promise made to an
+		// OSD the asker's map has down: only once this OSD has that map
+		if e := d.epoch(); e < m.Epoch {
+			return nil, fmt.Errorf("%w: osd.%d has map %d, the query %d", osdop.ErrRetry, d.id, e, m.Epoch)
+		}
+	}
 	pg := d.getPG(pm.PG)
 	if pg == nil && (m.Type == msgPGQuery || m.Type == msgPGList) { // never held it, or deleted its copy: nothing to offer
-		return (&peerMsg{PG: pm.PG}).encode(), nil
+		return (&peerMsg{PG: pm.PG, Leases: d.promises()}).encode(), nil
 	}
 	if pg == nil {
 		return nil, fmt.Errorf("%w: pg %s is not here", osdop.ErrRetry, pm.PG)
@@ -907,11 +955,6 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		d.charge(mclock.Client, 1, uint64(len(m.Payload)))
 		return nil, nil
 	case msgPGQuery:
-		// the reply's lease promises must cover every promise made to an
-		// OSD the asker's map has down: only once this OSD has that map
-		if e := d.epoch(); e < m.Epoch {
-			return nil, fmt.Errorf("%w: osd.%d has map %d, the query %d", osdop.ErrRetry, d.id, e, m.Epoch)
-		}
 		return pg.handleQuery(ctx, pm)
 	case msgPull:
 		return pg.handlePull(pm)

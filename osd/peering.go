@@ -121,7 +121,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	if err := pg.checkPrior(iv, all, 1); err != nil {
 		return err
 	}
-	if err := pg.waitPriorLeases(ctx, iv, all); err != nil {
+	if err := pg.waitPriorLeases(ctx, iv, m, all); err != nil {
 		return err
 	}
 	auth := 0

@@ -81,7 +81,7 @@ func newPerf(daemon string) *perfCounters {
 	counter("recovery_bytes_total", "Data bytes of those objects.", &p.recoveryBytes)
 	counter("mclock_background_waits_total", "Background operations the I/O scheduler held back before they could start.", &p.mclockWaits)
 	counter("recovery_preempted_total", "Recovery reservations given back to a PG of higher priority (degraded before misplaced).", &p.recoveryPreempted)
-	counter("read_lease_waits_total", "Activations that waited for an unreached OSD of an earlier interval to stop serving reads (its read lease).", &p.leaseWaits)
+	counter("read_lease_waits_total", "OSDs of earlier intervals that activating PGs could not reach and had to prove past serving reads or wait out (their read leases).", &p.leaseWaits)
 	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs … 6.5 s
 	p.opWLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_w_latency_seconds",
 		Help: "Client write latency on the primary, replicas included.", ConstLabels: labels, Buckets: buckets})

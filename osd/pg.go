@@ -261,10 +261,11 @@ func (pg *PG) waitActive(ctx context.Context) error {
 
 // waitReadable waits until the PG serves reads on this OSD: active, and
 // holding a read lease from every other OSD that takes its writes
-// (lease.go). Errors as waitActive's and checkReadLease's.
-func (pg *PG) waitReadable(ctx context.Context) error {
+// (lease.go), and returns the interval; the read must pass stillReadable
+// in it once it has read. Errors as waitActive's and checkReadLease's.
+func (pg *PG) waitReadable(ctx context.Context) (uint64, error) {
 	if err := pg.waitActive(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	return pg.checkReadLease(ctx)
 }

@@ -654,6 +654,9 @@ func TestFullRatio(t *testing.T) {
 		t.Fatalf("write %d past mon_osd_full_ratio %.4f: %v, want ENOSPC naming the full OSD", written, full, err)
 	}
 	t.Logf("write %d refused: %v", written, err)
+	// the OSD refuses by its own fill level; the MONs' map has it within a
+	// second of its report
+	c.waitHealth("HEALTH_ERR", 30*time.Second)
 	detail, _ := c.run("health", "detail")
 	if !strings.Contains(detail, "full osd(s)") {
 		t.Fatalf("health detail with full OSDs:\n%s", detail)
