@@ -58,10 +58,18 @@ func (c *conn) cause() error {
 	return c.err
 }
 
-// send queues a frame; it fails if the connection is closed.
+// send queues a frame; it fails if the connection is closed. A frame
+// that lands in the queue as the connection closes (select picks either
+// ready case) may come after the writer's last drain: it is released
+// here, so that its sender does not wait for it forever.
 func (c *conn) send(f *outFrame) error {
 	select {
 	case c.sendq <- f:
+		select {
+		case <-c.closed:
+			c.drain()
+		default:
+		}
 		return nil
 	case <-c.closed:
 		return fmt.Errorf("%w: to %s: %v", ErrConnReset, c.peer, c.cause())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"net"
 	"testing"
 )
 
@@ -43,4 +44,29 @@ func FuzzReadFrame(f *testing.F) {
 			t.Fatalf("accepted a frame longer than its input")
 		}
 	})
+}
+
+// TestSendAfterCloseReleased: frames sent to a connection that has closed
+// and whose writer has drained its queue are released (their sent channel
+// closed), whichever case send's select picks; a caller whose context
+// ends waits for that release and once hung on it.
+func TestSendAfterCloseReleased(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := newConn(a, "test", 0)
+	done := make(chan struct{})
+	go func() { c.writer(); close(done) }()
+	c.close(errors.New("test"))
+	<-done // the writer drained and returned
+	for i := range 1000 {
+		f := &outFrame{sent: make(chan struct{})}
+		if c.send(f) != nil { // refused: the caller does not wait for it
+			continue
+		}
+		select {
+		case <-f.sent:
+		default:
+			t.Fatalf("frame %d sent after close was never released", i)
+		}
+	}
 }
