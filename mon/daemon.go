@@ -512,7 +512,9 @@ func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 		return monc.Result{Message: fmt.Sprintf("osd.%d: %d of %d reporters", target, len(domains), need)}, nil
 	}
 	d.log.Info("marking osd down", "osd", target, "reporters", len(domains))
-	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strconv.Itoa(target)}})
+	// the instance reported, not one booted since (the map can change
+	// before this applies)
+	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strconv.Itoa(target), "addrs": c.Args["addr"]}})
 	f := d.raft.Apply(raw, 10*time.Second)
 	if err := f.Error(); err != nil {
 		return monc.Result{}, fmt.Errorf("%w: %v", monc.ErrNotLeader, err)
@@ -546,7 +548,7 @@ func (d *Daemon) reportTimeout(now time.Time) {
 	}
 	m, _ := d.fsm.view()
 	timeout := time.Duration(d.config().Seconds("mon_osd_report_timeout") * float64(time.Second))
-	var due []string
+	var due, addrs []string
 	d.mu.Lock()
 	if d.beacons == nil {
 		d.beacons = map[string]time.Time{}
@@ -563,7 +565,7 @@ func (d *Daemon) reportTimeout(now time.Time) {
 			continue
 		}
 		if timeout > 0 && now.Sub(last) >= timeout {
-			due = append(due, strconv.Itoa(id))
+			due, addrs = append(due, strconv.Itoa(id)), append(addrs, o.Addr)
 			delete(d.beacons, o.Addr)
 		}
 	}
@@ -573,7 +575,7 @@ func (d *Daemon) reportTimeout(now time.Time) {
 		return
 	}
 	d.log.Warn("marking osds down: no beacon", "osds", due, "timeout", timeout)
-	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strings.Join(due, ",")}})
+	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strings.Join(due, ","), "addrs": strings.Join(addrs, ",")}})
 	if err := d.raft.Apply(raw, 10*time.Second).Error(); err != nil {
 		d.log.Warn("report timeout", "err", err)
 	}

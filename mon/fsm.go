@@ -333,7 +333,11 @@ func Translate(c monc.Command) (Command, error) {
 		f, t := false, true
 		switch c.Prefix {
 		case "osd down":
-			cmd = OSDMark{IDs: ids, Up: &f}
+			var addrs []string
+			if a["addrs"] != "" {
+				addrs = strings.Split(a["addrs"], ",")
+			}
+			cmd = OSDMark{IDs: ids, Up: &f, Addrs: addrs}
 		case "osd out":
 			cmd = OSDMark{IDs: ids, In: &f, Auto: a["auto"] == "true"}
 		default:

@@ -170,12 +170,16 @@ func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
 // OSDMark sets OSDs down (Up=false), out (In=false) or back in. Auto
 // marks the MONs' own down-out (mon_osd_down_out_interval): it applies
 // only to OSDs still down and in, and records AutoOut so the OSD is marked
-// in again when it boots.
+// in again when it boots. Addrs, when set, are the instances (one per id)
+// the MON leader decided about: an OSD that has booted another instance
+// since is left alone (a failure report for a process that is gone must
+// not mark down the one that replaced it).
 type OSDMark struct {
-	IDs  []int32
-	Up   *bool // nil: unchanged; only false is allowed (an OSD comes up by booting)
-	In   *bool
-	Auto bool
+	IDs   []int32
+	Up    *bool // nil: unchanged; only false is allowed (an OSD comes up by booting)
+	In    *bool
+	Auto  bool
+	Addrs []string
 }
 
 // Apply implements Command.
@@ -190,6 +194,9 @@ func (c OSDMark) Apply(s *State) (*osdmap.Incremental, string, error) {
 			return nil, "", fmt.Errorf("osd.%d: %w", id, ErrNotFound)
 		}
 		o := s.Map.OSDs[id]
+		if i := slices.Index(c.IDs, id); i < len(c.Addrs) && c.Addrs[i] != "" && c.Addrs[i] != o.Addr {
+			continue // another instance booted since the MON looked
+		}
 		if c.Auto && (o.Up || !o.In() || c.In == nil || *c.In || s.Map.Flags.Has(osdmap.FlagNoOut)) {
 			continue // it came back, or someone else decided, since the MON looked
 		}

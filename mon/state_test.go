@@ -471,3 +471,19 @@ func TestPGHistory(t *testing.T) {
 		t.Fatalf("history of a deleted pool's pg: %v", got)
 	}
 }
+
+// TestMarkDownTheReportedInstance: a markdown decided about one instance
+// of an OSD (its address) leaves alone the instance that booted since —
+// a failure report for a process that is gone raced its restart.
+func TestMarkDownTheReportedInstance(t *testing.T) {
+	s := newState(t)
+	commit(t, s, mon.OSDBoot{ID: -1, Host: "a", Addr: "127.0.0.1:6800/1", SizeBytes: 1 << 40})
+	commit(t, s, mon.OSDBoot{ID: 0, Host: "a", Addr: "127.0.0.1:6801/2", SizeBytes: 1 << 40}) // restarted
+	if _, msg, err := s.Commit(mon.OSDMark{IDs: []int32{0}, Up: f(false), Addrs: []string{"127.0.0.1:6800/1"}}); err != nil || !s.Map.OSDs[0].Up {
+		t.Fatalf("markdown of the old instance: %q, %v; up %v, want the new one left up", msg, err, s.Map.OSDs[0].Up)
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{0}, Up: f(false), Addrs: []string{"127.0.0.1:6801/2"}})
+	if s.Map.OSDs[0].Up {
+		t.Fatal("markdown of the current instance left it up")
+	}
+}
