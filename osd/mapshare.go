@@ -46,21 +46,11 @@ func (d *OSD) learnEpoch(e uint32, id int32, addr string) {
 			d.sharing = false
 			d.shareMu.Unlock()
 		}()
-		t := time.NewTimer(mapShareGrace)
-		defer t.Stop()
-		for d.epoch() < e {
-			_, ch := d.curMap()
-			select {
-			case <-d.ctx.Done():
-				return
-			case <-ch:
-				continue
-			case <-t.C:
-			}
-			if err := d.fetchMap(e, id, addr); err != nil {
-				d.log.Warn("fetching a newer map from the peers", "epoch", e, "err", err)
-			}
-			return
+		if d.awaitEpoch(d.ctx, e, mapShareGrace, false) || d.ctx.Err() != nil {
+			return // the MONs delivered it
+		}
+		if err := d.fetchMap(e, id, addr); err != nil {
+			d.log.Warn("fetching a newer map from the peers", "epoch", e, "err", err)
 		}
 	}()
 }

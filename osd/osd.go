@@ -468,21 +468,36 @@ func (d *OSD) curMap() (*osdmap.Map, chan struct{}) {
 	return d.m, d.mapCh
 }
 
-// waitEpoch waits (up to 5 s) until the OSD has a map of epoch e.
+// waitEpoch waits (up to 5 s) until the OSD has a map of epoch e; if it
+// has not, it asks for it (learnEpoch: from the MONs, or else a peer).
 func (d *OSD) waitEpoch(ctx context.Context, e uint32) {
-	timeout := time.NewTimer(5 * time.Second)
-	defer timeout.Stop()
+	d.awaitEpoch(ctx, e, 5*time.Second, true)
+}
+
+// awaitEpoch waits up to timeout (or until ctx ends) for a map of epoch e
+// and reports whether this OSD has one; with learn, a missing epoch is
+// asked for (learnEpoch). Having it already costs one read lock: every
+// message asks.
+func (d *OSD) awaitEpoch(ctx context.Context, e uint32, timeout time.Duration, learn bool) bool {
+	m, ch := d.curMap()
+	if uint32(m.Epoch) >= e {
+		return true
+	}
+	if learn {
+		d.learnEpoch(e, -1, "")
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	for {
-		m, ch := d.curMap()
-		if uint32(m.Epoch) >= e {
-			return
-		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
-		case <-timeout.C:
-			return
+			return false
+		case <-t.C:
+			return false
+		}
+		if m, ch = d.curMap(); uint32(m.Epoch) >= e {
+			return true
 		}
 	}
 }
@@ -868,8 +883,7 @@ func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	if cur, _ := d.curMap(); cur == nil { // still booting
 		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(osdop.ErrRetry)), Msg: "osd is booting"}
 	}
-	d.learnEpoch(m.Epoch, -1, "") // the MONs, or else a peer, will have it
-	d.waitEpoch(ctx, m.Epoch)
+	d.waitEpoch(ctx, m.Epoch) // from the MONs, or else a peer
 	out, err := d.dispatch(ctx, m)
 	if err != nil {
 		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(err)), Msg: err.Error()}
