@@ -314,30 +314,22 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
 	oid := headOID(b.ID, key)
-	write := []osdop.Op{{Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}}
-	var rep *osdop.Reply
+	// One atomic request creates the head or replaces it, reading the
+	// version it replaces (absent for a new object: FailOK); with
+	// If-None-Match: * it may only create.
+	first := osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true}
+	if ifNoneMatch {
+		first = osdop.Op{Code: osdop.Create, Exclusive: true}
+	}
+	rep, err := s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
+	if ifNoneMatch && errors.Is(err, client.ErrExists) {
+		err = ErrPreconditionFailed
+	}
 	var old *headInfo
-	var err error
-	// try as a new object first; if it exists, replace it reading the
-	// version it replaces in the same atomic request
-	for attempt := 0; ; attempt++ {
-		rep, err = s.data.Operate(ctx, oid, append([]osdop.Op{{Code: osdop.Create, Exclusive: true}}, write...))
-		if !errors.Is(err, client.ErrExists) {
-			break
-		}
-		if ifNoneMatch {
-			err = ErrPreconditionFailed
-			break
-		}
-		rep, err = s.data.Operate(ctx, oid, append([]osdop.Op{{Code: osdop.GetXattr, Name: headAttr}}, write...))
-		if !errors.Is(err, client.ErrNotFound) || attempt > 8 {
-			if err == nil {
-				old = &headInfo{}
-				if json.Unmarshal(rep.Results[0].Data, old) != nil {
-					old = nil
-				}
-			}
-			break
+	if err == nil && len(rep.Results[0].Data) > 0 {
+		old = &headInfo{}
+		if json.Unmarshal(rep.Results[0].Data, old) != nil {
+			old = nil
 		}
 	}
 	if err != nil {

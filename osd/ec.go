@@ -312,7 +312,10 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 		default: // reads see the state before the request
 			r, err := pg.readOpEC(ctx, cd, o, op)
 			if err != nil {
-				return fail(err)
+				if !failOK(op, err) {
+					return fail(err)
+				}
+				r = osdop.Result{}
 			}
 			res.results[i] = r
 			continue
@@ -440,7 +443,10 @@ func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request
 	for i := range req.Ops {
 		r, err := pg.readOpEC(ctx, cd, o, &req.Ops[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+			if !failOK(&req.Ops[i], err) {
+				return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+			}
+			r = osdop.Result{}
 		}
 		rep.Results[i] = r
 	}

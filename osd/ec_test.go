@@ -177,6 +177,7 @@ func TestECRoundTrip(t *testing.T) {
 	if err := p.List(ctx, func(n string) bool { listed = append(listed, n); return true }); err != nil || len(listed) != len(model) {
 		t.Fatalf("list %v (%v), want %d objects", listed, err, len(model))
 	}
+	checkFailOK(ctx, t, p) // the gateway's head write on an erasure-coded data pool
 }
 
 // TestECShardLoss: with m OSDs of a 2+2 pool gone every object still

@@ -164,7 +164,10 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 		default: // a read inside a write request sees the state before it
 			r, err := pg.readOp(o, op)
 			if err != nil {
-				return fail(err)
+				if !failOK(op, err) {
+					return fail(err)
+				}
+				r = osdop.Result{}
 			}
 			x.results[i] = r
 			continue
@@ -188,6 +191,14 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, oid)
 	}
 	return x, nil
+}
+
+// failOK reports whether a read op's failure leaves its result empty
+// instead of failing the request: the op asked for it (osdop.Op.FailOK)
+// and the object or the attribute is absent. Other errors — a corrupt
+// copy, an unfound object, a retry — still fail the request.
+func failOK(op *osdop.Op, err error) bool {
+	return op.FailOK && (errors.Is(err, osdop.ErrNotFound) || errors.Is(err, osdop.ErrNoData))
 }
 
 // assertVersion is the assert-version op: the object exists at version
@@ -235,7 +246,10 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (*osdop.Reply,
 	for i := range req.Ops {
 		r, err := pg.readOp(o, &req.Ops[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+			if !failOK(&req.Ops[i], err) {
+				return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+			}
+			r = osdop.Result{}
 		}
 		rep.Results[i] = r
 	}

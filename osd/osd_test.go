@@ -423,6 +423,9 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 	if err := p.Create(ctx, "o", true); !errors.Is(err, client.ErrExists) {
 		t.Fatalf("exclusive create: %v", err)
 	}
+	// FailOK: a write that reads the xattr it replaces works whether or
+	// not the object (or the xattr) exists; without it, it fails whole
+	checkFailOK(ctx, t, p)
 	// async: many writes in flight, then reads
 	var cs []*client.Completion
 	for i := range 64 {
@@ -457,6 +460,38 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 	}
 	if got, err := p.Read(ctx, "z", 3, 2); err != nil || string(got) != "de" {
 		t.Fatalf("ranged read: %q %v", got, err)
+	}
+}
+
+// checkFailOK checks osdop.Op.FailOK on p: a getxattr + writefull +
+// setxattr request (the gateway's head write) creates a missing object
+// and replaces an existing one, answering the xattr it replaced; without
+// FailOK the same request on a missing object fails and writes nothing.
+func checkFailOK(ctx context.Context, t *testing.T, p *client.Pool) {
+	t.Helper()
+	swap := func(oid, v string, failOK bool) (*osdop.Reply, error) {
+		return p.Operate(ctx, oid, []osdop.Op{{Code: osdop.GetXattr, Name: "h", FailOK: failOK},
+			{Code: osdop.WriteFull, Data: []byte(v)}, {Code: osdop.SetXattr, Name: "h", Data: []byte(v)}})
+	}
+	if _, err := swap("failok", "v1", false); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("getxattr of a missing object without FailOK: %v", err)
+	}
+	if _, err := p.Stat(ctx, "failok"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("a failed request created the object: %v", err)
+	}
+	for i, want := range []string{"", "v1", "v2"} {
+		rep, err := swap("failok", fmt.Sprintf("v%d", i+1), true)
+		if err != nil || string(rep.Results[0].Data) != want {
+			t.Fatalf("FailOK swap %d: %v, replaced %q, want %q", i, err, rep.Results[0].Data, want)
+		}
+	}
+	if got, err := p.Read(ctx, "failok", 0, 0); err != nil || string(got) != "v3" {
+		t.Fatalf("after FailOK swaps: %q %v", got, err)
+	}
+	// read-only: a missing xattr leaves an empty result beside the others
+	rep, err := p.Operate(ctx, "failok", []osdop.Op{{Code: osdop.GetXattr, Name: "nope", FailOK: true}, {Code: osdop.Read}})
+	if err != nil || len(rep.Results[0].Data) != 0 || string(rep.Results[1].Data) != "v3" {
+		t.Fatalf("read-only FailOK: %v %+v", err, rep)
 	}
 }
 

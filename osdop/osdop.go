@@ -83,10 +83,15 @@ type Op struct {
 	Prefix    string // omap prefix
 	Max       uint32 // omap entries
 	Exclusive bool   // Create
-	Ver       uint64 // AssertVersion
-	Data      []byte
-	KVs       []KV
-	Keys      []string
+	// FailOK lets a read op fail without failing its request (Ceph's
+	// CEPH_OSD_OP_FLAG_FAILOK): its Result is left zero and the other ops
+	// go on — e.g. a write that also reads the xattr it replaces, whether
+	// or not the object exists yet.
+	FailOK bool
+	Ver    uint64 // AssertVersion
+	Data   []byte
+	KVs    []KV
+	Keys   []string
 }
 
 // Result is one op's outcome.
@@ -177,12 +182,29 @@ func (r *Request) encodeBody(v *vecEncoder) {
 		v.e.String(o.Name)
 		v.e.String(o.Prefix)
 		v.e.U32(o.Max)
-		v.e.Bool(o.Exclusive)
+		v.e.U8(opFlags(o))
 		v.e.U64(o.Ver)
 		v.blob(o.Data)
 		objectstore.EncodeKVs(v.e, o.KVs)
 		v.e.Strings(o.Keys)
 	}
+}
+
+// An op's flags byte (it was the Exclusive bool: 0 or 1).
+const (
+	flagExclusive uint8 = 1 << iota
+	flagFailOK
+)
+
+func opFlags(o *Op) uint8 {
+	var f uint8
+	if o.Exclusive {
+		f |= flagExclusive
+	}
+	if o.FailOK {
+		f |= flagFailOK
+	}
+	return f
 }
 
 // vecEncoder encodes into e, except that blobs of at least minData bytes
@@ -222,7 +244,11 @@ func DecodeRequest(b []byte) (*Request, error) {
 		o.Off, o.Len = d.U64(), d.U64()
 		o.Name, o.Prefix = d.String(), d.String()
 		o.Max = d.U32()
-		o.Exclusive = d.Bool()
+		if f := d.U8(); f&^(flagExclusive|flagFailOK) != 0 {
+			d.Fail("unknown op flags %#x", f)
+		} else {
+			o.Exclusive, o.FailOK = f&flagExclusive != 0, f&flagFailOK != 0
+		}
 		o.Ver = d.U64()
 		o.Data = d.BlobRef()
 		o.KVs = objectstore.DecodeKVs(d)

@@ -20,6 +20,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Code: osdop.OmapList, Name: "a", Prefix: "p", Max: 10},
 		{Code: osdop.OmapRm, Keys: []string{"x", "y"}},
 		{Code: osdop.Create, Exclusive: true},
+		{Code: osdop.GetXattr, Name: "a", FailOK: true},
 	}}
 	e := wire.NewEncoder(nil)
 	req.Encode(e)
@@ -43,6 +44,16 @@ func TestRequestRoundTrip(t *testing.T) {
 	bad[6+8+4+4+3+8+8+4] = 200 // first op's code
 	if _, err := osdop.DecodeRequest(bad); err == nil {
 		t.Fatal("unknown op code decoded")
+	}
+	bad = append(bad[:0], b...)
+	flagsAt := 6 + 8 + 4 + 4 + 3 + 8 + 8 + 4 + 1 + 8 + 8 + 4 + 4 + 4
+	bad[flagsAt] = 2 // FailOK on the first op: decodes
+	if r, err := osdop.DecodeRequest(bad); err != nil || !r.Ops[0].FailOK {
+		t.Fatalf("flags byte: %v", err)
+	}
+	bad[flagsAt] = 4 // an unknown flag
+	if _, err := osdop.DecodeRequest(bad); err == nil {
+		t.Fatal("unknown op flags decoded")
 	}
 }
 
