@@ -45,6 +45,12 @@
 // CheckBucket (`shoal bucket check --fix`) completes it from the head or
 // cancels it and queues its tails for GC; the listing never shows an
 // object without data, and data without a listing entry is reconciled.
+// Updates are coalesced per shard (indexBatcher, cls method rgw.batch):
+// while one call to a shard is in flight, the prepares, completions and
+// cancels of other requests wait and go together in the next call, so
+// under load one replicated index write serves many PUTs (a store's group
+// commit, at the gateway); each request still waits for the call that
+// carries its update, so the two phases keep their order.
 // Indexless buckets (placement "indexless") skip the index: one RADOS
 // request per PUT, no listing.
 //

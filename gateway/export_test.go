@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"context"
-
+	"sync"
 	"time"
 
 	"github.com/shoal-project/shoal/cls/rgw"
@@ -33,3 +33,21 @@ func (s *Store) ListReads() int64 { return s.listReads.Load() }
 
 // ShardObjects lists the index shard objects the bucket's layout names.
 func (b *Bucket) ShardObjects() []string { return b.Index.allShards(b.ID) }
+
+// HoldIndexCalls makes the next index call wait, before it is sent,
+// until release is called (updates to its shard queue behind it).
+func (s *Store) HoldIndexCalls() (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	s.batch.beforeCall = func() { once.Do(func() { <-ch }) }
+	return func() { close(ch) }
+}
+
+// IndexQueued counts the index updates waiting behind a call in flight.
+func (s *Store) IndexQueued() int { return s.batch.queued() }
+
+// IndexBatches reports the index calls sent, the updates they carried
+// and the most one carried.
+func (s *Store) IndexBatches() (calls, updates, most int64) {
+	return s.batch.calls.Load(), s.batch.updates.Load(), s.batch.maxBatch.Load()
+}

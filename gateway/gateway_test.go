@@ -1302,3 +1302,74 @@ func TestDynamicReshard(t *testing.T) {
 		t.Fatalf("the lock stays after the split: %v", err)
 	}
 }
+
+// TestIndexBatching: index updates that queue behind a call in flight to
+// their shard go together in the next call. The first call to a
+// one-shard bucket is held while 24 PUTs (four of them to one key) queue
+// their prepares behind it; once released, every PUT succeeds, far fewer
+// calls than updates are sent, and the index agrees with the data: every
+// key listed once with the bytes its GET returns (the key written four
+// times with the head that won), no pending record left, the stats exact.
+func TestIndexBatching(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 1, RangeShards: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := f.s3(f.admin)
+	b := "batched"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	release := f.store.HoldIndexCalls()
+	r := rand.New(rand.NewPCG(7, 8))
+	const n = 24
+	bodies := make([][]byte, n)
+	keys := make([]string, n)
+	for i := range n {
+		bodies[i] = randBytes(r, 1+r.IntN(3*tChunk))
+		keys[i] = fmt.Sprintf("k%02d", i)
+		if i >= n-4 {
+			keys[i] = "same"
+		}
+	}
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &keys[i], Body: bytes.NewReader(bodies[i])})
+			errs <- err
+		}()
+	}
+	for f.store.IndexQueued() < n-1 { // the held call carries one prepare
+		select {
+		case <-ctx.Done():
+			t.Fatalf("only %d index updates queued", f.store.IndexQueued())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	release()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls, updates, most := f.store.IndexBatches()
+	if updates != 2*n || most < n-1 || calls > n+1 {
+		t.Fatalf("%d index calls carried %d updates (at most %d in one); want %d updates, one call of the %d queued prepares", calls, updates, most, 2*n, n-1)
+	}
+	want := map[string][]byte{}
+	for i := range n - 4 {
+		want[keys[i]] = bodies[i]
+	}
+	same, _ := get(t, c, b, "same", "")
+	if !slices.ContainsFunc(bodies[n-4:], func(x []byte) bool { return bytes.Equal(x, same) }) {
+		t.Fatal("GET of the key written four times returned none of its versions")
+	}
+	want["same"] = same
+	checkListing(t, c, b, want)
+	bk, err := f.store.GetBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.store.Stats(ctx, bk); err != nil || st.Pending != 0 || st.Objects != n-3 {
+		t.Fatalf("stats %+v %v, want %d objects and nothing pending", st, err, n-3)
+	}
+}

@@ -14,34 +14,37 @@ import (
 	"github.com/shoal-project/shoal/osdop"
 )
 
-// indexCall runs an index method on every shard an update of key goes
-// to, with the bucket's current layout (a long upload that began before a
-// reshard updates the shards of the layout in force when it ends). A
-// shard that is gone means the layout changed or the bucket was deleted:
-// the entry point is read again and the call retried once.
-func (s *Store) indexCall(ctx context.Context, b *Bucket, key, method string, in []byte) ([]byte, error) {
+// indexCall applies an index update (one of u's prepare, complete,
+// cancel) to every shard an update of key goes to, with the bucket's
+// current layout (a long upload that began before a reshard updates the
+// shards of the layout in force when it ends), through the shard's
+// batcher. A shard that is gone means the layout changed or the bucket
+// was deleted: the entry point is read again and the call retried once.
+// It returns the last shard's answer.
+func (s *Store) indexCall(ctx context.Context, b *Bucket, key string, u indexUpdate) (*indexUpdate, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := s.lookupBucket(ctx, b.Name)
 		if err != nil || cur.ID != b.ID {
 			return nil, ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
 		}
 		if cur.Indexless() {
-			return nil, nil
+			return &indexUpdate{}, nil
 		}
 		var missing bool
-		var out []byte
+		var last *indexUpdate
 		for _, oid := range cur.Index.writeShards(cur.ID, key) {
-			out, err = s.index.Exec(ctx, oid, method, in)
+			last = &indexUpdate{prepare: u.prepare, complete: u.complete, cancel: u.cancel}
+			err = s.batch.do(ctx, oid, last)
 			if errors.Is(err, client.ErrNotFound) {
 				missing = true
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("bucket %s: index %s %q: %w", b.Name, method, key, err)
+				return nil, fmt.Errorf("bucket %s: index %s %q: %w", b.Name, u.method(), key, err)
 			}
 		}
 		if !missing {
-			return out, nil
+			return last, nil
 		}
 		s.forgetBucket(b.Name)
 		if attempt > 0 {
@@ -50,14 +53,24 @@ func (s *Store) indexCall(ctx context.Context, b *Bucket, key, method string, in
 	}
 }
 
+// method names u's kind for errors.
+func (u *indexUpdate) method() string {
+	switch {
+	case u.prepare != nil:
+		return "prepare"
+	case u.complete != nil:
+		return "complete"
+	}
+	return "cancel"
+}
+
 // prepare records a pending operation on key (phase one). A missing shard
 // (the bucket was deleted) gives NoSuchBucket.
 func (s *Store) prepare(ctx context.Context, b *Bucket, key, tag, op string) error {
 	if b.Indexless() {
 		return nil
 	}
-	in, _ := json.Marshal(rgw.PrepareIn{Key: key, Tag: tag, Op: op, Mtime: time.Now().UnixNano()})
-	_, err := s.indexCall(ctx, b, key, "rgw.prepare", in)
+	_, err := s.indexCall(ctx, b, key, indexUpdate{prepare: &rgw.PrepareIn{Key: key, Tag: tag, Op: op, Mtime: time.Now().UnixNano()}})
 	return err
 }
 
@@ -67,10 +80,8 @@ func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver ui
 	if b.Indexless() {
 		return nil
 	}
-	in, _ := json.Marshal(rgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()})
-	out, err := s.indexCall(ctx, b, key, "rgw.complete", in)
-	var co rgw.CompleteOut
-	if err == nil && json.Unmarshal(out, &co) == nil && s.opt.MaxObjsPerShard > 0 && co.Objects > s.opt.MaxObjsPerShard {
+	out, err := s.indexCall(ctx, b, key, indexUpdate{complete: &rgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()}})
+	if err == nil && s.opt.MaxObjsPerShard > 0 && out.objects > s.opt.MaxObjsPerShard {
 		s.queueReshard(b.Name)
 	}
 	return err
@@ -81,8 +92,7 @@ func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 	if b.Indexless() {
 		return
 	}
-	in, _ := json.Marshal(rgw.CancelIn{Key: key, Tag: tag})
-	if _, err := s.indexCall(ctx, b, key, "rgw.cancel", in); err != nil {
+	if _, err := s.indexCall(ctx, b, key, indexUpdate{cancel: &rgw.CancelIn{Key: key, Tag: tag}}); err != nil {
 		s.opt.Logger.Warn("index cancel failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
 	}
 }

@@ -139,6 +139,7 @@ type Store struct {
 	conn                          *client.Conn
 	opt                           Options
 	meta, index, data, nonec, log *client.Pool
+	batch                         *indexBatcher // index updates, coalesced per shard
 
 	// crash injection for tests (export_test.go): "before-head" stops a
 	// PUT after its tails, "before-complete" after its head, as a gateway
@@ -197,6 +198,7 @@ func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, err
 		}
 		*p.dst = pool
 	}
+	s.batch = newIndexBatcher(s.index)
 	return s, nil
 }
 

@@ -96,6 +96,27 @@ type CompleteBatchOut struct {
 	Applied int `json:"applied"`
 }
 
+// BatchIn is rgw.batch's input: the index updates of several requests to
+// one shard, applied in one call — one replicated write instead of one
+// each. The gateway coalesces the updates that queue behind a call in
+// flight to the same shard (group commit). Prepares and cancels are
+// applied as rgw.prepare and rgw.cancel; completions as rgw.complete, in
+// order, so two completions of one key in a batch leave the newer
+// version.
+type BatchIn struct {
+	Prepares  []PrepareIn  `json:"prepares,omitempty"`
+	Completes []CompleteIn `json:"completes,omitempty"`
+	Cancels   []CancelIn   `json:"cancels,omitempty"`
+}
+
+// BatchOut is rgw.batch's answer: for each completion (in BatchIn's
+// order) whether it changed the listing, and the shard's entry count
+// after the call.
+type BatchOut struct {
+	Applied []bool `json:"applied,omitempty"`
+	Objects int64  `json:"objects"`
+}
+
 // CancelIn is rgw.cancel's input: drop the pending record (the data write
 // failed or was abandoned).
 type CancelIn struct {
@@ -141,15 +162,17 @@ func prepare(o cls.Object, in []byte) ([]byte, error) {
 	if err := decode(in, &x, "rgw.prepare"); err != nil {
 		return nil, err
 	}
-	if x.Key == "" || x.Tag == "" || (x.Op != "put" && x.Op != "del") {
-		return nil, fmt.Errorf("%w: rgw.prepare needs key, tag and op put|del", cls.ErrInvalid)
-	}
-	if err := shardExists(o); err != nil {
+	if _, err := batch(o, &BatchIn{Prepares: []PrepareIn{x}}); err != nil {
 		return nil, err
 	}
-	v, _ := json.Marshal(Pending{Op: x.Op, Mtime: x.Mtime})
-	o.OmapSet([]objectstore.KV{{Key: PendingKey(x.Key, x.Tag), Value: v}})
 	return nil, nil
+}
+
+func (x *PrepareIn) check() error {
+	if x.Key == "" || x.Tag == "" || (x.Op != "put" && x.Op != "del") {
+		return fmt.Errorf("%w: rgw.prepare needs key, tag and op put|del", cls.ErrInvalid)
+	}
+	return nil
 }
 
 func complete(o cls.Object, in []byte) ([]byte, error) {
@@ -157,71 +180,130 @@ func complete(o cls.Object, in []byte) ([]byte, error) {
 	if err := decode(in, &x, "rgw.complete"); err != nil {
 		return nil, err
 	}
-	applied, st, err := completeAll(o, []CompleteIn{x})
+	out, err := batch(o, &BatchIn{Completes: []CompleteIn{x}})
 	if err != nil {
 		return nil, err
 	}
-	out, _ := json.Marshal(CompleteOut{Applied: applied == 1, Objects: st.Objects})
-	return out, nil
+	b, _ := json.Marshal(CompleteOut{Applied: out.Applied[0], Objects: out.Objects})
+	return b, nil
 }
 
 // completeBatch is rgw.complete_batch: rgw.complete for each element of a
-// JSON array of CompleteIn with distinct keys, in one call (a reshard's
-// copy); it answers CompleteBatchOut.
+// JSON array of CompleteIn, in one call (a reshard's copy); it answers
+// CompleteBatchOut.
 func completeBatch(o cls.Object, in []byte) ([]byte, error) {
 	var xs []CompleteIn
 	if err := decode(in, &xs, "rgw.complete_batch"); err != nil {
 		return nil, err
 	}
-	applied, _, err := completeAll(o, xs)
+	out, err := batch(o, &BatchIn{Completes: xs})
 	if err != nil {
 		return nil, err
 	}
-	out, _ := json.Marshal(CompleteBatchOut{Applied: applied})
-	return out, nil
+	applied := 0
+	for _, a := range out.Applied {
+		if a {
+			applied++
+		}
+	}
+	b, _ := json.Marshal(CompleteBatchOut{Applied: applied})
+	return b, nil
 }
 
-// completeAll applies completions of distinct keys, reading and writing
-// the shard's stats once (the reads of one call see the shard as it was
-// before the call), and returns how many changed the listing and the
-// shard's stats after them.
-func completeAll(o cls.Object, xs []CompleteIn) (int, Stats, error) {
-	seen := make(map[string]bool, len(xs))
-	for _, x := range xs {
-		if x.Key == "" || x.Tag == "" {
-			return 0, Stats{}, fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
+func (x *CompleteIn) check() error {
+	if x.Key == "" || x.Tag == "" {
+		return fmt.Errorf("%w: rgw.complete needs key and tag", cls.ErrInvalid)
+	}
+	return nil
+}
+
+func (x *CancelIn) check() error {
+	if x.Key == "" || x.Tag == "" {
+		return fmt.Errorf("%w: rgw.cancel needs key and tag", cls.ErrInvalid)
+	}
+	return nil
+}
+
+// rgwBatch is rgw.batch (BatchIn → BatchOut).
+func rgwBatch(o cls.Object, in []byte) ([]byte, error) {
+	var x BatchIn
+	if err := decode(in, &x, "rgw.batch"); err != nil {
+		return nil, err
+	}
+	out, err := batch(o, &x)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(out)
+	return b, nil
+}
+
+// batch applies x to the shard: every update or, if one is malformed or
+// the shard is gone, none. The shard's stats are read and written once.
+// A method's reads see the shard as it was before the call, so the
+// completions keep what they read and wrote in cur: a later completion of
+// the same key sees the earlier one's entry or tombstone.
+func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
+	for i := range x.Prepares {
+		if err := x.Prepares[i].check(); err != nil {
+			return nil, err
 		}
-		if seen[x.Key] {
-			return 0, Stats{}, fmt.Errorf("%w: rgw.complete_batch: key %q twice", cls.ErrInvalid, x.Key)
+	}
+	for i := range x.Completes {
+		if err := x.Completes[i].check(); err != nil {
+			return nil, err
 		}
-		seen[x.Key] = true
+	}
+	for i := range x.Cancels {
+		if err := x.Cancels[i].check(); err != nil {
+			return nil, err
+		}
 	}
 	if err := shardExists(o); err != nil {
-		return 0, Stats{}, err
+		return nil, err
+	}
+	if len(x.Prepares) > 0 {
+		kvs := make([]objectstore.KV, len(x.Prepares))
+		for i, p := range x.Prepares {
+			v, _ := json.Marshal(Pending{Op: p.Op, Mtime: p.Mtime})
+			kvs[i] = objectstore.KV{Key: PendingKey(p.Key, p.Tag), Value: v}
+		}
+		o.OmapSet(kvs)
+	}
+	if len(x.Cancels) > 0 {
+		keys := make([]string, len(x.Cancels))
+		for i, c := range x.Cancels {
+			keys[i] = PendingKey(c.Key, c.Tag)
+		}
+		o.OmapRm(keys)
+	}
+	out := &BatchOut{Applied: make([]bool, len(x.Completes))}
+	if len(x.Completes) == 0 {
+		return out, nil
 	}
 	keys := []string{StatsKey}
-	for _, x := range xs {
-		keys = append(keys, x.Key, TombstonePrefix+x.Key)
+	for _, c := range x.Completes {
+		keys = append(keys, c.Key, TombstonePrefix+c.Key)
 	}
 	cur, err := o.OmapGet(keys)
 	if err != nil {
-		return 0, Stats{}, err
+		return nil, err
 	}
 	var st Stats
 	if b, ok := cur[StatsKey]; ok {
 		if err := json.Unmarshal(b, &st); err != nil {
-			return 0, Stats{}, fmt.Errorf("rgw.complete: shard stats: %w", err)
+			return nil, fmt.Errorf("rgw.complete: shard stats: %w", err)
 		}
 	}
-	applied := 0
-	for _, x := range xs {
-		tk := TombstonePrefix + x.Key
+	changed := false
+	for i, c := range x.Completes {
+		tk := TombstonePrefix + c.Key
 		var old *Entry
 		var newest uint64
-		if b, ok := cur[x.Key]; ok {
+		if b, ok := cur[c.Key]; ok {
 			old = &Entry{}
 			if err := json.Unmarshal(b, old); err != nil {
-				return 0, Stats{}, fmt.Errorf("rgw.complete: entry %q: %w", x.Key, err)
+				return nil, fmt.Errorf("rgw.complete: entry %q: %w", c.Key, err)
 			}
 			newest = old.Ver
 		}
@@ -231,34 +313,39 @@ func completeAll(o cls.Object, xs []CompleteIn) (int, Stats, error) {
 				newest = max(newest, t)
 			}
 		}
-		o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
-		if x.Ver <= newest {
+		o.OmapRm([]string{PendingKey(c.Key, c.Tag)})
+		if c.Ver <= newest {
 			continue
 		}
-		applied++
+		out.Applied[i], changed = true, true
 		if old != nil {
 			st.Objects--
 			st.Bytes -= old.Size
 		}
-		if x.Entry != nil {
-			e := *x.Entry
-			e.Ver, e.Tag = x.Ver, x.Tag
+		if c.Entry != nil {
+			e := *c.Entry
+			e.Ver, e.Tag = c.Ver, c.Tag
 			b, _ := json.Marshal(e)
-			o.OmapSet([]objectstore.KV{{Key: x.Key, Value: b}})
+			o.OmapSet([]objectstore.KV{{Key: c.Key, Value: b}})
 			o.OmapRm([]string{tk})
+			cur[c.Key] = b
+			delete(cur, tk)
 			st.Objects++
 			st.Bytes += e.Size
 		} else {
-			b, _ := json.Marshal(x.Ver)
+			b, _ := json.Marshal(c.Ver)
 			o.OmapSet([]objectstore.KV{{Key: tk, Value: b}})
-			o.OmapRm([]string{x.Key})
+			o.OmapRm([]string{c.Key})
+			cur[tk] = b
+			delete(cur, c.Key)
 		}
 	}
-	if applied > 0 {
+	if changed {
 		b, _ := json.Marshal(st)
 		o.OmapSet([]objectstore.KV{{Key: StatsKey, Value: b}})
 	}
-	return applied, st, nil
+	out.Objects = st.Objects
+	return out, nil
 }
 
 func cancel(o cls.Object, in []byte) ([]byte, error) {
@@ -266,10 +353,9 @@ func cancel(o cls.Object, in []byte) ([]byte, error) {
 	if err := decode(in, &x, "rgw.cancel"); err != nil {
 		return nil, err
 	}
-	if err := shardExists(o); err != nil {
+	if _, err := batch(o, &BatchIn{Cancels: []CancelIn{x}}); err != nil {
 		return nil, err
 	}
-	o.OmapRm([]string{PendingKey(x.Key, x.Tag)})
 	return nil, nil
 }
 
@@ -304,4 +390,5 @@ func init() {
 	cls.Register("rgw", "complete", complete)
 	cls.Register("rgw", "complete_batch", completeBatch)
 	cls.Register("rgw", "cancel", cancel)
+	cls.Register("rgw", "batch", rgwBatch)
 }
