@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -117,6 +118,18 @@ func writePid(c *Conf, name string) error {
 	return os.WriteFile(pidPath(c, name), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644)
 }
 
+// tuneGC sets the daemon's garbage collector from its configuration:
+// daemon_gc_percent unless GOGC is set, and a soft memory limit of
+// memLimit bytes (0: none) unless GOMEMLIMIT is set.
+func tuneGC(cfg *config.Config, memLimit int64) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(int(cfg.Int("daemon_gc_percent")))
+	}
+	if memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memLimit)
+	}
+}
+
 // waitSignal blocks until SIGINT or SIGTERM.
 func waitSignal() os.Signal {
 	ch := make(chan os.Signal, 1)
@@ -155,6 +168,7 @@ func RunMon(c *Conf, id string) error {
 		return fmt.Errorf("%s: log: %w", name, err)
 	}
 	defer closer.Close()
+	tuneGC(cfg, 0)
 	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: cfg.String("mon_data"),
 		FSID: cfg.String("fsid"), Keyring: kr, FileKeys: keys, Config: c.File, Name: name, Logger: log})
 	if err != nil {
@@ -200,6 +214,7 @@ func RunOSD(c *Conf, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	tuneGC(cfg, int64(cfg.Size("osd_memory_target")))
 	class := cfg.String("crush_device_class")
 	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
 		class = strings.TrimSpace(string(b))
