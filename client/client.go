@@ -299,6 +299,30 @@ const vecRequestMin = 64 << 10
 // Operate applies ops to the object atomically (all or none) on the PG's
 // primary and returns their results.
 func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.Reply, error) {
+	r, msg, err := p.operate(ctx, oid, ops)
+	if err != nil {
+		return nil, err
+	}
+	copyResults(r)
+	msg.Release()
+	return r, nil
+}
+
+// OperateRef is Operate without copying the results out of the reply's
+// receive buffer: their Data and KVs stay valid until the caller calls
+// release (once; nil on error), and must not be used after it. For data
+// passed straight on — the gateway's GETs — it saves a copy and an
+// allocation of every byte read.
+func (p *Pool) OperateRef(ctx context.Context, oid string, ops []osdop.Op) (rep *osdop.Reply, release func(), err error) {
+	r, msg, err := p.operate(ctx, oid, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, msg.Release, nil
+}
+
+// operate is Operate whose results alias the returned message's payload.
+func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.Reply, *msgr.Message, error) {
 	if p.c.cfg.OpTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.c.cfg.OpTimeout)
@@ -321,22 +345,22 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if m.Flags.Has(hold) {
 			last = fmt.Errorf("held: the %s flag is set (shoal osd unset pause)", hold)
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%w: %s: %v (last: %v)", ErrTimeout, oid, ctx.Err(), last)
+				return nil, nil, fmt.Errorf("%w: %s: %v (last: %v)", ErrTimeout, oid, ctx.Err(), last)
 			}
 			p.c.waitNewer(ctx, m.Epoch, 5*time.Second)
 			continue
 		}
 		pool, err := m.Pool(p.id)
 		if err != nil {
-			return nil, fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
+			return nil, nil, fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
 		}
 		pgid, err := m.ObjectToPG(pool.ID, oid, "")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		mp, err := m.MapPG(pgid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if (payload == nil && parts == nil) || req.Seed != pgid.Seed {
 			req.Seed = pgid.Seed
@@ -360,18 +384,16 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 				r, err := osdop.DecodeReply(rep.Payload)
 				if err != nil {
 					rep.Release()
-					return nil, err
+					return nil, nil, err
 				}
-				copyResults(r)
-				rep.Release()
-				return r, nil
+				return r, rep, nil
 			}
 			var re *msgr.RemoteError
 			if errors.As(err, &re) && syscall.Errno(re.Code) != syscall.EAGAIN {
-				return nil, osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
+				return nil, nil, osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
 			}
 			if errors.Is(err, msgr.ErrAuth) {
-				return nil, fmt.Errorf("%w: %v", ErrPermission, err)
+				return nil, nil, fmt.Errorf("%w: %v", ErrPermission, err)
 			}
 			if last == nil || ctx.Err() == nil { // keep the OSD's reason over our own deadline
 				last = fmt.Errorf("osd.%d: %w", mp.ActingPrimary, err)
@@ -380,7 +402,7 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 			last = fmt.Errorf("pg %s has no primary (acting set empty)", pgid)
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %s: %v (last: %v)", ErrTimeout, oid, ctx.Err(), last)
+			return nil, nil, fmt.Errorf("%w: %s: %v (last: %v)", ErrTimeout, oid, ctx.Err(), last)
 		}
 		p.c.waitNewer(ctx, m.Epoch, 500*time.Millisecond)
 	}
@@ -401,9 +423,19 @@ func copyResults(r *osdop.Reply) {
 
 // Completion is an asynchronous op's outcome.
 type Completion struct {
-	done chan struct{}
-	rep  *osdop.Reply
-	err  error
+	done    chan struct{}
+	rep     *osdop.Reply
+	release func() // OperateRefAsync: returns the reply's buffer
+	err     error
+}
+
+// Release ends the use of an OperateRefAsync reply's results (a no-op
+// for other completions); call it once the op completed.
+func (c *Completion) Release() {
+	if c.release != nil {
+		c.release()
+		c.release = nil
+	}
 }
 
 // Wait blocks until the op completes.
@@ -421,6 +453,17 @@ func (p *Pool) OperateAsync(ctx context.Context, oid string, ops []osdop.Op) *Co
 	go func() {
 		defer close(c.done)
 		c.rep, c.err = p.Operate(ctx, oid, ops)
+	}()
+	return c
+}
+
+// OperateRefAsync starts OperateRef and returns at once; the results stay
+// valid until the completion's Release.
+func (p *Pool) OperateRefAsync(ctx context.Context, oid string, ops []osdop.Op) *Completion {
+	c := &Completion{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.rep, c.release, c.err = p.OperateRef(ctx, oid, ops)
 	}()
 	return c
 }

@@ -119,11 +119,14 @@ func writePid(c *Conf, name string) error {
 }
 
 // tuneGC sets the daemon's garbage collector from its configuration:
-// daemon_gc_percent unless GOGC is set, and a soft memory limit of
-// memLimit bytes (0: none) unless GOMEMLIMIT is set.
-func tuneGC(cfg *config.Config, memLimit int64) {
+// daemon_gc_percent (0: gcPercent) unless GOGC is set, and a soft memory
+// limit of memLimit bytes (0: none) unless GOMEMLIMIT is set.
+func tuneGC(cfg *config.Config, gcPercent int, memLimit int64) {
+	if p := int(cfg.Int("daemon_gc_percent")); p > 0 {
+		gcPercent = p
+	}
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(int(cfg.Int("daemon_gc_percent")))
+		debug.SetGCPercent(gcPercent)
 	}
 	if memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memLimit)
@@ -168,7 +171,7 @@ func RunMon(c *Conf, id string) error {
 		return fmt.Errorf("%s: log: %w", name, err)
 	}
 	defer closer.Close()
-	tuneGC(cfg, 0)
+	tuneGC(cfg, 100, 0)
 	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: cfg.String("mon_data"),
 		FSID: cfg.String("fsid"), Keyring: kr, FileKeys: keys, Config: c.File, Name: name, Logger: log})
 	if err != nil {
@@ -214,7 +217,7 @@ func RunOSD(c *Conf, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	tuneGC(cfg, int64(cfg.Size("osd_memory_target")))
+	tuneGC(cfg, 100, int64(cfg.Size("osd_memory_target")))
 	class := cfg.String("crush_device_class")
 	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
 		class = strings.TrimSpace(string(b))

@@ -84,7 +84,7 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 		return fmt.Errorf("%s: log: %w", name, err)
 	}
 	defer closer.Close()
-	tuneGC(cfg, 0)
+	tuneGC(cfg, 400, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)

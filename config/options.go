@@ -40,7 +40,7 @@ var Options = []Option{
 	{Name: "cluster_addr", Type: String, Desc: "An OSD's address on the cluster (back) network (host:port; port 0 picks one): other OSDs send it replication, recovery and peering there and heartbeat both it and public_addr. Empty: public_addr carries everything."},
 	{Name: "keyring", Type: String, Default: "$data/keyring", Desc: "Keyring file holding the cluster key for this entity."},
 	{Name: "log_file", Type: String, Default: "$data/log/$name.log", Desc: "Daemon log file."},
-	{Name: "daemon_gc_percent", Type: Int, Default: "400", Min: 10, Max: 10000, Desc: "Heap growth, in percent of the live heap, that starts a garbage collection in a daemon (Go's GOGC; the GOGC environment variable overrides it). Daemons keep small live heaps, so the Go default of 100 spends a fifth of a busy gateway's CPU collecting; an OSD's heap is also capped softly at osd_memory_target (Go's GOMEMLIMIT, which the environment variable overrides)."},
+	{Name: "daemon_gc_percent", Type: Int, Default: "0", Min: 0, Max: 10000, Desc: "Heap growth, in percent of the live heap, that starts a garbage collection in a daemon (Go's GOGC; the GOGC environment variable overrides it). 0: the daemon's default — 400 for gateways, whose live heap is small and whose per-request garbage would otherwise cost a fifth of their CPU in collections, 100 (Go's) for OSDs and MONs. An OSD's heap is also capped softly at osd_memory_target (Go's GOMEMLIMIT, which the environment variable overrides)."},
 
 	// objects and clients
 	{Name: "osd_max_object_size", Type: Size, Default: "128M", Min: 4096, Max: 1 << 40, Desc: "Largest RADOS object; larger writes are refused (E2BIG)."},

@@ -95,7 +95,7 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 	removed := 0
 	for _, e := range es {
 		if e.Head != "" {
-			h, _, _, err := s.headAt(ctx, e.Head, false)
+			h, _, _, _, err := s.headAt(ctx, e.Head, false)
 			if err != nil && !errors.Is(err, ErrNoSuchKey) {
 				// unknown whether the tails are in use: keep them
 				return removed, fmt.Errorf("gc: %w", err)

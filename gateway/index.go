@@ -399,33 +399,36 @@ func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix boo
 
 // readHead reads key's head metadata and version (ErrNoSuchKey).
 func (s *Store) readHead(ctx context.Context, b *Bucket, key string) (*headInfo, uint64, error) {
-	h, _, ver, err := s.headAt(ctx, headOID(b.ID, key), false)
+	h, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
 	return h, ver, err
 }
 
 // headAt reads the head object oid: its metadata, version and, if
 // withData, its data, in one request. ErrNoSuchKey if it does not exist.
-func (s *Store) headAt(ctx context.Context, oid string, withData bool) (*headInfo, []byte, uint64, error) {
+// The data aliases the reply's buffer until release is called (nil
+// without data).
+func (s *Store) headAt(ctx context.Context, oid string, withData bool) (h *headInfo, data []byte, ver uint64, release func(), err error) {
 	ops := []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}}
 	if withData {
 		ops = append(ops, osdop.Op{Code: osdop.Read})
 	}
-	rep, err := s.data.Operate(ctx, oid, ops)
+	rep, rel, err := s.data.OperateRef(ctx, oid, ops)
 	if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNoData) {
-		return nil, nil, 0, ErrNoSuchKey
+		return nil, nil, 0, nil, ErrNoSuchKey
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("head %s: %w", oid, err)
+		return nil, nil, 0, nil, fmt.Errorf("head %s: %w", oid, err)
 	}
-	h := &headInfo{}
+	h = &headInfo{}
 	if err := json.Unmarshal(rep.Results[0].Data, h); err != nil {
-		return nil, nil, 0, fmt.Errorf("head %s: metadata: %w", oid, err)
+		rel()
+		return nil, nil, 0, nil, fmt.Errorf("head %s: metadata: %w", oid, err)
 	}
-	var data []byte
-	if withData {
-		data = rep.Results[1].Data
+	if !withData {
+		rel()
+		return h, nil, rep.Ver, nil, nil
 	}
-	return h, data, rep.Ver, nil
+	return h, rep.Results[1].Data, rep.Ver, rel, nil
 }
 
 func (h *headInfo) entry() *rgw.Entry {

@@ -357,6 +357,17 @@ type Object struct {
 	key  string
 	info *headInfo
 	head []byte // the head's data if it was read with the metadata
+	// release returns head's buffer (it aliases the reply's); Close calls it
+	release func()
+}
+
+// Close releases what the object holds of the cluster's replies; o's
+// data must not be used after it.
+func (o *Object) Close() {
+	if o.release != nil {
+		o.release()
+		o.release, o.head = nil, nil
+	}
 }
 
 // Size is the object's length in bytes.
@@ -402,16 +413,16 @@ func (o *Object) PartRange(part int) (off, n int64, ok bool) {
 }
 
 // OpenObject reads an object's metadata (and, if withData, its head's
-// data in the same request). ErrNoSuchKey if absent.
+// data in the same request, held until Close). ErrNoSuchKey if absent.
 func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData bool) (*Object, error) {
-	h, data, _, err := s.headAt(ctx, headOID(b.ID, key), withData)
+	h, data, _, release, err := s.headAt(ctx, headOID(b.ID, key), withData)
 	if errors.Is(err, ErrNoSuchKey) {
 		return nil, ErrNoSuchKey.with("key %q does not exist", key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s/%s: %w", b.Name, key, err)
 	}
-	return &Object{s: s, b: b, key: key, info: h, head: data}, nil
+	return &Object{s: s, b: b, key: key, info: h, head: data, release: release}, nil
 }
 
 // WriteRange copies [off, off+n) of the object to w, reading ahead up to
@@ -444,7 +455,7 @@ func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) erro
 				queue = append(queue, pending{data: o.head[r.off : r.off+r.len], n: r.len})
 				continue
 			}
-			queue = append(queue, pending{c: s.data.ReadAsync(ctx, r.oid, uint64(r.off), uint64(r.len)), n: r.len})
+			queue = append(queue, pending{c: s.data.OperateRefAsync(ctx, r.oid, []osdop.Op{{Code: osdop.Read, Off: uint64(r.off), Len: uint64(r.len)}}), n: r.len})
 			inflight += r.len
 		}
 		p := queue[0]
@@ -458,10 +469,15 @@ func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) erro
 			}
 			data = rep.Results[0].Data
 			if int64(len(data)) != p.n {
+				p.c.Release()
 				return fmt.Errorf("get %s/%s: short read of a stripe (%d of %d bytes): %w", o.b.Name, o.key, len(data), p.n, client.ErrCorrupt)
 			}
 		}
-		if _, err := w.Write(data); err != nil {
+		_, err := w.Write(data)
+		if p.c != nil {
+			p.c.Release()
+		}
+		if err != nil {
 			return err
 		}
 	}

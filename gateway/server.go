@@ -670,6 +670,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	if err != nil {
 		return err
 	}
+	defer o.Close()
 	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
 		if err == ErrNotModified {
 			h := rq.w.Header()

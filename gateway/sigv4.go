@@ -34,6 +34,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -509,11 +510,37 @@ func sigLookup(ctx context.Context, lookup SecretLookup, accessKey string) (stri
 // sigV4SigningKey derives the signing key of the scope date/region/service
 // ("Signature Calculations ...: Calculating a Signature").
 func sigV4SigningKey(secret, date, region, service string) []byte {
-	key := sigHMAC([]byte("AWS4"+secret), date)
+	id := signingKeyID{secret, date, region, service}
+	signingKeys.Lock()
+	key, ok := signingKeys.m[id]
+	signingKeys.Unlock()
+	if ok {
+		return key
+	}
+	key = sigHMAC([]byte("AWS4"+secret), date)
 	key = sigHMAC(key, region)
 	key = sigHMAC(key, service)
-	return sigHMAC(key, sigV4Terminator)
+	key = sigHMAC(key, sigV4Terminator)
+	signingKeys.Lock()
+	if len(signingKeys.m) >= maxSigningKeys {
+		clear(signingKeys.m) // a new day, or many keys: start afresh
+	}
+	signingKeys.m[id] = key
+	signingKeys.Unlock()
+	return key
 }
+
+// signingKeys caches derived SigV4 signing keys: one key serves a
+// secret's requests for a whole day and region, and deriving it costs
+// four HMACs per request (AWS's SigV4 documentation suggests caching it).
+var signingKeys = struct {
+	sync.Mutex
+	m map[signingKeyID][]byte
+}{m: map[signingKeyID][]byte{}}
+
+const maxSigningKeys = 4096
+
+type signingKeyID struct{ secret, date, region, service string }
 
 func sigHMAC(key []byte, data string) []byte {
 	m := hmac.New(sha256.New, key)

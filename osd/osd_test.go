@@ -442,6 +442,20 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 			t.Fatalf("async read %d: %v", i, err)
 		}
 	}
+	// results that alias the reply's buffer until released
+	rep, release, err := p.OperateRef(ctx, "a7", []osdop.Op{{Code: osdop.Read}, {Code: osdop.Stat}})
+	if err != nil || string(rep.Results[0].Data) != "7" || rep.Results[1].Size != 1 {
+		t.Fatalf("OperateRef: %v %+v", err, rep)
+	}
+	release()
+	if _, release, err := p.OperateRef(ctx, "nope", []osdop.Op{{Code: osdop.Read}}); !errors.Is(err, client.ErrNotFound) || release != nil {
+		t.Fatalf("OperateRef of a missing object: %v", err)
+	}
+	ac := p.OperateRefAsync(ctx, "a8", []osdop.Op{{Code: osdop.Read}})
+	if r, err := ac.Wait(); err != nil || string(r.Results[0].Data) != "8" {
+		t.Fatalf("OperateRefAsync: %v", err)
+	}
+	ac.Release()
 	// zero within the object; truncate; write at an offset past the end
 	if err := p.WriteFull(ctx, "z", []byte("abcdef")); err != nil {
 		t.Fatal(err)
