@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -158,15 +157,18 @@ func (r fixedEndpoint) ResolveEndpoint(_ context.Context, p s3.EndpointParameter
 	return smithyendpoints.Endpoint{URI: u}, nil
 }
 
-func (o *S3Options) clients() ([]*s3.Client, error) {
+// clients returns, for each endpoint, an SDK client (setup and cleanup)
+// and the lean client of the measured operations, sharing one transport.
+func (o *S3Options) clients() ([]*s3.Client, []*s3Raw, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: o.Concurrency * 2, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		DisableCompression: true}
 	hc := &http.Client{Transport: tr}
 	var out []*s3.Client
+	var raw []*s3Raw
 	for _, ep := range o.Endpoints {
 		u, err := url.Parse(ep)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("bench s3: endpoint %q: want a URL like http://127.0.0.1:7480", ep)
+			return nil, nil, fmt.Errorf("bench s3: endpoint %q: want a URL like http://127.0.0.1:7480", ep)
 		}
 		out = append(out, s3.New(s3.Options{Region: o.Region, BaseEndpoint: aws.String(ep), UsePathStyle: true, HTTPClient: hc,
 			EndpointResolverV2:         fixedEndpoint{*u},
@@ -175,8 +177,10 @@ func (o *S3Options) clients() ([]*s3.Client, error) {
 			ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 			RetryMaxAttempts:           1,
 			APIOptions:                 []func(*middleware.Stack) error{unsignedPayload}}))
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		raw = append(raw, newS3Raw(hc, *u, o.AccessKey, o.SecretKey, o.Region))
 	}
-	return out, nil
+	return out, raw, nil
 }
 
 func (o *S3Options) key(i int) string { return o.Prefix + strconv.Itoa(i) }
@@ -216,7 +220,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	cls, err := o.clients()
+	cls, raws, err := o.clients()
 	if err != nil {
 		return nil, err
 	}
@@ -230,18 +234,17 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	if err != nil && !(errors.As(err, &ae) && (ae.ErrorCode() == "BucketAlreadyOwnedByYou" || ae.ErrorCode() == "BucketAlreadyExists")) {
 		return nil, fmt.Errorf("bench s3: create bucket %s: %w", o.Bucket, err)
 	}
-	put := func(c *s3.Client, buf []byte, i int) ([]byte, error) {
+	put := func(c *s3Raw, buf []byte, i int) ([]byte, error) {
 		n := o.Sizes.of(i)
 		if cap(buf) < n {
 			buf = make([]byte, n)
 		}
 		buf = buf[:n]
 		newContent(seed, i, n).fill(buf)
-		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &o.Bucket, Key: aws.String(o.key(i)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(n))})
-		return buf, err
+		return buf, c.put(ctx, o.Bucket, o.key(i), buf)
 	}
 	if o.Op != "put" {
-		if err := o.populate(ctx, cls, put, out); err != nil {
+		if err := o.populate(ctx, cls[0], raws, put, out); err != nil {
 			return nil, err
 		}
 	}
@@ -284,7 +287,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := cls[w%len(cls)]
+			c := raws[w%len(raws)]
 			r := rand.New(rand.NewPCG(uint64(w), seed))
 			var buf, rbuf []byte
 			for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -305,7 +308,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 					buf, err = put(c, buf, i)
 				} else {
 					s.op = 1
-					rbuf, err = o.get(ctx, c, rbuf, i)
+					rbuf, err = c.get(ctx, o.Bucket, o.key(i), rbuf)
 					if err == nil && (len(rbuf) != o.Sizes.of(i) || newContent(seed, i, len(rbuf)).check(rbuf) >= 0) {
 						verify.Add(1)
 						err = fmt.Errorf("%w: %s", ErrS3Verify, o.key(i))
@@ -349,22 +352,11 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	return res, nil
 }
 
-func (o *S3Options) get(ctx context.Context, c *s3.Client, buf []byte, i int) ([]byte, error) {
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &o.Bucket, Key: aws.String(o.key(i))})
-	if err != nil {
-		return buf, err
-	}
-	defer out.Body.Close()
-	b := bytes.NewBuffer(buf[:0])
-	_, err = b.ReadFrom(out.Body)
-	return b.Bytes(), err
-}
-
 // populate uploads the keys a get or mixed run reads that are missing or
 // of the wrong size.
-func (o *S3Options) populate(ctx context.Context, cls []*s3.Client, put func(*s3.Client, []byte, int) ([]byte, error), out io.Writer) error {
+func (o *S3Options) populate(ctx context.Context, lister *s3.Client, raws []*s3Raw, put func(*s3Raw, []byte, int) ([]byte, error), out io.Writer) error {
 	have := map[string]int64{}
-	p := s3.NewListObjectsV2Paginator(cls[0], &s3.ListObjectsV2Input{Bucket: &o.Bucket, Prefix: &o.Prefix})
+	p := s3.NewListObjectsV2Paginator(lister, &s3.ListObjectsV2Input{Bucket: &o.Bucket, Prefix: &o.Prefix})
 	for p.HasMorePages() {
 		pg, err := p.NextPage(ctx)
 		if err != nil {
@@ -399,7 +391,7 @@ func (o *S3Options) populate(ctx context.Context, cls []*s3.Client, put func(*s3
 					return
 				}
 				var err error
-				if buf, err = put(cls[w%len(cls)], buf, todo[k]); err != nil {
+				if buf, err = put(raws[w%len(raws)], buf, todo[k]); err != nil {
 					errOnce.Do(func() { perr = err })
 					return
 				}
