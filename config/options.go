@@ -63,6 +63,8 @@ var Options = []Option{
 	{Name: "bluestore_block_wal_path", Type: String, Desc: "Directory for the metadata write-ahead log on a faster device (block.wal)."},
 	{Name: "objectstore_commit_window", Type: Seconds, Default: "0.0003", Min: 0, Max: 0.1, Desc: "Under load, how long a commit group waits for more transactions before it syncs (adaptive group commit; 0 disables)."},
 	{Name: "bluestore_cache_size", Type: Size, Default: "256M", Min: 1 << 20, Max: 1 << 40, Desc: "Metadata block cache of an OSD."},
+	{Name: "bluestore_default_buffered_read", Type: Bool, Default: "true", Desc: "Keep data an OSD reads from its device in its data cache (bluestore_data_cache_size), so that reading it again costs a memory copy instead of a device read (BlueStore's buffered reads). Writes do not fill the cache; deep scrub always reads the device."},
+	{Name: "bluestore_data_cache_size", Type: Size, Default: "1G", Min: 0, Max: 1 << 50, Desc: "Memory of an OSD's data cache (least recently read blocks leave first); 0 disables it. Part of what osd_memory_target budgets, beside bluestore_cache_size (metadata)."},
 	{Name: "metrics_addr", Type: String, Desc: "Address (host:port) where the daemon serves Prometheus metrics at /metrics; empty: none."},
 	{Name: "osd_heartbeat_interval", Type: Seconds, Default: "6", Min: 0.1, Max: 3600, Desc: "Seconds between heartbeats to peer OSDs."},
 	{Name: "osd_heartbeat_min_peers", Type: Int, Default: "10", Min: 1, Max: 1000, Desc: "Fewest OSDs an OSD heartbeats: those it shares PGs with, then its neighbours by id, up to this many."},

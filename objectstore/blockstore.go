@@ -51,6 +51,10 @@ type Options struct {
 	// OnodeCacheSize bounds the decoded-onode cache in bytes (inline data
 	// included); default 64 MiB, negative disables it.
 	OnodeCacheSize int
+	// DataCacheSize bounds the cache of data blocks reads fetched from the
+	// device (BlueStore's buffer cache, bluestore_default_buffered_read);
+	// default DefaultDataCache, negative disables it.
+	DataCacheSize int64
 	// CommitWindow is how long, under load, a commit group waits for more
 	// transactions before it syncs: syncs are the dominant per-commit
 	// cost, and when every core is busy the wait costs nothing. Applied
@@ -67,6 +71,7 @@ const (
 	DefaultInlineMax  = 32 << 10
 	DefaultCacheSize  = 256 << 20
 	DefaultOnodeCache = 64 << 20
+	DefaultDataCache  = 1 << 30
 	// DefaultCommitWindow: see Options.CommitWindow and docs/PERFORMANCE.md.
 	DefaultCommitWindow = 300 * time.Microsecond
 	maxGroup            = 512 // transactions per commit group
@@ -98,6 +103,7 @@ type BlockStore struct {
 	once     sync.Once
 	failed   atomic.Pointer[error]
 	onodes   *onodeCache   // decoded onodes, refreshed by the committer
+	dcache   *dataCache    // device blocks reads fetched (nil: none)
 	colls    map[Coll]bool // committed collections; owned by the committer
 }
 
@@ -143,6 +149,9 @@ func Open(opts Options) (*BlockStore, error) {
 	if opts.OnodeCacheSize == 0 {
 		opts.OnodeCacheSize = DefaultOnodeCache
 	}
+	if opts.DataCacheSize == 0 {
+		opts.DataCacheSize = DefaultDataCache
+	}
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
@@ -176,7 +185,7 @@ func Open(opts Options) (*BlockStore, error) {
 		opts.CommitWindow = DefaultCommitWindow
 	}
 	s := &BlockStore{window: opts.CommitWindow, db: db, log: opts.Logger, reqs: make(chan *request, maxGroup), quit: make(chan struct{}), exited: make(chan struct{}),
-		onodes: newOnodeCache(opts.OnodeCacheSize)}
+		onodes: newOnodeCache(opts.OnodeCacheSize), dcache: newDataCache(opts.DataCacheSize)}
 	if err := s.load(opts); err != nil {
 		db.Close()
 		return nil, err
@@ -450,6 +459,7 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 		s.mu.Lock()
 		for _, f := range g.freed {
 			s.alloc.set(f.start, f.n, false)
+			s.dcache.drop(f.start, f.n)
 		}
 		for k, o := range g.committed {
 			s.onodes.put(k, o)

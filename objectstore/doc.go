@@ -57,6 +57,20 @@
 // sync and one log sync serve the whole group, so concurrent writers share
 // them (group commit).
 //
+// # Data cache
+//
+// Blocks that reads fetch from the device are kept in a data cache
+// (datacache.go; BlueStore's buffer cache with
+// bluestore_default_buffered_read), so data read again costs a memory
+// copy instead of a direct read, its system call and its checksum pass
+// (the checksum was verified when the block was read). It is keyed by
+// physical block, which copy-on-write keeps exact: a block's contents do
+// not change while an onode refers to it, readers add only blocks of
+// committed onodes (holding the store's lock shared), and the committer
+// drops freed blocks in the locked step that returns them to the
+// allocator. Writes do not fill it. ReadDevice bypasses it: deep scrub
+// checks the device.
+//
 // # Why this layout and not append-only segments
 //
 // The alternative the design allowed — data appended to log segments,

@@ -188,6 +188,11 @@ func (s *MemStore) object(c Coll, oid string) (*memObject, error) {
 	return objs[oid], nil
 }
 
+// ReadDevice is Read (MemStore caches nothing).
+func (s *MemStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error) {
+	return s.Read(c, oid, off, length)
+}
+
 // Read implements Store.
 func (s *MemStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
 	s.mu.RLock()

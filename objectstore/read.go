@@ -17,9 +17,21 @@ func (s *BlockStore) readable() error {
 }
 
 // Read returns bytes [off, off+length) of the object, clipped to its size
-// (length 0 reads to the end). Every block read is checked against its
-// crc32c; a mismatch returns ErrCorrupt, never the bad bytes.
+// (length 0 reads to the end). Every block read from the device is
+// checked against its crc32c; a mismatch returns ErrCorrupt, never the
+// bad bytes. Blocks read before come from the data cache (checked when
+// they were read).
 func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
+	return s.read(c, oid, off, length, s.dcache)
+}
+
+// ReadDevice is Read from the device alone, never from the data cache:
+// deep scrub checks what the device holds.
+func (s *BlockStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error) {
+	return s.read(c, oid, off, length, nil)
+}
+
+func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.readable(); err != nil {
@@ -52,6 +64,9 @@ func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error
 		from, to := max(x.Logical, b0), min(x.end(), b1)
 		dst := buf[(from-b0)*BlockSize : (to-b0)*BlockSize]
 		phys := x.Phys + (from - x.Logical)
+		if cache.get(phys, to-from, dst) {
+			continue
+		}
 		if _, err := s.dev.ReadAt(dst, int64(phys*BlockSize)); err != nil {
 			return nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
 		}
@@ -62,6 +77,7 @@ func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error
 					c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
 			}
 		}
+		cache.put(phys, dst)
 	}
 	return buf[off-b0*BlockSize : end-b0*BlockSize], nil
 }

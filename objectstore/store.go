@@ -61,6 +61,9 @@ type Store interface {
 	// result arrives.
 	Submit(t *Transaction) <-chan error
 	Read(c Coll, oid string, off, length uint64) ([]byte, error) // length 0: to the end
+	// ReadDevice is Read from the device itself, bypassing any cache of
+	// data: what deep scrub checks.
+	ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error)
 	Stat(c Coll, oid string) (Stat, error)
 	GetAttr(c Coll, oid, name string) ([]byte, error)
 	Attrs(c Coll, oid string) (map[string][]byte, error)

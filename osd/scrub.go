@@ -186,8 +186,8 @@ func (pg *PG) scrubObject(oid string, deep bool) scrubObj {
 		after = kvs[len(kvs)-1].Key
 	}
 	o.OmapDigest = h.Sum32()
-	if deep {
-		data, err := s.Read(pg.coll, oid, 0, 0)
+	if deep { // from the device, not a cache of what was read before
+		data, err := s.ReadDevice(pg.coll, oid, 0, 0)
 		if err != nil {
 			return fail("read", err)
 		}

@@ -1,0 +1,181 @@
+package objectstore
+
+import (
+	"container/list"
+	"sync"
+)
+
+// dataCache keeps device blocks that reads fetched (BlueStore's buffer
+// cache with bluestore_default_buffered_read), so that data read again —
+// the hot objects of a GET workload — costs a copy instead of a direct
+// device read, its system call and its checksum pass. It is keyed by
+// physical block: writes are copy-on-write, so a block's contents never
+// change while an onode refers to it, and a block can hold new contents
+// only after it was freed. The store therefore keeps the cache exact with
+// two rules:
+//
+//   - a block is put only by a reader, holding the store's lock shared,
+//     that found it in a committed onode and verified its checksum;
+//   - freed blocks are dropped by the committer holding the store's lock
+//     exclusively, in the step that returns them to the allocator (after
+//     every reader that could still see them has finished).
+//
+// Blocks are grouped in units of unitBlocks aligned on the device, each
+// with a bitmap of the blocks it holds, spread over shards with a lock
+// and an LRU list each; budget bounds the units' memory. Writes do not
+// fill the cache (BlueStore's bluestore_default_buffered_write = false).
+type dataCache struct {
+	shards [cacheShards]cacheShard
+}
+
+const (
+	unitBlocks  = 16 // 64 KiB units
+	unitBytes   = unitBlocks * BlockSize
+	cacheShards = 16
+)
+
+type cacheShard struct {
+	mu     sync.Mutex
+	units  map[uint64]*list.Element // unit number → *cacheUnit in lru
+	lru    list.List                // front: most recent
+	budget int                      // units this shard may hold
+}
+
+type cacheUnit struct {
+	n    uint64 // unit number: device block n*unitBlocks is its first
+	mask uint16 // blocks held
+	buf  []byte // unitBytes
+}
+
+// newDataCache returns a cache of at most budget bytes, or nil (no
+// cache) if budget is below one unit per shard.
+func newDataCache(budget int64) *dataCache {
+	per := int(budget / unitBytes / cacheShards)
+	if per < 1 {
+		return nil
+	}
+	c := &dataCache{}
+	for i := range c.shards {
+		c.shards[i].units = map[uint64]*list.Element{}
+		c.shards[i].budget = per
+	}
+	return c
+}
+
+func (c *dataCache) shard(unit uint64) *cacheShard { return &c.shards[unit%cacheShards] }
+
+// span calls fn for each unit that blocks [phys, phys+n) touch, with the
+// first block and the count of them in that unit; it stops if fn returns
+// false.
+func span(phys, n uint64, fn func(unit, first, count uint64) bool) bool {
+	for b := phys; b < phys+n; {
+		u := b / unitBlocks
+		first := b - u*unitBlocks
+		count := min(unitBlocks-first, phys+n-b)
+		if !fn(u, first, count) {
+			return false
+		}
+		b += count
+	}
+	return true
+}
+
+// unitMask is the mask of count blocks from first within a unit.
+func unitMask(first, count uint64) uint16 { return uint16((uint32(1)<<count - 1) << first) }
+
+// get copies device blocks [phys, phys+n) into dst (n blocks long) and
+// reports whether the cache held all of them; on false, dst's contents
+// are unspecified.
+func (c *dataCache) get(phys, n uint64, dst []byte) bool {
+	if c == nil {
+		return false
+	}
+	off := uint64(0)
+	return span(phys, n, func(u, first, count uint64) bool {
+		sh := c.shard(u)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		e, ok := sh.units[u]
+		if !ok {
+			return false
+		}
+		cu := e.Value.(*cacheUnit)
+		if want := unitMask(first, count); cu.mask&want != want {
+			return false
+		}
+		copy(dst[off:off+count*BlockSize], cu.buf[first*BlockSize:(first+count)*BlockSize])
+		sh.lru.MoveToFront(e)
+		off += count * BlockSize
+		return true
+	})
+}
+
+// put stores device blocks [phys, phys+len(data)/BlockSize), read and
+// verified by a reader holding the store's lock shared.
+func (c *dataCache) put(phys uint64, data []byte) {
+	if c == nil {
+		return
+	}
+	off := uint64(0)
+	span(phys, uint64(len(data))/BlockSize, func(u, first, count uint64) bool {
+		sh := c.shard(u)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		var cu *cacheUnit
+		if e, ok := sh.units[u]; ok {
+			cu = e.Value.(*cacheUnit)
+			sh.lru.MoveToFront(e)
+		} else {
+			if sh.lru.Len() >= sh.budget { // reuse the least recent unit's buffer
+				old := sh.lru.Back()
+				cu = old.Value.(*cacheUnit)
+				delete(sh.units, cu.n)
+				sh.lru.Remove(old)
+				cu.n, cu.mask = u, 0
+			} else {
+				cu = &cacheUnit{n: u, buf: make([]byte, unitBytes)}
+			}
+			sh.units[u] = sh.lru.PushFront(cu)
+		}
+		copy(cu.buf[first*BlockSize:(first+count)*BlockSize], data[off:off+count*BlockSize])
+		cu.mask |= unitMask(first, count)
+		off += count * BlockSize
+		return true
+	})
+}
+
+// drop forgets device blocks [phys, phys+n): they were freed (the caller
+// holds the store's lock exclusively).
+func (c *dataCache) drop(phys, n uint64) {
+	if c == nil {
+		return
+	}
+	span(phys, n, func(u, first, count uint64) bool {
+		sh := c.shard(u)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if e, ok := sh.units[u]; ok {
+			cu := e.Value.(*cacheUnit)
+			if cu.mask &^= unitMask(first, count); cu.mask == 0 {
+				delete(sh.units, u)
+				sh.lru.Remove(e)
+			}
+		}
+		return true
+	})
+}
+
+// bytes is the memory the cache's units hold.
+func (c *dataCache) bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	var n int64
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += int64(sh.lru.Len()) * unitBytes
+		sh.mu.Unlock()
+	}
+	return n
+}

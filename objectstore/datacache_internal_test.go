@@ -1,0 +1,67 @@
+package objectstore
+
+import (
+	"bytes"
+	"testing"
+)
+
+func blocks(n int, fill byte) []byte { return bytes.Repeat([]byte{fill}, n*BlockSize) }
+
+// TestDataCacheUnits: runs that cross unit boundaries are stored and
+// returned whole; a run is a hit only if every block is held; dropped
+// blocks miss while their unit's other blocks still hit; the budget
+// evicts the least recently used unit of a shard.
+func TestDataCacheUnits(t *testing.T) {
+	c := newDataCache(2 * cacheShards * unitBytes) // two units per shard
+	run := append(blocks(10, 'a'), blocks(10, 'b')...)
+	c.put(unitBlocks-4, run) // blocks 12..31: units 0 and 1
+	dst := make([]byte, len(run))
+	if !c.get(unitBlocks-4, 20, dst) || !bytes.Equal(dst, run) {
+		t.Fatal("a run across two units: no hit, or other bytes")
+	}
+	one := make([]byte, BlockSize)
+	if !c.get(unitBlocks+6, 1, one) || one[0] != 'b' { // block 22: the first of b
+		t.Fatal("one block inside the run")
+	}
+	if c.get(unitBlocks-5, 2, make([]byte, 2*BlockSize)) {
+		t.Fatal("a run starting before the cached blocks hit")
+	}
+	c.drop(unitBlocks, 1) // block 16
+	if c.get(unitBlocks-4, 20, dst) {
+		t.Fatal("a run over a dropped block hit")
+	}
+	if !c.get(unitBlocks+1, 3, make([]byte, 3*BlockSize)) {
+		t.Fatal("blocks beside a dropped one missed")
+	}
+	c.drop(0, 2*unitBlocks)
+	if c.bytes() != 0 {
+		t.Fatalf("%d bytes held after dropping everything", c.bytes())
+	}
+	// units 0, 16 and 32 share shard 0 (cacheShards = 16); it holds two
+	for i, u := range []uint64{0, cacheShards, 2 * cacheShards} {
+		c.put(u*unitBlocks, blocks(1, byte('0'+i)))
+		if i == 1 {
+			c.get(0, 1, one) // unit 0 is now the more recent
+		}
+	}
+	if !c.get(0, 1, one) || one[0] != '0' {
+		t.Fatal("the recently read unit was evicted")
+	}
+	if c.get(cacheShards*unitBlocks, 1, one) {
+		t.Fatal("the least recent unit was kept over budget")
+	}
+	if !c.get(2*cacheShards*unitBlocks, 1, one) || one[0] != '2' {
+		t.Fatal("the newest unit is missing")
+	}
+	if c.bytes() != 2*unitBytes {
+		t.Fatalf("%d bytes held, want two units", c.bytes())
+	}
+	if newDataCache(unitBytes) != nil {
+		t.Fatal("a budget below one unit per shard made a cache")
+	}
+	var none *dataCache
+	none.put(0, blocks(1, 'x'))
+	if none.get(0, 1, one) {
+		t.Fatal("the nil cache hit")
+	}
+}
