@@ -88,7 +88,12 @@ func TestDataCache(t *testing.T) {
 	for i := range 40 {
 		data := bytes.Repeat(fmt.Appendf(nil, "%03d", i), 20<<10+i*100)
 		oid := fmt.Sprint("o", i%3)
-		apply(func(t *objectstore.Transaction) { t.Remove("c", "a"); t.Write("c", "a", 0, v2); t.Truncate("c", oid, 0); t.Write("c", oid, 0, data) })
+		apply(func(t *objectstore.Transaction) {
+			t.Remove("c", "a")
+			t.Write("c", "a", 0, v2)
+			t.Truncate("c", oid, 0)
+			t.Write("c", oid, 0, data)
+		})
 		read(oid, data)
 		read(oid, data)
 		read("a", v2)
