@@ -122,5 +122,11 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	}
 	log.Info("stopping")
 	cancel()
-	return <-done
+	err = <-done
+	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer fcancel()
+	if ferr := store.Flush(fctx); ferr != nil {
+		log.Warn("stopped with index completions in flight; `shoal bucket check --fix` finishes them", "err", ferr)
+	}
+	return err
 }

@@ -41,16 +41,22 @@
 // records a pending operation, complete after it records the entry with
 // the head's version (PG log sequence) — applied only if newer than what
 // the index holds, so racing writers leave the index agreeing with the
-// head that won. A crash between the phases leaves a pending record:
-// CheckBucket (`shoal bucket check --fix`) completes it from the head or
-// cancels it and queues its tails for GC; the listing never shows an
-// object without data, and data without a listing entry is reconciled.
+// head that won. As in RGW, the completion is sent after the request is
+// answered (completeAsync): the head write is the commit point, and a
+// listing that meets a key with a pending record reads that key's head
+// in the same pass and lists what the head says (reconcile; RGW's
+// check_disk_state). So a listing right after a PUT or DELETE shows it
+// whether or not its completion has landed, never an object without data
+// and never a deleted one. A crash between the phases leaves a pending
+// record, which listings resolve the same way and CheckBucket (`shoal
+// bucket check --fix`) completes from the head or cancels, queueing its
+// tails for GC. Shard stats lag by the completions in flight.
 // Updates are coalesced per shard (indexBatcher, cls method rgw.batch):
 // while one call to a shard is in flight, the prepares, completions and
 // cancels of other requests wait and go together in the next call, so
 // under load one replicated index write serves many PUTs (a store's group
-// commit, at the gateway); each request still waits for the call that
-// carries its update, so the two phases keep their order.
+// commit, at the gateway); a request waits for the call that carries its
+// prepare, so the phases keep their order.
 // Indexless buckets (placement "indexless") skip the index: one RADOS
 // request per PUT, no listing.
 //

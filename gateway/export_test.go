@@ -9,7 +9,7 @@ import (
 )
 
 // SetFailpoint makes the store stop where a crashed gateway would: a PUT
-// "before-head" or "before-complete", a multipart completion
+// "before-head" or "before-complete" (a DELETE too), a multipart completion
 // "complete-before-cleanup", a reshard "reshard-after-begin" or
 // "reshard-after-switch" ("" for none); and resolve pending index
 // operations of any age.
@@ -43,8 +43,8 @@ func (s *Store) HoldIndexCalls() (release func()) {
 	return func() { close(ch) }
 }
 
-// IndexQueued counts the index updates waiting behind a call in flight.
-func (s *Store) IndexQueued() int { return s.batch.queued() }
+// IndexWaiting counts the index updates waiting for a call or its answer.
+func (s *Store) IndexWaiting() int { return s.batch.waiting() }
 
 // IndexBatches reports the index calls sent, the updates they carried
 // and the most one carried.

@@ -87,6 +87,56 @@ func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver ui
 	return err
 }
 
+// completeAsync completes an operation whose head write succeeded
+// without making its request wait for it, as RGW sends its index
+// completions: the request has already reached its commit point, and
+// until the completion lands the key's pending record makes listings read
+// the head itself (reconcile), so the listing is right either way, and a
+// completion lost with its gateway is finished by `shoal bucket check
+// --fix`. At most maxAsyncCompletions are outstanding (then the caller
+// waits for room); Flush waits for them.
+func (s *Store) completeAsync(b *Bucket, key, tag string, ver uint64, e *rgw.Entry) {
+	if b.Indexless() {
+		return
+	}
+	s.asyncSlots <- struct{}{}
+	s.async.Add(1)
+	go func() {
+		defer s.async.Done()
+		defer func() { <-s.asyncSlots }()
+		ctx, cancel := context.WithTimeout(context.Background(), asyncCompletionTimeout)
+		defer cancel()
+		if err := s.complete(ctx, b, key, tag, ver, e); err != nil {
+			s.opt.Logger.Warn("index complete failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
+		}
+	}()
+}
+
+const (
+	// maxAsyncCompletions bounds the index completions a gateway has in
+	// flight after answering their requests.
+	maxAsyncCompletions = 4096
+	// asyncCompletionTimeout bounds one (the cluster unavailable: the
+	// pending record stays, and listings and bucket check handle it).
+	asyncCompletionTimeout = 5 * time.Minute
+)
+
+// Flush waits, until ctx ends, for the index completions the store has
+// in flight (a gateway stopping calls it).
+func (s *Store) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.async.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("gateway: index completions still in flight: %w", ctx.Err())
+	}
+}
+
 // cancel drops a prepared operation whose data write failed.
 func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 	if b.Indexless() {
@@ -164,10 +214,7 @@ func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				kvs, more, err := s.index.OmapList(ctx, c.oid, c.after, prefix, batch)
-				if errors.Is(err, client.ErrNotFound) {
-					kvs, more, err = nil, false, nil
-				}
+				kvs, more, err := s.listShard(ctx, b, c.oid, c.after, prefix, batch)
 				c.kvs, c.i, c.more, errs[i] = kvs, 0, more, err
 				if len(kvs) > 0 {
 					c.after = kvs[len(kvs)-1].Key
@@ -219,6 +266,125 @@ func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, 
 			out = append(out, e)
 		}
 	}
+}
+
+// listShard reads up to n entries of shard oid after `after` with the
+// prefix, and whether it holds more, as the listing should show them: in
+// the same request it reads the shard's pending records of the keys in
+// that interval, and the entries of those keys are taken from their heads
+// (reconcile). The entries are sorted; the interval they cover ends at
+// the last raw entry read (kvs may have lost or gained keys in it).
+func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix string, n int) (kvs []client.KV, more bool, err error) {
+	ops := []osdop.Op{{Code: osdop.OmapList, Name: after, Prefix: prefix, Max: uint32(n)},
+		{Code: osdop.OmapList, Name: pendingAfter(after), Prefix: rgw.PendingPrefix + prefix, Max: pendingBatch}}
+	rep, err := s.index.Operate(ctx, oid, ops)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	kvs, more = rep.Results[0].KVs, rep.Results[0].More
+	bound := "" // the interval's last key ("" with more = false: none)
+	if more {
+		bound = kvs[len(kvs)-1].Key
+	}
+	var keys []string
+	pend, pmore := rep.Results[1].KVs, rep.Results[1].More
+	for {
+		last := ""
+		for _, kv := range pend {
+			k, _, ok := rgw.SplitPendingKey(kv.Key)
+			if !ok || (more && k > bound) {
+				pmore = false
+				break
+			}
+			if len(keys) == 0 || keys[len(keys)-1] != k {
+				keys = append(keys, k)
+			}
+			last = kv.Key
+		}
+		if !pmore {
+			break
+		}
+		if pend, pmore, err = s.index.OmapList(ctx, oid, last, rgw.PendingPrefix+prefix, pendingBatch); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(keys) == 0 {
+		return kvs, more, nil
+	}
+	kvs, err = s.reconcile(ctx, b, kvs, keys)
+	return kvs, more, err
+}
+
+// pendingBatch is how many pending records a listing reads with a batch
+// of entries (more are read if there are).
+const pendingBatch = 256
+
+// pendingAfter is the omap start-after of the pending records of keys
+// after `after` (an entry start-after).
+func pendingAfter(after string) string {
+	if after <= rgw.EntriesAfter {
+		return ""
+	}
+	return rgw.PendingPrefix + after + "\x00\xff" // past every record of `after` itself
+}
+
+// reconcile makes entries kvs (sorted) agree with the heads of keys
+// (sorted), which have pending operations: an operation whose completion
+// has not landed — sent after its request was answered (completeAsync),
+// or lost with its gateway — may have written or removed the head, the
+// commit point. Each such key is listed as its head says, or not at all
+// if it has none (RGW's check_disk_state on listing). A pending operation
+// whose head write has not happened yet leaves the previous version,
+// which is what the head still says.
+func (s *Store) reconcile(ctx context.Context, b *Bucket, kvs []client.KV, keys []string) ([]client.KV, error) {
+	vals := make([][]byte, len(keys)) // nil: no head
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			h, ver, err := s.readHead(ctx, b, k)
+			if errors.Is(err, ErrNoSuchKey) {
+				return
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			e := h.entry()
+			e.Ver, e.Tag = ver, h.Tag
+			vals[i], _ = json.Marshal(e)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("bucket %s: reconcile pending operations: %w", b.Name, err)
+	}
+	out := make([]client.KV, 0, len(kvs)+len(keys))
+	i, j := 0, 0
+	for i < len(kvs) || j < len(keys) {
+		switch {
+		case j == len(keys) || (i < len(kvs) && kvs[i].Key < keys[j]):
+			out = append(out, kvs[i])
+			i++
+		default:
+			if i < len(kvs) && kvs[i].Key == keys[j] {
+				i++ // replaced by (or dropped for) the head
+			}
+			if vals[j] != nil {
+				out = append(out, client.KV{Key: keys[j], Value: vals[j]})
+			}
+			j++
+		}
+	}
+	return out, nil
 }
 
 // Listing is one page of ListObjects.

@@ -32,6 +32,7 @@ type indexBatcher struct {
 
 	calls, updates atomic.Int64 // rgw.batch calls sent and the updates they carried
 	maxBatch       atomic.Int64 // the most updates one call carried
+	inCalls        int64        // updates in calls in flight (under mu)
 
 	beforeCall func() // tests: runs before each call is sent
 }
@@ -74,11 +75,12 @@ func (b *indexBatcher) do(ctx context.Context, oid string, u *indexUpdate) error
 	}
 }
 
-// queued counts the updates waiting for a call (not those in one).
-func (b *indexBatcher) queued() int {
+// waiting counts the updates waiting for a call or for the answer to
+// the call carrying them.
+func (b *indexBatcher) waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := 0
+	n := int(b.inCalls)
 	for _, q := range b.shards {
 		n += len(q)
 	}
@@ -97,8 +99,12 @@ func (b *indexBatcher) send(oid string) {
 			return
 		}
 		b.shards[oid] = nil // present: a sender runs
+		b.inCalls += int64(len(q))
 		b.mu.Unlock()
 		b.call(oid, q)
+		b.mu.Lock()
+		b.inCalls -= int64(len(q))
+		b.mu.Unlock()
 	}
 }
 

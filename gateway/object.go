@@ -228,8 +228,9 @@ type PutResult struct {
 }
 
 // PutObject stores an object: index prepare, tails, head (the commit
-// point: it replaces the previous version atomically), index complete,
-// and the previous version's tails to the GC queue. On any failure before
+// point: it replaces the previous version atomically), the previous
+// version's tails to the GC queue, and the index completion in the
+// background (see completeAsync). On any failure before
 // the head write the tails are removed and the previous version stays.
 func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInput) (*PutResult, error) {
 	if in.Size > MaxObjectSize {
@@ -344,9 +345,7 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	if old != nil && old.Tag != h.Tag {
 		s.gcEnqueue(cctx, old)
 	}
-	if err := s.complete(cctx, b, key, h.Tag, rep.Ver, h.entry()); err != nil {
-		s.opt.Logger.Warn("index complete failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
-	}
+	s.completeAsync(b, key, h.Tag, rep.Ver, h.entry())
 	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
 }
 
@@ -485,7 +484,8 @@ func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) erro
 }
 
 // DeleteObject removes key: prepare, remove the head (reading the version
-// it removes in the same request), complete, queue its tails for GC.
+// it removes in the same request), queue its tails for GC, and complete
+// in the background (see completeAsync).
 // Deleting an absent key succeeds (S3 semantics).
 func (s *Store) DeleteObject(ctx context.Context, b *Bucket, key string) error {
 	tag := newTag()
@@ -502,10 +502,12 @@ func (s *Store) DeleteObject(ctx context.Context, b *Bucket, key string) error {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return fmt.Errorf("delete %s/%s: %w", b.Name, key, err)
 	}
-	cctx := context.WithoutCancel(ctx)
 	old := &headInfo{}
 	if json.Unmarshal(rep.Results[0].Data, old) == nil {
-		s.gcEnqueue(cctx, old)
+		s.gcEnqueue(context.WithoutCancel(ctx), old)
 	}
-	return s.complete(cctx, b, key, tag, rep.Ver, nil)
+	if s.failpoint != "before-complete" {
+		s.completeAsync(b, key, tag, rep.Ver, nil)
+	}
+	return nil
 }

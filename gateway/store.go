@@ -139,7 +139,9 @@ type Store struct {
 	conn                          *client.Conn
 	opt                           Options
 	meta, index, data, nonec, log *client.Pool
-	batch                         *indexBatcher // index updates, coalesced per shard
+	batch                         *indexBatcher  // index updates, coalesced per shard
+	async                         sync.WaitGroup // completions in flight (completeAsync)
+	asyncSlots                    chan struct{}  // bounds them
 
 	// crash injection for tests (export_test.go): "before-head" stops a
 	// PUT after its tails, "before-complete" after its head, as a gateway
@@ -172,7 +174,7 @@ const cacheTTL = 5 * time.Second
 // cluster's defaults) the gateway's pools.
 func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, error) {
 	opt.setDefaults()
-	s := &Store{conn: conn, opt: opt, buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
+	s := &Store{conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
 	for _, p := range []struct {
 		name  string
 		pgNum string
