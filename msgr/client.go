@@ -3,6 +3,7 @@ package msgr
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"net"
 	"sync"
@@ -107,17 +108,33 @@ func (c *Client) Addr() string { return c.addr }
 // A handler's error arrives as *RemoteError. payload is not copied and must
 // not change until Call returns; the reply must be Released.
 func (c *Client) Call(ctx context.Context, typ uint16, payload []byte) (*Message, error) {
-	return c.call(ctx, typ, payload, nil)
+	return c.call(ctx, typ, payload, nil, nil)
 }
 
 // CallVec is Call with the payload given as parts to concatenate: they are
 // written with one vectored write, not copied into one buffer (requests
 // that carry large data). The parts must not change until CallVec returns.
 func (c *Client) CallVec(ctx context.Context, typ uint16, parts [][]byte) (*Message, error) {
-	return c.call(ctx, typ, nil, parts)
+	return c.call(ctx, typ, nil, parts, nil)
 }
 
-func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][]byte) (*Message, error) {
+// CallVecSum is CallVec with the payload's checksum already computed
+// (Checksum of parts): a sender that sends the same parts to several
+// peers — a primary OSD to its replicas — checksums them once.
+func (c *Client) CallVecSum(ctx context.Context, typ uint16, parts [][]byte, sum uint32) (*Message, error) {
+	return c.call(ctx, typ, nil, parts, &sum)
+}
+
+// Checksum is the frame checksum (crc32c) of a payload given as parts.
+func Checksum(parts [][]byte) uint32 {
+	var crc uint32
+	for _, p := range parts {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	return crc
+}
+
+func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][]byte, sum *uint32) (*Message, error) {
 	size := len(payload)
 	for _, p := range parts {
 		size += len(p)
@@ -144,6 +161,9 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][
 	cc.pending[id] = ch
 	cc.mu.Unlock()
 	f := &outFrame{h: header{typ: typ, reqID: id, epoch: c.cfg.epoch(), length: uint32(size)}, payload: payload, parts: parts, sent: make(chan struct{})}
+	if sum != nil {
+		f.sum, f.hasSum = *sum, true
+	}
 	if err := cc.send(f); err != nil {
 		cc.forget(id)
 		return nil, err

@@ -21,7 +21,9 @@ var ErrClosed = errors.New("msgr: closed")
 type outFrame struct {
 	h       header
 	payload []byte
-	parts   [][]byte      // if set, the payload is their concatenation (written without copying)
+	parts   [][]byte // if set, the payload is their concatenation (written without copying)
+	sum     uint32   // the payload's checksum, if hasSum (else computed as it is written)
+	hasSum  bool
 	sent    chan struct{} // closed once written (or dropped with the connection)
 }
 
@@ -105,13 +107,17 @@ func (c *conn) writer() {
 			frame := make([]byte, headerLen+4)
 			f.h.put(frame[:headerLen])
 			bufs = append(bufs, frame[:headerLen])
-			var crc uint32
+			crc := f.sum
 			if f.parts == nil {
-				crc = crc32.Checksum(f.payload, castagnoli)
+				if !f.hasSum {
+					crc = crc32.Checksum(f.payload, castagnoli)
+				}
 				bufs = append(bufs, f.payload)
 			}
 			for _, p := range f.parts {
-				crc = crc32.Update(crc, castagnoli, p)
+				if !f.hasSum {
+					crc = crc32.Update(crc, castagnoli, p)
+				}
 				bufs = append(bufs, p)
 			}
 			binary.LittleEndian.PutUint32(frame[headerLen:], crc)

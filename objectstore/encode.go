@@ -10,7 +10,7 @@ import (
 // a transaction to its replicas (as Ceph's repop carries an
 // ObjectStore::Transaction).
 func (t *Transaction) Encode(e *wire.Encoder) {
-	mark := e.Begin(1, 1)
+	mark := e.Begin(2, 2)
 	e.U32(uint32(len(t.ops)))
 	for i := range t.ops {
 		o := &t.ops[i]
@@ -20,7 +20,7 @@ func (t *Transaction) Encode(e *wire.Encoder) {
 		e.String(o.oid2)
 		e.U64(o.off)
 		e.U64(o.n)
-		e.Blob(o.data)
+		e.AlignedBlob(o.data)
 		e.String(o.name)
 		EncodeKVs(e, o.kvs)
 		e.Strings(o.keys)
@@ -28,14 +28,18 @@ func (t *Transaction) Encode(e *wire.Encoder) {
 	e.End(mark)
 }
 
-// EncodedLen is the exact number of bytes Encode appends: callers size
-// their buffers with it, so that encoding a transaction that carries
-// object data copies that data once.
+// EncodedLen bounds the number of bytes Encode appends (exact but for
+// the alignment padding of large data): callers size their buffers with
+// it, so that encoding a transaction that carries object data copies that
+// data once.
 func (t *Transaction) EncodedLen() int {
 	n := 2 + 4 + 4 // section header, op count
 	for i := range t.ops {
 		o := &t.ops[i]
-		n += 1 + 4 + len(o.coll) + 4 + len(o.oid) + 4 + len(o.oid2) + 8 + 8 + 4 + len(o.data) + 4 + len(o.name) + 4 + 4
+		n += 1 + 4 + len(o.coll) + 4 + len(o.oid) + 4 + len(o.oid2) + 8 + 8 + 4 + 4 + len(o.data) + 4 + len(o.name) + 4 + 4
+		if len(o.data) >= 8<<10 {
+			n += wire.BlockAlign - 1 // at most, for AlignedBlob's padding
+		}
 		for _, kv := range o.kvs {
 			n += 4 + len(kv.Key) + 4 + len(kv.Value)
 		}
@@ -73,12 +77,12 @@ func DecodeKVs(d *wire.Decoder) []KV {
 // DecodeTransaction reads a transaction Encode wrote. Data slices alias d's
 // input, which must stay unchanged until the transaction is applied.
 func DecodeTransaction(d *wire.Decoder) (*Transaction, error) {
-	_, end := d.Begin("transaction", 1)
+	_, end := d.Begin("transaction", 2)
 	n := d.Count(40)
 	t := &Transaction{ops: make([]op, 0, n)}
 	for range n {
 		o := op{code: opCode(d.U8()), coll: Coll(d.String()), oid: d.String(), oid2: d.String(), off: d.U64(), n: d.U64()}
-		o.data = d.BlobRef()
+		o.data = d.AlignedBlobRef()
 		o.name = d.String()
 		o.kvs = DecodeKVs(d)
 		o.keys = d.Strings()

@@ -74,12 +74,29 @@ type objState struct {
 func (m *peerMsg) encode() []byte {
 	size := 256
 	if m.Obj != nil {
-		size += len(m.Obj.Data)
+		size += len(m.Obj.Data) + wire.BlockAlign
 	}
 	if m.Txn != nil {
 		size += m.Txn.EncodedLen()
 	}
 	e := wire.NewEncoder(make([]byte, 0, size))
+	m.encodeTo(e)
+	return e.Bytes()
+}
+
+// encodeVec is encode as parts to write with one vectored write: object
+// data of at least minData bytes (a replicated write's, a recovery push's)
+// is referenced, not copied (for msgr.Client.CallVec).
+func (m *peerMsg) encodeVec(minData int) [][]byte {
+	e := wire.NewVecEncoder(minData)
+	m.encodeTo(e)
+	return e.Parts()
+}
+
+// encodeTo writes m to e. Object data — of a transaction's writes or of a
+// whole object — goes as aligned blobs, so that the receiver writes it to
+// its device with O_DIRECT from the message's buffer.
+func (m *peerMsg) encodeTo(e *wire.Encoder) {
 	e.I64(m.PG.Pool)
 	e.U32(m.PG.Seed)
 	e.U64(m.Interval)
@@ -96,7 +113,7 @@ func (m *peerMsg) encode() []byte {
 	e.Bool(m.Obj != nil)
 	if m.Obj != nil {
 		e.Bool(m.Obj.Exists)
-		e.Blob(m.Obj.Data)
+		e.AlignedBlob(m.Obj.Data)
 		objectstore.EncodeKVs(e, m.Obj.Attrs)
 		objectstore.EncodeKVs(e, m.Obj.Omap)
 	}
@@ -123,7 +140,6 @@ func (m *peerMsg) encode() []byte {
 		e.I32(c.OSD)
 		e.I64(int64(c.Left))
 	}
-	return e.Bytes()
 }
 
 // decodePeerMsg reads a peerMsg; byte slices alias b.
@@ -139,7 +155,7 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	m.OID = d.String()
 	m.Names = d.Strings()
 	if d.Bool() {
-		m.Obj = &objState{Exists: d.Bool(), Data: d.BlobRef()}
+		m.Obj = &objState{Exists: d.Bool(), Data: d.AlignedBlobRef()}
 		m.Obj.Attrs = objectstore.DecodeKVs(d)
 		m.Obj.Omap = objectstore.DecodeKVs(d)
 	}

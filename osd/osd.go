@@ -709,6 +709,18 @@ func sourceIP(addr string) string {
 // reported to the MONs at once.
 func (d *OSD) call(ctx context.Context, id int32, addr string, typ uint16, payload []byte) ([]byte, error) {
 	rep, err := d.peer(id, addr).Call(ctx, typ, payload)
+	return d.answer(id, addr, rep, err)
+}
+
+// callVec is call with the payload as parts (see msgr.Client.CallVecSum)
+// and its checksum already computed.
+func (d *OSD) callVec(ctx context.Context, id int32, addr string, typ uint16, parts [][]byte, sum uint32) ([]byte, error) {
+	rep, err := d.peer(id, addr).CallVecSum(ctx, typ, parts, sum)
+	return d.answer(id, addr, rep, err)
+}
+
+// answer is a peer call's reply payload (copied) or error.
+func (d *OSD) answer(id int32, addr string, rep *msgr.Message, err error) ([]byte, error) {
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
 			d.reportFailure(id, d.frontAddr(id, addr), true)

@@ -12,6 +12,7 @@ import (
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -429,23 +430,28 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	pg.mu.Unlock()
 
 	errs := make(chan error, len(others))
-	var shared []byte // replicas all get x.t: encode it once
+	// Replicas all get x.t: encode it once, its data referenced rather
+	// than copied into the message, and checksum it once.
+	var shared [][]byte
+	var sum uint32
 	if cd == nil && len(others) > 0 {
 		m := pm
 		m.Txn = x.t
-		shared = m.encode()
+		shared = m.encodeVec(repOpVecMin)
+		sum = msgr.Checksum(shared)
 	}
 	for _, r := range others {
 		go func() {
-			msg := shared
+			msg, msum := shared, sum
 			if msg == nil {
 				m := pm
 				m.Txn = r.txn
-				msg = m.encode()
+				msg = m.encodeVec(repOpVecMin)
+				msum = msgr.Checksum(msg)
 			}
 			rctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()
-			_, err := d.call(rctx, r.id, r.addr, msgRepOp, msg)
+			_, err := d.callVec(rctx, r.id, r.addr, msgRepOp, msg, msum)
 			if err != nil {
 				err = fmt.Errorf("osd.%d: %w", r.id, err)
 			}
@@ -481,6 +487,10 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	}
 	return &osdop.Reply{Ver: v.Seq, Results: x.results}, nil
 }
+
+// repOpVecMin is the data size from which a replicated write's message
+// references the data instead of copying it.
+const repOpVecMin = 16 << 10
 
 // checkFull refuses a write that adds data when a member of the acting
 // set is full (as the map says, or this OSD's own device now).

@@ -10,10 +10,8 @@
 package osdop
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"syscall"
 	"time"
@@ -144,10 +142,33 @@ type Reply struct {
 	Results []Result
 }
 
-// Encode appends r's wire form to e.
+// Encode appends r's wire form to e (a vector encoder references large
+// op data instead of copying it). Op data of 8 KiB or more starts at a
+// multiple of 4 KiB from the start of the encoding, so an OSD that reads
+// the request into page-aligned memory writes it to its device with
+// O_DIRECT without copying it (wire.Encoder.AlignedBlob).
 func (r *Request) Encode(e *wire.Encoder) {
-	m := e.Begin(1, 1)
-	r.encodeBody(&vecEncoder{e: e, minData: math.MaxInt})
+	m := e.Begin(2, 2)
+	e.I64(r.Pool)
+	e.U32(r.Seed)
+	e.String(r.OID)
+	e.U64(r.Client)
+	e.U64(r.Tid)
+	e.U32(uint32(len(r.Ops)))
+	for i := range r.Ops {
+		o := &r.Ops[i]
+		e.U8(uint8(o.Code))
+		e.U64(o.Off)
+		e.U64(o.Len)
+		e.String(o.Name)
+		e.String(o.Prefix)
+		e.U32(o.Max)
+		e.U8(opFlags(o))
+		e.U64(o.Ver)
+		e.AlignedBlob(o.Data)
+		objectstore.EncodeKVs(e, o.KVs)
+		e.Strings(o.Keys)
+	}
 	e.End(m)
 }
 
@@ -155,39 +176,9 @@ func (r *Request) Encode(e *wire.Encoder) {
 // data of at least minData bytes is its own part (referenced, not
 // copied). For msgr.Client.CallVec.
 func (r *Request) EncodeVec(minData int) [][]byte {
-	v := &vecEncoder{e: wire.NewEncoder(make([]byte, 0, 256+len(r.OID))), minData: minData}
-	m := v.e.Begin(1, 1)
-	r.encodeBody(v)
-	parts := v.done()
-	n := -m
-	for _, p := range parts {
-		n += len(p)
-	}
-	binary.LittleEndian.PutUint32(parts[0][m-4:m], uint32(n)) // the section length, as wire.Encoder.End
-	return parts
-}
-
-func (r *Request) encodeBody(v *vecEncoder) {
-	v.e.I64(r.Pool)
-	v.e.U32(r.Seed)
-	v.e.String(r.OID)
-	v.e.U64(r.Client)
-	v.e.U64(r.Tid)
-	v.e.U32(uint32(len(r.Ops)))
-	for i := range r.Ops {
-		o := &r.Ops[i]
-		v.e.U8(uint8(o.Code))
-		v.e.U64(o.Off)
-		v.e.U64(o.Len)
-		v.e.String(o.Name)
-		v.e.String(o.Prefix)
-		v.e.U32(o.Max)
-		v.e.U8(opFlags(o))
-		v.e.U64(o.Ver)
-		v.blob(o.Data)
-		objectstore.EncodeKVs(v.e, o.KVs)
-		v.e.Strings(o.Keys)
-	}
+	e := wire.NewVecEncoder(minData)
+	r.Encode(e)
+	return e.Parts()
 }
 
 // An op's flags byte (it was the Exclusive bool: 0 or 1).
@@ -207,34 +198,10 @@ func opFlags(o *Op) uint8 {
 	return f
 }
 
-// vecEncoder encodes into e, except that blobs of at least minData bytes
-// become parts of their own (a vectored write sends them from the
-// caller's memory); e is replaced after each such part, so write through
-// v.e.
-type vecEncoder struct {
-	e       *wire.Encoder
-	parts   [][]byte
-	minData int
-}
-
-// blob appends b as wire.Encoder.Blob does.
-func (v *vecEncoder) blob(b []byte) {
-	if len(b) < v.minData {
-		v.e.Blob(b)
-		return
-	}
-	v.e.U32(uint32(len(b)))
-	v.parts = append(v.parts, v.e.Bytes(), b)
-	v.e = wire.NewEncoder(make([]byte, 0, 256))
-}
-
-// done returns the parts, the bytes encoded since the last blob included.
-func (v *vecEncoder) done() [][]byte { return append(v.parts, v.e.Bytes()) }
-
 // DecodeRequest reads a Request; data slices alias b.
 func DecodeRequest(b []byte) (*Request, error) {
 	d := wire.NewDecoder(b)
-	_, end := d.Begin("osd op", 1)
+	_, end := d.Begin("osd op", 2)
 	r := &Request{Pool: d.I64(), Seed: d.U32(), OID: d.String(), Client: d.U64(), Tid: d.U64()}
 	n := d.Count(40)
 	r.Ops = make([]Op, n)
@@ -250,7 +217,7 @@ func DecodeRequest(b []byte) (*Request, error) {
 			o.Exclusive, o.FailOK = f&flagExclusive != 0, f&flagFailOK != 0
 		}
 		o.Ver = d.U64()
-		o.Data = d.BlobRef()
+		o.Data = d.AlignedBlobRef()
 		o.KVs = objectstore.DecodeKVs(d)
 		o.Keys = d.Strings()
 		if o.Code == 0 || o.Code >= lastCode {
@@ -264,31 +231,30 @@ func DecodeRequest(b []byte) (*Request, error) {
 	return r, nil
 }
 
-// Encode appends the reply's wire form.
-func (r *Reply) Encode(e *wire.Encoder) { r.encode(&vecEncoder{e: e, minData: math.MaxInt}) }
+// Encode appends the reply's wire form (a vector encoder references
+// large result data instead of copying it).
+func (r *Reply) Encode(e *wire.Encoder) {
+	e.U64(r.Ver)
+	e.U32(uint32(len(r.Results)))
+	for i := range r.Results {
+		x := &r.Results[i]
+		e.Blob(x.Data)
+		objectstore.EncodeKVs(e, x.KVs)
+		e.Bool(x.More)
+		e.U64(x.Size)
+		e.I64(x.Mtime)
+		e.U64(x.Ver)
+	}
+}
 
 // EncodeVec is Encode as a list of byte slices whose concatenation is
 // Encode's output: result data of at least minData bytes is its own
 // element (referenced, not copied), the rest is encoded into small
 // buffers between them. For msgr.Message.ReplyVec.
 func (r *Reply) EncodeVec(minData int) [][]byte {
-	v := &vecEncoder{e: wire.NewEncoder(make([]byte, 0, 64+64*len(r.Results))), minData: minData}
-	r.encode(v)
-	return v.done()
-}
-
-func (r *Reply) encode(v *vecEncoder) {
-	v.e.U64(r.Ver)
-	v.e.U32(uint32(len(r.Results)))
-	for i := range r.Results {
-		x := &r.Results[i]
-		v.blob(x.Data)
-		objectstore.EncodeKVs(v.e, x.KVs)
-		v.e.Bool(x.More)
-		v.e.U64(x.Size)
-		v.e.I64(x.Mtime)
-		v.e.U64(x.Ver)
-	}
+	e := wire.NewVecEncoder(minData)
+	r.Encode(e)
+	return e.Parts()
 }
 
 // DecodeReply reads a Reply; data slices alias b.

@@ -24,11 +24,100 @@ import (
 // section newer than the reader understands.
 var ErrCorrupt = errors.New("corrupt encoding")
 
-// Encoder appends to a byte slice.
-type Encoder struct{ buf []byte }
+// Encoder appends to a byte slice — or, made by NewVecEncoder, builds the
+// encoding as parts to be written with one vectored write, large blobs
+// referenced rather than copied.
+type Encoder struct {
+	buf []byte
+	// vector mode: parts before buf (encoded bytes and referenced blobs),
+	// their start offsets, and the blob size from which a blob is a part
+	parts  [][]byte
+	starts []int
+	done   int
+	min    int
+}
 
-// Bytes returns the encoding so far.
-func (e *Encoder) Bytes() []byte { return e.buf }
+// Bytes returns the encoding so far (not for a vector encoder: Parts).
+func (e *Encoder) Bytes() []byte {
+	if e.min > 0 {
+		panic("wire: Bytes of a vector encoder")
+	}
+	return e.buf
+}
+
+// NewVecEncoder returns an encoder whose blobs of at least min bytes are
+// not copied but become parts of their own: Parts returns the encoding as
+// slices to write in order. The blobs must not change until the parts are
+// written.
+func NewVecEncoder(min int) *Encoder {
+	return &Encoder{buf: make([]byte, 0, 256), min: max(min, 1)}
+}
+
+// Parts returns a vector encoder's encoding: slices whose concatenation
+// is what an Encoder would have appended.
+func (e *Encoder) Parts() [][]byte {
+	if e.min == 0 {
+		return [][]byte{e.buf}
+	}
+	return append(e.parts, e.buf)
+}
+
+// Offset is the number of bytes encoded so far.
+func (e *Encoder) Offset() int { return e.done + len(e.buf) }
+
+// part appends b as a part of its own after the bytes encoded so far.
+func (e *Encoder) part(b []byte) {
+	e.starts = append(e.starts, e.done, e.done+len(e.buf))
+	e.parts = append(e.parts, e.buf, b)
+	e.done += len(e.buf) + len(b)
+	e.buf = make([]byte, 0, 256)
+}
+
+// raw appends b, as a part of its own if it is large in vector mode.
+func (e *Encoder) raw(b []byte) {
+	if e.min > 0 && len(b) >= e.min {
+		e.part(b)
+		return
+	}
+	e.buf = append(e.buf, b...)
+}
+
+// BlockAlign is the alignment AlignedBlob gives large blobs: the device
+// block size of O_DIRECT I/O.
+const BlockAlign = 4096
+
+// alignedMin is the blob size from which AlignedBlob pads.
+const alignedMin = 8 << 10
+
+// AlignedBlob appends a u32 length, a u32 pad count, that many zero
+// bytes, and b, padded so that a blob of at least 8 KiB starts at a
+// multiple of BlockAlign from the encoding's start. A receiver that reads
+// the encoding into page-aligned memory can then hand the blob to an
+// O_DIRECT write without copying it into an aligned buffer.
+func (e *Encoder) AlignedBlob(b []byte) {
+	e.U32(uint32(len(b)))
+	pad := 0
+	if len(b) >= alignedMin {
+		pad = (BlockAlign - (e.Offset()+4)%BlockAlign) % BlockAlign
+	}
+	e.U32(uint32(pad))
+	e.buf = append(e.buf, zeros[:pad]...)
+	e.raw(b)
+}
+
+var zeros [BlockAlign]byte
+
+// AlignedBlobRef reads what AlignedBlob wrote, without copying.
+func (d *Decoder) AlignedBlobRef() []byte {
+	n := int(d.U32())
+	pad := d.U32()
+	if pad >= BlockAlign {
+		d.Fail("blob padding %d", pad)
+		return nil
+	}
+	d.take(int(pad))
+	return d.take(n)
+}
 
 // U8 appends one byte.
 func (e *Encoder) U8(v uint8) { e.buf = append(e.buf, v) }
@@ -60,10 +149,11 @@ func (e *Encoder) String(s string) {
 	e.buf = append(e.buf, s...)
 }
 
-// Blob appends a u32 length and the bytes.
+// Blob appends a u32 length and the bytes (a vector encoder references
+// large ones).
 func (e *Encoder) Blob(b []byte) {
 	e.U32(uint32(len(b)))
-	e.buf = append(e.buf, b...)
+	e.raw(b)
 }
 
 // Begin opens a section; End(mark) closes it by writing its length.
@@ -71,12 +161,25 @@ func (e *Encoder) Begin(version, compat uint8) int {
 	e.U8(version)
 	e.U8(compat)
 	e.U32(0)
-	return len(e.buf)
+	return e.Offset()
 }
 
 // End closes the section opened by Begin.
 func (e *Encoder) End(mark int) {
-	binary.LittleEndian.PutUint32(e.buf[mark-4:mark], uint32(len(e.buf)-mark))
+	n := uint32(e.Offset() - mark)
+	at := mark - 4
+	if at >= e.done {
+		binary.LittleEndian.PutUint32(e.buf[at-e.done:], n)
+		return
+	}
+	// the length field is in an encoded part before the current buffer
+	// (never in a referenced blob, which holds no field)
+	for i := len(e.starts) - 1; i >= 0; i-- {
+		if e.starts[i] <= at {
+			binary.LittleEndian.PutUint32(e.parts[i][at-e.starts[i]:], n)
+			return
+		}
+	}
 }
 
 // Decoder reads what an Encoder wrote.
