@@ -113,8 +113,24 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	}
 	defer os.Remove(pidPath(c, name))
 	log.Info("started", "addr", ln.Addr().String(), "tls", fe.CertFile != "")
+	srv := gateway.NewServer(store)
+	if addr := cfg.String("metrics_addr"); addr != "" {
+		mln, err := net.Listen("tcp", addr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("%s: metrics: %w", name, err)
+		}
+		mdone := make(chan struct{})
+		defer func() { cancel(); <-mdone }()
+		go func() {
+			defer close(mdone)
+			if err := srv.ServeMetrics(ctx, mln); err != nil {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+	}
 	done := make(chan error, 1)
-	go func() { done <- gateway.NewServer(store).Serve(ctx, ln, fe.CertFile, fe.KeyFile) }()
+	go func() { done <- srv.Serve(ctx, ln, fe.CertFile, fe.KeyFile) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("%s: %w", name, err)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,12 +51,13 @@ osd_pool_default_size = 2
 // with small stripes (so tests cross head, stripe and chunk boundaries
 // with small objects).
 type fixture struct {
-	t     testing.TB
-	store *gateway.Store
-	conn  *client.Conn
-	url   string
-	admin gateway.Key
-	other gateway.Key
+	t       testing.TB
+	store   *gateway.Store
+	conn    *client.Conn
+	url     string
+	metrics string // the gateway's /metrics URL
+	admin   gateway.Key
+	other   gateway.Key
 }
 
 const (
@@ -122,11 +124,18 @@ func startGatewayN(t testing.TB, n int, opt gateway.Options, setup func(ctx cont
 	if err != nil {
 		t.Fatal(err)
 	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gateway.NewServer(st).Serve(sctx, ln, "", "") }()
-	t.Cleanup(func() { stop(); <-done })
+	done := make(chan error, 2)
+	srv := gateway.NewServer(st)
+	go func() { done <- srv.Serve(sctx, ln, "", "") }()
+	go func() { done <- srv.ServeMetrics(sctx, mln) }()
+	t.Cleanup(func() { stop(); <-done; <-done })
 	f.url = "http://" + ln.Addr().String()
+	f.metrics = "http://" + mln.Addr().String() + "/metrics"
 	return f
 }
 
@@ -1392,5 +1401,58 @@ func TestIndexBatching(t *testing.T) {
 	}
 	if st, err := f.store.Stats(ctx, bk); err != nil || st.Pending != 0 || st.Objects != n-3 {
 		t.Fatalf("stats %+v %v, want %d objects and nothing pending", st, err, n-3)
+	}
+}
+
+// TestMetrics: the gateway's Prometheus metrics count requests by method,
+// target and status, their bytes, and the bucket index calls.
+func TestMetrics(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "metered"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String(fmt.Sprint("k", i)), Body: strings.NewReader("12345")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get(t, c, b, "k1", "")
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("nope")}); code(err) != "NoSuchKey" {
+		t.Fatalf("GET of a missing key: %v", err)
+	}
+	if err := f.store.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(f.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	values := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+			values[name], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	for name, want := range map[string]float64{
+		`shoal_rgw_requests_total{code="200",method="PUT",target="bucket"}`: 1,
+		`shoal_rgw_requests_total{code="200",method="PUT",target="object"}`: 3,
+		`shoal_rgw_requests_total{code="200",method="GET",target="object"}`: 1,
+		`shoal_rgw_requests_total{code="404",method="GET",target="object"}`: 1,
+		`shoal_rgw_request_seconds_count{method="PUT",target="object"}`:      3,
+		`shoal_rgw_received_bytes_total`:                                     15,
+		`shoal_rgw_index_updates_total`:                                      6,
+		`shoal_rgw_index_completions_in_flight`:                              0,
+	} {
+		if got, ok := values[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	if values["shoal_rgw_sent_bytes_total"] < 5 || values["shoal_rgw_index_calls_total"] < 1 {
+		t.Errorf("sent bytes %v, index calls %v", values["shoal_rgw_sent_bytes_total"], values["shoal_rgw_index_calls_total"])
 	}
 }

@@ -25,10 +25,11 @@ import (
 type Server struct {
 	s   *Store
 	now func() time.Time
+	m   *metrics
 }
 
 // NewServer returns the S3 handler over s.
-func NewServer(s *Store) *Server { return &Server{s: s, now: time.Now} }
+func NewServer(s *Store) *Server { return &Server{s: s, now: time.Now, m: newMetrics(s)} }
 
 // Serve answers S3 requests on ln (TLS if certFile and keyFile are set)
 // and runs the GC and dynamic reshard workers, until ctx ends; then it stops accepting, lets
@@ -81,8 +82,11 @@ func newRequestID() string {
 }
 
 // ServeHTTP routes an S3 request.
-func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &countingWriter{ResponseWriter: rw}
 	rq := &request{w: w, r: r, id: newRequestID(), q: r.URL.Query()}
+	defer srv.m.observe(rq, w, start) // also for a body cut short (http.ErrAbortHandler)
 	w.Header().Set("x-amz-request-id", rq.id)
 	w.Header().Set("Server", "Shoal")
 	if err := srv.route(rq); err != nil {

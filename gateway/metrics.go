@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are a gateway's Prometheus metrics (RGW's perf counters:
+// requests, their latency and bytes, by method and target), served by
+// MetricsHandler when metrics_addr is set in the gateway's section.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec   // method, target, code
+	latency  *prometheus.HistogramVec // method, target
+	in, out  prometheus.Counter
+}
+
+func newMetrics(s *Store) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "rgw", Name: "requests_total",
+		Help: "S3 requests answered, by HTTP method, target (service, bucket or object) and status code."}, []string{"method", "target", "code"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "rgw", Name: "request_seconds",
+		Help:    "Time from a request's headers to the end of its answer, by HTTP method and target.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"method", "target"})
+	m.in = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "rgw", Name: "received_bytes_total",
+		Help: "Request body bytes read."})
+	m.out = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "rgw", Name: "sent_bytes_total",
+		Help: "Response body bytes written."})
+	gauge := func(name, help string, fn func() float64) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shoal", Subsystem: "rgw", Name: name, Help: help}, fn))
+	}
+	counter := func(name, help string, fn func() float64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "rgw", Name: name, Help: help}, fn))
+	}
+	counter("index_calls_total", "Bucket index calls sent (rgw.batch; each carries one or more updates).",
+		func() float64 { return float64(s.batch.calls.Load()) })
+	counter("index_updates_total", "Bucket index updates (prepares, completions, cancels) the index calls carried.",
+		func() float64 { return float64(s.batch.updates.Load()) })
+	gauge("index_completions_in_flight", "Index completions sent after their requests were answered, not yet applied.",
+		func() float64 { return float64(len(s.asyncSlots)) })
+	m.reg.MustRegister(m.requests, m.latency, m.in, m.out)
+	return m
+}
+
+// ServeMetrics serves the gateway's Prometheus metrics at /metrics on
+// ln until ctx ends.
+func (srv *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	stop := context.AfterFunc(ctx, func() { hs.Close() })
+	defer stop()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: metrics: %w", err)
+	}
+	return nil
+}
+
+// observe records one answered request.
+func (m *metrics) observe(rq *request, w *countingWriter, start time.Time) {
+	target := "object"
+	switch {
+	case rq.bucket == "":
+		target = "service"
+	case rq.key == "":
+		target = "bucket"
+	}
+	method := rq.r.Method
+	switch method {
+	case http.MethodGet, http.MethodPut, http.MethodHead, http.MethodDelete, http.MethodPost:
+	default:
+		method = "other"
+	}
+	status := w.status
+	if status == 0 { // nothing written: net/http answers 200
+		status = http.StatusOK
+	}
+	m.requests.WithLabelValues(method, target, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(method, target).Observe(time.Since(start).Seconds())
+	m.out.Add(float64(w.bytes))
+	if rq.r.ContentLength > 0 {
+		m.in.Add(float64(rq.r.ContentLength))
+	}
+}
+
+// countingWriter records a response's status and body bytes.
+type countingWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *countingWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush passes a flush on to the connection.
+func (w *countingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
