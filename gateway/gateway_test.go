@@ -1443,10 +1443,10 @@ func TestMetrics(t *testing.T) {
 		`shoal_rgw_requests_total{code="200",method="PUT",target="object"}`: 3,
 		`shoal_rgw_requests_total{code="200",method="GET",target="object"}`: 1,
 		`shoal_rgw_requests_total{code="404",method="GET",target="object"}`: 1,
-		`shoal_rgw_request_seconds_count{method="PUT",target="object"}`:      3,
-		`shoal_rgw_received_bytes_total`:                                     15,
-		`shoal_rgw_index_updates_total`:                                      6,
-		`shoal_rgw_index_completions_in_flight`:                              0,
+		`shoal_rgw_request_seconds_count{method="PUT",target="object"}`:     3,
+		`shoal_rgw_received_bytes_total`:                                    15,
+		`shoal_rgw_index_updates_total`:                                     6,
+		`shoal_rgw_index_completions_in_flight`:                             0,
 	} {
 		if got, ok := values[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
