@@ -579,6 +579,27 @@ func TestContent(t *testing.T) {
 		if off := c.check(append(bytes.Clone(b), 0)); off != size {
 			t.Fatalf("size %d: long read check = %d", size, off)
 		}
+		// piece by piece (pieces of multiples of 8 bytes, as readers check)
+		for _, piece := range []int{8, 16, 24} {
+			for i := -1; i < size; i++ { // -1: no byte flipped
+				if i >= 0 {
+					b[i] ^= 0x10
+				}
+				bad := -1
+				for off := 0; off < size && bad < 0; off += piece {
+					bad = c.checkAt(off, b[off:min(off+piece, size)])
+				}
+				if bad != i {
+					t.Fatalf("size %d, pieces of %d, flipped byte %d: checkAt found %d", size, piece, i, bad)
+				}
+				if i >= 0 {
+					b[i] ^= 0x10
+				}
+			}
+		}
+		if off := c.checkAt(size&^7, append(bytes.Clone(b[size&^7:]), 0)); off != size {
+			t.Fatalf("size %d: a last piece longer than the object: checkAt = %d", size, off)
+		}
 	}
 	// Objects of another index, size or run differ.
 	a := make([]byte, 64)

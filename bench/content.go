@@ -101,18 +101,33 @@ func (c content) fill(buf []byte) {
 // object's content, len(data) if data is shorter than the object, or -1 if
 // data is exactly the content.
 func (c content) check(data []byte) int {
-	size := int(c.size)
-	n := min(len(data), size)
-	k := 0
-	for ; k < headerWords && 8*k+8 <= n; k++ {
-		if got, want := binary.LittleEndian.Uint64(data[8*k:]), c.word(k); got != want {
+	if off := c.checkAt(0, data); off >= 0 {
+		return off
+	}
+	if len(data) < int(c.size) {
+		return len(data)
+	}
+	return -1
+}
+
+// checkAt checks data as the object's bytes from off (a multiple of 8)
+// on: it returns the offset in the object of the first byte that differs
+// (bytes past the object's end differ), or -1. A reader checks an object
+// piece by piece as it arrives, each piece while it is still in the CPU's
+// cache.
+func (c content) checkAt(off int, data []byte) int {
+	n := min(len(data), max(int(c.size)-off, 0))
+	k := off / 8
+	b := data[:n]
+	for ; k < headerWords && len(b) >= 8; k++ {
+		if got, want := binary.LittleEndian.Uint64(b), c.word(k); got != want {
 			return 8*k + firstDiff(got, want)
 		}
+		b = b[8:]
 	}
 	x := c.seed + uint64(k)*golden
-	b := data[8*k : n]
 	for len(b) >= 8 {
-		if got, want := binary.LittleEndian.Uint64(b[:8]), scramble(x); got != want {
+		if got, want := binary.LittleEndian.Uint64(b), scramble(x); got != want {
 			return 8*k + firstDiff(got, want)
 		}
 		x += golden
@@ -128,8 +143,8 @@ func (c content) check(data []byte) int {
 			}
 		}
 	}
-	if len(data) != size {
-		return n
+	if len(data) > n {
+		return off + n
 	}
 	return -1
 }

@@ -185,6 +185,10 @@ func (o *S3Options) clients() ([]*s3.Client, []*s3Raw, error) {
 
 func (o *S3Options) key(i int) string { return o.Prefix + strconv.Itoa(i) }
 
+// verifyPiece is how many bytes of a GET's body are read and checked at a
+// time (a multiple of 8, see content.checkAt).
+const verifyPiece = 256 << 10
+
 // RunS3 runs the load and reports per second progress and a summary to
 // o.Out. Every GET's bytes are checked against what the PUT of that key
 // wrote (content is a function of the key and size).
@@ -308,10 +312,14 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 					buf, err = put(c, buf, i)
 				} else {
 					s.op = 1
-					rbuf, err = c.get(ctx, o.Bucket, o.key(i), rbuf)
-					if err == nil && (len(rbuf) != o.Sizes.of(i) || newContent(seed, i, len(rbuf)).check(rbuf) >= 0) {
+					if rbuf == nil {
+						rbuf = make([]byte, verifyPiece)
+					}
+					var n, bad int
+					n, bad, err = c.getVerify(ctx, o.Bucket, o.key(i), newContent(seed, i, o.Sizes.of(i)), rbuf)
+					if err == nil && bad >= 0 {
 						verify.Add(1)
-						err = fmt.Errorf("%w: %s", ErrS3Verify, o.key(i))
+						err = fmt.Errorf("%w: %s (%d bytes, first wrong byte at %d)", ErrS3Verify, o.key(i), n, bad)
 					}
 				}
 				s.lat = time.Since(t0)

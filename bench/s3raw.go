@@ -91,17 +91,33 @@ func (c *s3Raw) put(ctx context.Context, bucket, key string, body []byte) error 
 	return resp.Body.Close()
 }
 
-// get reads bucket/key into buf (grown as needed) and returns it.
-func (c *s3Raw) get(ctx context.Context, bucket, key string, buf []byte) ([]byte, error) {
+// getVerify reads bucket/key and checks it against c as it arrives, in
+// pieces of len(buf) bytes (each checked while still in the CPU's cache,
+// instead of buffering the whole object and reading it back from memory).
+// It returns the bytes read and the offset of the first wrong byte (-1 if
+// the object is exactly c's content).
+func (c *s3Raw) getVerify(ctx context.Context, bucket, key string, want content, buf []byte) (n, bad int, err error) {
 	resp, err := c.do(ctx, http.MethodGet, bucket, key, nil)
 	if err != nil {
-		return buf, err
+		return 0, -1, err
 	}
 	defer resp.Body.Close()
-	if n := resp.ContentLength; n >= 0 && int64(cap(buf)) < n {
-		buf = make([]byte, 0, n)
+	bad = -1
+	for {
+		m, err := io.ReadFull(resp.Body, buf)
+		if m > 0 && bad < 0 {
+			bad = want.checkAt(n, buf[:m])
+		}
+		n += m
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return n, bad, err
+		}
 	}
-	b := bytes.NewBuffer(buf[:0])
-	_, err = b.ReadFrom(resp.Body)
-	return b.Bytes(), err
+	if bad < 0 && n < int(want.size) {
+		bad = n
+	}
+	return n, bad, nil
 }

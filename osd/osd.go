@@ -347,7 +347,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		d.cfg.Store(d.o.Config.For(d.name))
 	}
 	d.log = d.log.With("osd", d.id)
-	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id))
+	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id), d.store)
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
 	return m, nil
 }

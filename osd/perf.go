@@ -59,9 +59,22 @@ func (p *perfCounters) recoveryRates() (ops, bytes float64) {
 	return p.opsRate, p.bytesRate
 }
 
-func newPerf(daemon string) *perfCounters {
+// commitStater is a store that counts its commit groups (BlockStore).
+type commitStater interface {
+	CommitStats() (groups, txns uint64)
+}
+
+func newPerf(daemon string, store any) *perfCounters {
 	p := &perfCounters{reg: prometheus.NewRegistry()}
 	labels := prometheus.Labels{"daemon": daemon}
+	if cs, ok := store.(commitStater); ok {
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "commit_groups_total",
+			Help: "Commit groups of the object store (one metadata log sync, and one device sync if data was written, each).", ConstLabels: labels},
+			func() float64 { g, _ := cs.CommitStats(); return float64(g) }))
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "commit_txns_total",
+			Help: "Transactions those groups committed (their ratio is the group commit's batching).", ConstLabels: labels},
+			func() float64 { _, t := cs.CommitStats(); return float64(t) }))
+	}
 	counter := func(name, help string, v *atomic.Uint64) {
 		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(v.Load()) }))
