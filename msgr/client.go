@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/bufpool"
 	"github.com/shoal-project/shoal/internal/sem"
 )
 
@@ -300,7 +301,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 func (cc *clientConn) deliver(h header, payload []byte) {
 	buf := payload[:cap(payload)]
 	if h.flags&flagReply == 0 {
-		putBuf(buf) // clients serve no requests
+		bufpool.Put(buf) // clients serve no requests
 		return
 	}
 	cc.mu.Lock()
@@ -308,12 +309,12 @@ func (cc *clientConn) deliver(h header, payload []byte) {
 	delete(cc.pending, h.reqID)
 	cc.mu.Unlock()
 	if ch == nil { // its caller gave up
-		putBuf(buf)
+		bufpool.Put(buf)
 		return
 	}
 	if h.flags&flagError != 0 {
 		err := decodeError(payload)
-		putBuf(buf)
+		bufpool.Put(buf)
 		ch <- result{err: err}
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/shoal-project/shoal/internal/bufpool"
 )
 
 // ErrConnReset means the connection broke before a reply came: the request
@@ -177,6 +179,7 @@ type Message struct {
 	Payload []byte
 	buf     []byte
 	vec     [][]byte // the reply ReplyVec set
+	vecDone func()   // ReplyVecThen's done
 }
 
 // ReplyVec makes the reply to m the concatenation of parts, written to the
@@ -186,11 +189,16 @@ type Message struct {
 // so parts may alias it). For replies that carry large data (reads).
 func (m *Message) ReplyVec(parts [][]byte) { m.vec = parts }
 
+// ReplyVecThen is ReplyVec, calling done once the reply is written (or
+// dropped with its connection): the parts are no longer used then, so
+// buffers they live in can be reused.
+func (m *Message) ReplyVecThen(parts [][]byte, done func()) { m.vec, m.vecDone = parts, done }
+
 // Release returns the payload's buffer for reuse; the message must not be
 // used afterwards.
 func (m *Message) Release() {
 	if m != nil && m.buf != nil {
-		putBuf(m.buf)
+		bufpool.Put(m.buf)
 		m.buf, m.Payload = nil, nil
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/shoal-project/shoal/internal/bufpool"
 )
 
 // Frame layout (little-endian), protocol version 1. A 32-byte header:
@@ -79,7 +81,7 @@ func parseHeader(b []byte) (header, error) {
 }
 
 // readFrame reads one frame; the payload is read into a pooled buffer the
-// caller must release with putBuf.
+// caller must release with bufpool.Put.
 func readFrame(r io.Reader, hdr []byte) (header, []byte, error) {
 	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
 		return header{}, nil, err
@@ -88,14 +90,14 @@ func readFrame(r io.Reader, hdr []byte) (header, []byte, error) {
 	if err != nil {
 		return header{}, nil, err
 	}
-	buf := getBuf(int(h.length) + 4)
+	buf := bufpool.Get(int(h.length) + 4)
 	if _, err := io.ReadFull(r, buf); err != nil {
-		putBuf(buf)
+		bufpool.Put(buf)
 		return header{}, nil, err
 	}
 	payload := buf[:h.length]
 	if got, want := crc32.Checksum(payload, castagnoli), binary.LittleEndian.Uint32(buf[h.length:]); got != want {
-		putBuf(buf)
+		bufpool.Put(buf)
 		return header{}, nil, fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want)
 	}
 	return h, payload, nil

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/shoal-project/shoal/internal/bufpool"
 )
 
 // Handler serves one request and returns the reply payload, or an error
@@ -89,7 +91,7 @@ func (s *Server) serve(nc net.Conn) {
 	c.reader(func(h header, payload []byte) {
 		buf := payload[:cap(payload)]
 		if h.flags&flagReply != 0 { // servers expect requests only
-			putBuf(buf)
+			bufpool.Put(buf)
 			return
 		}
 		handlers.Add(1)
@@ -117,6 +119,9 @@ func (s *Server) serve(nc net.Conn) {
 					}
 				}
 				m.Release()
+				if m.vecDone != nil {
+					m.vecDone()
+				}
 				return
 			}
 			m.Release()

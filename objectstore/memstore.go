@@ -193,6 +193,12 @@ func (s *MemStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, e
 	return s.Read(c, oid, off, length)
 }
 
+// ReadBuf is Read (MemStore pools nothing).
+func (s *MemStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, func(), error) {
+	b, err := s.Read(c, oid, off, length)
+	return b, func() {}, err
+}
+
 // Read implements Store.
 func (s *MemStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
 	s.mu.RLock()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/shoal-project/shoal/internal/bufpool"
 )
 
 func (s *BlockStore) readable() error {
@@ -22,27 +24,38 @@ func (s *BlockStore) readable() error {
 // bad bytes. Blocks read before come from the data cache (checked when
 // they were read).
 func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
-	return s.read(c, oid, off, length, s.dcache)
+	b, _, err := s.read(c, oid, off, length, s.dcache, false)
+	return b, err
 }
 
 // ReadDevice is Read from the device alone, never from the data cache:
 // deep scrub checks what the device holds.
 func (s *BlockStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error) {
-	return s.read(c, oid, off, length, nil)
+	b, _, err := s.read(c, oid, off, length, nil, false)
+	return b, err
 }
 
-func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache) ([]byte, error) {
+// ReadBuf is Read into a pooled buffer, which the caller gives back with
+// release once done with the data (a read served to a client: the buffer
+// is reused instead of a new one allocated and zeroed for every read).
+func (s *BlockStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, func(), error) {
+	return s.read(c, oid, off, length, s.dcache, true)
+}
+
+func noRelease() {}
+
+func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache, pooled bool) ([]byte, func(), error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.readable(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o, err := s.cachedOnode(c, oid)
 	if err != nil {
-		return nil, fmt.Errorf("objectstore: read %w", err)
+		return nil, nil, fmt.Errorf("objectstore: read %w", err)
 	}
 	if off >= o.Size {
-		return []byte{}, nil
+		return []byte{}, noRelease, nil
 	}
 	end := o.Size
 	if length != 0 && length < end-off {
@@ -50,36 +63,53 @@ func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCac
 	}
 	if o.isInline() {
 		if crc32c(o.Inline) != o.InlineCRC {
-			return nil, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
+			return nil, nil, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
 		}
-		return append([]byte(nil), o.Inline[off:end]...), nil
+		return append([]byte(nil), o.Inline[off:end]...), noRelease, nil
 	}
 	// Read whole blocks straight into a block-aligned buffer and return
 	// the requested window of it: one copy from the device, none after.
 	b0, b1 := off/BlockSize, (end+BlockSize-1)/BlockSize
-	buf := make([]byte, (b1-b0)*BlockSize)
+	var buf []byte
+	release := noRelease
+	if pooled {
+		buf = bufpool.Get(int((b1 - b0) * BlockSize))
+		release = func() { bufpool.Put(buf) }
+	} else {
+		buf = make([]byte, (b1-b0)*BlockSize)
+	}
+	next := b0 // blocks before it are filled; holes read as zeros
 	i, _ := o.find(b0)
 	for ; i < len(o.Extents) && o.Extents[i].Logical < b1; i++ {
 		x := o.Extents[i]
 		from, to := max(x.Logical, b0), min(x.end(), b1)
+		if pooled && from > next {
+			clear(buf[(next-b0)*BlockSize : (from-b0)*BlockSize])
+		}
+		next = to
 		dst := buf[(from-b0)*BlockSize : (to-b0)*BlockSize]
 		phys := x.Phys + (from - x.Logical)
 		if cache.get(phys, to-from, dst) {
 			continue
 		}
 		if _, err := s.dev.ReadAt(dst, int64(phys*BlockSize)); err != nil {
-			return nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
+			release()
+			return nil, nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
 		}
 		for lb := from; lb < to; lb++ {
 			blk := dst[(lb-from)*BlockSize : (lb-from+1)*BlockSize]
 			if got, want := crc32c(blk), x.CRCs[lb-x.Logical]; got != want {
-				return nil, fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
+				release()
+				return nil, nil, fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
 					c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
 			}
 		}
 		cache.put(phys, dst)
 	}
-	return buf[off-b0*BlockSize : end-b0*BlockSize], nil
+	if pooled && next < b1 {
+		clear(buf[(next-b0)*BlockSize:])
+	}
+	return buf[off-b0*BlockSize : end-b0*BlockSize], release, nil
 }
 
 func (s *BlockStore) lookup(c Coll, oid string) (*onode, error) {

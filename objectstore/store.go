@@ -64,6 +64,9 @@ type Store interface {
 	// ReadDevice is Read from the device itself, bypassing any cache of
 	// data: what deep scrub checks.
 	ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error)
+	// ReadBuf is Read into a buffer the store may reuse once the caller
+	// calls release (exactly once, when done with the data).
+	ReadBuf(c Coll, oid string, off, length uint64) (data []byte, release func(), err error)
 	Stat(c Coll, oid string) (Stat, error)
 	GetAttr(c Coll, oid, name string) ([]byte, error)
 	Attrs(c Coll, oid string) (map[string][]byte, error)

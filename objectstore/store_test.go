@@ -108,6 +108,18 @@ func sameState(t *testing.T, got, want objectstore.Store) {
 			if err != nil || !bytes.Equal(gd, wd) {
 				t.Fatalf("%s/%q: data differs (%d vs %d bytes, err %v)", c, o, len(gd), len(wd), err)
 			}
+			// the same into a pooled buffer (reused: holes must read as zeros
+			// whatever it held)
+			if bs, ok := got.(*objectstore.BlockStore); ok {
+				pd, release, err := bs.ReadBuf(c, o, 0, 0)
+				if err != nil || !bytes.Equal(pd, wd) {
+					t.Fatalf("%s/%q: pooled read differs (%d vs %d bytes, err %v)", c, o, len(pd), len(wd), err)
+				}
+				for i := range pd {
+					pd[i] = 0xee // what the next user of the buffer finds
+				}
+				release()
+			}
 			// a window read across blocks
 			if len(wd) > 10 {
 				off, n := uint64(len(wd)/3), uint64(len(wd)/2)

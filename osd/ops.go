@@ -215,45 +215,84 @@ func assertVersion(exists bool, have, want uint64) error {
 	return nil
 }
 
-// read serves a request of reads only.
-func (pg *PG) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
+// read serves a request of reads only. The data of its Read ops is in
+// pooled buffers: release gives them back once the reply is sent.
+func (pg *PG) read(ctx context.Context, req *osdop.Request) (rep *osdop.Reply, release func(), err error) {
 	iv, err := pg.waitReadable(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rep, err := pg.readLocked(ctx, req)
+	rep, release, err = pg.readLocked(ctx, req)
 	if lerr := pg.stillReadable(iv); lerr != nil { // its outcome, found or not, needs the lease
-		return nil, lerr
+		if release != nil {
+			release()
+		}
+		return nil, nil, lerr
 	}
-	return rep, err
+	return rep, release, err
 }
 
 // readLocked is read's work once the PG is readable: under the object's
 // lock, from this OSD's copy.
-func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (*osdop.Reply, error) {
+func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Reply, release func(), err error) {
 	if err := pg.recoverForRead(ctx, req.OID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer pg.rlockObject(req.OID)()
 	if err := pg.checkNotMissing(req.OID, osdop.ErrRetry); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o, err := pg.loadObject(req.OID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rep := &osdop.Reply{Ver: o.version, Results: make([]osdop.Result, len(req.Ops))}
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	rep = &osdop.Reply{Ver: o.version, Results: make([]osdop.Result, len(req.Ops))}
 	for i := range req.Ops {
+		if op := &req.Ops[i]; op.Code == osdop.Read && o.exists {
+			// into a pooled buffer, returned once the reply is written
+			data, rel, err := pg.readData(o, op)
+			if err != nil {
+				release()
+				return nil, nil, fmt.Errorf("%w (op %d %s on %s)", err, i, op.Code, req.OID)
+			}
+			releases = append(releases, rel)
+			rep.Results[i].Data = data
+			continue
+		}
 		r, err := pg.readOp(o, &req.Ops[i])
 		if err != nil {
 			if !failOK(&req.Ops[i], err) {
-				return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+				release()
+				return nil, nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
 			}
 			r = osdop.Result{}
 		}
 		rep.Results[i] = r
 	}
-	return rep, nil
+	return rep, release, nil
+}
+
+// readData is a Read op of an existing object (as readOp reads it) into a
+// pooled buffer, with the function that gives the buffer back.
+func (pg *PG) readData(o *object, op *osdop.Op) ([]byte, func(), error) {
+	if op.Off >= o.size {
+		return nil, func() {}, nil
+	}
+	n := op.Len
+	if n == 0 || n > o.size-op.Off {
+		n = o.size - op.Off
+	}
+	data, release, err := pg.osd.store.ReadBuf(pg.coll, o.oid, op.Off, n)
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return data, release, nil
 }
 
 func (pg *PG) readOp(o *object, op *osdop.Op) (osdop.Result, error) {

@@ -1041,6 +1041,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 		return nil, fmt.Errorf("%w: osd.%d does not serve pg %s", osdop.ErrRetry, d.id, pgid)
 	}
 	var rep *osdop.Reply
+	release := func() {} // gives back pooled read buffers once the reply is out
 	start := time.Now()
 	if req.IsWrite() {
 		rep, err = pg.write(ctx, req, cd, pool)
@@ -1055,7 +1056,10 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 		if cd != nil {
 			rep, err = pg.readEC(ctx, cd, req)
 		} else {
-			rep, err = pg.read(ctx, req)
+			var rel func()
+			if rep, rel, err = pg.read(ctx, req); rel != nil {
+				release = rel
+			}
 		}
 		if err == nil {
 			d.perf.opR.Add(1)
@@ -1074,11 +1078,12 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	}
 	d.charge(mclock.Client, 1, uint64(len(msg.Payload)+size))
 	if size >= vecReplyMin {
-		msg.ReplyVec(rep.EncodeVec(vecReplyMin / 2))
+		msg.ReplyVecThen(rep.EncodeVec(vecReplyMin/2), release)
 		return nil, nil
 	}
 	e := wireEncoder(size)
 	rep.Encode(e)
+	release()
 	return e.Bytes(), nil
 }
 
