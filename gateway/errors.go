@@ -50,6 +50,8 @@ var (
 	ErrInvalidRequest                    = &APIError{"InvalidRequest", http.StatusBadRequest, "Invalid Request"}
 	ErrKeyTooLong                        = &APIError{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
 	ErrMalformedXML                      = &APIError{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
+	ErrMalformedACL                      = &APIError{"MalformedACLError", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
+	ErrUnresolvableGrantByEmail          = &APIError{"UnresolvableGrantByEmailAddress", http.StatusBadRequest, "The email address you provided does not match any account on record."}
 	ErrMethodNotAllowed                  = &APIError{"MethodNotAllowed", http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."}
 	ErrMissingContentLength              = &APIError{"MissingContentLength", http.StatusLengthRequired, "You must provide the Content-Length HTTP header."}
 	ErrNoSuchBucket                      = &APIError{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}

@@ -477,7 +477,8 @@ func TestAuthAndErrors(t *testing.T) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); code(err) != "BucketAlreadyOwnedByYou" {
+	// creating one's own bucket again succeeds and changes nothing (as RGW)
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
 		t.Fatalf("create twice: %v", err)
 	}
 	if _, err := o.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); code(err) != "BucketAlreadyExists" {
@@ -1241,7 +1242,7 @@ func TestDynamicReshard(t *testing.T) {
 	gateway.SetSettle(100 * time.Millisecond) // one Store: its cache is dropped at each change
 	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
 	ctx := context.Background()
-	b, err := f.store.CreateBucket(ctx, "growing", "tester", "")
+	b, err := f.store.CreateBucket(ctx, "growing", "tester", "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1454,5 +1455,170 @@ func TestMetrics(t *testing.T) {
 	}
 	if values["shoal_rgw_sent_bytes_total"] < 5 || values["shoal_rgw_index_calls_total"] < 1 {
 		t.Errorf("sent bytes %v, index calls %v", values["shoal_rgw_sent_bytes_total"], values["shoal_rgw_index_calls_total"])
+	}
+}
+
+// anon sends an unsigned request and returns its status and body.
+func anon(t *testing.T, method, url string, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestACL: canned ACLs, grant headers and AccessControlPolicy documents on
+// buckets and objects decide who reads, writes and changes what —
+// anonymous requests included — and GetBucketAcl/GetObjectAcl show them
+// with the users' display names.
+func TestACL(t *testing.T) {
+	f := startGateway(t, gateway.Options{})
+	ctx := context.Background()
+	c, o := f.s3(f.admin), f.s3(f.other)
+	other, err := f.store.GetUser(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.CreateUser(ctx, "reader", "Rea Der", "rea@example.com", gateway.Key{}); err != nil {
+		t.Fatal(err)
+	}
+	// private by default: the owner's FULL_CONTROL, nobody else anything
+	priv := "private-bucket"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &priv}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &priv, Key: aws.String("k"), Body: strings.NewReader("data")}); err != nil {
+		t.Fatal(err)
+	}
+	acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: &priv})
+	if err != nil || *acl.Owner.ID != "tester" || *acl.Owner.DisplayName != "tester" || len(acl.Grants) != 1 ||
+		acl.Grants[0].Permission != types.PermissionFullControl || *acl.Grants[0].Grantee.ID != "tester" {
+		t.Fatalf("default bucket ACL: %+v %v", acl, err)
+	}
+	for _, try := range []struct {
+		what string
+		err  error
+	}{
+		{"GET", func() error { _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &priv, Key: aws.String("k")}); return err }()},
+		{"PUT", func() error {
+			_, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &priv, Key: aws.String("k2"), Body: strings.NewReader("x")})
+			return err
+		}()},
+		{"list", func() error { _, err := o.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &priv}); return err }()},
+		{"GetBucketAcl", func() error { _, err := o.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: &priv}); return err }()},
+	} {
+		if code(try.err) != "AccessDenied" {
+			t.Fatalf("another user's %s of a private bucket: %v", try.what, try.err)
+		}
+	}
+	if st, _ := anon(t, "GET", f.url+"/"+priv+"/k", ""); st != 403 {
+		t.Fatalf("anonymous GET of a private object: %d", st)
+	}
+	if st, body := anon(t, "GET", f.url+"/no-such-bucket/k", ""); st != 404 || !strings.Contains(body, "NoSuchBucket") {
+		t.Fatalf("anonymous GET in a missing bucket: %d %s", st, body)
+	}
+	if st, body := anon(t, "GET", f.url+"/", ""); st != 200 || strings.Contains(body, "<Bucket>") {
+		t.Fatalf("anonymous ListBuckets: %d %s", st, body)
+	}
+	if st, _ := anon(t, "PUT", f.url+"/anon-bucket", ""); st != 403 {
+		t.Fatalf("anonymous CreateBucket: %d", st)
+	}
+
+	// public-read bucket and object: anyone lists and reads, nobody else writes
+	pub := "public-bucket"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &pub, ACL: types.BucketCannedACLPublicRead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &pub, Key: aws.String("open"), Body: strings.NewReader("hello"), ACL: types.ObjectCannedACLPublicRead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &pub, Key: aws.String("closed"), Body: strings.NewReader("hidden")}); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := anon(t, "GET", f.url+"/"+pub+"/open", ""); st != 200 || body != "hello" {
+		t.Fatalf("anonymous GET of a public-read object: %d %q", st, body)
+	}
+	if st, _ := anon(t, "GET", f.url+"/"+pub+"/closed", ""); st != 403 {
+		t.Fatalf("anonymous GET of a private object in a public-read bucket: %d", st)
+	}
+	if st, body := anon(t, "GET", f.url+"/"+pub, ""); st != 200 || !strings.Contains(body, "<Key>open</Key>") {
+		t.Fatalf("anonymous listing of a public-read bucket: %d %s", st, body)
+	}
+	if st, _ := anon(t, "PUT", f.url+"/"+pub+"/new", "x"); st != 403 {
+		t.Fatalf("anonymous PUT into a public-read bucket: %d", st)
+	}
+	if got, _ := get(t, o, pub, "open", ""); string(got) != "hello" {
+		t.Fatal("another user's GET of a public-read object")
+	}
+	oacl, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: &pub, Key: aws.String("open")})
+	if err != nil || len(oacl.Grants) != 2 || oacl.Grants[1].Grantee.Type != types.TypeGroup ||
+		*oacl.Grants[1].Grantee.URI != gateway.GroupAllUsers || oacl.Grants[1].Permission != types.PermissionRead {
+		t.Fatalf("public-read object ACL: %+v %v", oacl, err)
+	}
+
+	// public-read-write: anyone writes
+	rw := "rw-bucket"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &rw, ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := anon(t, "PUT", f.url+"/"+rw+"/anon-object", "by nobody"); st != 200 {
+		t.Fatalf("anonymous PUT into a public-read-write bucket: %d %s", st, body)
+	}
+
+	// grants to a user: by header on an object, by document on a bucket
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &priv, Key: aws.String("shared"), Body: strings.NewReader("for other"),
+		GrantRead: aws.String(`id="other"`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, o, priv, "shared", ""); string(got) != "for other" {
+		t.Fatal("a READ grant by id did not let the user read")
+	}
+	if _, err := o.PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: &priv, Key: aws.String("shared"), ACL: types.ObjectCannedACLPublicRead}); code(err) != "AccessDenied" {
+		t.Fatalf("a READ grantee changed the ACL: %v", err)
+	}
+	full := types.PermissionFullControl
+	policy := &types.AccessControlPolicy{Owner: &types.Owner{ID: aws.String("tester")}, Grants: []types.Grant{
+		{Grantee: &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String("tester")}, Permission: full},
+		{Grantee: &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String(other.ID)}, Permission: types.PermissionWrite},
+		{Grantee: &types.Grantee{Type: types.TypeAmazonCustomerByEmail, EmailAddress: aws.String("rea@example.com")}, Permission: types.PermissionReadAcp},
+		{Grantee: &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String("reader")}, Permission: types.PermissionRead},
+	}}
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: &priv, AccessControlPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &priv, Key: aws.String("from-other"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatalf("a WRITE grantee's PUT: %v", err)
+	}
+	if _, err := o.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &priv}); code(err) != "AccessDenied" {
+		t.Fatalf("a WRITE grantee listed: %v", err)
+	}
+	acl, err = c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: &priv})
+	if err != nil || len(acl.Grants) != 4 || *acl.Grants[1].Grantee.ID != "other" || acl.Grants[1].Permission != types.PermissionWrite ||
+		*acl.Grants[2].Grantee.EmailAddress != "rea@example.com" || *acl.Grants[3].Grantee.DisplayName != "Rea Der" {
+		t.Fatalf("bucket ACL after PutBucketAcl: %+v %v", acl, err)
+	}
+	// bad input: unknown canned ACL, unknown grantee, canned and grants together
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &priv, Key: aws.String("x"), Body: strings.NewReader("x"), ACL: "world-writable"}); code(err) != "InvalidArgument" {
+		t.Fatalf("unknown canned ACL: %v", err)
+	}
+	if _, err := c.PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: &priv, Key: aws.String("k"), GrantRead: aws.String(`id="nobody"`)}); code(err) != "InvalidArgument" {
+		t.Fatalf("grant to an unknown user: %v", err)
+	}
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: &priv, ACL: types.BucketCannedACLPrivate, GrantRead: aws.String(`id="other"`)}); code(err) != "InvalidRequest" {
+		t.Fatalf("canned ACL and grants together: %v", err)
+	}
+	// the owner keeps control whatever the grants say
+	if _, err := c.PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: &priv, Key: aws.String("k"), AccessControlPolicy: &types.AccessControlPolicy{Owner: &types.Owner{ID: aws.String("tester")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get(t, c, priv, "k", ""); string(got) != "data" {
+		t.Fatal("an owner with no grants lost its object")
 	}
 }

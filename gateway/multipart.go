@@ -39,6 +39,7 @@ type Upload struct {
 	Headers   map[string]string `json:"hdr,omitempty"`
 	Meta      map[string]string `json:"meta,omitempty"`
 	Class     string            `json:"sc,omitempty"`
+	ACL       ACL               `json:"acl,omitempty"` // the completed object's
 }
 
 // Part is an uploaded part.
@@ -204,7 +205,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	if err != nil {
 		return nil, err
 	}
-	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list)}
+	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL}
 	sum := md5.New()
 	used := map[int]bool{}
 	for i, cp := range list {

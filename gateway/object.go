@@ -218,6 +218,7 @@ type PutInput struct {
 	Meta        map[string]string
 	Class       string
 	Owner       string
+	ACL         ACL  // nil: the owner's FULL_CONTROL
 	IfNoneMatch bool // If-None-Match: * (PreconditionFailed if the key exists)
 }
 
@@ -240,7 +241,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if err := s.prepare(ctx, b, key, tag, "put"); err != nil {
 		return nil, err
 	}
-	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class}
+	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL}
 	h.HeadSize = min(in.Size, s.opt.ChunkSize)
 	head := make([]byte, h.HeadSize)
 	seg, etag, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5)
@@ -347,6 +348,36 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	}
 	s.completeAsync(b, key, h.Tag, rep.Ver, h.entry())
 	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
+}
+
+// Owner is the object's owner (its writer).
+func (o *Object) Owner() string { return o.info.Owner }
+
+// Allows reports whether uid ("" anonymous) holds perm on the object.
+func (o *Object) Allows(uid, perm string) bool { return o.info.ACL.allows(o.info.Owner, uid, perm) }
+
+// SetObjectACL replaces the ACL of key's current version, atomically with
+// respect to writes of the key (the head is rewritten only if it is still
+// the version read).
+func (s *Store) SetObjectACL(ctx context.Context, b *Bucket, key string, fn func(h *headInfo) (ACL, error)) error {
+	oid := headOID(b.ID, key)
+	for attempt := 0; ; attempt++ {
+		h, _, ver, _, err := s.headAt(ctx, oid, false)
+		if errors.Is(err, ErrNoSuchKey) {
+			return ErrNoSuchKey.with("key %q does not exist", key)
+		}
+		if err != nil {
+			return err
+		}
+		if h.ACL, err = fn(h); err != nil {
+			return err
+		}
+		hb, _ := json.Marshal(h)
+		_, err = s.data.Operate(ctx, oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: ver}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
+		if (!errors.Is(err, client.ErrNotFound) && !errors.Is(err, osdop.ErrVerNewer) && !errors.Is(err, osdop.ErrVerOlder)) || attempt > 8 {
+			return err
+		}
+	}
 }
 
 // Object is an open S3 object version for reading.

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -175,7 +176,7 @@ func (srv *Server) route(rq *request) error {
 		return err
 	}
 	if ak == "" {
-		return ErrAccessDenied.with("anonymous access is not supported; sign the request")
+		rq.uid = "" // anonymous: only what ACLs grant AllUsers
 	}
 	m := rq.r.Method
 	if rq.bucket == "" {
@@ -190,16 +191,31 @@ func (srv *Server) route(rq *request) error {
 	return srv.routeObject(rq)
 }
 
-// bucketFor loads the request's bucket and checks the caller owns it.
-func (srv *Server) bucketFor(rq *request) (*Bucket, error) {
+// bucketFor loads the request's bucket and checks that the caller holds
+// perm on it ("" for the owner alone).
+func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
 	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
 		return nil, err
 	}
-	if b.Owner != rq.uid {
-		return nil, ErrAccessDenied.with("bucket %q belongs to another user", b.Name)
+	if err := bucketAllows(b, rq.uid, perm); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// bucketAllows checks that uid holds perm on b ("" for the owner alone).
+func bucketAllows(b *Bucket, uid, perm string) error {
+	if perm == "" {
+		if uid != b.Owner {
+			return ErrAccessDenied.with("only the owner of bucket %q may do this", b.Name)
+		}
+		return nil
+	}
+	if !b.ACL.allows(b.Owner, uid, perm) {
+		return errDenied(uid, perm, fmt.Sprintf("bucket %q", b.Name))
+	}
+	return nil
 }
 
 func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
@@ -220,19 +236,28 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	switch rq.r.Method {
 	case http.MethodPut:
-		if has(q, "acl") || has(q, "versioning") {
-			return ErrNotImplemented.with("setting bucket ACLs or versioning is not supported")
+		if has(q, "versioning") {
+			return ErrNotImplemented.with("bucket versioning is not supported")
+		}
+		if has(q, "acl") {
+			return srv.putBucketACL(rq)
 		}
 		return srv.createBucket(rq)
 	case http.MethodHead:
-		_, err := srv.bucketFor(rq)
+		b, err := srv.bucketFor(rq, PermRead)
 		if err != nil {
 			return err
+		}
+		if q.Get("read-stats") == "true" { // RGW's extension: the index's totals
+			if st, err := srv.s.Stats(ctx, b); err == nil {
+				rq.w.Header().Set("X-RGW-Object-Count", strconv.FormatInt(st.Objects, 10))
+				rq.w.Header().Set("X-RGW-Bytes-Used", strconv.FormatInt(st.Bytes, 10))
+			}
 		}
 		rq.w.WriteHeader(http.StatusOK)
 		return nil
 	case http.MethodDelete:
-		b, err := srv.bucketFor(rq)
+		b, err := srv.bucketFor(rq, "")
 		if err != nil {
 			return err
 		}
@@ -247,17 +272,21 @@ func (srv *Server) routeBucket(rq *request) error {
 		}
 		return ErrNotImplemented.with("POST on a bucket (browser uploads) is not supported")
 	case http.MethodGet:
-		b, err := srv.bucketFor(rq)
+		perm := PermRead
+		if has(q, "acl") {
+			perm = PermReadACP
+		}
+		b, err := srv.bucketFor(rq, perm)
 		if err != nil {
 			return err
 		}
 		switch {
 		case has(q, "location"):
-			return writeXML(rq, http.StatusOK, locationConstraint{Xmlns: s3NS})
+			return writeXML(rq, http.StatusOK, locationConstraint{Xmlns: s3NS, Value: b.Location})
 		case has(q, "versioning"):
 			return writeXML(rq, http.StatusOK, versioningConfiguration{Xmlns: s3NS})
 		case has(q, "acl"):
-			return writeXML(rq, http.StatusOK, ownerACL(b.Owner))
+			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, b.Owner, b.ACL))
 		case has(q, "uploads"):
 			return srv.listUploads(rq, b)
 		case has(q, "versions"):
@@ -268,21 +297,59 @@ func (srv *Server) routeBucket(rq *request) error {
 	return ErrMethodNotAllowed
 }
 
-func ownerACL(uid string) accessControlPolicy {
-	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: uid, DisplayName: uid}}
-	var g grant
-	g.Grantee.XMLNS, g.Grantee.Type = "http://www.w3.org/2001/XMLSchema-instance", "CanonicalUser"
-	g.Grantee.ID, g.Grantee.DisplayName = uid, uid
-	g.Permission = "FULL_CONTROL"
-	p.Grants = []grant{g}
-	return p
+// putBucketACL replaces a bucket's ACL (WRITE_ACP).
+func (srv *Server) putBucketACL(rq *request) error {
+	ctx := rq.r.Context()
+	b, err := srv.bucketFor(rq, PermWriteACP)
+	if err != nil {
+		return err
+	}
+	a, err := srv.s.aclFromRequest(ctx, rq.r, b.Owner, b.Owner)
+	if err != nil {
+		return err
+	}
+	if _, err := srv.s.updateBucket(ctx, b.Name, func(nb *Bucket) error {
+		if nb.ID != b.ID {
+			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+		}
+		nb.ACL = a
+		return nil
+	}); err != nil {
+		return err
+	}
+	srv.s.forgetBucket(b.Name)
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// openForACL opens key for an ACL request: READ_ACP or WRITE_ACP on the
+// object.
+func (srv *Server) openForACL(rq *request, b *Bucket, perm string) (*Object, error) {
+	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Allows(rq.uid, perm) {
+		return nil, errDenied(rq.uid, perm, fmt.Sprintf("object %q", rq.key))
+	}
+	return o, nil
 }
 
 func (srv *Server) routeObject(rq *request) error {
 	q := rq.q
-	b, err := srv.bucketFor(rq)
+	ctx := rq.r.Context()
+	b, err := srv.s.lookupBucket(ctx, rq.bucket)
 	if err != nil {
 		return err
+	}
+	// object reads and ACL requests check the object's ACL; the rest
+	// write to the bucket
+	switch {
+	case has(q, "acl"), rq.r.Method == http.MethodGet, rq.r.Method == http.MethodHead:
+	default:
+		if err := bucketAllows(b, rq.uid, PermWrite); err != nil {
+			return err
+		}
 	}
 	for _, sub := range []string{"tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
 		if has(q, sub) {
@@ -295,7 +362,16 @@ func (srv *Server) routeObject(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodPut:
 		if has(q, "acl") {
-			return ErrNotImplemented.with("object ACLs are not supported")
+			if _, err := srv.openForACL(rq, b, PermWriteACP); err != nil {
+				return err
+			}
+			if err := srv.s.SetObjectACL(ctx, b, rq.key, func(h *headInfo) (ACL, error) {
+				return srv.s.aclFromRequest(ctx, rq.r, h.Owner, b.Owner)
+			}); err != nil {
+				return err
+			}
+			rq.w.WriteHeader(http.StatusOK)
+			return nil
 		}
 		if has(q, "uploadId") {
 			if rq.r.Header.Get("x-amz-copy-source") != "" {
@@ -309,12 +385,16 @@ func (srv *Server) routeObject(rq *request) error {
 		return srv.putObject(rq, b)
 	case http.MethodGet:
 		if has(q, "acl") {
-			if _, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false); err != nil {
+			o, err := srv.openForACL(rq, b, PermReadACP)
+			if err != nil {
 				return err
 			}
-			return writeXML(rq, http.StatusOK, ownerACL(b.Owner))
+			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, o.Owner(), o.info.ACL))
 		}
 		if has(q, "uploadId") {
+			if err := bucketAllows(b, rq.uid, PermWrite); err != nil {
+				return err
+			}
 			return srv.listParts(rq, b)
 		}
 		return srv.getObject(rq, b, false)
@@ -378,12 +458,15 @@ func (srv *Server) listBuckets(rq *request) error {
 		after = string(b)
 	}
 	prefix := q.Get("prefix")
+	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: srv.s.displayName(ctx, rq.uid)}, Buckets: []bucketEntry{}, Prefix: prefix}
+	if rq.uid == "" { // anonymous: owns nothing (as RGW)
+		return writeXML(rq, http.StatusOK, res)
+	}
 	names, err := srv.s.UserBuckets(ctx, rq.uid)
 	if err != nil {
 		return err
 	}
 	slices.Sort(names)
-	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: rq.uid}, Buckets: []bucketEntry{}, Prefix: prefix}
 	for _, n := range names {
 		if n <= after || !strings.HasPrefix(n, prefix) {
 			continue
@@ -404,7 +487,11 @@ func (srv *Server) listBuckets(rq *request) error {
 func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func (srv *Server) createBucket(rq *request) error {
-	placement := ""
+	ctx := rq.r.Context()
+	if rq.uid == "" {
+		return ErrAccessDenied.with("anonymous requests may not create buckets")
+	}
+	placement, location := "", ""
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 64<<10))
 	if err != nil {
 		return bodyErr(err)
@@ -415,14 +502,23 @@ func (srv *Server) createBucket(rq *request) error {
 			return ErrMalformedXML
 		}
 		// RGW's form: "ZONEGROUP:PLACEMENT-TARGET"; a bare region is fine
-		if _, target, ok := strings.Cut(c.LocationConstraint, ":"); ok {
-			placement = target
+		location = c.LocationConstraint
+		if region, target, ok := strings.Cut(c.LocationConstraint, ":"); ok {
+			location, placement = region, target
 		}
 	}
 	if rq.r.Header.Get("x-amz-bucket-object-lock-enabled") == "true" {
 		return ErrNotImplemented.with("object lock is not supported")
 	}
-	if _, err := srv.s.CreateBucket(rq.r.Context(), rq.bucket, rq.uid, placement); err != nil {
+	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, rq.uid)
+	if err != nil {
+		return err
+	}
+	_, err = srv.s.CreateBucket(ctx, rq.bucket, rq.uid, placement, location, acl)
+	if errors.Is(err, ErrBucketAlreadyOwnedByYou) {
+		err = nil // as RGW (and S3 in us-east-1): creating one's own bucket again succeeds and changes nothing
+	}
+	if err != nil {
 		return err
 	}
 	rq.w.Header().Set("Location", "/"+rq.bucket)
@@ -528,7 +624,11 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if inm != "" && inm != "*" {
 		return ErrNotImplemented.with("If-None-Match on PUT supports only *")
 	}
-	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, IfNoneMatch: inm == "*"})
+	acl, err := srv.s.requestACL(r.Context(), r.Header, rq.uid, b.Owner)
+	if err != nil {
+		return err
+	}
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl, IfNoneMatch: inm == "*"})
 	if err != nil {
 		return err
 	}
@@ -675,6 +775,9 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 		return err
 	}
 	defer o.Close()
+	if !o.Allows(rq.uid, PermRead) {
+		return errDenied(rq.uid, PermRead, fmt.Sprintf("object %q", rq.key))
+	}
 	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
 		if err == ErrNotModified {
 			h := rq.w.Header()
@@ -739,7 +842,7 @@ func copySource(v string) (bucket, key string, err error) {
 }
 
 // openCopySource opens the source object of a copy, checking the caller
-// owns its bucket and the x-amz-copy-source-if-* conditions.
+// may read it and the x-amz-copy-source-if-* conditions.
 func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
 	sb, sk, err := copySource(rq.r.Header.Get("x-amz-copy-source"))
 	if err != nil {
@@ -749,12 +852,12 @@ func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if src.Owner != rq.uid {
-		return nil, nil, ErrAccessDenied.with("source bucket %q belongs to another user", sb)
-	}
 	o, err := srv.s.OpenObject(rq.r.Context(), src, sk, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !o.Allows(rq.uid, PermRead) {
+		return nil, nil, errDenied(rq.uid, PermRead, fmt.Sprintf("object %q of bucket %q", sk, sb))
 	}
 	if err := checkConditions(rq.r.Header, "x-amz-copy-source-", o.ETag(), o.Mtime(), false); err != nil {
 		return nil, nil, err
@@ -799,9 +902,13 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	if o.Size() > MaxObjectSize {
 		return ErrInvalidRequest.with("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
+	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, b.Owner)
+	if err != nil {
+		return err
+	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
-	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid})
+	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl})
 	if err != nil {
 		return err
 	}
@@ -809,7 +916,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 }
 
 func (srv *Server) deleteObjects(rq *request) error {
-	b, err := srv.bucketFor(rq)
+	b, err := srv.bucketFor(rq, PermWrite)
 	if err != nil {
 		return err
 	}
@@ -963,7 +1070,11 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: rq.uid, Headers: hdr, Meta: meta, Class: sc})
+	acl, err := srv.s.requestACL(rq.r.Context(), rq.r.Header, rq.uid, b.Owner)
+	if err != nil {
+		return err
+	}
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl})
 	if err != nil {
 		return err
 	}

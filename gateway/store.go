@@ -154,6 +154,7 @@ type Store struct {
 	reshard map[string]bool         // buckets whose shards passed MaxObjsPerShard (dynamic resharding queue)
 	buckets map[string]cachedBucket // name → info, validated by the index
 	keys    map[string]cachedKey    // access key → secret and user
+	names   map[string]cachedName   // user → display name
 }
 
 type cachedBucket struct {
@@ -174,7 +175,7 @@ const cacheTTL = 5 * time.Second
 // cluster's defaults) the gateway's pools.
 func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, error) {
 	opt.setDefaults()
-	s := &Store{conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
+	s := &Store{conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
 	for _, p := range []struct {
 		name  string
 		pgNum string
@@ -451,6 +452,8 @@ type Bucket struct {
 	Created   time.Time    `json:"created"`
 	Placement string       `json:"placement"`       // "default-placement" or "indexless"
 	Index     *IndexLayout `json:"index,omitempty"` // nil: indexless
+	ACL       ACL          `json:"acl,omitempty"`   // nil: the owner's FULL_CONTROL (acl.go)
+	Location  string       `json:"location,omitempty"` // the LocationConstraint it was created with
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).
@@ -475,16 +478,17 @@ func validBucketName(n string) bool {
 	return !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(n)
 }
 
-// CreateBucket creates a bucket owned by uid. ErrBucketAlreadyOwnedByYou
-// / ErrBucketAlreadyExists if the name is taken.
-func (s *Store) CreateBucket(ctx context.Context, name, uid, placement string) (*Bucket, error) {
+// CreateBucket creates a bucket owned by uid, with a placement target, the
+// location constraint it was asked for and an ACL (nil: the default).
+// ErrBucketAlreadyOwnedByYou / ErrBucketAlreadyExists if the name is taken.
+func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location string, acl ACL) (*Bucket, error) {
 	if !validBucketName(name) {
 		return nil, ErrInvalidBucketName.with("bucket name %q is not valid", name)
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
 	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault,
-		Index: newIndexLayout(s.opt.IndexShards, s.opt.RangeShards)}
+		Index: newIndexLayout(s.opt.IndexShards, s.opt.RangeShards), ACL: acl, Location: location}
 	switch placement {
 	case "", PlacementDefault:
 	case PlacementIndexless:

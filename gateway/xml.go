@@ -193,12 +193,29 @@ type accessControlPolicy struct {
 	Grants  []grant  `xml:"AccessControlList>Grant"`
 }
 
+// accessControlPolicyIn is an AccessControlPolicy as clients send it
+// (the grantee's type is the namespaced xsi:type attribute).
+type accessControlPolicyIn struct {
+	Owner  owner `xml:"Owner"`
+	Grants []struct {
+		Grantee struct {
+			Type  string `xml:"http://www.w3.org/2001/XMLSchema-instance type,attr"`
+			ID    string `xml:"ID"`
+			URI   string `xml:"URI"`
+			Email string `xml:"EmailAddress"`
+		} `xml:"Grantee"`
+		Permission string `xml:"Permission"`
+	} `xml:"AccessControlList>Grant"`
+}
+
 type grant struct {
 	Grantee struct {
 		XMLNS       string `xml:"xmlns:xsi,attr"`
 		Type        string `xml:"xsi:type,attr"`
-		ID          string `xml:"ID"`
-		DisplayName string `xml:"DisplayName"`
+		ID          string `xml:"ID,omitempty"`
+		DisplayName string `xml:"DisplayName,omitempty"`
+		URI         string `xml:"URI,omitempty"`
+		Email       string `xml:"EmailAddress,omitempty"`
 	} `xml:"Grantee"`
 	Permission string `xml:"Permission"`
 }

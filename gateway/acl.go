@@ -1,0 +1,317 @@
+package gateway
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// S3 access control lists (the AWS S3 API reference, "Access control list
+// (ACL) overview"; RGW keeps the same model). A bucket's ACL is kept in its
+// entry point, an object's in its head's metadata; nil means the default,
+// the owner's FULL_CONTROL alone.
+//
+// Permissions: on a bucket READ lists it, WRITE creates, overwrites and
+// deletes its objects; on an object READ reads it; READ_ACP and WRITE_ACP
+// read and replace the ACL; FULL_CONTROL is all of them. A bucket's owner
+// holds every permission on it and the owner of an object (its writer)
+// every permission on the object whatever the grants say, so no owner can
+// lock itself out. Grantees are users (by ID, or by e-mail address at
+// grant time) and the groups AllUsers (anonymous requests included) and
+// AuthenticatedUsers.
+
+// Permissions.
+const (
+	PermRead        = "READ"
+	PermWrite       = "WRITE"
+	PermReadACP     = "READ_ACP"
+	PermWriteACP    = "WRITE_ACP"
+	PermFullControl = "FULL_CONTROL"
+)
+
+// Grantee groups.
+const (
+	GroupAllUsers      = "http://acs.amazonaws.com/groups/global/AllUsers"
+	GroupAuthenticated = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
+	GroupLogDelivery   = "http://acs.amazonaws.com/groups/s3/LogDelivery"
+)
+
+// Grant gives a grantee — a user (ID) or a group (URI) — a permission.
+type Grant struct {
+	ID    string `json:"id,omitempty"`
+	Email string `json:"email,omitempty"` // the address the grant named, shown back
+	URI   string `json:"uri,omitempty"`
+	Perm  string `json:"perm"`
+}
+
+// ACL is a bucket's or object's list of grants.
+type ACL []Grant
+
+// allows reports whether uid ("" for an anonymous request) holds perm
+// under the grants of a resource owned by owner.
+func (a ACL) allows(owner, uid, perm string) bool {
+	if uid != "" && uid == owner {
+		return true
+	}
+	for _, g := range a {
+		if g.Perm != perm && g.Perm != PermFullControl {
+			continue
+		}
+		switch {
+		case g.URI == GroupAllUsers,
+			g.URI == GroupAuthenticated && uid != "",
+			g.ID != "" && g.ID == uid:
+			return true
+		}
+	}
+	return false
+}
+
+// withOwner is the ACL as shown: the default (nil) is the owner's
+// FULL_CONTROL.
+func (a ACL) withOwner(owner string) ACL {
+	if a == nil {
+		return ACL{{ID: owner, Perm: PermFullControl}}
+	}
+	return a
+}
+
+// cannedACL is the ACL a canned name (x-amz-acl) stands for, on a
+// resource owned by owner in a bucket owned by bucketOwner.
+func cannedACL(name, owner, bucketOwner string) (ACL, error) {
+	own := Grant{ID: owner, Perm: PermFullControl}
+	switch name {
+	case "private":
+		return ACL{own}, nil
+	case "public-read":
+		return ACL{own, {URI: GroupAllUsers, Perm: PermRead}}, nil
+	case "public-read-write":
+		return ACL{own, {URI: GroupAllUsers, Perm: PermRead}, {URI: GroupAllUsers, Perm: PermWrite}}, nil
+	case "authenticated-read":
+		return ACL{own, {URI: GroupAuthenticated, Perm: PermRead}}, nil
+	case "bucket-owner-read":
+		if bucketOwner == owner {
+			return ACL{own}, nil
+		}
+		return ACL{own, {ID: bucketOwner, Perm: PermRead}}, nil
+	case "bucket-owner-full-control":
+		if bucketOwner == owner {
+			return ACL{own}, nil
+		}
+		return ACL{own, {ID: bucketOwner, Perm: PermFullControl}}, nil
+	case "log-delivery-write":
+		return ACL{own, {URI: GroupLogDelivery, Perm: PermWrite}, {URI: GroupLogDelivery, Perm: PermReadACP}}, nil
+	}
+	return nil, ErrInvalidArgument.with("unknown canned ACL %q", name)
+}
+
+// grantHeaders are the x-amz-grant-* headers and the permission each gives.
+var grantHeaders = []struct{ header, perm string }{
+	{"x-amz-grant-read", PermRead}, {"x-amz-grant-write", PermWrite}, {"x-amz-grant-read-acp", PermReadACP},
+	{"x-amz-grant-write-acp", PermWriteACP}, {"x-amz-grant-full-control", PermFullControl},
+}
+
+// requestACL is the ACL a request's x-amz-acl or x-amz-grant-* headers
+// ask for (nil if none: the default), for a resource owned by owner in a
+// bucket owned by bucketOwner. Both kinds at once are refused, as S3 does.
+func (s *Store) requestACL(ctx context.Context, h http.Header, owner, bucketOwner string) (ACL, error) {
+	canned := h.Get("x-amz-acl")
+	var grants ACL
+	for _, gh := range grantHeaders {
+		for _, v := range h.Values(gh.header) {
+			for _, item := range strings.Split(v, ",") {
+				kind, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+				val = strings.Trim(strings.TrimSpace(val), `"`)
+				if !ok || val == "" {
+					return nil, ErrInvalidArgument.with("%s: want id=, uri= or emailAddress= grantees", gh.header)
+				}
+				g := Grant{Perm: gh.perm}
+				switch strings.ToLower(strings.TrimSpace(kind)) {
+				case "id":
+					g.ID = val
+				case "uri":
+					g.URI = val
+				case "emailaddress":
+					g.Email = val
+				default:
+					return nil, ErrInvalidArgument.with("%s: unknown grantee type %q", gh.header, kind)
+				}
+				if err := s.checkGrantee(ctx, &g); err != nil {
+					return nil, err
+				}
+				grants = append(grants, g)
+			}
+		}
+	}
+	switch {
+	case canned != "" && grants != nil:
+		return nil, ErrInvalidRequest.with("specify either a canned ACL or x-amz-grant headers, not both")
+	case canned != "":
+		return cannedACL(canned, owner, bucketOwner)
+	}
+	return grants, nil
+}
+
+// checkGrantee makes a grant's user exist (resolving an e-mail address
+// to its user) and its group a known one.
+func (s *Store) checkGrantee(ctx context.Context, g *Grant) error {
+	switch {
+	case g.URI != "":
+		if g.URI != GroupAllUsers && g.URI != GroupAuthenticated && g.URI != GroupLogDelivery {
+			return ErrInvalidArgument.with("unknown grantee group %q", g.URI)
+		}
+	case g.Email != "":
+		uid, err := s.userByEmail(ctx, g.Email)
+		if err != nil {
+			return err
+		}
+		g.ID = uid
+	case g.ID != "":
+		if _, err := s.GetUser(ctx, g.ID); errors.Is(err, ErrNoSuchUser) {
+			return ErrInvalidArgument.with("grantee %q is not a user", g.ID)
+		} else if err != nil {
+			return err
+		}
+	default:
+		return ErrInvalidArgument.with("a grant names no grantee")
+	}
+	switch g.Perm {
+	case PermRead, PermWrite, PermReadACP, PermWriteACP, PermFullControl:
+		return nil
+	}
+	return ErrMalformedACL.with("unknown permission %q", g.Perm)
+}
+
+// userByEmail finds the user with an e-mail address (UnresolvableGrantByEmailAddress).
+func (s *Store) userByEmail(ctx context.Context, email string) (string, error) {
+	uids, err := s.ListUsers(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, uid := range uids {
+		if u, err := s.GetUser(ctx, uid); err == nil && strings.EqualFold(u.Email, email) {
+			return uid, nil
+		}
+	}
+	return "", ErrUnresolvableGrantByEmail.with("no user has the address %q", email)
+}
+
+// displayName is a user's display name (its ID if unknown), cached.
+func (s *Store) displayName(ctx context.Context, uid string) string {
+	if uid == "" {
+		return ""
+	}
+	s.mu.Lock()
+	c, ok := s.names[uid]
+	s.mu.Unlock()
+	if ok && time.Since(c.when) < cacheTTL {
+		return c.name
+	}
+	name := uid
+	if u, err := s.GetUser(ctx, uid); err == nil {
+		name = u.DisplayName
+	}
+	s.mu.Lock()
+	s.names[uid] = cachedName{name: name, when: time.Now()}
+	s.mu.Unlock()
+	return name
+}
+
+type cachedName struct {
+	name string
+	when time.Time
+}
+
+// policyXML is an ACL as S3's AccessControlPolicy document.
+func (s *Store) policyXML(ctx context.Context, ownerID string, a ACL) accessControlPolicy {
+	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: ownerID, DisplayName: s.displayName(ctx, ownerID)}}
+	for _, g := range a.withOwner(ownerID) {
+		var x grant
+		x.Grantee.XMLNS = "http://www.w3.org/2001/XMLSchema-instance"
+		switch {
+		case g.URI != "":
+			x.Grantee.Type, x.Grantee.URI = "Group", g.URI
+		case g.Email != "":
+			x.Grantee.Type, x.Grantee.Email = "AmazonCustomerByEmail", g.Email
+		default:
+			x.Grantee.Type, x.Grantee.ID, x.Grantee.DisplayName = "CanonicalUser", g.ID, s.displayName(ctx, g.ID)
+		}
+		x.Permission = g.Perm
+		p.Grants = append(p.Grants, x)
+	}
+	return p
+}
+
+// parsePolicy reads an AccessControlPolicy document (PUT ?acl) into
+// grants, for a resource owned by ownerID.
+func (s *Store) parsePolicy(ctx context.Context, body []byte, ownerID string) (ACL, error) {
+	var p accessControlPolicyIn
+	if err := xml.Unmarshal(body, &p); err != nil {
+		return nil, ErrMalformedACL.with("%v", err)
+	}
+	if p.Owner.ID != "" && p.Owner.ID != ownerID {
+		return nil, ErrAccessDenied.with("the policy names owner %q; the owner is %q", p.Owner.ID, ownerID)
+	}
+	a := ACL{}
+	for _, x := range p.Grants {
+		g := Grant{Perm: x.Permission}
+		switch x.Grantee.Type {
+		case "CanonicalUser":
+			g.ID = x.Grantee.ID
+		case "Group":
+			g.URI = x.Grantee.URI
+		case "AmazonCustomerByEmail":
+			g.Email = x.Grantee.Email
+		default:
+			return nil, ErrMalformedACL.with("unknown grantee type %q", x.Grantee.Type)
+		}
+		if err := s.checkGrantee(ctx, &g); err != nil {
+			return nil, err
+		}
+		a = append(a, g)
+	}
+	return a, nil
+}
+
+// readSmallBody reads a request body of at most 1 MiB (an XML document).
+func readSmallBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return nil, bodyErr(err)
+	}
+	return b, nil
+}
+
+// aclFromRequest is the ACL a PUT ?acl asks for: from its headers, or
+// else from its AccessControlPolicy body.
+func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID, bucketOwner string) (ACL, error) {
+	a, err := s.requestACL(ctx, r.Header, ownerID, bucketOwner)
+	if err != nil || a != nil {
+		return a, err
+	}
+	body, err := readSmallBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil, ErrMalformedACL.with("PUT ?acl needs x-amz-acl, x-amz-grant-* headers or an AccessControlPolicy body")
+	}
+	return s.parsePolicy(ctx, body, ownerID)
+}
+
+// errDenied is AccessDenied for a missing permission.
+func errDenied(uid, perm, what string) error {
+	who := "anonymous requests"
+	if uid != "" {
+		who = fmt.Sprintf("user %q", uid)
+	}
+	return ErrAccessDenied.with("%s may not %s %s", who, permVerb[perm], what)
+}
+
+var permVerb = map[string]string{PermRead: "read", PermWrite: "write to", PermReadACP: "read the ACL of",
+	PermWriteACP: "change the ACL of", PermFullControl: "control"}
