@@ -1506,7 +1506,10 @@ func TestACL(t *testing.T) {
 		what string
 		err  error
 	}{
-		{"GET", func() error { _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &priv, Key: aws.String("k")}); return err }()},
+		{"GET", func() error {
+			_, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &priv, Key: aws.String("k")})
+			return err
+		}()},
 		{"PUT", func() error {
 			_, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &priv, Key: aws.String("k2"), Body: strings.NewReader("x")})
 			return err

@@ -450,9 +450,9 @@ type Bucket struct {
 	ID        string       `json:"id"` // prefix of every RADOS object of the bucket
 	Owner     string       `json:"owner"`
 	Created   time.Time    `json:"created"`
-	Placement string       `json:"placement"`       // "default-placement" or "indexless"
-	Index     *IndexLayout `json:"index,omitempty"` // nil: indexless
-	ACL       ACL          `json:"acl,omitempty"`   // nil: the owner's FULL_CONTROL (acl.go)
+	Placement string       `json:"placement"`          // "default-placement" or "indexless"
+	Index     *IndexLayout `json:"index,omitempty"`    // nil: indexless
+	ACL       ACL          `json:"acl,omitempty"`      // nil: the owner's FULL_CONTROL (acl.go)
 	Location  string       `json:"location,omitempty"` // the LocationConstraint it was created with
 }
 
