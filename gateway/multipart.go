@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +205,14 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	all, err := s.allParts(ctx, b, key, uploadID)
 	if err != nil {
 		return nil, err
+	}
+	// a part number listed twice in a row (a part uploaded again while
+	// the first upload was in flight): the later entry stands, as RGW
+	list = slices.Clone(list)
+	for i := len(list) - 1; i > 0; i-- {
+		if list[i].Num == list[i-1].Num {
+			list = slices.Delete(list, i-1, i)
+		}
 	}
 	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL}
 	sum := md5.New()

@@ -351,6 +351,9 @@ func (srv *Server) routeObject(rq *request) error {
 			return err
 		}
 	}
+	if has(q, "torrent") && rq.r.Method == http.MethodGet {
+		return ErrNoSuchKey.with("no torrent is kept for object %q", rq.key) // as RGW without torrents
+	}
 	for _, sub := range []string{"tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
 		if has(q, sub) {
 			return ErrNotImplemented.with("object %s is not supported", sub)
@@ -588,10 +591,10 @@ func bodySize(r *http.Request) (int64, error) {
 }
 
 func contentMD5(r *http.Request) ([]byte, error) {
-	v := r.Header.Get("Content-MD5")
-	if v == "" {
+	if len(r.Header.Values("Content-MD5")) == 0 {
 		return nil, nil
 	}
+	v := r.Header.Get("Content-MD5") // present but empty is invalid
 	d, err := base64.StdEncoding.DecodeString(v)
 	if err != nil || len(d) != md5.Size {
 		return nil, ErrInvalidDigest
@@ -1013,6 +1016,9 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 		return err
 	}
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	if q.Get("allow-unordered") == "true" && delim != "" { // RGW's unordered listing: answered in order, which is allowed
+		return ErrInvalidArgument.with("allow-unordered cannot be used with a delimiter")
+	}
 	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: prefix, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
 	if v2 { // V1 answers the prefix as given (the SDKs decode it only in V2)
 		res.Prefix = encodeKey(prefix, enc)
@@ -1021,12 +1027,16 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 	if v2 {
 		res.StartAfter = encodeKey(q.Get("start-after"), enc)
 		after = q.Get("start-after")
-		if t := q.Get("continuation-token"); t != "" || has(q, "continuation-token") {
+		if has(q, "continuation-token") { // empty: from the start, as RGW
+			t := q.Get("continuation-token")
 			d, err := base64.RawURLEncoding.DecodeString(t)
-			if err != nil || t == "" {
+			if err != nil {
 				return ErrInvalidArgument.with("The continuation token provided is incorrect")
 			}
-			res.ContToken, after = t, string(d)
+			res.ContToken = &t
+			if t != "" {
+				after = string(d)
+			}
 		}
 	} else {
 		m := q.Get("marker")

@@ -730,12 +730,12 @@ func sigV2Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 
 	dateLine := ""
 	date := r.Header.Get("X-Amz-Date")
-	if date == "" {
+	if len(r.Header.Values("X-Amz-Date")) == 0 { // present, even empty, it is the date
 		date = r.Header.Get("Date")
 		dateLine = date
 	}
 	when, ok := sigParseHTTPDate(date)
-	if !ok {
+	if !ok || when.Before(time.Unix(0, 0)) {
 		return "", sigFail(ErrAccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
 	}
 	if err := sigCheckSkew(when, now); err != nil {

@@ -57,7 +57,7 @@ type listBucketResult struct {
 	Marker         *string        `xml:"Marker,omitempty"`
 	NextMarker     string         `xml:"NextMarker,omitempty"`
 	StartAfter     string         `xml:"StartAfter,omitempty"`
-	ContToken      string         `xml:"ContinuationToken,omitempty"`
+	ContToken      *string        `xml:"ContinuationToken"` // echoed when given, even empty
 	NextContToken  string         `xml:"NextContinuationToken,omitempty"`
 	KeyCount       *int           `xml:"KeyCount,omitempty"`
 	MaxKeys        int            `xml:"MaxKeys"`
