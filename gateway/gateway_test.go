@@ -1687,6 +1687,28 @@ func TestS3Details(t *testing.T) {
 	if st, body := f.signed(t, f.admin, "GET", "/"+b+"/a?torrent", nil, ""); st != 404 || !strings.Contains(body, "NoSuchKey") {
 		t.Fatalf("torrent: %d %s", st, body)
 	}
+	// a PUT without a length (Transfer-Encoding: chunked), small and past
+	// the head's chunk
+	for _, n := range []int{10, 600 << 10} {
+		data := randBytes(rand.New(rand.NewPCG(uint64(n), 1)), n)
+		req, _ := http.NewRequest("PUT", f.url+"/"+b+"/chunked", io.NopCloser(bytes.NewReader(data))) // no length: chunked
+		req.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
+		if err := signer.SignHTTP(ctx, aws.Credentials{AccessKeyID: f.admin.AccessKey, SecretAccessKey: f.admin.SecretKey}, req, "UNSIGNED-PAYLOAD", "s3", "default", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("chunked PUT of %d bytes: %d", n, resp.StatusCode)
+		}
+		if got, _ := get(t, c, b, "chunked", ""); !bytes.Equal(got, data) {
+			t.Fatalf("chunked PUT of %d bytes read back as %d bytes", n, len(got))
+		}
+	}
 	// part 1 uploaded twice; the completion names both, the later last
 	key := "twice"
 	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: &key})

@@ -242,13 +242,17 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		return nil, err
 	}
 	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL}
-	h.HeadSize = min(in.Size, s.opt.ChunkSize)
+	h.HeadSize = s.opt.ChunkSize
+	if in.Size >= 0 {
+		h.HeadSize = min(in.Size, s.opt.ChunkSize)
+	}
 	head := make([]byte, h.HeadSize)
-	seg, etag, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5)
+	seg, etag, err := s.receive(ctx, in.Body, in.Size, &head, shadowPrefix(b.ID, tag), 1, in.MD5)
 	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return nil, err
 	}
+	h.HeadSize, h.Size = int64(len(head)), int64(len(head))+seg.Size
 	if seg.Size > 0 {
 		h.Segments = []segment{seg}
 	}
@@ -259,23 +263,40 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	return s.commitHead(ctx, b, key, h, head, in.IfNoneMatch)
 }
 
-// receive reads exactly size bytes of an upload's body: the first
-// len(head) into head, the rest into a segment of tail objects
-// prefix_first, prefix_first+1, … (see stripeWriter). It checks that the
+// receive reads exactly size bytes of an upload's body (size < 0: to its
+// end, which may cut *head short): the first len(*head) into *head (head
+// may be nil), the rest into a segment of tail objects prefix_first,
+// prefix_first+1, … (see stripeWriter). It checks that the
 // body ends there and, if wantMD5 is set, matches it (BadDigest), and
 // returns the segment (Size 0 if none) and the body's quoted MD5 (its
 // ETag). On error every tail it wrote is removed.
-func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head []byte, prefix string, first int, wantMD5 []byte) (segment, string, error) {
+func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[]byte, prefix string, first int, wantMD5 []byte) (segment, string, error) {
 	sum := md5.New()
 	r := io.TeeReader(body, sum)
-	if _, err := io.ReadFull(r, head); err != nil {
+	var hd []byte
+	if head != nil {
+		hd = *head
+	}
+	n, err := io.ReadFull(r, hd)
+	if size < 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) { // the body ended inside the head
+		*head, err = hd[:n], nil
+		size = int64(n)
+	}
+	if err != nil {
 		return segment{}, "", bodyErr(err)
 	}
 	var seg segment
-	var err error
-	if rest := size - int64(len(head)); rest > 0 {
+	if rest := size - int64(len(hd)); rest > 0 || size < 0 {
 		w := s.newStripeWriter(ctx, prefix, first)
-		_, err = io.CopyN(w, r, rest)
+		if size < 0 { // unknown length (Transfer-Encoding: chunked): to the end, within S3's limit
+			var m int64
+			m, err = io.Copy(w, io.LimitReader(r, MaxObjectSize-int64(len(hd))+1))
+			if err == nil && m > MaxObjectSize-int64(len(hd)) {
+				err = ErrEntityTooLarge
+			}
+		} else {
+			_, err = io.CopyN(w, r, rest)
+		}
 		var cerr error
 		seg, cerr = w.Close()
 		if err == nil {

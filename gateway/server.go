@@ -590,6 +590,15 @@ func bodySize(r *http.Request) (int64, error) {
 	return r.ContentLength, nil
 }
 
+// streamSize is bodySize for a PUT of a whole object, which may also come
+// with Transfer-Encoding: chunked and no length (-1: read to the end).
+func streamSize(r *http.Request) (int64, error) {
+	if r.ContentLength < 0 && slices.Contains(r.TransferEncoding, "chunked") {
+		return -1, nil
+	}
+	return bodySize(r)
+}
+
 func contentMD5(r *http.Request) ([]byte, error) {
 	if len(r.Header.Values("Content-MD5")) == 0 {
 		return nil, nil
@@ -604,7 +613,7 @@ func contentMD5(r *http.Request) ([]byte, error) {
 
 func (srv *Server) putObject(rq *request, b *Bucket) error {
 	r := rq.r
-	size, err := bodySize(r)
+	size, err := streamSize(r)
 	if err != nil {
 		return err
 	}
