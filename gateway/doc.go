@@ -86,6 +86,7 @@
 // AWS Signature V4 (header, presigned query, aws-chunked streaming
 // payloads with per-chunk signatures, trailing checksums) and V2, against
 // users and keys kept in the meta pool and cached for at most 5 s.
-// Buckets belong to the user that created them; other users get
-// AccessDenied (no ACLs or policies yet).
+// Buckets belong to the user that created them, objects to their writer;
+// S3 ACLs (acl.go) grant other users, AuthenticatedUsers and AllUsers
+// (anonymous requests) access; bucket policies are not implemented.
 package gateway
