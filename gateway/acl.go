@@ -44,7 +44,7 @@ const (
 // Grant gives a grantee — a user (ID) or a group (URI) — a permission.
 type Grant struct {
 	ID    string `json:"id,omitempty"`
-	Email string `json:"email,omitempty"` // the address the grant named, shown back
+	Email string `json:"email,omitempty"` // the address the grant named (resolved to ID)
 	URI   string `json:"uri,omitempty"`
 	Perm  string `json:"perm"`
 }
@@ -230,20 +230,22 @@ type cachedName struct {
 // policyXML is an ACL as S3's AccessControlPolicy document.
 func (s *Store) policyXML(ctx context.Context, ownerID string, a ACL) accessControlPolicy {
 	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: ownerID, DisplayName: s.displayName(ctx, ownerID)}}
+	// group grants first, then users (an e-mail grant as the user it
+	// resolved to), each in the order given — as RGW answers
+	var groups, users []grant
 	for _, g := range a.withOwner(ownerID) {
 		var x grant
 		x.Grantee.XMLNS = "http://www.w3.org/2001/XMLSchema-instance"
-		switch {
-		case g.URI != "":
-			x.Grantee.Type, x.Grantee.URI = "Group", g.URI
-		case g.Email != "":
-			x.Grantee.Type, x.Grantee.Email = "AmazonCustomerByEmail", g.Email
-		default:
-			x.Grantee.Type, x.Grantee.ID, x.Grantee.DisplayName = "CanonicalUser", g.ID, s.displayName(ctx, g.ID)
-		}
 		x.Permission = g.Perm
-		p.Grants = append(p.Grants, x)
+		if g.URI != "" {
+			x.Grantee.Type, x.Grantee.URI = "Group", g.URI
+			groups = append(groups, x)
+			continue
+		}
+		x.Grantee.Type, x.Grantee.ID, x.Grantee.DisplayName = "CanonicalUser", g.ID, s.displayName(ctx, g.ID)
+		users = append(users, x)
 	}
+	p.Grants = append(groups, users...)
 	return p
 }
 

@@ -40,7 +40,7 @@ type headInfo struct {
 	Meta       map[string]string `json:"meta,omitempty"` // x-amz-meta-* (lower-case names without the prefix)
 	Class      string            `json:"sc,omitempty"`
 	Parts      int               `json:"parts,omitempty"` // multipart: number of parts
-	ACL        ACL               `json:"acl,omitempty"`   // nil: the owner's FULL_CONTROL (acl.go)
+	ACL        ACL               `json:"acl"`             // nil: the owner's FULL_CONTROL (acl.go)
 }
 
 // extent is a piece of an S3 object's byte range held by one RADOS object.

@@ -40,7 +40,7 @@ type Upload struct {
 	Headers   map[string]string `json:"hdr,omitempty"`
 	Meta      map[string]string `json:"meta,omitempty"`
 	Class     string            `json:"sc,omitempty"`
-	ACL       ACL               `json:"acl,omitempty"` // the completed object's
+	ACL       ACL               `json:"acl"` // the completed object's
 }
 
 // Part is an uploaded part.

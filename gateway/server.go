@@ -179,6 +179,14 @@ func (srv *Server) route(rq *request) error {
 		rq.uid = "" // anonymous: only what ACLs grant AllUsers
 	}
 	m := rq.r.Method
+	if m == http.MethodOptions { // a CORS preflight: no CORS configuration is served
+		return ErrInvalidRequest.with("CORS is not supported")
+	}
+	if want := rq.r.Header.Get("x-amz-expected-bucket-owner"); want != "" && rq.bucket != "" {
+		if b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
+			return ErrAccessDenied.with("bucket %q is not owned by %q", rq.bucket, want)
+		}
+	}
 	if rq.bucket == "" {
 		if m == http.MethodGet {
 			return srv.listBuckets(rq)
@@ -519,7 +527,12 @@ func (srv *Server) createBucket(rq *request) error {
 	}
 	_, err = srv.s.CreateBucket(ctx, rq.bucket, rq.uid, placement, location, acl)
 	if errors.Is(err, ErrBucketAlreadyOwnedByYou) {
-		err = nil // as RGW (and S3 in us-east-1): creating one's own bucket again succeeds and changes nothing
+		// as RGW (and S3 in us-east-1): creating one's own bucket again
+		// succeeds and changes nothing — unless it asks for another ACL
+		err = nil
+		if old, gerr := srv.s.GetBucket(ctx, rq.bucket); gerr != nil || !slices.Equal(old.ACL.withOwner(rq.uid), acl.withOwner(rq.uid)) {
+			err = ErrBucketAlreadyExists.with("bucket %q exists with another ACL", rq.bucket)
+		}
 	}
 	if err != nil {
 		return err
@@ -1060,7 +1073,7 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 	for _, e := range l.Entries {
 		oe := objectEntry{Key: encodeKey(e.Key, enc), LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass)}
 		if fetchOwner {
-			oe.Owner = &owner{ID: e.Owner, DisplayName: e.Owner}
+			oe.Owner = &owner{ID: e.Owner, DisplayName: srv.s.displayName(rq.r.Context(), e.Owner)}
 		}
 		res.Contents = append(res.Contents, oe)
 	}
@@ -1200,7 +1213,7 @@ func (srv *Server) listParts(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	o := owner{ID: u.Owner, DisplayName: u.Owner}
+	o := owner{ID: u.Owner, DisplayName: srv.s.displayName(rq.r.Context(), u.Owner)}
 	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: o, Owner: o, StorageClass: u.Class,
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more}
 	for _, p := range parts {
@@ -1235,7 +1248,7 @@ func (srv *Server) listUploads(rq *request, b *Bucket) error {
 				continue
 			}
 		}
-		o := owner{ID: u.Owner, DisplayName: u.Owner}
+		o := owner{ID: u.Owner, DisplayName: srv.s.displayName(rq.r.Context(), u.Owner)}
 		res.Uploads = append(res.Uploads, uploadEntry{Key: u.Key, UploadID: u.UploadID, Initiator: o, Owner: o, StorageClass: u.Class, Initiated: isoTime(u.Initiated)})
 		res.NextKeyMarker, res.NextUploadIDMarker = u.Key, u.UploadID
 	}
@@ -1261,7 +1274,7 @@ func (srv *Server) listVersions(rq *request, b *Bucket) error {
 		VersionIDMarker: q.Get("version-id-marker"), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
 	for _, e := range l.Entries {
 		res.Versions = append(res.Versions, versionEntry{Key: encodeKey(e.Key, enc), VersionID: "null", IsLatest: true,
-			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass), Owner: owner{ID: e.Owner, DisplayName: e.Owner}})
+			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass), Owner: owner{ID: e.Owner, DisplayName: srv.s.displayName(rq.r.Context(), e.Owner)}})
 	}
 	res.CommonPrefixes = commonPrefixes(l, enc)
 	if l.Truncated {

@@ -311,10 +311,10 @@ func sigV4Query(ctx context.Context, r *http.Request, lookup SecretLookup, now t
 	switch {
 	case err != nil:
 		return "", sigFail(malformed, "X-Amz-Expires should be a number")
-	case expires < 0:
-		return "", sigFail(malformed, "X-Amz-Expires must be non-negative")
+	case expires < 0: // refused as RGW refuses it (AWS: 400)
+		return "", sigFail(ErrAccessDenied, "X-Amz-Expires must be non-negative")
 	case expires > sigMaxPresignExpires:
-		return "", sigFail(malformed, "X-Amz-Expires must be less than a week (in seconds) that is 604800")
+		return "", sigFail(ErrAccessDenied, "X-Amz-Expires must be less than a week (in seconds) that is 604800")
 	}
 	if now.Before(when.Add(-sigMaxSkew)) {
 		return "", sigFail(ErrAccessDenied, "Request is not valid yet")

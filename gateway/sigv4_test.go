@@ -470,7 +470,8 @@ func TestAuthPresignSDK(t *testing.T) {
 		{name: "put with signed headers", method: "PUT", target: "/bucket/key", expires: 600, header: header, body: body},
 		{name: "a week", method: "GET", target: "/bucket/key", expires: 604800, nowAfter: 604799 * time.Second},
 		{name: "just expired", method: "GET", target: "/bucket/key", expires: 3600, nowAfter: 3601 * time.Second, authCode: "AccessDenied"},
-		{name: "more than a week", method: "GET", target: "/bucket/key", expires: 604801, authCode: "AuthorizationQueryParametersError"},
+		{name: "more than a week", method: "GET", target: "/bucket/key", expires: 604801, authCode: "AccessDenied"}, // as RGW (AWS: AuthorizationQueryParametersError)
+		{name: "negative expiry", method: "GET", target: "/bucket/key", expires: -7, authCode: "AccessDenied"},
 		{name: "not valid yet", method: "GET", target: "/bucket/key", expires: 3600, nowAfter: -time.Hour, authCode: "AccessDenied"},
 		{name: "changed path", method: "GET", target: "/bucket/key", expires: 3600, tamper: func(r *http.Request) { r.URL.Path = "/bucket/other" }, authCode: "SignatureDoesNotMatch"},
 		{name: "added query", method: "GET", target: "/bucket/key", expires: 3600, tamper: func(r *http.Request) { r.URL.RawQuery += "&acl" }, authCode: "SignatureDoesNotMatch"},

@@ -452,7 +452,7 @@ type Bucket struct {
 	Created   time.Time    `json:"created"`
 	Placement string       `json:"placement"`          // "default-placement" or "indexless"
 	Index     *IndexLayout `json:"index,omitempty"`    // nil: indexless
-	ACL       ACL          `json:"acl,omitempty"`      // nil: the owner's FULL_CONTROL (acl.go)
+	ACL       ACL          `json:"acl"`                // nil: the owner's FULL_CONTROL (acl.go)
 	Location  string       `json:"location,omitempty"` // the LocationConstraint it was created with
 }
 
