@@ -3,13 +3,18 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"slices"
@@ -1754,4 +1759,140 @@ func TestS3Details(t *testing.T) {
 	if got, _ := get(t, c, b, key, ""); string(got) != "second" {
 		t.Fatalf("object %q, want the part uploaded last", got)
 	}
+}
+
+// postForm sends a browser-style POST upload (fields in order, then the
+// file) to bucket and returns the response.
+func postForm(t *testing.T, url string, fields [][2]string, filename, data string) *http.Response {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, f := range fields {
+		w.WriteField(f[0], f[1])
+	}
+	fw, _ := w.CreateFormFile("file", filename)
+	io.WriteString(fw, data)
+	w.Close()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Post(url, w.FormDataContentType(), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// postPolicy is a base64 policy document expiring in d with conditions.
+func postPolicy(d time.Duration, conds ...any) string {
+	b, _ := json.Marshal(map[string]any{"expiration": time.Now().Add(d).UTC().Format("2006-01-02T15:04:05Z"), "conditions": conds})
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func sigV2Policy(secret, policy string) string {
+	m := hmac.New(sha1.New, []byte(secret))
+	m.Write([]byte(policy))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// TestPostObject: browser-based POST uploads — anonymous into a bucket
+// that grants AllUsers WRITE, signed with a policy (SigV2 and SigV4)
+// whose conditions every field must meet, ${filename}, metadata, the
+// success status and redirect, the length range and a SHA-256 checksum
+// enforced while the file streams (nothing is stored when they fail).
+func TestPostObject(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: 256 << 10, ChunkSize: 64 << 10})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	pub, priv := "post-public", "post-private"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &pub, ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &priv}); err != nil {
+		t.Fatal(err)
+	}
+	status := func(resp *http.Response) int { resp.Body.Close(); return resp.StatusCode }
+	// anonymous
+	if st := status(postForm(t, f.url+"/"+pub, [][2]string{{"key", "anon.txt"}, {"acl", "public-read"}, {"Content-Type", "text/plain"}}, "x", "by anyone")); st != 204 {
+		t.Fatalf("anonymous POST into a public-read-write bucket: %d", st)
+	}
+	if got, out := get(t, c, pub, "anon.txt", ""); string(got) != "by anyone" || *out.ContentType != "text/plain" {
+		t.Fatalf("anonymous POST stored %q (%s)", got, *out.ContentType)
+	}
+	if st := status(postForm(t, f.url+"/"+priv, [][2]string{{"key", "anon.txt"}}, "x", "no")); st != 403 {
+		t.Fatalf("anonymous POST into a private bucket: %d", st)
+	}
+	// SigV2, with ${filename}, metadata and a 201 answer
+	conds := []any{map[string]string{"bucket": priv}, []any{"starts-with", "$key", "up/"}, []any{"starts-with", "$x-amz-meta-color", ""},
+		map[string]string{"success_action_status": "201"}, []any{"content-length-range", 1, 1 << 20}}
+	pol := postPolicy(time.Hour, conds...)
+	signed := func(pol string, extra ...[2]string) [][2]string {
+		fs := [][2]string{{"key", "up/${filename}"}, {"AWSAccessKeyId", f.admin.AccessKey}, {"policy", pol},
+			{"signature", sigV2Policy(f.admin.SecretKey, pol)}, {"x-amz-meta-Color", "blue"}, {"success_action_status", "201"}}
+		return append(fs, extra...)
+	}
+	resp := postForm(t, f.url+"/"+priv, signed(pol), "photo.jpg", "jpeg bytes")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || !strings.Contains(string(body), "<Key>up/photo.jpg</Key>") {
+		t.Fatalf("signed POST: %d %s", resp.StatusCode, body)
+	}
+	if got, out := get(t, c, priv, "up/photo.jpg", ""); string(got) != "jpeg bytes" || out.Metadata["color"] != "blue" {
+		t.Fatalf("signed POST stored %q, metadata %v", got, out.Metadata)
+	}
+	// refusals, each storing nothing
+	for _, tc := range []struct {
+		what   string
+		fields [][2]string
+		data   string
+		want   int
+	}{
+		{"expired policy", signed(postPolicy(-time.Minute, conds...)), "x", 403},
+		{"wrong signature", append(signed(pol)[:3], [2]string{"signature", sigV2Policy("wrong", pol)}, [2]string{"x-amz-meta-color", "b"}, [2]string{"success_action_status", "201"}), "x", 403},
+		{"a field no condition covers", signed(pol, [2]string{"x-amz-meta-size", "xl"}), "x", 403},
+		{"a condition not met", append([][2]string{{"key", "elsewhere/x"}}, signed(pol)[1:]...), "x", 403},
+		{"over the length range", signed(pol), strings.Repeat("x", 1<<20+1), 400},
+		{"under the length range", signed(pol), "", 400},
+		{"no key", signed(pol)[1:], "x", 400},
+		{"policy without expiration", signed(base64.StdEncoding.EncodeToString([]byte(`{"conditions":[]}`))), "x", 400},
+		{"signature missing", [][2]string{{"key", "up/x"}, {"AWSAccessKeyId", f.admin.AccessKey}, {"policy", pol}}, "x", 400},
+	} {
+		if st := status(postForm(t, f.url+"/"+priv, tc.fields, "refused", tc.data)); st != tc.want {
+			t.Errorf("%s: %d, want %d", tc.what, st, tc.want)
+		}
+	}
+	if l, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &priv}); err != nil || len(l.Contents) != 1 {
+		t.Fatalf("refused POSTs left objects: %v %v", l, err)
+	}
+	// SigV4, a redirect, a checksum
+	date := time.Now().UTC().Format("20060102")
+	cred := f.admin.AccessKey + "/" + date + "/default/s3/aws4_request"
+	sum := sha256.Sum256([]byte("checked"))
+	pol4 := postPolicy(time.Hour, map[string]string{"bucket": pub}, map[string]string{"key": "v4"},
+		map[string]string{"x-amz-credential": cred}, map[string]string{"x-amz-algorithm": "AWS4-HMAC-SHA256"},
+		map[string]string{"x-amz-date": date + "T000000Z"}, []any{"starts-with", "$success_action_redirect", "http://"})
+	sig := hex.EncodeToString(sigV4Key(f.admin.SecretKey, date, pol4))
+	fields := [][2]string{{"key", "v4"}, {"x-amz-algorithm", "AWS4-HMAC-SHA256"}, {"x-amz-credential", cred}, {"x-amz-date", date + "T000000Z"},
+		{"policy", pol4}, {"x-amz-signature", sig}, {"success_action_redirect", "http://example.com/done"},
+		{"x-amz-checksum-sha256", base64.StdEncoding.EncodeToString(sum[:])}}
+	resp = postForm(t, f.url+"/"+pub, fields, "f", "checked")
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.HasPrefix(loc, "http://example.com/done?bucket="+pub+"&key=v4&etag=%22") {
+		t.Fatalf("SigV4 POST with a redirect: %d %q", resp.StatusCode, loc)
+	}
+	if st := status(postForm(t, f.url+"/"+pub, fields, "f", "changed")); st != 400 {
+		t.Fatalf("POST whose file does not match its checksum: %d", st)
+	}
+	if got, _ := get(t, c, pub, "v4", ""); string(got) != "checked" {
+		t.Fatalf("after a refused overwrite: %q", got)
+	}
+}
+
+// sigV4Key signs a POST policy with SigV4 (region default, service s3).
+func sigV4Key(secret, date, policy string) []byte {
+	mac := func(key []byte, data string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(data))
+		return m.Sum(nil)
+	}
+	k := mac(mac(mac(mac([]byte("AWS4"+secret), date), "default"), "s3"), "aws4_request")
+	return mac(k, policy)
 }

@@ -278,7 +278,7 @@ func (srv *Server) routeBucket(rq *request) error {
 		if has(q, "delete") {
 			return srv.deleteObjects(rq)
 		}
-		return ErrNotImplemented.with("POST on a bucket (browser uploads) is not supported")
+		return srv.postObject(rq)
 	case http.MethodGet:
 		perm := PermRead
 		if has(q, "acl") {
