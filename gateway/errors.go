@@ -50,6 +50,8 @@ var (
 	ErrInvalidRequest                    = &APIError{"InvalidRequest", http.StatusBadRequest, "Invalid Request"}
 	ErrKeyTooLong                        = &APIError{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
 	ErrMalformedXML                      = &APIError{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
+	ErrInvalidTag                        = &APIError{"InvalidTag", http.StatusBadRequest, "The tag provided was not a valid tag."}
+	ErrNoSuchTagSet                      = &APIError{"NoSuchTagSet", http.StatusNotFound, "The TagSet does not exist."}
 	ErrMalformedPOSTRequest              = &APIError{"MalformedPOSTRequest", http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."}
 	ErrMaxPostPreDataLength              = &APIError{"MaxPostPreDataLengthExceeded", http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."}
 	ErrInvalidPolicyDocument             = &APIError{"InvalidPolicyDocument", http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document."}

@@ -1896,3 +1896,121 @@ func sigV4Key(secret, date, policy string) []byte {
 	k := mac(mac(mac(mac([]byte("AWS4"+secret), date), "default"), "s3"), "aws4_request")
 	return mac(k, policy)
 }
+
+// TestTagging: object tags from x-amz-tagging and PutObjectTagging, their
+// count on GET and HEAD, the limits (InvalidTag, nothing changed), their
+// removal (the object stays), copies with the COPY and REPLACE
+// directives, multipart uploads; bucket tags, NoSuchTagSet without them,
+// and a DELETE ?tagging that removes the tags and not the bucket.
+func TestTagging(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "tagged"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("o"), Body: strings.NewReader("data"), Tagging: aws.String("color=blue&size=x%20l")}); err != nil {
+		t.Fatal(err)
+	}
+	tagsOf := func(key string) []types.Tag {
+		t.Helper()
+		out, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &b, Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.TagSet
+	}
+	same := func(got []types.Tag, want ...string) bool {
+		if len(got) != len(want)/2 {
+			return false
+		}
+		for i := range got {
+			if *got[i].Key != want[2*i] || *got[i].Value != want[2*i+1] {
+				return false
+			}
+		}
+		return true
+	}
+	if tags := tagsOf("o"); !same(tags, "color", "blue", "size", "x l") {
+		t.Fatalf("tags from x-amz-tagging: %+v", tags)
+	}
+	if h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("o")}); err != nil || h.TagCount == nil || *h.TagCount != 2 {
+		t.Fatalf("HEAD tag count: %v %v", h.TagCount, err)
+	}
+	var eleven []types.Tag
+	for i := range 11 {
+		eleven = append(eleven, types.Tag{Key: aws.String(fmt.Sprint(i)), Value: aws.String("v")})
+	}
+	if _, err := c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: &b, Key: aws.String("o"), Tagging: &types.Tagging{TagSet: eleven}}); code(err) != "InvalidTag" {
+		t.Fatalf("11 tags: %v", err)
+	}
+	if _, err := c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: &b, Key: aws.String("o"), Tagging: &types.Tagging{TagSet: []types.Tag{
+		{Key: aws.String(strings.Repeat("k", 129)), Value: aws.String("v")}}}}); code(err) != "InvalidTag" {
+		t.Fatalf("a 129-character key: %v", err)
+	}
+	if tags := tagsOf("o"); !same(tags, "color", "blue", "size", "x l") {
+		t.Fatalf("tags after refused changes: %+v", tags)
+	}
+	if _, err := c.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: &b, Key: aws.String("o"), Tagging: &types.Tagging{TagSet: eleven[:10]}}); err != nil {
+		t.Fatal(err)
+	}
+	if tags := tagsOf("o"); len(tags) != 10 {
+		t.Fatalf("10 tags: %+v", tags)
+	}
+	// copies keep or replace the tags
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("kept"), CopySource: aws.String(b + "/o")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("replaced"), CopySource: aws.String(b + "/o"),
+		TaggingDirective: types.TaggingDirectiveReplace, Tagging: aws.String("new=1")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tagsOf("kept")) != 10 || !same(tagsOf("replaced"), "new", "1") {
+		t.Fatal("copied tags")
+	}
+	if _, err := c.DeleteObjectTagging(ctx, &s3.DeleteObjectTaggingInput{Bucket: &b, Key: aws.String("o")}); err != nil {
+		t.Fatal(err)
+	}
+	if tags := tagsOf("o"); len(tags) != 0 {
+		t.Fatalf("tags after DeleteObjectTagging: %+v", tags)
+	}
+	if got, _ := get(t, c, b, "o", ""); string(got) != "data" {
+		t.Fatal("DeleteObjectTagging touched the object")
+	}
+	// a multipart upload's tags go to the object
+	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("mp"), Tagging: aws.String("Hello=World")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: aws.String("mp"), UploadId: cr.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: aws.String("mp"), UploadId: cr.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: up.ETag}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !same(tagsOf("mp"), "Hello", "World") {
+		t.Fatal("multipart upload's tags")
+	}
+	// bucket tags
+	if _, err := c.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: &b}); code(err) != "NoSuchTagSet" {
+		t.Fatalf("bucket without tags: %v", err)
+	}
+	if _, err := c.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: &b, Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String("team"), Value: aws.String("storage")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if bt, err := c.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: &b}); err != nil || !same(bt.TagSet, "team", "storage") {
+		t.Fatalf("bucket tags: %v %v", bt, err)
+	}
+	if _, err := c.DeleteBucketTagging(ctx, &s3.DeleteBucketTaggingInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b}); err != nil {
+		t.Fatalf("DeleteBucketTagging removed the bucket: %v", err)
+	}
+	if _, err := c.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: &b}); code(err) != "NoSuchTagSet" {
+		t.Fatalf("bucket tags after DeleteBucketTagging: %v", err)
+	}
+}

@@ -41,6 +41,7 @@ type headInfo struct {
 	Class      string            `json:"sc,omitempty"`
 	Parts      int               `json:"parts,omitempty"` // multipart: number of parts
 	ACL        ACL               `json:"acl"`             // nil: the owner's FULL_CONTROL (acl.go)
+	Tags       []Tag             `json:"tags,omitempty"`  // tagging.go
 }
 
 // extent is a piece of an S3 object's byte range held by one RADOS object.

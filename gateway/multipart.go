@@ -40,7 +40,8 @@ type Upload struct {
 	Headers   map[string]string `json:"hdr,omitempty"`
 	Meta      map[string]string `json:"meta,omitempty"`
 	Class     string            `json:"sc,omitempty"`
-	ACL       ACL               `json:"acl"` // the completed object's
+	ACL       ACL               `json:"acl"`            // the completed object's
+	Tags      []Tag             `json:"tags,omitempty"` // the completed object's
 }
 
 // Part is an uploaded part.
@@ -214,7 +215,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 			list = slices.Delete(list, i-1, i)
 		}
 	}
-	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL}
+	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL, Tags: u.Tags}
 	sum := md5.New()
 	used := map[int]bool{}
 	for i, cp := range list {

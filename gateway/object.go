@@ -218,8 +218,9 @@ type PutInput struct {
 	Meta        map[string]string
 	Class       string
 	Owner       string
-	ACL         ACL  // nil: the owner's FULL_CONTROL
-	IfNoneMatch bool // If-None-Match: * (PreconditionFailed if the key exists)
+	ACL         ACL   // nil: the owner's FULL_CONTROL
+	Tags        []Tag // x-amz-tagging
+	IfNoneMatch bool  // If-None-Match: * (PreconditionFailed if the key exists)
 }
 
 // PutResult is a completed upload.
@@ -241,7 +242,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if err := s.prepare(ctx, b, key, tag, "put"); err != nil {
 		return nil, err
 	}
-	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL}
+	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL, Tags: in.Tags}
 	h.HeadSize = s.opt.ChunkSize
 	if in.Size >= 0 {
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
@@ -377,10 +378,10 @@ func (o *Object) Owner() string { return o.info.Owner }
 // Allows reports whether uid ("" anonymous) holds perm on the object.
 func (o *Object) Allows(uid, perm string) bool { return o.info.ACL.allows(o.info.Owner, uid, perm) }
 
-// SetObjectACL replaces the ACL of key's current version, atomically with
-// respect to writes of the key (the head is rewritten only if it is still
-// the version read).
-func (s *Store) SetObjectACL(ctx context.Context, b *Bucket, key string, fn func(h *headInfo) (ACL, error)) error {
+// updateHead changes key's current head metadata with fn (its ACL, its
+// tags), atomically with respect to writes of the key: the head is
+// rewritten only if it is still the version read.
+func (s *Store) updateHead(ctx context.Context, b *Bucket, key string, fn func(h *headInfo) error) error {
 	oid := headOID(b.ID, key)
 	for attempt := 0; ; attempt++ {
 		h, _, ver, _, err := s.headAt(ctx, oid, false)
@@ -390,7 +391,7 @@ func (s *Store) SetObjectACL(ctx context.Context, b *Bucket, key string, fn func
 		if err != nil {
 			return err
 		}
-		if h.ACL, err = fn(h); err != nil {
+		if err := fn(h); err != nil {
 			return err
 		}
 		hb, _ := json.Marshal(h)
@@ -400,6 +401,9 @@ func (s *Store) SetObjectACL(ctx context.Context, b *Bucket, key string, fn func
 		}
 	}
 }
+
+// Tags are the object's tags.
+func (o *Object) Tags() []Tag { return o.info.Tags }
 
 // Object is an open S3 object version for reading.
 type Object struct {

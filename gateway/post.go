@@ -312,8 +312,16 @@ func (srv *Server) postObject(rq *request) error {
 			return err
 		}
 	}
-	if f.fields["tagging"] != "" {
-		return ErrNotImplemented.with("object tagging is not supported")
+	var tags []Tag
+	if v := f.fields["tagging"]; v != "" {
+		var t tagging
+		if err := xml.Unmarshal([]byte(v), &t); err != nil {
+			return ErrMalformedXML.with("the tagging field is not a Tagging document")
+		}
+		if err := checkTags(t.TagSet, maxObjectTags); err != nil {
+			return err
+		}
+		tags = t.TagSet
 	}
 	rq.key, rq.uid = key, uid
 	if len(key) > 1024 {
@@ -356,7 +364,7 @@ func (srv *Server) postObject(rq *request) error {
 		}
 		body.h = sha256.New()
 	}
-	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: uid, ACL: acl})
+	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: uid, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}

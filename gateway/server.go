@@ -230,7 +230,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
-var unsupportedBucketSubresources = []string{"policy", "cors", "lifecycle", "website", "tagging", "replication",
+var unsupportedBucketSubresources = []string{"policy", "cors", "lifecycle", "website", "replication",
 	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
 	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering"}
 
@@ -250,6 +250,9 @@ func (srv *Server) routeBucket(rq *request) error {
 		if has(q, "acl") {
 			return srv.putBucketACL(rq)
 		}
+		if has(q, "tagging") {
+			return srv.setBucketTags(rq, true)
+		}
 		return srv.createBucket(rq)
 	case http.MethodHead:
 		b, err := srv.bucketFor(rq, PermRead)
@@ -265,6 +268,9 @@ func (srv *Server) routeBucket(rq *request) error {
 		rq.w.WriteHeader(http.StatusOK)
 		return nil
 	case http.MethodDelete:
+		if has(q, "tagging") {
+			return srv.setBucketTags(rq, false)
+		}
 		b, err := srv.bucketFor(rq, "")
 		if err != nil {
 			return err
@@ -295,6 +301,11 @@ func (srv *Server) routeBucket(rq *request) error {
 			return writeXML(rq, http.StatusOK, versioningConfiguration{Xmlns: s3NS})
 		case has(q, "acl"):
 			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, b.Owner, b.ACL))
+		case has(q, "tagging"):
+			if len(b.Tags) == 0 {
+				return ErrNoSuchTagSet.with("bucket %q has no tags", b.Name)
+			}
+			return writeTagging(rq, b.Tags)
 		case has(q, "uploads"):
 			return srv.listUploads(rq, b)
 		case has(q, "versions"):
@@ -303,6 +314,37 @@ func (srv *Server) routeBucket(rq *request) error {
 		return srv.listObjects(rq, b)
 	}
 	return ErrMethodNotAllowed
+}
+
+// setBucketTags replaces (put) or removes a bucket's tags (its owner).
+func (srv *Server) setBucketTags(rq *request, put bool) error {
+	ctx := rq.r.Context()
+	b, err := srv.bucketFor(rq, "")
+	if err != nil {
+		return err
+	}
+	var tags []Tag
+	if put {
+		if tags, err = bodyTags(rq.r, maxBucketTags); err != nil {
+			return err
+		}
+	}
+	if _, err := srv.s.updateBucket(ctx, b.Name, func(nb *Bucket) error {
+		if nb.ID != b.ID {
+			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+		}
+		nb.Tags = tags
+		return nil
+	}); err != nil {
+		return err
+	}
+	srv.s.forgetBucket(b.Name)
+	if put {
+		rq.w.WriteHeader(http.StatusOK)
+	} else {
+		rq.w.WriteHeader(http.StatusNoContent)
+	}
+	return nil
 }
 
 // putBucketACL replaces a bucket's ACL (WRITE_ACP).
@@ -362,7 +404,7 @@ func (srv *Server) routeObject(rq *request) error {
 	if has(q, "torrent") && rq.r.Method == http.MethodGet {
 		return ErrNoSuchKey.with("no torrent is kept for object %q", rq.key) // as RGW without torrents
 	}
-	for _, sub := range []string{"tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
+	for _, sub := range []string{"retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
 		if has(q, sub) {
 			return ErrNotImplemented.with("object %s is not supported", sub)
 		}
@@ -372,12 +414,24 @@ func (srv *Server) routeObject(rq *request) error {
 	}
 	switch rq.r.Method {
 	case http.MethodPut:
+		if has(q, "tagging") {
+			tags, err := bodyTags(rq.r, maxObjectTags)
+			if err != nil {
+				return err
+			}
+			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) error { h.Tags = tags; return nil }); err != nil {
+				return err
+			}
+			rq.w.WriteHeader(http.StatusOK)
+			return nil
+		}
 		if has(q, "acl") {
 			if _, err := srv.openForACL(rq, b, PermWriteACP); err != nil {
 				return err
 			}
-			if err := srv.s.SetObjectACL(ctx, b, rq.key, func(h *headInfo) (ACL, error) {
-				return srv.s.aclFromRequest(ctx, rq.r, h.Owner, b.Owner)
+			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) (err error) {
+				h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b.Owner)
+				return err
 			}); err != nil {
 				return err
 			}
@@ -395,6 +449,13 @@ func (srv *Server) routeObject(rq *request) error {
 		}
 		return srv.putObject(rq, b)
 	case http.MethodGet:
+		if has(q, "tagging") {
+			o, err := srv.openForACL(rq, b, PermRead)
+			if err != nil {
+				return err
+			}
+			return writeTagging(rq, o.Tags())
+		}
 		if has(q, "acl") {
 			o, err := srv.openForACL(rq, b, PermReadACP)
 			if err != nil {
@@ -412,6 +473,13 @@ func (srv *Server) routeObject(rq *request) error {
 	case http.MethodHead:
 		return srv.getObject(rq, b, true)
 	case http.MethodDelete:
+		if has(q, "tagging") {
+			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) error { h.Tags = nil; return nil }); err != nil {
+				return err
+			}
+			rq.w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
 		if has(q, "uploadId") {
 			if _, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, q.Get("uploadId")); err != nil {
 				return err
@@ -653,7 +721,11 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl, IfNoneMatch: inm == "*"})
+	tags, err := headerTags(r.Header)
+	if err != nil {
+		return err
+	}
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl, Tags: tags, IfNoneMatch: inm == "*"})
 	if err != nil {
 		return err
 	}
@@ -803,6 +875,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	if !o.Allows(rq.uid, PermRead) {
 		return errDenied(rq.uid, PermRead, fmt.Sprintf("object %q", rq.key))
 	}
+	setTagCount(rq.w.Header(), o.Tags())
 	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
 		if err == ErrNotModified {
 			h := rq.w.Header()
@@ -931,9 +1004,19 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
+	tags := o.Tags()
+	switch rq.r.Header.Get("x-amz-tagging-directive") {
+	case "", "COPY":
+	case "REPLACE":
+		if tags, err = headerTags(rq.r.Header); err != nil {
+			return err
+		}
+	default:
+		return ErrInvalidArgument.with("Unknown tagging directive.")
+	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
-	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl})
+	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}
@@ -1106,7 +1189,11 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl})
+	tags, err := headerTags(rq.r.Header)
+	if err != nil {
+		return err
+	}
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}

@@ -454,6 +454,7 @@ type Bucket struct {
 	Index     *IndexLayout `json:"index,omitempty"`    // nil: indexless
 	ACL       ACL          `json:"acl"`                // nil: the owner's FULL_CONTROL (acl.go)
 	Location  string       `json:"location,omitempty"` // the LocationConstraint it was created with
+	Tags      []Tag        `json:"tags,omitempty"`     // PutBucketTagging's (tagging.go)
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).
