@@ -163,6 +163,9 @@ func (srv *Server) route(rq *request) error {
 	if err := srv.split(rq); err != nil {
 		return err
 	}
+	if rq.r.Method == http.MethodOptions { // a CORS preflight (unsigned): no CORS configuration is served
+		return ErrInvalidRequest.with("CORS is not supported")
+	}
 	hostBucket := ""
 	if rq.vhost {
 		hostBucket = rq.bucket // SigV2 signs "/bucket/key" even for virtual-host requests
@@ -179,9 +182,6 @@ func (srv *Server) route(rq *request) error {
 		rq.uid = "" // anonymous: only what ACLs grant AllUsers
 	}
 	m := rq.r.Method
-	if m == http.MethodOptions { // a CORS preflight: no CORS configuration is served
-		return ErrInvalidRequest.with("CORS is not supported")
-	}
 	if want := rq.r.Header.Get("x-amz-expected-bucket-owner"); want != "" && rq.bucket != "" {
 		if b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
 			return ErrAccessDenied.with("bucket %q is not owned by %q", rq.bucket, want)
