@@ -89,4 +89,6 @@
 // Buckets belong to the user that created them, objects to their writer;
 // S3 ACLs (acl.go) grant other users, AuthenticatedUsers and AllUsers
 // (anonymous requests) access; bucket policies are not implemented.
+// A bucket's CORS rules (cors.go) answer browsers' preflights, which
+// carry no signature, and add Access-Control-* headers to their requests.
 package gateway

@@ -51,6 +51,8 @@ var (
 	ErrKeyTooLong                        = &APIError{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
 	ErrMalformedXML                      = &APIError{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
 	ErrInvalidTag                        = &APIError{"InvalidTag", http.StatusBadRequest, "The tag provided was not a valid tag."}
+	ErrNoSuchCORSConfiguration           = &APIError{"NoSuchCORSConfiguration", http.StatusNotFound, "The CORS configuration does not exist."}
+	ErrCORSForbidden                     = &APIError{"AccessForbidden", http.StatusForbidden, "CORSResponse: This CORS request is not allowed."}
 	ErrNoSuchTagSet                      = &APIError{"NoSuchTagSet", http.StatusNotFound, "The TagSet does not exist."}
 	ErrMalformedPOSTRequest              = &APIError{"MalformedPOSTRequest", http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."}
 	ErrMaxPostPreDataLength              = &APIError{"MaxPostPreDataLengthExceeded", http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."}

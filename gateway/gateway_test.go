@@ -1709,7 +1709,7 @@ func TestS3Details(t *testing.T) {
 	if st, body := f.signed(t, f.admin, "PUT", "/"+b+"/e", map[string]string{"Content-MD5": ""}, "x"); st != 400 || !strings.Contains(body, "InvalidDigest") {
 		t.Fatalf("empty Content-MD5: %d %s", st, body)
 	}
-	if st, _ := anon(t, "OPTIONS", f.url+"/"+b+"/a", ""); st != 400 { // no CORS
+	if st, _ := anon(t, "OPTIONS", f.url+"/"+b+"/a", ""); st != 400 { // a preflight without Origin
 		t.Fatalf("OPTIONS: %d", st)
 	}
 	if st, body := f.signed(t, f.admin, "GET", "/"+b+"/a?torrent", nil, ""); st != 404 || !strings.Contains(body, "NoSuchKey") {

@@ -163,9 +163,10 @@ func (srv *Server) route(rq *request) error {
 	if err := srv.split(rq); err != nil {
 		return err
 	}
-	if rq.r.Method == http.MethodOptions { // a CORS preflight (unsigned): no CORS configuration is served
-		return ErrInvalidRequest.with("CORS is not supported")
+	if rq.r.Method == http.MethodOptions { // a CORS preflight: unsigned (cors.go)
+		return srv.preflight(rq)
 	}
+	srv.corsHeaders(rq)
 	hostBucket := ""
 	if rq.vhost {
 		hostBucket = rq.bucket // SigV2 signs "/bucket/key" even for virtual-host requests
@@ -230,7 +231,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
-var unsupportedBucketSubresources = []string{"policy", "cors", "lifecycle", "website", "replication",
+var unsupportedBucketSubresources = []string{"policy", "lifecycle", "website", "replication",
 	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
 	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering"}
 
@@ -241,6 +242,9 @@ func (srv *Server) routeBucket(rq *request) error {
 		if has(q, sub) {
 			return ErrNotImplemented.with("bucket %s is not supported", sub)
 		}
+	}
+	if has(q, "cors") {
+		return srv.bucketCORS(rq)
 	}
 	switch rq.r.Method {
 	case http.MethodPut:
@@ -318,32 +322,35 @@ func (srv *Server) routeBucket(rq *request) error {
 
 // setBucketTags replaces (put) or removes a bucket's tags (its owner).
 func (srv *Server) setBucketTags(rq *request, put bool) error {
-	ctx := rq.r.Context()
 	b, err := srv.bucketFor(rq, "")
 	if err != nil {
 		return err
 	}
-	var tags []Tag
-	if put {
-		if tags, err = bodyTags(rq.r, maxBucketTags); err != nil {
-			return err
-		}
+	if !put {
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Tags = nil })
 	}
-	if _, err := srv.s.updateBucket(ctx, b.Name, func(nb *Bucket) error {
+	tags, err := bodyTags(rq.r, maxBucketTags)
+	if err != nil {
+		return err
+	}
+	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Tags = tags })
+}
+
+// setBucketConfig applies set to bucket b's entry point (unless the
+// bucket was deleted and re-created meanwhile: NoSuchBucket) and answers
+// status with no body.
+func (srv *Server) setBucketConfig(rq *request, b *Bucket, status int, set func(nb *Bucket)) error {
+	if _, err := srv.s.updateBucket(rq.r.Context(), b.Name, func(nb *Bucket) error {
 		if nb.ID != b.ID {
 			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
 		}
-		nb.Tags = tags
+		set(nb)
 		return nil
 	}); err != nil {
 		return err
 	}
 	srv.s.forgetBucket(b.Name)
-	if put {
-		rq.w.WriteHeader(http.StatusOK)
-	} else {
-		rq.w.WriteHeader(http.StatusNoContent)
-	}
+	rq.w.WriteHeader(status)
 	return nil
 }
 

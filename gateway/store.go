@@ -455,6 +455,7 @@ type Bucket struct {
 	ACL       ACL          `json:"acl"`                // nil: the owner's FULL_CONTROL (acl.go)
 	Location  string       `json:"location,omitempty"` // the LocationConstraint it was created with
 	Tags      []Tag        `json:"tags,omitempty"`     // PutBucketTagging's (tagging.go)
+	CORS      []CORSRule   `json:"cors,omitempty"`     // PutBucketCors's (cors.go)
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).

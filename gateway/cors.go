@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"encoding/xml"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Cross-origin resource sharing (the S3 API reference, "PutBucketCors";
+// the S3 user guide, "Using cross-origin resource sharing"; semantics as
+// RGW's rgw_cors.cc where the two differ in detail). A bucket's
+// configuration is kept in its entry point. A request that carries an
+// Origin header gets the Access-Control-* headers of the first rule whose
+// AllowedOrigin matches it, provided that rule allows the method (the
+// request's own, or the Access-Control-Request-Method it names) — on
+// errors too, so a browser can read them. A preflight (OPTIONS) needs no
+// signature: it answers 200 with the headers when a rule allows the
+// origin, method and every requested header, 403 otherwise, 400 without
+// Origin or Access-Control-Request-Method.
+
+// CORSRule is one rule of a bucket's CORS configuration. AllowedOrigin
+// and AllowedHeader entries may hold one '*' wildcard; origins match
+// case-sensitively, headers case-insensitively.
+type CORSRule struct {
+	ID             string   `json:"id,omitempty" xml:"ID,omitempty"`
+	AllowedMethods []string `json:"methods" xml:"AllowedMethod"`
+	AllowedOrigins []string `json:"origins" xml:"AllowedOrigin"`
+	AllowedHeaders []string `json:"headers,omitempty" xml:"AllowedHeader,omitempty"`
+	ExposeHeaders  []string `json:"expose,omitempty" xml:"ExposeHeader,omitempty"`
+	MaxAgeSeconds  *int     `json:"max_age,omitempty" xml:"MaxAgeSeconds,omitempty"`
+}
+
+type corsConfiguration struct {
+	XMLName xml.Name   `xml:"CORSConfiguration"`
+	Xmlns   string     `xml:"xmlns,attr,omitempty"`
+	Rules   []CORSRule `xml:"CORSRule"`
+}
+
+// maxCORSRules is S3's limit on rules per configuration.
+const maxCORSRules = 100
+
+// corsMethods are the methods a rule may allow (S3's list).
+var corsMethods = map[string]bool{"GET": true, "PUT": true, "HEAD": true, "POST": true, "DELETE": true}
+
+// parseCORS reads and checks a PUT ?cors body: MalformedXML for XML that
+// does not parse or a configuration without rules, InvalidRequest for
+// an unknown method, a rule without origins or methods, or an entry with
+// more than one wildcard.
+func parseCORS(r *http.Request) ([]CORSRule, error) {
+	body, err := readSmallBody(r)
+	if err != nil {
+		return nil, err
+	}
+	var c corsConfiguration
+	if err := xml.Unmarshal(body, &c); err != nil || len(c.Rules) == 0 {
+		return nil, ErrMalformedXML
+	}
+	if len(c.Rules) > maxCORSRules {
+		return nil, ErrMalformedXML.with("a CORS configuration holds at most %d rules", maxCORSRules)
+	}
+	for _, rule := range c.Rules {
+		if len(rule.AllowedMethods) == 0 || len(rule.AllowedOrigins) == 0 {
+			return nil, ErrMalformedXML.with("a CORS rule needs AllowedMethod and AllowedOrigin")
+		}
+		for _, m := range rule.AllowedMethods {
+			if !corsMethods[m] {
+				return nil, ErrInvalidRequest.with("found unsupported HTTP method in CORS config: %s", m)
+			}
+		}
+		for _, p := range append(append([]string{}, rule.AllowedOrigins...), rule.AllowedHeaders...) {
+			if strings.Count(p, "*") > 1 {
+				return nil, ErrInvalidRequest.with("%q: at most one wildcard '*' is allowed", p)
+			}
+		}
+	}
+	return c.Rules, nil
+}
+
+// wildcardMatch reports whether s matches pattern, which holds at most
+// one '*' standing for any run of characters.
+func wildcardMatch(pattern, s string) bool {
+	before, after, ok := strings.Cut(pattern, "*")
+	if !ok {
+		return pattern == s
+	}
+	return len(s) >= len(before)+len(after) && strings.HasPrefix(s, before) && strings.HasSuffix(s, after)
+}
+
+// corsRule is the first rule of rules whose AllowedOrigin matches origin
+// (RGW's host_name_rule), or nil.
+func corsRule(rules []CORSRule, origin string) *CORSRule {
+	for i := range rules {
+		for _, o := range rules[i].AllowedOrigins {
+			if wildcardMatch(o, origin) {
+				return &rules[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (c *CORSRule) allowsMethod(m string) bool {
+	for _, am := range c.AllowedMethods {
+		if am == m {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsHeaders reports whether every header of the comma-separated list
+// matches one of the rule's AllowedHeader entries.
+func (c *CORSRule) allowsHeaders(list string) bool {
+	for _, h := range strings.Split(list, ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		ok := false
+		for _, ah := range c.AllowedHeaders {
+			if wildcardMatch(strings.ToLower(ah), h) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// setCORSHeaders writes rule's answer to origin for method: the allowed
+// origin ("*" for a rule open to every origin), the method, the requested
+// headers, the exposed headers and the max age.
+func setCORSHeaders(h http.Header, rule *CORSRule, origin, method, reqHeaders string) {
+	allow := origin
+	for _, o := range rule.AllowedOrigins {
+		if o == "*" {
+			allow = "*"
+		}
+	}
+	h.Set("Access-Control-Allow-Origin", allow)
+	h.Set("Access-Control-Allow-Methods", method)
+	if reqHeaders != "" {
+		h.Set("Access-Control-Allow-Headers", reqHeaders)
+	}
+	if len(rule.ExposeHeaders) > 0 {
+		h.Set("Access-Control-Expose-Headers", strings.Join(rule.ExposeHeaders, ","))
+	}
+	if rule.MaxAgeSeconds != nil {
+		h.Set("Access-Control-Max-Age", strconv.Itoa(*rule.MaxAgeSeconds))
+	}
+	h.Add("Vary", "Origin")
+}
+
+// corsHeaders adds the Access-Control-* headers to the answer of an
+// actual (not preflight) request from a browser, before it is handled.
+func (srv *Server) corsHeaders(rq *request) {
+	origin := rq.r.Header.Get("Origin")
+	if origin == "" || rq.bucket == "" {
+		return
+	}
+	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	if err != nil || len(b.CORS) == 0 {
+		return
+	}
+	rule := corsRule(b.CORS, origin)
+	if rule == nil {
+		return
+	}
+	method := rq.r.Header.Get("Access-Control-Request-Method")
+	if method == "" {
+		method = rq.r.Method
+	}
+	if !rule.allowsMethod(method) {
+		return
+	}
+	setCORSHeaders(rq.w.Header(), rule, origin, method, rq.r.Header.Get("Access-Control-Request-Headers"))
+}
+
+// preflight answers an OPTIONS request (unsigned, as browsers send it).
+func (srv *Server) preflight(rq *request) error {
+	origin := rq.r.Header.Get("Origin")
+	method := rq.r.Header.Get("Access-Control-Request-Method")
+	if origin == "" || method == "" {
+		return ErrInvalidRequest.with("a CORS preflight needs Origin and Access-Control-Request-Method")
+	}
+	if rq.bucket == "" {
+		return ErrInvalidRequest.with("a CORS preflight names a bucket")
+	}
+	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
+	reqHeaders := rq.r.Header.Get("Access-Control-Request-Headers")
+	rule := corsRule(b.CORS, origin)
+	if rule == nil || !rule.allowsMethod(method) || !rule.allowsHeaders(reqHeaders) {
+		return ErrCORSForbidden
+	}
+	setCORSHeaders(rq.w.Header(), rule, origin, method, reqHeaders)
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// bucketCORS answers GET, PUT and DELETE ?cors (the bucket's owner).
+func (srv *Server) bucketCORS(rq *request) error {
+	switch rq.r.Method {
+	case http.MethodGet:
+		b, err := srv.bucketFor(rq, "")
+		if err != nil {
+			return err
+		}
+		if len(b.CORS) == 0 {
+			return ErrNoSuchCORSConfiguration.with("bucket %q has no CORS configuration", b.Name)
+		}
+		return writeXML(rq, http.StatusOK, corsConfiguration{Xmlns: s3NS, Rules: b.CORS})
+	case http.MethodPut:
+		b, err := srv.bucketFor(rq, "")
+		if err != nil {
+			return err
+		}
+		rules, err := parseCORS(rq.r)
+		if err != nil {
+			return err
+		}
+		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.CORS = rules })
+	case http.MethodDelete:
+		b, err := srv.bucketFor(rq, "")
+		if err != nil {
+			return err
+		}
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.CORS = nil })
+	}
+	return ErrMethodNotAllowed
+}
