@@ -125,5 +125,8 @@ var Options = []Option{
 	{Name: "rgw_reshard_thread_interval", Type: Seconds, Default: "600", Min: 0.01, Max: 1 << 30, Desc: "Seconds between the gateway's passes over the buckets queued for dynamic resharding."},
 	{Name: "rgw_gc_processor_period", Type: Seconds, Default: "3600", Min: 1, Max: 1 << 30, Desc: "Seconds between the gateway's garbage-collection passes."},
 	{Name: "rgw_frontends", Type: String, Default: "beast endpoint=127.0.0.1:7480", Desc: "The gateway's HTTP listener, in Ceph's syntax: `beast endpoint=ADDR:PORT`, plus `ssl_endpoint=ADDR:PORT ssl_certificate=PATH ssl_private_key=PATH` for TLS (then only the TLS endpoint is served)."},
+	{Name: "rgw_lifecycle_work_time", Type: String, Default: "00:00-06:00", Desc: "Local time window, HH:MM-HH:MM, in which the gateways run their daily bucket lifecycle pass (expiration, aborting incomplete uploads)."},
+	{Name: "rgw_enable_lc_threads", Type: Bool, Default: "true", Desc: "Run bucket lifecycle passes in this gateway (any one gateway of the cluster runs each pass)."},
+	{Name: "rgw_lc_debug_interval", Type: Seconds, Default: "0", Min: 0, Max: 1 << 30, Desc: "For tests: if positive, a lifecycle day lasts this many seconds and passes run that often, outside the work time too."},
 	{Name: "rgw_dns_name", Type: String, Desc: "Domain for virtual-host-style bucket addressing."},
 }

@@ -91,4 +91,6 @@
 // (anonymous requests) access; bucket policies are not implemented.
 // A bucket's CORS rules (cors.go) answer browsers' preflights, which
 // carry no signature, and add Access-Control-* headers to their requests.
+// Lifecycle rules (lifecycle.go) expire objects and abort old uploads in a
+// daily pass that one gateway of the cluster runs at a time.
 package gateway

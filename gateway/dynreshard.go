@@ -78,7 +78,7 @@ func (s *Store) ReshardPass(ctx context.Context, out io.Writer) (int, error) {
 		if most <= s.opt.MaxObjsPerShard {
 			continue // split meanwhile (by another gateway)
 		}
-		release, err := s.lockReshard(ctx, b)
+		release, err := s.lockObject(ctx, "reshard_lock."+b.ID, reshardLockTTL)
 		if errors.Is(err, errLocked) {
 			s.queueReshard(name) // try again next pass
 			continue
@@ -112,22 +112,22 @@ func (s *Store) fullestShard(ctx context.Context, b *Bucket) (int64, error) {
 	return most, nil
 }
 
-var errLocked = errors.New("reshard lock held")
+var errLocked = errors.New("lock held by another gateway")
 
-type reshardLock struct {
+type lockRecord struct {
 	Owner   string    `json:"owner"`
 	Expires time.Time `json:"expires"`
 }
 
-// lockReshard takes b's reshard lock (errLocked if another holder's has
-// not expired) and returns its release.
-func (s *Store) lockReshard(ctx context.Context, b *Bucket) (func(), error) {
-	oid := "reshard_lock." + b.ID
+// lockObject takes the cluster-wide lock kept in the log pool object oid
+// for ttl (errLocked if another holder's has not expired) and returns its
+// release. A holder that dies leaves the lock to expire.
+func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (func(), error) {
 	host, _ := os.Hostname()
-	rec, _ := json.Marshal(reshardLock{Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Expires: time.Now().Add(reshardLockTTL)})
+	rec, _ := json.Marshal(lockRecord{Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Expires: time.Now().Add(ttl)})
 	release := func() {
 		if err := s.log.Remove(context.WithoutCancel(ctx), oid); err != nil && !errors.Is(err, client.ErrNotFound) {
-			s.opt.Logger.Warn("reshard lock release failed (it expires)", "bucket", b.Name, "err", err)
+			s.opt.Logger.Warn("lock release failed (it expires)", "lock", oid, "err", err)
 		}
 	}
 	_, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: rec}})
@@ -135,13 +135,13 @@ func (s *Store) lockReshard(ctx context.Context, b *Bucket) (func(), error) {
 		return release, nil
 	}
 	if !errors.Is(err, client.ErrExists) {
-		return nil, fmt.Errorf("reshard lock %s: %w", oid, err)
+		return nil, fmt.Errorf("lock %s: %w", oid, err)
 	}
 	rep, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Read}})
 	if err != nil {
-		return nil, fmt.Errorf("reshard lock %s: %w", oid, err)
+		return nil, fmt.Errorf("lock %s: %w", oid, err)
 	}
-	var held reshardLock
+	var held lockRecord
 	if json.Unmarshal(rep.Results[0].Data, &held) == nil && time.Now().Before(held.Expires) {
 		return nil, errLocked
 	}

@@ -53,6 +53,7 @@ var (
 	ErrInvalidTag                        = &APIError{"InvalidTag", http.StatusBadRequest, "The tag provided was not a valid tag."}
 	ErrNoSuchCORSConfiguration           = &APIError{"NoSuchCORSConfiguration", http.StatusNotFound, "The CORS configuration does not exist."}
 	ErrCORSForbidden                     = &APIError{"AccessForbidden", http.StatusForbidden, "CORSResponse: This CORS request is not allowed."}
+	ErrNoSuchLifecycleConfiguration      = &APIError{"NoSuchLifecycleConfiguration", http.StatusNotFound, "The lifecycle configuration does not exist."}
 	ErrNoSuchTagSet                      = &APIError{"NoSuchTagSet", http.StatusNotFound, "The TagSet does not exist."}
 	ErrMalformedPOSTRequest              = &APIError{"MalformedPOSTRequest", http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."}
 	ErrMaxPostPreDataLength              = &APIError{"MaxPostPreDataLengthExceeded", http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."}

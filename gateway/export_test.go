@@ -51,3 +51,9 @@ func (s *Store) IndexWaiting() int { return s.batch.waiting() }
 func (s *Store) IndexBatches() (calls, updates, most int64) {
 	return s.batch.calls.Load(), s.batch.updates.Load(), s.batch.maxBatch.Load()
 }
+
+// LCDeleteIfCurrent deletes key if its head is still the version the
+// write tagged tag made (a lifecycle expiration's delete).
+func (s *Store) LCDeleteIfCurrent(ctx context.Context, b *Bucket, key, tag string) (bool, error) {
+	return s.deleteIfCurrent(ctx, b, key, tag, nil)
+}

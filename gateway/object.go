@@ -544,11 +544,21 @@ func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) erro
 // in the background (see completeAsync).
 // Deleting an absent key succeeds (S3 semantics).
 func (s *Store) DeleteObject(ctx context.Context, b *Bucket, key string) error {
+	return s.deleteObject(ctx, b, key, 0)
+}
+
+// deleteObject is DeleteObject of head version ver only, if ver is not 0
+// (osdop.ErrVerOlder or ErrVerNewer if the head is another version).
+func (s *Store) deleteObject(ctx context.Context, b *Bucket, key string, ver uint64) error {
 	tag := newTag()
 	if err := s.prepare(ctx, b, key, tag, "del"); err != nil {
 		return err
 	}
-	rep, err := s.data.Operate(ctx, headOID(b.ID, key), []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}, {Code: osdop.Remove}})
+	ops := []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}, {Code: osdop.Remove}}
+	if ver != 0 {
+		ops = append([]osdop.Op{{Code: osdop.AssertVersion, Ver: ver}}, ops...)
+	}
+	rep, err := s.data.Operate(ctx, headOID(b.ID, key), ops)
 	if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNoData) {
 		// nothing to remove; clear any stale entry with a newer version
 		s.cancel(ctx, b, key, tag)
@@ -559,7 +569,7 @@ func (s *Store) DeleteObject(ctx context.Context, b *Bucket, key string) error {
 		return fmt.Errorf("delete %s/%s: %w", b.Name, key, err)
 	}
 	old := &headInfo{}
-	if json.Unmarshal(rep.Results[0].Data, old) == nil {
+	if json.Unmarshal(rep.Results[len(ops)-2].Data, old) == nil {
 		s.gcEnqueue(context.WithoutCancel(ctx), old)
 	}
 	if s.failpoint != "before-complete" {

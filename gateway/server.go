@@ -33,7 +33,7 @@ type Server struct {
 func NewServer(s *Store) *Server { return &Server{s: s, now: time.Now, m: newMetrics(s)} }
 
 // Serve answers S3 requests on ln (TLS if certFile and keyFile are set)
-// and runs the GC and dynamic reshard workers, until ctx ends; then it stops accepting, lets
+// and runs the GC, dynamic reshard and lifecycle workers, until ctx ends; then it stops accepting, lets
 // requests in flight finish for up to 10 s, and returns.
 func (srv *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -41,9 +41,11 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
 	reshardDone := make(chan struct{})
+	lcDone := make(chan struct{})
 	go func() { defer close(gcDone); srv.s.RunGC(gcCtx) }()
 	go func() { defer close(reshardDone); srv.s.RunReshard(gcCtx) }()
-	defer func() { stopGC(); <-gcDone; <-reshardDone }()
+	go func() { defer close(lcDone); srv.s.RunLC(gcCtx) }()
+	defer func() { stopGC(); <-gcDone; <-reshardDone; <-lcDone }()
 	errc := make(chan error, 1)
 	go func() {
 		if certFile != "" {
@@ -231,7 +233,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
-var unsupportedBucketSubresources = []string{"policy", "lifecycle", "website", "replication",
+var unsupportedBucketSubresources = []string{"policy", "website", "replication",
 	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
 	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering"}
 
@@ -245,6 +247,9 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	if has(q, "cors") {
 		return srv.bucketCORS(rq)
+	}
+	if has(q, "lifecycle") {
+		return srv.bucketLifecycle(rq)
 	}
 	switch rq.r.Method {
 	case http.MethodPut:

@@ -65,7 +65,17 @@ type Options struct {
 	// MaxMultipartSize is the largest object a multipart upload may
 	// complete to (0: MaxMultipartSize, S3's 5 TiB); tests lower it.
 	MaxMultipartSize int64
-	Logger           *slog.Logger
+	// LCDebugInterval (rgw_lc_debug_interval; 0: off) is the length of a
+	// lifecycle day in tests: rules' days count in it, and passes run
+	// that often at any hour.
+	LCDebugInterval time.Duration
+	// LCWorkTime (rgw_lifecycle_work_time, "HH:MM-HH:MM" of local time;
+	// "": 00:00-06:00) is when lifecycle passes run.
+	LCWorkTime string
+	// NoLCThreads (rgw_enable_lc_threads false) keeps this gateway from
+	// running lifecycle passes (`shoal lc process` still does).
+	NoLCThreads bool
+	Logger      *slog.Logger
 }
 
 // DefaultIndexShards is the shard count of a new bucket's index when
@@ -78,16 +88,19 @@ const DefaultIndexShards = 11
 func OptionsFromConfig(c *config.Config) Options {
 	secs := func(n string) time.Duration { return time.Duration(c.Seconds(n) * float64(time.Second)) }
 	return Options{
-		Pools:         DefaultPools,
-		StripeSize:    int64(c.Size("rgw_obj_stripe_size")),
-		ChunkSize:     int64(c.Size("rgw_max_chunk_size")),
-		WindowSize:    int64(c.Size("rgw_put_obj_min_window_size")),
-		IndexShards:   int(c.Int("rgw_override_bucket_index_max_shards")),
-		RangeShards:   int(c.Int("rgw_bucket_index_range_shards")),
-		DNSName:       c.String("rgw_dns_name"),
-		GCMinWait:     secs("rgw_gc_obj_min_wait"),
-		GCPeriod:      secs("rgw_gc_processor_period"),
-		ReshardPeriod: secs("rgw_reshard_thread_interval"),
+		Pools:           DefaultPools,
+		StripeSize:      int64(c.Size("rgw_obj_stripe_size")),
+		ChunkSize:       int64(c.Size("rgw_max_chunk_size")),
+		WindowSize:      int64(c.Size("rgw_put_obj_min_window_size")),
+		IndexShards:     int(c.Int("rgw_override_bucket_index_max_shards")),
+		RangeShards:     int(c.Int("rgw_bucket_index_range_shards")),
+		DNSName:         c.String("rgw_dns_name"),
+		GCMinWait:       secs("rgw_gc_obj_min_wait"),
+		GCPeriod:        secs("rgw_gc_processor_period"),
+		ReshardPeriod:   secs("rgw_reshard_thread_interval"),
+		LCDebugInterval: max(0, secs("rgw_lc_debug_interval")),
+		LCWorkTime:      c.String("rgw_lifecycle_work_time"),
+		NoLCThreads:     !c.Bool("rgw_enable_lc_threads"),
 		MaxObjsPerShard: func() int64 {
 			if !c.Bool("rgw_dynamic_resharding") {
 				return 0
@@ -120,6 +133,9 @@ func (o *Options) setDefaults() {
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour
 	}
+	if o.LCWorkTime == "" {
+		o.LCWorkTime = "00:00-06:00"
+	}
 	if o.ReshardPeriod <= 0 {
 		o.ReshardPeriod = 10 * time.Minute
 	}
@@ -142,6 +158,7 @@ type Store struct {
 	batch                         *indexBatcher  // index updates, coalesced per shard
 	async                         sync.WaitGroup // completions in flight (completeAsync)
 	asyncSlots                    chan struct{}  // bounds them
+	lcWorkStart, lcWorkEnd        int            // LCWorkTime, minutes of the day
 
 	// crash injection for tests (export_test.go): "before-head" stops a
 	// PUT after its tails, "before-complete" after its head, as a gateway
@@ -175,7 +192,11 @@ const cacheTTL = 5 * time.Second
 // cluster's defaults) the gateway's pools.
 func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, error) {
 	opt.setDefaults()
-	s := &Store{conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
+	lcStart, lcEnd, err := parseWorkTime(opt.LCWorkTime)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	s := &Store{lcWorkStart: lcStart, lcWorkEnd: lcEnd, conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
 	for _, p := range []struct {
 		name  string
 		pgNum string
@@ -446,16 +467,17 @@ func (s *Store) LookupKey(ctx context.Context, access string) (uid, secret strin
 
 // Bucket is a bucket's entry point (Ceph: bucket instance info).
 type Bucket struct {
-	Name      string       `json:"name"`
-	ID        string       `json:"id"` // prefix of every RADOS object of the bucket
-	Owner     string       `json:"owner"`
-	Created   time.Time    `json:"created"`
-	Placement string       `json:"placement"`          // "default-placement" or "indexless"
-	Index     *IndexLayout `json:"index,omitempty"`    // nil: indexless
-	ACL       ACL          `json:"acl"`                // nil: the owner's FULL_CONTROL (acl.go)
-	Location  string       `json:"location,omitempty"` // the LocationConstraint it was created with
-	Tags      []Tag        `json:"tags,omitempty"`     // PutBucketTagging's (tagging.go)
-	CORS      []CORSRule   `json:"cors,omitempty"`     // PutBucketCors's (cors.go)
+	Name      string          `json:"name"`
+	ID        string          `json:"id"` // prefix of every RADOS object of the bucket
+	Owner     string          `json:"owner"`
+	Created   time.Time       `json:"created"`
+	Placement string          `json:"placement"`           // "default-placement" or "indexless"
+	Index     *IndexLayout    `json:"index,omitempty"`     // nil: indexless
+	ACL       ACL             `json:"acl"`                 // nil: the owner's FULL_CONTROL (acl.go)
+	Location  string          `json:"location,omitempty"`  // the LocationConstraint it was created with
+	Tags      []Tag           `json:"tags,omitempty"`      // PutBucketTagging's (tagging.go)
+	CORS      []CORSRule      `json:"cors,omitempty"`      // PutBucketCors's (cors.go)
+	Lifecycle []LifecycleRule `json:"lifecycle,omitempty"` // PutBucketLifecycleConfiguration's (lifecycle.go)
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).

@@ -52,7 +52,7 @@ func newRoot() *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return startCPUProfile() }
 	root.PersistentFlags().StringVarP(&keyringPath, "keyring", "k", "", "keyring file with the entity's key (default the configuration's keyring)")
 	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), benchCmd(),
-		gatewayCmd(), userCmd(), bucketCmd(), gcCmd(), pgCmd())
+		gatewayCmd(), userCmd(), bucketCmd(), gcCmd(), lcCmd(), pgCmd())
 	root.AddCommand(statusCmds()...)
 	return root
 }
