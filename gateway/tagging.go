@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,8 +36,10 @@ type tagging struct {
 	TagSet  []Tag    `xml:"TagSet>Tag"`
 }
 
-// checkTags enforces the limits (InvalidTag).
+// checkTags enforces the limits (InvalidTag) and sorts the tags by key,
+// the order RGW keeps and returns them in.
 func checkTags(tags []Tag, max int) error {
+	slices.SortStableFunc(tags, func(a, b Tag) int { return strings.Compare(a.Key, b.Key) })
 	if len(tags) > max {
 		return ErrInvalidTag.with("at most %d tags are allowed, got %d", max, len(tags))
 	}
