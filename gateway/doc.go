@@ -88,7 +88,8 @@
 // users and keys kept in the meta pool and cached for at most 5 s.
 // Buckets belong to the user that created them, objects to their writer;
 // S3 ACLs (acl.go) grant other users, AuthenticatedUsers and AllUsers
-// (anonymous requests) access; bucket policies are not implemented.
+// (anonymous requests) access; bucket policies (policy.go) refuse or grant
+// beyond them, and public access blocks restrict both.
 // A bucket's CORS rules (cors.go) answer browsers' preflights, which
 // carry no signature, and add Access-Control-* headers to their requests.
 // Lifecycle rules (lifecycle.go) expire objects and abort old uploads in a

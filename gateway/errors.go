@@ -54,6 +54,9 @@ var (
 	ErrNoSuchCORSConfiguration           = &APIError{"NoSuchCORSConfiguration", http.StatusNotFound, "The CORS configuration does not exist."}
 	ErrCORSForbidden                     = &APIError{"AccessForbidden", http.StatusForbidden, "CORSResponse: This CORS request is not allowed."}
 	ErrNoSuchLifecycleConfiguration      = &APIError{"NoSuchLifecycleConfiguration", http.StatusNotFound, "The lifecycle configuration does not exist."}
+	ErrMalformedPolicy                   = &APIError{"MalformedPolicy", http.StatusBadRequest, "Policies must be valid JSON and the first byte must be '{'"}
+	ErrNoSuchBucketPolicy                = &APIError{"NoSuchBucketPolicy", http.StatusNotFound, "The bucket policy does not exist"}
+	ErrNoSuchPublicAccessBlock           = &APIError{"NoSuchPublicAccessBlockConfiguration", http.StatusNotFound, "The public access block configuration was not found"}
 	ErrNoSuchTagSet                      = &APIError{"NoSuchTagSet", http.StatusNotFound, "The TagSet does not exist."}
 	ErrMalformedPOSTRequest              = &APIError{"MalformedPOSTRequest", http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."}
 	ErrMaxPostPreDataLength              = &APIError{"MaxPostPreDataLengthExceeded", http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."}

@@ -375,9 +375,6 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 // Owner is the object's owner (its writer).
 func (o *Object) Owner() string { return o.info.Owner }
 
-// Allows reports whether uid ("" anonymous) holds perm on the object.
-func (o *Object) Allows(uid, perm string) bool { return o.info.ACL.allows(o.info.Owner, uid, perm) }
-
 // updateHead changes key's current head metadata with fn (its ACL, its
 // tags), atomically with respect to writes of the key: the head is
 // rewritten only if it is still the version read.

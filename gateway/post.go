@@ -351,6 +351,9 @@ func (srv *Server) postObject(rq *request) error {
 		return err
 	}
 	acl, err := srv.s.requestACL(ctx, h, uid, b.Owner)
+	if err == nil {
+		err = b.checkPublicACL(acl)
+	}
 	if err != nil {
 		return err
 	}

@@ -202,14 +202,15 @@ func (srv *Server) route(rq *request) error {
 	return srv.routeObject(rq)
 }
 
-// bucketFor loads the request's bucket and checks that the caller holds
-// perm on it ("" for the owner alone).
+// bucketFor loads the request's bucket and checks that the caller may do
+// the request: the bucket policy, or else perm on the bucket's ACL (""
+// for the owner alone).
 func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
 	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := bucketAllows(b, rq.uid, perm); err != nil {
+	if err := srv.authorize(rq, b, rq.key, s3Action(rq), nil, func() error { return bucketAllows(b, rq.uid, perm) }); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -223,7 +224,7 @@ func bucketAllows(b *Bucket, uid, perm string) error {
 		}
 		return nil
 	}
-	if !b.ACL.allows(b.Owner, uid, perm) {
+	if !b.effectiveACL(b.ACL).allows(b.Owner, uid, perm) {
 		return errDenied(uid, perm, fmt.Sprintf("bucket %q", b.Name))
 	}
 	return nil
@@ -233,9 +234,9 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
-var unsupportedBucketSubresources = []string{"policy", "website", "replication",
+var unsupportedBucketSubresources = []string{"website", "replication",
 	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
-	"metrics", "ownershipControls", "publicAccessBlock", "intelligent-tiering"}
+	"metrics", "ownershipControls", "intelligent-tiering"}
 
 func (srv *Server) routeBucket(rq *request) error {
 	ctx := rq.r.Context()
@@ -250,6 +251,12 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	if has(q, "lifecycle") {
 		return srv.bucketLifecycle(rq)
+	}
+	if has(q, "policy") {
+		return srv.bucketPolicy(rq)
+	}
+	if has(q, "publicAccessBlock") || has(q, "policyStatus") {
+		return srv.bucketPublicAccess(rq)
 	}
 	switch rq.r.Method {
 	case http.MethodPut:
@@ -370,6 +377,9 @@ func (srv *Server) putBucketACL(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if err := b.checkPublicACL(a); err != nil {
+		return err
+	}
 	if _, err := srv.s.updateBucket(ctx, b.Name, func(nb *Bucket) error {
 		if nb.ID != b.ID {
 			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
@@ -391,8 +401,8 @@ func (srv *Server) openForACL(rq *request, b *Bucket, perm string) (*Object, err
 	if err != nil {
 		return nil, err
 	}
-	if !o.Allows(rq.uid, perm) {
-		return nil, errDenied(rq.uid, perm, fmt.Sprintf("object %q", rq.key))
+	if err := srv.authorizeObject(rq, b, o, rq.key, s3Action(rq), perm); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -409,7 +419,7 @@ func (srv *Server) routeObject(rq *request) error {
 	switch {
 	case has(q, "acl"), rq.r.Method == http.MethodGet, rq.r.Method == http.MethodHead:
 	default:
-		if err := bucketAllows(b, rq.uid, PermWrite); err != nil {
+		if err := srv.authorize(rq, b, rq.key, s3Action(rq), nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
 			return err
 		}
 	}
@@ -442,8 +452,10 @@ func (srv *Server) routeObject(rq *request) error {
 				return err
 			}
 			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) (err error) {
-				h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b.Owner)
-				return err
+				if h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b.Owner); err != nil {
+					return err
+				}
+				return b.checkPublicACL(h.ACL)
 			}); err != nil {
 				return err
 			}
@@ -476,7 +488,7 @@ func (srv *Server) routeObject(rq *request) error {
 			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, o.Owner(), o.info.ACL))
 		}
 		if has(q, "uploadId") {
-			if err := bucketAllows(b, rq.uid, PermWrite); err != nil {
+			if err := srv.authorize(rq, b, rq.key, s3Action(rq), nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
 				return err
 			}
 			return srv.listParts(rq, b)
@@ -730,6 +742,9 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 		return ErrNotImplemented.with("If-None-Match on PUT supports only *")
 	}
 	acl, err := srv.s.requestACL(r.Context(), r.Header, rq.uid, b.Owner)
+	if err == nil {
+		err = b.checkPublicACL(acl)
+	}
 	if err != nil {
 		return err
 	}
@@ -884,8 +899,8 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 		return err
 	}
 	defer o.Close()
-	if !o.Allows(rq.uid, PermRead) {
-		return errDenied(rq.uid, PermRead, fmt.Sprintf("object %q", rq.key))
+	if err := srv.authorizeObject(rq, b, o, rq.key, s3Action(rq), PermRead); err != nil {
+		return err
 	}
 	setTagCount(rq.w.Header(), o.Tags())
 	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
@@ -966,10 +981,12 @@ func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if !o.Allows(rq.uid, PermRead) {
-		return nil, nil, errDenied(rq.uid, PermRead, fmt.Sprintf("object %q of bucket %q", sk, sb))
+	if err := srv.authorizeObject(rq, src, o, sk, "s3:GetObject", PermRead); err != nil {
+		o.Close()
+		return nil, nil, err
 	}
 	if err := checkConditions(rq.r.Header, "x-amz-copy-source-", o.ETag(), o.Mtime(), false); err != nil {
+		o.Close()
 		return nil, nil, err
 	}
 	return src, o, nil
@@ -1013,6 +1030,9 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 		return ErrInvalidRequest.with("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
 	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, b.Owner)
+	if err == nil {
+		err = b.checkPublicACL(acl)
+	}
 	if err != nil {
 		return err
 	}
@@ -1036,7 +1056,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 }
 
 func (srv *Server) deleteObjects(rq *request) error {
-	b, err := srv.bucketFor(rq, PermWrite)
+	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket) // each key is authorized (s3:DeleteObject)
 	if err != nil {
 		return err
 	}
@@ -1060,7 +1080,10 @@ func (srv *Server) deleteObjects(rq *request) error {
 	}
 	res := deleteResult{Xmlns: s3NS}
 	for _, o := range req.Objects {
-		err := srv.s.DeleteObject(rq.r.Context(), b, o.Key)
+		err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) })
+		if err == nil {
+			err = srv.s.DeleteObject(rq.r.Context(), b, o.Key)
+		}
 		if err != nil {
 			ae := apiError(err)
 			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: ae.Code, Message: ae.Message})
@@ -1198,6 +1221,9 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 		return err
 	}
 	acl, err := srv.s.requestACL(rq.r.Context(), rq.r.Header, rq.uid, b.Owner)
+	if err == nil {
+		err = b.checkPublicACL(acl)
+	}
 	if err != nil {
 		return err
 	}

@@ -467,17 +467,22 @@ func (s *Store) LookupKey(ctx context.Context, access string) (uid, secret strin
 
 // Bucket is a bucket's entry point (Ceph: bucket instance info).
 type Bucket struct {
-	Name      string          `json:"name"`
-	ID        string          `json:"id"` // prefix of every RADOS object of the bucket
-	Owner     string          `json:"owner"`
-	Created   time.Time       `json:"created"`
-	Placement string          `json:"placement"`           // "default-placement" or "indexless"
-	Index     *IndexLayout    `json:"index,omitempty"`     // nil: indexless
-	ACL       ACL             `json:"acl"`                 // nil: the owner's FULL_CONTROL (acl.go)
-	Location  string          `json:"location,omitempty"`  // the LocationConstraint it was created with
-	Tags      []Tag           `json:"tags,omitempty"`      // PutBucketTagging's (tagging.go)
-	CORS      []CORSRule      `json:"cors,omitempty"`      // PutBucketCors's (cors.go)
-	Lifecycle []LifecycleRule `json:"lifecycle,omitempty"` // PutBucketLifecycleConfiguration's (lifecycle.go)
+	Name         string             `json:"name"`
+	ID           string             `json:"id"` // prefix of every RADOS object of the bucket
+	Owner        string             `json:"owner"`
+	Created      time.Time          `json:"created"`
+	Placement    string             `json:"placement"`               // "default-placement" or "indexless"
+	Index        *IndexLayout       `json:"index,omitempty"`         // nil: indexless
+	ACL          ACL                `json:"acl"`                     // nil: the owner's FULL_CONTROL (acl.go)
+	Location     string             `json:"location,omitempty"`      // the LocationConstraint it was created with
+	Tags         []Tag              `json:"tags,omitempty"`          // PutBucketTagging's (tagging.go)
+	CORS         []CORSRule         `json:"cors,omitempty"`          // PutBucketCors's (cors.go)
+	Lifecycle    []LifecycleRule    `json:"lifecycle,omitempty"`     // PutBucketLifecycleConfiguration's (lifecycle.go)
+	Policy       string             `json:"policy,omitempty"`        // PutBucketPolicy's document, as put (policy.go)
+	PublicAccess *PublicAccessBlock `json:"public_access,omitempty"` // PutPublicAccessBlock's (policy.go)
+
+	policyOnce sync.Once
+	policy     *Policy // Policy, parsed
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).

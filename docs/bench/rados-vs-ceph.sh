@@ -34,7 +34,9 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   "$REF/down.sh" "$CEPH_DIR" > /dev/null 2>&1
 fi
 rm -rf "$SHOAL_DIR"
-"$SHOAL" up --detach --data "$SHOAL_DIR" --osds 3 --osd-size 16G > /tmp/shoal-bench-up.log
+# 4 MiB writes fill up to ~0.65 GB per OSD per second here (every OSD
+# holds a replica): OSD_SIZE must exceed that times SECONDS
+"$SHOAL" up --detach --data "$SHOAL_DIR" --osds 3 --osd-size "${OSD_SIZE:-20G}" > /tmp/shoal-bench-up.log
 export SHOAL_CONF=$SHOAL_DIR/shoal.conf
 S="$SHOAL bench rados -p data"
 run "shoal  4M write" "$SHOAL_DIR/run" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup

@@ -1,0 +1,844 @@
+package gateway
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bucket policies (the IAM user guide, "IAM JSON policy elements
+// reference" and "Policy evaluation logic"; the S3 user guide, "Bucket
+// policy examples" and "Actions, resources, and condition keys for Amazon
+// S3"; RGW's rgw_iam_policy.cc for what RGW accepts). A bucket's policy is
+// kept, as put, in its entry point.
+//
+// A request is decided as RGW decides it: a statement that applies (its
+// principal, action, resource and conditions all match) with Effect Deny
+// refuses it; otherwise one with Allow permits it; otherwise the ACLs
+// decide. The bucket's owner may always read, replace and delete the
+// policy, so no policy locks the owner out.
+//
+// Principals are "*" (anyone, anonymous requests included) or users:
+// "arn:aws:iam::TENANT:user/UID", "arn:aws:iam::UID:root" or the bare UID
+// (tenants are not kept: any tenant part matches). Actions and resources
+// match with the '*' and '?' wildcards, actions case-insensitively.
+// Condition operators: the String*, Numeric*, Date*, Bool, IpAddress,
+// NotIpAddress, Arn* and Null families, each with …IfExists; keys: the
+// aws:* keys of a request (SourceIp, Referer, UserAgent, SecureTransport,
+// CurrentTime, EpochTime, username, userid) and S3's (s3:prefix,
+// s3:delimiter, s3:max-keys, s3:x-amz-acl, s3:x-amz-grant-*,
+// s3:x-amz-copy-source, s3:x-amz-metadata-directive,
+// s3:x-amz-storage-class, s3:x-amz-server-side-encryption,
+// s3:x-amz-content-sha256, s3:ExistingObjectTag/KEY,
+// s3:RequestObjectTag/KEY). A condition on a key the request lacks does not
+// match, except under a negated operator, …IfExists, or Null.
+
+// maxPolicySize is S3's limit on a bucket policy document (bytes).
+const maxPolicySize = 20 << 10
+
+// Policy is a parsed bucket policy.
+type Policy struct {
+	Version    string
+	Statements []Statement
+}
+
+// Statement is one statement of a policy. Nil principal sets mean the
+// element is absent.
+type Statement struct {
+	Sid                     string
+	Effect                  string // "Allow" or "Deny"
+	Principal, NotPrincipal []string
+	Action, NotAction       []string
+	Resource, NotResource   []string
+	// Condition: operator → key → values.
+	Condition map[string]map[string][]string
+}
+
+// stringList is a policy value that may be one string or an array.
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*l = []string{one}
+		return nil
+	}
+	var many []any
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("want a string or an array of strings")
+	}
+	for _, v := range many {
+		switch v := v.(type) {
+		case string:
+			*l = append(*l, v)
+		case bool, float64:
+			*l = append(*l, fmt.Sprint(v))
+		default:
+			return fmt.Errorf("want a string or an array of strings")
+		}
+	}
+	return nil
+}
+
+// principalList is "*" or {"AWS": ...} (or {"CanonicalUser": ...}).
+type principalList []string
+
+func (p *principalList) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		if one != "*" {
+			return fmt.Errorf("a principal given as a string must be \"*\"")
+		}
+		*p = []string{"*"}
+		return nil
+	}
+	var m map[string]stringList
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("want \"*\" or {\"AWS\": ...}")
+	}
+	*p = []string{}
+	for k, v := range m {
+		if k != "AWS" && k != "CanonicalUser" {
+			return fmt.Errorf("unsupported principal type %q", k)
+		}
+		*p = append(*p, v...)
+	}
+	return nil
+}
+
+type jsonStatement struct {
+	Sid          string                           `json:"Sid"`
+	Effect       string                           `json:"Effect"`
+	Principal    *principalList                   `json:"Principal"`
+	NotPrincipal *principalList                   `json:"NotPrincipal"`
+	Action       stringList                       `json:"Action"`
+	NotAction    stringList                       `json:"NotAction"`
+	Resource     stringList                       `json:"Resource"`
+	NotResource  stringList                       `json:"NotResource"`
+	Condition    map[string]map[string]stringList `json:"Condition"`
+}
+
+type jsonPolicy struct {
+	Version   string          `json:"Version"`
+	ID        string          `json:"Id"`
+	Statement json.RawMessage `json:"Statement"`
+}
+
+// conditionOps are the operators a condition may use (without IfExists
+// and the ForAnyValue:/ForAllValues: qualifiers).
+var conditionOps = map[string]bool{
+	"StringEquals": true, "StringNotEquals": true, "StringEqualsIgnoreCase": true, "StringNotEqualsIgnoreCase": true,
+	"StringLike": true, "StringNotLike": true,
+	"NumericEquals": true, "NumericNotEquals": true, "NumericLessThan": true, "NumericLessThanEquals": true,
+	"NumericGreaterThan": true, "NumericGreaterThanEquals": true,
+	"DateEquals": true, "DateNotEquals": true, "DateLessThan": true, "DateLessThanEquals": true,
+	"DateGreaterThan": true, "DateGreaterThanEquals": true,
+	"Bool": true, "IpAddress": true, "NotIpAddress": true,
+	"ArnEquals": true, "ArnLike": true, "ArnNotEquals": true, "ArnNotLike": true, "Null": true,
+}
+
+// ParsePolicy parses and checks a bucket policy for bucket: MalformedPolicy
+// for JSON that does not parse, a missing or unknown Version, Effect or
+// condition operator, a statement without a principal, action or
+// resource, an action outside s3:, or a resource outside the bucket.
+func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
+	bad := func(format string, args ...any) error { return ErrMalformedPolicy.with(format, args...) }
+	var jp jsonPolicy
+	if err := json.Unmarshal(doc, &jp); err != nil {
+		return nil, bad("the policy is not valid JSON: %v", err)
+	}
+	if jp.Version != "2012-10-17" && jp.Version != "2008-10-17" {
+		return nil, bad("Version must be 2012-10-17 or 2008-10-17, not %q", jp.Version)
+	}
+	var stmts []jsonStatement
+	if err := json.Unmarshal(jp.Statement, &stmts); err != nil {
+		var one jsonStatement
+		if err2 := json.Unmarshal(jp.Statement, &one); err2 != nil {
+			return nil, bad("Statement: %v", err)
+		}
+		stmts = []jsonStatement{one}
+	}
+	if len(stmts) == 0 {
+		return nil, bad("the policy has no statement")
+	}
+	p := &Policy{Version: jp.Version}
+	for i, js := range stmts {
+		st := Statement{Sid: js.Sid, Effect: js.Effect, Action: js.Action, NotAction: js.NotAction,
+			Resource: js.Resource, NotResource: js.NotResource}
+		if st.Effect != "Allow" && st.Effect != "Deny" {
+			return nil, bad("statement %d: Effect must be Allow or Deny, not %q", i, st.Effect)
+		}
+		switch {
+		case js.Principal != nil && js.NotPrincipal == nil:
+			st.Principal = *js.Principal
+		case js.NotPrincipal != nil && js.Principal == nil:
+			if st.Effect == "Allow" {
+				return nil, bad("statement %d: NotPrincipal is allowed with Deny only", i)
+			}
+			st.NotPrincipal = *js.NotPrincipal
+		default:
+			return nil, bad("statement %d: a bucket policy statement needs one of Principal, NotPrincipal", i)
+		}
+		if (len(st.Action) == 0) == (len(st.NotAction) == 0) {
+			return nil, bad("statement %d: needs one of Action, NotAction", i)
+		}
+		for _, a := range append(append([]string{}, st.Action...), st.NotAction...) {
+			if a != "*" && !strings.HasPrefix(strings.ToLower(a), "s3:") {
+				return nil, bad("statement %d: action %q is not an S3 action", i, a)
+			}
+		}
+		if (len(st.Resource) == 0) == (len(st.NotResource) == 0) {
+			return nil, bad("statement %d: needs one of Resource, NotResource", i)
+		}
+		for _, r := range append(append([]string{}, st.Resource...), st.NotResource...) {
+			name, ok := strings.CutPrefix(r, "arn:aws:s3:::")
+			name, _, _ = strings.Cut(name, "/")
+			if r != "*" && (!ok || !wildcardsMatch(name, bucket)) {
+				return nil, bad("statement %d: resource %q is not in bucket %q", i, r, bucket)
+			}
+		}
+		if len(js.Condition) > 0 {
+			st.Condition = map[string]map[string][]string{}
+			for op, kv := range js.Condition {
+				base := strings.TrimSuffix(op, "IfExists")
+				if q, rest, ok := strings.Cut(base, ":"); ok && (q == "ForAnyValue" || q == "ForAllValues") {
+					base = rest
+				}
+				if !conditionOps[base] {
+					return nil, bad("statement %d: unknown condition operator %q", i, op)
+				}
+				st.Condition[op] = map[string][]string{}
+				for k, v := range kv {
+					st.Condition[op][k] = v
+				}
+			}
+		}
+		p.Statements = append(p.Statements, st)
+	}
+	return p, nil
+}
+
+// wildcardsMatch matches s against pattern, in which '*' stands for any
+// run of characters and '?' for any one (IAM's wildcards).
+func wildcardsMatch(pattern, s string) bool {
+	for len(pattern) > 0 {
+		switch pattern[0] {
+		case '*':
+			for len(pattern) > 0 && pattern[0] == '*' {
+				pattern = pattern[1:]
+			}
+			if pattern == "" {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if wildcardsMatch(pattern, s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			pattern, s = pattern[1:], s[1:]
+		default:
+			if s == "" || s[0] != pattern[0] {
+				return false
+			}
+			pattern, s = pattern[1:], s[1:]
+		}
+	}
+	return s == ""
+}
+
+// Decision is a policy's verdict on a request.
+type Decision int
+
+// Decisions.
+const (
+	Pass  Decision = iota // no statement applies: the ACLs decide
+	Allow                 // an Allow statement applies and no Deny does
+	Deny                  // a Deny statement applies
+)
+
+// policyRequest is what a policy is evaluated against.
+type policyRequest struct {
+	uid      string // "" anonymous
+	action   string // e.g. "s3:GetObject"
+	resource string // "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key"
+	// value returns a condition key's value(s) and whether the request
+	// has the key.
+	value func(key string) ([]string, bool)
+}
+
+// Eval decides r under p (nil: Pass).
+func (p *Policy) Eval(r *policyRequest) Decision {
+	if p == nil {
+		return Pass
+	}
+	d := Pass
+	for i := range p.Statements {
+		st := &p.Statements[i]
+		if !st.applies(r) {
+			continue
+		}
+		if st.Effect == "Deny" {
+			return Deny
+		}
+		d = Allow
+	}
+	return d
+}
+
+func (st *Statement) applies(r *policyRequest) bool {
+	if st.Principal != nil && !principalMatches(st.Principal, r.uid) {
+		return false
+	}
+	if st.NotPrincipal != nil && principalMatches(st.NotPrincipal, r.uid) {
+		return false
+	}
+	if len(st.Action) > 0 && !anyMatch(st.Action, r.action, true) {
+		return false
+	}
+	if len(st.NotAction) > 0 && anyMatch(st.NotAction, r.action, true) {
+		return false
+	}
+	if len(st.Resource) > 0 && !anyMatch(st.Resource, r.resource, false) {
+		return false
+	}
+	if len(st.NotResource) > 0 && anyMatch(st.NotResource, r.resource, false) {
+		return false
+	}
+	for op, kv := range st.Condition {
+		for key, want := range kv {
+			if !conditionHolds(op, key, want, r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func anyMatch(patterns []string, s string, fold bool) bool {
+	if fold {
+		s = strings.ToLower(s)
+	}
+	for _, p := range patterns {
+		if fold {
+			p = strings.ToLower(p)
+		}
+		if wildcardsMatch(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// principalMatches reports whether uid is one of the principals.
+func principalMatches(principals []string, uid string) bool {
+	for _, p := range principals {
+		if p == "*" {
+			return true
+		}
+		if uid == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(p, "arn:aws:iam::"); ok {
+			account, res, _ := strings.Cut(rest, ":")
+			if res == "user/"+uid || (res == "root" && account == uid) {
+				return true
+			}
+			if u, ok := strings.CutPrefix(res, "user/"); ok && wildcardsMatch(u, uid) && strings.ContainsAny(u, "*?") {
+				return true
+			}
+			continue
+		}
+		if p == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// conditionHolds evaluates one operator on one key.
+func conditionHolds(op, key string, want []string, r *policyRequest) bool {
+	have, ok := r.value(key)
+	base, ifExists := strings.CutSuffix(op, "IfExists")
+	qualifier := ""
+	if q, rest, found := strings.Cut(base, ":"); found {
+		qualifier, base = q, rest
+	}
+	if base == "Null" {
+		// Null: "true" holds when the key is absent
+		return len(want) > 0 && (want[0] == "true") == !ok
+	}
+	negated := strings.Contains(base, "Not")
+	if !ok {
+		return ifExists || negated || qualifier == "ForAllValues"
+	}
+	match := func(h string) bool {
+		for _, w := range want {
+			if valueMatches(base, h, w) {
+				return true
+			}
+		}
+		return false
+	}
+	if negated {
+		// a negated operator holds when no value matches the positive form
+		pos := strings.Replace(base, "Not", "", 1)
+		for _, h := range have {
+			for _, w := range want {
+				if valueMatches(pos, h, w) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if qualifier == "ForAllValues" {
+		for _, h := range have {
+			if !match(h) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, h := range have {
+		if match(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueMatches applies a positive operator to a request value and a
+// policy value.
+func valueMatches(op, have, want string) bool {
+	switch op {
+	case "StringEquals", "ArnEquals":
+		return have == want
+	case "StringEqualsIgnoreCase":
+		return strings.EqualFold(have, want)
+	case "StringLike", "ArnLike":
+		return wildcardsMatch(want, have)
+	case "Bool":
+		return strings.EqualFold(have, want)
+	case "IpAddress":
+		ip := net.ParseIP(have)
+		if _, n, err := net.ParseCIDR(want); err == nil {
+			return ip != nil && n.Contains(ip)
+		}
+		return ip != nil && ip.Equal(net.ParseIP(want))
+	}
+	if num, ok := strings.CutPrefix(op, "Numeric"); ok {
+		h, err1 := strconv.ParseFloat(have, 64)
+		w, err2 := strconv.ParseFloat(want, 64)
+		return err1 == nil && err2 == nil && compare(num, h, w)
+	}
+	if d, ok := strings.CutPrefix(op, "Date"); ok {
+		h, err1 := parsePolicyTime(have)
+		w, err2 := parsePolicyTime(want)
+		return err1 == nil && err2 == nil && compare(d, float64(h.UnixNano()), float64(w.UnixNano()))
+	}
+	return false
+}
+
+func compare(how string, h, w float64) bool {
+	switch how {
+	case "Equals":
+		return h == w
+	case "LessThan":
+		return h < w
+	case "LessThanEquals":
+		return h <= w
+	case "GreaterThan":
+		return h > w
+	case "GreaterThanEquals":
+		return h >= w
+	}
+	return false
+}
+
+func parsePolicyTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return time.Unix(n, 0), err
+}
+
+// isPublic reports whether the policy grants access to anyone: an Allow
+// statement for every principal whose conditions do not pin the caller
+// down (by source address, account or user) — the S3 user guide's "The
+// meaning of public".
+func (p *Policy) isPublic() bool {
+	if p == nil {
+		return false
+	}
+	pinning := []string{"aws:sourceip", "aws:sourcearn", "aws:sourcevpc", "aws:sourcevpce", "aws:sourceaccount",
+		"aws:sourceowner", "aws:principalaccount", "aws:principalarn", "aws:principalorgid", "aws:userid", "aws:username"}
+	for _, st := range p.Statements {
+		if st.Effect != "Allow" || (st.Principal != nil && !principalMatches(st.Principal, "")) {
+			continue
+		}
+		pinned := false
+		for op, kv := range st.Condition {
+			if strings.Contains(op, "Not") {
+				continue
+			}
+			for k := range kv {
+				for _, pk := range pinning {
+					if strings.EqualFold(k, pk) {
+						pinned = true
+					}
+				}
+			}
+		}
+		if !pinned {
+			return true
+		}
+	}
+	return false
+}
+
+// requestValues returns the condition keys of an HTTP request by user
+// uid; tags loads the object's current tags (nil: no object).
+func requestValues(r *http.Request, uid string, tags func() ([]Tag, bool)) func(string) ([]string, bool) {
+	return func(key string) ([]string, bool) {
+		lk := strings.ToLower(key)
+		hdr := func(name string) ([]string, bool) {
+			v, ok := r.Header[http.CanonicalHeaderKey(name)]
+			return v, ok && len(v) > 0
+		}
+		switch lk {
+		case "aws:sourceip":
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				host = r.RemoteAddr
+			}
+			return []string{host}, true
+		case "aws:referer":
+			return hdr("Referer")
+		case "aws:useragent":
+			return hdr("User-Agent")
+		case "aws:securetransport":
+			return []string{strconv.FormatBool(r.TLS != nil)}, true
+		case "aws:currenttime":
+			return []string{time.Now().UTC().Format(time.RFC3339)}, true
+		case "aws:epochtime":
+			return []string{strconv.FormatInt(time.Now().Unix(), 10)}, true
+		case "aws:username", "aws:userid":
+			return []string{uid}, uid != ""
+		case "s3:prefix", "s3:delimiter", "s3:max-keys":
+			q := r.URL.Query()
+			v, ok := q[strings.TrimPrefix(lk, "s3:")]
+			return v, ok
+		}
+		if h, ok := strings.CutPrefix(lk, "s3:x-amz-"); ok {
+			return hdr("x-amz-" + h)
+		}
+		if k, ok := strings.CutPrefix(key, "s3:ExistingObjectTag/"); ok && tags != nil {
+			ts, found := tags()
+			if !found {
+				return nil, false
+			}
+			for _, t := range ts {
+				if t.Key == k {
+					return []string{t.Value}, true
+				}
+			}
+			return nil, false
+		}
+		if k, ok := strings.CutPrefix(key, "s3:RequestObjectTag/"); ok {
+			ts, err := headerTags(r.Header)
+			if err != nil {
+				return nil, false
+			}
+			for _, t := range ts {
+				if t.Key == k {
+					return []string{t.Value}, true
+				}
+			}
+		}
+		return nil, false
+	}
+}
+
+// PublicAccessBlock is a bucket's public access block configuration (the
+// S3 API reference, "PutPublicAccessBlock").
+type PublicAccessBlock struct {
+	BlockPublicAcls       bool `json:"block_acls" xml:"BlockPublicAcls"`
+	IgnorePublicAcls      bool `json:"ignore_acls" xml:"IgnorePublicAcls"`
+	BlockPublicPolicy     bool `json:"block_policy" xml:"BlockPublicPolicy"`
+	RestrictPublicBuckets bool `json:"restrict" xml:"RestrictPublicBuckets"`
+}
+
+type publicAccessBlockConfiguration struct {
+	XMLName xml.Name `xml:"PublicAccessBlockConfiguration"`
+	Xmlns   string   `xml:"xmlns,attr,omitempty"`
+	PublicAccessBlock
+}
+
+type policyStatus struct {
+	XMLName  xml.Name `xml:"PolicyStatus"`
+	Xmlns    string   `xml:"xmlns,attr,omitempty"`
+	IsPublic bool     `xml:"IsPublic"`
+}
+
+// isPublic reports whether an ACL grants anything to AllUsers or
+// AuthenticatedUsers.
+func (a ACL) isPublic() bool {
+	for _, g := range a {
+		if g.URI == GroupAllUsers || g.URI == GroupAuthenticated {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutPublic is the ACL without its grants to AllUsers and
+// AuthenticatedUsers (IgnorePublicAcls).
+func (a ACL) withoutPublic() ACL {
+	if !a.isPublic() {
+		return a
+	}
+	out := ACL{}
+	for _, g := range a {
+		if g.URI != GroupAllUsers && g.URI != GroupAuthenticated {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// effectiveACL is acl as b's public access block lets it count.
+func (b *Bucket) effectiveACL(acl ACL) ACL {
+	if b.PublicAccess != nil && b.PublicAccess.IgnorePublicAcls {
+		return acl.withoutPublic()
+	}
+	return acl
+}
+
+// parsedPolicy is b's policy, parsed once per loaded bucket.
+func (b *Bucket) parsedPolicy() *Policy {
+	b.policyOnce.Do(func() {
+		if b.Policy != "" {
+			b.policy, _ = ParsePolicy([]byte(b.Policy), b.Name) // checked when put
+		}
+	})
+	return b.policy
+}
+
+// s3Action is the IAM action a request asks for (the S3 user guide,
+// "Actions, resources, and condition keys for Amazon S3").
+func s3Action(rq *request) string {
+	q, m := rq.q, rq.r.Method
+	sub := func(pairs ...string) string {
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if has(q, pairs[i]) {
+				return pairs[i+1]
+			}
+		}
+		return ""
+	}
+	if rq.key == "" {
+		var a string
+		switch m {
+		case http.MethodGet, http.MethodHead:
+			a = sub("acl", "GetBucketAcl", "location", "GetBucketLocation", "versioning", "GetBucketVersioning",
+				"tagging", "GetBucketTagging", "uploads", "ListBucketMultipartUploads", "versions", "ListBucketVersions",
+				"cors", "GetBucketCORS", "lifecycle", "GetLifecycleConfiguration", "policy", "GetBucketPolicy",
+				"policyStatus", "GetBucketPolicyStatus", "publicAccessBlock", "GetBucketPublicAccessBlock")
+			if a == "" {
+				a = "ListBucket"
+			}
+		case http.MethodPut:
+			a = sub("acl", "PutBucketAcl", "tagging", "PutBucketTagging", "cors", "PutBucketCORS",
+				"lifecycle", "PutLifecycleConfiguration", "policy", "PutBucketPolicy",
+				"publicAccessBlock", "PutBucketPublicAccessBlock", "versioning", "PutBucketVersioning")
+			if a == "" {
+				a = "CreateBucket"
+			}
+		case http.MethodDelete:
+			a = sub("tagging", "PutBucketTagging", "cors", "PutBucketCORS", "lifecycle", "PutLifecycleConfiguration",
+				"policy", "DeleteBucketPolicy", "publicAccessBlock", "PutBucketPublicAccessBlock")
+			if a == "" {
+				a = "DeleteBucket"
+			}
+		case http.MethodPost:
+			a = sub("delete", "DeleteObject")
+			if a == "" {
+				a = "PutObject"
+			}
+		}
+		return "s3:" + a
+	}
+	var a string
+	switch m {
+	case http.MethodGet, http.MethodHead:
+		a = sub("acl", "GetObjectAcl", "tagging", "GetObjectTagging", "uploadId", "ListMultipartUploadParts")
+		if a == "" {
+			a = "GetObject"
+		}
+	case http.MethodPut:
+		a = sub("acl", "PutObjectAcl", "tagging", "PutObjectTagging")
+		if a == "" {
+			a = "PutObject"
+		}
+	case http.MethodDelete:
+		a = sub("tagging", "DeleteObjectTagging", "uploadId", "AbortMultipartUpload")
+		if a == "" {
+			a = "DeleteObject"
+		}
+	default:
+		a = "PutObject"
+	}
+	return "s3:" + a
+}
+
+// resourceARN names a bucket ("" key) or an object in policies.
+func resourceARN(bucket, key string) string {
+	if key == "" {
+		return "arn:aws:s3:::" + bucket
+	}
+	return "arn:aws:s3:::" + bucket + "/" + key
+}
+
+// authorize decides whether rq's user may do action on key of bucket b
+// ("" for the bucket itself): the bucket policy's Deny refuses
+// (AccessDenied), its Allow permits, and otherwise aclCheck decides.
+// tags loads the object's current tags for s3:ExistingObjectTag
+// conditions (nil: the request is not about one object).
+func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags func() ([]Tag, bool), aclCheck func() error) error {
+	p := b.parsedPolicy()
+	if p == nil {
+		return aclCheck()
+	}
+	if tags == nil && key != "" {
+		tags = func() ([]Tag, bool) {
+			h, _, _, _, err := srv.s.headAt(rq.r.Context(), headOID(b.ID, key), false)
+			if err != nil {
+				return nil, false
+			}
+			return h.Tags, true
+		}
+	}
+	d := p.Eval(&policyRequest{uid: rq.uid, action: action, resource: resourceARN(b.Name, key),
+		value: requestValues(rq.r, rq.uid, tags)})
+	if d == Allow && rq.uid != b.Owner && b.PublicAccess != nil && b.PublicAccess.RestrictPublicBuckets && p.isPublic() {
+		d = Pass // RestrictPublicBuckets: a public policy grants only the owner's
+	}
+	switch d {
+	case Deny:
+		return ErrAccessDenied.with("the policy of bucket %q denies %s", b.Name, action)
+	case Allow:
+		return nil
+	}
+	return aclCheck()
+}
+
+// authorizeObject is authorize for a request about open object o (key
+// of bucket b): the policy, or else perm on the object's ACL.
+func (srv *Server) authorizeObject(rq *request, b *Bucket, o *Object, key, action, perm string) error {
+	return srv.authorize(rq, b, key, action, func() ([]Tag, bool) { return o.Tags(), true }, func() error {
+		if !b.effectiveACL(o.info.ACL).allows(o.info.Owner, rq.uid, perm) {
+			return errDenied(rq.uid, perm, fmt.Sprintf("object %q of bucket %q", key, b.Name))
+		}
+		return nil
+	})
+}
+
+// checkPublicACL refuses (AccessDenied) an ACL that grants AllUsers or
+// AuthenticatedUsers anything when b blocks public ACLs.
+func (b *Bucket) checkPublicACL(a ACL) error {
+	if b.PublicAccess != nil && b.PublicAccess.BlockPublicAcls && a.isPublic() {
+		return ErrAccessDenied.with("bucket %q blocks public ACLs (BlockPublicAcls)", b.Name)
+	}
+	return nil
+}
+
+// bucketPolicy answers GET, PUT and DELETE ?policy: the bucket's owner
+// alone, whatever the policy says (no policy locks its owner out).
+func (srv *Server) bucketPolicy(rq *request) error {
+	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
+	if err := bucketAllows(b, rq.uid, ""); err != nil {
+		return err
+	}
+	switch rq.r.Method {
+	case http.MethodGet:
+		if b.Policy == "" {
+			return ErrNoSuchBucketPolicy.with("bucket %q has no policy", b.Name)
+		}
+		h := rq.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(b.Policy)))
+		rq.w.WriteHeader(http.StatusOK)
+		io.WriteString(rq.w, b.Policy)
+		return nil
+	case http.MethodPut:
+		doc, err := io.ReadAll(io.LimitReader(rq.r.Body, maxPolicySize+1))
+		if err != nil {
+			return bodyErr(err)
+		}
+		if len(doc) > maxPolicySize {
+			return ErrMalformedPolicy.with("a bucket policy is at most %d bytes", maxPolicySize)
+		}
+		p, err := ParsePolicy(doc, b.Name)
+		if err != nil {
+			return err
+		}
+		if b.PublicAccess != nil && b.PublicAccess.BlockPublicPolicy && p.isPublic() {
+			return ErrAccessDenied.with("bucket %q blocks public policies (BlockPublicPolicy)", b.Name)
+		}
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Policy = string(doc) })
+	case http.MethodDelete:
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Policy = "" })
+	}
+	return ErrMethodNotAllowed
+}
+
+// bucketPublicAccess answers GET, PUT and DELETE ?publicAccessBlock and
+// GET ?policyStatus (the owner, or whom the policy allows).
+func (srv *Server) bucketPublicAccess(rq *request) error {
+	b, err := srv.bucketFor(rq, "")
+	if err != nil {
+		return err
+	}
+	if has(rq.q, "policyStatus") {
+		if rq.r.Method != http.MethodGet {
+			return ErrMethodNotAllowed
+		}
+		public := b.parsedPolicy().isPublic() || b.effectiveACL(b.ACL).isPublic()
+		return writeXML(rq, http.StatusOK, policyStatus{Xmlns: s3NS, IsPublic: public})
+	}
+	switch rq.r.Method {
+	case http.MethodGet:
+		if b.PublicAccess == nil {
+			return ErrNoSuchPublicAccessBlock.with("bucket %q has no public access block configuration", b.Name)
+		}
+		return writeXML(rq, http.StatusOK, publicAccessBlockConfiguration{Xmlns: s3NS, PublicAccessBlock: *b.PublicAccess})
+	case http.MethodPut:
+		body, err := readSmallBody(rq.r)
+		if err != nil {
+			return err
+		}
+		var c publicAccessBlockConfiguration
+		if err := xml.Unmarshal(body, &c); err != nil {
+			return ErrMalformedXML
+		}
+		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { pab := c.PublicAccessBlock; nb.PublicAccess = &pab })
+	case http.MethodDelete:
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.PublicAccess = nil })
+	}
+	return ErrMethodNotAllowed
+}
