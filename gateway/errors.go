@@ -21,6 +21,13 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
 
+// Is makes errors.Is match an error by its S3 code, so that a copy made
+// by with still is the error it was made from.
+func (e *APIError) Is(target error) bool {
+	t, ok := target.(*APIError)
+	return ok && t.Code == e.Code
+}
+
 // with returns a copy of e with a more specific message.
 func (e *APIError) with(format string, args ...any) *APIError {
 	c := *e

@@ -842,3 +842,22 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 	}
 	return ErrMethodNotAllowed
 }
+
+// missingKey is the answer to a read of key, which does not exist (err):
+// err for whom may list the bucket — s3:ListBucket with s3:prefix the key,
+// as RGW evaluates it — and AccessDenied for others, whom S3 does not tell
+// what is absent.
+func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) error {
+	vals := requestValues(rq.r, rq.uid, nil)
+	d := b.parsedPolicy().Eval(&policyRequest{uid: rq.uid, action: "s3:ListBucket", resource: resourceARN(b.Name, ""),
+		value: func(k string) ([]string, bool) {
+			if strings.EqualFold(k, "s3:prefix") {
+				return []string{key}, true
+			}
+			return vals(k)
+		}})
+	if d == Allow || (d == Pass && bucketAllows(b, rq.uid, PermRead) == nil) {
+		return err
+	}
+	return ErrAccessDenied.with("no permission to list bucket %q", b.Name)
+}

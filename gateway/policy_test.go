@@ -133,6 +133,22 @@ func TestBucketPolicy(t *testing.T) {
 	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("pub/a")}); err != nil {
 		t.Errorf("delete after the policy's removal: %v", err)
 	}
+	// a missing key is NotFound only to whom may list it (s3:prefix: the key)
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: &b, ACL: types.BucketCannedACLPrivate}); err != nil {
+		t.Fatal(err)
+	}
+	if err := setPolicy(c, `{"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::pol","Condition":{"StringLike":{"s3:prefix":"public/*"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("public/x")}); code(err) != "NotFound" {
+		t.Errorf("HEAD of a missing key the policy lets other list: %v", err)
+	}
+	if _, err := o.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("private/x")}); code(err) != "Forbidden" {
+		t.Errorf("HEAD of a missing key other may not list: %v", err)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("private/x")}); code(err) != "NotFound" {
+		t.Errorf("HEAD of a missing key by the owner: %v", err)
+	}
 }
 
 // TestPublicAccessBlock: BlockPublicAcls refuses public ACLs,

@@ -895,6 +895,9 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 		}
 	}
 	o, err := srv.s.OpenObject(ctx, b, rq.key, !headOnly && r.Header.Get("Range") == "" && part == 0)
+	if errors.Is(err, ErrNoSuchKey) {
+		return srv.missingKey(rq, b, rq.key, err)
+	}
 	if err != nil {
 		return err
 	}
