@@ -179,7 +179,8 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 			}
 		}
 	}
-	for _, t := range append(append([]LifecycleTransition{}, rule.Transitions...), rule.NoncurrentVersionTransitions...) {
+	transitions := append(append([]LifecycleTransition{}, rule.Transitions...), rule.NoncurrentVersionTransitions...)
+	for _, t := range transitions {
 		if t.Date != nil {
 			if _, err := lifecycleDate(*t.Date); err != nil {
 				return ErrInvalidArgument.with("rule %q: transition: %v", rule.ID, err)
@@ -188,7 +189,9 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 		if err := positive("transition Days", t.Days); err != nil {
 			return err
 		}
-		return ErrInvalidArgument.with("rule %q: storage class %q does not exist (this gateway has only STANDARD)", rule.ID, t.StorageClass)
+	}
+	if len(transitions) > 0 {
+		return ErrInvalidArgument.with("rule %q: storage class %q does not exist (this gateway has only STANDARD)", rule.ID, transitions[0].StorageClass)
 	}
 	if ne := rule.NoncurrentVersionExpiration; ne != nil {
 		if ne.NoncurrentDays == nil {
