@@ -711,15 +711,19 @@ func resourceARN(bucket, key string) string {
 	return "arn:aws:s3:::" + bucket + "/" + key
 }
 
-// authorize decides whether rq's user may do action on key of bucket b
-// ("" for the bucket itself): the bucket policy's Deny refuses
-// (AccessDenied), its Allow permits, and otherwise aclCheck decides.
+// authorize decides whether rq's user may do action ("": the request's
+// own, s3Action) on key of bucket b ("" for the bucket itself): the
+// bucket policy's Deny refuses (AccessDenied), its Allow permits, and
+// otherwise aclCheck decides. Without a policy it costs aclCheck alone.
 // tags loads the object's current tags for s3:ExistingObjectTag
 // conditions (nil: the request is not about one object).
 func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags func() ([]Tag, bool), aclCheck func() error) error {
 	p := b.parsedPolicy()
 	if p == nil {
 		return aclCheck()
+	}
+	if action == "" {
+		action = s3Action(rq)
 	}
 	if tags == nil && key != "" {
 		tags = func() ([]Tag, bool) {

@@ -210,7 +210,7 @@ func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.authorize(rq, b, rq.key, s3Action(rq), nil, func() error { return bucketAllows(b, rq.uid, perm) }); err != nil {
+	if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, perm) }); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -401,7 +401,7 @@ func (srv *Server) openForACL(rq *request, b *Bucket, perm string) (*Object, err
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.authorizeObject(rq, b, o, rq.key, s3Action(rq), perm); err != nil {
+	if err := srv.authorizeObject(rq, b, o, rq.key, "", perm); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -419,7 +419,7 @@ func (srv *Server) routeObject(rq *request) error {
 	switch {
 	case has(q, "acl"), rq.r.Method == http.MethodGet, rq.r.Method == http.MethodHead:
 	default:
-		if err := srv.authorize(rq, b, rq.key, s3Action(rq), nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
+		if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
 			return err
 		}
 	}
@@ -488,7 +488,7 @@ func (srv *Server) routeObject(rq *request) error {
 			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, o.Owner(), o.info.ACL))
 		}
 		if has(q, "uploadId") {
-			if err := srv.authorize(rq, b, rq.key, s3Action(rq), nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
+			if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
 				return err
 			}
 			return srv.listParts(rq, b)
@@ -902,7 +902,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 		return err
 	}
 	defer o.Close()
-	if err := srv.authorizeObject(rq, b, o, rq.key, s3Action(rq), PermRead); err != nil {
+	if err := srv.authorizeObject(rq, b, o, rq.key, "", PermRead); err != nil {
 		return err
 	}
 	setTagCount(rq.w.Header(), o.Tags())
