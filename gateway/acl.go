@@ -117,9 +117,15 @@ var grantHeaders = []struct{ header, perm string }{
 }
 
 // requestACL is the ACL a request's x-amz-acl or x-amz-grant-* headers
-// ask for (nil if none: the default), for a resource owned by owner in a
-// bucket owned by bucketOwner. Both kinds at once are refused, as S3 does.
-func (s *Store) requestACL(ctx context.Context, h http.Header, owner, bucketOwner string) (ACL, error) {
+// ask for (nil if none: the default), for a resource owned by owner in
+// bucket b (nil: the bucket being created, owned by owner). Both kinds at
+// once are refused, as S3 does, and so is a public ACL in a bucket that
+// blocks them (AccessDenied).
+func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *Bucket) (ACL, error) {
+	bucketOwner := owner
+	if b != nil {
+		bucketOwner = b.Owner
+	}
 	canned := h.Get("x-amz-acl")
 	var grants ACL
 	for _, gh := range grantHeaders {
@@ -152,9 +158,13 @@ func (s *Store) requestACL(ctx context.Context, h http.Header, owner, bucketOwne
 	case canned != "" && grants != nil:
 		return nil, ErrInvalidRequest.with("specify either a canned ACL or x-amz-grant headers, not both")
 	case canned != "":
-		return cannedACL(canned, owner, bucketOwner)
+		a, err := cannedACL(canned, owner, bucketOwner)
+		if err != nil {
+			return nil, err
+		}
+		return a, b.checkPublicACL(a)
 	}
-	return grants, nil
+	return grants, b.checkPublicACL(grants)
 }
 
 // checkGrantee makes a grant's user exist (resolving an e-mail address
@@ -289,10 +299,24 @@ func readSmallBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// readXMLBody reads a small request body (at most 1 MiB) into the XML
+// document v: MalformedXML if it does not parse.
+func readXMLBody(r *http.Request, v any) error {
+	body, err := readSmallBody(r)
+	if err != nil {
+		return err
+	}
+	if xml.Unmarshal(body, v) != nil {
+		return ErrMalformedXML
+	}
+	return nil
+}
+
 // aclFromRequest is the ACL a PUT ?acl asks for: from its headers, or
-// else from its AccessControlPolicy body.
-func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID, bucketOwner string) (ACL, error) {
-	a, err := s.requestACL(ctx, r.Header, ownerID, bucketOwner)
+// else from its AccessControlPolicy body; for a resource owned by ownerID
+// in bucket b, whose public access block it obeys.
+func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID string, b *Bucket) (ACL, error) {
+	a, err := s.requestACL(ctx, r.Header, ownerID, b)
 	if err != nil || a != nil {
 		return a, err
 	}
@@ -303,7 +327,10 @@ func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID, bu
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, ErrMalformedACL.with("PUT ?acl needs x-amz-acl, x-amz-grant-* headers or an AccessControlPolicy body")
 	}
-	return s.parsePolicy(ctx, body, ownerID)
+	if a, err = s.parsePolicy(ctx, body, ownerID); err != nil {
+		return nil, err
+	}
+	return a, b.checkPublicACL(a)
 }
 
 // errDenied is AccessDenied for a missing permission.

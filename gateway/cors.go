@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/xml"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,13 +49,12 @@ var corsMethods = map[string]bool{"GET": true, "PUT": true, "HEAD": true, "POST"
 // an unknown method, a rule without origins or methods, or an entry with
 // more than one wildcard.
 func parseCORS(r *http.Request) ([]CORSRule, error) {
-	body, err := readSmallBody(r)
-	if err != nil {
+	var c corsConfiguration
+	if err := readXMLBody(r, &c); err != nil {
 		return nil, err
 	}
-	var c corsConfiguration
-	if err := xml.Unmarshal(body, &c); err != nil || len(c.Rules) == 0 {
-		return nil, ErrMalformedXML
+	if len(c.Rules) == 0 {
+		return nil, ErrMalformedXML.with("a CORS configuration needs a rule")
 	}
 	if len(c.Rules) > maxCORSRules {
 		return nil, ErrMalformedXML.with("a CORS configuration holds at most %d rules", maxCORSRules)
@@ -77,22 +77,12 @@ func parseCORS(r *http.Request) ([]CORSRule, error) {
 	return c.Rules, nil
 }
 
-// wildcardMatch reports whether s matches pattern, which holds at most
-// one '*' standing for any run of characters.
-func wildcardMatch(pattern, s string) bool {
-	before, after, ok := strings.Cut(pattern, "*")
-	if !ok {
-		return pattern == s
-	}
-	return len(s) >= len(before)+len(after) && strings.HasPrefix(s, before) && strings.HasSuffix(s, after)
-}
-
 // corsRule is the first rule of rules whose AllowedOrigin matches origin
 // (RGW's host_name_rule), or nil.
 func corsRule(rules []CORSRule, origin string) *CORSRule {
 	for i := range rules {
 		for _, o := range rules[i].AllowedOrigins {
-			if wildcardMatch(o, origin) {
+			if globMatch(o, origin, false) {
 				return &rules[i]
 			}
 		}
@@ -100,14 +90,7 @@ func corsRule(rules []CORSRule, origin string) *CORSRule {
 	return nil
 }
 
-func (c *CORSRule) allowsMethod(m string) bool {
-	for _, am := range c.AllowedMethods {
-		if am == m {
-			return true
-		}
-	}
-	return false
-}
+func (c *CORSRule) allowsMethod(m string) bool { return slices.Contains(c.AllowedMethods, m) }
 
 // allowsHeaders reports whether every header of the comma-separated list
 // matches one of the rule's AllowedHeader entries.
@@ -119,7 +102,7 @@ func (c *CORSRule) allowsHeaders(list string) bool {
 		}
 		ok := false
 		for _, ah := range c.AllowedHeaders {
-			if wildcardMatch(strings.ToLower(ah), h) {
+			if globMatch(strings.ToLower(ah), h, false) {
 				ok = true
 				break
 			}

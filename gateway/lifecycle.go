@@ -116,13 +116,12 @@ const (
 // transitions; InvalidRequest for a rule without an action. Rules without
 // an ID get one.
 func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
-	body, err := readSmallBody(r)
-	if err != nil {
+	var c lifecycleConfiguration
+	if err := readXMLBody(r, &c); err != nil {
 		return nil, err
 	}
-	var c lifecycleConfiguration
-	if err := xml.Unmarshal(body, &c); err != nil || len(c.Rules) == 0 {
-		return nil, ErrMalformedXML
+	if len(c.Rules) == 0 {
+		return nil, ErrMalformedXML.with("a lifecycle configuration needs a rule")
 	}
 	if len(c.Rules) > maxLifecycleRules {
 		return nil, ErrMalformedXML.with("a lifecycle configuration holds at most %d rules", maxLifecycleRules)
@@ -350,14 +349,13 @@ type LCEntry struct {
 // lcRegister adds b to the lifecycle registry (a registration already
 // there keeps its last run).
 func (s *Store) lcRegister(ctx context.Context, b *Bucket) error {
-	es, err := s.LCList(ctx)
-	if err != nil {
-		return err
+	kvs, err := s.log.OmapGet(ctx, lcOID, []string{b.Name})
+	if err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("lifecycle: register %s: %w", b.Name, err)
 	}
-	for _, e := range es {
-		if e.Bucket == b.Name && e.BucketID == b.ID {
-			return nil
-		}
+	var e LCEntry
+	if len(kvs) == 1 && json.Unmarshal(kvs[0].Value, &e) == nil && e.BucketID == b.ID {
+		return nil
 	}
 	return s.lcPut(ctx, &LCEntry{Bucket: b.Name, BucketID: b.ID, Status: "UNINITIAL"})
 }
@@ -365,7 +363,7 @@ func (s *Store) lcRegister(ctx context.Context, b *Bucket) error {
 func (s *Store) lcPut(ctx context.Context, e *LCEntry) error {
 	v, _ := json.Marshal(e)
 	if err := s.log.OmapSet(ctx, lcOID, []client.KV{{Key: e.Bucket, Value: v}}); err != nil {
-		return fmt.Errorf("lifecycle: register %s: %w", e.Bucket, err)
+		return fmt.Errorf("lifecycle: record %s: %w", e.Bucket, err)
 	}
 	return nil
 }

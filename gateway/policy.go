@@ -199,7 +199,7 @@ func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
 		for _, r := range append(append([]string{}, st.Resource...), st.NotResource...) {
 			name, ok := strings.CutPrefix(r, "arn:aws:s3:::")
 			name, _, _ = strings.Cut(name, "/")
-			if r != "*" && (!ok || !wildcardsMatch(name, bucket)) {
+			if r != "*" && (!ok || !globMatch(name, bucket, true)) {
 				return nil, bad("statement %d: resource %q is not in bucket %q", i, r, bucket)
 			}
 		}
@@ -224,47 +224,39 @@ func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
 	return p, nil
 }
 
-// wildcardsMatch matches s against pattern, in which '*' stands for any
-// run of characters and '?' for any one (IAM's wildcards).
-func wildcardsMatch(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 0 && pattern[0] == '*' {
-				pattern = pattern[1:]
-			}
-			if pattern == "" {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if wildcardsMatch(pattern, s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if s == "" {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
+// globMatch reports whether s matches pattern, in which '*' stands for
+// any run of bytes and, if anyOne, '?' for any one byte (IAM's wildcards;
+// CORS patterns have '*' alone). Greedy, backtracking only to the last
+// '*': at most len(pattern)·len(s) steps, whatever the pattern.
+func globMatch(pattern, s string, anyOne bool) bool {
+	p, i, star, mark := 0, 0, -1, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case p < len(pattern) && (pattern[p] == s[i] || anyOne && pattern[p] == '?'):
+			p, i = p+1, i+1
+		case star >= 0: // let the last '*' take one more byte
+			mark++
+			p, i = star+1, mark
 		default:
-			if s == "" || s[0] != pattern[0] {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
+			return false
 		}
 	}
-	return s == ""
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }
 
-// Decision is a policy's verdict on a request.
-type Decision int
+// decision is a policy's verdict on a request.
+type decision int
 
-// Decisions.
 const (
-	Pass  Decision = iota // no statement applies: the ACLs decide
-	Allow                 // an Allow statement applies and no Deny does
-	Deny                  // a Deny statement applies
+	decPass  decision = iota // no statement applies: the ACLs decide
+	decAllow                 // an Allow statement applies and no Deny does
+	decDeny                  // a Deny statement applies
 )
 
 // policyRequest is what a policy is evaluated against.
@@ -277,21 +269,21 @@ type policyRequest struct {
 	value func(key string) ([]string, bool)
 }
 
-// Eval decides r under p (nil: Pass).
-func (p *Policy) Eval(r *policyRequest) Decision {
+// eval decides r under p (nil: decPass).
+func (p *Policy) eval(r *policyRequest) decision {
 	if p == nil {
-		return Pass
+		return decPass
 	}
-	d := Pass
+	d := decPass
 	for i := range p.Statements {
 		st := &p.Statements[i]
 		if !st.applies(r) {
 			continue
 		}
 		if st.Effect == "Deny" {
-			return Deny
+			return decDeny
 		}
-		d = Allow
+		d = decAllow
 	}
 	return d
 }
@@ -333,7 +325,7 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 		if fold {
 			p = strings.ToLower(p)
 		}
-		if wildcardsMatch(p, s) {
+		if globMatch(p, s, true) {
 			return true
 		}
 	}
@@ -354,7 +346,7 @@ func principalMatches(principals []string, uid string) bool {
 			if res == "user/"+uid || (res == "root" && account == uid) {
 				return true
 			}
-			if u, ok := strings.CutPrefix(res, "user/"); ok && wildcardsMatch(u, uid) && strings.ContainsAny(u, "*?") {
+			if u, ok := strings.CutPrefix(res, "user/"); ok && globMatch(u, uid, true) && strings.ContainsAny(u, "*?") {
 				return true
 			}
 			continue
@@ -427,7 +419,7 @@ func valueMatches(op, have, want string) bool {
 	case "StringEqualsIgnoreCase":
 		return strings.EqualFold(have, want)
 	case "StringLike", "ArnLike":
-		return wildcardsMatch(want, have)
+		return globMatch(want, have, true)
 	case "Bool":
 		return strings.EqualFold(have, want)
 	case "IpAddress":
@@ -474,6 +466,12 @@ func parsePolicyTime(s string) (time.Time, error) {
 	return time.Unix(n, 0), err
 }
 
+// pinningKeys are the condition keys (lower case) that tie a statement
+// to particular callers, so that it does not make a policy public.
+var pinningKeys = map[string]bool{"aws:sourceip": true, "aws:sourcearn": true, "aws:sourcevpc": true, "aws:sourcevpce": true,
+	"aws:sourceaccount": true, "aws:sourceowner": true, "aws:principalaccount": true, "aws:principalarn": true,
+	"aws:principalorgid": true, "aws:userid": true, "aws:username": true}
+
 // isPublic reports whether the policy grants access to anyone: an Allow
 // statement for every principal whose conditions do not pin the caller
 // down (by source address, account or user) — the S3 user guide's "The
@@ -482,8 +480,6 @@ func (p *Policy) isPublic() bool {
 	if p == nil {
 		return false
 	}
-	pinning := []string{"aws:sourceip", "aws:sourcearn", "aws:sourcevpc", "aws:sourcevpce", "aws:sourceaccount",
-		"aws:sourceowner", "aws:principalaccount", "aws:principalarn", "aws:principalorgid", "aws:userid", "aws:username"}
 	for _, st := range p.Statements {
 		if st.Effect != "Allow" || (st.Principal != nil && !principalMatches(st.Principal, "")) {
 			continue
@@ -494,11 +490,7 @@ func (p *Policy) isPublic() bool {
 				continue
 			}
 			for k := range kv {
-				for _, pk := range pinning {
-					if strings.EqualFold(k, pk) {
-						pinned = true
-					}
-				}
+				pinned = pinned || pinningKeys[strings.ToLower(k)]
 			}
 		}
 		if !pinned {
@@ -734,18 +726,27 @@ func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags fu
 			return h.Tags, true
 		}
 	}
-	d := p.Eval(&policyRequest{uid: rq.uid, action: action, resource: resourceARN(b.Name, key),
-		value: requestValues(rq.r, rq.uid, tags)})
-	if d == Allow && rq.uid != b.Owner && b.PublicAccess != nil && b.PublicAccess.RestrictPublicBuckets && p.isPublic() {
-		d = Pass // RestrictPublicBuckets: a public policy grants only the owner's
-	}
+	d := b.decide(rq.uid, action, key, requestValues(rq.r, rq.uid, tags))
 	switch d {
-	case Deny:
+	case decDeny:
 		return ErrAccessDenied.with("the policy of bucket %q denies %s", b.Name, action)
-	case Allow:
+	case decAllow:
 		return nil
 	}
 	return aclCheck()
+}
+
+// decide evaluates b's policy for user uid doing action on key ("": the
+// bucket) with the request's condition values; under
+// RestrictPublicBuckets, a public policy's Allow counts for the owner
+// alone.
+func (b *Bucket) decide(uid, action, key string, value func(string) ([]string, bool)) decision {
+	p := b.parsedPolicy()
+	d := p.eval(&policyRequest{uid: uid, action: action, resource: resourceARN(b.Name, key), value: value})
+	if d == decAllow && uid != b.Owner && b.PublicAccess != nil && b.PublicAccess.RestrictPublicBuckets && p.isPublic() {
+		d = decPass
+	}
+	return d
 }
 
 // authorizeObject is authorize for a request about open object o (key
@@ -760,9 +761,9 @@ func (srv *Server) authorizeObject(rq *request, b *Bucket, o *Object, key, actio
 }
 
 // checkPublicACL refuses (AccessDenied) an ACL that grants AllUsers or
-// AuthenticatedUsers anything when b blocks public ACLs.
+// AuthenticatedUsers anything when b (nil: none yet) blocks public ACLs.
 func (b *Bucket) checkPublicACL(a ACL) error {
-	if b.PublicAccess != nil && b.PublicAccess.BlockPublicAcls && a.isPublic() {
+	if b != nil && b.PublicAccess != nil && b.PublicAccess.BlockPublicAcls && a.isPublic() {
 		return ErrAccessDenied.with("bucket %q blocks public ACLs (BlockPublicAcls)", b.Name)
 	}
 	return nil
@@ -832,13 +833,9 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 		}
 		return writeXML(rq, http.StatusOK, publicAccessBlockConfiguration{Xmlns: s3NS, PublicAccessBlock: *b.PublicAccess})
 	case http.MethodPut:
-		body, err := readSmallBody(rq.r)
-		if err != nil {
-			return err
-		}
 		var c publicAccessBlockConfiguration
-		if err := xml.Unmarshal(body, &c); err != nil {
-			return ErrMalformedXML
+		if err := readXMLBody(rq.r, &c); err != nil {
+			return err
 		}
 		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { pab := c.PublicAccessBlock; nb.PublicAccess = &pab })
 	case http.MethodDelete:
@@ -853,14 +850,13 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 // what is absent.
 func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) error {
 	vals := requestValues(rq.r, rq.uid, nil)
-	d := b.parsedPolicy().Eval(&policyRequest{uid: rq.uid, action: "s3:ListBucket", resource: resourceARN(b.Name, ""),
-		value: func(k string) ([]string, bool) {
-			if strings.EqualFold(k, "s3:prefix") {
-				return []string{key}, true
-			}
-			return vals(k)
-		}})
-	if d == Allow || (d == Pass && bucketAllows(b, rq.uid, PermRead) == nil) {
+	d := b.decide(rq.uid, "s3:ListBucket", "", func(k string) ([]string, bool) {
+		if strings.EqualFold(k, "s3:prefix") {
+			return []string{key}, true
+		}
+		return vals(k)
+	})
+	if d == decAllow || (d == decPass && bucketAllows(b, rq.uid, PermRead) == nil) {
 		return err
 	}
 	return ErrAccessDenied.with("no permission to list bucket %q", b.Name)

@@ -1,8 +1,11 @@
 package gateway
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
-func TestWildcardsMatch(t *testing.T) {
+func TestGlobMatch(t *testing.T) {
 	for _, tc := range []struct {
 		p, s string
 		want bool
@@ -12,9 +15,27 @@ func TestWildcardsMatch(t *testing.T) {
 		{"arn:aws:s3:::b/*", "arn:aws:s3:::b/k/x", true}, {"arn:aws:s3:::b/*", "arn:aws:s3:::b", false},
 		{"x", "x", true}, {"x", "xy", false},
 	} {
-		if got := wildcardsMatch(tc.p, tc.s); got != tc.want {
-			t.Errorf("wildcardsMatch(%q, %q) = %v", tc.p, tc.s, got)
+		if got := globMatch(tc.p, tc.s, true); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
 		}
+	}
+	// CORS patterns: '?' is itself
+	for _, tc := range []struct {
+		p, s string
+		want bool
+	}{
+		{"start*end", "startend", true}, {"start*end", "start12end", true}, {"start*end", "0start12end", false},
+		{"*suffix", "foo.suffix", true}, {"*suffix", "foo.suffix.get", false}, {"a?c", "abc", false}, {"a?c", "a?c", true},
+	} {
+		if got := globMatch(tc.p, tc.s, false); got != tc.want {
+			t.Errorf("globMatch(%q, %q, false) = %v", tc.p, tc.s, got)
+		}
+	}
+	// a pattern of many stars against a long miss ends (it does not
+	// backtrack exponentially)
+	long := strings.Repeat("a", 4096)
+	if globMatch(strings.Repeat("*a", 64)+"b", long, true) {
+		t.Error("many stars matched a string without b")
 	}
 }
 

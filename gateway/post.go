@@ -350,10 +350,7 @@ func (srv *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	acl, err := srv.s.requestACL(ctx, h, uid, b.Owner)
-	if err == nil {
-		err = b.checkPublicACL(acl)
-	}
+	acl, err := srv.s.requestACL(ctx, h, uid, b)
 	if err != nil {
 		return err
 	}

@@ -373,25 +373,11 @@ func (srv *Server) putBucketACL(rq *request) error {
 	if err != nil {
 		return err
 	}
-	a, err := srv.s.aclFromRequest(ctx, rq.r, b.Owner, b.Owner)
+	a, err := srv.s.aclFromRequest(ctx, rq.r, b.Owner, b)
 	if err != nil {
 		return err
 	}
-	if err := b.checkPublicACL(a); err != nil {
-		return err
-	}
-	if _, err := srv.s.updateBucket(ctx, b.Name, func(nb *Bucket) error {
-		if nb.ID != b.ID {
-			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
-		}
-		nb.ACL = a
-		return nil
-	}); err != nil {
-		return err
-	}
-	srv.s.forgetBucket(b.Name)
-	rq.w.WriteHeader(http.StatusOK)
-	return nil
+	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.ACL = a })
 }
 
 // openForACL opens key for an ACL request: READ_ACP or WRITE_ACP on the
@@ -452,10 +438,8 @@ func (srv *Server) routeObject(rq *request) error {
 				return err
 			}
 			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) (err error) {
-				if h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b.Owner); err != nil {
-					return err
-				}
-				return b.checkPublicACL(h.ACL)
+				h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b)
+				return err
 			}); err != nil {
 				return err
 			}
@@ -613,7 +597,7 @@ func (srv *Server) createBucket(rq *request) error {
 	if rq.r.Header.Get("x-amz-bucket-object-lock-enabled") == "true" {
 		return ErrNotImplemented.with("object lock is not supported")
 	}
-	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, rq.uid)
+	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, nil)
 	if err != nil {
 		return err
 	}
@@ -741,10 +725,7 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if inm != "" && inm != "*" {
 		return ErrNotImplemented.with("If-None-Match on PUT supports only *")
 	}
-	acl, err := srv.s.requestACL(r.Context(), r.Header, rq.uid, b.Owner)
-	if err == nil {
-		err = b.checkPublicACL(acl)
-	}
+	acl, err := srv.s.requestACL(r.Context(), r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -1032,10 +1013,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	if o.Size() > MaxObjectSize {
 		return ErrInvalidRequest.with("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
-	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, b.Owner)
-	if err == nil {
-		err = b.checkPublicACL(acl)
-	}
+	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -1223,10 +1201,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	acl, err := srv.s.requestACL(rq.r.Context(), rq.r.Header, rq.uid, b.Owner)
-	if err == nil {
-		err = b.checkPublicACL(acl)
-	}
+	acl, err := srv.s.requestACL(rq.r.Context(), rq.r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}

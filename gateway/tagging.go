@@ -86,13 +86,9 @@ func parseTagQuery(v string) ([]Tag, error) {
 
 // bodyTags reads a Tagging document.
 func bodyTags(r *http.Request, max int) ([]Tag, error) {
-	body, err := readSmallBody(r)
-	if err != nil {
-		return nil, err
-	}
 	var t tagging
-	if err := xml.Unmarshal(body, &t); err != nil {
-		return nil, ErrMalformedXML
+	if err := readXMLBody(r, &t); err != nil {
+		return nil, err
 	}
 	return t.TagSet, checkTags(t.TagSet, max)
 }
