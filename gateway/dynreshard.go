@@ -78,7 +78,7 @@ func (s *Store) ReshardPass(ctx context.Context, out io.Writer) (int, error) {
 		if most <= s.opt.MaxObjsPerShard {
 			continue // split meanwhile (by another gateway)
 		}
-		release, err := s.lockObject(ctx, "reshard_lock."+b.ID, reshardLockTTL)
+		lk, err := s.lockObject(ctx, "reshard_lock."+b.ID, reshardLockTTL)
 		if errors.Is(err, errLocked) {
 			s.queueReshard(name) // try again next pass
 			continue
@@ -88,7 +88,7 @@ func (s *Store) ReshardPass(ctx context.Context, out io.Writer) (int, error) {
 		}
 		s.opt.Logger.Info("dynamic reshard", "bucket", name, "fullest shard", most, "limit", s.opt.MaxObjsPerShard)
 		err = s.SplitRange(ctx, name, "", out)
-		release()
+		lk.release(ctx)
 		if err != nil {
 			return split, fmt.Errorf("dynamic reshard of %s: %w", name, err)
 		}
@@ -119,25 +119,31 @@ type lockRecord struct {
 	Expires time.Time `json:"expires"`
 }
 
+// objLock is a held cluster-wide lock: the log pool object oid, whose
+// record names this holder and when the lock expires.
+type objLock struct {
+	s     *Store
+	oid   string
+	owner string // host/pid/random: this holder alone
+	ttl   time.Duration
+	ver   uint64 // the lock object's version after this holder's last write
+}
+
 // lockObject takes the cluster-wide lock kept in the log pool object oid
-// for ttl (errLocked if another holder's has not expired) and returns its
-// release. A holder that dies leaves the lock to expire.
-func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (func(), error) {
+// for ttl (errLocked if another holder's has not expired). A holder that
+// dies leaves the lock to expire; one that works longer renews it.
+func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (*objLock, error) {
 	host, _ := os.Hostname()
-	rec, _ := json.Marshal(lockRecord{Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Expires: time.Now().Add(ttl)})
-	release := func() {
-		if err := s.log.Remove(context.WithoutCancel(ctx), oid); err != nil && !errors.Is(err, client.ErrNotFound) {
-			s.opt.Logger.Warn("lock release failed (it expires)", "lock", oid, "err", err)
-		}
-	}
-	_, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: rec}})
+	l := &objLock{s: s, oid: oid, owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newTag()), ttl: ttl}
+	rep, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: l.record()}})
 	if err == nil {
-		return release, nil
+		l.ver = rep.Ver
+		return l, nil
 	}
 	if !errors.Is(err, client.ErrExists) {
 		return nil, fmt.Errorf("lock %s: %w", oid, err)
 	}
-	rep, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Read}})
+	rep, err = s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Read}})
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", oid, err)
 	}
@@ -146,8 +152,37 @@ func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (
 		return nil, errLocked
 	}
 	// expired: take it over, unless someone else just did
-	if _, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: rep.Ver}, {Code: osdop.WriteFull, Data: rec}}); err != nil {
+	if rep, err = s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: rep.Ver}, {Code: osdop.WriteFull, Data: l.record()}}); err != nil {
 		return nil, errLocked
 	}
-	return release, nil
+	l.ver = rep.Ver
+	return l, nil
+}
+
+func (l *objLock) record() []byte {
+	rec, _ := json.Marshal(lockRecord{Owner: l.owner, Expires: time.Now().Add(l.ttl)})
+	return rec
+}
+
+// renew extends the lock to its TTL from now: errLocked if this holder
+// lost it (it expired and another took it over).
+func (l *objLock) renew(ctx context.Context) error {
+	rep, err := l.s.log.Operate(ctx, l.oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: l.ver}, {Code: osdop.WriteFull, Data: l.record()}})
+	switch {
+	case errors.Is(err, osdop.ErrVerNewer), errors.Is(err, osdop.ErrVerOlder), errors.Is(err, client.ErrNotFound):
+		return fmt.Errorf("lock %s: %w", l.oid, errLocked)
+	case err != nil:
+		return fmt.Errorf("lock %s: %w", l.oid, err)
+	}
+	l.ver = rep.Ver
+	return nil
+}
+
+// release removes the lock if this holder still has it (a lock taken
+// over after it expired stays with its new holder).
+func (l *objLock) release(ctx context.Context) {
+	_, err := l.s.log.Operate(context.WithoutCancel(ctx), l.oid, []osdop.Op{{Code: osdop.AssertVersion, Ver: l.ver}, {Code: osdop.Remove}})
+	if err != nil && !errors.Is(err, client.ErrNotFound) && !errors.Is(err, osdop.ErrVerNewer) && !errors.Is(err, osdop.ErrVerOlder) {
+		l.s.opt.Logger.Warn("lock release failed (it expires)", "lock", l.oid, "err", err)
+	}
 }

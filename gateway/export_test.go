@@ -57,3 +57,13 @@ func (s *Store) IndexBatches() (calls, updates, most int64) {
 func (s *Store) LCDeleteIfCurrent(ctx context.Context, b *Bucket, key, tag string) (bool, error) {
 	return s.deleteIfCurrent(ctx, b, key, tag, nil)
 }
+
+// HoldLCLock takes the lifecycle lock as a pass would and never renews
+// it (a pass killed mid-way); release gives it back as its holder would.
+func (s *Store) HoldLCLock(ctx context.Context) (release func(), err error) {
+	lk, err := s.lockObject(ctx, lcLockOID, s.opt.LCLockTTL)
+	if err != nil {
+		return nil, err
+	}
+	return func() { lk.release(ctx) }, nil
+}

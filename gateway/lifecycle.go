@@ -329,13 +329,13 @@ func (srv *Server) bucketLifecycle(rq *request) error {
 // lifecycle configuration (Ceph: the lc.N shards): bucket name → lcEntry.
 const lcOID = "lc"
 
-// lcLockOID keeps two gateways from running lifecycle passes at once,
-// for at most lcLockTTL (a pass that outlives it may overlap another's;
-// their deletions are conditional, so that only repeats work).
-const (
-	lcLockOID = "lc_lock"
-	lcLockTTL = time.Hour
-)
+// lcLockOID keeps two gateways from running lifecycle passes at once. A
+// pass holds it for LCLockTTL (rgw_lc_lock_max_time) at a time and renews
+// it after each bucket and each page of keys or uploads; a gateway killed
+// mid-pass leaves it to expire, and the next pass takes it over and
+// repeats what the killed one had not recorded (its deletions are
+// conditional, so repeating is safe).
+const lcLockOID = "lc_lock"
 
 // LCEntry is a bucket's lifecycle registration and the outcome of its
 // last pass.
@@ -396,11 +396,11 @@ type LCResult struct {
 // out. Only one gateway runs a pass at a time (errLocked otherwise).
 func (s *Store) LCProcess(ctx context.Context, all bool, out io.Writer) (LCResult, error) {
 	var res LCResult
-	release, err := s.lockObject(ctx, lcLockOID, lcLockTTL)
+	lk, err := s.lockObject(ctx, lcLockOID, s.opt.LCLockTTL)
 	if err != nil {
 		return res, fmt.Errorf("lifecycle: %w", err)
 	}
-	defer release()
+	defer lk.release(ctx)
 	es, err := s.LCList(ctx)
 	if err != nil {
 		return res, err
@@ -418,7 +418,7 @@ func (s *Store) LCProcess(ctx context.Context, all bool, out io.Writer) (LCResul
 		if err != nil {
 			return res, err
 		}
-		expired, aborted, err := s.lcBucket(ctx, b, now)
+		expired, aborted, err := s.lcBucket(ctx, lk, b, now)
 		res.Buckets++
 		res.Expired += expired
 		res.Aborted += aborted
@@ -430,29 +430,35 @@ func (s *Store) LCProcess(ctx context.Context, all bool, out io.Writer) (LCResul
 			e.Status = "FAILED: " + err.Error()
 		}
 		fmt.Fprintf(out, "%s: %d expired, %d uploads aborted: %s\n", b.Name, expired, aborted, e.Status)
+		if errors.Is(err, errLocked) {
+			return res, fmt.Errorf("lifecycle: %w", err) // lost: the new holder carries on
+		}
 		if err := s.lcPut(ctx, e); err != nil {
 			return res, err
+		}
+		if err := lk.renew(ctx); err != nil {
+			return res, fmt.Errorf("lifecycle: %w", err)
 		}
 	}
 	return res, nil
 }
 
-// lcBucket applies b's enabled rules as of now.
-func (s *Store) lcBucket(ctx context.Context, b *Bucket, now time.Time) (expired, aborted int, err error) {
+// lcBucket applies b's enabled rules as of now, renewing lk as it goes.
+func (s *Store) lcBucket(ctx context.Context, lk *objLock, b *Bucket, now time.Time) (expired, aborted int, err error) {
 	for i := range b.Lifecycle {
 		rule := &b.Lifecycle[i]
 		if rule.Status != "Enabled" {
 			continue
 		}
 		if e := rule.Expiration; e != nil && (e.Days != nil || e.Date != nil) && !b.Indexless() {
-			n, err := s.lcExpire(ctx, b, rule, now)
+			n, err := s.lcExpire(ctx, lk, b, rule, now)
 			expired += n
 			if err != nil {
 				return expired, aborted, fmt.Errorf("rule %q: %w", rule.ID, err)
 			}
 		}
 		if a := rule.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
-			n, err := s.lcAbortUploads(ctx, b, rule.prefix(), *a.DaysAfterInitiation, now)
+			n, err := s.lcAbortUploads(ctx, lk, b, rule.prefix(), *a.DaysAfterInitiation, now)
 			aborted += n
 			if err != nil {
 				return expired, aborted, fmt.Errorf("rule %q: %w", rule.ID, err)
@@ -463,7 +469,7 @@ func (s *Store) lcBucket(ctx context.Context, b *Bucket, now time.Time) (expired
 }
 
 // lcExpire deletes the current objects rule's Expiration makes due.
-func (s *Store) lcExpire(ctx context.Context, b *Bucket, rule *LifecycleRule, now time.Time) (int, error) {
+func (s *Store) lcExpire(ctx context.Context, lk *objLock, b *Bucket, rule *LifecycleRule, now time.Time) (int, error) {
 	e := rule.Expiration
 	if e.Date != nil {
 		d, err := lifecycleDate(*e.Date)
@@ -493,6 +499,9 @@ func (s *Store) lcExpire(ctx context.Context, b *Bucket, rule *LifecycleRule, no
 		if !l.Truncated {
 			return n, nil
 		}
+		if err := lk.renew(ctx); err != nil {
+			return n, err
+		}
 		after = l.NextMarker
 	}
 }
@@ -519,7 +528,7 @@ func (s *Store) deleteIfCurrent(ctx context.Context, b *Bucket, key, tag string,
 }
 
 // lcAbortUploads aborts the uploads under prefix started days ago.
-func (s *Store) lcAbortUploads(ctx context.Context, b *Bucket, prefix string, days int, now time.Time) (int, error) {
+func (s *Store) lcAbortUploads(ctx context.Context, lk *objLock, b *Bucket, prefix string, days int, now time.Time) (int, error) {
 	n := 0
 	keyMarker, idMarker := "", ""
 	for {
@@ -543,6 +552,9 @@ func (s *Store) lcAbortUploads(ctx context.Context, b *Bucket, prefix string, da
 		}
 		if !truncated || len(ups) == 0 {
 			return n, nil
+		}
+		if err := lk.renew(ctx); err != nil {
+			return n, err
 		}
 	}
 }

@@ -259,3 +259,62 @@ func TestLifecycleWorker(t *testing.T) {
 		t.Fatalf("keep: %v", err)
 	}
 }
+
+// TestLifecycleLockTakeover: a pass killed mid-way (its lock held, never
+// renewed) keeps others off only until the lock expires
+// (rgw_lc_lock_max_time); the next pass then takes it over and does the
+// work, and the dead holder's late release does not remove a lock another
+// holds.
+func TestLifecycleLockTakeover(t *testing.T) {
+	f := startGateway(t, gateway.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true, LCLockTTL: 2 * time.Second})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "lc-lock"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("tmp/a"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: &b,
+		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{
+			{ID: aws.String("tmp"), Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("tmp/")}, Status: "Enabled"},
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	deadRelease, err := f.store.HoldLCLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := func(err error) bool { return err != nil && strings.Contains(err.Error(), "lock held") }
+	if _, err := f.store.LCProcess(ctx, true, io.Discard); !locked(err) {
+		t.Fatalf("a pass while the lock is held: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var res gateway.LCResult
+	for {
+		res, err = f.store.LCProcess(ctx, true, io.Discard)
+		if err == nil {
+			break
+		}
+		if !locked(err) || time.Now().After(deadline) {
+			t.Fatalf("a pass after the lock's expiry: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the expiry
+	}
+	if res.Expired != 1 {
+		t.Errorf("the pass that took the lock over expired %d objects, want 1", res.Expired)
+	}
+	live, err := f.store.HoldLCLock(ctx)
+	if err != nil {
+		t.Fatalf("the lock after a pass released it: %v", err)
+	}
+	deadRelease()
+	if _, err := f.store.LCProcess(ctx, true, io.Discard); !locked(err) {
+		t.Errorf("the dead holder's late release removed another's lock: %v", err)
+	}
+	live()
+	if _, err := f.store.LCProcess(ctx, true, io.Discard); err != nil {
+		t.Errorf("a pass after its holder released the lock: %v", err)
+	}
+}

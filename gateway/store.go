@@ -75,7 +75,11 @@ type Options struct {
 	// NoLCThreads (rgw_enable_lc_threads false) keeps this gateway from
 	// running lifecycle passes (`shoal lc process` still does).
 	NoLCThreads bool
-	Logger      *slog.Logger
+	// LCLockTTL (rgw_lc_lock_max_time; 0: 90 s) is how long a lifecycle
+	// pass holds the cluster's lifecycle lock between renewals: how long
+	// a pass killed mid-way keeps others from starting.
+	LCLockTTL time.Duration
+	Logger    *slog.Logger
 }
 
 // DefaultIndexShards is the shard count of a new bucket's index when
@@ -101,6 +105,7 @@ func OptionsFromConfig(c *config.Config) Options {
 		LCDebugInterval: max(0, secs("rgw_lc_debug_interval")),
 		LCWorkTime:      c.String("rgw_lifecycle_work_time"),
 		NoLCThreads:     !c.Bool("rgw_enable_lc_threads"),
+		LCLockTTL:       secs("rgw_lc_lock_max_time"),
 		MaxObjsPerShard: func() int64 {
 			if !c.Bool("rgw_dynamic_resharding") {
 				return 0
@@ -132,6 +137,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour
+	}
+	if o.LCLockTTL <= 0 {
+		o.LCLockTTL = 90 * time.Second
 	}
 	if o.LCWorkTime == "" {
 		o.LCWorkTime = "00:00-06:00"
