@@ -197,6 +197,63 @@ func get(t *testing.T, c *s3.Client, bucket, key string, rng string) ([]byte, *s
 	return b, out
 }
 
+// TestLargePutETags: bodies of 8 MiB and more take their MD5 from the
+// shared multi-lane hasher; four uploaded at once (so that they share
+// its passes) each get the MD5 of their own bytes as ETag, the data
+// reads back, and a wrong Content-MD5 on a large body is BadDigest.
+func TestLargePutETags(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	c := f.s3(f.admin)
+	ctx := context.Background()
+	bucket := "large"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	sizes := []int{8 << 20, 8<<20 + 1, 9<<20 + 4097, 12<<20 - 3}
+	bodies := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		bodies[i] = randBytes(r, n)
+	}
+	etags := make([]string, len(sizes))
+	errs := make([]error, len(sizes))
+	var wg sync.WaitGroup
+	for i := range sizes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("obj-%d", i)
+			out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(bodies[i])})
+			if err == nil {
+				etags[i] = *out.ETag
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, n := range sizes {
+		if errs[i] != nil {
+			t.Fatalf("put %d bytes: %v", n, errs[i])
+		}
+		if want := md5hex(bodies[i]); etags[i] != want {
+			t.Errorf("put %d bytes: etag %s, want %s", n, etags[i], want)
+		}
+		got, out := get(t, c, bucket, fmt.Sprintf("obj-%d", i), "")
+		if !bytes.Equal(got, bodies[i]) || *out.ETag != etags[i] {
+			t.Errorf("get %d bytes: %d bytes back, etag %s", n, len(got), *out.ETag)
+		}
+	}
+	wrong := md5.Sum(bodies[1])
+	key := "bad-digest"
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(bodies[0]),
+		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(wrong[:]))}); code(err) != "BadDigest" {
+		t.Fatalf("a wrong Content-MD5 on %d bytes: %v, want BadDigest", len(bodies[0]), err)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key}); err == nil {
+		t.Fatal("the refused upload is visible")
+	}
+}
+
 func TestObjectsRoundTrip(t *testing.T) {
 	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, WindowSize: 2 * tStripe, IndexShards: 3, GCMinWait: time.Hour})
 	c := f.s3(f.admin)

@@ -3,11 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 	"time"
@@ -36,6 +36,7 @@ type stripeWriter struct {
 	stripe int   // index of the stripe being filled
 	off    int64 // bytes sent to it
 	tokens chan struct{}
+	sum    hash.Hash       // hashes each chunk before it is sent (nil: none)
 	cur    chan chunkWrite // the current stripe's queue
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -124,6 +125,9 @@ func (w *stripeWriter) ReadFrom(r io.Reader) (int64, error) {
 func (w *stripeWriter) send() error {
 	if len(w.buf) == 0 {
 		return nil
+	}
+	if w.sum != nil {
+		w.sum.Write(w.buf)
 	}
 	select {
 	case w.tokens <- struct{}{}:
@@ -272,31 +276,36 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 // returns the segment (Size 0 if none) and the body's quoted MD5 (its
 // ETag). On error every tail it wrote is removed.
 func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[]byte, prefix string, first int, wantMD5 []byte) (segment, string, error) {
-	sum := md5.New()
-	r := io.TeeReader(body, sum)
+	// The MD5 is taken of whole buffers (the head, then each chunk as
+	// the stripe writer sends it), not of each read of the body: the
+	// multi-lane hasher wants long writes.
+	sum := newMD5(size)
+	defer sum.Close()
 	var hd []byte
 	if head != nil {
 		hd = *head
 	}
-	n, err := io.ReadFull(r, hd)
+	n, err := io.ReadFull(body, hd)
 	if size < 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) { // the body ended inside the head
-		*head, err = hd[:n], nil
-		size = int64(n)
+		hd, err = hd[:n], nil
+		*head, size = hd, int64(n)
 	}
 	if err != nil {
 		return segment{}, "", bodyErr(err)
 	}
+	sum.Write(hd)
 	var seg segment
 	if rest := size - int64(len(hd)); rest > 0 || size < 0 {
 		w := s.newStripeWriter(ctx, prefix, first)
+		w.sum = sum
 		if size < 0 { // unknown length (Transfer-Encoding: chunked): to the end, within S3's limit
 			var m int64
-			m, err = io.Copy(w, io.LimitReader(r, MaxObjectSize-int64(len(hd))+1))
+			m, err = io.Copy(w, io.LimitReader(body, MaxObjectSize-int64(len(hd))+1))
 			if err == nil && m > MaxObjectSize-int64(len(hd)) {
 				err = ErrEntityTooLarge
 			}
 		} else {
-			_, err = io.CopyN(w, r, rest)
+			_, err = io.CopyN(w, body, rest)
 		}
 		var cerr error
 		seg, cerr = w.Close()
@@ -305,7 +314,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[
 		}
 	}
 	// the body must end here (a longer body is a client error)
-	if n, _ := io.Copy(io.Discard, io.LimitReader(r, 1)); err == nil && n > 0 {
+	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 1)); err == nil && n > 0 {
 		err = ErrInvalidRequest.with("the body is longer than its Content-Length")
 	}
 	digest := sum.Sum(nil)
