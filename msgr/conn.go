@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/internal/bufpool"
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // ErrConnReset means the connection broke before a reply came: the request
@@ -23,8 +24,9 @@ var ErrClosed = errors.New("msgr: closed")
 type outFrame struct {
 	h       header
 	payload []byte
-	parts   [][]byte // if set, the payload is their concatenation (written without copying)
-	sum     uint32   // the payload's checksum, if hasSum (else computed as it is written)
+	parts   [][]byte     // if set, the payload is their concatenation (written without copying)
+	sums    []crc32c.Sum // checksums of parts known to the sender (index by part; may be short)
+	sum     uint32       // the payload's checksum, if hasSum (else computed as it is written)
 	hasSum  bool
 	sent    chan struct{} // closed once written (or dropped with the connection)
 }
@@ -116,8 +118,12 @@ func (c *conn) writer() {
 				}
 				bufs = append(bufs, f.payload)
 			}
-			for _, p := range f.parts {
-				if !f.hasSum {
+			for i, p := range f.parts {
+				switch {
+				case f.hasSum:
+				case i < len(f.sums) && f.sums[i].Valid:
+					crc = crc32c.Combine(crc, f.sums[i].CRC, int64(len(p)))
+				default:
 					crc = crc32.Update(crc, castagnoli, p)
 				}
 				bufs = append(bufs, p)
@@ -178,8 +184,9 @@ type Message struct {
 	From    string // the peer's authenticated entity name
 	Payload []byte
 	buf     []byte
-	vec     [][]byte // the reply ReplyVec set
-	vecDone func()   // ReplyVecThen's done
+	vec     [][]byte     // the reply ReplyVec set
+	vecSums []crc32c.Sum // ReplyVecThen's known checksums
+	vecDone func()       // ReplyVecThen's done
 }
 
 // ReplyVec makes the reply to m the concatenation of parts, written to the
@@ -191,8 +198,14 @@ func (m *Message) ReplyVec(parts [][]byte) { m.vec = parts }
 
 // ReplyVecThen is ReplyVec, calling done once the reply is written (or
 // dropped with its connection): the parts are no longer used then, so
-// buffers they live in can be reused.
-func (m *Message) ReplyVecThen(parts [][]byte, done func()) { m.vec, m.vecDone = parts, done }
+// buffers they live in can be reused. sums (nil, or one per part up to
+// some index) are the checksums of parts the handler already knows: the
+// frame's checksum is combined from them instead of computed over those
+// parts (an OSD's read data, whose checksums come from the store's block
+// checksums, so the reader verifies the bytes against what was stored).
+func (m *Message) ReplyVecThen(parts [][]byte, sums []crc32c.Sum, done func()) {
+	m.vec, m.vecSums, m.vecDone = parts, sums, done
+}
 
 // Release returns the payload's buffer for reuse; the message must not be
 // used afterwards.

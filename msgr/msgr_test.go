@@ -8,12 +8,14 @@ import (
 	"io"
 	"math/rand"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/msgr"
 )
 
@@ -46,6 +48,46 @@ func echoVec(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	p := m.Payload
 	m.ReplyVec([][]byte{[]byte(fmt.Sprintf("%s:%d:", m.From, m.Type)), p[:len(p)/3], p[len(p)/3 : len(p)/2], {}, p[len(p)/2:]})
 	return nil, nil
+}
+
+// echoVecSums answers as echoVec, giving the checksums of the second and
+// fourth parts (ReplyVecThen's sums: the frame's checksum is combined
+// from them, not computed over those parts).
+func echoVecSums(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	p := m.Payload
+	parts := [][]byte{[]byte(fmt.Sprintf("%s:%d:", m.From, m.Type)), p[:len(p)/3], p[len(p)/3 : len(p)/2], {}, p[len(p)/2:]}
+	m.ReplyVecThen(parts, []crc32c.Sum{{}, {CRC: crc32c.Checksum(parts[1]), Valid: true}, {}, {}, {CRC: crc32c.Checksum(parts[4]), Valid: true}}, nil)
+	return nil, nil
+}
+
+// Vectored replies with checksums given for some parts arrive whole.
+func TestVectoredRepliesWithSums(t *testing.T) { roundTrips(t, echoVecSums, false) }
+
+// A part whose given checksum is not its bytes' (data that changed after
+// its checksum was taken) fails the frame's check at the receiver: the
+// call fails, its payload is never delivered.
+func TestVectoredReplyWrongSum(t *testing.T) {
+	skr := keyring(t, "osd.0")
+	srv := listen(t, skr, func(ctx context.Context, m *msgr.Message) ([]byte, error) {
+		data := bytes.Repeat([]byte("x"), 8192)
+		sum := crc32c.Checksum(data)
+		data[100] = 'y'
+		m.ReplyVecThen([][]byte{[]byte("head"), data}, []crc32c.Sum{{}, {CRC: sum, Valid: true}}, nil)
+		return nil, nil
+	}, "127.0.0.1:0")
+	c := msgr.Dial(srv.Addr(), msgr.Keyring{Name: "client.admin", Key: skr.Key}, msgr.Config{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Call(ctx, 1, []byte("read"))
+	if err == nil {
+		t.Fatalf("a reply with a wrong part checksum was delivered (%d bytes)", len(r.Payload))
+	}
+	// the connection is dropped (ErrConnReset, which callers retry),
+	// saying why
+	if !errors.Is(err, msgr.ErrConnReset) || !strings.Contains(err.Error(), "payload checksum") {
+		t.Fatalf("a reply with a wrong part checksum: %v, want ErrConnReset for the payload checksum", err)
+	}
 }
 
 // Many goroutines share one client; every reply matches its request.

@@ -105,7 +105,7 @@ func (s *Server) serve(nc net.Conn) {
 				out.h.flags |= flagError
 				out.payload = encodeError(err)
 			case m.vec != nil:
-				out.parts = m.vec
+				out.parts, out.sums = m.vec, m.vecSums
 				for _, p := range out.parts {
 					out.h.length += uint32(len(p))
 				}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	crc "github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // MemStore is an in-memory Store with the same semantics as BlockStore and
@@ -194,9 +196,9 @@ func (s *MemStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, e
 }
 
 // ReadBuf is Read (MemStore pools nothing).
-func (s *MemStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, func(), error) {
+func (s *MemStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, crc.Sum, func(), error) {
 	b, err := s.Read(c, oid, off, length)
-	return b, func() {}, err
+	return b, crc.Sum{}, func() {}, err
 }
 
 // Read implements Store.

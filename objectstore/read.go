@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/shoal-project/shoal/internal/bufpool"
+	crc "github.com/shoal-project/shoal/internal/crc32c"
 )
 
 func (s *BlockStore) readable() error {
@@ -24,38 +25,41 @@ func (s *BlockStore) readable() error {
 // bad bytes. Blocks read before come from the data cache (checked when
 // they were read).
 func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
-	b, _, err := s.read(c, oid, off, length, s.dcache, false)
+	b, _, _, err := s.read(c, oid, off, length, s.dcache, false)
 	return b, err
 }
 
 // ReadDevice is Read from the device alone, never from the data cache:
 // deep scrub checks what the device holds.
 func (s *BlockStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error) {
-	b, _, err := s.read(c, oid, off, length, nil, false)
+	b, _, _, err := s.read(c, oid, off, length, nil, false)
 	return b, err
 }
 
 // ReadBuf is Read into a pooled buffer, which the caller gives back with
 // release once done with the data (a read served to a client: the buffer
 // is reused instead of a new one allocated and zeroed for every read).
-func (s *BlockStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, func(), error) {
-	return s.read(c, oid, off, length, s.dcache, true)
+// The data's crc32c comes with it, derived from the stored checksums of
+// its whole blocks (see windowSum) rather than computed over it.
+func (s *BlockStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, crc.Sum, func(), error) {
+	b, sum, release, err := s.read(c, oid, off, length, s.dcache, true)
+	return b, crc.Sum{CRC: sum, Valid: err == nil}, release, err
 }
 
 func noRelease() {}
 
-func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache, pooled bool) ([]byte, func(), error) {
+func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache, pooled bool) ([]byte, uint32, func(), error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.readable(); err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	o, err := s.cachedOnode(c, oid)
 	if err != nil {
-		return nil, nil, fmt.Errorf("objectstore: read %w", err)
+		return nil, 0, nil, fmt.Errorf("objectstore: read %w", err)
 	}
 	if off >= o.Size {
-		return []byte{}, noRelease, nil
+		return []byte{}, 0, noRelease, nil
 	}
 	end := o.Size
 	if length != 0 && length < end-off {
@@ -63,9 +67,10 @@ func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCac
 	}
 	if o.isInline() {
 		if crc32c(o.Inline) != o.InlineCRC {
-			return nil, nil, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
+			return nil, 0, nil, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
 		}
-		return append([]byte(nil), o.Inline[off:end]...), noRelease, nil
+		b := append([]byte(nil), o.Inline[off:end]...)
+		return b, crc32c(b), noRelease, nil
 	}
 	// Read whole blocks straight into a block-aligned buffer and return
 	// the requested window of it: one copy from the device, none after.
@@ -94,13 +99,13 @@ func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCac
 		}
 		if _, err := s.dev.ReadAt(dst, int64(phys*BlockSize)); err != nil {
 			release()
-			return nil, nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
+			return nil, 0, nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
 		}
 		for lb := from; lb < to; lb++ {
 			blk := dst[(lb-from)*BlockSize : (lb-from+1)*BlockSize]
 			if got, want := crc32c(blk), x.CRCs[lb-x.Logical]; got != want {
 				release()
-				return nil, nil, fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
+				return nil, 0, nil, fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
 					c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
 			}
 		}
@@ -109,7 +114,40 @@ func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCac
 	if pooled && next < b1 {
 		clear(buf[(next-b0)*BlockSize:])
 	}
-	return buf[off-b0*BlockSize : end-b0*BlockSize], release, nil
+	return buf[off-b0*BlockSize : end-b0*BlockSize], windowSum(o, buf, b0, off, end), release, nil
+}
+
+var (
+	blockCombiner = crc.NewCombiner(BlockSize)
+	zeroBlockCRC  = crc32c(make([]byte, BlockSize))
+)
+
+// windowSum is the crc32c of bytes [off, end) of o, held in buf from
+// block b0 on: each whole block's checksum is the one stored for it (a
+// block read from the device was just checked against it; one from the
+// data cache was when it was cached; a hole is zeros), combined at a few
+// nanoseconds per block, and only a partial block at either end is
+// read. A reader that passes this on as its reply's checksum therefore
+// sends bytes that are checked end to end against what was stored.
+func windowSum(o *onode, buf []byte, b0, off, end uint64) uint32 {
+	var sum uint32
+	i, _ := o.find(b0)
+	for lb := b0; lb*BlockSize < end; lb++ {
+		lo, hi := max(off, lb*BlockSize), min(end, (lb+1)*BlockSize)
+		if hi-lo < BlockSize {
+			sum = crc.Update(sum, buf[lo-b0*BlockSize:hi-b0*BlockSize])
+			continue
+		}
+		for i < len(o.Extents) && o.Extents[i].end() <= lb {
+			i++
+		}
+		if i < len(o.Extents) && o.Extents[i].Logical <= lb {
+			sum = blockCombiner.Append(sum, o.Extents[i].CRCs[lb-o.Extents[i].Logical])
+		} else {
+			sum = blockCombiner.Append(sum, zeroBlockCRC)
+		}
+	}
+	return sum
 }
 
 func (s *BlockStore) lookup(c Coll, oid string) (*onode, error) {

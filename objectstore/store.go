@@ -3,6 +3,8 @@ package objectstore
 import (
 	"errors"
 	"fmt"
+
+	crc "github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // Errors callers branch on (test with errors.Is).
@@ -65,8 +67,10 @@ type Store interface {
 	// data: what deep scrub checks.
 	ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error)
 	// ReadBuf is Read into a buffer the store may reuse once the caller
-	// calls release (exactly once, when done with the data).
-	ReadBuf(c Coll, oid string, off, length uint64) (data []byte, release func(), err error)
+	// calls release (exactly once, when done with the data), with the
+	// data's crc32c if the store knows it without a pass over the data
+	// (sum.Valid).
+	ReadBuf(c Coll, oid string, off, length uint64) (data []byte, sum crc.Sum, release func(), err error)
 	Stat(c Coll, oid string) (Stat, error)
 	GetAttr(c Coll, oid, name string) ([]byte, error)
 	Attrs(c Coll, oid string) (map[string][]byte, error)

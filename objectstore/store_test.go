@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -109,16 +110,28 @@ func sameState(t *testing.T, got, want objectstore.Store) {
 				t.Fatalf("%s/%q: data differs (%d vs %d bytes, err %v)", c, o, len(gd), len(wd), err)
 			}
 			// the same into a pooled buffer (reused: holes must read as zeros
-			// whatever it held)
+			// whatever it held), with the crc32c derived from the stored
+			// block checksums equal to the data's: whole, in a window
+			// across blocks, and in block-aligned windows
 			if bs, ok := got.(*objectstore.BlockStore); ok {
-				pd, release, err := bs.ReadBuf(c, o, 0, 0)
-				if err != nil || !bytes.Equal(pd, wd) {
-					t.Fatalf("%s/%q: pooled read differs (%d vs %d bytes, err %v)", c, o, len(pd), len(wd), err)
+				n := uint64(len(wd))
+				for _, w := range [][2]uint64{{0, 0}, {n / 3, n / 2}, {4096, 8192}, {8192, 0}, {4095, 4098}} {
+					if w[0] >= n && n > 0 {
+						continue
+					}
+					pd, sum, release, err := bs.ReadBuf(c, o, w[0], w[1])
+					ww, _ := want.Read(c, o, w[0], w[1])
+					if err != nil || !bytes.Equal(pd, ww) {
+						t.Fatalf("%s/%q: pooled read %d+%d differs (%d vs %d bytes, err %v)", c, o, w[0], w[1], len(pd), len(ww), err)
+					}
+					if !sum.Valid || sum.CRC != crc32.Checksum(ww, crc32.MakeTable(crc32.Castagnoli)) {
+						t.Fatalf("%s/%q: pooled read %d+%d: sum %+v, data's crc32c %08x", c, o, w[0], w[1], sum, crc32.Checksum(ww, crc32.MakeTable(crc32.Castagnoli)))
+					}
+					for i := range pd {
+						pd[i] = 0xee // what the next user of the buffer finds
+					}
+					release()
 				}
-				for i := range pd {
-					pd[i] = 0xee // what the next user of the buffer finds
-				}
-				release()
 			}
 			// a window read across blocks
 			if len(wd) > 10 {

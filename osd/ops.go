@@ -10,6 +10,7 @@ import (
 
 	"github.com/shoal-project/shoal/cls"
 	_ "github.com/shoal-project/shoal/cls/rgw" // the bucket index methods every OSD serves
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -256,13 +257,13 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Re
 	for i := range req.Ops {
 		if op := &req.Ops[i]; op.Code == osdop.Read && o.exists {
 			// into a pooled buffer, returned once the reply is written
-			data, rel, err := pg.readData(o, op)
+			data, sum, rel, err := pg.readData(o, op)
 			if err != nil {
 				release()
 				return nil, nil, fmt.Errorf("%w (op %d %s on %s)", err, i, op.Code, req.OID)
 			}
 			releases = append(releases, rel)
-			rep.Results[i].Data = data
+			rep.Results[i].Data, rep.Results[i].DataSum = data, sum
 			continue
 		}
 		r, err := pg.readOp(o, &req.Ops[i])
@@ -279,20 +280,21 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Re
 }
 
 // readData is a Read op of an existing object (as readOp reads it) into a
-// pooled buffer, with the function that gives the buffer back.
-func (pg *PG) readData(o *object, op *osdop.Op) ([]byte, func(), error) {
+// pooled buffer, with the data's checksum if the store knows it and the
+// function that gives the buffer back.
+func (pg *PG) readData(o *object, op *osdop.Op) ([]byte, crc32c.Sum, func(), error) {
 	if op.Off >= o.size {
-		return nil, func() {}, nil
+		return nil, crc32c.Sum{}, func() {}, nil
 	}
 	n := op.Len
 	if n == 0 || n > o.size-op.Off {
 		n = o.size - op.Off
 	}
-	data, release, err := pg.osd.store.ReadBuf(pg.coll, o.oid, op.Off, n)
+	data, sum, release, err := pg.osd.store.ReadBuf(pg.coll, o.oid, op.Off, n)
 	if err != nil {
-		return nil, nil, storeErr(err)
+		return nil, crc32c.Sum{}, nil, storeErr(err)
 	}
-	return data, release, nil
+	return data, sum, release, nil
 }
 
 func (pg *PG) readOp(o *object, op *osdop.Op) (osdop.Result, error) {

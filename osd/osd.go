@@ -1078,7 +1078,8 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	}
 	d.charge(mclock.Client, 1, uint64(len(msg.Payload)+size))
 	if size >= vecReplyMin {
-		msg.ReplyVecThen(rep.EncodeVec(vecReplyMin/2), release)
+		parts, sums := rep.EncodeVec(vecReplyMin / 2)
+		msg.ReplyVecThen(parts, sums, release)
 		return nil, nil
 	}
 	e := wireEncoder(size)

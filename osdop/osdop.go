@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 )
@@ -94,12 +95,16 @@ type Op struct {
 
 // Result is one op's outcome.
 type Result struct {
-	Data  []byte
-	KVs   []KV
-	More  bool
-	Size  uint64
-	Mtime int64 // Unix nanoseconds
-	Ver   uint64
+	Data []byte
+	// DataSum is Data's crc32c when the OSD knows it without a pass
+	// over Data (from the store's block checksums); it is not encoded
+	// (the frame's checksum covers the data on the wire).
+	DataSum crc32c.Sum
+	KVs     []KV
+	More    bool
+	Size    uint64
+	Mtime   int64 // Unix nanoseconds
+	Ver     uint64
 }
 
 // Request is a client's op list on one object.
@@ -250,11 +255,36 @@ func (r *Reply) Encode(e *wire.Encoder) {
 // EncodeVec is Encode as a list of byte slices whose concatenation is
 // Encode's output: result data of at least minData bytes is its own
 // element (referenced, not copied), the rest is encoded into small
-// buffers between them. For msgr.Message.ReplyVec.
-func (r *Reply) EncodeVec(minData int) [][]byte {
+// buffers between them. sums holds, for the elements that are result
+// data with a known DataSum, that checksum (nil if none is known). For
+// msgr.Message.ReplyVecThen.
+func (r *Reply) EncodeVec(minData int) (parts [][]byte, sums []crc32c.Sum) {
 	e := wire.NewVecEncoder(minData)
 	r.Encode(e)
-	return e.Parts()
+	parts = e.Parts()
+	j := 0 // results' data parts come in the results' order
+	for i := range r.Results {
+		x := &r.Results[i]
+		if len(x.Data) < max(minData, 1) {
+			continue
+		}
+		for ; j < len(parts); j++ {
+			if p := parts[j]; len(p) == len(x.Data) && &p[0] == &x.Data[0] {
+				break
+			}
+		}
+		if j == len(parts) {
+			break
+		}
+		if x.DataSum.Valid {
+			if sums == nil {
+				sums = make([]crc32c.Sum, len(parts))
+			}
+			sums[j] = x.DataSum
+		}
+		j++
+	}
+	return parts, sums
 }
 
 // DecodeReply reads a Reply; data slices alias b.

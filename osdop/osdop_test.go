@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdop"
@@ -134,13 +135,35 @@ func normalize(r *osdop.Request) *osdop.Request {
 }
 
 // EncodeVec's parts concatenate to Encode's bytes, with large data
-// referenced rather than copied.
+// referenced rather than copied, and the data's known checksums given for
+// exactly the parts that hold it.
 func TestReplyEncodeVec(t *testing.T) {
 	big := bytes.Repeat([]byte("d"), 1000)
-	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []objectstore.KV{{Key: "k", Value: []byte("v")}}, More: true}, {}, {Data: big, Mtime: -1, Ver: 3}}}
+	big2 := bytes.Repeat([]byte("e"), 1000)
+	sum := crc32c.Sum{CRC: crc32c.Checksum(big), Valid: true}
+	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []objectstore.KV{{Key: "k", Value: []byte("v")}}, More: true}, {}, {Data: big, DataSum: sum, Mtime: -1, Ver: 3}, {Data: big2}}}
 	e := wire.NewEncoder(nil)
 	r.Encode(e)
-	parts := r.EncodeVec(100)
+	parts, sums := r.EncodeVec(100)
+	if len(sums) != len(parts) {
+		t.Fatalf("%d sums for %d parts", len(sums), len(parts))
+	}
+	known := 0
+	for j, s := range sums {
+		if s.Valid {
+			known++
+			if s.CRC != crc32c.Checksum(parts[j]) {
+				t.Fatalf("part %d: sum %08x, its crc32c %08x", j, s.CRC, crc32c.Checksum(parts[j]))
+			}
+		}
+	}
+	if known != 1 {
+		t.Fatalf("%d parts with a known sum, want 1 (the second reference to big)", known)
+	}
+	r.Results[3].DataSum = crc32c.Sum{}
+	if _, sums := r.EncodeVec(100); sums != nil {
+		t.Fatalf("sums %v without any known", sums)
+	}
 	if got := bytes.Join(parts, nil); !bytes.Equal(got, e.Bytes()) {
 		t.Fatalf("EncodeVec concatenation differs from Encode (%d vs %d bytes)", len(got), len(e.Bytes()))
 	}
