@@ -3,7 +3,7 @@ package msgr
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
+
 	"log/slog"
 	"net"
 	"sync"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/internal/bufpool"
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/sem"
 )
 
@@ -127,10 +128,19 @@ func (c *Client) CallVecSum(ctx context.Context, typ uint16, parts [][]byte, sum
 }
 
 // Checksum is the frame checksum (crc32c) of a payload given as parts.
-func Checksum(parts [][]byte) uint32 {
+// known, if not nil, may give a part's checksum (Valid) so that it is
+// combined instead of computed over the part: a primary OSD forwarding
+// data whose block checksums it holds.
+func Checksum(parts [][]byte, known func(p []byte) crc32c.Sum) uint32 {
 	var crc uint32
 	for _, p := range parts {
-		crc = crc32.Update(crc, castagnoli, p)
+		if known != nil {
+			if s := known(p); s.Valid {
+				crc = crc32c.Combine(crc, s.CRC, int64(len(p)))
+				continue
+			}
+		}
+		crc = crc32c.Update(crc, p)
 	}
 	return crc
 }
@@ -298,7 +308,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	return cc, nil
 }
 
-func (cc *clientConn) deliver(h header, payload []byte) {
+func (cc *clientConn) deliver(h header, payload []byte, _ []uint32) {
 	buf := payload[:cap(payload)]
 	if h.flags&flagReply == 0 {
 		bufpool.Put(buf) // clients serve no requests

@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
 	"net"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/shoal-project/shoal/internal/bufpool"
 	"github.com/shoal-project/shoal/internal/crc32c"
@@ -114,7 +115,7 @@ func (c *conn) writer() {
 			crc := f.sum
 			if f.parts == nil {
 				if !f.hasSum {
-					crc = crc32.Checksum(f.payload, castagnoli)
+					crc = crc32c.Checksum(f.payload)
 				}
 				bufs = append(bufs, f.payload)
 			}
@@ -124,7 +125,7 @@ func (c *conn) writer() {
 				case i < len(f.sums) && f.sums[i].Valid:
 					crc = crc32c.Combine(crc, f.sums[i].CRC, int64(len(p)))
 				default:
-					crc = crc32.Update(crc, castagnoli, p)
+					crc = crc32c.Update(crc, p)
 				}
 				bufs = append(bufs, p)
 			}
@@ -163,16 +164,16 @@ func (c *conn) drain() {
 }
 
 // reader calls deliver for every frame until the connection fails.
-func (c *conn) reader(deliver func(h header, payload []byte)) {
+func (c *conn) reader(deliver func(h header, payload []byte, sums []uint32)) {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	hdr := make([]byte, headerLen)
 	for {
-		h, payload, err := readFrame(br, hdr)
+		h, payload, sums, err := readFrame(br, hdr)
 		if err != nil {
 			c.close(fmt.Errorf("read from %s: %w", c.peer, err))
 			return
 		}
-		deliver(h, payload)
+		deliver(h, payload, sums)
 	}
 }
 
@@ -184,6 +185,7 @@ type Message struct {
 	From    string // the peer's authenticated entity name
 	Payload []byte
 	buf     []byte
+	sums    []uint32     // crc32c of Payload's whole 4 KiB blocks, if the reader kept them
 	vec     [][]byte     // the reply ReplyVec set
 	vecSums []crc32c.Sum // ReplyVecThen's known checksums
 	vecDone func()       // ReplyVecThen's done
@@ -207,12 +209,30 @@ func (m *Message) ReplyVecThen(parts [][]byte, sums []crc32c.Sum, done func()) {
 	m.vec, m.vecSums, m.vecDone = parts, sums, done
 }
 
+// BlockSums returns the crc32c of each whole 4 KiB block of b, which
+// must lie in m's Payload starting a multiple of 4 KiB from its start,
+// as the reader computed them checking the frame: a receiver that stores
+// b in 4 KiB blocks (an OSD writing an object's data) takes them instead
+// of a second pass over the bytes. It returns nil if the reader did not
+// keep them (a small payload) or b is not such a slice.
+func (m *Message) BlockSums(b []byte) []uint32 {
+	if len(m.sums) == 0 || len(b) < crc32c.Block {
+		return nil
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Payload))))
+	if off < 0 || off%crc32c.Block != 0 || off+len(b) > len(m.Payload) {
+		return nil
+	}
+	first := off / crc32c.Block
+	return m.sums[first : first+len(b)/crc32c.Block]
+}
+
 // Release returns the payload's buffer for reuse; the message must not be
 // used afterwards.
 func (m *Message) Release() {
 	if m != nil && m.buf != nil {
 		bufpool.Put(m.buf)
-		m.buf, m.Payload = nil, nil
+		m.buf, m.Payload, m.sums = nil, nil, nil
 	}
 }
 

@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
 	"io"
 
 	"github.com/shoal-project/shoal/internal/bufpool"
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // Frame layout (little-endian), protocol version 1. A 32-byte header:
@@ -34,10 +35,7 @@ const (
 	MaxPayload = 96 << 20
 )
 
-var (
-	frameMagic = [4]byte{'S', 'H', 'M', '1'}
-	castagnoli = crc32.MakeTable(crc32.Castagnoli)
-)
+var frameMagic = [4]byte{'S', 'H', 'M', '1'}
 
 // ErrProtocol marks a malformed or corrupt frame: the connection is closed.
 var ErrProtocol = errors.New("msgr: protocol error")
@@ -59,14 +57,14 @@ func (h *header) put(b []byte) {
 	binary.LittleEndian.PutUint32(b[16:], h.epoch)
 	binary.LittleEndian.PutUint32(b[20:], h.length)
 	binary.LittleEndian.PutUint32(b[24:], 0)
-	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+	binary.LittleEndian.PutUint32(b[28:], crc32c.Checksum(b[:28]))
 }
 
 func parseHeader(b []byte) (header, error) {
 	if [4]byte(b[0:4]) != frameMagic {
 		return header{}, fmt.Errorf("%w: bad magic %q", ErrProtocol, b[0:4])
 	}
-	if got, want := crc32.Checksum(b[:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); got != want {
+	if got, want := crc32c.Checksum(b[:28]), binary.LittleEndian.Uint32(b[28:]); got != want {
 		return header{}, fmt.Errorf("%w: header checksum %08x, want %08x", ErrProtocol, got, want)
 	}
 	if b[4] != frameVersion {
@@ -80,25 +78,38 @@ func parseHeader(b []byte) (header, error) {
 	return h, nil
 }
 
+// blockSumsMin is the payload size from which readFrame keeps the
+// checksums of the payload's 4 KiB blocks (see Message.BlockSums).
+const blockSumsMin = 64 << 10
+
 // readFrame reads one frame; the payload is read into a pooled buffer the
-// caller must release with bufpool.Put.
-func readFrame(r io.Reader, hdr []byte) (header, []byte, error) {
+// caller must release with bufpool.Put. A payload of blockSumsMin bytes
+// or more is checked block by block: sums holds the crc32c of each of its
+// whole 4 KiB blocks (from its start), combined into the frame's checksum.
+func readFrame(r io.Reader, hdr []byte) (h header, payload []byte, sums []uint32, err error) {
 	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
-		return header{}, nil, err
+		return header{}, nil, nil, err
 	}
-	h, err := parseHeader(hdr[:headerLen])
+	h, err = parseHeader(hdr[:headerLen])
 	if err != nil {
-		return header{}, nil, err
+		return header{}, nil, nil, err
 	}
 	buf := bufpool.Get(int(h.length) + 4)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		bufpool.Put(buf)
-		return header{}, nil, err
+		return header{}, nil, nil, err
 	}
-	payload := buf[:h.length]
-	if got, want := crc32.Checksum(payload, castagnoli), binary.LittleEndian.Uint32(buf[h.length:]); got != want {
+	payload = buf[:h.length]
+	var got uint32
+	if len(payload) >= blockSumsMin {
+		sums = crc32c.BlockSums(make([]uint32, 0, len(payload)/crc32c.Block), payload)
+		got = crc32c.FromBlocks(sums, payload)
+	} else {
+		got = crc32c.Checksum(payload)
+	}
+	if want := binary.LittleEndian.Uint32(buf[h.length:]); got != want {
 		bufpool.Put(buf)
-		return header{}, nil, fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want)
+		return header{}, nil, nil, fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want)
 	}
-	return h, payload, nil
+	return h, payload, sums, nil
 }

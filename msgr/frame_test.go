@@ -15,21 +15,62 @@ func encodeFrame(h header, payload []byte) []byte {
 	h.length = uint32(len(payload))
 	h.put(b)
 	b = append(b, payload...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // Frames round-trip; any damage to header or payload is caught by its
 // checksum, never delivered.
 func TestFrameChecksums(t *testing.T) {
 	f := encodeFrame(header{flags: flagReply, typ: 7, reqID: 42, epoch: 9}, []byte("payload bytes"))
-	h, p, err := readFrame(bytes.NewReader(f), make([]byte, headerLen))
+	h, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen))
 	if err != nil || h.typ != 7 || h.reqID != 42 || h.epoch != 9 || string(p) != "payload bytes" {
 		t.Fatalf("round trip: %+v %q %v", h, p, err)
 	}
 	for i := range f {
 		bad := append([]byte(nil), f...)
 		bad[i] ^= 0x10
-		if _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen)); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen)); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("flipped byte %d delivered: %v", i, err)
+		}
+	}
+}
+
+// A large payload is checked block by block: the reader keeps each whole
+// 4 KiB block's crc32c, and damage anywhere — a whole block, the partial
+// last one, the trailing checksum — is still caught.
+func TestFrameBlockSums(t *testing.T) {
+	payload := make([]byte, 50*4096+123)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	f := encodeFrame(header{typ: 3, reqID: 1}, payload)
+	_, p, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen))
+	if err != nil || !bytes.Equal(p, payload) {
+		t.Fatalf("round trip: %v", err)
+	}
+	if len(sums) != 50 {
+		t.Fatalf("%d block sums, want 50", len(sums))
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	for i, s := range sums {
+		if want := crc32.Checksum(payload[i*4096:(i+1)*4096], tab); s != want {
+			t.Fatalf("block %d: sum %08x, want %08x", i, s, want)
+		}
+	}
+	m := &Message{Payload: p, sums: sums}
+	if got := m.BlockSums(p[8192 : 8192+3*4096+5]); len(got) != 3 || got[0] != sums[2] {
+		t.Fatalf("BlockSums of blocks 2-4 and a bit: %v", got)
+	}
+	if got := m.BlockSums(p[100:20000]); got != nil {
+		t.Fatalf("BlockSums of an unaligned slice: %v", got)
+	}
+	if got := m.BlockSums(make([]byte, 8192)); got != nil {
+		t.Fatalf("BlockSums of another buffer: %v", got)
+	}
+	for _, i := range []int{headerLen, headerLen + 4096*17 + 99, headerLen + len(payload) - 1, len(f) - 1} {
+		bad := append([]byte(nil), f...)
+		bad[i] ^= 0x01
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen)); !errors.Is(err, ErrProtocol) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
 	}
@@ -39,7 +80,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(encodeFrame(header{typ: 1, reqID: 1}, []byte("x")))
 	f.Add([]byte("SHM1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, p, err := readFrame(bytes.NewReader(b), make([]byte, headerLen))
+		h, p, _, err := readFrame(bytes.NewReader(b), make([]byte, headerLen))
 		if err == nil && (int(h.length) != len(p) || len(b) < headerLen+len(p)+4) {
 			t.Fatalf("accepted a frame longer than its input")
 		}

@@ -88,7 +88,7 @@ func (s *Server) serve(nc net.Conn) {
 	var handlers sync.WaitGroup
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); c.writer() }()
-	c.reader(func(h header, payload []byte) {
+	c.reader(func(h header, payload []byte, sums []uint32) {
 		buf := payload[:cap(payload)]
 		if h.flags&flagReply != 0 { // servers expect requests only
 			bufpool.Put(buf)
@@ -97,7 +97,7 @@ func (s *Server) serve(nc net.Conn) {
 		handlers.Add(1)
 		go func() {
 			defer handlers.Done()
-			m := &Message{Type: h.typ, Epoch: h.epoch, From: peer, Payload: payload, buf: buf}
+			m := &Message{Type: h.typ, Epoch: h.epoch, From: peer, Payload: payload, buf: buf, sums: sums}
 			reply, err := s.h(s.ctx, m)
 			out := &outFrame{h: header{flags: flagReply, typ: h.typ, reqID: h.reqID, epoch: s.cfg.epoch()}, payload: reply}
 			switch {

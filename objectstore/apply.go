@@ -116,7 +116,7 @@ func (g *group) applyOp(op *op) error {
 	switch op.code {
 	case opTouch:
 	case opWrite:
-		return g.write(o, op.off, op.data)
+		return g.write(o, op.off, op.data, op.sums)
 	case opZero:
 		return g.zero(o, op.off, op.n)
 	case opTruncate:
@@ -154,7 +154,7 @@ func (g *group) fitsInline(o *onode, end uint64) bool {
 	return o.isInline() && end <= uint64(g.s.sb.InlineMax)
 }
 
-func (g *group) write(o *onode, off uint64, data []byte) error {
+func (g *group) write(o *onode, off uint64, data []byte, sums []uint32) error {
 	end := off + uint64(len(data))
 	newSize := max(o.Size, end)
 	if g.fitsInline(o, newSize) {
@@ -178,7 +178,7 @@ func (g *group) write(o *onode, off uint64, data []byte) error {
 		// buffer (referenced until Apply returns); only a partial last
 		// block is copied, onto what the object holds after it.
 		full := len(data) / BlockSize * BlockSize
-		if err := g.place(o, b0, data[:full]); err != nil {
+		if err := g.placeSummed(o, b0, data[:full], sums); err != nil {
 			return err
 		}
 		if full == len(data) {
@@ -418,6 +418,12 @@ func (g *group) readBlock(o *onode, lb uint64, buf []byte) error {
 // place stores buf (whole blocks) as logical blocks lb… of o on newly
 // allocated blocks, freeing what they replace.
 func (g *group) place(o *onode, lb uint64, buf []byte) error {
+	return g.placeSummed(o, lb, buf, nil)
+}
+
+// placeSummed is place with sums, buf's block checksums if the caller
+// has them (nil: computed here).
+func (g *group) placeSummed(o *onode, lb uint64, buf []byte, sums []uint32) error {
 	n := uint64(len(buf)) / BlockSize
 	runs := g.s.alloc.alloc(n)
 	if runs == nil {
@@ -425,12 +431,21 @@ func (g *group) place(o *onode, lb uint64, buf []byte) error {
 	}
 	g.alloced = append(g.alloced, runs...)
 	g.punch(o, lb, n)
+	if sums != nil {
+		g.s.sumsGiven.Add(n)
+	} else {
+		g.s.sumsComputed.Add(n)
+	}
 	at := lb
 	for _, r := range runs {
 		x := extent{Logical: at, Phys: r.start, CRCs: make([]uint32, r.n)}
 		for i := uint64(0); i < r.n; i++ {
 			blk := buf[(at-lb+i)*BlockSize : (at-lb+i+1)*BlockSize]
-			x.CRCs[i] = crc32c(blk)
+			if sums != nil {
+				x.CRCs[i] = sums[at-lb+i]
+			} else {
+				x.CRCs[i] = crc32c(blk)
+			}
 			g.pending[r.start+i] = blk
 		}
 		g.writes = append(g.writes, pendingWrite{r.start, buf[(at-lb)*BlockSize : (at-lb+r.n)*BlockSize]})

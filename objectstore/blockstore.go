@@ -90,21 +90,22 @@ type BlockStore struct {
 	mu    sync.RWMutex // readers hold it shared; the committer takes it to retire freed blocks
 	// commitMu is held while a commit group runs; Fsck takes it to see a
 	// quiescent allocator.
-	commitMu sync.Mutex
-	reqs     chan *request // queued transactions, in submission order
-	submitMu sync.RWMutex  // Submit holds it shared; Close exclusively to set closing
-	closing  bool
-	window   time.Duration // group commit wait under load
-	busy     atomic.Bool   // the last group held more than one transaction
-	groups   atomic.Uint64 // commit groups persisted
-	txns     atomic.Uint64 // transactions in them
-	quit     chan struct{}
-	exited   chan struct{}
-	once     sync.Once
-	failed   atomic.Pointer[error]
-	onodes   *onodeCache   // decoded onodes, refreshed by the committer
-	dcache   *dataCache    // device blocks reads fetched (nil: none)
-	colls    map[Coll]bool // committed collections; owned by the committer
+	commitMu                sync.Mutex
+	reqs                    chan *request // queued transactions, in submission order
+	submitMu                sync.RWMutex  // Submit holds it shared; Close exclusively to set closing
+	closing                 bool
+	window                  time.Duration // group commit wait under load
+	busy                    atomic.Bool   // the last group held more than one transaction
+	groups                  atomic.Uint64 // commit groups persisted
+	txns                    atomic.Uint64 // transactions in them
+	sumsGiven, sumsComputed atomic.Uint64 // data blocks placed with their checksum given (WriteSums) or computed
+	quit                    chan struct{}
+	exited                  chan struct{}
+	once                    sync.Once
+	failed                  atomic.Pointer[error]
+	onodes                  *onodeCache   // decoded onodes, refreshed by the committer
+	dcache                  *dataCache    // device blocks reads fetched (nil: none)
+	colls                   map[Coll]bool // committed collections; owned by the committer
 }
 
 type request struct {
@@ -391,6 +392,13 @@ func (s *BlockStore) committer() {
 // CommitStats reports how many commit groups (each one data sync and one
 // metadata sync) the store has made and how many transactions they held.
 func (s *BlockStore) CommitStats() (groups, txns uint64) { return s.groups.Load(), s.txns.Load() }
+
+// ChecksumStats counts the data blocks the store has written since it
+// opened: those whose crc32c came with the data (Transaction.WriteSums,
+// no pass over them here) and those it computed.
+func (s *BlockStore) ChecksumStats() (given, computed uint64) {
+	return s.sumsGiven.Load(), s.sumsComputed.Load()
+}
 
 // group is the state of one commit group: its batch, the blocks it
 // allocated and freed, and the data it will write.

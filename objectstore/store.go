@@ -115,8 +115,9 @@ type op struct {
 	oid, oid2 string // oid2: clone destination
 	off, n    uint64 // offset and length (write: len(data)), truncate size in off
 	data      []byte
-	name      string // attribute name
-	kvs       []KV   // omap set
+	sums      []uint32 // write: crc32c of data's whole 4 KiB blocks, if the caller knows them
+	name      string   // attribute name
+	kvs       []KV     // omap set
 	keys      []string
 }
 
@@ -159,6 +160,46 @@ func (t *Transaction) Touch(c Coll, oid string) {
 // needed; gaps read as zeros.
 func (t *Transaction) Write(c Coll, oid string, off uint64, data []byte) {
 	t.ops = append(t.ops, op{code: opWrite, coll: c, oid: oid, off: off, n: uint64(len(data)), data: data})
+}
+
+// WriteSums is Write with sums, the crc32c of each whole 4 KiB block of
+// data from its start (as msgr.Message.BlockSums gives them for received
+// data): where data's blocks are stored as they are (off a multiple of
+// 4 KiB), those are taken as their block checksums instead of computed.
+// nil sums is Write.
+func (t *Transaction) WriteSums(c Coll, oid string, off uint64, data []byte, sums []uint32) {
+	t.Write(c, oid, off, data)
+	if len(sums) >= len(data)/BlockSize {
+		t.ops[len(t.ops)-1].sums = sums
+	}
+}
+
+// SetDataSums gives each write's data the block checksums sums returns
+// for it (nil: none known): a transaction decoded from a message whose
+// reader kept them.
+func (t *Transaction) SetDataSums(sums func(data []byte) []uint32) {
+	for i := range t.ops {
+		if o := &t.ops[i]; o.code == opWrite && len(o.data) >= BlockSize {
+			if s := sums(o.data); len(s) >= len(o.data)/BlockSize {
+				o.sums = s
+			}
+		}
+	}
+}
+
+// DataSum is the crc32c of p if p is exactly the data of one of the
+// transaction's writes whose block checksums are known (for a sender
+// forwarding the transaction: msgr.Checksum's known).
+func (t *Transaction) DataSum(p []byte) crc.Sum {
+	if len(p) < BlockSize {
+		return crc.Sum{}
+	}
+	for i := range t.ops {
+		if o := &t.ops[i]; o.sums != nil && len(o.data) == len(p) && &o.data[0] == &p[0] {
+			return crc.Sum{CRC: crc.FromBlocks(o.sums, p), Valid: true}
+		}
+	}
+	return crc.Sum{}
 }
 
 // WriteFull replaces the object's data with data.

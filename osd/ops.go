@@ -72,16 +72,16 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 		switch op.Code {
 		case osdop.WriteFull:
 			t.Truncate(c, oid, 0)
-			t.Write(c, oid, 0, op.Data)
+			t.WriteSums(c, oid, 0, op.Data, op.DataSums)
 			size = uint64(len(op.Data))
 		case osdop.Write:
 			if end < op.Off {
 				return fail(osdop.ErrInvalid)
 			}
-			t.Write(c, oid, op.Off, op.Data)
+			t.WriteSums(c, oid, op.Off, op.Data, op.DataSums)
 			size = max(size, end)
 		case osdop.Append:
-			t.Write(c, oid, size, op.Data)
+			t.WriteSums(c, oid, size, op.Data, op.DataSums)
 			size += uint64(len(op.Data))
 		case osdop.Truncate:
 			t.Truncate(c, oid, op.Off)

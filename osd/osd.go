@@ -977,6 +977,9 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	}
 	switch m.Type {
 	case msgRepOp:
+		if pm.Txn != nil {
+			pm.Txn.SetDataSums(m.BlockSums)
+		}
 		if err := pg.handleRepOp(ctx, pm); err != nil {
 			return nil, err
 		}
@@ -1044,6 +1047,11 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	release := func() {} // gives back pooled read buffers once the reply is out
 	start := time.Now()
 	if req.IsWrite() {
+		for i := range req.Ops {
+			if op := &req.Ops[i]; op.Code == osdop.Write || op.Code == osdop.WriteFull || op.Code == osdop.Append {
+				op.DataSums = msg.BlockSums(op.Data)
+			}
+		}
 		rep, err = pg.write(ctx, req, cd, pool)
 		if err == nil {
 			d.perf.opW.Add(1)

@@ -312,6 +312,105 @@ func blockMon(t *testing.T) (addr string, start func(dir string) *osd.OSD) {
 	}
 }
 
+// TestWriteBlockSums: the block checksums an OSD's messenger computes
+// checking a write's frame are the ones its store keeps — on the primary
+// (the client's request) and on both replicas (the primary's forward) —
+// so that every whole block of every copy is checksummed once on each
+// OSD, not twice; the data reads back intact through the primaries, and
+// every copy reads back from each store without a checksum error (a
+// wrong sum would be one).
+func TestWriteBlockSums(t *testing.T) {
+	a, _ := blockMon(t)
+	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stores []*objectstore.BlockStore
+	for range 3 {
+		dir := t.TempDir()
+		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20, DataCacheSize: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		stores = append(stores, st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := make([]uint64, len(stores))
+	for i, st := range stores {
+		before[i], _ = st.ChecksumStats()
+	}
+	const objects, size = 20, 256<<10 + 100 // 64 whole blocks and a partial one each
+	want := map[string][]byte{}
+	for i := range objects {
+		oid := fmt.Sprintf("big%d", i)
+		data := bytes.Repeat([]byte{byte(i), byte(i >> 8), 7}, size/3+1)[:size]
+		if err := p.WriteFull(ctx, oid, data); err != nil {
+			t.Fatal(err)
+		}
+		want[oid] = data
+	}
+	var given uint64
+	for i, st := range stores {
+		g, _ := st.ChecksumStats()
+		given += g - before[i]
+	}
+	if given != 3*objects*64 {
+		t.Fatalf("%d blocks stored with their frame's checksums, want %d (every whole block of 3 copies)", given, 3*objects*64)
+	}
+	for oid, data := range want {
+		got, err := p.Read(ctx, oid, 0, 0)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read %s: %v (%d bytes)", oid, err, len(got))
+		}
+	}
+	for i, st := range stores {
+		colls, err := st.Collections()
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := 0
+		for _, c := range colls {
+			oids, err := st.List(c, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, oid := range oids {
+				d, err := st.Read(c, oid, 0, 0)
+				if err != nil {
+					t.Fatalf("osd.%d: read %s/%s from the store: %v", i, c, oid, err)
+				}
+				if w, ok := want[oid]; ok {
+					if !bytes.Equal(d, w) {
+						t.Fatalf("osd.%d: %s/%s differs", i, c, oid)
+					}
+					copies++
+				}
+			}
+		}
+		if copies != objects {
+			t.Fatalf("osd.%d holds %d of the %d objects", i, copies, objects)
+		}
+	}
+}
+
 func TestReplicaLossAndCatchUp(t *testing.T) {
 	a, start := blockMon(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}

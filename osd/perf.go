@@ -64,6 +64,12 @@ type commitStater interface {
 	CommitStats() (groups, txns uint64)
 }
 
+// checksumStater is a store that counts the block checksums it was given
+// and computed (BlockStore).
+type checksumStater interface {
+	ChecksumStats() (given, computed uint64)
+}
+
 func newPerf(daemon string, store any) *perfCounters {
 	p := &perfCounters{reg: prometheus.NewRegistry()}
 	labels := prometheus.Labels{"daemon": daemon}
@@ -74,6 +80,14 @@ func newPerf(daemon string, store any) *perfCounters {
 		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "commit_txns_total",
 			Help: "Transactions those groups committed (their ratio is the group commit's batching).", ConstLabels: labels},
 			func() float64 { _, t := cs.CommitStats(); return float64(t) }))
+	}
+	if cs, ok := store.(checksumStater); ok {
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "store_csum_given_blocks_total",
+			Help: "Data blocks the object store wrote with the crc32c the messenger computed checking the frame they came in (no second pass over them).", ConstLabels: labels},
+			func() float64 { g, _ := cs.ChecksumStats(); return float64(g) }))
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "store_csum_computed_blocks_total",
+			Help: "Data blocks whose crc32c the object store computed itself (partial blocks, erasure-coded shards, recovery).", ConstLabels: labels},
+			func() float64 { _, c := cs.ChecksumStats(); return float64(c) }))
 	}
 	counter := func(name, help string, v *atomic.Uint64) {
 		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels},

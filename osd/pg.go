@@ -438,7 +438,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		m := pm
 		m.Txn = x.t
 		shared = m.encodeVec(repOpVecMin)
-		sum = msgr.Checksum(shared)
+		sum = msgr.Checksum(shared, x.t.DataSum)
 	}
 	for _, r := range others {
 		go func() {
@@ -447,7 +447,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 				m := pm
 				m.Txn = r.txn
 				msg = m.encodeVec(repOpVecMin)
-				msum = msgr.Checksum(msg)
+				msum = msgr.Checksum(msg, r.txn.DataSum)
 			}
 			rctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()

@@ -89,8 +89,13 @@ type Op struct {
 	FailOK bool
 	Ver    uint64 // AssertVersion
 	Data   []byte
-	KVs    []KV
-	Keys   []string
+	// DataSums are the crc32c of Data's whole 4 KiB blocks when the
+	// receiving OSD has them from the frame check (msgr.Message.BlockSums):
+	// the store takes them instead of computing its block checksums. Not
+	// encoded.
+	DataSums []uint32
+	KVs      []KV
+	Keys     []string
 }
 
 // Result is one op's outcome.

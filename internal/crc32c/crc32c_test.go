@@ -51,6 +51,25 @@ func TestCombiner(t *testing.T) {
 	}
 }
 
+// TestFromBlocks: the checksum combined from block checksums (with the
+// partial tail read) equals the data's, for lengths around block edges.
+func TestFromBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 9*Block+100)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for _, n := range []int{0, 1, Block - 1, Block, Block + 1, 3 * Block, 9*Block + 100} {
+		sums := BlockSums(nil, data[:n])
+		if len(sums) != n/Block {
+			t.Fatalf("%d bytes: %d block sums", n, len(sums))
+		}
+		if got, want := FromBlocks(sums, data[:n]), Checksum(data[:n]); got != want {
+			t.Fatalf("%d bytes: %08x, want %08x", n, got, want)
+		}
+	}
+}
+
 func BenchmarkCombiner4K(b *testing.B) {
 	c := NewCombiner(4096)
 	crc := uint32(1)
