@@ -3,6 +3,7 @@ package objectstore
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
 // dataCache keeps device blocks that reads fetched (BlueStore's buffer
@@ -24,6 +25,13 @@ import (
 // with a bitmap of the blocks it holds, spread over shards with a lock
 // and an LRU list each; budget bounds the units' memory. Writes do not
 // fill the cache (BlueStore's bluestore_default_buffered_write = false).
+//
+// A zero-copy reader (getRef) gets slices of the units' buffers and
+// pins the units until it has sent them; a pinned unit's buffer is never
+// written again nor reused: put copies it first (copy-on-write), and an
+// evicted pinned unit's buffer is left to its readers and the garbage
+// collector. Pins are taken under the shard's lock, so put, holding it,
+// sees every reader that may still use the buffer.
 type dataCache struct {
 	shards [cacheShards]cacheShard
 }
@@ -42,9 +50,10 @@ type cacheShard struct {
 }
 
 type cacheUnit struct {
-	n    uint64 // unit number: device block n*unitBlocks is its first
-	mask uint16 // blocks held
-	buf  []byte // unitBytes
+	n    uint64       // unit number: device block n*unitBlocks is its first
+	mask uint16       // blocks held
+	buf  []byte       // unitBytes
+	pins atomic.Int32 // zero-copy readers that may still use buf
 }
 
 // newDataCache returns a cache of at most budget bytes, or nil (no
@@ -110,6 +119,48 @@ func (c *dataCache) get(phys, n uint64, dst []byte) bool {
 	})
 }
 
+// getRef appends to parts the cached device blocks [phys, phys+n) as
+// slices of the cache's buffers, and to pins each unit it pinned (the
+// caller unpins them with unpin once done with the slices, which it must
+// not modify). It reports whether the cache held every block; on false
+// it has appended and pinned nothing.
+func (c *dataCache) getRef(phys, n uint64, parts [][]byte, pins []*cacheUnit) ([][]byte, []*cacheUnit, bool) {
+	if c == nil {
+		return parts, pins, false
+	}
+	np, nu := len(parts), len(pins)
+	ok := span(phys, n, func(u, first, count uint64) bool {
+		sh := c.shard(u)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		e, ok := sh.units[u]
+		if !ok {
+			return false
+		}
+		cu := e.Value.(*cacheUnit)
+		if want := unitMask(first, count); cu.mask&want != want {
+			return false
+		}
+		cu.pins.Add(1)
+		pins = append(pins, cu)
+		parts = append(parts, cu.buf[first*BlockSize:(first+count)*BlockSize:(first+count)*BlockSize])
+		sh.lru.MoveToFront(e)
+		return true
+	})
+	if !ok {
+		unpin(pins[nu:])
+		return parts[:np], pins[:nu], false
+	}
+	return parts, pins, true
+}
+
+// unpin releases the units getRef pinned.
+func unpin(pins []*cacheUnit) {
+	for _, cu := range pins {
+		cu.pins.Add(-1)
+	}
+}
+
 // put stores device blocks [phys, phys+len(data)/BlockSize), read and
 // verified by a reader holding the store's lock shared.
 func (c *dataCache) put(phys uint64, data []byte) {
@@ -125,12 +176,18 @@ func (c *dataCache) put(phys uint64, data []byte) {
 		if e, ok := sh.units[u]; ok {
 			cu = e.Value.(*cacheUnit)
 			sh.lru.MoveToFront(e)
+			if cu.pins.Load() > 0 { // a reader may be sending from buf: write a copy
+				cu.buf = append(make([]byte, 0, unitBytes), cu.buf...)
+			}
 		} else {
-			if sh.lru.Len() >= sh.budget { // reuse the least recent unit's buffer
+			if sh.lru.Len() >= sh.budget { // evict the least recent unit, reusing its buffer if no reader holds it
 				old := sh.lru.Back()
 				cu = old.Value.(*cacheUnit)
 				delete(sh.units, cu.n)
 				sh.lru.Remove(old)
+				if cu.pins.Load() > 0 {
+					cu = &cacheUnit{buf: make([]byte, unitBytes)}
+				}
 				cu.n, cu.mask = u, 0
 			} else {
 				cu = &cacheUnit{n: u, buf: make([]byte, unitBytes)}

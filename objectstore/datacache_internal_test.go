@@ -65,3 +65,43 @@ func TestDataCacheUnits(t *testing.T) {
 		t.Fatal("the nil cache hit")
 	}
 }
+
+// TestDataCachePins: blocks a zero-copy reader holds (getRef) keep their
+// bytes while the cache refills their unit with other data (it writes a
+// copy) and after it evicts the unit (it takes a new buffer); a run that
+// misses part way pins nothing.
+func TestDataCachePins(t *testing.T) {
+	c := newDataCache(cacheShards * unitBytes) // one unit per shard
+	c.put(0, blocks(2, 'a'))
+	parts, pins, ok := c.getRef(0, 2, nil, nil)
+	if !ok || len(parts) != 1 || !bytes.Equal(parts[0], blocks(2, 'a')) || len(pins) != 1 || pins[0].pins.Load() != 1 {
+		t.Fatalf("getRef of two cached blocks: ok %v, %d parts, %d pins", ok, len(parts), len(pins))
+	}
+	c.drop(0, 1) // block 0 freed and reused for other data, read and cached
+	c.put(0, blocks(1, 'b'))
+	if !bytes.Equal(parts[0], blocks(2, 'a')) {
+		t.Fatal("a pinned unit's buffer was written")
+	}
+	one := make([]byte, BlockSize)
+	if !c.get(0, 1, one) || one[0] != 'b' {
+		t.Fatal("the refilled block does not read back")
+	}
+	c.put(cacheShards*unitBlocks, blocks(1, 'c')) // shard 0's only unit is evicted
+	if c.get(0, 1, one) {
+		t.Fatal("the evicted unit still hits")
+	}
+	if !bytes.Equal(parts[0], blocks(2, 'a')) {
+		t.Fatal("an evicted pinned unit's buffer was reused")
+	}
+	unpin(pins)
+	c.put(unitBlocks, blocks(1, 'x')) // unit 1; unit 2 is not cached
+	before := len(parts)
+	parts, pins, ok = c.getRef(unitBlocks, unitBlocks+1, parts, nil)
+	if ok || len(parts) != before || len(pins) != 0 {
+		t.Fatalf("a run over a missing unit: ok %v, %d parts (had %d), %d pins", ok, len(parts), before, len(pins))
+	}
+	e := c.shard(1).units[1]
+	if n := e.Value.(*cacheUnit).pins.Load(); n != 0 {
+		t.Fatalf("the cached unit of a missed run stays pinned (%d)", n)
+	}
+}

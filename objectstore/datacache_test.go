@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -142,7 +143,8 @@ func TestDataCache(t *testing.T) {
 // objects on a device so small that freed blocks are reused at once.
 // Every read must return one whole version of its object (each block
 // stamped with it), and never one older than the newest whose write had
-// returned before the read began.
+// returned before the read began — zero-copy reads (ReadVec) too, whose
+// parts are looked at only after further reads refilled the cache.
 func TestDataCacheConcurrent(t *testing.T) {
 	s := openStore(t, t.TempDir(), objectstore.Options{Size: 512 << 10, InlineMax: 512})
 	defer s.Close()
@@ -197,7 +199,31 @@ func TestDataCacheConcurrent(t *testing.T) {
 				}
 				o := rng.IntN(objs)
 				floor := acked[o].Load()
-				got, err := s.Read("c", fmt.Sprint(o), 0, 0)
+				var got []byte
+				var err error
+				if r%2 == 0 {
+					got, err = s.Read("c", fmt.Sprint(o), 0, 0)
+				} else {
+					// zero-copy: hold the parts (cache buffers) while the
+					// writers go on and this reader's next reads refill the
+					// cache — possibly the very units — and only then look
+					parts, sums, release, verr := s.ReadVec("c", fmt.Sprint(o), 0, 0)
+					err = verr
+					if err == nil {
+						for range 3 {
+							s.Read("c", fmt.Sprint(rng.IntN(objs)), 0, 0)
+						}
+						for i, p := range parts {
+							if crc32.Checksum(p, crc32.MakeTable(crc32.Castagnoli)) != sums[i].CRC {
+								errs <- fmt.Errorf("read %d: part %d changed after its checksum was taken", o, i)
+								release()
+								return
+							}
+						}
+						got = bytes.Join(parts, nil)
+						release()
+					}
+				}
 				if errors.Is(err, objectstore.ErrNotFound) && floor == 0 {
 					continue
 				}

@@ -195,10 +195,11 @@ func (s *MemStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, e
 	return s.Read(c, oid, off, length)
 }
 
-// ReadBuf is Read (MemStore pools nothing).
-func (s *MemStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, crc.Sum, func(), error) {
+// ReadVec is Read as one part (MemStore pools nothing and knows no
+// checksums).
+func (s *MemStore) ReadVec(c Coll, oid string, off, length uint64) ([][]byte, []crc.Sum, func(), error) {
 	b, err := s.Read(c, oid, off, length)
-	return b, crc.Sum{}, func() {}, err
+	return [][]byte{b}, nil, func() {}, err
 }
 
 // Read implements Store.

@@ -25,96 +25,177 @@ func (s *BlockStore) readable() error {
 // bad bytes. Blocks read before come from the data cache (checked when
 // they were read).
 func (s *BlockStore) Read(c Coll, oid string, off, length uint64) ([]byte, error) {
-	b, _, _, err := s.read(c, oid, off, length, s.dcache, false)
-	return b, err
+	return s.read(c, oid, off, length, s.dcache)
 }
 
 // ReadDevice is Read from the device alone, never from the data cache:
 // deep scrub checks what the device holds.
 func (s *BlockStore) ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error) {
-	b, _, _, err := s.read(c, oid, off, length, nil, false)
-	return b, err
-}
-
-// ReadBuf is Read into a pooled buffer, which the caller gives back with
-// release once done with the data (a read served to a client: the buffer
-// is reused instead of a new one allocated and zeroed for every read).
-// The data's crc32c comes with it, derived from the stored checksums of
-// its whole blocks (see windowSum) rather than computed over it.
-func (s *BlockStore) ReadBuf(c Coll, oid string, off, length uint64) ([]byte, crc.Sum, func(), error) {
-	b, sum, release, err := s.read(c, oid, off, length, s.dcache, true)
-	return b, crc.Sum{CRC: sum, Valid: err == nil}, release, err
+	return s.read(c, oid, off, length, nil)
 }
 
 func noRelease() {}
 
-func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache, pooled bool) ([]byte, uint32, func(), error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+// readWindow is the onode of a read and its range [off, end) (clipped to the
+// object), or ok false for a read past the end.
+func (s *BlockStore) readWindow(c Coll, oid string, off, length uint64) (o *onode, end uint64, ok bool, err error) {
 	if err := s.readable(); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, false, err
 	}
-	o, err := s.cachedOnode(c, oid)
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("objectstore: read %w", err)
+	if o, err = s.cachedOnode(c, oid); err != nil {
+		return nil, 0, false, fmt.Errorf("objectstore: read %w", err)
 	}
 	if off >= o.Size {
-		return []byte{}, 0, noRelease, nil
+		return o, off, false, nil
 	}
-	end := o.Size
+	end = o.Size
 	if length != 0 && length < end-off {
 		end = off + length
 	}
-	if o.isInline() {
-		if crc32c(o.Inline) != o.InlineCRC {
-			return nil, 0, nil, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
+	if o.isInline() && crc32c(o.Inline) != o.InlineCRC {
+		return nil, 0, false, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
+	}
+	return o, end, true, nil
+}
+
+// readDevice reads logical blocks [from, to) of extent x from the device
+// into dst and checks each against its stored crc32c.
+func (s *BlockStore) readDevice(c Coll, oid string, x extent, from, to uint64, dst []byte) error {
+	phys := x.Phys + (from - x.Logical)
+	if _, err := s.dev.ReadAt(dst, int64(phys*BlockSize)); err != nil {
+		return fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
+	}
+	for lb := from; lb < to; lb++ {
+		blk := dst[(lb-from)*BlockSize : (lb-from+1)*BlockSize]
+		if got, want := crc32c(blk), x.CRCs[lb-x.Logical]; got != want {
+			return fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
+				c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
 		}
-		b := append([]byte(nil), o.Inline[off:end]...)
-		return b, crc32c(b), noRelease, nil
+	}
+	return nil
+}
+
+func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCache) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, end, ok, err := s.readWindow(c, oid, off, length)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return []byte{}, nil
+	}
+	if o.isInline() {
+		return append([]byte(nil), o.Inline[off:end]...), nil
 	}
 	// Read whole blocks straight into a block-aligned buffer and return
 	// the requested window of it: one copy from the device, none after.
 	b0, b1 := off/BlockSize, (end+BlockSize-1)/BlockSize
-	var buf []byte
-	release := noRelease
-	if pooled {
-		buf = bufpool.Get(int((b1 - b0) * BlockSize))
-		release = func() { bufpool.Put(buf) }
-	} else {
-		buf = make([]byte, (b1-b0)*BlockSize)
-	}
-	next := b0 // blocks before it are filled; holes read as zeros
+	buf := make([]byte, (b1-b0)*BlockSize) // holes read as zeros
 	i, _ := o.find(b0)
 	for ; i < len(o.Extents) && o.Extents[i].Logical < b1; i++ {
 		x := o.Extents[i]
 		from, to := max(x.Logical, b0), min(x.end(), b1)
-		if pooled && from > next {
-			clear(buf[(next-b0)*BlockSize : (from-b0)*BlockSize])
-		}
-		next = to
 		dst := buf[(from-b0)*BlockSize : (to-b0)*BlockSize]
 		phys := x.Phys + (from - x.Logical)
 		if cache.get(phys, to-from, dst) {
 			continue
 		}
-		if _, err := s.dev.ReadAt(dst, int64(phys*BlockSize)); err != nil {
-			release()
-			return nil, 0, nil, fmt.Errorf("objectstore: read %s/%s: device blocks %d+%d: %w", c, oid, phys, to-from, err)
-		}
-		for lb := from; lb < to; lb++ {
-			blk := dst[(lb-from)*BlockSize : (lb-from+1)*BlockSize]
-			if got, want := crc32c(blk), x.CRCs[lb-x.Logical]; got != want {
-				release()
-				return nil, 0, nil, fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
-					c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
-			}
+		if err := s.readDevice(c, oid, x, from, to, dst); err != nil {
+			return nil, err
 		}
 		cache.put(phys, dst)
 	}
-	if pooled && next < b1 {
-		clear(buf[(next-b0)*BlockSize:])
+	return buf[off-b0*BlockSize : end-b0*BlockSize], nil
+}
+
+// ReadVec is Read as parts whose concatenation is the data, each with
+// its crc32c, for a caller that sends them on (an OSD's reply to a
+// client read). Blocks in the data cache are referenced where they lie,
+// not copied; blocks read from the device go into pooled buffers (and
+// the cache); holes are shared zeros. The parts must not be modified,
+// and release (called exactly once, when the caller is done with them)
+// gives them back: until then the cache neither rewrites nor reuses
+// them. Each part's checksum comes from the stored checksums of its
+// whole blocks (see windowSum), not from a pass over it.
+func (s *BlockStore) ReadVec(c Coll, oid string, off, length uint64) ([][]byte, []crc.Sum, func(), error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, end, ok, err := s.readWindow(c, oid, off, length)
+	if err != nil || !ok {
+		return nil, nil, noRelease, err
 	}
-	return buf[off-b0*BlockSize : end-b0*BlockSize], windowSum(o, buf, b0, off, end), release, nil
+	if o.isInline() {
+		b := append([]byte(nil), o.Inline[off:end]...)
+		return [][]byte{b}, []crc.Sum{{CRC: crc32c(b), Valid: true}}, noRelease, nil
+	}
+	b0, b1 := off/BlockSize, (end+BlockSize-1)/BlockSize
+	var v vecRead
+	next := b0
+	i, _ := o.find(b0)
+	for ; i < len(o.Extents) && o.Extents[i].Logical < b1; i++ {
+		x := o.Extents[i]
+		from, to := max(x.Logical, b0), min(x.end(), b1)
+		v.zeros(next, from)
+		next = to
+		phys := x.Phys + (from - x.Logical)
+		n := len(v.parts)
+		if v.parts, v.pins, ok = s.dcache.getRef(phys, to-from, v.parts, v.pins); ok {
+			for lb := from; n < len(v.parts); n++ {
+				v.starts = append(v.starts, lb)
+				lb += uint64(len(v.parts[n])) / BlockSize
+			}
+			continue
+		}
+		buf := bufpool.Get(int((to - from) * BlockSize))
+		v.bufs = append(v.bufs, buf)
+		if err := s.readDevice(c, oid, x, from, to, buf); err != nil {
+			v.release()
+			return nil, nil, nil, err
+		}
+		s.dcache.put(phys, buf)
+		v.parts, v.starts = append(v.parts, buf), append(v.starts, from)
+	}
+	v.zeros(next, b1)
+	// each part's window of the object, its checksum from the stored
+	// ones, then the part cut to that window
+	sums := make([]crc.Sum, len(v.parts))
+	for j, p := range v.parts {
+		pb := v.starts[j] * BlockSize
+		lo, hi := max(off, pb), min(end, pb+uint64(len(p)))
+		sums[j] = crc.Sum{CRC: windowSum(o, p, v.starts[j], lo, hi), Valid: true}
+		v.parts[j] = p[lo-pb : hi-pb]
+	}
+	return v.parts, sums, v.release, nil
+}
+
+// vecRead is a ReadVec in progress: its parts (whole blocks; starts holds
+// each one's first logical block), the cache units it pinned and the
+// pooled buffers it filled.
+type vecRead struct {
+	parts  [][]byte
+	starts []uint64
+	pins   []*cacheUnit
+	bufs   [][]byte
+}
+
+// zeroUnit backs the parts of holes; nothing writes to it.
+var zeroUnit = make([]byte, unitBytes)
+
+// zeros adds parts of zeros for logical blocks [from, to).
+func (v *vecRead) zeros(from, to uint64) {
+	for from < to {
+		n := min(to-from, unitBlocks)
+		v.parts, v.starts = append(v.parts, zeroUnit[:n*BlockSize:n*BlockSize]), append(v.starts, from)
+		from += n
+	}
+}
+
+func (v *vecRead) release() {
+	unpin(v.pins)
+	for _, b := range v.bufs {
+		bufpool.Put(b)
+	}
 }
 
 var (

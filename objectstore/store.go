@@ -66,11 +66,12 @@ type Store interface {
 	// ReadDevice is Read from the device itself, bypassing any cache of
 	// data: what deep scrub checks.
 	ReadDevice(c Coll, oid string, off, length uint64) ([]byte, error)
-	// ReadBuf is Read into a buffer the store may reuse once the caller
-	// calls release (exactly once, when done with the data), with the
-	// data's crc32c if the store knows it without a pass over the data
-	// (sum.Valid).
-	ReadBuf(c Coll, oid string, off, length uint64) (data []byte, sum crc.Sum, release func(), err error)
+	// ReadVec is Read as parts whose concatenation is the data, which
+	// the caller must not modify and gives back by calling release
+	// (exactly once, when done with them), with each part's crc32c where
+	// the store knows it without a pass over the data (sums[i].Valid;
+	// sums may be nil).
+	ReadVec(c Coll, oid string, off, length uint64) (parts [][]byte, sums []crc.Sum, release func(), err error)
 	Stat(c Coll, oid string) (Stat, error)
 	GetAttr(c Coll, oid, name string) ([]byte, error)
 	Attrs(c Coll, oid string) (map[string][]byte, error)

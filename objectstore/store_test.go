@@ -109,26 +109,28 @@ func sameState(t *testing.T, got, want objectstore.Store) {
 			if err != nil || !bytes.Equal(gd, wd) {
 				t.Fatalf("%s/%q: data differs (%d vs %d bytes, err %v)", c, o, len(gd), len(wd), err)
 			}
-			// the same into a pooled buffer (reused: holes must read as zeros
-			// whatever it held), with the crc32c derived from the stored
-			// block checksums equal to the data's: whole, in a window
-			// across blocks, and in block-aligned windows
+			// the same as parts (cache references, pooled buffers,
+			// shared zeros for holes), each with the crc32c derived from
+			// the stored block checksums equal to its bytes': whole, in a
+			// window across blocks, and in block-aligned windows
 			if bs, ok := got.(*objectstore.BlockStore); ok {
 				n := uint64(len(wd))
 				for _, w := range [][2]uint64{{0, 0}, {n / 3, n / 2}, {4096, 8192}, {8192, 0}, {4095, 4098}} {
 					if w[0] >= n && n > 0 {
 						continue
 					}
-					pd, sum, release, err := bs.ReadBuf(c, o, w[0], w[1])
+					parts, sums, release, err := bs.ReadVec(c, o, w[0], w[1])
 					ww, _ := want.Read(c, o, w[0], w[1])
-					if err != nil || !bytes.Equal(pd, ww) {
-						t.Fatalf("%s/%q: pooled read %d+%d differs (%d vs %d bytes, err %v)", c, o, w[0], w[1], len(pd), len(ww), err)
+					if err != nil || !bytes.Equal(bytes.Join(parts, nil), ww) {
+						t.Fatalf("%s/%q: vector read %d+%d differs (%d parts, err %v)", c, o, w[0], w[1], len(parts), err)
 					}
-					if !sum.Valid || sum.CRC != crc32.Checksum(ww, crc32.MakeTable(crc32.Castagnoli)) {
-						t.Fatalf("%s/%q: pooled read %d+%d: sum %+v, data's crc32c %08x", c, o, w[0], w[1], sum, crc32.Checksum(ww, crc32.MakeTable(crc32.Castagnoli)))
+					if len(sums) != len(parts) {
+						t.Fatalf("%s/%q: %d sums for %d parts", c, o, len(sums), len(parts))
 					}
-					for i := range pd {
-						pd[i] = 0xee // what the next user of the buffer finds
+					for i, p := range parts {
+						if want := crc32.Checksum(p, crc32.MakeTable(crc32.Castagnoli)); !sums[i].Valid || sums[i].CRC != want {
+							t.Fatalf("%s/%q: vector read %d+%d part %d (%d bytes): sum %+v, its crc32c %08x", c, o, w[0], w[1], i, len(p), sums[i], want)
+						}
 					}
 					release()
 				}

@@ -257,13 +257,13 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Re
 	for i := range req.Ops {
 		if op := &req.Ops[i]; op.Code == osdop.Read && o.exists {
 			// into a pooled buffer, returned once the reply is written
-			data, sum, rel, err := pg.readData(o, op)
+			parts, sums, rel, err := pg.readData(o, op)
 			if err != nil {
 				release()
 				return nil, nil, fmt.Errorf("%w (op %d %s on %s)", err, i, op.Code, req.OID)
 			}
 			releases = append(releases, rel)
-			rep.Results[i].Data, rep.Results[i].DataSum = data, sum
+			rep.Results[i].Vec, rep.Results[i].VecSums = parts, sums
 			continue
 		}
 		r, err := pg.readOp(o, &req.Ops[i])
@@ -279,22 +279,23 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Re
 	return rep, release, nil
 }
 
-// readData is a Read op of an existing object (as readOp reads it) into a
-// pooled buffer, with the data's checksum if the store knows it and the
-// function that gives the buffer back.
-func (pg *PG) readData(o *object, op *osdop.Op) ([]byte, crc32c.Sum, func(), error) {
+// readData is a Read op of an existing object (as readOp reads it) as
+// the store's parts — its cache's buffers, not copies — with their
+// checksums where the store knows them and the function that gives the
+// parts back once the reply is written.
+func (pg *PG) readData(o *object, op *osdop.Op) ([][]byte, []crc32c.Sum, func(), error) {
 	if op.Off >= o.size {
-		return nil, crc32c.Sum{}, func() {}, nil
+		return [][]byte{}, nil, func() {}, nil
 	}
 	n := op.Len
 	if n == 0 || n > o.size-op.Off {
 		n = o.size - op.Off
 	}
-	data, sum, release, err := pg.osd.store.ReadBuf(pg.coll, o.oid, op.Off, n)
+	parts, sums, release, err := pg.osd.store.ReadVec(pg.coll, o.oid, op.Off, n)
 	if err != nil {
-		return nil, crc32c.Sum{}, nil, storeErr(err)
+		return nil, nil, nil, storeErr(err)
 	}
-	return data, sum, release, nil
+	return parts, sums, release, nil
 }
 
 func (pg *PG) readOp(o *object, op *osdop.Op) (osdop.Result, error) {

@@ -1072,7 +1072,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 		if err == nil {
 			d.perf.opR.Add(1)
 			for i := range rep.Results {
-				d.perf.opRBytes.Add(uint64(len(rep.Results[i].Data)))
+				d.perf.opRBytes.Add(uint64(rep.Results[i].DataLen()))
 			}
 			d.perf.opRLat.Observe(time.Since(start).Seconds())
 		}
@@ -1082,7 +1082,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	}
 	size := 16
 	for _, r := range rep.Results {
-		size += len(r.Data) + 64
+		size += r.DataLen() + 64
 	}
 	d.charge(mclock.Client, 1, uint64(len(msg.Payload)+size))
 	if size >= vecReplyMin {

@@ -101,10 +101,13 @@ type Op struct {
 // Result is one op's outcome.
 type Result struct {
 	Data []byte
-	// DataSum is Data's crc32c when the OSD knows it without a pass
-	// over Data (from the store's block checksums); it is not encoded
-	// (the frame's checksum covers the data on the wire).
-	DataSum crc32c.Sum
+	// Vec, if not nil, is the data as parts instead of Data (an OSD's
+	// zero-copy read: parts of its cache's buffers), with VecSums the
+	// parts' crc32c where known without a pass over them (from the
+	// store's block checksums). Neither is encoded as such: the parts go
+	// on the wire as one blob, which decodes into Data.
+	Vec     [][]byte
+	VecSums []crc32c.Sum
 	KVs     []KV
 	More    bool
 	Size    uint64
@@ -248,7 +251,11 @@ func (r *Reply) Encode(e *wire.Encoder) {
 	e.U32(uint32(len(r.Results)))
 	for i := range r.Results {
 		x := &r.Results[i]
-		e.Blob(x.Data)
+		if x.Vec != nil {
+			e.BlobVec(x.Vec)
+		} else {
+			e.Blob(x.Data)
+		}
 		objectstore.EncodeKVs(e, x.KVs)
 		e.Bool(x.More)
 		e.U64(x.Size)
@@ -257,37 +264,48 @@ func (r *Reply) Encode(e *wire.Encoder) {
 	}
 }
 
+// DataLen is the length of the result's data (Data, or Vec's parts).
+func (x *Result) DataLen() int {
+	n := len(x.Data)
+	for _, p := range x.Vec {
+		n += len(p)
+	}
+	return n
+}
+
 // EncodeVec is Encode as a list of byte slices whose concatenation is
-// Encode's output: result data of at least minData bytes is its own
-// element (referenced, not copied), the rest is encoded into small
-// buffers between them. sums holds, for the elements that are result
-// data with a known DataSum, that checksum (nil if none is known). For
-// msgr.Message.ReplyVecThen.
+// Encode's output: result data (and Vec parts) of at least minData bytes
+// are elements of their own (referenced, not copied), the rest is
+// encoded into small buffers between them. sums holds, for the elements
+// that are Vec parts with a known checksum (VecSums), that checksum
+// (nil if none is known). For msgr.Message.ReplyVecThen.
 func (r *Reply) EncodeVec(minData int) (parts [][]byte, sums []crc32c.Sum) {
 	e := wire.NewVecEncoder(minData)
 	r.Encode(e)
 	parts = e.Parts()
-	j := 0 // results' data parts come in the results' order
+	j := 0 // the parts that are data come in the results' order
 	for i := range r.Results {
 		x := &r.Results[i]
-		if len(x.Data) < max(minData, 1) {
-			continue
-		}
-		for ; j < len(parts); j++ {
-			if p := parts[j]; len(p) == len(x.Data) && &p[0] == &x.Data[0] {
-				break
+		for k, v := range x.Vec {
+			if len(v) < max(minData, 1) || k >= len(x.VecSums) {
+				continue
 			}
-		}
-		if j == len(parts) {
-			break
-		}
-		if x.DataSum.Valid {
-			if sums == nil {
-				sums = make([]crc32c.Sum, len(parts))
+			for ; j < len(parts); j++ {
+				if p := parts[j]; len(p) == len(v) && &p[0] == &v[0] {
+					break
+				}
 			}
-			sums[j] = x.DataSum
+			if j == len(parts) {
+				return parts, sums
+			}
+			if x.VecSums[k].Valid {
+				if sums == nil {
+					sums = make([]crc32c.Sum, len(parts))
+				}
+				sums[j] = x.VecSums[k]
+			}
+			j++
 		}
-		j++
 	}
 	return parts, sums
 }

@@ -135,15 +135,24 @@ func normalize(r *osdop.Request) *osdop.Request {
 }
 
 // EncodeVec's parts concatenate to Encode's bytes, with large data
-// referenced rather than copied, and the data's known checksums given for
-// exactly the parts that hold it.
+// referenced rather than copied, a result given as parts (Vec) encoded
+// as the blob of their concatenation, and the known checksums of Vec
+// parts given for exactly the elements that hold them.
 func TestReplyEncodeVec(t *testing.T) {
 	big := bytes.Repeat([]byte("d"), 1000)
 	big2 := bytes.Repeat([]byte("e"), 1000)
-	sum := crc32c.Sum{CRC: crc32c.Checksum(big), Valid: true}
-	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []objectstore.KV{{Key: "k", Value: []byte("v")}}, More: true}, {}, {Data: big, DataSum: sum, Mtime: -1, Ver: 3}, {Data: big2}}}
+	sum := crc32c.Sum{CRC: crc32c.Checksum(big2), Valid: true}
+	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []objectstore.KV{{Key: "k", Value: []byte("v")}}, More: true}, {},
+		{Vec: [][]byte{big, []byte("tiny"), big2}, VecSums: []crc32c.Sum{{}, {CRC: crc32c.Checksum([]byte("tiny")), Valid: true}, sum}, Mtime: -1, Ver: 3}}}
+	if n := r.Results[3].DataLen(); n != 2004 {
+		t.Fatalf("DataLen of parts: %d", n)
+	}
 	e := wire.NewEncoder(nil)
 	r.Encode(e)
+	dec, err := osdop.DecodeReply(e.Bytes())
+	if err != nil || !bytes.Equal(dec.Results[3].Data, append(append(append([]byte(nil), big...), "tiny"...), big2...)) {
+		t.Fatalf("parts decode as one blob: %v", err)
+	}
 	parts, sums := r.EncodeVec(100)
 	if len(sums) != len(parts) {
 		t.Fatalf("%d sums for %d parts", len(sums), len(parts))
@@ -152,15 +161,15 @@ func TestReplyEncodeVec(t *testing.T) {
 	for j, s := range sums {
 		if s.Valid {
 			known++
-			if s.CRC != crc32c.Checksum(parts[j]) {
+			if s.CRC != crc32c.Checksum(parts[j]) || &parts[j][0] != &big2[0] {
 				t.Fatalf("part %d: sum %08x, its crc32c %08x", j, s.CRC, crc32c.Checksum(parts[j]))
 			}
 		}
 	}
 	if known != 1 {
-		t.Fatalf("%d parts with a known sum, want 1 (the second reference to big)", known)
+		t.Fatalf("%d parts with a known sum, want 1 (big2; tiny is copied into the encoding)", known)
 	}
-	r.Results[3].DataSum = crc32c.Sum{}
+	r.Results[3].VecSums = nil
 	if _, sums := r.EncodeVec(100); sums != nil {
 		t.Fatalf("sums %v without any known", sums)
 	}

@@ -156,6 +156,19 @@ func (e *Encoder) Blob(b []byte) {
 	e.raw(b)
 }
 
+// BlobVec appends the concatenation of parts as one blob (what Blob of
+// it would append), each large part referenced in vector mode.
+func (e *Encoder) BlobVec(parts [][]byte) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	e.U32(uint32(n))
+	for _, p := range parts {
+		e.raw(p)
+	}
+}
+
 // Begin opens a section; End(mark) closes it by writing its length.
 func (e *Encoder) Begin(version, compat uint8) int {
 	e.U8(version)
