@@ -12,7 +12,11 @@
 // message type, request id, the sender's OSD map epoch, payload length, a
 // crc32c of the header) and the payload with its own crc32c. A frame that
 // fails a check closes the connection (ErrProtocol); nothing corrupt is
-// delivered. The frame format is versioned; layers above define message
+// delivered. The reader of a large payload checks it 4 KiB block by
+// block and keeps the blocks' checksums (Message.BlockSums) for a receiver
+// that stores the data; a sender that already knows a part's checksum
+// gives it (Checksum's known, ReplyVecThen's sums) and the frame's is
+// combined from it instead of computed. The frame format is versioned; layers above define message
 // types and payload encodings.
 //
 // # Client

@@ -30,7 +30,10 @@
 // live on the data device (a file or block device, Options.Size bytes) in
 // 4 KiB blocks, mapped by extents (logical block → physical block) that
 // carry a crc32c per block; partial blocks are read, checked and rewritten
-// whole.
+// whole. A writer that already has its data's block checksums (an OSD,
+// from the messenger's frame check) gives them (Transaction.WriteSums)
+// instead of the store computing them again; a reader that sends the data
+// on gets them back combined per part (ReadVec).
 //
 // # Write path and its ordering
 //
