@@ -153,9 +153,12 @@ func (c OSDBoot) Apply(s *State) (*osdmap.Incremental, string, error) {
 		}
 		inc.NewCrush = cm
 	}
-	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr, ClusterAddr: c.ClusterAddr} // Lost cleared
+	osd := osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity, Addr: c.Addr, ClusterAddr: c.ClusterAddr, UpFrom: inc.Epoch} // Lost cleared
 	if id < m.MaxOSD() && m.OSDs[id].Exists {
 		old := m.OSDs[id]
+		if old.Up && old.Addr == c.Addr && old.ClusterAddr == c.ClusterAddr {
+			osd.UpFrom = old.UpFrom // the same instance, up all along (a repeated boot): no new interval
+		}
 		osd.Weight, osd.PrimaryAffinity, osd.AutoOut = old.Weight, old.PrimaryAffinity, old.AutoOut // keep an operator's out
 		if old.AutoOut && !m.Flags.Has(osdmap.FlagNoIn) {
 			osd.Weight, osd.AutoOut = osdmap.WeightIn, false

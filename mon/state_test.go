@@ -487,3 +487,35 @@ func TestMarkDownTheReportedInstance(t *testing.T) {
 		t.Fatal("markdown of the current instance left it up")
 	}
 }
+
+// TestUpFrom: booting records the epoch of the map that marks an OSD up
+// (up_from) — a new one for a restart at a new address and for the same
+// instance booting again after it was marked down — and a repeated boot
+// of an instance that stayed up keeps it (no new interval for its PGs);
+// marking down and out leave it.
+func TestUpFrom(t *testing.T) {
+	s := newState(t)
+	commit(t, s, mon.OSDBoot{ID: -1, Host: "a", Addr: "127.0.0.1:6800/1", SizeBytes: 1 << 40})
+	first := s.Map.Epoch
+	if got := s.Map.OSDs[0].UpFrom; got != first {
+		t.Fatalf("up_from after the first boot: %d, want %d", got, first)
+	}
+	commit(t, s, mon.OSDBoot{ID: 0, Host: "a", Addr: "127.0.0.1:6800/1"}) // the same instance, still up
+	if got := s.Map.OSDs[0].UpFrom; got != first {
+		t.Fatalf("up_from after a repeated boot of an up instance: %d, want %d", got, first)
+	}
+	commit(t, s, mon.OSDMark{IDs: []int32{0}, Up: f(false)})
+	commit(t, s, mon.OSDMark{IDs: []int32{0}, In: f(false)})
+	if got := s.Map.OSDs[0].UpFrom; got != first {
+		t.Fatalf("up_from after down and out: %d, want %d", got, first)
+	}
+	commit(t, s, mon.OSDBoot{ID: 0, Host: "a", Addr: "127.0.0.1:6800/1"}) // the same instance, marked down while alive
+	if got := s.Map.OSDs[0].UpFrom; got != s.Map.Epoch || got == first {
+		t.Fatalf("up_from after booting again at the same address: %d, want %d", got, s.Map.Epoch)
+	}
+	again := s.Map.Epoch
+	commit(t, s, mon.OSDBoot{ID: 0, Host: "a", Addr: "127.0.0.1:6801/2"}) // restarted while up
+	if got := s.Map.OSDs[0].UpFrom; got != s.Map.Epoch || got == again {
+		t.Fatalf("up_from after a restart at a new address: %d, want %d", got, s.Map.Epoch)
+	}
+}

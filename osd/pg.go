@@ -120,21 +120,23 @@ func (pg *PG) notify() {
 }
 
 // intervalID identifies an interval (Ceph's past_interval boundaries): the
-// acting set, each member's instance, the backfill targets' and the
-// pool's size and min_size, any change of which makes a new interval that
-// must peer.
-func intervalID(acting []int32, addrs []string, targets []int32, targetAddrs []string, pool *osdmap.Pool) uint64 {
+// acting set, each member's instance and the epoch it last came up
+// (up_from: an OSD marked down and up again at the same address, in maps
+// a peer may have skipped, still ends the interval), the backfill
+// targets' and the pool's size and min_size, any change of which makes a
+// new interval that must peer.
+func intervalID(acting []int32, addrs []string, targets []int32, targetAddrs []string, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
 	h := fnv.New64a()
 	if pool != nil {
 		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
 	}
 	for i, o := range acting {
-		fmt.Fprintf(h, "%d@%s,", o, addrs[i])
+		fmt.Fprintf(h, "%d@%s#%d,", o, addrs[i], upFrom(o))
 	}
 	if len(targets) > 0 {
 		fmt.Fprint(h, ";backfill:")
 		for i, o := range targets {
-			fmt.Fprintf(h, "%d@%s,", o, targetAddrs[i])
+			fmt.Fprintf(h, "%d@%s#%d,", o, targetAddrs[i], upFrom(o))
 		}
 	}
 	return h.Sum64()
@@ -179,7 +181,13 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		}
 	}
 	targets, targetAddrs := backfillTargets(m, pool, mp)
-	iv := intervalID(mp.Acting, addrs, targets, targetAddrs, pool)
+	upFrom := func(o int32) osdmap.Epoch {
+		if o >= 0 && o < m.MaxOSD() {
+			return m.OSDs[o].UpFrom
+		}
+		return 0
+	}
+	iv := intervalID(mp.Acting, addrs, targets, targetAddrs, upFrom, pool)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.pool = pool

@@ -9,11 +9,12 @@ import (
 )
 
 // Encoding versions. Map v1 and Incremental v1 are the first; v2 appends
-// the cluster flags and the OSDs' extra state (AutoOut, Fullness). A reader accepts newer
+// the cluster flags and the OSDs' extra state (AutoOut, Fullness), v3
+// their cluster addresses, v4 their UpFrom. A reader accepts newer
 // versions whose compat is 1 and skips fields it does not know.
 const (
-	mapVersion         = 3
-	incrementalVersion = 3
+	mapVersion         = 4
+	incrementalVersion = 4
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
@@ -168,8 +169,36 @@ func (m *Map) Encode() []byte {
 	}
 	encodeStates(&e, ids, func(id int32) OSD { return m.OSDs[id] })
 	encodeClusterAddrs(&e, ids, func(id int32) OSD { return m.OSDs[id] })
+	encodeUpFrom(&e, ids, func(id int32) OSD { return m.OSDs[id] })
 	e.End(mark)
 	return e.Bytes()
+}
+
+// encodeUpFrom writes (id, UpFrom) for the ids with one (encoding v4).
+func encodeUpFrom(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
+	var set []int32
+	for _, id := range ids {
+		if osd(id).UpFrom != 0 {
+			set = append(set, id)
+		}
+	}
+	e.U32(uint32(len(set)))
+	for _, id := range set {
+		e.I32(id)
+		e.U32(uint32(osd(id).UpFrom))
+	}
+}
+
+// decodeUpFrom reads encodeUpFrom's list; set reports false for an id
+// not held.
+func decodeUpFrom(d *wire.Decoder, set func(id int32, e Epoch) bool) {
+	for n := d.Count(8); n > 0 && d.Err() == nil; n-- {
+		id, e := d.I32(), Epoch(d.U32())
+		if !set(id, e) {
+			d.Fail("osd.%d: up_from for an osd the map does not hold", id)
+			return
+		}
+	}
 }
 
 // extraState packs the OSD fields of encoding v2: bit 0 AutoOut, bits
@@ -302,6 +331,15 @@ func Decode(b []byte) (*Map, error) {
 			return true
 		})
 	}
+	if v >= 4 {
+		decodeUpFrom(d, func(id int32, e Epoch) bool {
+			if id < 0 || int(id) >= len(m.OSDs) {
+				return false
+			}
+			m.OSDs[id].UpFrom = e
+			return true
+		})
+	}
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -341,6 +379,7 @@ func (inc *Incremental) Encode() []byte {
 	}
 	encodeStates(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
 	encodeClusterAddrs(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
+	encodeUpFrom(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
 	e.End(mark)
 	return e.Bytes()
 }
@@ -388,6 +427,14 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 		decodeClusterAddrs(d, func(id int32, addr string) bool {
 			o, ok := inc.NewOSDs[id]
 			o.ClusterAddr = addr
+			inc.NewOSDs[id] = o
+			return ok
+		})
+	}
+	if v >= 4 {
+		decodeUpFrom(d, func(id int32, e Epoch) bool {
+			o, ok := inc.NewOSDs[id]
+			o.UpFrom = e
 			inc.NewOSDs[id] = o
 			return ok
 		})

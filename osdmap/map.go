@@ -55,6 +55,12 @@ type OSD struct {
 	// Lost: an operator declared the down OSD's data gone (`shoal osd
 	// lost`), so peering no longer waits for it; cleared when it boots.
 	Lost bool
+	// UpFrom is the epoch of the map that last marked the OSD up (Ceph's
+	// up_from): an OSD marked down and booting again, even at the same
+	// address, gets a new one, so a peer that never saw the map it was
+	// down in still sees a new interval of the PGs it serves. 0 in maps
+	// encoded before it existed.
+	UpFrom Epoch
 }
 
 // Fullness is an OSD's fill level against mon_osd_nearfull_ratio,

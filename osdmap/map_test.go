@@ -277,7 +277,7 @@ func sampleIncremental(t *testing.T, m *osdmap.Map) *osdmap.Incremental {
 	return &osdmap.Incremental{Epoch: m.Epoch + 1, NewCrush: c, NewMaxOSD: 10, NewFlags: &flags,
 		NewPools: []*osdmap.Pool{{ID: 3, Name: "new", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 16, PGPNum: 8, ObjectHash: osdmap.HashLinux}},
 		OldPools: []int64{2},
-		NewOSDs: map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800", ClusterAddr: "127.0.1.1:6801"},
+		NewOSDs: map[int32]osdmap.OSD{9: {Exists: true, Up: true, Weight: 0x8000, PrimaryAffinity: 0x4000, Addr: "127.0.0.1:6800", ClusterAddr: "127.0.1.1:6801", UpFrom: m.Epoch + 1},
 			8: {Exists: true, AutoOut: true}, 7: {Exists: true, Fullness: osdmap.Full, Lost: true}},
 		NewPGTemp:      map[osdmap.PGID][]int32{{Pool: 1, Seed: 3}: {9, 1}},
 		NewPrimaryTemp: map[osdmap.PGID]int32{{Pool: 1, Seed: 4}: 2},
@@ -318,6 +318,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if m2.OSDs[9].ClusterAddr != "127.0.1.1:6801" || m2.OSDs[9].BackAddr() != "127.0.1.1:6801" || m2.OSDs[8].ClusterAddr != "" || m2.OSDs[8].BackAddr() != m2.OSDs[8].Addr {
 		t.Fatalf("decoded map: osd.9 cluster address %q, osd.8 %q", m2.OSDs[9].ClusterAddr, m2.OSDs[8].ClusterAddr)
 	}
+	if m2.OSDs[9].UpFrom != n1.Epoch || m2.OSDs[8].UpFrom != 0 {
+		t.Fatalf("decoded map: osd.9 up_from %d (want %d), osd.8 %d", m2.OSDs[9].UpFrom, n1.Epoch, m2.OSDs[8].UpFrom)
+	}
 	if !bytes.Equal(m2.Encode(), n1.Encode()) {
 		t.Fatal("map re-encodes differently")
 	}
@@ -349,7 +352,7 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
 	grown := append([]byte(nil), b[:hdr]...)
-	grown = append(grown, 4, 1) // version 4 (one past this reader's), compat 1
+	grown = append(grown, 5, 1) // version 5 (one past this reader's), compat 1
 	n := uint32(len(b)-hdr-6) + 3
 	grown = append(grown, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	grown = append(grown, b[hdr+6:]...)
@@ -361,9 +364,9 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	if !bytes.Equal(m2.Encode(), b) {
 		t.Fatal("newer map decoded to different content")
 	}
-	grown[hdr+1] = 4 // compat 4: needs a newer reader
+	grown[hdr+1] = 5 // compat 5: needs a newer reader
 	if _, err := osdmap.Decode(grown); !errors.Is(err, wire.ErrCorrupt) {
-		t.Fatalf("compat 4: err %v, want ErrCorrupt", err)
+		t.Fatalf("compat 5: err %v, want ErrCorrupt", err)
 	}
 }
 

@@ -264,8 +264,8 @@ func osdmapPrintCmd() *cobra.Command {
 				}
 				state := map[bool]string{true: "up", false: "down"}[o.Up]
 				in := map[bool]string{true: "in", false: "out"}[o.In()]
-				fmt.Printf("osd.%d %s %s weight %g primary_affinity %g\n", i, state, in,
-					float64(o.Weight)/osdmap.WeightIn, float64(o.PrimaryAffinity)/0x10000)
+				fmt.Printf("osd.%d %s %s weight %g primary_affinity %g up_from %d\n", i, state, in,
+					float64(o.Weight)/osdmap.WeightIn, float64(o.PrimaryAffinity)/0x10000, o.UpFrom)
 			}
 			return nil
 		},
