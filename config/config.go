@@ -292,6 +292,16 @@ func (c *Config) Set(name, value string) error {
 	return nil
 }
 
+// IsSet reports whether the option was given a value (a file, the MON's
+// configuration database, a flag) rather than left at its default.
+func (c *Config) IsSet(name string) bool {
+	if _, ok := byName[name]; !ok {
+		panic(fmt.Sprintf("config: option %q is not in the table", name)) // a programming error
+	}
+	_, ok := c.vals[name]
+	return ok
+}
+
 func (c *Config) raw(name string) (*Option, string) {
 	o, ok := byName[name]
 	if !ok {

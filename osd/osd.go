@@ -194,6 +194,7 @@ func (d *OSD) start() error {
 	if err := d.ensureMeta(); err != nil {
 		return err
 	}
+	d.loadCapacity()
 	if err := d.loadPGs(); err != nil {
 		return err
 	}
@@ -1149,6 +1150,7 @@ func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
 	d.mu.RLock()
 	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot()}
+	st.Perf.MClockCapacityIOPS = d.qos.capacityIOPS(d.conf(), d.qosError)
 	st.RecoveryOpsRate, st.RecoveryBytesRate = d.perf.recoveryRates()
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -408,6 +410,87 @@ func TestWriteBlockSums(t *testing.T) {
 		if copies != objects {
 			t.Fatalf("osd.%d holds %d of the %d objects", i, copies, objects)
 		}
+	}
+}
+
+// TestCapacityMeasured: an OSD on a BlockStore measures its random 4 KiB
+// write capacity when it first starts, keeps it in its data directory
+// (no measurement again on restart) and leaves nothing in its store; the
+// scheduler uses it, unless osd_mclock_max_capacity_iops_ssd is set
+// explicitly; with osd_mclock_skip_benchmark nothing is measured.
+func TestCapacityMeasured(t *testing.T) {
+	a, _ := blockMon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := func(dir string, extra string) (*osd.OSD, *objectstore.BlockStore) {
+		conf, err := config.Parse(strings.NewReader(testConf+extra), "test.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o, st
+	}
+	capacity := func(o *osd.OSD) float64 {
+		st, err := cl.OSDStats(ctx, o.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Perf.MClockCapacityIOPS
+	}
+	dir := t.TempDir()
+	o, st := start(dir, "")
+	kept, err := os.ReadFile(filepath.Join(dir, "mclock_capacity_iops"))
+	if err != nil {
+		t.Fatalf("no measurement kept: %v", err)
+	}
+	measured, err := strconv.ParseFloat(strings.TrimSpace(string(kept)), 64)
+	if err != nil || measured <= 0 {
+		t.Fatalf("kept measurement %q: %v", kept, err)
+	}
+	if got := capacity(o); got != measured {
+		t.Fatalf("the scheduler's capacity is %v IOPS, the measurement %v", got, measured)
+	}
+	colls, _ := st.Collections()
+	for _, c := range colls {
+		if strings.Contains(string(c), "bench") {
+			t.Fatalf("the measurement left collection %q", c)
+		}
+	}
+	o.Close()
+	st.Close()
+	o, st = start(dir, "")
+	if again, _ := os.ReadFile(filepath.Join(dir, "mclock_capacity_iops")); string(again) != string(kept) || capacity(o) != measured {
+		t.Fatalf("after a restart: kept %q (was %q), capacity %v", again, kept, capacity(o))
+	}
+	o.Close()
+	st.Close()
+	o, st = start(dir, "[osd]\nosd_mclock_max_capacity_iops_ssd = 1234\n")
+	if got := capacity(o); got != 1234 {
+		t.Fatalf("with the capacity configured: %v IOPS, want 1234", got)
+	}
+	o.Close()
+	st.Close()
+	dir2 := t.TempDir()
+	o, st = start(dir2, "[osd]\nosd_mclock_skip_benchmark = true\n")
+	defer st.Close()
+	defer o.Close()
+	if _, err := os.Stat(filepath.Join(dir2, "mclock_capacity_iops")); !os.IsNotExist(err) {
+		t.Fatalf("measured with osd_mclock_skip_benchmark: %v", err)
+	}
+	if got := capacity(o); got != 21500 {
+		t.Fatalf("without a measurement: %v IOPS, want the default 21500", got)
 	}
 }
 

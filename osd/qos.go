@@ -27,6 +27,26 @@ type qos struct {
 	on    bool
 	err   error // the configuration's, logged once
 	epoch time.Time
+	// measured is the capacity (IOPS) measured at the OSD's first start
+	// (see loadCapacity), 0 if none.
+	measured float64
+}
+
+// setMeasured sets the measured capacity (before the scheduler's first
+// use, or with q.mu free).
+func (q *qos) setMeasured(iops float64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.measured, q.conf = iops, nil // rereads the settings with it
+}
+
+// capacityIOPS is the capacity (IOPS) the scheduler uses under the
+// settings of cfg (for the OSD's stats).
+func (q *qos) capacityIOPS(cfg *config.Config, log func(error)) float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refresh(cfg, log)
+	return q.cap.IOPS
 }
 
 // refresh rereads the settings if the configuration changed (q.mu held).
@@ -40,6 +60,9 @@ func (q *qos) refresh(c *config.Config, log func(error)) {
 		suffix = "_hdd"
 	}
 	q.cap = mclock.Capacity{IOPS: c.Float("osd_mclock_max_capacity_iops" + suffix), Bandwidth: float64(c.Size("osd_mclock_max_sequential_bandwidth" + suffix))}
+	if q.measured > 0 && !c.IsSet("osd_mclock_max_capacity_iops"+suffix) && q.measured <= c.Float("osd_mclock_iops_capacity_threshold"+suffix) {
+		q.cap.IOPS = q.measured
+	}
 	var err error
 	switch queue := c.String("osd_op_queue"); queue {
 	case "mclock_scheduler":

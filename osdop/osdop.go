@@ -443,6 +443,10 @@ type Perf struct {
 	// RecoveryPreempted counts recovery reservations this OSD's PGs gave
 	// back to PGs of higher priority (degraded before misplaced).
 	RecoveryPreempted uint64 `json:"recovery_preempted"`
+	// MClockCapacityIOPS is the random 4 KiB write capacity the I/O
+	// scheduler charges operations against: measured at the OSD's first
+	// start, or osd_mclock_max_capacity_iops_* (a gauge, not a counter).
+	MClockCapacityIOPS float64 `json:"mclock_capacity_iops"`
 }
 
 // PGStats is one PG as its primary sees it.
