@@ -96,27 +96,18 @@ func unitMask(first, count uint64) uint16 { return uint16((uint32(1)<<count - 1)
 // reports whether the cache held all of them; on false, dst's contents
 // are unspecified.
 func (c *dataCache) get(phys, n uint64, dst []byte) bool {
-	if c == nil {
+	var parts [8][]byte
+	var pins [8]*cacheUnit
+	p, u, ok := c.getRef(phys, n, parts[:0], pins[:0])
+	if !ok {
 		return false
 	}
-	off := uint64(0)
-	return span(phys, n, func(u, first, count uint64) bool {
-		sh := c.shard(u)
-		sh.mu.Lock()
-		defer sh.mu.Unlock()
-		e, ok := sh.units[u]
-		if !ok {
-			return false
-		}
-		cu := e.Value.(*cacheUnit)
-		if want := unitMask(first, count); cu.mask&want != want {
-			return false
-		}
-		copy(dst[off:off+count*BlockSize], cu.buf[first*BlockSize:(first+count)*BlockSize])
-		sh.lru.MoveToFront(e)
-		off += count * BlockSize
-		return true
-	})
+	off := 0
+	for _, b := range p {
+		off += copy(dst[off:], b)
+	}
+	unpin(u)
+	return true
 }
 
 // getRef appends to parts the cached device blocks [phys, phys+n) as

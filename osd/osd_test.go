@@ -291,18 +291,33 @@ func TestReplicatedPoolRoundTrip(t *testing.T) {
 // blockMon starts a MON for OSDs on BlockStores (commits asynchronous, as
 // in production); start starts (or restarts) the OSD of a directory.
 func blockMon(t *testing.T) (addr string, start func(dir string) *osd.OSD) {
+	a, startWith := blockMonWith(t)
+	return a, func(dir string) *osd.OSD {
+		o, _ := startWith(dir, "", 0)
+		return o
+	}
+}
+
+// blockMonWith is blockMon whose start also takes configuration to add
+// to testConf and the store's data cache size (0: the default; -1: none),
+// and returns the OSD's store with it.
+func blockMonWith(t *testing.T) (addr string, start func(dir, extraConf string, dataCache int64) (*osd.OSD, *objectstore.BlockStore)) {
+	a := testnet.FreePortPair(t)
 	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := testnet.FreePortPair(t)
 	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	return a, func(dir string) *osd.OSD {
-		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20})
+	return a, func(dir, extraConf string, dataCache int64) (*osd.OSD, *objectstore.BlockStore) {
+		conf, err := config.Parse(strings.NewReader(testConf+extraConf), "test.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20, DataCacheSize: dataCache})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,8 +325,27 @@ func blockMon(t *testing.T) (addr string, start func(dir string) *osd.OSD) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o
+		return o, st
 	}
+}
+
+// dataPool connects a client to the MON at a and creates a 3-replica
+// pool "data".
+func dataPool(ctx context.Context, t *testing.T, a string) (*client.Conn, *client.Pool) {
+	t.Helper()
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, p
 }
 
 // TestWriteBlockSums: the block checksums an OSD's messenger computes
@@ -322,39 +356,16 @@ func blockMon(t *testing.T) (addr string, start func(dir string) *osd.OSD) {
 // every copy reads back from each store without a checksum error (a
 // wrong sum would be one).
 func TestWriteBlockSums(t *testing.T) {
-	a, _ := blockMon(t)
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, start := blockMonWith(t)
 	var stores []*objectstore.BlockStore
 	for range 3 {
-		dir := t.TempDir()
-		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20, DataCacheSize: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, st := start(t.TempDir(), "", -1)
 		defer o.Close()
 		stores = append(stores, st)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := cl.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := dataPool(ctx, t, a)
 	before := make([]uint64, len(stores))
 	for i, st := range stores {
 		before[i], _ = st.ChecksumStats()
@@ -419,29 +430,11 @@ func TestWriteBlockSums(t *testing.T) {
 // scheduler uses it, unless osd_mclock_max_capacity_iops_ssd is set
 // explicitly; with osd_mclock_skip_benchmark nothing is measured.
 func TestCapacityMeasured(t *testing.T) {
-	a, _ := blockMon(t)
+	a, startWith := blockMonWith(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	start := func(dir string, extra string) (*osd.OSD, *objectstore.BlockStore) {
-		conf, err := config.Parse(strings.NewReader(testConf+extra), "test.conf")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o, st
-	}
+	cl, _ := dataPool(ctx, t, a)
+	start := func(dir string, extra string) (*osd.OSD, *objectstore.BlockStore) { return startWith(dir, extra, 0) }
 	capacity := func(o *osd.OSD) float64 {
 		st, err := cl.OSDStats(ctx, o.ID())
 		if err != nil {
@@ -505,18 +498,7 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := cl.Pool(ctx, "data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, p := dataPool(ctx, t, a)
 	want := map[string][]byte{}
 	write := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -553,7 +535,7 @@ func TestReplicaLossAndCatchUp(t *testing.T) {
 		}
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-	err = p.WriteFull(wctx, "below", []byte("below min_size")) // not acknowledged; may apply once the PG is active again
+	err := p.WriteFull(wctx, "below", []byte("below min_size")) // not acknowledged; may apply once the PG is active again
 	wcancel()
 	if !errors.Is(err, client.ErrTimeout) {
 		t.Fatalf("write below min_size: %v, want a timeout", err)

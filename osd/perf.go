@@ -73,25 +73,23 @@ type checksumStater interface {
 func newPerf(daemon string, store any) *perfCounters {
 	p := &perfCounters{reg: prometheus.NewRegistry()}
 	labels := prometheus.Labels{"daemon": daemon}
+	counterFunc := func(name, help string, f func() float64) {
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels}, f))
+	}
 	if cs, ok := store.(commitStater); ok {
-		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "commit_groups_total",
-			Help: "Commit groups of the object store (one metadata log sync, and one device sync if data was written, each).", ConstLabels: labels},
-			func() float64 { g, _ := cs.CommitStats(); return float64(g) }))
-		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "commit_txns_total",
-			Help: "Transactions those groups committed (their ratio is the group commit's batching).", ConstLabels: labels},
-			func() float64 { _, t := cs.CommitStats(); return float64(t) }))
+		counterFunc("commit_groups_total", "Commit groups of the object store (one metadata log sync, and one device sync if data was written, each).",
+			func() float64 { g, _ := cs.CommitStats(); return float64(g) })
+		counterFunc("commit_txns_total", "Transactions those groups committed (their ratio is the group commit's batching).",
+			func() float64 { _, t := cs.CommitStats(); return float64(t) })
 	}
 	if cs, ok := store.(checksumStater); ok {
-		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "store_csum_given_blocks_total",
-			Help: "Data blocks the object store wrote with the crc32c the messenger computed checking the frame they came in (no second pass over them).", ConstLabels: labels},
-			func() float64 { g, _ := cs.ChecksumStats(); return float64(g) }))
-		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: "store_csum_computed_blocks_total",
-			Help: "Data blocks whose crc32c the object store computed itself (partial blocks, erasure-coded shards, recovery).", ConstLabels: labels},
-			func() float64 { _, c := cs.ChecksumStats(); return float64(c) }))
+		counterFunc("store_csum_given_blocks_total", "Data blocks the object store wrote with the crc32c the messenger computed checking the frame they came in (no second pass over them).",
+			func() float64 { g, _ := cs.ChecksumStats(); return float64(g) })
+		counterFunc("store_csum_computed_blocks_total", "Data blocks whose crc32c the object store computed itself (partial blocks, erasure-coded shards, recovery).",
+			func() float64 { _, c := cs.ChecksumStats(); return float64(c) })
 	}
 	counter := func(name, help string, v *atomic.Uint64) {
-		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels},
-			func() float64 { return float64(v.Load()) }))
+		counterFunc(name, help, func() float64 { return float64(v.Load()) })
 	}
 	counter("op_w_total", "Client write requests served as primary.", &p.opW)
 	counter("op_r_total", "Client read requests served as primary.", &p.opR)
