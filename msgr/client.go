@@ -302,7 +302,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	go func() { defer c.wg.Done(); cc.writer() }()
 	go func() {
 		defer c.wg.Done()
-		cc.reader(cc.deliver)
+		cc.reader(false, cc.deliver)
 		cc.failPending()
 	}()
 	return cc, nil

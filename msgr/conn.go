@@ -163,12 +163,13 @@ func (c *conn) drain() {
 	}
 }
 
-// reader calls deliver for every frame until the connection fails.
-func (c *conn) reader(deliver func(h header, payload []byte, sums []uint32)) {
+// reader calls deliver for every frame until the connection fails; with
+// keepSums it keeps the block checksums of large payloads (readFrame).
+func (c *conn) reader(keepSums bool, deliver func(h header, payload []byte, sums []uint32)) {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	hdr := make([]byte, headerLen)
 	for {
-		h, payload, sums, err := readFrame(br, hdr)
+		h, payload, sums, err := readFrame(br, hdr, keepSums)
 		if err != nil {
 			c.close(fmt.Errorf("read from %s: %w", c.peer, err))
 			return

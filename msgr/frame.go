@@ -83,10 +83,11 @@ func parseHeader(b []byte) (header, error) {
 const blockSumsMin = 64 << 10
 
 // readFrame reads one frame; the payload is read into a pooled buffer the
-// caller must release with bufpool.Put. A payload of blockSumsMin bytes
-// or more is checked block by block: sums holds the crc32c of each of its
-// whole 4 KiB blocks (from its start), combined into the frame's checksum.
-func readFrame(r io.Reader, hdr []byte) (h header, payload []byte, sums []uint32, err error) {
+// caller must release with bufpool.Put. With keepSums, a payload of
+// blockSumsMin bytes or more is checked block by block: sums holds the
+// crc32c of each of its whole 4 KiB blocks (from its start), combined
+// into the frame's checksum (a server's requests: data an OSD stores).
+func readFrame(r io.Reader, hdr []byte, keepSums bool) (h header, payload []byte, sums []uint32, err error) {
 	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
 		return header{}, nil, nil, err
 	}
@@ -101,7 +102,7 @@ func readFrame(r io.Reader, hdr []byte) (h header, payload []byte, sums []uint32
 	}
 	payload = buf[:h.length]
 	var got uint32
-	if len(payload) >= blockSumsMin {
+	if keepSums && len(payload) >= blockSumsMin {
 		sums = crc32c.BlockSums(make([]uint32, 0, len(payload)/crc32c.Block), payload)
 		got = crc32c.FromBlocks(sums, payload)
 	} else {

@@ -88,7 +88,7 @@ func (s *Server) serve(nc net.Conn) {
 	var handlers sync.WaitGroup
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); c.writer() }()
-	c.reader(func(h header, payload []byte, sums []uint32) {
+	c.reader(true, func(h header, payload []byte, sums []uint32) {
 		buf := payload[:cap(payload)]
 		if h.flags&flagReply != 0 { // servers expect requests only
 			bufpool.Put(buf)
@@ -113,10 +113,13 @@ func (s *Server) serve(nc net.Conn) {
 				// the writer is done with them
 				out.sent = make(chan struct{})
 				if c.send(out) == nil {
-					select { // a frame queued as the connection closes is never written
-					case <-out.sent:
-					case <-c.closed:
-					}
+					// sent is closed once the writer is done with the
+					// parts — written, or dropped with the connection
+					// (its writer or send drains the queue) — but not
+					// when the connection is merely marked closed: the
+					// writer may still be sending from them, and they
+					// may be a cache's or a pool's buffers
+					<-out.sent
 				}
 				m.Release()
 				if m.vecDone != nil {

@@ -164,7 +164,7 @@ func (s *BlockStore) ReadVec(c Coll, oid string, off, length uint64) ([][]byte, 
 		pb := v.starts[j] * BlockSize
 		lo, hi := max(off, pb), min(end, pb+uint64(len(p)))
 		sums[j] = crc.Sum{CRC: windowSum(o, p, v.starts[j], lo, hi), Valid: true}
-		v.parts[j] = p[lo-pb : hi-pb]
+		v.parts[j] = p[lo-pb : hi-pb : hi-pb] // no capacity into shared zeros or the cache
 	}
 	return v.parts, sums, v.release, nil
 }
@@ -209,7 +209,9 @@ var (
 // data cache was when it was cached; a hole is zeros), combined at a few
 // nanoseconds per block, and only a partial block at either end is
 // read. A reader that passes this on as its reply's checksum therefore
-// sends bytes that are checked end to end against what was stored.
+// sends whole blocks that the receiver checks against what was stored
+// (a partial end block's checksum is of the bytes in memory, as any
+// checksum computed at send time is).
 func windowSum(o *onode, buf []byte, b0, off, end uint64) uint32 {
 	var sum uint32
 	i, _ := o.find(b0)
