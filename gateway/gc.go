@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/periodic"
 )
 
@@ -51,7 +51,7 @@ func (s *Store) gcAdd(ctx context.Context, e *GCEntry) {
 	}
 	due := time.Now().Add(s.opt.GCMinWait)
 	v, _ := json.Marshal(e)
-	shard := int(crc32.Checksum([]byte(e.Tag), castagnoli) % gcShards)
+	shard := int(crc32c.Checksum([]byte(e.Tag)) % gcShards)
 	key := fmt.Sprintf("%020d_%s", due.UnixNano(), e.Tag)
 	if err := s.log.OmapSet(ctx, gcOID(shard), []client.KV{{Key: key, Value: v}}); err != nil {
 		// the tails leak until `shoal bucket check --fix` finds them

@@ -2,9 +2,10 @@ package gateway
 
 import (
 	"fmt"
-	"hash/crc32"
 	"sort"
 	"strings"
+
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // IndexLayout is how a bucket's index is split into shard objects: key
@@ -95,7 +96,7 @@ func (r *IndexRange) oid(bucketID string, n int) string {
 }
 
 func (r *IndexRange) shardFor(bucketID, key string) string {
-	return r.oid(bucketID, int(crc32.Checksum([]byte(key), castagnoli)%uint32(r.Shards)))
+	return r.oid(bucketID, int(crc32c.Checksum([]byte(key))%uint32(r.Shards)))
 }
 
 // oids lists range r's shard objects.
@@ -218,5 +219,3 @@ func (l *IndexLayout) listRanges(after, prefix string) []int {
 	}
 	return out
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)

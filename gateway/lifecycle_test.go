@@ -223,17 +223,14 @@ func TestLifecycleProcess(t *testing.T) {
 	}
 }
 
-// TestLifecycleWorker: a gateway runs lifecycle passes on its own (here
-// with days of a second, rgw_lc_debug_interval, outside any work time).
-func TestLifecycleWorker(t *testing.T) {
-	f := startGateway(t, gateway.Options{LCDebugInterval: time.Second, LCWorkTime: "00:00-00:00"})
-	ctx := context.Background()
-	c := f.s3(f.admin)
-	b := "lc-worker"
+// tmpExpiry creates bucket b holding keys (one byte each) with one
+// lifecycle rule: objects under tmp/ expire after a day.
+func tmpExpiry(ctx context.Context, t *testing.T, c *s3.Client, b string, keys ...string) {
+	t.Helper()
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"tmp/a", "keep"} {
+	for _, k := range keys {
 		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String(k), Body: strings.NewReader("x")}); err != nil {
 			t.Fatal(err)
 		}
@@ -244,6 +241,16 @@ func TestLifecycleWorker(t *testing.T) {
 		}}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLifecycleWorker: a gateway runs lifecycle passes on its own (here
+// with days of a second, rgw_lc_debug_interval, outside any work time).
+func TestLifecycleWorker(t *testing.T) {
+	f := startGateway(t, gateway.Options{LCDebugInterval: time.Second, LCWorkTime: "00:00-00:00"})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "lc-worker"
+	tmpExpiry(ctx, t, c, b, "tmp/a", "keep")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("tmp/a")})
@@ -270,18 +277,7 @@ func TestLifecycleLockTakeover(t *testing.T) {
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "lc-lock"
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("tmp/a"), Body: strings.NewReader("x")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: &b,
-		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{
-			{ID: aws.String("tmp"), Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("tmp/")}, Status: "Enabled"},
-		}}}); err != nil {
-		t.Fatal(err)
-	}
+	tmpExpiry(ctx, t, c, b, "tmp/a")
 	deadRelease, err := f.store.HoldLCLock(ctx)
 	if err != nil {
 		t.Fatal(err)

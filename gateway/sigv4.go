@@ -36,6 +36,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // SecretLookup returns the secret key of an access key id; it returns an
@@ -965,7 +967,7 @@ func (c *sigChunkChain) trailer(canonical string) []byte {
 // big-endian digest.
 var sigChecksums = map[string]func() hash.Hash{
 	"x-amz-checksum-crc32":     func() hash.Hash { return crc32.NewIEEE() },
-	"x-amz-checksum-crc32c":    func() hash.Hash { return crc32.New(crc32.MakeTable(crc32.Castagnoli)) },
+	"x-amz-checksum-crc32c":    func() hash.Hash { return crc32c.New() },
 	"x-amz-checksum-crc64nvme": func() hash.Hash { return crc64.New(sigCRC64NVME) },
 	"x-amz-checksum-sha1":      sha1.New,
 	"x-amz-checksum-sha256":    sha256.New,

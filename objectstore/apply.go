@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	crc "github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // apply performs a checked transaction into the group's batch. An error
@@ -162,7 +164,7 @@ func (g *group) write(o *onode, off uint64, data []byte, sums []uint32) error {
 			o.Inline = append(o.Inline, make([]byte, newSize-uint64(len(o.Inline)))...)
 		}
 		copy(o.Inline[off:], data)
-		o.Size, o.InlineCRC = newSize, crc32c(o.Inline)
+		o.Size, o.InlineCRC = newSize, crc.Checksum(o.Inline)
 		return nil
 	}
 	if err := g.toExtents(o); err != nil {
@@ -228,7 +230,7 @@ func (g *group) zero(o *onode, off, n uint64) error {
 			o.Inline = append(o.Inline, make([]byte, newSize-uint64(len(o.Inline)))...)
 		}
 		clear(o.Inline[off:end])
-		o.Size, o.InlineCRC = newSize, crc32c(o.Inline)
+		o.Size, o.InlineCRC = newSize, crc.Checksum(o.Inline)
 		return nil
 	}
 	if err := g.toExtents(o); err != nil {
@@ -271,7 +273,7 @@ func (g *group) truncate(o *onode, size uint64) error {
 			o.Inline = append(o.Inline, make([]byte, size-uint64(len(o.Inline)))...)
 		}
 		o.Inline = o.Inline[:size]
-		o.Size, o.InlineCRC = size, crc32c(o.Inline)
+		o.Size, o.InlineCRC = size, crc.Checksum(o.Inline)
 		return nil
 	}
 	if err := g.toExtents(o); err != nil {
@@ -409,7 +411,7 @@ func (g *group) readBlock(o *onode, lb uint64, buf []byte) error {
 	if _, err := g.s.dev.ReadAt(buf, int64(phys*BlockSize)); err != nil {
 		return fmt.Errorf("read block %d: %w", phys, err)
 	}
-	if got, want := crc32c(buf), x.CRCs[lb-x.Logical]; got != want {
+	if got, want := crc.Checksum(buf), x.CRCs[lb-x.Logical]; got != want {
 		return fmt.Errorf("%w: block %d (logical %d): crc32c %08x, stored %08x", ErrCorrupt, phys, lb, got, want)
 	}
 	return nil
@@ -444,7 +446,7 @@ func (g *group) placeSummed(o *onode, lb uint64, buf []byte, sums []uint32) erro
 			if sums != nil {
 				x.CRCs[i] = sums[at-lb+i]
 			} else {
-				x.CRCs[i] = crc32c(blk)
+				x.CRCs[i] = crc.Checksum(blk)
 			}
 			g.pending[r.start+i] = blk
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	crc "github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // Fsck checks the store's consistency: every onode decodes, extents are
@@ -53,7 +55,7 @@ func (s *BlockStore) Fsck(deep bool) error {
 					if _, err := s.dev.ReadAt(buf, int64(b*BlockSize)); err != nil {
 						return fmt.Errorf("fsck: read block %d: %w", b, err)
 					}
-					if crc32c(buf) != x.CRCs[b-x.Phys] {
+					if crc.Checksum(buf) != x.CRCs[b-x.Phys] {
 						return fmt.Errorf("fsck: block %d of %s: %w", b, name, ErrCorrupt)
 					}
 				}

@@ -52,7 +52,7 @@ func (s *BlockStore) readWindow(c Coll, oid string, off, length uint64) (o *onod
 	if length != 0 && length < end-off {
 		end = off + length
 	}
-	if o.isInline() && crc32c(o.Inline) != o.InlineCRC {
+	if o.isInline() && crc.Checksum(o.Inline) != o.InlineCRC {
 		return nil, 0, false, fmt.Errorf("objectstore: read %s/%s: %w: inline data", c, oid, ErrCorrupt)
 	}
 	return o, end, true, nil
@@ -67,7 +67,7 @@ func (s *BlockStore) readDevice(c Coll, oid string, x extent, from, to uint64, d
 	}
 	for lb := from; lb < to; lb++ {
 		blk := dst[(lb-from)*BlockSize : (lb-from+1)*BlockSize]
-		if got, want := crc32c(blk), x.CRCs[lb-x.Logical]; got != want {
+		if got, want := crc.Checksum(blk), x.CRCs[lb-x.Logical]; got != want {
 			return fmt.Errorf("objectstore: read %s/%s: %w: logical block %d (device block %d): crc32c %08x, stored %08x",
 				c, oid, ErrCorrupt, lb, x.Phys+(lb-x.Logical), got, want)
 		}
@@ -127,7 +127,7 @@ func (s *BlockStore) ReadVec(c Coll, oid string, off, length uint64) ([][]byte, 
 	}
 	if o.isInline() {
 		b := append([]byte(nil), o.Inline[off:end]...)
-		return [][]byte{b}, []crc.Sum{{CRC: crc32c(b), Valid: true}}, noRelease, nil
+		return [][]byte{b}, []crc.Sum{{CRC: crc.Checksum(b), Valid: true}}, noRelease, nil
 	}
 	b0, b1 := off/BlockSize, (end+BlockSize-1)/BlockSize
 	var v vecRead
@@ -200,7 +200,7 @@ func (v *vecRead) release() {
 
 var (
 	blockCombiner = crc.NewCombiner(BlockSize)
-	zeroBlockCRC  = crc32c(make([]byte, BlockSize))
+	zeroBlockCRC  = crc.Checksum(make([]byte, BlockSize))
 )
 
 // windowSum is the crc32c of bytes [off, end) of o, held in buf from

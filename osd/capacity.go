@@ -52,38 +52,35 @@ func measureCapacity(st objectstore.Store) (float64, error) {
 	for i := range block {
 		block[i] = byte(i * 7)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		done  int
-		first error
-	)
+	// each writer counts its writes and keeps its error in its own slot
+	done := make([]int, capacityWriters)
+	errs := make([]error, capacityWriters)
+	var wg sync.WaitGroup
 	start := time.Now()
 	for w := range capacityWriters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for i := 0; i < capacityOps/capacityWriters && time.Since(start) < capacityTime; i++ {
+			for ; done[w] < capacityOps/capacityWriters && time.Since(start) < capacityTime; done[w]++ {
 				var t objectstore.Transaction
 				t.Write(capacityColl, benchOID(w), uint64(rng.IntN(capacityObjSize/len(block))*len(block)), block)
-				if err := <-st.Submit(&t); err != nil {
-					mu.Lock()
-					first = errors.Join(first, err)
-					mu.Unlock()
+				if errs[w] = <-st.Submit(&t); errs[w] != nil {
 					return
 				}
-				mu.Lock()
-				done++
-				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if first != nil {
-		return 0, fmt.Errorf("bench writes: %w", first)
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return 0, fmt.Errorf("bench writes: %w", err)
 	}
-	return float64(done) / time.Since(start).Seconds(), nil
+	total := 0
+	for _, n := range done {
+		total += n
+	}
+	return float64(total) / elapsed.Seconds(), nil
 }
 
 func benchOID(w int) string { return "bench_" + strconv.Itoa(w) }

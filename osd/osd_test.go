@@ -475,6 +475,29 @@ func TestCapacityMeasured(t *testing.T) {
 	}
 	o.Close()
 	st.Close()
+	// an OSD killed mid-measurement left its scratch collection and no
+	// result: the next start measures again and removes it
+	dir3 := t.TempDir()
+	crashed, err := objectstore.Open(objectstore.Options{Dir: dir3 + "/store", Size: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left objectstore.Transaction
+	left.CreateCollection("mclock_bench")
+	left.Write("mclock_bench", "bench_3", 8192, make([]byte, 4096))
+	if err := crashed.Apply(&left); err != nil {
+		t.Fatal(err)
+	}
+	crashed.Close()
+	o, st = start(dir3, "")
+	if _, err := os.Stat(filepath.Join(dir3, "mclock_capacity_iops")); err != nil || capacity(o) == 21500 {
+		t.Fatalf("after a measurement cut short: kept %v, capacity %v", err, capacity(o))
+	}
+	if colls, _ := st.Collections(); slices.Contains(colls, "mclock_bench") {
+		t.Fatal("the scratch collection a cut-short measurement left is still there")
+	}
+	o.Close()
+	st.Close()
 	dir2 := t.TempDir()
 	o, st = start(dir2, "[osd]\nosd_mclock_skip_benchmark = true\n")
 	defer st.Close()

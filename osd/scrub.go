@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"runtime"
@@ -39,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
@@ -81,8 +81,6 @@ type scrubObj struct {
 	DataDigest uint32 // deep scrubs only
 	Err        string // the read error, if any
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func encodeScrubMap(objs []scrubObj) []byte {
 	e := wireEncoder(64 * len(objs))
@@ -163,7 +161,7 @@ func (pg *PG) scrubObject(oid string, deep bool) scrubObj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	h := crc32.New(castagnoli)
+	h := crc32c.New()
 	for _, k := range keys {
 		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(attrs[k]))
 		h.Write(attrs[k])
@@ -191,7 +189,7 @@ func (pg *PG) scrubObject(oid string, deep bool) scrubObj {
 		if err != nil {
 			return fail("read", err)
 		}
-		o.DataDigest = crc32.Checksum(data, castagnoli)
+		o.DataDigest = crc32c.Checksum(data)
 	}
 	return o
 }

@@ -167,38 +167,9 @@ func (m *Map) Encode() []byte {
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	encodeStates(&e, ids, func(id int32) OSD { return m.OSDs[id] })
-	encodeClusterAddrs(&e, ids, func(id int32) OSD { return m.OSDs[id] })
-	encodeUpFrom(&e, ids, func(id int32) OSD { return m.OSDs[id] })
+	encodeOSDFields(&e, ids, func(id int32) OSD { return m.OSDs[id] })
 	e.End(mark)
 	return e.Bytes()
-}
-
-// encodeUpFrom writes (id, UpFrom) for the ids with one (encoding v4).
-func encodeUpFrom(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
-	var set []int32
-	for _, id := range ids {
-		if osd(id).UpFrom != 0 {
-			set = append(set, id)
-		}
-	}
-	e.U32(uint32(len(set)))
-	for _, id := range set {
-		e.I32(id)
-		e.U32(uint32(osd(id).UpFrom))
-	}
-}
-
-// decodeUpFrom reads encodeUpFrom's list; set reports false for an id
-// not held.
-func decodeUpFrom(d *wire.Decoder, set func(id int32, e Epoch) bool) {
-	for n := d.Count(8); n > 0 && d.Err() == nil; n-- {
-		id, e := d.I32(), Epoch(d.U32())
-		if !set(id, e) {
-			d.Fail("osd.%d: up_from for an osd the map does not hold", id)
-			return
-		}
-	}
 }
 
 // extraState packs the OSD fields of encoding v2: bit 0 AutoOut, bits
@@ -219,57 +190,61 @@ func setExtraState(o *OSD, st uint8) {
 	o.AutoOut, o.Fullness, o.Lost = st&1 != 0, Fullness(st>>1&3), st&8 != 0
 }
 
-// encodeStates writes (id, state) for the ids whose extra state is set.
-func encodeStates(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
-	var set []int32
-	for _, id := range ids {
-		if extraState(osd(id)) != 0 {
-			set = append(set, id)
+// osdField is an OSD field that maps and incrementals carry, from
+// encoding version since on, after the flags, as a list of (id, value)
+// for the OSDs where it is set; min is the fewest bytes one entry takes
+// (the decoder's bound on the count).
+type osdField struct {
+	since uint8
+	name  string
+	min   int
+	set   func(OSD) bool
+	put   func(*wire.Encoder, OSD)
+	get   func(*wire.Decoder, *OSD)
+}
+
+// osdFields are the sparse OSD fields, in encoding order.
+var osdFields = []osdField{
+	{2, "state", 5, func(o OSD) bool { return extraState(o) != 0 },
+		func(e *wire.Encoder, o OSD) { e.U8(extraState(o)) }, func(d *wire.Decoder, o *OSD) { setExtraState(o, d.U8()) }},
+	{3, "cluster address", 8, func(o OSD) bool { return o.ClusterAddr != "" },
+		func(e *wire.Encoder, o OSD) { e.String(o.ClusterAddr) }, func(d *wire.Decoder, o *OSD) { o.ClusterAddr = d.String() }},
+	{4, "up_from", 8, func(o OSD) bool { return o.UpFrom != 0 },
+		func(e *wire.Encoder, o OSD) { e.U32(uint32(o.UpFrom)) }, func(d *wire.Decoder, o *OSD) { o.UpFrom = Epoch(d.U32()) }},
+}
+
+// encodeOSDFields writes each of osdFields for the ids (in order) where
+// it is set.
+func encodeOSDFields(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
+	for _, f := range osdFields {
+		var set []int32
+		for _, id := range ids {
+			if f.set(osd(id)) {
+				set = append(set, id)
+			}
 		}
-	}
-	e.U32(uint32(len(set)))
-	for _, id := range set {
-		e.I32(id)
-		e.U8(extraState(osd(id)))
+		e.U32(uint32(len(set)))
+		for _, id := range set {
+			e.I32(id)
+			f.put(e, osd(id))
+		}
 	}
 }
 
-// decodeStates reads encodeStates's list, calling set with each OSD's
-// extra state byte; set reports false for an id not held.
-func decodeStates(d *wire.Decoder, set func(id int32, st uint8) bool) {
-	for n := d.Count(5); n > 0 && d.Err() == nil; n-- {
-		id, st := d.I32(), d.U8()
-		if !set(id, st) {
-			d.Fail("osd.%d: state for an osd the map does not hold", id)
+// decodeOSDFields reads the osdFields of encoding version v into the
+// OSDs update gives (it calls fill on the OSD of id, or reports false for
+// an id not held, which fails the decoding).
+func decodeOSDFields(d *wire.Decoder, v uint8, update func(id int32, fill func(*OSD)) bool) {
+	for _, f := range osdFields {
+		if v < f.since {
 			return
 		}
-	}
-}
-
-// encodeClusterAddrs writes (id, cluster address) for the ids with one
-// (encoding v3).
-func encodeClusterAddrs(e *wire.Encoder, ids []int32, osd func(int32) OSD) {
-	var set []int32
-	for _, id := range ids {
-		if osd(id).ClusterAddr != "" {
-			set = append(set, id)
-		}
-	}
-	e.U32(uint32(len(set)))
-	for _, id := range set {
-		e.I32(id)
-		e.String(osd(id).ClusterAddr)
-	}
-}
-
-// decodeClusterAddrs reads encodeClusterAddrs's list; set reports false
-// for an id not held.
-func decodeClusterAddrs(d *wire.Decoder, set func(id int32, addr string) bool) {
-	for n := d.Count(8); n > 0 && d.Err() == nil; n-- {
-		id, addr := d.I32(), d.String()
-		if !set(id, addr) {
-			d.Fail("osd.%d: cluster address for an osd the map does not hold", id)
-			return
+		for n := d.Count(f.min); n > 0 && d.Err() == nil; n-- {
+			id := d.I32()
+			if !update(id, func(o *OSD) { f.get(d, o) }) {
+				d.Fail("osd.%d: %s for an osd the map does not hold", id, f.name)
+				return
+			}
 		}
 	}
 }
@@ -314,32 +289,14 @@ func Decode(b []byte) (*Map, error) {
 	m.PrimaryTemp = decodePrimaryTemp(d)
 	if v >= 2 {
 		m.Flags = Flags(d.U32())
-		decodeStates(d, func(id int32, st uint8) bool {
-			if id < 0 || int(id) >= len(m.OSDs) {
-				return false
-			}
-			setExtraState(&m.OSDs[id], st)
-			return true
-		})
 	}
-	if v >= 3 {
-		decodeClusterAddrs(d, func(id int32, addr string) bool {
-			if id < 0 || int(id) >= len(m.OSDs) {
-				return false
-			}
-			m.OSDs[id].ClusterAddr = addr
-			return true
-		})
-	}
-	if v >= 4 {
-		decodeUpFrom(d, func(id int32, e Epoch) bool {
-			if id < 0 || int(id) >= len(m.OSDs) {
-				return false
-			}
-			m.OSDs[id].UpFrom = e
-			return true
-		})
-	}
+	decodeOSDFields(d, v, func(id int32, fill func(*OSD)) bool {
+		if id < 0 || int(id) >= len(m.OSDs) {
+			return false
+		}
+		fill(&m.OSDs[id])
+		return true
+	})
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -377,9 +334,7 @@ func (inc *Incremental) Encode() []byte {
 	if inc.NewFlags != nil {
 		e.U32(uint32(*inc.NewFlags))
 	}
-	encodeStates(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
-	encodeClusterAddrs(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
-	encodeUpFrom(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
+	encodeOSDFields(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
 	e.End(mark)
 	return e.Bytes()
 }
@@ -411,34 +366,18 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 	}
 	inc.NewPGTemp = decodePGTemp(d)
 	inc.NewPrimaryTemp = decodePrimaryTemp(d)
-	if v >= 2 {
-		if d.Bool() {
-			f := Flags(d.U32())
-			inc.NewFlags = &f
+	if v >= 2 && d.Bool() {
+		f := Flags(d.U32())
+		inc.NewFlags = &f
+	}
+	decodeOSDFields(d, v, func(id int32, fill func(*OSD)) bool {
+		o, ok := inc.NewOSDs[id]
+		if ok {
+			fill(&o)
+			inc.NewOSDs[id] = o
 		}
-		decodeStates(d, func(id int32, st uint8) bool {
-			o, ok := inc.NewOSDs[id]
-			setExtraState(&o, st)
-			inc.NewOSDs[id] = o
-			return ok
-		})
-	}
-	if v >= 3 {
-		decodeClusterAddrs(d, func(id int32, addr string) bool {
-			o, ok := inc.NewOSDs[id]
-			o.ClusterAddr = addr
-			inc.NewOSDs[id] = o
-			return ok
-		})
-	}
-	if v >= 4 {
-		decodeUpFrom(d, func(id int32, e Epoch) bool {
-			o, ok := inc.NewOSDs[id]
-			o.UpFrom = e
-			inc.NewOSDs[id] = o
-			return ok
-		})
-	}
+		return ok
+	})
 	d.End("incremental", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode incremental: %w", err)

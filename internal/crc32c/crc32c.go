@@ -7,12 +7,19 @@
 // instead of a pass over the bytes.
 package crc32c
 
-import "hash/crc32"
+import (
+	"hash"
+	"hash/crc32"
+)
 
 var table = crc32.MakeTable(crc32.Castagnoli)
 
-// Checksum is the crc32c of b (hash/crc32 with the Castagnoli table).
+// Checksum is the crc32c of b (hash/crc32 with the Castagnoli table;
+// RFC 3720, appendix B.4).
 func Checksum(b []byte) uint32 { return crc32.Checksum(b, table) }
+
+// New returns a streaming crc32c hash.
+func New() hash.Hash32 { return crc32.New(table) }
 
 // Update is the crc32c of the bytes crc covers followed by b.
 func Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, table, b) }
@@ -20,8 +27,8 @@ func Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, table, b) }
 // Sum is a checksum that may be unknown: a known one (Valid) lets its
 // user skip computing it.
 type Sum struct {
-	CRC   uint32
-	Valid bool
+	CRC   uint32 // the crc32c, when Valid
+	Valid bool   // CRC is known; the zero Sum is unknown
 }
 
 // poly is the Castagnoli polynomial, bit-reversed as hash/crc32 uses it
