@@ -240,7 +240,12 @@ func (c PGTemp) Apply(s *State) (*osdmap.Incremental, string, error) {
 	for pg, osds := range c.Sets {
 		p, err := m.Pool(pg.Pool)
 		if err != nil || pg.Seed >= p.PGNum || len(osds) > p.Size ||
-			slices.ContainsFunc(osds, func(o int32) bool { return o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Exists }) {
+			slices.ContainsFunc(osds, func(o int32) bool {
+				if o == osdmap.NoOSD { // an erasure-coded PG's empty position
+					return p.CanShiftOSDs()
+				}
+				return o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Exists
+			}) {
 			continue
 		}
 		if mp, err := m.MapPG(pg); err == nil && slices.Equal(mp.Up, osds) {

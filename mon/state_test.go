@@ -420,6 +420,44 @@ func TestPGTemp(t *testing.T) {
 	}
 }
 
+// TestPGTempErasure: an erasure-coded PG's pg_temp is positional and may
+// hold empty positions (osdmap.NoOSD), which a replicated PG's may not.
+func TestPGTempErasure(t *testing.T) {
+	s := newState(t)
+	for i := range 4 {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1", "crush-failure-domain=osd"}})
+	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p21", PGNum: 8})
+	commit(t, s, mon.PoolCreate{Name: "rep", Size: 2, PGNum: 8})
+	ecp, _ := s.Map.PoolByName("ec")
+	rep, _ := s.Map.PoolByName("rep")
+	pg := osdmap.PGID{Pool: ecp.ID, Seed: 2}
+	mp, err := s.Map.MapPG(pg)
+	if err != nil || len(mp.Up) != 3 {
+		t.Fatalf("up %v: %v", mp.Up, err)
+	}
+	var other int32
+	for o := range int32(4) {
+		if !slices.Contains(mp.Up, o) {
+			other = o
+		}
+	}
+	temp := []int32{mp.Up[0], osdmap.NoOSD, other}
+	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: temp}})
+	if got, _ := s.Map.MapPG(pg); !slices.Equal(got.Acting, temp) || !slices.Equal(got.Up, mp.Up) {
+		t.Fatalf("up %v acting %v, want acting %v", got.Up, got.Acting, temp)
+	}
+	epoch := s.Map.Epoch
+	if inc, _, err := s.Commit(mon.PGTemp{Sets: map[osdmap.PGID][]int32{{Pool: rep.ID, Seed: 1}: {0, osdmap.NoOSD}}}); err != nil || inc != nil || s.Map.Epoch != epoch {
+		t.Fatalf("a replicated pg_temp with a hole: %v, %v", inc, err)
+	}
+	sets := map[osdmap.PGID][]int32{pg: temp}
+	if cmd, err := mon.Translate(monc.Command{Prefix: "osd pg-temp", Args: map[string]string{"pgs": monc.FormatPGTemps(sets)}}); err != nil || !reflect.DeepEqual(cmd, mon.PGTemp{Sets: sets}) {
+		t.Fatalf("round trip of %v: %v, %v", sets, cmd, err)
+	}
+}
+
 // TestPGHistory: the acting set recorded last replaces those of earlier
 // intervals; a late record of an earlier interval is ignored; deleting the
 // pool forgets them.

@@ -31,6 +31,7 @@ package osd
 // the decoded data at once (repair on read).
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -835,6 +836,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		return context.Canceled
 	}
 	acting, addrs, pool := pg.acting, pg.addrs, pg.pool
+	targets, targetAddrs, targetShards := pg.targets, pg.targetAddrs, pg.targetShards
 	pg.mu.Unlock()
 	cd, err := d.codec(ctx, pool)
 	if err != nil {
@@ -843,7 +845,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	k := cd.Profile().K
 	mq, _ := d.curMap() // the members answer with this map or newer
 
-	// 1. every shard's info and log
+	// 1. every shard's info and log, and the backfill targets'
 	mem := make([]*memberInfo, len(acting))
 	var lus []Version
 	for i, o := range acting {
@@ -866,11 +868,52 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	if len(lus) < k {
 		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, len(lus), k)
 	}
-	var reached []memberInfo
+	tmem := make([]*memberInfo, len(targets))
+	for i, o := range targets {
+		mi, err := pg.query(ctx, iv, o, targetAddrs[i])
+		if err != nil {
+			return err
+		}
+		tmem[i] = &mi
+	}
+	// a member whose copy is of another shard (CRUSH moved it to another
+	// position) holds nothing of its position's: it counts as empty, and
+	// adopts the log as a copy with no history
+	var misplaced []memberInfo
+	reset := func(m *memberInfo, pos int) {
+		if m == nil || m.info.Shard == int32(pos) || (m.info.LastUpdate == Version{} && len(m.entries) == 0) {
+			return
+		}
+		misplaced = append(misplaced, *m)
+		*m = memberInfo{id: m.id, addr: m.addr, info: Info{Shard: int32(pos)}, intervals: m.intervals, leases: m.leases, reset: true}
+	}
+	for i := range mem {
+		reset(mem[i], i)
+	}
+	for i := range tmem {
+		reset(tmem[i], targetShards[i])
+	}
+	lus = lus[:0]
 	for _, m := range mem {
+		if m != nil {
+			lus = append(lus, m.info.LastUpdate)
+		}
+	}
+	var reached []memberInfo
+	for _, m := range append(slices.Clone(mem), tmem...) {
 		if m != nil {
 			reached = append(reached, *m)
 		}
+	}
+	// shards whose OSD has no history of them (new to the PG, or moved
+	// from another position of it): a former member up with that shard,
+	// or a member that holds it at another position, keeps it acting, so
+	// that its data stays in use — without it the PG may even lack k
+	// shards to peer with
+	empty := func(i int) bool { return mem[i] != nil && mem[i].info.LastUpdate == (Version{}) }
+	if want := pg.shardsFromFormers(ctx, iv, acting, targets, mq, reached, misplaced, empty, func(memberInfo) bool { return true }); want != nil {
+		d.log.Info("asking for pg_temp: former members keep the shards the up set has no history of", "pg", pg.id, "acting", acting, "want", want)
+		return d.pgTemp.request(pg, iv, want)
 	}
 	if err := pg.checkPrior(iv, reached, k); err != nil {
 		return err
@@ -879,19 +922,22 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		return err
 	}
 	// 2. the authoritative version: the k-th newest
-	slices.SortFunc(lus, func(a, b Version) int {
-		switch {
-		case b.Less(a):
-			return -1
-		case a.Less(b):
-			return 1
-		}
-		return 0
-	})
-	v := lus[k-1]
-	// 3. roll back what fewer than k shards hold
+	v := kthNewest(lus, k)
+	// a member moved to another position still holds its old shard's
+	// data: if writes past v are on k shards only counting such copies,
+	// rolling back would lose what may have been acknowledged — wait
+	// (for a pg_temp that puts them back, or the OSDs that held them)
+	all := slices.Clone(lus)
+	for _, m := range misplaced {
+		all = append(all, m.info.LastUpdate)
+	}
+	if vm := kthNewest(all, k); v.Less(vm) {
+		return fmt.Errorf("pg %s incomplete: writes up to %s are on k=%d shards only counting copies of other shards' positions (%s); waiting for their OSDs to serve them", pg.id, vm, k, describeMembers(misplaced))
+	}
+	// 3. roll back what fewer than k shards hold (a backfill target took
+	// every write too)
 	auth := -1
-	for i, m := range mem {
+	for i, m := range append(slices.Clone(mem), tmem...) {
 		if m == nil {
 			continue
 		}
@@ -907,14 +953,14 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 			m.info.LastUpdate = v
 			m.entries = slices.DeleteFunc(m.entries, func(e LogEntry) bool { return v.Less(e.Ver) })
 		}
-		if m.info.LastUpdate == v && (auth < 0 || m.id == d.id) {
+		if i < len(mem) && m.info.LastUpdate == v && (auth < 0 || m.id == d.id) {
 			auth = i
 		}
 	}
 	a := *mem[auth]
 	a.info.LastUpdate = v
 	// 4. what each shard lacks in that history; 5. every shard adopts it
-	var members []memberInfo // this OSD first
+	var members []memberInfo // this OSD first, the backfill targets last
 	for _, m := range mem {
 		switch {
 		case m == nil:
@@ -924,60 +970,171 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 			members = append(members, *m)
 		}
 	}
+	for _, m := range tmem {
+		members = append(members, *m)
+	}
 	rec, err := pg.plan(ctx, a, members, members)
 	if err != nil {
 		return err
 	}
 	rec.shards = mem
+	rec.targetShards = map[int32]int{}
+	for i, o := range targets {
+		rec.targetShards[o] = targetShards[i]
+	}
+	// 6. shards to backfill whole in the acting set: former members that
+	// hold them complete keep serving them
+	if want := pg.wantActingEC(ctx, iv, a, rec, acting, targets, mq, reached); want != nil {
+		d.log.Info("asking for pg_temp: complete shards serve while the up set backfills", "pg", pg.id, "acting", acting, "want", want)
+		return d.pgTemp.request(pg, iv, want)
+	}
 	return pg.activatePlan(ctx, iv, a, rec)
 }
 
-// recoverObjectEC rebuilds the shards of oid that acting members lack
-// from k current ones (recoverObject of an erasure-coded PG). The caller
-// holds the object's lock exclusively.
+// kthNewest returns the k-th newest of the versions (sorting them newest
+// first); the caller has at least k.
+func kthNewest(vs []Version, k int) Version {
+	slices.SortFunc(vs, func(a, b Version) int {
+		switch {
+		case b.Less(a):
+			return -1
+		case a.Less(b):
+			return 1
+		}
+		return 0
+	})
+	return vs[k-1]
+}
+
+// describeMembers names members and the shards their copies hold.
+func describeMembers(ms []memberInfo) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("osd.%d holds shard %d at %s", m.id, m.info.Shard, m.info.LastUpdate)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shardFill is a shard of an object to rebuild: the shard at position
+// pos, on member m (an acting member, or a backfill target).
+type shardFill struct {
+	pos int
+	m   memberInfo
+}
+
+// recoverObjectEC rebuilds the shards of oid that acting members and
+// backfill targets lack (recoverObject of an erasure-coded PG): copied
+// from the acting member holding the same shard when only targets lack
+// it and that copy is current (a backfill under pg_temp), else decoded
+// from k current ones. The caller holds the object's lock exclusively.
 func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid string) error {
 	d := pg.osd
 	pg.mu.Lock()
 	pool := pg.pool
-	var targets []int
+	var fills []shardFill
 	for i, m := range r.shards {
 		if m != nil && r.lacks[m.id][oid] {
-			targets = append(targets, i)
+			fills = append(fills, shardFill{i, *m})
+		}
+	}
+	direct := len(fills) == 0
+	for _, m := range r.members {
+		if pos, ok := r.targetShards[m.id]; ok && r.lacks[m.id][oid] {
+			fills = append(fills, shardFill{pos, m})
+			direct = direct && r.shards[pos] != nil
 		}
 	}
 	pg.mu.Unlock()
-	if len(targets) == 0 {
+	if len(fills) == 0 {
 		return nil
-	}
-	cd, err := d.codec(ctx, pool)
-	if err != nil {
-		return err
-	}
-	// every shard is held at once while decoding
-	size, err := pg.shardSize(ctx, iv, r.shards, targets, oid)
-	if err != nil {
-		return err
 	}
 	var mem recoveryMemory
 	defer mem.release()
-	if err := mem.hold(ctx, d, size*uint64(len(r.shards))); err != nil {
-		return err
+	copied := false
+	if direct {
+		var err error
+		if copied, err = pg.copyShards(ctx, r, iv, oid, fills, &mem); err != nil {
+			return err
+		}
 	}
-	if err := pg.recoverEC(ctx, cd, iv, r.shards, oid, targets); err != nil {
-		return err
+	if !copied {
+		cd, err := d.codec(ctx, pool)
+		if err != nil {
+			return err
+		}
+		// every shard is held at once while decoding
+		size, err := pg.shardSize(ctx, iv, r.shards, fills, oid)
+		if err != nil {
+			return err
+		}
+		if err := mem.hold(ctx, d, size*uint64(len(r.shards))); err != nil {
+			return err
+		}
+		if err := pg.recoverEC(ctx, cd, iv, r.shards, oid, fills); err != nil {
+			return err
+		}
+		d.perf.ecRebuilds.Add(1)
 	}
-	for _, t := range targets {
-		pg.filled(r, r.shards[t].id, oid)
+	for _, f := range fills {
+		pg.filled(r, f.m.id, oid)
 	}
 	return nil
 }
 
-// shardSize is the size of oid's shard on a member outside targets: this
-// OSD's if it has one, else the first that answers.
-func (pg *PG) shardSize(ctx context.Context, iv uint64, shards []*memberInfo, targets []int, oid string) (uint64, error) {
+// copyShards fills backfill targets with oid's shards copied from the
+// acting members that hold the same shards (no acting member lacks the
+// object), when those are at the version this OSD, the primary, holds:
+// one shard read per shard written, no decoding. It reports false,
+// having pushed nothing, when a source holds another version; the caller
+// decodes then.
+func (pg *PG) copyShards(ctx context.Context, r *recovery, iv uint64, oid string, fills []shardFill, mem *recoveryMemory) (bool, error) {
+	d := pg.osd
+	want := &objState{}
+	size := uint64(0)
+	if st, err := d.store.Stat(pg.coll, oid); err == nil {
+		b, err := d.store.GetAttr(pg.coll, oid, attrVersion)
+		if err != nil {
+			return false, nil
+		}
+		want.Exists, size = true, st.Size
+		want.Attrs = []objectstore.KV{{Key: attrVersion, Value: b}}
+	}
+	if err := mem.hold(ctx, d, size*uint64(len(fills))); err != nil {
+		return false, err
+	}
+	objs := make([]*objState, len(fills))
+	for i, f := range fills {
+		if !want.Exists {
+			objs[i] = want // deleted: nothing to read
+			continue
+		}
+		src := r.shards[f.pos]
+		obj, err := pg.pull(ctx, iv, *src, oid)
+		if err != nil {
+			return false, err
+		}
+		ver := slices.IndexFunc(obj.Attrs, func(a objectstore.KV) bool { return a.Key == attrVersion })
+		if !obj.Exists || ver < 0 || !bytes.Equal(obj.Attrs[ver].Value, want.Attrs[0].Value) {
+			d.log.Warn("backfill source holds another version of the object; decoding", "pg", pg.id, "object", oid, "shard", f.pos, "osd", src.id)
+			return false, nil
+		}
+		objs[i] = obj
+	}
+	for i, f := range fills {
+		if err := pg.push(ctx, iv, f.m, oid, objs[i]); err != nil {
+			return false, err
+		}
+	}
+	d.perf.ecShardCopies.Add(uint64(len(fills)))
+	return true, nil
+}
+
+// shardSize is the size of oid's shard on an acting member not being
+// filled: this OSD's if it has one, else the first that answers.
+func (pg *PG) shardSize(ctx context.Context, iv uint64, shards []*memberInfo, fills []shardFill, oid string) (uint64, error) {
 	var err error
-	for i, m := range shards {
-		if m == nil || slices.Contains(targets, i) {
+	for _, m := range shards {
+		if m == nil || filling(fills, m.id) {
 			continue
 		}
 		if m.id == pg.osd.id {
@@ -999,10 +1156,16 @@ func (pg *PG) shardSize(ctx context.Context, iv uint64, shards []*memberInfo, ta
 	return 0, err
 }
 
-// recoverEC rebuilds an object's shards at positions targets from k of
-// the other shards — read until k agree on the object's version (or on its
-// absence) — or removes it from them if the others no longer hold it.
-func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*memberInfo, oid string, targets []int) error {
+// filling reports whether member o is one of the fills.
+func filling(fills []shardFill, o int32) bool {
+	return slices.ContainsFunc(fills, func(f shardFill) bool { return f.m.id == o })
+}
+
+// recoverEC rebuilds an object's shards fills from k of the acting
+// members' shards mem (by position; those being filled are not read) —
+// read until k agree on the object's version (or on its absence) — or
+// removes it from them if the others no longer hold it.
+func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*memberInfo, oid string, fills []shardFill) error {
 	d := pg.osd
 	p := cd.Profile()
 	// sources by (exists, version): the first group to reach k wins
@@ -1014,7 +1177,7 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*mem
 	shards := make([][]byte, p.K+p.M)
 	answered := 0
 	for i, m := range mem {
-		if m == nil || slices.Contains(targets, i) {
+		if m == nil || filling(fills, m.id) {
 			continue
 		}
 		obj, err := pg.pull(ctx, iv, *m, oid)
@@ -1045,12 +1208,12 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*mem
 				return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
 			}
 		}
-		for _, t := range targets {
+		for _, f := range fills {
 			o := *out
 			if k.exists {
-				o.Data = shards[t]
+				o.Data = shards[f.pos]
 			}
-			if err := pg.push(ctx, iv, *mem[t], oid, &o); err != nil {
+			if err := pg.push(ctx, iv, f.m, oid, &o); err != nil {
 				return err
 			}
 		}

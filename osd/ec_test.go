@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -373,4 +375,179 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	// every shard is rebuilt: any two OSDs serve every object
 	c.stop(ctx, cl, 0, 1)
 	verifyModel(ctx, t, p, model, "osd.2 and osd.3 alone after recovery")
+}
+
+// TestECBackfillUnderPGTemp: an OSD added to a 2+2 pool — each PG whose
+// up set gives it a shard while the others keep theirs keeps the shard's
+// old OSD acting under a pg_temp while the new one backfills (held by
+// nobackfill): remapped, never degraded or undersized. (Where CRUSH also
+// moves another member to another position, the pg_temp keeps it at its
+// old one where it can; a cycle of moves may leave a shard to rebuild by
+// decoding.) Every read is served meanwhile, and the new OSD takes every
+// write (a partial write first copies it the object's shard). Then the
+// shards are copied from the OSDs that held them, the pg_temps go, the
+// old shards are deleted, and every object has its four shards, readable
+// from any two OSDs.
+func TestECBackfillUnderPGTemp(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
+	c.poolSet(ctx, cl, "ec22", "min_size", "2")
+	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
+	r := rand.New(rand.NewPCG(7, 8))
+	model := map[string][]byte{} // nil: deleted
+	put := func(oid string, data []byte) {
+		t.Helper()
+		if err := p.WriteFull(ctx, oid, data); err != nil {
+			t.Fatalf("write %s: %v", oid, err)
+		}
+		model[oid] = data
+	}
+	for i := range 60 {
+		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(30<<10)))
+	}
+	waitClean(ctx, t, cl, p.ID())
+	before, err := cl.Map().PGMappings(p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	monDo(ctx, t, cl, "osd set", "key", "nobackfill")
+	c.stores = append(c.stores, objectstore.NewMemStore())
+	c.dirs = append(c.dirs, t.TempDir())
+	c.osds = append(c.osds, nil)
+	c.restartOSD(4)
+	// moved: PGs where osd.4 takes shards and every other shard stays put
+	moved, shifted := map[osdmap.PGID]bool{}, 0
+	for {
+		if err := cl.RefreshMap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m := cl.Map()
+		after, err := m.PGMappings(p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(moved)
+		shifted = 0
+		for seed, mp := range after {
+			old := before[seed].Acting
+			if slices.Equal(mp.Up, old) {
+				continue
+			}
+			pure := true
+			for i, o := range mp.Up {
+				pure = pure && (o == old[i] || o == 4)
+			}
+			if pure {
+				moved[osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}] = true
+			} else {
+				shifted++
+			}
+		}
+		waiting, empty := 0, 0 // a PG with no objects goes clean at once
+		states := pgStates(ctx, t, cl, p.ID())
+		for _, st := range states {
+			id, state, _ := strings.Cut(st, " ")
+			pg, err := osdmap.ParsePGID(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case moved[pg] && (strings.Contains(state, "degraded") || strings.Contains(state, "undersized")):
+				t.Fatalf("an OSD added: %s, its old acting set %v", st, before[pg.Seed].Acting)
+			case moved[pg] && state == "active+remapped+backfill_wait":
+				mp, err := m.MapPG(pg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Equal(mp.Acting, before[pg.Seed].Acting) {
+					waiting++
+				}
+			case moved[pg] && state == "active+clean":
+				empty++
+			}
+		}
+		if m.OSDs[4].Up && waiting > 0 && waiting+empty == len(moved) {
+			t.Logf("osd.4 added under nobackfill: %d pgs active+remapped+backfill_wait with their old acting set as pg_temp; %d where CRUSH also moved another OSD's position", waiting, shifted)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d pgs moved, %d wait under pg_temp: %v, pg_temp %v", len(moved), waiting, states, m.PGTemp)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	verifyModel(ctx, t, p, model, "under pg_temp")
+	// writes go on: whole, partial (osd.4 lacks the object first), removes, new
+	for i := range 60 {
+		oid := fmt.Sprintf("o%d", i)
+		switch i % 4 {
+		case 0:
+			put(oid, randBytes(r, 1000+r.IntN(30<<10)))
+		case 1:
+			patch := randBytes(r, 3000)
+			if err := p.Write(ctx, oid, patch, 500); err != nil {
+				t.Fatal(err)
+			}
+			w := slices.Clone(model[oid])
+			if n := 500 + len(patch); len(w) < n {
+				w = append(w, make([]byte, n-len(w))...)
+			}
+			copy(w[500:], patch)
+			model[oid] = w
+		case 2:
+			if i%8 == 2 {
+				if err := p.Remove(ctx, oid); err != nil {
+					t.Fatal(err)
+				}
+				model[oid] = nil
+			}
+		}
+	}
+	for i := range 20 {
+		put(fmt.Sprintf("n%d", i), randBytes(r, 5000+i))
+	}
+	verifyModel(ctx, t, p, model, "written under pg_temp")
+	if n := c.held(4, p.ID()); n == 0 {
+		t.Fatal("osd.4 took none of the objects written under pg_temp")
+	}
+	monDo(ctx, t, cl, "osd unset", "key", "nobackfill")
+	waitClean(ctx, t, cl, p.ID())
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cl.Map().PGTemp); n != 0 {
+		t.Fatalf("clean with %d pg_temp entries left: %v", n, cl.Map().PGTemp)
+	}
+	verifyModel(ctx, t, p, model, "backfilled")
+	var copies, rebuilds uint64
+	for i := range 5 {
+		st, err := cl.OSDStats(ctx, int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies += st.Perf.ECShardCopies
+		rebuilds += st.Perf.ECRebuilds
+	}
+	if copies == 0 || (shifted == 0 && rebuilds != 0) || rebuilds*4 > copies {
+		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding (%d pgs with shifted positions)", copies, rebuilds, shifted)
+	}
+	t.Logf("backfill copied %d shards from the OSDs that held them; %d objects rebuilt by decoding (in the %d pgs with shifted positions)", copies, rebuilds, shifted)
+	live := 0
+	for _, v := range model {
+		if v != nil {
+			live++
+		}
+	}
+	total := 0
+	eventually(ctx, t, func() bool {
+		total = 0
+		for i := range c.osds {
+			total += c.held(i, p.ID())
+		}
+		return total == 4*live
+	}, func() string { return fmt.Sprintf("%d shards held, want %d", total, 4*live) })
+	c.stop(ctx, cl, 0, 1)
+	verifyModel(ctx, t, p, model, "osd.0 and osd.1 down after the backfill")
 }

@@ -558,9 +558,9 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 		}
 		for seed, mp := range maps {
 			pgid := osdmap.PGID{Pool: pid, Seed: uint32(seed)}
-			// a member of the acting set, or a backfill target of a
-			// replicated PG (in its up set, outside a pg_temp)
-			in := slices.Contains(mp.Acting, d.id) || (pool.CanShiftOSDs() && slices.Contains(mp.Up, d.id))
+			// a member of the acting set, or a backfill target (in its
+			// up set, outside a pg_temp)
+			in := slices.Contains(mp.Acting, d.id) || slices.Contains(mp.Up, d.id)
 			pg := d.pgs[pgid]
 			if !in && pg == nil {
 				continue

@@ -25,6 +25,10 @@ type memberInfo struct {
 	intervals [][]int32 // its earlier acting sets that may have taken writes
 	missing   map[string]bool
 	leases    map[int32]time.Time // until when it promised OSDs read leases (lease.go)
+	// reset: an erasure-coded member whose copy is of another shard than
+	// its position's; peering treats it as holding nothing (its history
+	// says nothing of this shard), and it must adopt the log
+	reset bool
 }
 
 // peer brings the acting set of interval iv to one history and activates
@@ -72,7 +76,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	acting, targets, past := pg.acting, pg.targets, slices.Clone(pg.strays)
+	acting, targets, strays := pg.acting, pg.targets, slices.Clone(pg.strays)
 	writers, addrs := pg.writers()
 	self := memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
 	pg.mu.Unlock()
@@ -93,22 +97,8 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	}
 	// earlier members that are up may hold newer writes (the PG moved),
 	// or the only copies of objects the acting set lacks
-	for _, mi := range members {
-		for _, acting := range mi.intervals {
-			past = append(past, acting...)
-		}
-	}
-	pg.mu.Lock()
-	for _, acting := range pg.intervals {
-		past = append(past, acting...)
-	}
-	pg.mu.Unlock()
-	slices.Sort(past)
 	var others []memberInfo
-	for _, o := range slices.Compact(past) {
-		if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up || slices.Contains(acting, o) {
-			continue
-		}
+	for _, o := range pg.formerMembers(m, members, strays, acting) {
 		mi, err := pg.query(ctx, iv, o, m.OSDs[o].BackAddr())
 		if err != nil {
 			return fmt.Errorf("former member: %w", err)
@@ -143,6 +133,27 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	return pg.activatePlan(ctx, iv, all[auth], rec)
 }
 
+// formerMembers lists the OSDs outside acting that are up in map m and
+// may hold a copy of the PG: strays, and the members of the earlier
+// intervals this OSD and the reached members know of.
+func (pg *PG) formerMembers(m *osdmap.Map, members []memberInfo, strays, acting []int32) []int32 {
+	past := slices.Clone(strays)
+	for _, mi := range members {
+		for _, a := range mi.intervals {
+			past = append(past, a...)
+		}
+	}
+	pg.mu.Lock()
+	for _, a := range pg.intervals {
+		past = append(past, a...)
+	}
+	pg.mu.Unlock()
+	slices.Sort(past)
+	return slices.DeleteFunc(slices.Compact(past), func(o int32) bool {
+		return o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up || slices.Contains(acting, o)
+	})
+}
+
 // plan works out what each copy in peers — the acting members (this OSD
 // first), then former members — lacks in the authoritative history a
 // (Ceph's peer_missing). Internal objects (erasure-coded rollback stashes)
@@ -170,7 +181,7 @@ func (pg *PG) activatePlan(ctx context.Context, iv uint64, a memberInfo, rec *re
 	d := pg.osd
 	for _, m := range rec.members {
 		lacks := rec.lacks[m.id]
-		if m.info.LastUpdate == a.info.LastUpdate && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects && maps.Equal(m.missing, lacks) {
+		if !m.reset && m.info.LastUpdate == a.info.LastUpdate && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects && maps.Equal(m.missing, lacks) {
 			continue
 		}
 		missing := slices.Sorted(maps.Keys(lacks))
@@ -225,7 +236,7 @@ func (pg *PG) settled(iv uint64) {
 	acting, addrs := pg.writers()
 	// every backfill target is complete (or the pg_temp only reorders the
 	// up set): the up set takes over
-	remapped := !pg.isEC && (len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet))
+	remapped := len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet)
 	pg.mu.Unlock()
 	if remapped {
 		pg.osd.log.Info("backfilled; clearing pg_temp", "pg", pg.id)
@@ -663,8 +674,14 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 	// this copy's shard and rollback state stay its own
 	info.Shard, info.RolledForward = pg.log.info.Shard, pg.log.info.RolledForward
 	stashed := map[Version]bool{}
-	for _, e := range pg.log.entries {
-		stashed[e.Ver] = e.Stash
+	if pg.isEC && pg.log.info.Shard != int32(pg.shard) {
+		// a copy of another shard: none of its history or stashes apply
+		pg.osd.log.Warn("holding another shard of the pg now: its copy will be rebuilt", "pg", pg.id, "was", pg.log.info.Shard, "now", pg.shard)
+		info.Shard, info.RolledForward = int32(pg.shard), 0
+	} else {
+		for _, e := range pg.log.entries {
+			stashed[e.Ver] = e.Stash
+		}
 	}
 	entries = slices.Clone(entries)
 	for i := range entries {

@@ -28,6 +28,7 @@ type perfCounters struct {
 	shardW, shardWBytes          atomic.Uint64
 	shardR, shardRBytes          atomic.Uint64
 	ecReconstruct                atomic.Uint64
+	ecRebuilds, ecShardCopies    atomic.Uint64
 	recoveryOps, recoveryBytes   atomic.Uint64
 	mclockWaits                  atomic.Uint64
 	recoveryPreempted            atomic.Uint64
@@ -102,6 +103,8 @@ func newPerf(daemon string, store any) *perfCounters {
 	counter("shard_r_total", "Erasure-coded shard reads served for a primary's client reads (this OSD's own included).", &p.shardR)
 	counter("shard_r_bytes_total", "Data bytes of those reads.", &p.shardRBytes)
 	counter("ec_reconstruct_total", "Erasure-coded reads that decoded missing, stale or corrupt shards.", &p.ecReconstruct)
+	counter("ec_rebuilds_total", "Erasure-coded objects whose missing shards this primary's recovery rebuilt by decoding.", &p.ecRebuilds)
+	counter("ec_shard_copies_total", "Erasure-coded shards this primary's backfill copied whole from the acting member holding the same shard.", &p.ecShardCopies)
 	counter("recovery_ops_total", "Objects this OSD's store installed whole for recovery, backfill or repair.", &p.recoveryOps)
 	counter("recovery_bytes_total", "Data bytes of those objects.", &p.recoveryBytes)
 	counter("mclock_background_waits_total", "Background operations the I/O scheduler held back before they could start.", &p.mclockWaits)
@@ -119,7 +122,7 @@ func newPerf(daemon string, store any) *perfCounters {
 func (p *perfCounters) snapshot() osdop.Perf {
 	return osdop.Perf{OpW: p.opW.Load(), OpR: p.opR.Load(), OpWInBytes: p.opWBytes.Load(), OpROutBytes: p.opRBytes.Load(),
 		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load(), ShardW: p.shardW.Load(), ShardWBytes: p.shardWBytes.Load(),
-		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load(),
+		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load(), ECRebuilds: p.ecRebuilds.Load(), ECShardCopies: p.ecShardCopies.Load(),
 		RecoveryOps: p.recoveryOps.Load(), RecoveryBytes: p.recoveryBytes.Load(), MClockWaits: p.mclockWaits.Load(), RecoveryPreempted: p.recoveryPreempted.Load()}
 }
 

@@ -40,22 +40,24 @@ type PG struct {
 	acting  []int32
 	addrs   []string // of the acting set, with nonces
 	// targets are the up set's OSDs outside the acting set while a
-	// pg_temp keeps the old acting set serving (replicated PGs): backfill
-	// targets, which take every write (as a log entry only, for an object
-	// their copy still lacks) and are filled in the background; targetAddrs
-	// are their addresses.
-	targets     []int32
-	targetAddrs []string
-	upSet       []int32         // CRUSH's choice, down OSDs removed
-	tempAsked   uint64          // the interval in which peering asked for a pg_temp
-	ivEpoch     osdmap.Epoch    // the map epoch in which this OSD saw the interval begin
-	recorded    monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
-	primary     int32
-	interval    uint64 // identifies the acting set (members and their instances)
-	epoch       osdmap.Epoch
-	state       string
-	log         *pgLog
-	applied     Version // the newest write submitted to the store, in log order
+	// pg_temp keeps the old acting set serving: backfill targets, which
+	// take every write (on a replicated PG as a log entry only, for an
+	// object their copy still lacks) and are filled in the background;
+	// targetAddrs are their addresses and, on an erasure-coded PG,
+	// targetShards the shard each one is filled with (its up position).
+	targets      []int32
+	targetAddrs  []string
+	targetShards []int
+	upSet        []int32         // CRUSH's choice, down OSDs removed
+	tempAsked    uint64          // the interval in which peering asked for a pg_temp
+	ivEpoch      osdmap.Epoch    // the map epoch in which this OSD saw the interval begin
+	recorded     monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
+	primary      int32
+	interval     uint64 // identifies the acting set (members and their instances)
+	epoch        osdmap.Epoch
+	state        string
+	log          *pgLog
+	applied      Version // the newest write submitted to the store, in log order
 	// intervals are the acting sets since the PG last settled here (every
 	// copy complete; that one included) that had min_size members, so may
 	// have accepted writes, each with its backfill targets (which logged
@@ -94,24 +96,16 @@ func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
 }
 
 // setShard records which shard of an erasure-coded PG this OSD holds
-// (pg.mu is held). A copy of another shard is useless here: its log is
-// dropped, so that peering rebuilds every object of the new shard.
+// now, its position in the acting set or as a backfill target (pg.mu is
+// held). A copy of another shard is kept as it is until the PG's primary
+// has this OSD adopt a log for the new shard (adoptLog drops the old
+// log then, and every object of the new shard is rebuilt): until then
+// the old shard may still serve, at its old position under a pg_temp.
 func (pg *PG) setShard(pos int) {
 	pg.shard = pos
-	if pg.log.info.Shard == int32(pos) {
-		return
+	if pg.log.info.LastUpdate == (Version{}) {
+		pg.log.info.Shard = int32(pos)
 	}
-	if pg.log.info.LastUpdate != (Version{}) {
-		pg.osd.log.Warn("holding another shard of the pg now: its copy will be rebuilt", "pg", pg.id, "was", pg.log.info.Shard, "now", pos)
-		var t objectstore.Transaction
-		pg.log.replace(&t, pg.coll, Info{Shard: int32(pos)}, nil, nil)
-		if err := pg.osd.store.Apply(&t); err != nil {
-			pg.osd.log.Error("reset pg log", "pg", pg.id, "err", err)
-		}
-		pg.applied = Version{}
-		return
-	}
-	pg.log.info.Shard = int32(pos)
 }
 
 func (pg *PG) notify() {
@@ -125,7 +119,7 @@ func (pg *PG) notify() {
 // a peer may have skipped, still ends the interval), the backfill
 // targets' and the pool's size and min_size, any change of which makes a
 // new interval that must peer.
-func intervalID(acting []int32, addrs []string, targets []int32, targetAddrs []string, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
+func intervalID(acting []int32, addrs []string, bf backfillSet, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
 	h := fnv.New64a()
 	if pool != nil {
 		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
@@ -133,10 +127,14 @@ func intervalID(acting []int32, addrs []string, targets []int32, targetAddrs []s
 	for i, o := range acting {
 		fmt.Fprintf(h, "%d@%s#%d,", o, addrs[i], upFrom(o))
 	}
-	if len(targets) > 0 {
+	if len(bf.osds) > 0 {
 		fmt.Fprint(h, ";backfill:")
-		for i, o := range targets {
-			fmt.Fprintf(h, "%d@%s#%d,", o, targetAddrs[i], upFrom(o))
+		for i, o := range bf.osds {
+			fmt.Fprintf(h, "%d@%s#%d", o, bf.addrs[i], upFrom(o))
+			if bf.shards != nil {
+				fmt.Fprintf(h, "s%d", bf.shards[i])
+			}
+			fmt.Fprint(h, ",")
 		}
 	}
 	return h.Sum64()
@@ -149,22 +147,37 @@ func (pg *PG) writers() ([]int32, []string) {
 	return append(slices.Clone(pg.acting), pg.targets...), append(slices.Clone(pg.addrs), pg.targetAddrs...)
 }
 
+// backfillSet is a PG's backfill targets: OSDs, their addresses and, on
+// an erasure-coded PG, the shard each is filled with (nil otherwise).
+type backfillSet struct {
+	osds   []int32
+	addrs  []string
+	shards []int
+}
+
 // backfillTargets are the up set's OSDs outside the acting set, which a
-// pg_temp keeps serving while they backfill (replicated pools only;
-// Ceph's backfill_targets), with their addresses.
-func backfillTargets(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping) ([]int32, []string) {
-	if pool == nil || !pool.CanShiftOSDs() {
-		return nil, nil
+// pg_temp keeps serving while they backfill (Ceph's backfill_targets),
+// with their addresses. On an erasure-coded PG a target is filled with
+// the shard of its up position, where the acting set's OSD differs; an
+// OSD that also acts (for another shard: one copy of the PG per OSD) is
+// not a target, its shard is rebuilt once the pg_temp goes.
+func backfillTargets(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping) backfillSet {
+	var bf backfillSet
+	if pool == nil {
+		return bf
 	}
-	var targets []int32
-	var addrs []string
-	for _, o := range mp.Up {
-		if o >= 0 && o < m.MaxOSD() && !slices.Contains(mp.Acting, o) {
-			targets = append(targets, o)
-			addrs = append(addrs, m.OSDs[o].BackAddr())
+	ec := !pool.CanShiftOSDs()
+	for i, o := range mp.Up {
+		if o < 0 || o >= m.MaxOSD() || slices.Contains(mp.Acting, o) {
+			continue
+		}
+		bf.osds = append(bf.osds, o)
+		bf.addrs = append(bf.addrs, m.OSDs[o].BackAddr())
+		if ec {
+			bf.shards = append(bf.shards, i)
 		}
 	}
-	return targets, addrs
+	return bf
 }
 
 // setMapping applies a new map's mapping of the PG (the OSD's map lock is
@@ -180,14 +193,14 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 			addrs[i] = m.OSDs[o].BackAddr()
 		}
 	}
-	targets, targetAddrs := backfillTargets(m, pool, mp)
+	bf := backfillTargets(m, pool, mp)
 	upFrom := func(o int32) osdmap.Epoch {
 		if o >= 0 && o < m.MaxOSD() {
 			return m.OSDs[o].UpFrom
 		}
 		return 0
 	}
-	iv := intervalID(mp.Acting, addrs, targets, targetAddrs, upFrom, pool)
+	iv := intervalID(mp.Acting, addrs, bf, upFrom, pool)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.pool = pool
@@ -195,6 +208,8 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	pg.isEC = pool != nil && pool.Type == osdmap.PoolErasure
 	if pos := slices.Index(mp.Acting, pg.osd.id); pg.isEC && pos >= 0 {
 		pg.setShard(pos)
+	} else if t := slices.Index(bf.osds, pg.osd.id); pg.isEC && t >= 0 {
+		pg.setShard(bf.shards[t])
 	}
 	if iv == pg.interval && pg.state != stateStray {
 		return
@@ -216,12 +231,12 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 			pg.strays = append(pg.strays, o)
 		}
 	}
-	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) || slices.Contains(targets, o) })
+	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) || slices.Contains(bf.osds, o) })
 	if pool != nil && acted >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
 		pg.intervals = append(pg.intervals, old)
 	}
 	pg.acting, pg.addrs, pg.interval, pg.primary, pg.ivEpoch = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary, m.Epoch
-	pg.targets, pg.targetAddrs, pg.upSet = targets, targetAddrs, slices.Clone(mp.Up)
+	pg.targets, pg.targetAddrs, pg.targetShards, pg.upSet = bf.osds, bf.addrs, bf.shards, slices.Clone(mp.Up)
 	switch {
 	case !in:
 		pg.state = stateStray
@@ -408,7 +423,11 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		}
 	}
 	for i, o := range pg.targets {
-		others = append(others, target{o, pg.targetAddrs[i], x.t})
+		if cd != nil {
+			others = append(others, target{o, pg.targetAddrs[i], x.shards[pg.targetShards[i]]})
+		} else {
+			others = append(others, target{o, pg.targetAddrs[i], x.t})
+		}
 	}
 	pm := peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
 	// The log entry and PG info go into a transaction of their own, so that

@@ -1,6 +1,6 @@
 package osd
 
-// pg_temp: while a replicated PG's new up set holds copies that must be
+// pg_temp: while a PG's new up set holds copies that must be
 // backfilled whole (an OSD added, or one marked out and replaced), its
 // primary asks the MONs for a temporary acting set of the copies that are
 // complete — the up set's complete members, then former members'
@@ -16,6 +16,7 @@ package osd
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -66,6 +67,83 @@ func (pg *PG) wantActing(rec *recovery, acting, targets []int32) []int32 {
 		}
 	}
 	if len(want) < pool.MinSize || slices.Equal(want, acting) {
+		return nil
+	}
+	return want
+}
+
+// wantActingEC is wantActing for an erasure-coded PG, whose positions
+// are shards: where an acting member would have its shard rebuilt whole
+// (rec), a former member that holds that shard complete in the
+// authoritative history a keeps it while the up set's OSD is backfilled,
+// so that no shard goes missing while data moves (Ceph keeps an EC PG's
+// old shards acting the same way). nil when no position has such a copy.
+func (pg *PG) wantActingEC(ctx context.Context, iv uint64, a memberInfo, rec *recovery, acting, targets []int32, m *osdmap.Map, reached []memberInfo) []int32 {
+	backfill := func(o int32) bool { return o != osdmap.NoOSD && rec.whole[o] && len(rec.lacks[o]) > 0 }
+	return pg.shardsFromFormers(ctx, iv, acting, targets, m, reached, nil, func(i int) bool { return backfill(acting[i]) }, func(mi memberInfo) bool {
+		lacks, whole, err := pg.lacks(ctx, a, mi)
+		maps.DeleteFunc(lacks, func(oid string, _ bool) bool { return isInternal(oid) })
+		return err == nil && !whole && len(lacks) == 0
+	})
+}
+
+// shardsFromFormers returns the acting set to ask for as an erasure-coded
+// PG's pg_temp, or nil to go on with acting: each position i for which
+// need(i) holds gets an OSD whose copy is of shard i, has a history and
+// passes ok — a former member (up in map m, outside the up set), or one
+// of misplaced, acting members whose copies are of other shards than
+// their positions' — and the other positions keep their OSDs. A
+// misplaced member that moves to its shard's position leaves its own
+// empty unless another fills it: its copy there was of no use, and
+// moved it keeps its shard's data in use (reset at its new position, it
+// would lose it). An empty position of acting stays empty (the up set
+// has no OSD for it either). Not while a pg_temp already holds
+// (targets), not twice in one interval, and not below min_size. reached
+// are the members peering heard from (their earlier intervals name
+// former members too).
+func (pg *PG) shardsFromFormers(ctx context.Context, iv uint64, acting, targets []int32, m *osdmap.Map, reached, misplaced []memberInfo, need func(i int) bool, ok func(memberInfo) bool) []int32 {
+	pg.mu.Lock()
+	pool, asked, up, strays := pg.pool, pg.tempAsked == pg.interval, pg.upSet, slices.Clone(pg.strays)
+	pg.mu.Unlock()
+	if pool == nil || len(targets) > 0 || asked || len(acting) != pool.Size {
+		return nil
+	}
+	needed := false
+	for i, o := range acting {
+		needed = needed || (o != osdmap.NoOSD && need(i))
+	}
+	if !needed {
+		return nil
+	}
+	cands := slices.Clone(misplaced)
+	for _, o := range pg.formerMembers(m, reached, strays, acting) {
+		if slices.Contains(up, o) {
+			continue // it has a position of its own
+		}
+		mi, err := pg.query(ctx, iv, o, m.OSDs[o].BackAddr())
+		if err != nil {
+			pg.osd.log.Debug("former member not asked for its shard", "pg", pg.id, "osd", o, "err", err)
+			continue
+		}
+		cands = append(cands, mi)
+	}
+	want := slices.Clone(acting)
+	placed := map[int32]bool{}
+	for changed := true; changed; { // a vacated position may take another
+		changed = false
+		for _, c := range cands {
+			pos := int(c.info.Shard)
+			if placed[c.id] || pos < 0 || pos >= len(want) || acting[pos] == osdmap.NoOSD || !need(pos) ||
+				(want[pos] != acting[pos] && want[pos] != osdmap.NoOSD) || c.info.LastUpdate == (Version{}) || !ok(c) {
+				continue
+			}
+			if from := slices.Index(want, c.id); from >= 0 {
+				want[from] = osdmap.NoOSD
+			}
+			want[pos], placed[c.id], changed = c.id, true, true
+		}
+	}
+	if slices.Equal(want, acting) || osdmap.Members(want) < pool.MinSize {
 		return nil
 	}
 	return want

@@ -57,9 +57,11 @@ type recovery struct {
 	whole   map[int32]bool
 	running bool // holds a recovery reservation and copies
 	// shards, for an erasure-coded PG, are the acting members by shard
-	// position (nil where none); nil for a replicated PG.
-	shards  []*memberInfo
-	toofull bool // a member that lacks objects is too full to take them
+	// position (nil where none); nil for a replicated PG. targetShards
+	// gives the shard each backfill target is filled with.
+	shards       []*memberInfo
+	targetShards map[int32]int
+	toofull      bool // a member that lacks objects is too full to take them
 }
 
 // count is the number of object copies the acting members still lack.

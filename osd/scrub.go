@@ -587,7 +587,11 @@ func (pg *PG) repairObject(ctx context.Context, iv uint64, acting []int32, addrs
 		if err != nil {
 			return err
 		}
-		return pg.recoverEC(ctx, cd, iv, mem, inc.Object, targets)
+		fills := make([]shardFill, len(targets))
+		for i, t := range targets {
+			fills[i] = shardFill{t, *mem[t]}
+		}
+		return pg.recoverEC(ctx, cd, iv, mem, inc.Object, fills)
 	}
 	obj, err := pg.pull(ctx, iv, *mem[slices.Index(acting, inc.AuthOSD)], inc.Object)
 	if err != nil {

@@ -431,6 +431,12 @@ type Perf struct {
 	ShardR        uint64 `json:"shard_r"`
 	ShardRBytes   uint64 `json:"shard_r_bytes"`
 	ECReconstruct uint64 `json:"ec_reconstruct"` // erasure-coded reads that decoded missing shards
+	// Erasure-coded recovery on a PG's primary: objects whose missing
+	// shards it rebuilt by decoding k others, and shards it copied whole
+	// from the acting member holding the same shard (a backfill under
+	// pg_temp: one shard read instead of k).
+	ECRebuilds    uint64 `json:"ec_rebuilds"`
+	ECShardCopies uint64 `json:"ec_shard_copies"`
 	// Objects (and their data bytes) this OSD's store installed whole for
 	// recovery, backfill or repair (Ceph's recovery_ops, recovery_bytes):
 	// the data a failure or a rebalance moved.

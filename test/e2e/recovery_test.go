@@ -856,19 +856,28 @@ func TestKillDuringStrayDeletion(t *testing.T) {
 	t.Logf("osd.3 killed after deleting %d stray copies", deleted)
 }
 
-// TestKillsDuringBackfill: under the verifying load, osd.3 of four is
-// marked out: its PGs backfill onto the others while pg_temp keeps their
-// old acting sets, osd.3 included, serving, and a backfill target is
-// killed with SIGKILL in the middle and restarted. Then osd.3 is marked
-// in again and, a backfill target itself now, is killed in the middle of
-// that. Nothing acknowledged is lost or stale, no pg_temp is left once the
-// PGs are clean, and every PG's copies are identical. (More rounds: raise
-// the loop's count; one keeps CI's time.)
+// TestKillsDuringBackfill: under the verifying load on a 3-replica and a
+// 2+1 erasure-coded pool, osd.3 of four is marked out: its PGs backfill
+// onto the others while pg_temp keeps their old acting sets (for the
+// erasure-coded PGs, osd.3 at its shard's position), osd.3 included,
+// serving, and the target of an erasure-coded PG's backfill is killed
+// with SIGKILL in the middle and restarted. Then osd.3 is marked in again and, a backfill target itself
+// now, is killed in the middle of that. Nothing acknowledged is lost or
+// stale, no pg_temp is left once the PGs are clean, and every PG's
+// copies are identical. (More rounds: raise the loop's count; one keeps
+// CI's time.)
 func TestKillsDuringBackfill(t *testing.T) {
 	c := up(t, "--osds", "4")
+	c.must("osd", "erasure-code-profile", "set", "p21", "k=2", "m=1", "crush-failure-domain=osd")
+	c.must("pool", "create", "ec", "erasure", "p21")
+	c.must("pool", "set", "ec", "min_size", "2") // I/O goes on with a shard's OSD killed
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn, p := c.connPool(ctx)
+	ecp, err := conn.Pool(ctx, "ec")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// data that makes the backfill last, copied slowly
 	if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "fill", "size": "3"}); err != nil {
 		t.Fatal(err)
@@ -885,12 +894,15 @@ func TestKillsDuringBackfill(t *testing.T) {
 	c.must("config", "set", "osd", "osd_recovery_max_active", "1")
 	c.must("config", "set", "osd", "osd_recovery_sleep", "0.02")
 	l := startLoad(ctx, t, p, 4, 2, 100)
+	le := startLoad(ctx, t, ecp, 2, 1, 60)
 	l.waitOps(ctx, 300, "before the first backfill")
-	// target finds an OSD the up set of a PG under pg_temp backfills
-	target := func(m *osdmap.Map, want int32) (int32, bool) {
+	le.waitOps(ctx, 100, "before the first backfill (erasure-coded)")
+	// target finds an OSD (want, or any: -1) the up set of a PG under
+	// pg_temp backfills (of pool, or any: -1)
+	target := func(m *osdmap.Map, want int32, pool int64) (int32, bool) {
 		for pg := range m.PGTemp {
 			mp, err := m.MapPG(pg)
-			if err != nil {
+			if err != nil || (pool >= 0 && pg.Pool != pool) {
 				continue
 			}
 			for _, o := range mp.Up {
@@ -907,15 +919,17 @@ func TestKillsDuringBackfill(t *testing.T) {
 		c.kill9(name)
 		waitMap(ctx, t, conn, name+" down", func(m *osdmap.Map) bool { return !m.OSDs[id].Up })
 		l.waitOps(ctx, 200, when+": with "+name+" down")
+		le.waitOps(ctx, 20, when+": with "+name+" down (erasure-coded)")
 		c.startOSD(name)
 		waitMap(ctx, t, conn, name+" up", func(m *osdmap.Map) bool { return m.OSDs[id].Up })
 		l.waitOps(ctx, 50, when+": with "+name+" back")
 	}
+
 	for round := range 1 {
 		c.must("osd", "out", "3")
 		var victim int32
-		waitMap(ctx, t, conn, "a backfill under pg_temp", func(m *osdmap.Map) bool {
-			o, ok := target(m, -1)
+		waitMap(ctx, t, conn, "an erasure-coded pg's backfill under pg_temp", func(m *osdmap.Map) bool {
+			o, ok := target(m, -1, ecp.ID())
 			victim = o
 			return ok
 		})
@@ -923,7 +937,7 @@ func TestKillsDuringBackfill(t *testing.T) {
 		c.waitClean(3 * time.Minute)
 		c.must("osd", "in", "3")
 		waitMap(ctx, t, conn, "osd.3 backfilled under pg_temp", func(m *osdmap.Map) bool {
-			_, ok := target(m, 3)
+			_, ok := target(m, 3, -1)
 			return ok
 		})
 		kill(3, fmt.Sprintf("round %d, osd.3 in", round))
@@ -936,7 +950,8 @@ func TestKillsDuringBackfill(t *testing.T) {
 	if n := len(conn.Map().PGTemp); n != 0 {
 		t.Fatalf("clean with %d pg_temp entries: %v", n, conn.Map().PGTemp)
 	}
-	if !c.checkLoad(ctx, l, conn, p, "after the kills") {
+	le.waitOps(ctx, 100, "after the last backfill (erasure-coded)")
+	if !c.checkLoad(ctx, l, conn, p, "after the kills") || !c.checkLoad(ctx, le, conn, ecp, "after the kills (erasure-coded)") {
 		return
 	}
 	deepScrubAll(ctx, t, conn, fill.ID())
@@ -945,5 +960,5 @@ func TestKillsDuringBackfill(t *testing.T) {
 			t.Fatalf("fill%d: %v (%d bytes)", i, err, len(got))
 		}
 	}
-	t.Logf("%d ops; 2 kills, each in the middle of a backfill under pg_temp", l.ops.Load())
+	t.Logf("%d ops, %d on the erasure-coded pool; 2 kills, each in the middle of a backfill under pg_temp", l.ops.Load(), le.ops.Load())
 }
