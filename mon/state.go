@@ -239,7 +239,7 @@ func (c PGTemp) Apply(s *State) (*osdmap.Incremental, string, error) {
 	inc.NewPGTemp = map[osdmap.PGID][]int32{}
 	for pg, osds := range c.Sets {
 		p, err := m.Pool(pg.Pool)
-		if err != nil || pg.Seed >= p.PGNum || len(osds) > p.Size ||
+		if err != nil || pg.Seed >= p.PGNum || len(osds) > p.Size || (!p.CanShiftOSDs() && len(osds) != 0 && len(osds) != p.Size) ||
 			slices.ContainsFunc(osds, func(o int32) bool {
 				if o == osdmap.NoOSD { // an erasure-coded PG's empty position
 					return p.CanShiftOSDs()

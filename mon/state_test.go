@@ -452,6 +452,9 @@ func TestPGTempErasure(t *testing.T) {
 	if inc, _, err := s.Commit(mon.PGTemp{Sets: map[osdmap.PGID][]int32{{Pool: rep.ID, Seed: 1}: {0, osdmap.NoOSD}}}); err != nil || inc != nil || s.Map.Epoch != epoch {
 		t.Fatalf("a replicated pg_temp with a hole: %v, %v", inc, err)
 	}
+	if inc, _, err := s.Commit(mon.PGTemp{Sets: map[osdmap.PGID][]int32{{Pool: ecp.ID, Seed: 1}: {0, 1}}}); err != nil || inc != nil || s.Map.Epoch != epoch {
+		t.Fatalf("an erasure-coded pg_temp without every position: %v, %v", inc, err)
+	}
 	sets := map[osdmap.PGID][]int32{pg: temp}
 	if cmd, err := mon.Translate(monc.Command{Prefix: "osd pg-temp", Args: map[string]string{"pgs": monc.FormatPGTemps(sets)}}); err != nil || !reflect.DeepEqual(cmd, mon.PGTemp{Sets: sets}) {
 		t.Fatalf("round trip of %v: %v, %v", sets, cmd, err)

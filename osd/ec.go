@@ -736,15 +736,27 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	entries := pg.log.entries
 	i := len(entries)
 	attrNames := map[string]map[string]bool{} // per object: every attribute it may hold at this point of t
+	// the PG's object and byte counts follow the objects rolled back
+	var dObjects, dBytes int64
+	seen := map[string]bool{}
 	for i > 0 && v.Less(entries[i-1].Ver) {
 		e := entries[i-1]
 		if e.Ver.Seq <= pg.log.info.RolledForward {
 			return fmt.Errorf("pg %s: cannot roll back %s on osd.%d: it was on every shard (rolled forward to %d)", pg.id, e.Ver, pg.osd.id, pg.log.info.RolledForward)
 		}
-		if err := pg.undo(&t, e, attrNames); err != nil {
+		if !seen[e.OID] { // its state now: undoing takes it from there
+			seen[e.OID] = true
+			if o, err := pg.loadECObject(e.OID); err == nil && o.exists {
+				dObjects, dBytes = dObjects-1, dBytes-int64(o.size)
+			}
+		}
+		before, err := pg.undo(&t, e, attrNames)
+		if err != nil {
 			return err
 		}
-		i--
+		if i--; !slices.ContainsFunc(entries[:i], func(x LogEntry) bool { return x.OID == e.OID && v.Less(x.Ver) }) && before.exists {
+			dObjects, dBytes = dObjects+1, dBytes+int64(before.size) // the state it is rolled back to
+		}
 	}
 	if i == len(entries) {
 		return nil
@@ -752,6 +764,8 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	pg.osd.log.Info("rolling back writes no k shards hold", "pg", pg.id, "from", pg.log.info.LastUpdate, "to", v, "entries", len(entries)-i)
 	info := pg.log.info
 	info.LastUpdate = v
+	info.Objects += dObjects
+	info.Bytes += dBytes
 	pg.log.replace(&t, pg.coll, info, entries[:i], pg.log.missingNames())
 	if err := pg.osd.store.Apply(&t); err != nil {
 		return fmt.Errorf("pg %s: rollback: %w", pg.id, storeErr(err))
@@ -761,11 +775,19 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	return nil
 }
 
-// undo adds to t what restores e.OID to its state before e: its stash (a
-// clone, or for appends the metadata: truncate and restore attributes),
-// or no object. attrNames collects the attribute names the object may
-// have in t so far, so a metadata restore removes the ones set since.
-func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]map[string]bool) error {
+// undone is an object's state a rollback restores: whether it exists,
+// and its logical size.
+type undone struct {
+	exists bool
+	size   uint64
+}
+
+// undo adds to t what restores e.OID to its state before e, and returns
+// that state: its stash (a clone, or for appends the metadata: truncate
+// and restore attributes), or no object. attrNames collects the
+// attribute names the object may have in t so far, so a metadata
+// restore removes the ones set since.
+func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]map[string]bool) (undone, error) {
 	st, stash := pg.osd.store, stashName(e.Ver.Seq)
 	names := attrNames[e.OID]
 	if names == nil {
@@ -779,11 +801,15 @@ func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]
 	if !e.Stash {
 		t.Remove(pg.coll, e.OID)
 		clear(names)
-		return nil
+		return undone{}, nil
 	}
 	saved, err := st.Attrs(pg.coll, stash)
 	if err != nil {
-		return fmt.Errorf("pg %s: rollback %s: stash of %s: %w", pg.id, e.Ver, e.OID, storeErr(err))
+		return undone{}, fmt.Errorf("pg %s: rollback %s: stash of %s: %w", pg.id, e.Ver, e.OID, storeErr(err))
+	}
+	before := undone{exists: true}
+	if b := saved[attrECSize]; len(b) == 8 {
+		before.size = binary.LittleEndian.Uint64(b)
 	}
 	size, meta := saved[objectstore.StashMetaAttr]
 	delete(saved, objectstore.StashMetaAttr)
@@ -792,7 +818,7 @@ func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]
 		t.Clone(pg.coll, stash, e.OID)
 	} else {
 		if len(size) != 8 {
-			return fmt.Errorf("pg %s: rollback %s: stash of %s: bad size record", pg.id, e.Ver, e.OID)
+			return undone{}, fmt.Errorf("pg %s: rollback %s: stash of %s: bad size record", pg.id, e.Ver, e.OID)
 		}
 		t.Truncate(pg.coll, e.OID, binary.LittleEndian.Uint64(size))
 		for k := range names {
@@ -809,7 +835,7 @@ func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]
 		names[k] = true
 	}
 	t.Remove(pg.coll, stash)
-	return nil
+	return before, nil
 }
 
 func (pg *PG) handleECRollback(pm *peerMsg) error {
@@ -893,11 +919,27 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	for i := range tmem {
 		reset(tmem[i], targetShards[i])
 	}
-	lus = lus[:0]
-	for _, m := range mem {
+	// per shard position, the newest history of its acting member and its
+	// backfill target (both took every write of that shard)
+	newest := make([]*Version, len(acting))
+	for i, m := range mem {
 		if m != nil {
-			lus = append(lus, m.info.LastUpdate)
+			newest[i] = &m.info.LastUpdate
 		}
+	}
+	for i, m := range tmem {
+		if p := targetShards[i]; newest[p] == nil || newest[p].Less(m.info.LastUpdate) {
+			newest[p] = &m.info.LastUpdate
+		}
+	}
+	lus = lus[:0]
+	for _, v := range newest {
+		if v != nil {
+			lus = append(lus, *v)
+		}
+	}
+	if len(lus) < k {
+		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, len(lus), k)
 	}
 	var reached []memberInfo
 	for _, m := range append(slices.Clone(mem), tmem...) {
@@ -927,21 +969,24 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	// data: if writes past v are on k shards only counting such copies,
 	// rolling back would lose what may have been acknowledged — wait
 	// (for a pg_temp that puts them back, or the OSDs that held them)
-	all := slices.Clone(lus)
+	withMoved := slices.Clone(lus)
 	for _, m := range misplaced {
-		all = append(all, m.info.LastUpdate)
+		withMoved = append(withMoved, m.info.LastUpdate)
 	}
-	if vm := kthNewest(all, k); v.Less(vm) {
+	if vm := kthNewest(withMoved, k); v.Less(vm) {
 		return fmt.Errorf("pg %s incomplete: writes up to %s are on k=%d shards only counting copies of other shards' positions (%s); waiting for their OSDs to serve them", pg.id, vm, k, describeMembers(misplaced))
 	}
 	// 3. roll back what fewer than k shards hold (a backfill target took
 	// every write too)
 	auth := -1
-	for i, m := range append(slices.Clone(mem), tmem...) {
+	all := append(slices.Clone(mem), tmem...)
+	rolled := make([]bool, len(all))
+	for i, m := range all {
 		if m == nil {
 			continue
 		}
 		if v.Less(m.info.LastUpdate) {
+			rolled[i] = true
 			if m.id == d.id {
 				err = pg.rollback(iv, v)
 			} else {
@@ -953,11 +998,26 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 			m.info.LastUpdate = v
 			m.entries = slices.DeleteFunc(m.entries, func(e LogEntry) bool { return v.Less(e.Ver) })
 		}
-		if i < len(mem) && m.info.LastUpdate == v && (auth < 0 || m.id == d.id) {
+		// the authority: one not rolled back (its counts stand), this OSD
+		// among equals
+		if m.info.LastUpdate == v && (auth < 0 || (rolled[auth] && !rolled[i]) || (m.id == d.id && rolled[auth] == rolled[i])) {
 			auth = i
 		}
 	}
-	a := *mem[auth]
+	a := *all[auth]
+	if rolled[auth] { // its object and byte counts changed with the rollback
+		if a.id == d.id {
+			pg.mu.Lock()
+			a.info = pg.log.info
+			pg.mu.Unlock()
+		} else {
+			mi, err := pg.query(ctx, iv, a.id, a.addr)
+			if err != nil {
+				return err
+			}
+			a.info = mi.info
+		}
+	}
 	a.info.LastUpdate = v
 	// 4. what each shard lacks in that history; 5. every shard adopts it
 	var members []memberInfo // this OSD first, the backfill targets last
@@ -977,7 +1037,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	if err != nil {
 		return err
 	}
-	rec.shards = mem
+	rec.shards, rec.k = mem, k
 	rec.targetShards = map[int32]int{}
 	for i, o := range targets {
 		rec.targetShards[o] = targetShards[i]
@@ -1070,7 +1130,7 @@ func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid s
 		if err := mem.hold(ctx, d, size*uint64(len(r.shards))); err != nil {
 			return err
 		}
-		if err := pg.recoverEC(ctx, cd, iv, r.shards, oid, fills); err != nil {
+		if err := pg.recoverEC(ctx, cd, iv, r.sources(), oid, fills); err != nil {
 			return err
 		}
 		d.perf.ecRebuilds.Add(1)
@@ -1079,6 +1139,24 @@ func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid s
 		pg.filled(r, f.m.id, oid)
 	}
 	return nil
+}
+
+// sources are the members an erasure-coded PG's shards can be read from
+// for recovery, by shard position: the acting members, then the backfill
+// targets (they took every write of their shard since they joined).
+func (r *recovery) sources() []shardFill {
+	var srcs []shardFill
+	for i, m := range r.shards {
+		if m != nil {
+			srcs = append(srcs, shardFill{i, *m})
+		}
+	}
+	for _, m := range r.members {
+		if pos, ok := r.targetShards[m.id]; ok {
+			srcs = append(srcs, shardFill{pos, m})
+		}
+	}
+	return srcs
 }
 
 // copyShards fills backfill targets with oid's shards copied from the
@@ -1098,6 +1176,8 @@ func (pg *PG) copyShards(ctx context.Context, r *recovery, iv uint64, oid string
 		}
 		want.Exists, size = true, st.Size
 		want.Attrs = []objectstore.KV{{Key: attrVersion, Value: b}}
+	} else if !errors.Is(err, objectstore.ErrNotFound) {
+		return false, fmt.Errorf("pg %s: backfill %s: %w", pg.id, oid, storeErr(err))
 	}
 	if err := mem.hold(ctx, d, size*uint64(len(fills))); err != nil {
 		return false, err
@@ -1161,28 +1241,28 @@ func filling(fills []shardFill, o int32) bool {
 	return slices.ContainsFunc(fills, func(f shardFill) bool { return f.m.id == o })
 }
 
-// recoverEC rebuilds an object's shards fills from k of the acting
-// members' shards mem (by position; those being filled are not read) —
-// read until k agree on the object's version (or on its absence) — or
-// removes it from them if the others no longer hold it.
-func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*memberInfo, oid string, fills []shardFill) error {
+// recoverEC rebuilds an object's shards fills from k of the shards srcs
+// (members by shard position: the acting members, and backfill targets
+// that hold their shard; members being filled are not read) — read
+// until k positions agree on the object's version (or on its absence) —
+// or removes it from them if the others no longer hold it.
+func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, srcs []shardFill, oid string, fills []shardFill) error {
 	d := pg.osd
 	p := cd.Profile()
-	// sources by (exists, version): the first group to reach k wins
+	// sources by (exists, version): the first group to reach k positions wins
 	type key struct {
 		exists bool
 		ver    uint64
 	}
-	groups := map[key][]int{}
-	shards := make([][]byte, p.K+p.M)
+	groups := map[key][][]byte{}
 	answered := 0
-	for i, m := range mem {
-		if m == nil || filling(fills, m.id) {
+	for _, src := range srcs {
+		if filling(fills, src.m.id) {
 			continue
 		}
-		obj, err := pg.pull(ctx, iv, *m, oid)
+		obj, err := pg.pull(ctx, iv, src.m, oid)
 		if err != nil {
-			d.log.Warn("recovery source failed", "pg", pg.id, "object", oid, "shard", i, "osd", m.id, "err", err)
+			d.log.Warn("recovery source failed", "pg", pg.id, "object", oid, "shard", src.pos, "osd", src.m.id, "err", err)
 			continue
 		}
 		answered++
@@ -1192,18 +1272,29 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, mem []*mem
 				k.ver = versionFrom(a.Value).Seq
 			}
 		}
-		groups[k] = append(groups[k], i)
-		shards[i] = obj.Data
-		if len(groups[k]) < p.K {
+		shards := groups[k]
+		if shards == nil {
+			shards = make([][]byte, p.K+p.M)
+		}
+		if shards[src.pos] != nil {
+			continue // this position answered already (an acting member and its target)
+		}
+		shards[src.pos] = obj.Data
+		if obj.Data == nil {
+			shards[src.pos] = []byte{}
+		}
+		groups[k] = shards
+		n := 0
+		for _, b := range shards {
+			if b != nil {
+				n++
+			}
+		}
+		if n < p.K {
 			continue
 		}
 		out := &objState{Exists: k.exists, Attrs: obj.Attrs}
 		if k.exists && len(obj.Data) > 0 { // an empty object has empty shards
-			for j := range shards { // decode from this group only
-				if !slices.Contains(groups[k], j) {
-					shards[j] = nil
-				}
-			}
 			if err := cd.Reconstruct(shards); err != nil {
 				return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
 			}

@@ -551,3 +551,88 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	c.stop(ctx, cl, 0, 1)
 	verifyModel(ctx, t, p, model, "osd.0 and osd.1 down after the backfill")
 }
+
+// TestECSwappedPositions: a CRUSH weight change that only swaps the
+// positions of a 2+1 PG's members (one shard per OSD, min_size 3 leaves
+// no room to rebuild one) keeps the PG on its old positions under a
+// pg_temp, active+remapped, serving every object, instead of dropping
+// shards; the other PGs move and go clean.
+func TestECSwappedPositions(t *testing.T) {
+	c := startCluster(t, 6)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := c.connect(ctx)
+	if _, err := cl.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": "p21", "args": "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "ec", "type": "erasure", "erasure_code_profile": "p21", "pg_num": "64"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cl.Pool(ctx, "ec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	model := map[string][]byte{}
+	for i := range 200 {
+		oid := fmt.Sprintf("o%d", i)
+		model[oid] = randBytes(r, 500+r.IntN(20<<10))
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitClean(ctx, t, cl, p.ID())
+	before, err := cl.Map().PGMappings(p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	monDo(ctx, t, cl, "osd crush reweight", "name", "osd.2", "weight", "2")
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := cl.Map().PGMappings(p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := map[string]bool{}
+	for seed, mp := range after {
+		old := before[seed].Acting
+		if !slices.Equal(mp.Up, old) && len(mp.Up) == len(old) && !slices.ContainsFunc(mp.Up, func(o int32) bool { return !slices.Contains(old, o) }) {
+			swapped[osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}.String()] = true
+		}
+	}
+	if len(swapped) == 0 {
+		t.Fatal("the reweight swapped no PG's positions: the test proves nothing")
+	}
+	for {
+		states := pgStates(ctx, t, cl, p.ID())
+		settled := 0
+		for _, st := range states {
+			id, state, _ := strings.Cut(st, " ")
+			switch {
+			case swapped[id] && state == "active+remapped":
+				settled++
+			case !swapped[id] && state == "active+clean":
+				settled++
+			}
+		}
+		if len(states) == 64 && settled == 64 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d pgs swapped %v: states %v", len(swapped), swapped, states)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("%d of 64 pgs had their members swapped: active+remapped on their old positions; the others clean", len(swapped))
+	verifyModel(ctx, t, p, model, "after the reweight")
+	for i := range 50 {
+		oid := fmt.Sprintf("o%d", i*4)
+		model[oid] = randBytes(r, 500+r.IntN(20<<10))
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verifyModel(ctx, t, p, model, "written after the reweight")
+}

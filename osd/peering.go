@@ -235,13 +235,14 @@ func (pg *PG) settled(iv uint64) {
 	pg.intervals = nil
 	acting, addrs := pg.writers()
 	// every backfill target is complete (or the pg_temp only reorders the
-	// up set): the up set takes over
-	remapped := len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet)
+	// up set): the up set takes over — unless it is only short of OSDs
+	// that are down (a target among them): then the pg_temp keeps the
+	// complete copies it holds beyond the up set until they return
+	remapped := len(pg.targets) > 0 || (!slices.Equal(pg.acting, pg.upSet) && !pg.upShort() && !pg.swapped())
 	pg.mu.Unlock()
-	if remapped {
-		pg.osd.log.Info("backfilled; clearing pg_temp", "pg", pg.id)
-		pg.osd.pgTemp.request(pg, iv, nil)
-	}
+	// the members forget the earlier intervals before the map that clears
+	// a pg_temp ends this one (they would not take the message then, and
+	// a backfill target that becomes primary would wait for them)
 	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
 	for i, o := range acting {
 		if o != pg.osd.id && o != osdmap.NoOSD {
@@ -252,7 +253,45 @@ func (pg *PG) settled(iv uint64) {
 			cancel()
 		}
 	}
+	if remapped {
+		pg.osd.log.Info("backfilled; clearing pg_temp", "pg", pg.id)
+		pg.osd.pgTemp.request(pg, iv, nil)
+	}
 	pg.purgeStrays(iv)
+}
+
+// upShort reports whether the acting set holds every OSD of the up set,
+// at the same positions on an erasure-coded PG, and more: the up set
+// lacks OSDs that are down (pg.mu held).
+func (pg *PG) upShort() bool {
+	if osdmap.Members(pg.acting) <= osdmap.Members(pg.upSet) {
+		return false
+	}
+	for i, o := range pg.upSet {
+		switch {
+		case o == osdmap.NoOSD:
+		case pg.isEC && (i >= len(pg.acting) || pg.acting[i] != o):
+			return false
+		case !slices.Contains(pg.acting, o):
+			return false
+		}
+	}
+	return true
+}
+
+// swapped reports whether an erasure-coded PG's acting set holds the up
+// set's OSDs at other positions, and nothing else (pg.mu held): the
+// pg_temp keeps shards where their OSDs hold them (shardsFromFormers).
+func (pg *PG) swapped() bool {
+	if !pg.isEC || osdmap.Members(pg.acting) != osdmap.Members(pg.upSet) {
+		return false
+	}
+	for _, o := range pg.upSet {
+		if o != osdmap.NoOSD && !slices.Contains(pg.acting, o) {
+			return false
+		}
+	}
+	return true
 }
 
 // handleActivated: the primary's copy and every member's hold the writes
@@ -397,7 +436,9 @@ var errPGDown = errors.New("pg down")
 // members (replicated: 1, every member of an interval holds its
 // acknowledged writes; erasure-coded: k, to rebuild them): the PG is
 // down until they return, rather than serve or roll back to an older
-// history (Ceph's PriorSet "down"). OSDs declared lost (`shoal osd lost`)
+// history (Ceph's PriorSet "down"); an erasure-coded interval's need
+// counts shards (a backfill target and the acting member of its shard
+// are one). OSDs declared lost (`shoal osd lost`)
 // are not waited for.
 func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
 	om, _ := pg.osd.curMap() // before pg.mu: the OSD's lock comes first
@@ -411,15 +452,27 @@ func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
 			}
 		}
 	}
+	// an erasure-coded PG's prior sets are by position (priorSet): it
+	// counts the shards reached, not the OSDs
+	size := 0
+	if pg.isEC && pg.pool != nil {
+		size = pg.pool.Size
+	}
 	for _, acting := range pg.intervals {
 		n := 0
+		shards := map[int]bool{}
 		var missing []string
-		for _, o := range acting {
+		for j, o := range acting {
 			if o == osdmap.NoOSD {
 				continue
 			}
 			if slices.ContainsFunc(reached, func(m memberInfo) bool { return m.id == o }) {
-				n++
+				if size > 0 && !shards[j%size] {
+					shards[j%size] = true
+					n++
+				} else if size == 0 {
+					n++
+				}
 			} else if o < om.MaxOSD() && om.OSDs[o].Exists && !om.OSDs[o].Lost { // a removed OSD is lost
 				missing = append(missing, fmt.Sprintf("osd.%d", o))
 			}

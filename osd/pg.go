@@ -147,6 +147,34 @@ func (pg *PG) writers() ([]int32, []string) {
 	return append(slices.Clone(pg.acting), pg.targets...), append(slices.Clone(pg.addrs), pg.targetAddrs...)
 }
 
+// priorSet is what peering must hear from of the current interval once
+// it ends, if it may have taken writes (pg.mu held): its writers. On an
+// erasure-coded PG they are by position: the acting set, then, with
+// backfill targets, a second row of the pool's size holding each target
+// at its shard's position (NoOSD elsewhere) — a target holds the same
+// shard as the acting member beside it, and checkPrior counts shards,
+// not OSDs.
+func (pg *PG) priorSet() []int32 {
+	if !pg.isEC {
+		w, _ := pg.writers()
+		return w
+	}
+	prior := slices.Clone(pg.acting)
+	if len(pg.targets) > 0 {
+		row := make([]int32, len(pg.acting))
+		for i := range row {
+			row[i] = osdmap.NoOSD
+		}
+		for i, o := range pg.targets {
+			if p := pg.targetShards[i]; p < len(row) {
+				row[p] = o
+			}
+		}
+		prior = append(prior, row...)
+	}
+	return prior
+}
+
 // backfillSet is a PG's backfill targets: OSDs, their addresses and, on
 // an erasure-coded PG, the shard each is filled with (nil otherwise).
 type backfillSet struct {
@@ -222,9 +250,10 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	// the OSDs that took every write of the interval ending: its acting
 	// set and backfill targets (their logs hold all of them)
 	old, _ := pg.writers()
+	prior := pg.priorSet()
 	acted := osdmap.Members(pg.acting)
 	if pg.interval == 0 {
-		old, acted = prev, osdmap.Members(prev)
+		old, prior, acted = prev, prev, osdmap.Members(prev)
 	}
 	for _, o := range old {
 		if o >= 0 && !slices.Contains(mp.Acting, o) && !slices.Contains(pg.strays, o) {
@@ -232,8 +261,8 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		}
 	}
 	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) || slices.Contains(bf.osds, o) })
-	if pool != nil && acted >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], old)) {
-		pg.intervals = append(pg.intervals, old)
+	if pool != nil && acted >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], prior)) {
+		pg.intervals = append(pg.intervals, prior)
 	}
 	pg.acting, pg.addrs, pg.interval, pg.primary, pg.ivEpoch = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary, m.Epoch
 	pg.targets, pg.targetAddrs, pg.targetShards, pg.upSet = bf.osds, bf.addrs, bf.shards, slices.Clone(mp.Up)
@@ -677,7 +706,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.state != stateActive {
 		return pg.state
 	}
-	if !pg.undersized() && n == 0 && len(pg.targets) == 0 {
+	if !pg.undersized() && n == 0 && len(pg.targets) == 0 && slices.Equal(pg.acting, pg.upSet) {
 		return "active+clean"
 	}
 	s, backfill := "active", ""
@@ -704,7 +733,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.degraded(n, misplaced) {
 		s += "+degraded"
 	}
-	if misplaced > 0 || len(pg.targets) > 0 {
+	if misplaced > 0 || len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet) {
 		s += "+remapped"
 	}
 	return s + backfill
@@ -713,7 +742,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 // isClean: active, a full acting set that is the up set, every copy
 // complete (pg.mu held).
 func (pg *PG) isClean() bool {
-	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0
+	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0 && slices.Equal(pg.acting, pg.upSet)
 }
 
 // degraded: the acting set is short, or some of the n object copies to

@@ -89,8 +89,7 @@ func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	writers, _ := pg.writers() // the backfill targets log every write too
-	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ivEpoch), Acting: writers}
+	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ivEpoch), Acting: pg.priorSet()} // with the backfill targets, which log every write too
 	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting)
 	pg.mu.Unlock()
 	if done {

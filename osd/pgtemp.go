@@ -127,6 +127,16 @@ func (pg *PG) shardsFromFormers(ctx context.Context, iv uint64, acting, targets 
 		}
 		cands = append(cands, mi)
 	}
+	// the newest copy of a shard first
+	slices.SortStableFunc(cands, func(a, b memberInfo) int {
+		switch {
+		case b.info.LastUpdate.Less(a.info.LastUpdate):
+			return -1
+		case a.info.LastUpdate.Less(b.info.LastUpdate):
+			return 1
+		}
+		return 0
+	})
 	want := slices.Clone(acting)
 	placed := map[int32]bool{}
 	for changed := true; changed; { // a vacated position may take another
@@ -145,6 +155,21 @@ func (pg *PG) shardsFromFormers(ctx context.Context, iv uint64, acting, targets 
 	}
 	if slices.Equal(want, acting) || osdmap.Members(want) < pool.MinSize {
 		return nil
+	}
+	if !slices.ContainsFunc(up, func(o int32) bool { return o != osdmap.NoOSD && !slices.Contains(want, o) }) {
+		// every up OSD acts (members swapped positions): nothing would be
+		// backfilled. One of the moved members leaves, to be backfilled at
+		// its up position from the shards that stay, if min_size allows;
+		// else the PG stays on its old positions (settled keeps such a
+		// pg_temp): an OSD holds one shard of a PG, and taking its new one
+		// would leave fewer shards than min_size
+		for _, c := range cands {
+			if at := slices.Index(want, c.id); placed[c.id] && at >= 0 && slices.Index(up, c.id) != at && osdmap.Members(want) > pool.MinSize {
+				want[at] = osdmap.NoOSD
+				return want
+			}
+		}
+		pg.osd.log.Warn("erasure-coded pg's members swapped positions and min_size leaves no room to move them: it stays on its old positions (remapped)", "pg", pg.id, "up", up, "acting", want, "min_size", pool.MinSize)
 	}
 	return want
 }

@@ -61,6 +61,7 @@ type recovery struct {
 	// gives the shard each backfill target is filled with.
 	shards       []*memberInfo
 	targetShards map[int32]int
+	k            int  // the erasure code's data shards
 	toofull      bool // a member that lacks objects is too full to take them
 }
 
@@ -177,7 +178,8 @@ func (pg *PG) lacks(ctx context.Context, a, m memberInfo) (set map[string]bool, 
 
 // needsRecovery reports whether oid must be recovered before a client op
 // on it: the primary lacks it, or (for a write) fewer than min_size acting
-// members hold it — any member, on an erasure-coded PG. pg.mu is held.
+// members hold it — any member, on an erasure-coded PG, where a read needs
+// k acting members that hold it. pg.mu is held.
 func (pg *PG) needsRecovery(oid string, write bool) bool {
 	r := pg.rec
 	if r == nil {
@@ -187,7 +189,18 @@ func (pg *PG) needsRecovery(oid string, write bool) bool {
 		return true
 	}
 	if r.shards != nil {
-		return write && r.holders(oid) < len(r.members)
+		if write {
+			return r.holders(oid) < len(r.members)
+		}
+		// a read decodes from k acting shards: fewer hold the object (a
+		// backfill target may hold the rest), rebuild it first
+		n := 0
+		for _, m := range r.shards {
+			if m != nil && !r.lacks[m.id][oid] {
+				n++
+			}
+		}
+		return n < r.k
 	}
 	return write && pg.pool != nil && r.holders(oid) < pg.pool.MinSize && r.holders(oid) < len(r.members)
 }

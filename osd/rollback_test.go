@@ -1,6 +1,7 @@
 package osd
 
 import (
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"strings"
@@ -19,6 +20,7 @@ func TestRollback(t *testing.T) {
 	apply := func(seq uint64, oid, data string) { // as handleRepOp applies a shard's write
 		var w objectstore.Transaction
 		w.WriteFull(c, oid, []byte(data))
+		w.SetAttr(c, oid, attrECSize, binary.LittleEndian.AppendUint64(nil, uint64(len(data))))
 		applyShardWrite(t, pg, seq, oid, &w)
 	}
 	read := func(oid string) string {
@@ -36,8 +38,12 @@ func TestRollback(t *testing.T) {
 	apply(3, "a", "a2")
 	apply(4, "c", "c1")
 	apply(5, "a", "a3")
+	pg.log.info.Objects, pg.log.info.Bytes = 3, 6 // a, b, c of 2 bytes each
 	if err := pg.rollback(7, Version{1, 2}); err != nil {
 		t.Fatal(err)
+	}
+	if pg.log.info.Objects != 2 || pg.log.info.Bytes != 4 { // c gone, a back to a1
+		t.Fatalf("after rollback: %d objects, %d bytes; want 2, 4", pg.log.info.Objects, pg.log.info.Bytes)
 	}
 	if a, b, cc := read("a"), read("b"), read("c"); a != "a1" || b != "b1" || cc != "<none>" {
 		t.Fatalf("after rollback to 1'2: a=%s b=%s c=%s, want a1 b1 <none>", a, b, cc)

@@ -587,11 +587,16 @@ func (pg *PG) repairObject(ctx context.Context, iv uint64, acting []int32, addrs
 		if err != nil {
 			return err
 		}
-		fills := make([]shardFill, len(targets))
-		for i, t := range targets {
-			fills[i] = shardFill{t, *mem[t]}
+		var srcs, fills []shardFill
+		for i, m := range mem {
+			if m != nil {
+				srcs = append(srcs, shardFill{i, *m})
+			}
 		}
-		return pg.recoverEC(ctx, cd, iv, mem, inc.Object, fills)
+		for _, t := range targets {
+			fills = append(fills, shardFill{t, *mem[t]})
+		}
+		return pg.recoverEC(ctx, cd, iv, srcs, inc.Object, fills)
 	}
 	obj, err := pg.pull(ctx, iv, *mem[slices.Index(acting, inc.AuthOSD)], inc.Object)
 	if err != nil {
