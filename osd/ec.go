@@ -928,7 +928,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 	}
 	for i, m := range tmem {
-		if p := targetShards[i]; newest[p] == nil || newest[p].Less(m.info.LastUpdate) {
+		if p := targetShards[i]; p < len(newest) && (newest[p] == nil || newest[p].Less(m.info.LastUpdate)) {
 			newest[p] = &m.info.LastUpdate
 		}
 	}
@@ -969,9 +969,17 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	// data: if writes past v are on k shards only counting such copies,
 	// rolling back would lose what may have been acknowledged — wait
 	// (for a pg_temp that puts them back, or the OSDs that held them)
-	withMoved := slices.Clone(lus)
+	var withMoved []Version // per position, as lus
+	moved := slices.Clone(newest)
 	for _, m := range misplaced {
-		withMoved = append(withMoved, m.info.LastUpdate)
+		if p := int(m.info.Shard); p >= 0 && p < len(moved) && (moved[p] == nil || moved[p].Less(m.info.LastUpdate)) {
+			moved[p] = &m.info.LastUpdate
+		}
+	}
+	for _, v := range moved {
+		if v != nil {
+			withMoved = append(withMoved, *v)
+		}
 	}
 	if vm := kthNewest(withMoved, k); v.Less(vm) {
 		return fmt.Errorf("pg %s incomplete: writes up to %s are on k=%d shards only counting copies of other shards' positions (%s); waiting for their OSDs to serve them", pg.id, vm, k, describeMembers(misplaced))

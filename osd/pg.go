@@ -117,13 +117,15 @@ func (pg *PG) notify() {
 // acting set, each member's instance and the epoch it last came up
 // (up_from: an OSD marked down and up again at the same address, in maps
 // a peer may have skipped, still ends the interval), the backfill
-// targets' and the pool's size and min_size, any change of which makes a
-// new interval that must peer.
-func intervalID(acting []int32, addrs []string, bf backfillSet, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
+// targets', the up set (as in Ceph: a pg_temp that no longer serves is
+// cleared once the up set changes) and the pool's size and min_size, any
+// change of which makes a new interval that must peer.
+func intervalID(acting []int32, addrs []string, bf backfillSet, up []int32, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
 	h := fnv.New64a()
 	if pool != nil {
 		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
 	}
+	fmt.Fprintf(h, "up%v;", up)
 	for i, o := range acting {
 		fmt.Fprintf(h, "%d@%s#%d,", o, addrs[i], upFrom(o))
 	}
@@ -228,7 +230,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		}
 		return 0
 	}
-	iv := intervalID(mp.Acting, addrs, bf, upFrom, pool)
+	iv := intervalID(mp.Acting, addrs, bf, mp.Up, upFrom, pool)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.pool = pool
@@ -739,10 +741,12 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	return s + backfill
 }
 
-// isClean: active, a full acting set that is the up set, every copy
-// complete (pg.mu held).
+// isClean: active, a full acting set, every copy complete, no backfill
+// target (pg.mu held) — scrubs run and strays go; a pg_temp kept while
+// the up set lacks down OSDs (or holds swapped positions) is clean here,
+// though shown remapped.
 func (pg *PG) isClean() bool {
-	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0 && slices.Equal(pg.acting, pg.upSet)
+	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0
 }
 
 // degraded: the acting set is short, or some of the n object copies to
