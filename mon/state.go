@@ -224,10 +224,13 @@ func (c OSDMark) Apply(s *State) (*osdmap.Incremental, string, error) {
 // PGTemp sets or clears PGs' temporary acting sets (Ceph's MOSDPGTemp):
 // a PG's primary asks for one when its new up set holds copies that must
 // be backfilled, so that the old acting set keeps serving meanwhile, and
-// clears it (an empty set) once the backfill is complete. Requests are
-// batched: an entry for a PG that no longer exists (its pool deleted,
-// pg_num lowered) or naming an OSD that does not exist is stale and
-// skipped; one equal to the PG's up set clears the entry.
+// clears it (an empty set) once the backfill is complete. An erasure-coded
+// PG's set is positional: one entry per shard, osdmap.NoOSD for an empty
+// position. Requests are batched: an entry for a PG that no longer exists
+// (its pool deleted, pg_num lowered), naming an OSD that does not exist,
+// longer than the pool's size, or erasure-coded without every position
+// (or replicated with an empty one) is skipped; one equal to the PG's up
+// set clears the entry.
 type PGTemp struct {
 	Sets map[osdmap.PGID][]int32
 }

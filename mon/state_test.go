@@ -348,14 +348,37 @@ func TestOSDFlags(t *testing.T) {
 	}
 }
 
+// bootFour boots osd.0–3, each on a host of its own.
+func bootFour(t *testing.T, s *mon.State) {
+	t.Helper()
+	for i := range 4 {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+}
+
+// outsideUp maps pg, whose pool has size 3 on bootFour's OSDs, and
+// returns its mapping and the one OSD outside its up set.
+func outsideUp(t *testing.T, s *mon.State, pg osdmap.PGID) (osdmap.Mapping, int32) {
+	t.Helper()
+	mp, err := s.Map.MapPG(pg)
+	if err != nil || len(mp.Up) != 3 {
+		t.Fatalf("up %v: %v", mp.Up, err)
+	}
+	for o := range int32(4) {
+		if !slices.Contains(mp.Up, o) {
+			return mp, o
+		}
+	}
+	t.Fatalf("up %v holds every OSD", mp.Up)
+	return mp, -1
+}
+
 // TestPGTemp: a PG's primary sets a temporary acting set and clears it;
 // entries that no longer serve — equal to the up set, every OSD down, the
 // pool gone — are dropped by the MONs in the same epoch.
 func TestPGTemp(t *testing.T) {
 	s := newState(t)
-	for i := range 4 {
-		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
-	}
+	bootFour(t, s)
 	commit(t, s, mon.ConfigSet{Who: "global", Option: "osd pool default pg num", Value: "8"})
 	commit(t, s, mon.PoolCreate{Name: "data", Size: 3})
 	p, err := s.Map.PoolByName("data")
@@ -363,17 +386,8 @@ func TestPGTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg := osdmap.PGID{Pool: p.ID, Seed: 3}
-	mp, err := s.Map.MapPG(pg)
-	if err != nil || len(mp.Up) != 3 {
-		t.Fatalf("up %v: %v", mp.Up, err)
-	}
 	// the OSD outside the up set, with two of it: another acting set
-	var other int32
-	for o := range int32(4) {
-		if !slices.Contains(mp.Up, o) {
-			other = o
-		}
-	}
+	mp, other := outsideUp(t, s, pg)
 	temp := []int32{other, mp.Up[1], mp.Up[2]}
 	epoch := s.Map.Epoch
 	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: temp, {Pool: p.ID, Seed: 99}: temp, {Pool: 42, Seed: 0}: temp}})
@@ -424,25 +438,14 @@ func TestPGTemp(t *testing.T) {
 // hold empty positions (osdmap.NoOSD), which a replicated PG's may not.
 func TestPGTempErasure(t *testing.T) {
 	s := newState(t)
-	for i := range 4 {
-		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
-	}
+	bootFour(t, s)
 	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1", "crush-failure-domain=osd"}})
 	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p21", PGNum: 8})
 	commit(t, s, mon.PoolCreate{Name: "rep", Size: 2, PGNum: 8})
 	ecp, _ := s.Map.PoolByName("ec")
 	rep, _ := s.Map.PoolByName("rep")
 	pg := osdmap.PGID{Pool: ecp.ID, Seed: 2}
-	mp, err := s.Map.MapPG(pg)
-	if err != nil || len(mp.Up) != 3 {
-		t.Fatalf("up %v: %v", mp.Up, err)
-	}
-	var other int32
-	for o := range int32(4) {
-		if !slices.Contains(mp.Up, o) {
-			other = o
-		}
-	}
+	mp, other := outsideUp(t, s, pg)
 	temp := []int32{mp.Up[0], osdmap.NoOSD, other}
 	commit(t, s, mon.PGTemp{Sets: map[osdmap.PGID][]int32{pg: temp}})
 	if got, _ := s.Map.MapPG(pg); !slices.Equal(got.Acting, temp) || !slices.Equal(got.Up, mp.Up) {

@@ -736,16 +736,16 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	entries := pg.log.entries
 	i := len(entries)
 	attrNames := map[string]map[string]bool{} // per object: every attribute it may hold at this point of t
-	// the PG's object and byte counts follow the objects rolled back
+	// the PG's object and byte counts follow the objects rolled back: from
+	// their state now to the one before their oldest write undone
 	var dObjects, dBytes int64
-	seen := map[string]bool{}
+	rolledTo := map[string]undone{}
 	for i > 0 && v.Less(entries[i-1].Ver) {
 		e := entries[i-1]
 		if e.Ver.Seq <= pg.log.info.RolledForward {
 			return fmt.Errorf("pg %s: cannot roll back %s on osd.%d: it was on every shard (rolled forward to %d)", pg.id, e.Ver, pg.osd.id, pg.log.info.RolledForward)
 		}
-		if !seen[e.OID] { // its state now: undoing takes it from there
-			seen[e.OID] = true
+		if _, seen := rolledTo[e.OID]; !seen {
 			if o, err := pg.loadECObject(e.OID); err == nil && o.exists {
 				dObjects, dBytes = dObjects-1, dBytes-int64(o.size)
 			}
@@ -754,12 +754,16 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 		if err != nil {
 			return err
 		}
-		if i--; !slices.ContainsFunc(entries[:i], func(x LogEntry) bool { return x.OID == e.OID && v.Less(x.Ver) }) && before.exists {
-			dObjects, dBytes = dObjects+1, dBytes+int64(before.size) // the state it is rolled back to
-		}
+		rolledTo[e.OID] = before // newest first: the last one stays
+		i--
 	}
 	if i == len(entries) {
 		return nil
+	}
+	for _, u := range rolledTo {
+		if u.exists {
+			dObjects, dBytes = dObjects+1, dBytes+int64(u.size)
+		}
 	}
 	pg.osd.log.Info("rolling back writes no k shards hold", "pg", pg.id, "from", pg.log.info.LastUpdate, "to", v, "entries", len(entries)-i)
 	info := pg.log.info
@@ -862,7 +866,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		return context.Canceled
 	}
 	acting, addrs, pool := pg.acting, pg.addrs, pg.pool
-	targets, targetAddrs, targetShards := pg.targets, pg.targetAddrs, pg.targetShards
+	bf := pg.backfill
 	pg.mu.Unlock()
 	cd, err := d.codec(ctx, pool)
 	if err != nil {
@@ -872,8 +876,10 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	mq, _ := d.curMap() // the members answer with this map or newer
 
 	// 1. every shard's info and log, and the backfill targets'
+	if n := osdmap.Members(acting); n < k {
+		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, n, k)
+	}
 	mem := make([]*memberInfo, len(acting))
-	var lus []Version
 	for i, o := range acting {
 		if o == osdmap.NoOSD {
 			continue
@@ -889,14 +895,10 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 			}
 			mem[i] = &mi
 		}
-		lus = append(lus, mem[i].info.LastUpdate)
 	}
-	if len(lus) < k {
-		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, len(lus), k)
-	}
-	tmem := make([]*memberInfo, len(targets))
-	for i, o := range targets {
-		mi, err := pg.query(ctx, iv, o, targetAddrs[i])
+	tmem := make([]*memberInfo, len(bf.osds))
+	for i, o := range bf.osds {
+		mi, err := pg.query(ctx, iv, o, bf.addrs[i])
 		if err != nil {
 			return err
 		}
@@ -917,7 +919,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		reset(mem[i], i)
 	}
 	for i := range tmem {
-		reset(tmem[i], targetShards[i])
+		reset(tmem[i], bf.shards[i])
 	}
 	// per shard position, the newest history of its acting member and its
 	// backfill target (both took every write of that shard)
@@ -928,11 +930,11 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 		}
 	}
 	for i, m := range tmem {
-		if p := targetShards[i]; p < len(newest) && (newest[p] == nil || newest[p].Less(m.info.LastUpdate)) {
+		if p := bf.shards[i]; p < len(newest) && (newest[p] == nil || newest[p].Less(m.info.LastUpdate)) {
 			newest[p] = &m.info.LastUpdate
 		}
 	}
-	lus = lus[:0]
+	var lus []Version
 	for _, v := range newest {
 		if v != nil {
 			lus = append(lus, *v)
@@ -953,7 +955,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	// that its data stays in use — without it the PG may even lack k
 	// shards to peer with
 	empty := func(i int) bool { return mem[i] != nil && mem[i].info.LastUpdate == (Version{}) }
-	if want := pg.shardsFromFormers(ctx, iv, acting, targets, mq, reached, misplaced, empty, func(memberInfo) bool { return true }); want != nil {
+	if want := pg.shardsFromFormers(ctx, iv, acting, bf.osds, mq, reached, misplaced, empty, func(memberInfo) bool { return true }); want != nil {
 		d.log.Info("asking for pg_temp: former members keep the shards the up set has no history of", "pg", pg.id, "acting", acting, "want", want)
 		return d.pgTemp.request(pg, iv, want)
 	}
@@ -1047,12 +1049,12 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 	}
 	rec.shards, rec.k = mem, k
 	rec.targetShards = map[int32]int{}
-	for i, o := range targets {
-		rec.targetShards[o] = targetShards[i]
+	for i, o := range bf.osds {
+		rec.targetShards[o] = bf.shards[i]
 	}
 	// 6. shards to backfill whole in the acting set: former members that
 	// hold them complete keep serving them
-	if want := pg.wantActingEC(ctx, iv, a, rec, acting, targets, mq, reached); want != nil {
+	if want := pg.wantActingEC(ctx, iv, a, rec, acting, bf.osds, mq, reached); want != nil {
 		d.log.Info("asking for pg_temp: complete shards serve while the up set backfills", "pg", pg.id, "acting", acting, "want", want)
 		return d.pgTemp.request(pg, iv, want)
 	}
@@ -1062,15 +1064,7 @@ func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
 // kthNewest returns the k-th newest of the versions (sorting them newest
 // first); the caller has at least k.
 func kthNewest(vs []Version, k int) Version {
-	slices.SortFunc(vs, func(a, b Version) int {
-		switch {
-		case b.Less(a):
-			return -1
-		case a.Less(b):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(vs, newestFirst)
 	return vs[k-1]
 }
 

@@ -36,6 +36,24 @@ func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit int) (*cli
 	return cl, p
 }
 
+// ec22 connects a client and creates the 2+2 pool "ec22" (4 KiB stripe
+// unit) that serves with two shards (min_size 2) and takes overwrites.
+func (c *cluster) ec22(ctx context.Context) (*client.Conn, *client.Pool) {
+	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
+	c.poolSet(ctx, cl, "ec22", "min_size", "2")
+	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
+	return cl, p
+}
+
+// putModel writes oid whole and records it in model.
+func putModel(ctx context.Context, t *testing.T, p *client.Pool, model map[string][]byte, oid string, data []byte) {
+	t.Helper()
+	if err := p.WriteFull(ctx, oid, data); err != nil {
+		t.Fatalf("write %s: %v", oid, err)
+	}
+	model[oid] = data
+}
+
 func (c *cluster) poolSet(ctx context.Context, cl *client.Conn, pool, key, value string) {
 	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": pool, "key": key, "value": value}); err != nil {
 		c.t.Fatal(err)
@@ -292,18 +310,10 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	c := startCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
-	c.poolSet(ctx, cl, "ec22", "min_size", "2")
-	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
+	cl, p := c.ec22(ctx)
 	r := rand.New(rand.NewPCG(5, 6))
 	model := map[string][]byte{} // nil: deleted
-	put := func(oid string, data []byte) {
-		t.Helper()
-		if err := p.WriteFull(ctx, oid, data); err != nil {
-			t.Fatalf("write %s: %v", oid, err)
-		}
-		model[oid] = data
-	}
+	put := func(oid string, data []byte) { t.Helper(); putModel(ctx, t, p, model, oid, data) }
 	for i := range 60 {
 		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(40<<10)))
 	}
@@ -392,18 +402,10 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	c := startCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
-	c.poolSet(ctx, cl, "ec22", "min_size", "2")
-	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
+	cl, p := c.ec22(ctx)
 	r := rand.New(rand.NewPCG(7, 8))
 	model := map[string][]byte{} // nil: deleted
-	put := func(oid string, data []byte) {
-		t.Helper()
-		if err := p.WriteFull(ctx, oid, data); err != nil {
-			t.Fatalf("write %s: %v", oid, err)
-		}
-		model[oid] = data
-	}
+	put := func(oid string, data []byte) { t.Helper(); putModel(ctx, t, p, model, oid, data) }
 	for i := range 60 {
 		put(fmt.Sprintf("o%d", i), randBytes(r, 1000+r.IntN(30<<10)))
 	}
@@ -534,20 +536,7 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding (%d pgs with shifted positions)", copies, rebuilds, shifted)
 	}
 	t.Logf("backfill copied %d shards from the OSDs that held them; %d objects rebuilt by decoding (in the %d pgs with shifted positions)", copies, rebuilds, shifted)
-	live := 0
-	for _, v := range model {
-		if v != nil {
-			live++
-		}
-	}
-	total := 0
-	eventually(ctx, t, func() bool {
-		total = 0
-		for i := range c.osds {
-			total += c.held(i, p.ID())
-		}
-		return total == 4*live
-	}, func() string { return fmt.Sprintf("%d shards held, want %d", total, 4*live) })
+	c.waitCopies(ctx, p.ID(), model, 4) // the replaced shards deleted, none lost
 	c.stop(ctx, cl, 0, 1)
 	verifyModel(ctx, t, p, model, "osd.0 and osd.1 down after the backfill")
 }

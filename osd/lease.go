@@ -285,7 +285,7 @@ func (pg *PG) leaseHeld(iv uint64, renew bool) (uint64, int32, string, error) {
 	var buf [16]int32
 	var abuf [16]string
 	pg.mu.Lock()
-	ids, addrs := append(append(buf[:0], pg.acting...), pg.targets...), append(append(abuf[:0], pg.addrs...), pg.targetAddrs...)
+	ids, addrs := append(append(buf[:0], pg.acting...), pg.backfill.osds...), append(append(abuf[:0], pg.addrs...), pg.backfill.addrs...)
 	cur, state := pg.interval, pg.state
 	pg.mu.Unlock()
 	if state != stateActive {

@@ -76,7 +76,7 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	acting, targets, strays := pg.acting, pg.targets, slices.Clone(pg.strays)
+	acting, targets, strays := pg.acting, pg.backfill.osds, slices.Clone(pg.strays)
 	writers, addrs := pg.writers()
 	self := memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
 	pg.mu.Unlock()
@@ -235,10 +235,8 @@ func (pg *PG) settled(iv uint64) {
 	pg.intervals = nil
 	acting, addrs := pg.writers()
 	// every backfill target is complete (or the pg_temp only reorders the
-	// up set): the up set takes over — unless it is only short of OSDs
-	// that are down (a target among them): then the pg_temp keeps the
-	// complete copies it holds beyond the up set until they return
-	remapped := len(pg.targets) > 0 || (!slices.Equal(pg.acting, pg.upSet) && !pg.upShort() && !pg.swapped())
+	// up set): the up set takes over, unless the pg_temp still serves
+	remapped := len(pg.backfill.osds) > 0 || (!slices.Equal(pg.acting, pg.upSet) && !pg.tempServes())
 	pg.mu.Unlock()
 	// the members forget the earlier intervals before the map that clears
 	// a pg_temp ends this one (they would not take the message then, and
@@ -260,38 +258,20 @@ func (pg *PG) settled(iv uint64) {
 	pg.purgeStrays(iv)
 }
 
-// upShort reports whether the acting set holds every OSD of the up set,
-// at the same positions on an erasure-coded PG, and more: the up set
-// lacks OSDs that are down (pg.mu held).
-func (pg *PG) upShort() bool {
-	if osdmap.Members(pg.acting) <= osdmap.Members(pg.upSet) {
-		return false
-	}
-	for i, o := range pg.upSet {
-		switch {
-		case o == osdmap.NoOSD:
-		case pg.isEC && (i >= len(pg.acting) || pg.acting[i] != o):
-			return false
-		case !slices.Contains(pg.acting, o):
-			return false
-		}
-	}
-	return true
-}
-
-// swapped reports whether an erasure-coded PG's acting set holds the up
-// set's OSDs at other positions, and nothing else (pg.mu held): the
-// pg_temp keeps shards where their OSDs hold them (shardsFromFormers).
-func (pg *PG) swapped() bool {
-	if !pg.isEC || osdmap.Members(pg.acting) != osdmap.Members(pg.upSet) {
-		return false
-	}
+// tempServes reports whether a pg_temp without backfill targets still
+// serves (pg.mu held): the acting set holds every OSD of the up set and
+// more (the up set lacks OSDs that are down: the pg_temp keeps their
+// complete copies), or, on an erasure-coded PG, holds them at other
+// positions (swapped: the pg_temp keeps shards where their OSDs hold
+// them, see shardsFromFormers). A replicated pg_temp that only reorders
+// the up set does not.
+func (pg *PG) tempServes() bool {
 	for _, o := range pg.upSet {
 		if o != osdmap.NoOSD && !slices.Contains(pg.acting, o) {
 			return false
 		}
 	}
-	return true
+	return pg.isEC || osdmap.Members(pg.acting) > osdmap.Members(pg.upSet)
 }
 
 // handleActivated: the primary's copy and every member's hold the writes
@@ -454,30 +434,24 @@ func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
 	}
 	// an erasure-coded PG's prior sets are by position (priorSet): it
 	// counts the shards reached, not the OSDs
-	size := 0
+	position := func(j int) int { return j }
 	if pg.isEC && pg.pool != nil {
-		size = pg.pool.Size
+		position = func(j int) int { return j % pg.pool.Size }
 	}
 	for _, acting := range pg.intervals {
-		n := 0
-		shards := map[int]bool{}
+		reachedAt := map[int]bool{} // positions (replicated: entries) reached
 		var missing []string
 		for j, o := range acting {
 			if o == osdmap.NoOSD {
 				continue
 			}
 			if slices.ContainsFunc(reached, func(m memberInfo) bool { return m.id == o }) {
-				if size > 0 && !shards[j%size] {
-					shards[j%size] = true
-					n++
-				} else if size == 0 {
-					n++
-				}
+				reachedAt[position(j)] = true
 			} else if o < om.MaxOSD() && om.OSDs[o].Exists && !om.OSDs[o].Lost { // a removed OSD is lost
 				missing = append(missing, fmt.Sprintf("osd.%d", o))
 			}
 		}
-		if n < need && len(missing) > 0 { // every OSD not reached is lost: go on without it
+		if n := len(reachedAt); n < need && len(missing) > 0 { // every OSD not reached is lost: go on without it
 			if pg.interval == iv && pg.state == statePeering {
 				pg.state = stateDown
 				pg.notify()

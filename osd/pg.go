@@ -39,25 +39,21 @@ type PG struct {
 	pool    *osdmap.Pool
 	acting  []int32
 	addrs   []string // of the acting set, with nonces
-	// targets are the up set's OSDs outside the acting set while a
+	// backfill holds the up set's OSDs outside the acting set while a
 	// pg_temp keeps the old acting set serving: backfill targets, which
 	// take every write (on a replicated PG as a log entry only, for an
-	// object their copy still lacks) and are filled in the background;
-	// targetAddrs are their addresses and, on an erasure-coded PG,
-	// targetShards the shard each one is filled with (its up position).
-	targets      []int32
-	targetAddrs  []string
-	targetShards []int
-	upSet        []int32         // CRUSH's choice, down OSDs removed
-	tempAsked    uint64          // the interval in which peering asked for a pg_temp
-	ivEpoch      osdmap.Epoch    // the map epoch in which this OSD saw the interval begin
-	recorded     monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
-	primary      int32
-	interval     uint64 // identifies the acting set (members and their instances)
-	epoch        osdmap.Epoch
-	state        string
-	log          *pgLog
-	applied      Version // the newest write submitted to the store, in log order
+	// object their copy still lacks) and are filled in the background.
+	backfill  backfillSet
+	upSet     []int32         // CRUSH's choice, down OSDs removed
+	tempAsked uint64          // the interval in which peering asked for a pg_temp
+	ivEpoch   osdmap.Epoch    // the map epoch in which this OSD saw the interval begin
+	recorded  monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
+	primary   int32
+	interval  uint64 // identifies the acting set (members and their instances)
+	epoch     osdmap.Epoch
+	state     string
+	log       *pgLog
+	applied   Version // the newest write submitted to the store, in log order
 	// intervals are the acting sets since the PG last settled here (every
 	// copy complete; that one included) that had min_size members, so may
 	// have accepted writes, each with its backfill targets (which logged
@@ -146,7 +142,7 @@ func intervalID(acting []int32, addrs []string, bf backfillSet, up []int32, upFr
 // acting set (with its holes), then the backfill targets — and their
 // addresses (pg.mu held).
 func (pg *PG) writers() ([]int32, []string) {
-	return append(slices.Clone(pg.acting), pg.targets...), append(slices.Clone(pg.addrs), pg.targetAddrs...)
+	return append(slices.Clone(pg.acting), pg.backfill.osds...), append(slices.Clone(pg.addrs), pg.backfill.addrs...)
 }
 
 // priorSet is what peering must hear from of the current interval once
@@ -162,13 +158,13 @@ func (pg *PG) priorSet() []int32 {
 		return w
 	}
 	prior := slices.Clone(pg.acting)
-	if len(pg.targets) > 0 {
+	if len(pg.backfill.osds) > 0 {
 		row := make([]int32, len(pg.acting))
 		for i := range row {
 			row[i] = osdmap.NoOSD
 		}
-		for i, o := range pg.targets {
-			if p := pg.targetShards[i]; p < len(row) {
+		for i, o := range pg.backfill.osds {
+			if p := pg.backfill.shards[i]; p < len(row) {
 				row[p] = o
 			}
 		}
@@ -267,7 +263,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.intervals = append(pg.intervals, prior)
 	}
 	pg.acting, pg.addrs, pg.interval, pg.primary, pg.ivEpoch = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary, m.Epoch
-	pg.targets, pg.targetAddrs, pg.targetShards, pg.upSet = bf.osds, bf.addrs, bf.shards, slices.Clone(mp.Up)
+	pg.backfill, pg.upSet = bf, slices.Clone(mp.Up)
 	switch {
 	case !in:
 		pg.state = stateStray
@@ -453,11 +449,11 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 			others = append(others, target{o, pg.addrs[i], x.t})
 		}
 	}
-	for i, o := range pg.targets {
+	for i, o := range pg.backfill.osds {
 		if cd != nil {
-			others = append(others, target{o, pg.targetAddrs[i], x.shards[pg.targetShards[i]]})
+			others = append(others, target{o, pg.backfill.addrs[i], x.shards[pg.backfill.shards[i]]})
 		} else {
-			others = append(others, target{o, pg.targetAddrs[i], x.t})
+			others = append(others, target{o, pg.backfill.addrs[i], x.t})
 		}
 	}
 	pm := peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
@@ -708,7 +704,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.state != stateActive {
 		return pg.state
 	}
-	if !pg.undersized() && n == 0 && len(pg.targets) == 0 && slices.Equal(pg.acting, pg.upSet) {
+	if !pg.undersized() && n == 0 && len(pg.backfill.osds) == 0 && slices.Equal(pg.acting, pg.upSet) {
 		return "active+clean"
 	}
 	s, backfill := "active", ""
@@ -735,7 +731,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 	if pg.degraded(n, misplaced) {
 		s += "+degraded"
 	}
-	if misplaced > 0 || len(pg.targets) > 0 || !slices.Equal(pg.acting, pg.upSet) {
+	if misplaced > 0 || len(pg.backfill.osds) > 0 || !slices.Equal(pg.acting, pg.upSet) {
 		s += "+remapped"
 	}
 	return s + backfill
@@ -746,7 +742,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 // the up set lacks down OSDs (or holds swapped positions) is clean here,
 // though shown remapped.
 func (pg *PG) isClean() bool {
-	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.targets) == 0
+	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.backfill.osds) == 0
 }
 
 // degraded: the acting set is short, or some of the n object copies to

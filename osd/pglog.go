@@ -26,6 +26,17 @@ func (v Version) Less(w Version) bool {
 	return v.Seq < w.Seq || (v.Seq == w.Seq && v.Epoch < w.Epoch)
 }
 
+// newestFirst orders versions newest first (a slices.SortFunc comparison).
+func newestFirst(a, b Version) int {
+	switch {
+	case b.Less(a):
+		return -1
+	case a.Less(b):
+		return 1
+	}
+	return 0
+}
+
 func (v Version) bytes() []byte {
 	b := binary.LittleEndian.AppendUint32(nil, v.Epoch)
 	return binary.LittleEndian.AppendUint64(b, v.Seq)

@@ -128,15 +128,7 @@ func (pg *PG) shardsFromFormers(ctx context.Context, iv uint64, acting, targets 
 		cands = append(cands, mi)
 	}
 	// the newest copy of a shard first
-	slices.SortStableFunc(cands, func(a, b memberInfo) int {
-		switch {
-		case b.info.LastUpdate.Less(a.info.LastUpdate):
-			return -1
-		case a.info.LastUpdate.Less(b.info.LastUpdate):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(cands, func(a, b memberInfo) int { return newestFirst(a.info.LastUpdate, b.info.LastUpdate) })
 	want := slices.Clone(acting)
 	placed := map[int32]bool{}
 	for changed := true; changed; { // a vacated position may take another

@@ -306,6 +306,27 @@ func (c *cluster) held(i int, pool int64) int {
 	return n
 }
 
+// waitCopies waits until the OSDs hold, in all, n copies (or shards) of
+// pool's objects for each live object of model (nil: deleted): none lost,
+// the replaced ones deleted.
+func (c *cluster) waitCopies(ctx context.Context, pool int64, model map[string][]byte, n int) {
+	c.t.Helper()
+	live := 0
+	for _, v := range model {
+		if v != nil {
+			live++
+		}
+	}
+	total := 0
+	eventually(ctx, c.t, func() bool {
+		total = 0
+		for i := range c.osds {
+			total += c.held(i, pool)
+		}
+		return total == n*live
+	}, func() string { return fmt.Sprintf("%d object copies held, want %d", total, n*live) })
+}
+
 // TestRecoveryMemoryBudget: with osd_memory_target at its 64 MiB minimum,
 // recovery may hold 8 MiB of object data at once: objects of 12 MiB, each
 // larger than the whole budget and than a pull's first 4 MiB, are
@@ -499,21 +520,7 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 		t.Fatalf("clean with %d pg_temp entries left: %v", n, cl.Map().PGTemp)
 	}
 	verifyModel(ctx, t, p, model, "backfilled")
-	// every object has three copies: the replaced ones deleted, none lost
-	live := 0
-	for _, v := range model {
-		if v != nil {
-			live++
-		}
-	}
-	total := 0
-	eventually(ctx, t, func() bool {
-		total = 0
-		for i := range c.osds {
-			total += c.held(i, p.ID())
-		}
-		return total == 3*live
-	}, func() string { return fmt.Sprintf("%d object copies held, want %d", total, 3*live) })
+	c.waitCopies(ctx, p.ID(), model, 3) // the replaced copies deleted, none lost
 	put(2)
 	verifyModel(ctx, t, p, model, "after")
 }
