@@ -238,12 +238,13 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(8)
+	d.wg.Add(9)
 	go d.beaconLoop()
 	go d.pgTempLoop()
 	go d.historyLoop()
 	go d.scrubLoop()
 	go d.fullnessLoop()
+	go d.governLoop()
 	go func() {
 		defer d.wg.Done()
 		d.mc.Subscribe(d.ctx, m, d.handleMap)
@@ -348,7 +349,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		d.cfg.Store(d.o.Config.For(d.name))
 	}
 	d.log = d.log.With("osd", d.id)
-	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id), d.store)
+	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id), d.store, d.qos.scale)
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
 	return m, nil
 }
@@ -1151,6 +1152,7 @@ func (d *OSD) stats() osdop.Stats {
 	d.mu.RLock()
 	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot()}
 	st.Perf.MClockCapacityIOPS = d.qos.capacityIOPS(d.conf(), d.qosError)
+	st.Perf.MClockScale = d.qos.scale()
 	st.RecoveryOpsRate, st.RecoveryBytesRate = d.perf.recoveryRates()
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {

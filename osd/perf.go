@@ -71,7 +71,9 @@ type checksumStater interface {
 	ChecksumStats() (given, computed uint64)
 }
 
-func newPerf(daemon string, store any) *perfCounters {
+// newPerf returns the counters of daemon, with its store's and its I/O
+// scheduler's scale (a gauge) among them.
+func newPerf(daemon string, store any, mclockScale func() float64) *perfCounters {
 	p := &perfCounters{reg: prometheus.NewRegistry()}
 	labels := prometheus.Labels{"daemon": daemon}
 	counterFunc := func(name, help string, f func() float64) {
@@ -110,6 +112,8 @@ func newPerf(daemon string, store any) *perfCounters {
 	counter("mclock_background_waits_total", "Background operations the I/O scheduler held back before they could start.", &p.mclockWaits)
 	counter("recovery_preempted_total", "Recovery reservations given back to a PG of higher priority (degraded before misplaced).", &p.recoveryPreempted)
 	counter("read_lease_waits_total", "OSDs of earlier intervals that activating PGs could not reach and had to prove past serving reads or wait out (their read leases).", &p.leaseWaits)
+	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shoal", Subsystem: "osd", Name: "mclock_scale", ConstLabels: labels,
+		Help: "Fraction of its capacity the I/O scheduler gives the OSD now (below 1 while clients wait for CPU that background work takes; osd_mclock_sched_latency_target)."}, mclockScale))
 	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs … 6.5 s
 	p.opWLat = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shoal", Subsystem: "osd", Name: "op_w_latency_seconds",
 		Help: "Client write latency on the primary, replicas included.", ConstLabels: labels, Buckets: buckets})

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime/metrics"
 	"sync"
 	"time"
 
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/osd/mclock"
 )
 
@@ -17,7 +19,8 @@ import (
 // deletion — waits for its share (package mclock). The primary of a
 // recovering PG is the gate for its copies; the OSDs that serve its
 // pulls and take its pushes are charged for them, which holds back their
-// own background work.
+// own background work. A governor (mclock.Governor, governLoop) scales
+// the capacity down while clients wait for CPU.
 type qos struct {
 	mu    sync.Mutex
 	s     *mclock.Scheduler
@@ -30,6 +33,8 @@ type qos struct {
 	// measured is the capacity (IOPS) measured at the OSD's first start
 	// (see loadCapacity), 0 if none.
 	measured float64
+	gov      mclock.Governor
+	client   float64 // the client class's granted device time at the last govern
 }
 
 // setMeasured sets the measured capacity (before the scheduler's first
@@ -146,4 +151,88 @@ func (d *OSD) throttle(ctx context.Context, c mclock.Class, ops int, n uint64) e
 		case <-t.C:
 		}
 	}
+}
+
+// governPeriod is how often the governor samples the scheduler latency;
+// minSchedSamples is the fewest goroutine wake-ups in a period whose 90th
+// percentile it trusts (fewer: the process is nearly idle).
+const (
+	governPeriod    = 100 * time.Millisecond
+	minSchedSamples = 20
+)
+
+// govern feeds the governor one period's 90th-percentile scheduler
+// latency (seconds) and sets the scheduler's scale from it.
+func (q *qos) govern(cfg *config.Config, log func(error), p90 float64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refresh(cfg, log)
+	target := cfg.Seconds("osd_mclock_sched_latency_target")
+	if !q.on {
+		target = 0
+	}
+	granted := q.s.Granted(mclock.Client)
+	q.s.SetScale(q.gov.Update(p90, target, granted > q.client))
+	q.client = granted
+}
+
+// scale is the fraction of its capacity the scheduler gives the OSD now.
+func (q *qos) scale() float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.s == nil {
+		return 1
+	}
+	return q.s.Scale()
+}
+
+// schedSampler reads the process's scheduler latency histogram (how long
+// runnable goroutines waited for a CPU).
+type schedSampler struct {
+	sample []metrics.Sample
+	prev   []uint64
+}
+
+// p90 returns the 90th percentile of the waits since the last call, in
+// seconds (the upper bound of its bucket), and how many there were.
+func (s *schedSampler) p90() (float64, uint64) {
+	if s.sample == nil {
+		s.sample = []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	}
+	metrics.Read(s.sample)
+	if s.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0, 0
+	}
+	h := s.sample[0].Value.Float64Histogram()
+	prev := s.prev
+	s.prev = append(s.prev[:0:0], h.Counts...)
+	if len(prev) != len(h.Counts) {
+		return 0, 0
+	}
+	var n uint64
+	for i, c := range h.Counts {
+		n += c - prev[i]
+	}
+	var seen uint64
+	for i, c := range h.Counts {
+		if seen += c - prev[i]; n > 0 && seen*10 >= n*9 {
+			return h.Buckets[i+1], n
+		}
+	}
+	return 0, n
+}
+
+// governLoop samples the scheduler latency every governPeriod and feeds
+// the governor until the OSD stops.
+func (d *OSD) governLoop() {
+	defer d.wg.Done()
+	var s schedSampler
+	s.p90()
+	periodic.Every(d.ctx, governPeriod, nil, func() {
+		p90, n := s.p90()
+		if n < minSchedSamples {
+			p90 = 0
+		}
+		d.qos.govern(d.conf(), d.qosError, p90)
+	})
 }

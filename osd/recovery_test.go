@@ -14,6 +14,7 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -399,6 +400,94 @@ func TestMClockHoldsBackRecovery(t *testing.T) {
 			t.Logf("%s: %d background waits", queue, waits)
 			verifyModel(ctx, t, p, want, queue)
 		})
+	}
+}
+
+// TestGovernorScalesCapacity: with a scheduler-latency target no wait
+// can meet, client writes drive every OSD's mclock scale to its floor
+// (1/16); a recovery under that client load still completes, every object
+// intact; once the writes stop the scale climbs back to 1.
+func TestGovernorScalesCapacity(t *testing.T) {
+	c := startClusterWith(t, 3, "osd_mclock_sched_latency_target = 0.000000001\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	scales := func() (lo, hi float64) {
+		t.Helper()
+		lo, hi = 1, 0
+		for i := range 3 {
+			st, err := cl.OSDStats(ctx, int32(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, hi = min(lo, st.Perf.MClockScale), max(hi, st.Perf.MClockScale)
+		}
+		return lo, hi
+	}
+	var mu sync.Mutex
+	want := map[string][]byte{}
+	put := func(oid string, data []byte) {
+		t.Helper()
+		if err := p.WriteFull(ctx, oid, data); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		want[oid] = data
+		mu.Unlock()
+	}
+	for i := 0; ; i++ {
+		put(fmt.Sprintf("w%d", i%50), bytes.Repeat([]byte{byte(i), 1}, 8<<10))
+		if i%20 != 0 {
+			continue
+		}
+		if _, hi := scales(); hi == mclock.MinScale {
+			t.Logf("every OSD at scale 1/16 after %d writes", i+1)
+			break
+		}
+	}
+	// a writer keeps the scale down while osd.2 misses and recovers writes
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			oid := fmt.Sprintf("w%d", i%50)
+			data := bytes.Repeat([]byte{byte(i), 2}, 8<<10)
+			if err := p.WriteFull(ctx, oid, data); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			want[oid] = data
+			mu.Unlock()
+		}
+	}()
+	c.missWrites(ctx, cl, func(gen int) {
+		for i := range 40 {
+			put(fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(gen), byte(i)}, 32<<10))
+		}
+	})
+	waitClean(ctx, t, cl, p.ID())
+	if lo, _ := scales(); lo == 1 {
+		t.Error("recovery under client writes: no OSD below scale 1")
+	}
+	close(stop)
+	<-done
+	verifyModel(ctx, t, p, want, "after recovery at the floor scale")
+	for {
+		if lo, _ := scales(); lo == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the scale never returned to 1 after the writes stopped")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -453,6 +453,11 @@ type Perf struct {
 	// scheduler charges operations against: measured at the OSD's first
 	// start, or osd_mclock_max_capacity_iops_* (a gauge, not a counter).
 	MClockCapacityIOPS float64 `json:"mclock_capacity_iops"`
+	// MClockScale is the fraction of that capacity the I/O scheduler
+	// gives the OSD now, in [1/16, 1]: below 1 while clients wait for CPU
+	// that background work takes (osd_mclock_sched_latency_target; a
+	// gauge).
+	MClockScale float64 `json:"mclock_scale"`
 }
 
 // PGStats is one PG as its primary sees it.

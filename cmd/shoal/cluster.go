@@ -396,11 +396,11 @@ func osdCmd() *cobra.Command {
 				return json.NewEncoder(out).Encode(all)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\tSHARD_W\tSHARD_W_BYTES\tSHARD_R\tSHARD_R_BYTES\tEC_RECONSTRUCT\tEC_REBUILDS\tEC_SHARD_COPIES\tRECOVERY_OPS\tRECOVERY_BYTES\tMCLOCK_WAITS\tRECOVERY_PREEMPTED\tMCLOCK_IOPS\t")
+			fmt.Fprintln(tw, "OSD\tOP_W\tOP_W_IN_BYTES\tOP_R\tOP_R_OUT_BYTES\tSUBOP_W\tSUBOP_W_IN_BYTES\tSHARD_W\tSHARD_W_BYTES\tSHARD_R\tSHARD_R_BYTES\tEC_RECONSTRUCT\tEC_REBUILDS\tEC_SHARD_COPIES\tRECOVERY_OPS\tRECOVERY_BYTES\tMCLOCK_WAITS\tRECOVERY_PREEMPTED\tMCLOCK_IOPS\tMCLOCK_SCALE\t")
 			for _, st := range all {
 				p := st.Perf
-				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes,
-					p.ShardW, p.ShardWBytes, p.ShardR, p.ShardRBytes, p.ECReconstruct, p.ECRebuilds, p.ECShardCopies, p.RecoveryOps, p.RecoveryBytes, p.MClockWaits, p.RecoveryPreempted, p.MClockCapacityIOPS)
+				fmt.Fprintf(tw, "osd.%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t\n", st.ID, p.OpW, p.OpWInBytes, p.OpR, p.OpROutBytes, p.SubopW, p.SubopWBytes,
+					p.ShardW, p.ShardWBytes, p.ShardR, p.ShardRBytes, p.ECReconstruct, p.ECRebuilds, p.ECShardCopies, p.RecoveryOps, p.RecoveryBytes, p.MClockWaits, p.RecoveryPreempted, p.MClockCapacityIOPS, p.MClockScale)
 			}
 			return tw.Flush()
 		})}

@@ -14,6 +14,12 @@
 // behind the clock (no credit for idle time): R (reservation) and L
 // (limit).
 //
+// The capacity is a device's, but on a machine whose CPUs saturate before
+// its devices do, what an OSD can do is less: Scale (set by a Governor,
+// cpu.go) is the fraction of the capacity left when the OSD's process
+// waits for CPU, and every cost is divided by it, so reservations and
+// limits are shares of what the OSD can do now.
+//
 // One difference from Ceph: client operations are never queued here —
 // they are charged and run at once, so the client path pays one mutex
 // and no wait. Background operations ask Start: one may start when its
@@ -97,12 +103,16 @@ func Validate(c Capacity, q [NumClasses]QoS) error {
 
 // Horizon is the device time of queued work beyond which the OSD counts
 // as saturated; Slack is how far a class's tags may lag the clock (a
-// class that asks late, by less than Slack, keeps its rate). Both are
-// Shoal's choices, not Ceph's: long enough for a few 4 MiB operations at
-// SSD bandwidth, short against the 100 ms a client notices.
+// class that asks late, by less than Slack, keeps its rate); MaxBacklog
+// is the most charged work the scheduler remembers, so that an overload
+// (client work is charged whatever the capacity) is forgotten soon after
+// it ends. All three are Shoal's choices, not Ceph's: long enough for a
+// few 4 MiB operations at SSD bandwidth, short against the 100 ms a
+// client notices.
 const (
-	Horizon = 0.010 // seconds
-	Slack   = 0.010 // seconds
+	Horizon    = 0.010 // seconds
+	Slack      = 0.010 // seconds
+	MaxBacklog = 4 * Horizon
 )
 
 type tags struct {
@@ -113,22 +123,32 @@ type tags struct {
 // is not usable: see New.
 type Scheduler struct {
 	qos     [NumClasses]QoS
+	scale   float64 // fraction of the capacity available (SetScale)
 	tags    [NumClasses]tags
 	busy    float64 // when the device would finish the work charged so far
 	granted [NumClasses]float64
 }
 
 // New returns a scheduler for shares q (see Validate).
-func New(q [NumClasses]QoS) *Scheduler { return &Scheduler{qos: q} }
+func New(q [NumClasses]QoS) *Scheduler { return &Scheduler{qos: q, scale: 1} }
+
+// SetScale sets the fraction of the capacity the OSD has now, in
+// [MinScale, 1] (values outside are clamped): costs charged from now on
+// are divided by it. See Governor.
+func (s *Scheduler) SetScale(f float64) { s.scale = math.Min(math.Max(f, MinScale), 1) }
+
+// Scale is the fraction of the capacity in use (SetScale).
+func (s *Scheduler) Scale() float64 { return s.scale }
 
 // SetQoS changes the classes' shares; tags are kept.
 func (s *Scheduler) SetQoS(q [NumClasses]QoS) { s.qos = q }
 
 // Charge records that an operation of class c costing cost seconds of
-// device time started at now (seconds on the caller's clock): its tags
-// and the backlog advance. Operations that never wait (client I/O) call
-// Charge; background ones are charged by Start when it lets them start.
-func (s *Scheduler) Charge(c Class, cost, now float64) { s.charge(c, cost, now, false) }
+// device time (at full capacity) started at now (seconds on the caller's
+// clock): its tags and the backlog advance. Operations that never wait
+// (client I/O) call Charge; background ones are charged by Start when it
+// lets them start.
+func (s *Scheduler) Charge(c Class, cost, now float64) { s.charge(c, cost/s.scale, now, false) }
 
 // charge advances c's tags; only work under the reservation advances R
 // (dmClock: work done from spare capacity does not use the reservation
@@ -141,7 +161,7 @@ func (s *Scheduler) charge(c Class, cost, now float64, reserved bool) {
 	if q.Lim > 0 {
 		t.l = math.Max(t.l, now-Slack) + cost/q.Lim
 	}
-	s.busy = math.Max(s.busy, now) + cost
+	s.busy = math.Min(math.Max(s.busy, now)+cost, now+MaxBacklog)
 	s.granted[c] += cost
 }
 
@@ -149,14 +169,16 @@ func (s *Scheduler) charge(c Class, cost, now float64, reserved bool) {
 // the device did it at capacity.
 func (s *Scheduler) Backlog(now float64) float64 { return math.Max(s.busy-now, 0) }
 
-// Granted is the device time, in seconds, charged to class c so far.
+// Granted is the device time, in seconds, charged to class c so far
+// (divided by the scale at the time).
 func (s *Scheduler) Granted(c Class) float64 { return s.granted[c] }
 
-// Start asks whether a background operation of class c costing cost may
-// start at now. If so it is charged and Start returns true; if not, it
-// returns the time at which to ask again.
+// Start asks whether a background operation of class c costing cost (at
+// full capacity) may start at now. If so it is charged and Start returns
+// true; if not, it returns the time at which to ask again.
 func (s *Scheduler) Start(c Class, cost, now float64) (ok bool, retry float64) {
 	q, t := s.qos[c], &s.tags[c]
+	cost /= s.scale
 	if q.Res > 0 && t.r <= now { // within its reservation
 		s.charge(c, cost, now, true)
 		return true, 0
@@ -170,7 +192,7 @@ func (s *Scheduler) Start(c Class, cost, now float64) (ok bool, retry float64) {
 	}
 	b := s.Backlog(now)
 	if b < Horizon {
-		s.Charge(c, cost, now)
+		s.charge(c, cost, now, false)
 		return true, 0
 	}
 	// saturated: ask again when the backlog is below the horizon

@@ -122,3 +122,73 @@ func TestCostAndValidate(t *testing.T) {
 		}
 	}
 }
+
+// A scale divides the capacity: at a quarter of it, a client load of a
+// quarter of the full capacity saturates the OSD and recovery gets its
+// reservation of what is left — half of the scaled capacity, 5 s of
+// scaled device time in 10 s (1.25 s at full capacity) where unscaled it
+// fills the other 75% (7.5 s).
+func TestScale(t *testing.T) {
+	s := New(Profiles["balanced"])
+	near(t, "recovery beside a 25% client load, unscaled", simulate(s, Recovery, 0.002, 0.25, 0, 10), 7.5, 0.2)
+	s = New(Profiles["balanced"])
+	s.SetScale(0.25)
+	near(t, "recovery beside a 25% client load at scale 1/4 (scaled time)", simulate(s, Recovery, 0.002, 0.25, 0, 10), 5, 0.2)
+	if s.SetScale(0); s.Scale() != MinScale {
+		t.Errorf("SetScale(0): scale %g, want MinScale", s.Scale())
+	}
+	if s.SetScale(3); s.Scale() != 1 {
+		t.Errorf("SetScale(3): scale %g, want 1", s.Scale())
+	}
+}
+
+// An overload is forgotten soon after it ends: after a second of client
+// work at five times the capacity, recovery on the then idle OSD gets all
+// but MaxBacklog of the next second, not just its reservation for the
+// next four.
+func TestOverloadForgotten(t *testing.T) {
+	s := New(Profiles["balanced"])
+	simulate(s, Recovery, 0.002, 5, 0, 1)
+	near(t, "recovery in the second after an overload", simulate(s, Recovery, 0.002, 0, 1, 2), 1-MaxBacklog, 0.02)
+}
+
+// The governor: multiplicative decrease while clients run and the
+// latency is over target, down to MinScale; additive increase otherwise;
+// off (scale 1) with no target.
+func TestGovernor(t *testing.T) {
+	var g Governor
+	const target = 0.001
+	steps := []struct {
+		p90    float64
+		client bool
+		want   float64
+	}{
+		{0.005, true, 1}, // first sample: starts at full capacity
+		{0.005, true, 0.75},
+		{0.005, true, 0.5625},
+		{0.005, false, 0.5825},   // no client work: up
+		{0.0009, true, 0.6025},   // under target: up
+		{0.0011, true, 0.451875}, // over: down
+	}
+	for i, st := range steps {
+		if got := g.Update(st.p90, target, st.client); math.Abs(got-st.want) > 1e-12 {
+			t.Fatalf("step %d: scale %g, want %g", i, got, st.want)
+		}
+	}
+	for range 50 {
+		g.Update(1, target, true)
+	}
+	if got := g.Update(1, target, true); got != MinScale {
+		t.Errorf("after 50 periods far over target: scale %g, want MinScale", got)
+	}
+	n := 0
+	for ; g.Update(0, target, true) < 1; n++ {
+	}
+	if want := int(math.Ceil((1 - MinScale) / ScaleIncrease)); n+1 != want {
+		t.Errorf("from MinScale back to 1 in %d periods, want %d", n+1, want)
+	}
+	g.Update(1, target, true)
+	if got := g.Update(1, 0, true); got != 1 {
+		t.Errorf("target 0: scale %g, want 1", got)
+	}
+}
