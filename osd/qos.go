@@ -154,8 +154,9 @@ func (d *OSD) throttle(ctx context.Context, c mclock.Class, ops int, n uint64) e
 }
 
 // governPeriod is how often the governor samples the scheduler latency;
-// minSchedSamples is the fewest goroutine wake-ups in a period whose 90th
-// percentile it trusts (fewer: the process is nearly idle).
+// minSchedSamples is the fewest samples in a period whose 90th
+// percentile it trusts (the runtime samples one goroutine transition in
+// 8, so 20 is about 160 wake-ups; fewer: the process is nearly idle).
 const (
 	governPeriod    = 100 * time.Millisecond
 	minSchedSamples = 20
@@ -194,7 +195,7 @@ type schedSampler struct {
 }
 
 // p90 returns the 90th percentile of the waits since the last call, in
-// seconds (the upper bound of its bucket), and how many there were.
+// seconds, and how many were sampled.
 func (s *schedSampler) p90() (float64, uint64) {
 	if s.sample == nil {
 		s.sample = []metrics.Sample{{Name: "/sched/latencies:seconds"}}
@@ -205,21 +206,35 @@ func (s *schedSampler) p90() (float64, uint64) {
 	}
 	h := s.sample[0].Value.Float64Histogram()
 	prev := s.prev
-	s.prev = append(s.prev[:0:0], h.Counts...)
-	if len(prev) != len(h.Counts) {
+	s.prev = append(s.prev[:0:0], h.Counts...) // Read reuses h's memory
+	return quantile(h.Buckets, prev, h.Counts, 0.9)
+}
+
+// quantile returns the q-quantile of the samples a runtime/metrics
+// histogram (bucket boundaries, counts per bucket: len(buckets) is
+// len(counts)+1) gained since an earlier reading of it, prev (nil: none,
+// and the result is 0, 0), as the upper bound of the bucket it falls in,
+// and how many samples it gained. The runtime's buckets are a quarter of
+// a power of two wide, so the result overstates the quantile by less
+// than 19%.
+func quantile(buckets []float64, prev, counts []uint64, q float64) (float64, uint64) {
+	if len(prev) != len(counts) || len(buckets) != len(counts)+1 {
 		return 0, 0
 	}
 	var n uint64
-	for i, c := range h.Counts {
+	for i, c := range counts {
 		n += c - prev[i]
 	}
+	if n == 0 {
+		return 0, 0
+	}
 	var seen uint64
-	for i, c := range h.Counts {
-		if seen += c - prev[i]; n > 0 && seen*10 >= n*9 {
-			return h.Buckets[i+1], n
+	for i, c := range counts {
+		if seen += c - prev[i]; float64(seen) >= q*float64(n) {
+			return buckets[i+1], n
 		}
 	}
-	return 0, n
+	return buckets[len(buckets)-1], n
 }
 
 // governLoop samples the scheduler latency every governPeriod and feeds

@@ -21,10 +21,14 @@ import "math"
 // scheduler_latency_target, pkg/util/admission), which aims its p99; the
 // 90th percentile is used here because a client load alone already
 // takes a busy OSD's p99 past 1 ms on a 2-core machine, where its 90th
-// percentile stays under 0.4 ms and recovery beside it takes that to 2–16
-// ms (docs/RELIABILITY.md, "I/O scheduler"). The additive increase and
-// multiplicative decrease are the usual AIMD: the scale settles where
-// background work keeps clients' scheduler latency at the target.
+// percentile stays at 0.1–0.33 ms and recovery beside it takes that to
+// 1.5–16 ms (docs/PERFORMANCE.md, "The I/O scheduler watching the
+// CPUs"). The additive increase and multiplicative decrease are the
+// usual AIMD: the scale settles where background work keeps the OSD's
+// scheduler latency at the target. The signal cannot tell whose CPU use
+// makes goroutines wait: under a client load that alone keeps the
+// latency over the target, background work stays at the floor for as
+// long as that load lasts.
 type Governor struct {
 	scale float64 // 0 until the first Update: 1
 }

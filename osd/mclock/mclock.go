@@ -104,11 +104,13 @@ func Validate(c Capacity, q [NumClasses]QoS) error {
 // Horizon is the device time of queued work beyond which the OSD counts
 // as saturated; Slack is how far a class's tags may lag the clock (a
 // class that asks late, by less than Slack, keeps its rate); MaxBacklog
-// is the most charged work the scheduler remembers, so that an overload
-// (client work is charged whatever the capacity) is forgotten soon after
-// it ends. All three are Shoal's choices, not Ceph's: long enough for a
-// few 4 MiB operations at SSD bandwidth, short against the 100 ms a
-// client notices.
+// is the most work that operations which never wait (Charge: client I/O,
+// operations served for other OSDs) can queue up, so that their
+// overload — they are charged whatever the capacity — is forgotten soon
+// after it ends; background work, which waits for the backlog, is never
+// cut short. All three are Shoal's choices, not Ceph's: Horizon and
+// Slack long enough for a few 4 MiB operations at SSD bandwidth, all
+// short against the 100 ms a client notices (in scaled time: see Scale).
 const (
 	Horizon    = 0.010 // seconds
 	Slack      = 0.010 // seconds
@@ -145,14 +147,19 @@ func (s *Scheduler) SetQoS(q [NumClasses]QoS) { s.qos = q }
 
 // Charge records that an operation of class c costing cost seconds of
 // device time (at full capacity) started at now (seconds on the caller's
-// clock): its tags and the backlog advance. Operations that never wait
-// (client I/O) call Charge; background ones are charged by Start when it
-// lets them start.
-func (s *Scheduler) Charge(c Class, cost, now float64) { s.charge(c, cost/s.scale, now, false) }
+// clock): its tags and the backlog advance, the backlog to MaxBacklog at
+// most. Operations that never wait (client I/O) call Charge; background
+// ones are charged by Start when it lets them start.
+func (s *Scheduler) Charge(c Class, cost, now float64) {
+	cost /= s.scale
+	s.charge(c, cost, now, false)
+	s.busy = math.Max(s.busy, math.Min(math.Max(s.busy, now)+cost, now+MaxBacklog))
+}
 
-// charge advances c's tags; only work under the reservation advances R
-// (dmClock: work done from spare capacity does not use the reservation
-// up, so a burst on an idle OSD does not hold the class back later).
+// charge advances c's tags (cost already scaled); only work under the
+// reservation advances R (dmClock: work done from spare capacity does
+// not use the reservation up, so a burst on an idle OSD does not hold
+// the class back later). Charge and start advance the backlog.
 func (s *Scheduler) charge(c Class, cost, now float64, reserved bool) {
 	q, t := s.qos[c], &s.tags[c]
 	if reserved {
@@ -161,12 +168,19 @@ func (s *Scheduler) charge(c Class, cost, now float64, reserved bool) {
 	if q.Lim > 0 {
 		t.l = math.Max(t.l, now-Slack) + cost/q.Lim
 	}
-	s.busy = math.Min(math.Max(s.busy, now)+cost, now+MaxBacklog)
 	s.granted[c] += cost
 }
 
-// Backlog is the device time of work charged but not yet done at now, if
-// the device did it at capacity.
+// start charges a background operation Start lets start (cost scaled):
+// the backlog grows by all of it.
+func (s *Scheduler) start(c Class, cost, now float64, reserved bool) {
+	s.charge(c, cost, now, reserved)
+	s.busy = math.Max(s.busy, now) + cost
+}
+
+// Backlog is the device time (scaled) of work charged but not yet done
+// at now, if the device did it at the scaled capacity; what Charge adds
+// stops at MaxBacklog.
 func (s *Scheduler) Backlog(now float64) float64 { return math.Max(s.busy-now, 0) }
 
 // Granted is the device time, in seconds, charged to class c so far
@@ -180,7 +194,7 @@ func (s *Scheduler) Start(c Class, cost, now float64) (ok bool, retry float64) {
 	q, t := s.qos[c], &s.tags[c]
 	cost /= s.scale
 	if q.Res > 0 && t.r <= now { // within its reservation
-		s.charge(c, cost, now, true)
+		s.start(c, cost, now, true)
 		return true, 0
 	}
 	retry = math.Inf(1)
@@ -192,7 +206,7 @@ func (s *Scheduler) Start(c Class, cost, now float64) (ok bool, retry float64) {
 	}
 	b := s.Backlog(now)
 	if b < Horizon {
-		s.charge(c, cost, now, false)
+		s.start(c, cost, now, false)
 		return true, 0
 	}
 	// saturated: ask again when the backlog is below the horizon

@@ -6,12 +6,14 @@ import (
 )
 
 // simulate runs the scheduler in steps of 1 ms from start to end: each
-// step, the client charges clientLoad (a fraction of capacity) times the
-// step, and the background class bg starts as many operations of cost
-// opCost as Start allows. It returns the device time granted to bg.
+// step, the client charges clientLoad (a fraction of the full capacity)
+// times the step, and the background class bg starts as many operations
+// of cost opCost (at full capacity) as Start allows. It returns the
+// device time of the operations bg started (their number times opCost,
+// whatever the scale).
 func simulate(s *Scheduler, bg Class, opCost, clientLoad, start, end float64) float64 {
 	const dt = 0.001
-	before := s.Granted(bg)
+	ops := 0
 	for i := 0; ; i++ {
 		now := start + float64(i)*dt
 		if now >= end {
@@ -28,9 +30,10 @@ func simulate(s *Scheduler, bg Class, opCost, clientLoad, start, end float64) fl
 				}
 				break
 			}
+			ops++
 		}
 	}
-	return s.Granted(bg) - before
+	return float64(ops) * opCost
 }
 
 func near(t *testing.T, what string, got, want, tol float64) {
@@ -123,17 +126,27 @@ func TestCostAndValidate(t *testing.T) {
 	}
 }
 
-// A scale divides the capacity: at a quarter of it, a client load of a
-// quarter of the full capacity saturates the OSD and recovery gets its
-// reservation of what is left — half of the scaled capacity, 5 s of
-// scaled device time in 10 s (1.25 s at full capacity) where unscaled it
-// fills the other 75% (7.5 s).
+// A scale divides the capacity. In device time: at a quarter of the capacity an idle OSD's
+// recovery gets a quarter of the device (2.5 s in 10 s); beside a client
+// load of a quarter of the full capacity, which saturates the scaled
+// one, it gets its reservation of what is left, half of a quarter (1.25
+// s), where unscaled it fills the other 75% (7.5 s). A background
+// operation larger than MaxBacklog is charged whole: 31 ms operations (4
+// MiB on a disk) at MinScale get about a sixteenth of the device, not
+// all of it.
 func TestScale(t *testing.T) {
 	s := New(Profiles["balanced"])
 	near(t, "recovery beside a 25% client load, unscaled", simulate(s, Recovery, 0.002, 0.25, 0, 10), 7.5, 0.2)
 	s = New(Profiles["balanced"])
 	s.SetScale(0.25)
-	near(t, "recovery beside a 25% client load at scale 1/4 (scaled time)", simulate(s, Recovery, 0.002, 0.25, 0, 10), 5, 0.2)
+	near(t, "recovery on an idle OSD at scale 1/4 (device time)", simulate(s, Recovery, 0.002, 0, 0, 10), 2.5, 0.1)
+	s = New(Profiles["balanced"])
+	s.SetScale(0.25)
+	near(t, "recovery beside a 25% client load at scale 1/4 (device time)", simulate(s, Recovery, 0.002, 0.25, 0, 10), 1.25, 0.1)
+	s = New(Profiles["balanced"])
+	s.SetScale(MinScale)
+	// (each op may start up to Horizon before the last ends: 22 ops, not 20)
+	near(t, "31 ms recovery ops on an idle OSD at MinScale (device time)", simulate(s, Recovery, 0.031, 0, 0, 10), 10*MinScale, 0.08)
 	if s.SetScale(0); s.Scale() != MinScale {
 		t.Errorf("SetScale(0): scale %g, want MinScale", s.Scale())
 	}
