@@ -106,6 +106,7 @@ type OSD struct {
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
+	ops         opTracker
 	scrubSlots  scrubSlots
 	pgTemp      pgTempRequests
 	history     historyRecords
@@ -1048,6 +1049,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	var rep *osdop.Reply
 	release := func() {} // gives back pooled read buffers once the reply is out
 	start := time.Now()
+	defer d.ops.end(d.ops.begin(start))
 	if req.IsWrite() {
 		for i := range req.Ops {
 			if op := &req.Ops[i]; op.Code == osdop.Write || op.Code == osdop.WriteFull || op.Code == osdop.Append {
@@ -1153,6 +1155,11 @@ func (d *OSD) stats() osdop.Stats {
 	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot()}
 	st.Perf.MClockCapacityIOPS = d.qos.capacityIOPS(d.conf(), d.qosError)
 	st.Perf.MClockScale = d.qos.scale()
+	now := time.Now()
+	var oldest time.Time
+	if st.SlowOps, oldest = d.ops.slow(now.Add(-time.Duration(d.conf().Seconds("osd_op_complaint_time") * float64(time.Second)))); st.SlowOps > 0 {
+		st.SlowOpOldest = now.Sub(oldest).Seconds()
+	}
 	st.RecoveryOpsRate, st.RecoveryBytesRate = d.perf.recoveryRates()
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {

@@ -410,6 +410,11 @@ type Stats struct {
 	// recovering_objects_per_sec, recovering_bytes_per_sec).
 	RecoveryOpsRate   float64 `json:"recovering_objects_per_sec"`
 	RecoveryBytesRate float64 `json:"recovering_bytes_per_sec"`
+	// SlowOps counts the client ops in flight for longer than
+	// osd_op_complaint_time, the oldest of them SlowOpOldest seconds old
+	// (Ceph's SLOW_OPS).
+	SlowOps      int     `json:"slow_ops,omitempty"`
+	SlowOpOldest float64 `json:"slow_op_oldest_sec,omitempty"`
 }
 
 // Perf is an OSD's op counters since it started (Ceph's OSD perf

@@ -224,6 +224,9 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	if f := full[osdmap.NearFull]; len(f) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d nearfull osd(s)", len(f)), head(f)})
 	}
+	if c, ok := slowOps(s.OSDStats); ok {
+		s.Checks = append(s.Checks, c)
+	}
 	if len(s.Flags) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, strings.Join(s.Flags, ",") + " flag(s) set",
 			[]string{"clear with `shoal osd unset FLAG` when the maintenance is over"}})
@@ -263,6 +266,29 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	return s, nil
+}
+
+// slowOps is Ceph's SLOW_OPS check from the OSDs' stats: "N slow ops,
+// oldest one blocked for S sec, daemons [osd.A,osd.B] have slow ops",
+// with one detail line per OSD; ok is false when no OSD has any.
+func slowOps(stats []osdop.Stats) (c Check, ok bool) {
+	n, oldest := 0, 0.0
+	var daemons []string
+	for _, st := range stats {
+		if st.SlowOps == 0 {
+			continue
+		}
+		n += st.SlowOps
+		oldest = max(oldest, st.SlowOpOldest)
+		daemons = append(daemons, fmt.Sprintf("osd.%d", st.ID))
+		c.Detail = append(c.Detail, fmt.Sprintf("osd.%d has %d slow ops, oldest blocked for %.0f sec; look for a network cut to its peers, a PG that cannot peer (shoal pg ls) or a slow device (shoal osd perf, its log)", st.ID, st.SlowOps, st.SlowOpOldest))
+	}
+	if n == 0 {
+		return c, false
+	}
+	c.Severity = Warn
+	c.Summary = fmt.Sprintf("%d slow ops, oldest one blocked for %.0f sec, daemons [%s] have slow ops", n, oldest, strings.Join(daemons, ","))
+	return c, true
 }
 
 func head(s []string) []string {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // firewall is an nftables table of this test's own, which drops traffic
@@ -31,7 +34,7 @@ func newFirewall(t *testing.T) *firewall {
 	}
 	f := &firewall{t: t, table: fmt.Sprintf("shoal_e2e_%d", os.Getpid())}
 	f.nft("add table ip " + f.table)
-	t.Cleanup(f.heal)
+	t.Cleanup(f.remove)
 	f.nft("add chain ip " + f.table + " out { type filter hook output priority 0 ; policy accept ; }")
 	return f
 }
@@ -51,8 +54,11 @@ func (f *firewall) cut(a string, others ...string) {
 	f.nft("add rule ip " + f.table + " out ip saddr " + set + " ip daddr " + a + " drop")
 }
 
-// heal removes the table and every cut.
-func (f *firewall) heal() {
+// heal removes every cut.
+func (f *firewall) heal() { f.nft("flush chain ip " + f.table + " out") }
+
+// remove deletes the table (the test's cleanup).
+func (f *firewall) remove() {
 	exec.Command("nft", "delete", "table", "ip", f.table).Run()
 }
 
@@ -148,10 +154,60 @@ func partition(t *testing.T, back bool) {
 	c.waitHealth("HEALTH_OK", 3*time.Minute)
 	healed := time.Since(start)
 	l.waitOps(ctx, 300, "after the partition healed")
-	if !c.checkLoad(ctx, l, conn, p, "after the partition healed") {
-		return
-	}
 	b, _ := os.ReadFile(logPath)
 	t.Logf("%d ops; osd.3 cut off (cluster network only: %v): marked down after %v, booted again %d times, held down after %v; HEALTH_OK %v after the cut",
 		l.ops.Load(), back, down.Round(time.Millisecond), strings.Count(string(b), "booting again"), damped.Round(time.Millisecond), healed.Round(time.Millisecond))
+	if !back {
+		cutPair(ctx, t, c, fw, l, conn, ip)
+	}
+	c.checkLoad(ctx, l, conn, p, "after the partition healed")
+}
+
+// cutPair cuts osd.0 from osd.1 alone under the load, for twice the
+// heartbeat grace: each reports the other, but one reporter apiece is
+// below mon_osd_min_down_reporters (2), so neither is marked down — as in
+// Ceph, the writes of the PGs they share wait, and health says so (slow
+// ops, osd_op_complaint_time set to 2 s here) rather than anything
+// failing or being acknowledged without both copies. Healed, the waiting
+// writes complete, the warning clears and the load goes on.
+func cutPair(ctx context.Context, t *testing.T, c *tcluster, fw *firewall, l *load, conn *client.Conn, ip func(int) string) {
+	t.Helper()
+	c.must("config", "set", "osd", "osd_op_complaint_time", "2")
+	fw.cut(ip(0), ip(1))
+	start := time.Now()
+	for {
+		var st struct {
+			OSDStats []osdop.Stats `json:"osd_stats"`
+		}
+		out := c.must("status", "--format", "json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatal(err)
+		}
+		oldest := 0.0
+		for _, o := range st.OSDStats {
+			oldest = max(oldest, o.SlowOpOldest)
+		}
+		if oldest >= 8 { // twice the grace: both have reported each other
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("osd.0 cut from osd.1: no op blocked 8 s:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	out := c.must("health", "detail")
+	t.Logf("cut osd.0 / osd.1: %v later\n%s", time.Since(start).Round(time.Millisecond), out)
+	if !strings.Contains(out, "slow ops, oldest one blocked for") || !strings.Contains(out, "osd.0") {
+		t.Errorf("health during the cut: want slow ops on osd.0 and osd.1:\n%s", out)
+	}
+	if err := conn.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := conn.Map(); !m.OSDs[0].Up || !m.OSDs[1].Up {
+		t.Errorf("a cut between two OSDs marked one down (one reporter each, below mon_osd_min_down_reporters): osd.0 up %v, osd.1 up %v", m.OSDs[0].Up, m.OSDs[1].Up)
+	}
+	fw.heal()
+	c.waitHealth("HEALTH_OK", 2*time.Minute)
+	l.waitOps(ctx, 300, "after the cut between osd.0 and osd.1 healed")
+	t.Logf("cut between osd.0 and osd.1 healed: HEALTH_OK %v after the cut", time.Since(start).Round(time.Millisecond))
 }
