@@ -1305,7 +1305,7 @@ func TestDynamicReshard(t *testing.T) {
 	gateway.SetSettle(100 * time.Millisecond) // one Store: its cache is dropped at each change
 	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
 	ctx := context.Background()
-	b, err := f.store.CreateBucket(ctx, "growing", "tester", "", "", nil)
+	b, err := f.store.CreateBucket(ctx, "growing", "tester", "", "", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func BenchmarkListPage(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			f := startGateway(b, gateway.Options{IndexShards: tc.shards, RangeShards: tc.perRange})
 			ctx := context.Background()
-			bk, err := f.store.CreateBucket(ctx, "listing", "tester", "", "", nil)
+			bk, err := f.store.CreateBucket(ctx, "listing", "tester", "", "", nil, "")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -610,8 +610,12 @@ func (a ACL) withoutPublic() ACL {
 	return out
 }
 
-// effectiveACL is acl as b's public access block lets it count.
+// effectiveACL is acl as b's public access block and object ownership
+// let it count (BucketOwnerEnforced: ACLs grant nothing).
 func (b *Bucket) effectiveACL(acl ACL) ACL {
+	if b.aclsDisabled() {
+		return nil
+	}
 	if b.PublicAccess != nil && b.PublicAccess.IgnorePublicAcls {
 		return acl.withoutPublic()
 	}
@@ -647,20 +651,23 @@ func s3Action(rq *request) string {
 			a = sub("acl", "GetBucketAcl", "location", "GetBucketLocation", "versioning", "GetBucketVersioning",
 				"tagging", "GetBucketTagging", "uploads", "ListBucketMultipartUploads", "versions", "ListBucketVersions",
 				"cors", "GetBucketCORS", "lifecycle", "GetLifecycleConfiguration", "policy", "GetBucketPolicy",
-				"policyStatus", "GetBucketPolicyStatus", "publicAccessBlock", "GetBucketPublicAccessBlock")
+				"policyStatus", "GetBucketPolicyStatus", "publicAccessBlock", "GetBucketPublicAccessBlock",
+				"ownershipControls", "GetBucketOwnershipControls")
 			if a == "" {
 				a = "ListBucket"
 			}
 		case http.MethodPut:
 			a = sub("acl", "PutBucketAcl", "tagging", "PutBucketTagging", "cors", "PutBucketCORS",
 				"lifecycle", "PutLifecycleConfiguration", "policy", "PutBucketPolicy",
-				"publicAccessBlock", "PutBucketPublicAccessBlock", "versioning", "PutBucketVersioning")
+				"publicAccessBlock", "PutBucketPublicAccessBlock", "versioning", "PutBucketVersioning",
+				"ownershipControls", "PutBucketOwnershipControls")
 			if a == "" {
 				a = "CreateBucket"
 			}
 		case http.MethodDelete:
 			a = sub("tagging", "PutBucketTagging", "cors", "PutBucketCORS", "lifecycle", "PutLifecycleConfiguration",
-				"policy", "DeleteBucketPolicy", "publicAccessBlock", "PutBucketPublicAccessBlock")
+				"policy", "DeleteBucketPolicy", "publicAccessBlock", "PutBucketPublicAccessBlock",
+				"ownershipControls", "PutBucketOwnershipControls")
 			if a == "" {
 				a = "DeleteBucket"
 			}
@@ -753,7 +760,8 @@ func (b *Bucket) decide(uid, action, key string, value func(string) ([]string, b
 // of bucket b): the policy, or else perm on the object's ACL.
 func (srv *Server) authorizeObject(rq *request, b *Bucket, o *Object, key, action, perm string) error {
 	return srv.authorize(rq, b, key, action, func() ([]Tag, bool) { return o.Tags(), true }, func() error {
-		if !b.effectiveACL(o.info.ACL).allows(o.info.Owner, rq.uid, perm) {
+		owner, acl := b.objectOwnerACL(o)
+		if !b.effectiveACL(acl).allows(owner, rq.uid, perm) {
 			return errDenied(rq.uid, perm, fmt.Sprintf("object %q of bucket %q", key, b.Name))
 		}
 		return nil

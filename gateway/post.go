@@ -350,7 +350,7 @@ func (srv *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	acl, err := srv.s.requestACL(ctx, h, uid, b)
+	owner, acl, err := srv.s.objectOwnerACL(ctx, h, uid, b)
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (srv *Server) postObject(rq *request) error {
 		}
 		body.h = sha256.New()
 	}
-	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: uid, ACL: acl, Tags: tags})
+	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func BenchmarkPutObject64K(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			f := startGateway(b, gateway.Options{PoolSize: 3})
 			ctx := context.Background()
-			bk, err := f.store.CreateBucket(ctx, "put64k", "tester", tc.location, "", nil)
+			bk, err := f.store.CreateBucket(ctx, "put64k", "tester", tc.location, "", nil, "")
 			if err != nil {
 				b.Fatal(err)
 			}

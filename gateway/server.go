@@ -236,7 +236,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 // mistaken for a listing.
 var unsupportedBucketSubresources = []string{"website", "replication",
 	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
-	"metrics", "ownershipControls", "intelligent-tiering"}
+	"metrics", "intelligent-tiering"}
 
 func (srv *Server) routeBucket(rq *request) error {
 	ctx := rq.r.Context()
@@ -248,6 +248,9 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	if has(q, "cors") {
 		return srv.bucketCORS(rq)
+	}
+	if has(q, "ownershipControls") {
+		return srv.bucketOwnership(rq)
 	}
 	if has(q, "lifecycle") {
 		return srv.bucketLifecycle(rq)
@@ -373,6 +376,9 @@ func (srv *Server) putBucketACL(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if b.aclsDisabled() {
+		return ErrAccessControlListNotSupported.with("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
+	}
 	a, err := srv.s.aclFromRequest(ctx, rq.r, b.Owner, b)
 	if err != nil {
 		return err
@@ -437,6 +443,9 @@ func (srv *Server) routeObject(rq *request) error {
 			if _, err := srv.openForACL(rq, b, PermWriteACP); err != nil {
 				return err
 			}
+			if b.aclsDisabled() {
+				return ErrAccessControlListNotSupported.with("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
+			}
 			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) (err error) {
 				h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b)
 				return err
@@ -469,7 +478,8 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
-			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, o.Owner(), o.info.ACL))
+			owner, acl := b.objectOwnerACL(o)
+			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, owner, acl))
 		}
 		if has(q, "uploadId") {
 			if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
@@ -601,7 +611,16 @@ func (srv *Server) createBucket(rq *request) error {
 	if err != nil {
 		return err
 	}
-	_, err = srv.s.CreateBucket(ctx, rq.bucket, rq.uid, placement, location, acl)
+	ownership := rq.r.Header.Get(objectOwnershipHeader)
+	if ownership != "" {
+		if err := validOwnership(ownership); err != nil {
+			return err
+		}
+		if ownership == OwnershipBucketOwnerEnforced && acl.grantsOthers(rq.uid) {
+			return ErrInvalidBucketAclWithObjectOwnership.with("a bucket created with BucketOwnerEnforced object ownership takes no ACL but private")
+		}
+	}
+	_, err = srv.s.CreateBucket(ctx, rq.bucket, rq.uid, placement, location, acl, ownership)
 	if errors.Is(err, ErrBucketAlreadyOwnedByYou) {
 		// as RGW (and S3 in us-east-1): creating one's own bucket again
 		// succeeds and changes nothing — unless it asks for another ACL
@@ -725,7 +744,7 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if inm != "" && inm != "*" {
 		return ErrNotImplemented.with("If-None-Match on PUT supports only *")
 	}
-	acl, err := srv.s.requestACL(r.Context(), r.Header, rq.uid, b)
+	owner, acl, err := srv.s.objectOwnerACL(r.Context(), r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -733,7 +752,7 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl, Tags: tags, IfNoneMatch: inm == "*"})
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, IfNoneMatch: inm == "*"})
 	if err != nil {
 		return err
 	}
@@ -1013,7 +1032,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	if o.Size() > MaxObjectSize {
 		return ErrInvalidRequest.with("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
-	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, b)
+	owner, acl, err := srv.s.objectOwnerACL(ctx, rq.r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -1029,7 +1048,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
-	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: rq.uid, ACL: acl, Tags: tags})
+	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}
@@ -1201,7 +1220,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	acl, err := srv.s.requestACL(rq.r.Context(), rq.r.Header, rq.uid, b)
+	owner, acl, err := srv.s.objectOwnerACL(rq.r.Context(), rq.r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -1209,7 +1228,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags})
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: owner, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}

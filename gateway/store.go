@@ -488,6 +488,7 @@ type Bucket struct {
 	Lifecycle    []LifecycleRule    `json:"lifecycle,omitempty"`     // PutBucketLifecycleConfiguration's (lifecycle.go)
 	Policy       string             `json:"policy,omitempty"`        // PutBucketPolicy's document, as put (policy.go)
 	PublicAccess *PublicAccessBlock `json:"public_access,omitempty"` // PutPublicAccessBlock's (policy.go)
+	Ownership    string             `json:"ownership,omitempty"`     // object ownership, "" if not set (ownership.go)
 
 	policyOnce sync.Once
 	policy     *Policy // Policy, parsed
@@ -518,14 +519,14 @@ func validBucketName(n string) bool {
 // CreateBucket creates a bucket owned by uid, with a placement target, the
 // location constraint it was asked for and an ACL (nil: the default).
 // ErrBucketAlreadyOwnedByYou / ErrBucketAlreadyExists if the name is taken.
-func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location string, acl ACL) (*Bucket, error) {
+func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location string, acl ACL, ownership string) (*Bucket, error) {
 	if !validBucketName(name) {
 		return nil, ErrInvalidBucketName.with("bucket name %q is not valid", name)
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
 	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault,
-		Index: newIndexLayout(s.opt.IndexShards, s.opt.RangeShards), ACL: acl, Location: location}
+		Index: newIndexLayout(s.opt.IndexShards, s.opt.RangeShards), ACL: acl, Location: location, Ownership: ownership}
 	switch placement {
 	case "", PlacementDefault:
 	case PlacementIndexless:
