@@ -682,7 +682,7 @@ func s3Action(rq *request) string {
 	var a string
 	switch m {
 	case http.MethodGet, http.MethodHead:
-		a = sub("acl", "GetObjectAcl", "tagging", "GetObjectTagging", "uploadId", "ListMultipartUploadParts")
+		a = sub("acl", "GetObjectAcl", "tagging", "GetObjectTagging", "uploadId", "ListMultipartUploadParts", "attributes", "GetObjectAttributes")
 		if a == "" {
 			a = "GetObject"
 		}

@@ -418,7 +418,7 @@ func (srv *Server) routeObject(rq *request) error {
 	if has(q, "torrent") && rq.r.Method == http.MethodGet {
 		return ErrNoSuchKey.with("no torrent is kept for object %q", rq.key) // as RGW without torrents
 	}
-	for _, sub := range []string{"retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
+	for _, sub := range []string{"retention", "legal-hold", "torrent", "restore", "select"} {
 		if has(q, sub) {
 			return ErrNotImplemented.with("object %s is not supported", sub)
 		}
@@ -486,6 +486,9 @@ func (srv *Server) routeObject(rq *request) error {
 				return err
 			}
 			return srv.listParts(rq, b)
+		}
+		if has(q, "attributes") {
+			return srv.getObjectAttributes(rq, b)
 		}
 		return srv.getObject(rq, b, false)
 	case http.MethodHead:
