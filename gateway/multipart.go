@@ -242,7 +242,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
 		return nil, err
 	}
-	res, err := s.commitHead(ctx, b, key, h, nil, false)
+	res, err := s.commitHead(ctx, b, key, h, nil, writeCond{})
 	if err != nil {
 		return nil, err
 	}

@@ -215,16 +215,16 @@ func (s *Store) removeTails(oids []string) {
 
 // PutInput describes an upload.
 type PutInput struct {
-	Body        io.Reader
-	Size        int64             // exact byte count of Body
-	MD5         []byte            // Content-MD5, if given (BadDigest on mismatch)
-	Headers     map[string]string // stored response headers
-	Meta        map[string]string
-	Class       string
-	Owner       string
-	ACL         ACL   // nil: the owner's FULL_CONTROL
-	Tags        []Tag // x-amz-tagging
-	IfNoneMatch bool  // If-None-Match: * (PreconditionFailed if the key exists)
+	Body    io.Reader
+	Size    int64             // exact byte count of Body
+	MD5     []byte            // Content-MD5, if given (BadDigest on mismatch)
+	Headers map[string]string // stored response headers
+	Meta    map[string]string
+	Class   string
+	Owner   string
+	ACL     ACL       // nil: the owner's FULL_CONTROL
+	Tags    []Tag     // x-amz-tagging
+	Cond    writeCond // If-Match, If-None-Match (conditional.go)
 }
 
 // PutResult is a completed upload.
@@ -265,7 +265,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		return nil, errors.New("failpoint before-head")
 	}
 	h.ETag = etag
-	return s.commitHead(ctx, b, key, h, head, in.IfNoneMatch)
+	return s.commitHead(ctx, b, key, h, head, in.Cond)
 }
 
 // receive reads exactly size bytes of an upload's body (size < 0: to its
@@ -341,24 +341,37 @@ func bodyErr(err error) error {
 }
 
 // commitHead writes the head object (data and headInfo) replacing any
-// previous version atomically, completes the index and queues the
-// previous version's tails for GC.
-func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data []byte, ifNoneMatch bool) (*PutResult, error) {
+// previous version atomically if cond holds, completes the index and
+// queues the previous version's tails for GC.
+func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data []byte, cond writeCond) (*PutResult, error) {
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
 	oid := headOID(b.ID, key)
-	// One atomic request creates the head or replaces it, reading the
-	// version it replaces (absent for a new object: FailOK); with
-	// If-None-Match: * it may only create.
-	first := osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true}
-	if ifNoneMatch {
-		first = osdop.Op{Code: osdop.Create, Exclusive: true}
-	}
-	rep, err := s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
-	if ifNoneMatch && errors.Is(err, client.ErrExists) {
-		err = ErrPreconditionFailed
-	}
+	var rep *osdop.Reply
 	var old *headInfo
+	var err error
+	for attempt := 0; ; attempt++ {
+		// One atomic request creates the head or replaces it, reading the
+		// version it replaces (absent for a new object: FailOK); with
+		// If-None-Match: * it may only create, and with a condition on
+		// the ETag only replace the head it checked (conditional.go).
+		first := osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true}
+		switch {
+		case cond.needsHead():
+			first, old, err = s.guard(ctx, b, key, cond)
+		case cond.IfNoneMatch == "*":
+			first = osdop.Op{Code: osdop.Create, Exclusive: true}
+		}
+		if err == nil {
+			rep, err = s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
+		}
+		if cond.IfNoneMatch == "*" && !cond.needsHead() && errors.Is(err, client.ErrExists) {
+			err = ErrPreconditionFailed
+		}
+		if !cond.needsHead() || !raced(err) || attempt == condRetries {
+			break
+		}
+	}
 	if err == nil && len(rep.Results[0].Data) > 0 {
 		old = &headInfo{}
 		if json.Unmarshal(rep.Results[0].Data, old) != nil {

@@ -511,7 +511,11 @@ func (srv *Server) routeObject(rq *request) error {
 			rq.w.WriteHeader(http.StatusNoContent)
 			return nil
 		}
-		if err := srv.s.DeleteObject(rq.r.Context(), b, rq.key); err != nil {
+		cond, err := deleteCondFrom(rq.r.Header)
+		if err != nil {
+			return err
+		}
+		if err := srv.s.deleteObjectIf(rq.r.Context(), b, rq.key, cond); err != nil {
 			return err
 		}
 		rq.w.WriteHeader(http.StatusNoContent)
@@ -743,10 +747,6 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	inm := r.Header.Get("If-None-Match")
-	if inm != "" && inm != "*" {
-		return ErrNotImplemented.with("If-None-Match on PUT supports only *")
-	}
 	owner, acl, err := srv.s.objectOwnerACL(r.Context(), r.Header, rq.uid, b)
 	if err != nil {
 		return err
@@ -755,7 +755,8 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, IfNoneMatch: inm == "*"})
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
+		Cond: writeCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}})
 	if err != nil {
 		return err
 	}
@@ -1084,8 +1085,14 @@ func (srv *Server) deleteObjects(rq *request) error {
 	res := deleteResult{Xmlns: s3NS}
 	for _, o := range req.Objects {
 		err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) })
+		cond := deleteCond{ETag: o.ETag, Size: o.Size}
+		if err == nil && o.LastModifiedTime != "" {
+			if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
+				err = ErrInvalidArgument.with("LastModifiedTime %q: %v", o.LastModifiedTime, err)
+			}
+		}
 		if err == nil {
-			err = srv.s.DeleteObject(rq.r.Context(), b, o.Key)
+			err = srv.s.deleteObjectIf(rq.r.Context(), b, o.Key, cond)
 		}
 		if err != nil {
 			ae := apiError(err)
@@ -1298,6 +1305,9 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 }
 
 func (srv *Server) completeUpload(rq *request, b *Bucket) error {
+	if rq.r.Header.Get("If-Match") != "" || rq.r.Header.Get("If-None-Match") != "" {
+		return ErrNotImplemented.with("conditional CompleteMultipartUpload (If-Match, If-None-Match) is not supported")
+	}
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 4<<20))
 	if err != nil {
 		return bodyErr(err)

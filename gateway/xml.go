@@ -88,6 +88,10 @@ type deleteRequest struct {
 	Objects []struct {
 		Key       string `xml:"Key"`
 		VersionID string `xml:"VersionId"`
+		// conditions (conditional.go)
+		ETag             string `xml:"ETag"`
+		LastModifiedTime string `xml:"LastModifiedTime"`
+		Size             *int64 `xml:"Size"`
 	} `xml:"Object"`
 }
 
