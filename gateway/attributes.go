@@ -60,8 +60,8 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 	maxParts, marker := 1000, 0
 	var err error
 	if v := h.Get("x-amz-max-parts"); v != "" {
-		if maxParts, err = strconv.Atoi(v); err != nil || maxParts < 0 {
-			return ErrInvalidArgument.with("x-amz-max-parts must be a non-negative integer")
+		if maxParts, err = strconv.Atoi(v); err != nil || maxParts < 1 {
+			return ErrInvalidArgument.with("x-amz-max-parts must be a positive integer")
 		}
 		maxParts = min(maxParts, 1000)
 	}
@@ -78,6 +78,10 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 		return err
 	}
 	defer o.Close()
+	// AWS asks for both s3:GetObject and s3:GetObjectAttributes
+	if err := srv.authorizeObject(rq, b, o, rq.key, "s3:GetObject", PermRead); err != nil {
+		return err
+	}
 	if err := srv.authorizeObject(rq, b, o, rq.key, "", PermRead); err != nil {
 		return err
 	}
@@ -92,7 +96,7 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 		size := o.Size()
 		res.ObjectSize = &size
 	}
-	if want["ObjectParts"] && o.info.Parts > 0 {
+	if want["ObjectParts"] && o.info.Parts > 0 && o.info.Parts == len(o.info.Segments) {
 		res.ObjectParts = o.info.partsPage(marker, maxParts)
 	}
 	rq.w.Header().Set("Last-Modified", o.Mtime().UTC().Format(http.TimeFormat))

@@ -82,6 +82,17 @@ func raced(err error) bool {
 		errors.Is(err, osdop.ErrVerNewer) || errors.Is(err, osdop.ErrVerOlder)
 }
 
+// refused reports whether an OSD answered err without applying the
+// request: a failed assertion or precondition, not a timeout or a lost
+// connection, after which the request may or may not have been applied.
+func refused(err error) bool {
+	return raced(err) || errors.Is(err, osdop.ErrInvalid) || errors.Is(err, osdop.ErrNameTooLong)
+}
+
+// ErrConditionalRequestConflict is S3's answer when a conditional write
+// kept losing races with other writes of the key.
+var ErrConditionalRequestConflict = &APIError{"ConditionalRequestConflict", http.StatusConflict, "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part."}
+
 // deleteCond is a conditional delete's ETag, last-modified time (second
 // precision, as S3 shows it) and size; zero values are not checked.
 type deleteCond struct {
@@ -123,8 +134,11 @@ func (s *Store) deleteObjectIf(ctx context.Context, b *Bucket, key string, c del
 			return err
 		}
 		err = s.deleteObject(ctx, b, key, ver)
-		if !raced(err) || attempt == condRetries {
+		if !raced(err) {
 			return err
+		}
+		if attempt == condRetries {
+			return ErrConditionalRequestConflict.with("%q changed under %d conditional attempts", key, condRetries+1)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // If-Match on the same ETag exactly one succeeds, and the object holds
 // its body.
 func TestConditionalWrites(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b, key := "cond", "obj"
@@ -72,7 +72,8 @@ func TestConditionalWrites(t *testing.T) {
 	mustPut("If-None-Match: an ETag on a missing key", "", etag, "g")
 	etag = mustPut("If-Match: *", "*", "", "h")
 
-	// racing writers, each If-Match on the same ETag: one wins
+	// racing writers, each If-Match on the same ETag: one wins; the
+	// losers' tails (bodies of 3 stripes) are removed
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	won := map[string]string{}
@@ -80,7 +81,7 @@ func TestConditionalWrites(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := fmt.Sprintf("writer %d", i)
+			body := fmt.Sprintf("writer %d ", i) + strings.Repeat("x", 3*tStripe)
 			if _, err := put(etag, "", body); err == nil {
 				mu.Lock()
 				won[body] = ""
@@ -101,7 +102,30 @@ func TestConditionalWrites(t *testing.T) {
 	data, err := io.ReadAll(got.Body)
 	got.Body.Close()
 	if _, ok := won[string(data)]; err != nil || !ok {
-		t.Fatalf("object holds %q (%v), the winner wrote %v", data, err, won)
+		t.Fatalf("object holds %.20q… (%v), not the winner's body", data, err)
+	}
+	if _, err := f.store.GCProcess(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := f.conn.Pool(ctx, "default.rgw.buckets.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := pool.List(ctx, func(string) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if want := (len(data) + tStripe - 1) / tStripe; n != want { // the winner's head and tails
+		t.Fatalf("after the race and GC the data pool holds %d objects, want %d (the winner's %d bytes in stripes of %d)", n, want, len(data), tStripe)
+	}
+
+	// CopyObject's destination conditions
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: &key, CopySource: aws.String(b + "/" + key), MetadataDirective: types.MetadataDirectiveReplace,
+		IfNoneMatch: aws.String("*")}); code(err) != "PreconditionFailed" {
+		t.Fatalf("CopyObject If-None-Match: * onto an existing key: %v", err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("copy"), CopySource: aws.String(b + "/" + key), IfMatch: aws.String("*")}); code(err) != "NoSuchKey" {
+		t.Fatalf("CopyObject If-Match: * onto a missing key: %v", err)
 	}
 
 	// DeleteObject: ETag, last-modified time, size

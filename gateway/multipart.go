@@ -242,7 +242,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
 		return nil, err
 	}
-	res, err := s.commitHead(ctx, b, key, h, nil, writeCond{})
+	res, err := s.commitHead(ctx, b, key, h, nil, writeCond{}, false)
 	if err != nil {
 		return nil, err
 	}

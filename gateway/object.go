@@ -265,7 +265,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		return nil, errors.New("failpoint before-head")
 	}
 	h.ETag = etag
-	return s.commitHead(ctx, b, key, h, head, in.Cond)
+	return s.commitHead(ctx, b, key, h, head, in.Cond, true)
 }
 
 // receive reads exactly size bytes of an upload's body (size < 0: to its
@@ -342,14 +342,19 @@ func bodyErr(err error) error {
 
 // commitHead writes the head object (data and headInfo) replacing any
 // previous version atomically if cond holds, completes the index and
-// queues the previous version's tails for GC.
-func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data []byte, cond writeCond) (*PutResult, error) {
+// queues the previous version's tails for GC. On failure it removes the
+// tails (ownTails: they are this write's alone, not a multipart upload's
+// parts, which stay with the upload) when the head write surely did not
+// happen; after an error that leaves it unknown (a timeout), the tails
+// stay: a leak, never a head pointing at removed data.
+func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data []byte, cond writeCond, ownTails bool) (*PutResult, error) {
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
 	oid := headOID(b.ID, key)
 	var rep *osdop.Reply
 	var old *headInfo
 	var err error
+	sure := true // the head is surely not written if err != nil
 	for attempt := 0; ; attempt++ {
 		// One atomic request creates the head or replaces it, reading the
 		// version it replaces (absent for a new object: FailOK); with
@@ -364,11 +369,16 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 		}
 		if err == nil {
 			rep, err = s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
+			sure = err == nil || refused(err)
 		}
 		if cond.IfNoneMatch == "*" && !cond.needsHead() && errors.Is(err, client.ErrExists) {
 			err = ErrPreconditionFailed
 		}
-		if !cond.needsHead() || !raced(err) || attempt == condRetries {
+		if !cond.needsHead() || !raced(err) {
+			break
+		}
+		if attempt == condRetries {
+			err = ErrConditionalRequestConflict.with("%q changed under %d conditional attempts", key, condRetries+1)
 			break
 		}
 	}
@@ -379,7 +389,9 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 		}
 	}
 	if err != nil {
-		s.removeTails(h.tailOIDs())
+		if ownTails && sure {
+			s.removeTails(h.tailOIDs())
+		}
 		s.cancel(context.WithoutCancel(ctx), b, key, h.Tag)
 		return nil, fmt.Errorf("put %s/%s: head: %w", b.Name, key, err)
 	}

@@ -1052,7 +1052,8 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
-	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags})
+	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
+		Cond: writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}})
 	if err != nil {
 		return err
 	}
