@@ -45,6 +45,13 @@ func TestGetObjectAttributes(t *testing.T) {
 	if _, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: &b, Key: aws.String("missing"), ObjectAttributes: all}); code(err) != "NoSuchKey" {
 		t.Fatalf("GetObjectAttributes of a missing key: %v", err)
 	}
+	if st, _ := f.signed(t, f.admin, "PUT", "/"+b+"/simple?attributes", nil, "overwrite"); st != 405 {
+		t.Fatalf("PUT ?attributes: %d, want 405 (and the object untouched)", st)
+	}
+	if _, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: &b, Key: aws.String("simple"), ObjectAttributes: all,
+		MaxParts: aws.Int32(0)}); code(err) != "InvalidArgument" {
+		t.Fatalf("x-amz-max-parts 0: %v", err)
+	}
 
 	// three parts: 5 MiB, 5 MiB, 1 KiB
 	key := "multi"

@@ -423,6 +423,9 @@ func (srv *Server) routeObject(rq *request) error {
 			return ErrNotImplemented.with("object %s is not supported", sub)
 		}
 	}
+	if has(q, "attributes") && rq.r.Method != http.MethodGet { // GetObjectAttributes only: never a write
+		return ErrMethodNotAllowed
+	}
 	if q.Get("versionId") != "" && q.Get("versionId") != "null" {
 		return ErrNotImplemented.with("object versioning is not supported")
 	}
