@@ -36,12 +36,21 @@ type Upload struct {
 	Key       string            `json:"key"`
 	UploadID  string            `json:"upload_id"`
 	Initiated time.Time         `json:"initiated"`
-	Owner     string            `json:"owner"`
+	Owner     string            `json:"owner"`               // the completed object's (ownership.go)
+	Initiator string            `json:"initiator,omitempty"` // who created the upload ("": Owner)
 	Headers   map[string]string `json:"hdr,omitempty"`
 	Meta      map[string]string `json:"meta,omitempty"`
 	Class     string            `json:"sc,omitempty"`
 	ACL       ACL               `json:"acl"`            // the completed object's
 	Tags      []Tag             `json:"tags,omitempty"` // the completed object's
+}
+
+// initiator is who created the upload.
+func (u *Upload) initiator() string {
+	if u.Initiator != "" {
+		return u.Initiator
+	}
+	return u.Owner
 }
 
 // Part is an uploaded part.

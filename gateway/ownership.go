@@ -96,6 +96,16 @@ func hasGrantHeaders(h http.Header) bool {
 	return false
 }
 
+// uploadOwners are a multipart upload's owner (the completed object's)
+// and initiator as listings show them.
+func (s *Store) uploadOwners(ctx context.Context, u *Upload) (own, initiator owner) {
+	own = owner{ID: u.Owner, DisplayName: s.displayName(ctx, u.Owner)}
+	if id := u.initiator(); id != u.Owner {
+		return own, owner{ID: id, DisplayName: s.displayName(ctx, id)}
+	}
+	return own, own
+}
+
 type ownershipControls struct {
 	XMLName xml.Name        `xml:"OwnershipControls"`
 	Xmlns   string          `xml:"xmlns,attr,omitempty"`

@@ -68,6 +68,9 @@ func TestObjectOwnership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if *parts.Initiator.ID != "other" {
+			t.Fatalf("ListParts: initiator %s, want the uploader (other)", *parts.Initiator.ID)
+		}
 		return *parts.Owner.ID, nil
 	}
 

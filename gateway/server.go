@@ -1242,7 +1242,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: owner, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags})
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags})
 	if err != nil {
 		return err
 	}
@@ -1352,8 +1352,8 @@ func (srv *Server) listParts(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	o := owner{ID: u.Owner, DisplayName: srv.s.displayName(rq.r.Context(), u.Owner)}
-	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: o, Owner: o, StorageClass: u.Class,
+	o, in := srv.s.uploadOwners(rq.r.Context(), u)
+	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: in, Owner: o, StorageClass: u.Class,
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more}
 	for _, p := range parts {
 		res.Parts = append(res.Parts, partEntry{PartNumber: p.Num, LastModified: isoTime(p.Mtime), ETag: p.ETag, Size: p.Size})
@@ -1387,8 +1387,8 @@ func (srv *Server) listUploads(rq *request, b *Bucket) error {
 				continue
 			}
 		}
-		o := owner{ID: u.Owner, DisplayName: srv.s.displayName(rq.r.Context(), u.Owner)}
-		res.Uploads = append(res.Uploads, uploadEntry{Key: u.Key, UploadID: u.UploadID, Initiator: o, Owner: o, StorageClass: u.Class, Initiated: isoTime(u.Initiated)})
+		o, in := srv.s.uploadOwners(rq.r.Context(), &u)
+		res.Uploads = append(res.Uploads, uploadEntry{Key: u.Key, UploadID: u.UploadID, Initiator: in, Owner: o, StorageClass: u.Class, Initiated: isoTime(u.Initiated)})
 		res.NextKeyMarker, res.NextUploadIDMarker = u.Key, u.UploadID
 	}
 	res.IsTruncated = more
