@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/xml"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -70,19 +69,13 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 			return ErrInvalidArgument.with("x-amz-part-number-marker must be a non-negative integer")
 		}
 	}
-	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false)
-	if errors.Is(err, ErrNoSuchKey) {
-		return srv.missingKey(rq, b, rq.key, err)
-	}
+	o, err := srv.openToRead(rq, b, false) // s3:GetObjectAttributes
 	if err != nil {
 		return err
 	}
 	defer o.Close()
-	// AWS asks for both s3:GetObject and s3:GetObjectAttributes
+	// AWS asks for s3:GetObject as well
 	if err := srv.authorizeObject(rq, b, o, rq.key, "s3:GetObject", PermRead); err != nil {
-		return err
-	}
-	if err := srv.authorizeObject(rq, b, o, rq.key, "", PermRead); err != nil {
 		return err
 	}
 	res := objectAttributes{Xmlns: s3NS}
@@ -107,16 +100,12 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 // number marker.
 func (h *headInfo) partsPage(marker, max int) *objectParts {
 	p := &objectParts{TotalPartsCount: h.Parts, PartNumberMarker: marker, MaxParts: max}
-	for i, g := range h.Segments {
-		num := i + 1
-		if num <= marker {
-			continue
-		}
+	for num := marker + 1; num <= len(h.Segments); num++ {
 		if len(p.Parts) == max {
 			p.IsTruncated = true
 			break
 		}
-		p.Parts = append(p.Parts, objectPart{PartNumber: num, Size: g.Size})
+		p.Parts = append(p.Parts, objectPart{PartNumber: num, Size: h.Segments[num-1].Size})
 		p.NextPartNumberMarker = num
 	}
 	return p

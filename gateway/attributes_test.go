@@ -42,6 +42,20 @@ func TestGetObjectAttributes(t *testing.T) {
 	if _, err := f.s3(f.other).GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: &b, Key: aws.String("simple"), ObjectAttributes: all}); code(err) != "AccessDenied" {
 		t.Fatalf("another user's GetObjectAttributes of a private object: %v", err)
 	}
+	// a policy must allow both s3:GetObjectAttributes and s3:GetObject, as AWS's
+	for _, tc := range []struct{ actions, want string }{
+		{`"s3:GetObjectAttributes"`, "AccessDenied"},
+		{`"s3:GetObject"`, "AccessDenied"},
+		{`["s3:GetObject","s3:GetObjectAttributes"]`, ""},
+	} {
+		doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::t:user/other"]},"Action":` + tc.actions + `,"Resource":"arn:aws:s3:::` + b + `/*"}]}`
+		if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &b, Policy: &doc}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s3(f.other).GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: &b, Key: aws.String("simple"), ObjectAttributes: all}); code(err) != tc.want {
+			t.Fatalf("another user's GetObjectAttributes allowed %s: %v, want %q", tc.actions, err, tc.want)
+		}
+	}
 	if _, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: &b, Key: aws.String("missing"), ObjectAttributes: all}); code(err) != "NoSuchKey" {
 		t.Fatalf("GetObjectAttributes of a missing key: %v", err)
 	}

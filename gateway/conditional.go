@@ -22,8 +22,23 @@ import (
 // with If-Match on the same ETag never both succeed.
 
 // condRetries is how many times a conditional write re-reads the head
-// after another write raced it before giving up with the OSD's error.
+// after another write raced it before giving up with
+// ConditionalRequestConflict.
 const condRetries = 8
+
+// conditionally runs attempt — check the head, then write guarded by
+// it — again while it loses races (raced), condRetries times at most.
+func conditionally(key string, attempt func() error) error {
+	for i := 0; ; i++ {
+		err := attempt()
+		if !raced(err) {
+			return err
+		}
+		if i == condRetries {
+			return ErrConditionalRequestConflict.with("%q changed under %d conditional attempts", key, condRetries+1)
+		}
+	}
+}
 
 // writeCond is a conditional PUT's If-Match and If-None-Match ("" when not
 // given; "*" or a list of ETags).
@@ -122,7 +137,7 @@ func (s *Store) deleteObjectIf(ctx context.Context, b *Bucket, key string, c del
 	if c.empty() {
 		return s.DeleteObject(ctx, b, key)
 	}
-	for attempt := 0; ; attempt++ {
+	return conditionally(key, func() error {
 		cur, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
 		if errors.Is(err, ErrNoSuchKey) {
 			return nil
@@ -133,14 +148,8 @@ func (s *Store) deleteObjectIf(ctx context.Context, b *Bucket, key string, c del
 		if err := c.check(cur, key); err != nil {
 			return err
 		}
-		err = s.deleteObject(ctx, b, key, ver)
-		if !raced(err) {
-			return err
-		}
-		if attempt == condRetries {
-			return ErrConditionalRequestConflict.with("%q changed under %d conditional attempts", key, condRetries+1)
-		}
-	}
+		return s.deleteObject(ctx, b, key, ver)
+	})
 }
 
 // deleteCondFrom reads a DeleteObject's conditions from its headers.

@@ -351,36 +351,36 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
 	oid := headOID(b.ID, key)
+	// One atomic request creates the head or replaces it, after its
+	// first op: reading the version it replaces (absent for a new object:
+	// FailOK); with If-None-Match: * an exclusive create; with a
+	// condition on the ETag, the guard of the head it checked
+	// (conditional.go).
 	var rep *osdop.Reply
 	var old *headInfo
+	sure := true // the head is surely not written if the write failed
+	write := func(first osdop.Op) (err error) {
+		rep, err = s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
+		sure = err == nil || refused(err)
+		return err
+	}
 	var err error
-	sure := true // the head is surely not written if err != nil
-	for attempt := 0; ; attempt++ {
-		// One atomic request creates the head or replaces it, reading the
-		// version it replaces (absent for a new object: FailOK); with
-		// If-None-Match: * it may only create, and with a condition on
-		// the ETag only replace the head it checked (conditional.go).
-		first := osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true}
-		switch {
-		case cond.needsHead():
-			first, old, err = s.guard(ctx, b, key, cond)
-		case cond.IfNoneMatch == "*":
-			first = osdop.Op{Code: osdop.Create, Exclusive: true}
-		}
-		if err == nil {
-			rep, err = s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
-			sure = err == nil || refused(err)
-		}
-		if cond.IfNoneMatch == "*" && !cond.needsHead() && errors.Is(err, client.ErrExists) {
+	switch {
+	case cond.needsHead():
+		err = conditionally(key, func() error {
+			first, cur, err := s.guard(ctx, b, key, cond)
+			if err != nil {
+				return err
+			}
+			old = cur
+			return write(first)
+		})
+	case cond.IfNoneMatch == "*":
+		if err = write(osdop.Op{Code: osdop.Create, Exclusive: true}); errors.Is(err, client.ErrExists) {
 			err = ErrPreconditionFailed
 		}
-		if !cond.needsHead() || !raced(err) {
-			break
-		}
-		if attempt == condRetries {
-			err = ErrConditionalRequestConflict.with("%q changed under %d conditional attempts", key, condRetries+1)
-			break
-		}
+	default:
+		err = write(osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true})
 	}
 	if err == nil && len(rep.Results[0].Data) > 0 {
 		old = &headInfo{}

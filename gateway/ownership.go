@@ -87,6 +87,7 @@ func (s *Store) objectOwnerACL(ctx context.Context, h http.Header, uid string, b
 	return uid, acl, err
 }
 
+// hasGrantHeaders reports whether h carries any x-amz-grant-* header.
 func hasGrantHeaders(h http.Header) bool {
 	for _, gh := range grantHeaders {
 		if len(h.Values(gh.header)) > 0 {

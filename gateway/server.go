@@ -888,6 +888,25 @@ var responseOverrides = map[string]string{"response-content-type": "Content-Type
 	"response-expires": "Expires", "response-cache-control": "Cache-Control", "response-content-disposition": "Content-Disposition",
 	"response-content-encoding": "Content-Encoding"}
 
+// openToRead opens the request's key (and, if withData, its head's data)
+// for a read the request's own action and READ on the object allow: a
+// missing key is answered as missingKey answers it. The caller closes
+// the object.
+func (srv *Server) openToRead(rq *request, b *Bucket, withData bool) (*Object, error) {
+	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, withData)
+	if errors.Is(err, ErrNoSuchKey) {
+		return nil, srv.missingKey(rq, b, rq.key, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.authorizeObject(rq, b, o, rq.key, "", PermRead); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
 func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	r := rq.r
 	ctx := r.Context()
@@ -901,17 +920,11 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 			return ErrInvalidRequest.with("Cannot specify both Range header and partNumber query parameter")
 		}
 	}
-	o, err := srv.s.OpenObject(ctx, b, rq.key, !headOnly && r.Header.Get("Range") == "" && part == 0)
-	if errors.Is(err, ErrNoSuchKey) {
-		return srv.missingKey(rq, b, rq.key, err)
-	}
+	o, err := srv.openToRead(rq, b, !headOnly && r.Header.Get("Range") == "" && part == 0)
 	if err != nil {
 		return err
 	}
 	defer o.Close()
-	if err := srv.authorizeObject(rq, b, o, rq.key, "", PermRead); err != nil {
-		return err
-	}
 	setTagCount(rq.w.Header(), o.Tags())
 	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
 		if err == ErrNotModified {

@@ -19,14 +19,19 @@ import (
 )
 
 // ecPool connects a client and creates an erasure-coded pool of a new
-// profile k+m with OSD failure domain.
-func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit int) (*client.Conn, *client.Pool) {
+// profile k+m with OSD failure domain, stripe unit unit bytes and pgNum
+// PGs (0: the default).
+func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit, pgNum int) (*client.Conn, *client.Pool) {
 	cl := c.connect(ctx)
 	prof := fmt.Sprintf("k=%d m=%d stripe_unit=%d crush-failure-domain=osd", k, m, unit)
 	if _, err := cl.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": name, "args": prof}); err != nil {
 		c.t.Fatal(err)
 	}
-	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "type": "erasure", "erasure_code_profile": name}); err != nil {
+	args := map[string]string{"name": name, "type": "erasure", "erasure_code_profile": name}
+	if pgNum > 0 {
+		args["pg_num"] = fmt.Sprint(pgNum)
+	}
+	if _, err := cl.MonCommand(ctx, "pool create", args); err != nil {
 		c.t.Fatal(err)
 	}
 	p, err := cl.Pool(ctx, name)
@@ -39,7 +44,7 @@ func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit int) (*cli
 // ec22 connects a client and creates the 2+2 pool "ec22" (4 KiB stripe
 // unit) that serves with two shards (min_size 2) and takes overwrites.
 func (c *cluster) ec22(ctx context.Context) (*client.Conn, *client.Pool) {
-	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
+	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096, 0)
 	c.poolSet(ctx, cl, "ec22", "min_size", "2")
 	c.poolSet(ctx, cl, "ec22", "allow_ec_overwrites", "true")
 	return cl, p
@@ -80,7 +85,7 @@ func TestECRoundTrip(t *testing.T) {
 	defer cancel()
 	const u, k = 4096, 2
 	const w = u * k
-	cl, p := c.ecPool(ctx, "ec21", k, 1, u)
+	cl, p := c.ecPool(ctx, "ec21", k, 1, u, 0)
 	r := rand.New(rand.NewPCG(1, 2))
 	model := map[string][]byte{}
 	check := func(oid string) {
@@ -207,7 +212,7 @@ func TestECShardLoss(t *testing.T) {
 	c := startCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096)
+	cl, p := c.ecPool(ctx, "ec22", 2, 2, 4096, 0)
 	c.poolSet(ctx, cl, "ec22", "min_size", "2") // serve with k shards
 	r := rand.New(rand.NewPCG(3, 4))
 	model := map[string][]byte{}
@@ -268,7 +273,7 @@ func TestECShardCounters(t *testing.T) {
 	c := startCluster(t, 6)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, p := c.ecPool(ctx, "ec42", 4, 2, 4096)
+	cl, p := c.ecPool(ctx, "ec42", 4, 2, 4096, 0)
 	sum := func() (s osdop.Perf) {
 		for i := range c.osds {
 			st, err := cl.OSDStats(ctx, int32(i))
@@ -514,14 +519,7 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	if n := c.held(4, p.ID()); n == 0 {
 		t.Fatal("osd.4 took none of the objects written under pg_temp")
 	}
-	monDo(ctx, t, cl, "osd unset", "key", "nobackfill")
-	waitClean(ctx, t, cl, p.ID())
-	if err := cl.RefreshMap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(cl.Map().PGTemp); n != 0 {
-		t.Fatalf("clean with %d pg_temp entries left: %v", n, cl.Map().PGTemp)
-	}
+	backfillClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "backfilled")
 	var copies, rebuilds uint64
 	for i := range 5 {
@@ -550,17 +548,7 @@ func TestECSwappedPositions(t *testing.T) {
 	c := startCluster(t, 6)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl := c.connect(ctx)
-	if _, err := cl.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": "p21", "args": "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "ec", "type": "erasure", "erasure_code_profile": "p21", "pg_num": "64"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := cl.Pool(ctx, "ec")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, p := c.ecPool(ctx, "ec", 2, 1, 4096, 64)
 	r := rand.New(rand.NewPCG(9, 10))
 	model := map[string][]byte{}
 	for i := range 200 {

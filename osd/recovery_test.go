@@ -495,6 +495,20 @@ func TestGovernorScalesCapacity(t *testing.T) {
 	}
 }
 
+// backfillClean clears nobackfill and waits until pool is active+clean
+// with no pg_temp left: every backfill done, the up sets serving.
+func backfillClean(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) {
+	t.Helper()
+	monDo(ctx, t, cl, "osd unset", "key", "nobackfill")
+	waitClean(ctx, t, cl, pool)
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cl.Map().PGTemp); n != 0 {
+		t.Fatalf("clean with %d pg_temp entries left: %v", n, cl.Map().PGTemp)
+	}
+}
+
 // missWrites stops osd.2, has the MON mark it down, writes generation 2
 // of the objects (put), and restarts osd.2, which then lacks them.
 func (c *cluster) missWrites(ctx context.Context, cl *client.Conn, put func(gen int)) {
@@ -604,14 +618,7 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 	if n := c.held(3, p.ID()); n == 0 {
 		t.Fatal("osd.3 took none of the objects created under pg_temp")
 	}
-	monDo(ctx, t, cl, "osd unset", "key", "nobackfill")
-	waitClean(ctx, t, cl, p.ID())
-	if err := cl.RefreshMap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(cl.Map().PGTemp); n != 0 {
-		t.Fatalf("clean with %d pg_temp entries left: %v", n, cl.Map().PGTemp)
-	}
+	backfillClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "backfilled")
 	c.waitCopies(ctx, p.ID(), model, 3) // the replaced copies deleted, none lost
 	put(2)

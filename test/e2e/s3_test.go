@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,7 +230,9 @@ func TestS3RealClients(t *testing.T) {
 // TestGatewayKilledMidPut kills the gateway with SIGKILL while a large PUT
 // overwrites an object: the previous version stays readable and listed,
 // and after a restart the cluster serves it unchanged. A client that drops
-// its connection mid-PUT leaves no object and no tails.
+// its connection mid-PUT leaves no object and no tails. Then conditional
+// PUTs race while an OSD is killed and restarted
+// (conditionalRacesWithOSDKilled).
 func TestGatewayKilledMidPut(t *testing.T) {
 	c := upWithGateway(t)
 	env := c.s3env()
@@ -312,6 +315,82 @@ func TestGatewayKilledMidPut(t *testing.T) {
 	if now := c.countObjects("default.rgw.buckets.data"); now != baseline {
 		t.Fatalf("a dropped upload's tails stayed: %d objects before the upload, %d during, %d after", baseline, before, now)
 	}
+	conditionalRacesWithOSDKilled(ctx, t, c, sdk, *b)
+}
+
+// conditionalRacesWithOSDKilled runs rounds of 4 PUTs racing with If-Match
+// on the object's current ETag while osd.1 is killed with SIGKILL (after
+// round 3) and restarted (after round 8): in every round at most one
+// racer is acknowledged, and the object then holds its body — or, with
+// none acknowledged, the previous body or a racer's (a write whose answer
+// the kill lost) — whole.
+func conditionalRacesWithOSDKilled(ctx context.Context, t *testing.T, c *tcluster, sdk *s3.Client, bucket string) {
+	t.Helper()
+	key := "raced"
+	body := func(round, writer int) []byte {
+		return bytes.Repeat([]byte(fmt.Sprintf("round %d writer %d ", round, writer)), 4<<10)
+	}
+	cur := body(0, 0)
+	put, err := sdk.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(cur)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := *put.ETag
+	won := 0 // rounds with a winner acknowledged
+	for round := 1; round <= 12; round++ {
+		switch round {
+		case 4:
+			c.kill9("osd.1")
+		case 9:
+			c.up()
+		}
+		acked := make(chan int, 4)
+		errs := make(chan error, 4)
+		for w := range 4 {
+			go func() {
+				_, err := sdk.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body(round, w)), IfMatch: &etag})
+				if err == nil {
+					acked <- w
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			<-errs
+		}
+		close(acked)
+		var winners []int
+		for w := range acked {
+			winners = append(winners, w)
+		}
+		out, err := sdk.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		got, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		possible := [][]byte{cur}
+		for w := range 4 {
+			possible = append(possible, body(round, w))
+		}
+		switch {
+		case len(winners) > 1:
+			t.Fatalf("round %d: writers %v all acknowledged with If-Match on one ETag", round, winners)
+		case len(winners) == 1 && !bytes.Equal(got, body(round, winners[0])):
+			t.Fatalf("round %d: writer %d acknowledged, the object holds %.30q…", round, winners[0], got)
+		case !slices.ContainsFunc(possible, func(p []byte) bool { return bytes.Equal(p, got) }):
+			t.Fatalf("round %d: the object holds %.30q… (%d bytes), neither the previous body nor a racer's", round, got, len(got))
+		}
+		cur, etag = got, *out.ETag
+		won += len(winners)
+	}
+	if won == 0 {
+		t.Fatal("no conditional PUT was acknowledged in 12 rounds")
+	}
+	t.Logf("conditional races: a winner acknowledged in %d of 12 rounds (osd.1 killed after round 3, restarted after round 8)", won)
 }
 
 const gatewayPidName = "client.rgw.gateway"
