@@ -33,6 +33,7 @@ func BenchmarkPutObject64K(b *testing.B) {
 			var n atomic.Int64
 			b.SetBytes(int64(len(body)))
 			b.SetParallelism(8) // 16 writers on 2 cores
+			calls0, updates0, _ := f.store.IndexBatches()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -43,6 +44,13 @@ func BenchmarkPutObject64K(b *testing.B) {
 					}
 				}
 			})
+			b.StopTimer()
+			if err := f.store.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			calls, updates, _ := f.store.IndexBatches()
+			b.ReportMetric(float64(calls-calls0)/float64(b.N), "index-calls/op")
+			b.ReportMetric(float64(updates-updates0)/float64(b.N), "index-updates/op")
 		})
 	}
 }

@@ -61,7 +61,7 @@ func benchCluster(b *testing.B) (*client.Pool, []*objectstore.BlockStore) {
 // stack (client, messenger, primary, two replicas, three object stores) in
 // one process, 16 in flight: go test -run XXX -bench ReplicatedWrite ./osd
 func BenchmarkReplicatedWrite(b *testing.B) {
-	for _, size := range []int{4 << 10, 4 << 20} {
+	for _, size := range []int{4 << 10, 64 << 10, 4 << 20} {
 		b.Run(fmt.Sprintf("%dK", size>>10), func(b *testing.B) {
 			p, stores := benchCluster(b)
 			data := make([]byte, size)
