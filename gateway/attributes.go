@@ -12,13 +12,14 @@ import (
 // attributes named in x-amz-object-attributes — ETag (unquoted),
 // ObjectParts (a multipart object's parts, paged by x-amz-max-parts, at
 // most 1000, and x-amz-part-number-marker), StorageClass and ObjectSize —
-// without the data. Checksum is accepted and left out: the gateway checks
-// x-amz-checksum-* values on upload but does not keep them.
+// without the data, and Checksum: the object's additional checksum and
+// its type (checksum.go), with each part's in ObjectParts.
 
 type objectAttributes struct {
 	XMLName      xml.Name     `xml:"GetObjectAttributesResponse"`
 	Xmlns        string       `xml:"xmlns,attr,omitempty"`
 	ETag         string       `xml:"ETag,omitempty"`
+	Checksum     *checksumXML `xml:"Checksum,omitempty"`
 	ObjectParts  *objectParts `xml:"ObjectParts,omitempty"`
 	StorageClass string       `xml:"StorageClass,omitempty"`
 	ObjectSize   *int64       `xml:"ObjectSize,omitempty"`
@@ -36,6 +37,7 @@ type objectParts struct {
 type objectPart struct {
 	PartNumber int   `xml:"PartNumber"`
 	Size       int64 `xml:"Size"`
+	checksumXML
 }
 
 // objectAttributeNames are the values x-amz-object-attributes may list.
@@ -82,6 +84,10 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 	if want["ETag"] {
 		res.ETag = strings.Trim(o.ETag(), `"`)
 	}
+	if c := o.info.Checksum; want["Checksum"] && c != nil {
+		x := c.xml()
+		res.Checksum = &x
+	}
 	if want["StorageClass"] {
 		res.StorageClass = listedClass(o.info.Class)
 	}
@@ -105,7 +111,11 @@ func (h *headInfo) partsPage(marker, max int) *objectParts {
 			p.IsTruncated = true
 			break
 		}
-		p.Parts = append(p.Parts, objectPart{PartNumber: num, Size: h.Segments[num-1].Size})
+		part := objectPart{PartNumber: num, Size: h.Segments[num-1].Size}
+		if c, v := h.Checksum, h.Segments[num-1].Checksum; c != nil && v != "" {
+			part.checksumXML = (&Checksum{Alg: c.Alg, Value: v}).xml()
+		}
+		p.Parts = append(p.Parts, part)
 		p.NextPartNumberMarker = num
 	}
 	return p

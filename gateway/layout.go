@@ -14,6 +14,9 @@ type segment struct {
 	First  int    `json:"f,omitempty"`
 	Size   int64  `json:"s"`
 	ETag   string `json:"e,omitempty"` // a multipart part's ETag
+	// Checksum is a multipart part's additional checksum value (the
+	// object's Checksum names the algorithm).
+	Checksum string `json:"ck,omitempty"`
 }
 
 // stripes returns how many tail objects the segment has.
@@ -42,6 +45,7 @@ type headInfo struct {
 	Parts      int               `json:"parts,omitempty"` // multipart: number of parts
 	ACL        ACL               `json:"acl"`             // nil: the owner's FULL_CONTROL (acl.go)
 	Tags       []Tag             `json:"tags,omitempty"`  // tagging.go
+	Checksum   *Checksum         `json:"ck,omitempty"`    // the additional checksum (checksum.go)
 }
 
 // extent is a piece of an S3 object's byte range held by one RADOS object.

@@ -43,6 +43,10 @@ type Upload struct {
 	Class     string            `json:"sc,omitempty"`
 	ACL       ACL               `json:"acl"`            // the completed object's
 	Tags      []Tag             `json:"tags,omitempty"` // the completed object's
+	// ChecksumAlg and ChecksumType are the additional checksum the
+	// upload asked for ("": none; checksum.go).
+	ChecksumAlg  string `json:"ck_alg,omitempty"`
+	ChecksumType string `json:"ck_type,omitempty"`
 }
 
 // initiator is who created the upload.
@@ -55,11 +59,12 @@ func (u *Upload) initiator() string {
 
 // Part is an uploaded part.
 type Part struct {
-	Num   int       `json:"num"`
-	Size  int64     `json:"size"`
-	ETag  string    `json:"etag"`
-	Mtime time.Time `json:"mtime"`
-	Seg   segment   `json:"seg"`
+	Num      int       `json:"num"`
+	Size     int64     `json:"size"`
+	ETag     string    `json:"etag"`
+	Mtime    time.Time `json:"mtime"`
+	Seg      segment   `json:"seg"`
+	Checksum *Checksum `json:"ck,omitempty"` // the part's additional checksum (checksum.go)
 }
 
 func uploadMetaOID(bucketID, uploadID string) string {
@@ -106,33 +111,47 @@ func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) 
 // UploadPart stores part num of an upload from body (size bytes) and
 // returns its ETag. A part uploaded again replaces the earlier one (whose
 // tails go to GC).
-func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string, num int, body io.Reader, size int64, wantMD5 []byte) (string, error) {
+//
+// ck is the checksum the request names; when the upload has an
+// algorithm, ck (nil or of another algorithm: InvalidRequest) has been
+// resolved against it by the caller (checksumRequest), except that nil
+// with an upload algorithm makes the part unchecked and without one (a
+// copied part).
+func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq) (*Part, error) {
 	if num < 1 || num > MaxParts {
-		return "", ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
+		return nil, ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
 	}
 	if size > MaxPartSize {
-		return "", ErrEntityTooLarge
+		return nil, ErrEntityTooLarge
 	}
-	if _, err := s.GetUpload(ctx, b, key, uploadID); err != nil {
-		return "", err
+	u, err := s.GetUpload(ctx, b, key, uploadID)
+	if err != nil {
+		return nil, err
+	}
+	if ck != nil && u.ChecksumAlg != "" && ck.alg.name != u.ChecksumAlg {
+		return nil, ErrInvalidRequest.with("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.alg.name)
 	}
 	tag := newTag()
-	seg, etag, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5)
+	seg, etag, cksum, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5, ck)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	seg.ETag = etag
+	if cksum != nil && u.ChecksumAlg != "" {
+		seg.Checksum = cksum.Value
+		cksum.Type = u.ChecksumType
+	}
 	h := &headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
-	p := Part{Num: num, Size: size, ETag: etag, Mtime: time.Now().UTC(), Seg: seg}
+	p := Part{Num: num, Size: size, ETag: etag, Mtime: time.Now().UTC(), Seg: seg, Checksum: cksum}
 	pv, _ := json.Marshal(p)
 	in, _ := json.Marshal(rgw.SwapIn{Key: partKey(num), Value: pv})
 	old, err := s.nonec.Exec(ctx, uploadMetaOID(b.ID, uploadID), "rgw.omap_swap", in)
 	if err != nil {
 		s.removeTails(h.tailOIDs())
 		if errors.Is(err, client.ErrNotFound) {
-			return "", ErrNoSuchUpload
+			return nil, ErrNoSuchUpload
 		}
-		return "", fmt.Errorf("upload part %d: %w", num, err)
+		return nil, fmt.Errorf("upload part %d: %w", num, err)
 	}
 	if len(old) > 0 {
 		var op Part
@@ -140,7 +159,7 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string,
 			s.gcAdd(context.WithoutCancel(ctx), &GCEntry{Tag: tag + ".replaced", StripeSize: s.opt.StripeSize, Segments: []segment{op.Seg}})
 		}
 	}
-	return etag, nil
+	return &p, nil
 }
 
 // ListParts returns up to max parts after part number marker, and
@@ -188,8 +207,9 @@ func (s *Store) allParts(ctx context.Context, b *Bucket, key, uploadID string) (
 
 // CompletePart names a part in CompleteMultipartUpload's list.
 type CompletePart struct {
-	Num  int
-	ETag string
+	Num      int
+	ETag     string
+	Checksum string // the part's additional checksum, if the request gives it
 }
 
 // CompleteUpload assembles the listed parts into the object (ETag: the
@@ -199,11 +219,14 @@ type CompletePart struct {
 // Completing an upload again after it succeeded answers as the first time
 // did (S3 does: a client retrying a completion whose reply it lost must
 // not see NoSuchUpload), as long as the object is still that upload.
-func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart) (*PutResult, error) {
+//
+// wantSum, if set, is the object's checksum the request gives (the
+// upload's algorithm): BadDigest unless it is the one computed.
+func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, wantSum string) (*PutResult, error) {
 	u, err := s.GetUpload(ctx, b, key, uploadID)
 	if errors.Is(err, ErrNoSuchUpload) {
 		if h, _, herr := s.readHead(ctx, b, key); herr == nil && h.Tag == uploadID && h.Parts == len(list) {
-			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
+			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
 		}
 	}
 	if err != nil {
@@ -226,6 +249,8 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	}
 	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL, Tags: u.Tags}
 	sum := md5.New()
+	var ckSums []string
+	var sizes []int64
 	used := map[int]bool{}
 	for i, cp := range list {
 		if i > 0 && cp.Num <= list[i-1].Num {
@@ -238,6 +263,10 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		if i < len(list)-1 && p.Size < MinPartSize {
 			return nil, ErrEntityTooSmall.with("part %d is %d bytes; every part but the last must be at least 5 MiB", cp.Num, p.Size)
 		}
+		if cp.Checksum != "" && cp.Checksum != p.Seg.Checksum {
+			return nil, ErrInvalidPart.with("part %d's checksum is not %s", cp.Num, cp.Checksum)
+		}
+		ckSums, sizes = append(ckSums, p.Seg.Checksum), append(sizes, p.Size)
 		d, _ := hex.DecodeString(strings.Trim(p.ETag, `"`))
 		sum.Write(d)
 		h.Segments = append(h.Segments, p.Seg)
@@ -248,6 +277,10 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		return nil, ErrEntityTooLarge.with("the parts add up to %d bytes; an object may have at most %d", h.Size, s.opt.MaxMultipartSize)
 	}
 	h.ETag = `"` + hex.EncodeToString(sum.Sum(nil)) + "-" + strconv.Itoa(len(list)) + `"`
+	h.Checksum = multipartChecksum(u.ChecksumAlg, u.ChecksumType, ckSums, sizes)
+	if wantSum != "" && (h.Checksum == nil || wantSum != h.Checksum.Value) {
+		return nil, ErrBadDigest.with("The %s checksum you specified did not match the calculated checksum.", u.ChecksumAlg)
+	}
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ type stripeWriter struct {
 	off    int64 // bytes sent to it
 	tokens chan struct{}
 	sum    hash.Hash       // hashes each chunk before it is sent (nil: none)
+	ck     hash.Hash       // the additional checksum's, likewise (checksum.go)
 	cur    chan chunkWrite // the current stripe's queue
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -128,6 +129,9 @@ func (w *stripeWriter) send() error {
 	}
 	if w.sum != nil {
 		w.sum.Write(w.buf)
+	}
+	if w.ck != nil {
+		w.ck.Write(w.buf)
 	}
 	select {
 	case w.tokens <- struct{}{}:
@@ -225,12 +229,16 @@ type PutInput struct {
 	ACL     ACL       // nil: the owner's FULL_CONTROL
 	Tags    []Tag     // x-amz-tagging
 	Cond    writeCond // If-Match, If-None-Match (conditional.go)
+	// Checksum is the additional checksum the request names (nil: none;
+	// checksum.go): checked, kept and answered.
+	Checksum *ChecksumReq
 }
 
 // PutResult is a completed upload.
 type PutResult struct {
-	ETag  string
-	Mtime time.Time
+	ETag     string
+	Mtime    time.Time
+	Checksum *Checksum // the object's additional checksum, if it has one
 }
 
 // PutObject stores an object: index prepare, tails, head (the commit
@@ -252,7 +260,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
 	}
 	head := make([]byte, h.HeadSize)
-	seg, etag, err := s.receive(ctx, in.Body, in.Size, &head, shadowPrefix(b.ID, tag), 1, in.MD5)
+	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, &head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum)
 	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return nil, err
@@ -264,7 +272,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if s.failpoint == "before-head" {
 		return nil, errors.New("failpoint before-head")
 	}
-	h.ETag = etag
+	h.ETag, h.Checksum = etag, cksum
 	return s.commitHead(ctx, b, key, h, head, in.Cond, true)
 }
 
@@ -275,12 +283,13 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 // body ends there and, if wantMD5 is set, matches it (BadDigest), and
 // returns the segment (Size 0 if none) and the body's quoted MD5 (its
 // ETag). On error every tail it wrote is removed.
-func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[]byte, prefix string, first int, wantMD5 []byte) (segment, string, error) {
+func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[]byte, prefix string, first int, wantMD5 []byte, ck *ChecksumReq) (segment, string, *Checksum, error) {
 	// The MD5 is taken of whole buffers (the head, then each chunk as
 	// the stripe writer sends it), not of each read of the body: the
 	// multi-lane hasher wants long writes.
 	sum := newMD5(size)
 	defer sum.Close()
+	ckHash := ck.hash()
 	var hd []byte
 	if head != nil {
 		hd = *head
@@ -291,13 +300,16 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[
 		*head, size = hd, int64(n)
 	}
 	if err != nil {
-		return segment{}, "", bodyErr(err)
+		return segment{}, "", nil, bodyErr(err)
 	}
 	sum.Write(hd)
+	if ckHash != nil {
+		ckHash.Write(hd)
+	}
 	var seg segment
 	if rest := size - int64(len(hd)); rest > 0 || size < 0 {
 		w := s.newStripeWriter(ctx, prefix, first)
-		w.sum = sum
+		w.sum, w.ck = sum, ckHash
 		if size < 0 { // unknown length (Transfer-Encoding: chunked): to the end, within S3's limit
 			var m int64
 			m, err = io.Copy(w, io.LimitReader(body, MaxObjectSize-int64(len(hd))+1))
@@ -321,11 +333,15 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[
 	if err == nil && wantMD5 != nil && !bytes.Equal(wantMD5, digest) {
 		err = ErrBadDigest
 	}
+	var cksum *Checksum
+	if err == nil {
+		cksum, err = ck.result(ckHash)
+	}
 	if err != nil {
 		s.removeTails((&headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
-		return segment{}, "", bodyErr(err)
+		return segment{}, "", nil, bodyErr(err)
 	}
-	return seg, `"` + hex.EncodeToString(digest) + `"`, nil
+	return seg, `"` + hex.EncodeToString(digest) + `"`, cksum, nil
 }
 
 // bodyErr maps a failure reading the request body to the S3 error.
@@ -397,13 +413,13 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	}
 	cctx := context.WithoutCancel(ctx) // the head is written: finish the bookkeeping
 	if s.failpoint == "before-complete" {
-		return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
+		return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
 	}
 	if old != nil && old.Tag != h.Tag {
 		s.gcEnqueue(cctx, old)
 	}
 	s.completeAsync(b, key, h.Tag, rep.Ver, h.entry())
-	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime)}, nil
+	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
 }
 
 // Owner is the object's owner (its writer).
@@ -496,6 +512,19 @@ func (o *Object) PartRange(part int) (off, n int64, ok bool) {
 		off += g.Size
 	}
 	return off, h.Segments[part-1].Size, true
+}
+
+// checksum is the additional checksum of part (0: the whole object; an
+// object PUT whole is its own part 1), nil if it has none.
+func (o *Object) checksum(part int) *Checksum {
+	c := o.info.Checksum
+	if c == nil || part == 0 || o.info.Parts == 0 {
+		return c
+	}
+	if part > len(o.info.Segments) || o.info.Segments[part-1].Checksum == "" {
+		return nil
+	}
+	return &Checksum{Alg: c.Alg, Type: c.Type, Value: o.info.Segments[part-1].Checksum}
 }
 
 // OpenObject reads an object's metadata (and, if withData, its head's

@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -257,34 +255,24 @@ func checkPostPolicy(pol *postPolicy, f *postForm, bucket string) error {
 }
 
 // postBody reads a POST upload's file, enforcing the policy's length
-// range and an x-amz-checksum-sha256 field: a violation fails the read
-// (so the upload leaves nothing behind) with the S3 error.
+// range: a violation fails the read (so the upload leaves nothing
+// behind) with the S3 error. (An x-amz-checksum-* field is checked as a
+// PUT's header is.)
 type postBody struct {
 	r        io.Reader
 	n        int64
 	min, max int64 // max < 0: none
-	sha      []byte
-	h        interface {
-		io.Writer
-		Sum([]byte) []byte
-	}
 }
 
 func (b *postBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
-	if b.h != nil {
-		b.h.Write(p[:n])
-	}
 	if b.max >= 0 && b.n > b.max {
 		return n, ErrEntityTooLarge.with("Your proposed upload exceeds the maximum allowed size (content-length-range %d)", b.max)
 	}
 	if err == io.EOF {
 		if b.n < b.min {
 			return n, ErrEntityTooSmall.with("Your proposed upload is smaller than the minimum allowed size (content-length-range %d)", b.min)
-		}
-		if b.h != nil && !bytes.Equal(b.h.Sum(nil), b.sha) {
-			return n, ErrBadDigest.with("The SHA256 you specified did not match the calculated checksum.")
 		}
 	}
 	return n, err
@@ -358,17 +346,26 @@ func (srv *Server) postObject(rq *request) error {
 	if pol != nil && pol.hasLenCond {
 		body.min, body.max = pol.minLen, pol.maxLen
 	}
-	if v, ok := f.fields["x-amz-checksum-sha256"]; ok {
-		if body.sha, err = base64.StdEncoding.DecodeString(v); err != nil || len(body.sha) != sha256.Size {
-			return ErrInvalidRequest.with("Value for x-amz-checksum-sha256 is invalid.")
+	var ck *ChecksumReq
+	for _, a := range checksumAlgs {
+		v, ok := f.fields[a.header()]
+		if !ok {
+			continue
 		}
-		body.h = sha256.New()
+		if d, err := base64.StdEncoding.DecodeString(v); err != nil || len(d) != a.new().Size() {
+			return ErrInvalidRequest.with("Value for %s is invalid.", a.header())
+		}
+		if ck != nil {
+			return ErrInvalidRequest.with("Expecting a single x-amz-checksum- field. Multiple checksum Types are not allowed.")
+		}
+		ck = &ChecksumReq{alg: a, want: v}
 	}
-	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags})
+	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, Checksum: ck})
 	if err != nil {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
+	res.Checksum.setHeaders(rq.w.Header())
 	location := "/" + b.Name + "/" + (&url.URL{Path: key}).EscapedPath()
 	rq.w.Header().Set("Location", location)
 	redirect := f.fields["success_action_redirect"]

@@ -758,12 +758,17 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
+	ck, err := checksumRequest(r, "")
+	if err != nil {
+		return err
+	}
 	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: writeCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}})
+		Cond: writeCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck})
 	if err != nil {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
+	res.Checksum.setHeaders(rq.w.Header())
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -948,6 +953,9 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	}
 	h := rq.w.Header()
 	setObjectHeaders(h, o)
+	if strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED") && r.Header.Get("Range") == "" {
+		o.checksum(part).setHeaders(h)
+	}
 	for q, hn := range responseOverrides {
 		if v := rq.q.Get(q); v != "" {
 			h.Set(hn, v)
@@ -1066,14 +1074,26 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	default:
 		return ErrInvalidArgument.with("Unknown tagging directive.")
 	}
+	// the copy's checksum: of the algorithm asked for, else the source's,
+	// computed over the bytes copied
+	var ck *ChecksumReq
+	if name := rq.r.Header.Get("x-amz-checksum-algorithm"); name != "" {
+		a := checksumAlgs[strings.ToUpper(name)]
+		if a == nil {
+			return ErrInvalidRequest.with("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
+		}
+		ck = &ChecksumReq{alg: a}
+	} else if c := o.info.Checksum; c != nil {
+		ck = &ChecksumReq{alg: checksumAlgs[c.Alg]}
+	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
 	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}})
+		Cond: writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck})
 	if err != nil {
 		return err
 	}
-	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag})
+	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag, checksumXML: res.Checksum.xml()})
 }
 
 func (srv *Server) deleteObjects(rq *request) error {
@@ -1255,9 +1275,18 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags})
+	alg, typ, err := uploadChecksum(rq.r.Header)
 	if err != nil {
 		return err
+	}
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags,
+		ChecksumAlg: alg, ChecksumType: typ})
+	if err != nil {
+		return err
+	}
+	if alg != "" {
+		rq.w.Header().Set("x-amz-checksum-algorithm", alg)
+		rq.w.Header().Set("x-amz-checksum-type", typ)
 	}
 	return writeXML(rq, http.StatusOK, initiateMultipartUploadResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: u.UploadID})
 }
@@ -1283,11 +1312,20 @@ func (srv *Server) uploadPart(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	etag, err := srv.s.UploadPart(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), num, rq.r.Body, size, sum)
+	u, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"))
 	if err != nil {
 		return err
 	}
-	rq.w.Header().Set("ETag", etag)
+	ck, err := checksumRequest(rq.r, u.ChecksumAlg)
+	if err != nil {
+		return err
+	}
+	p, err := srv.s.UploadPart(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), num, rq.r.Body, size, sum, ck)
+	if err != nil {
+		return err
+	}
+	rq.w.Header().Set("ETag", p.ETag)
+	p.Checksum.setHeaders(rq.w.Header())
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -1299,8 +1337,13 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 		return err
 	}
 	uploadID := rq.q.Get("uploadId")
-	if _, err := srv.s.GetUpload(ctx, b, rq.key, uploadID); err != nil {
+	u, err := srv.s.GetUpload(ctx, b, rq.key, uploadID)
+	if err != nil {
 		return err
+	}
+	var ck *ChecksumReq // the upload's algorithm, computed over the copy
+	if u.ChecksumAlg != "" {
+		ck = &ChecksumReq{alg: checksumAlgs[u.ChecksumAlg]}
 	}
 	_, o, err := srv.openCopySource(rq)
 	if err != nil {
@@ -1314,11 +1357,11 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	}
 	pr := pipeRange(ctx, o, off, n)
 	defer pr.Close()
-	etag, err := srv.s.UploadPart(ctx, b, rq.key, uploadID, num, pr, n, nil)
+	p, err := srv.s.UploadPart(ctx, b, rq.key, uploadID, num, pr, n, nil, ck)
 	if err != nil {
 		return err
 	}
-	return writeXML(rq, http.StatusOK, copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: etag})
+	return writeXML(rq, http.StatusOK, copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: p.ETag, checksumXML: p.Checksum.xml()})
 }
 
 func (srv *Server) completeUpload(rq *request, b *Bucket) error {
@@ -1333,15 +1376,25 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 	if err := xml.Unmarshal(body, &c); err != nil {
 		return ErrMalformedXML
 	}
+	u, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"))
+	if err != nil && !errors.Is(err, ErrNoSuchUpload) { // NoSuchUpload: maybe a retry of a completion that succeeded
+		return err
+	}
+	alg, want := "", ""
+	if u != nil && u.ChecksumAlg != "" {
+		alg = u.ChecksumAlg
+		want = rq.r.Header.Get(checksumAlgs[alg].header())
+	}
 	var list []CompletePart
 	for _, p := range c.Parts {
-		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag})
+		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksum: p.checksumXML.value(alg)})
 	}
-	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list)
+	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, want)
 	if err != nil {
 		return err
 	}
-	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag})
+	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag,
+		checksumXML: res.Checksum.xml()})
 }
 
 func (srv *Server) listParts(rq *request, b *Bucket) error {
@@ -1367,9 +1420,14 @@ func (srv *Server) listParts(rq *request, b *Bucket) error {
 	}
 	o, in := srv.s.uploadOwners(rq.r.Context(), u)
 	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: in, Owner: o, StorageClass: u.Class,
-		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more}
+		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more, ChecksumAlgorithm: u.ChecksumAlg, ChecksumType: u.ChecksumType}
 	for _, p := range parts {
-		res.Parts = append(res.Parts, partEntry{PartNumber: p.Num, LastModified: isoTime(p.Mtime), ETag: p.ETag, Size: p.Size})
+		var ck checksumXML
+		if u.ChecksumAlg != "" {
+			ck = p.Checksum.xml()
+			ck.Type = ""
+		}
+		res.Parts = append(res.Parts, partEntry{PartNumber: p.Num, LastModified: isoTime(p.Mtime), ETag: p.ETag, Size: p.Size, checksumXML: ck})
 		res.NextPartNumberMarker = p.Num
 	}
 	return writeXML(rq, http.StatusOK, res)

@@ -73,6 +73,7 @@ type copyObjectResult struct {
 	Xmlns        string   `xml:"xmlns,attr"`
 	LastModified string   `xml:"LastModified"`
 	ETag         string   `xml:"ETag"`
+	checksumXML
 }
 
 type copyPartResult struct {
@@ -80,6 +81,7 @@ type copyPartResult struct {
 	Xmlns        string   `xml:"xmlns,attr"`
 	LastModified string   `xml:"LastModified"`
 	ETag         string   `xml:"ETag"`
+	checksumXML
 }
 
 type deleteRequest struct {
@@ -125,6 +127,7 @@ type completeMultipartUpload struct {
 	Parts   []struct {
 		PartNumber int    `xml:"PartNumber"`
 		ETag       string `xml:"ETag"`
+		checksumXML
 	} `xml:"Part"`
 }
 
@@ -135,6 +138,7 @@ type completeMultipartUploadResult struct {
 	Bucket   string   `xml:"Bucket"`
 	Key      string   `xml:"Key"`
 	ETag     string   `xml:"ETag"`
+	checksumXML
 }
 
 type partEntry struct {
@@ -142,6 +146,7 @@ type partEntry struct {
 	LastModified string `xml:"LastModified"`
 	ETag         string `xml:"ETag"`
 	Size         int64  `xml:"Size"`
+	checksumXML
 }
 
 type listPartsResult struct {
@@ -157,6 +162,8 @@ type listPartsResult struct {
 	NextPartNumberMarker int         `xml:"NextPartNumberMarker"`
 	MaxParts             int         `xml:"MaxParts"`
 	IsTruncated          bool        `xml:"IsTruncated"`
+	ChecksumAlgorithm    string      `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType         string      `xml:"ChecksumType,omitempty"`
 	Parts                []partEntry `xml:"Part"`
 }
 
