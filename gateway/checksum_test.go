@@ -6,9 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"hash/crc64"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -184,5 +188,70 @@ func TestChecksums(t *testing.T) {
 	}
 	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: mkey, ChecksumAlgorithm: types.ChecksumAlgorithmSha1, ChecksumType: types.ChecksumTypeFullObject}); code(err) != "InvalidRequest" {
 		t.Fatalf("SHA1 FULL_OBJECT upload: %v, want InvalidRequest", err)
+	}
+}
+
+// TestUploadBodyEnd: what is checked as an upload's body ends fails the
+// upload and leaves the previous version — an aws-chunked trailer with a
+// wrong checksum (BadDigest), an aws-chunked body cut before its last
+// chunk (IncompleteBody), a signed payload whose hash is not the body's
+// (XAmzContentSHA256Mismatch); a trailer announced on a payload without
+// one is InvalidRequest (net/http would hand over an HTTP trailer
+// unchecked); the right trailer is kept and answered.
+func TestUploadBodyEnd(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "ends"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	old := []byte("the version before")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: bytes.NewReader(old)}); err != nil {
+		t.Fatal(err)
+	}
+	body := randBytes(rand.New(rand.NewPCG(5, 6)), 2*tStripe+3)
+	crc := func(b []byte) string {
+		return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(b)))
+	}
+	chunked := func(trailer string, cut bool) string {
+		var s strings.Builder
+		for off := 0; off < len(body); off += 65536 {
+			p := body[off:min(off+65536, len(body))]
+			fmt.Fprintf(&s, "%x\r\n%s\r\n", len(p), p)
+		}
+		if !cut {
+			s.WriteString("0\r\n" + trailer + "\r\n\r\n")
+		}
+		return s.String()
+	}
+	hdr := map[string]string{"Content-Encoding": "aws-chunked", "X-Amz-Decoded-Content-Length": strconv.Itoa(len(body)), "X-Amz-Trailer": "x-amz-checksum-crc32"}
+	const trailerPayload = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+	for _, tc := range []struct {
+		name, body, payload, code string
+		hdr                       map[string]string
+	}{
+		{"wrong trailer", chunked("x-amz-checksum-crc32:"+crc(old), false), trailerPayload, "BadDigest", hdr},
+		{"cut before the last chunk", chunked("", true), trailerPayload, "IncompleteBody", hdr},
+		{"trailer on a plain payload", string(body), "UNSIGNED-PAYLOAD", "InvalidRequest", map[string]string{"X-Amz-Trailer": "x-amz-checksum-crc32"}},
+		{"payload hash of other bytes", string(body), fmt.Sprintf("%x", sha256.Sum256(old)), "XAmzContentSHA256Mismatch", nil},
+	} {
+		status, resp := f.signedPayload(t, f.admin, http.MethodPut, "/"+b+"/k", tc.hdr, tc.body, tc.payload)
+		if status < 400 || !strings.Contains(resp, "<Code>"+tc.code+"</Code>") {
+			t.Fatalf("%s: %d %s, want %s", tc.name, status, resp, tc.code)
+		}
+		if got, _ := get(t, c, b, "k", ""); !bytes.Equal(got, old) {
+			t.Fatalf("%s: the refused upload changed the object", tc.name)
+		}
+	}
+	if status, resp := f.signedPayload(t, f.admin, http.MethodPut, "/"+b+"/k", hdr, chunked("x-amz-checksum-crc32:"+crc(body), false), trailerPayload); status != http.StatusOK {
+		t.Fatalf("PUT with its trailer: %d %s", status, resp)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("k"), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil || aws.ToString(head.ChecksumCRC32) != crc(body) {
+		t.Fatalf("HEAD after the trailer PUT: %v %v, want %s", aws.ToString(head.ChecksumCRC32), err, crc(body))
+	}
+	if got, _ := get(t, c, b, "k", ""); !bytes.Equal(got, body) {
+		t.Fatal("the trailer PUT stored other bytes")
 	}
 }

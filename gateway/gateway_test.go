@@ -1713,6 +1713,13 @@ func TestACL(t *testing.T) {
 // returns its status and body.
 func (f *fixture) signed(t *testing.T, k gateway.Key, method, path string, hdr map[string]string, body string) (int, string) {
 	t.Helper()
+	return f.signedPayload(t, k, method, path, hdr, body, "UNSIGNED-PAYLOAD")
+}
+
+// signedPayload is signed with x-amz-content-sha256 payload (a hex
+// SHA-256, UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, …).
+func (f *fixture) signedPayload(t *testing.T, k gateway.Key, method, path string, hdr map[string]string, body, payload string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -1720,10 +1727,10 @@ func (f *fixture) signed(t *testing.T, k gateway.Key, method, path string, hdr m
 	for h, v := range hdr {
 		req.Header[http.CanonicalHeaderKey(h)] = []string{v}
 	}
-	req.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+	req.Header.Set("X-Amz-Content-Sha256", payload)
 	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
 	if err := signer.SignHTTP(context.Background(), aws.Credentials{AccessKeyID: k.AccessKey, SecretAccessKey: k.SecretKey},
-		req, "UNSIGNED-PAYLOAD", "s3", "default", time.Now()); err != nil {
+		req, payload, "s3", "default", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -112,11 +112,10 @@ func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) 
 // returns its ETag. A part uploaded again replaces the earlier one (whose
 // tails go to GC).
 //
-// ck is the checksum the request names; when the upload has an
-// algorithm, ck (nil or of another algorithm: InvalidRequest) has been
-// resolved against it by the caller (checksumRequest), except that nil
-// with an upload algorithm makes the part unchecked and without one (a
-// copied part).
+// ck is the checksum the request names (checksumRequest with the
+// upload's algorithm: a part naming none is computed with it; another
+// algorithm is InvalidRequest); the part keeps it when the upload has an
+// algorithm.
 func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq) (*Part, error) {
 	if num < 1 || num > MaxParts {
 		return nil, ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)

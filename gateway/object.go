@@ -325,9 +325,17 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[
 			err = cerr
 		}
 	}
-	// the body must end here (a longer body is a client error)
-	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 1)); err == nil && n > 0 {
-		err = ErrInvalidRequest.with("the body is longer than its Content-Length")
+	// The body must end here (a longer body is a client error). Reading
+	// its end is what checks a signed payload's hash, an aws-chunked
+	// body's last chunk signature and trailer (sigv4.go): its error fails
+	// the upload.
+	if n, rerr := io.Copy(io.Discard, io.LimitReader(body, 1)); err == nil {
+		switch {
+		case rerr != nil:
+			err = rerr
+		case n > 0:
+			err = ErrInvalidRequest.with("the body is longer than its Content-Length")
+		}
 	}
 	digest := sum.Sum(nil)
 	if err == nil && wantMD5 != nil && !bytes.Equal(wantMD5, digest) {

@@ -1325,7 +1325,9 @@ func (srv *Server) uploadPart(rq *request, b *Bucket) error {
 		return err
 	}
 	rq.w.Header().Set("ETag", p.ETag)
-	p.Checksum.setHeaders(rq.w.Header())
+	if p.Checksum != nil { // a part's value (S3 names no type for a part)
+		rq.w.Header().Set(checksumAlgs[p.Checksum.Alg].header(), p.Checksum.Value)
+	}
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -1361,7 +1363,9 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	return writeXML(rq, http.StatusOK, copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: p.ETag, checksumXML: p.Checksum.xml()})
+	res := copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: p.ETag, checksumXML: p.Checksum.xml()}
+	res.Type = "" // a part's value has no type
+	return writeXML(rq, http.StatusOK, res)
 }
 
 func (srv *Server) completeUpload(rq *request, b *Bucket) error {
