@@ -183,3 +183,96 @@ func TestConditionalWrites(t *testing.T) {
 		t.Fatalf("DeleteObjects of a missing key with an ETag: %+v", out)
 	}
 }
+
+// TestConditionalComplete: CompleteMultipartUpload's If-None-Match and
+// If-Match answer as s3-tests' test_multipart_put_object_if_match
+// expects (412 when they fail, NoSuchKey for If-Match on a missing key);
+// a refused completion leaves the upload, which a later completion
+// finishes; a completion retried after it succeeded — also when its
+// gateway died before removing the upload — answers the same ETag
+// although its If-Match no longer holds.
+func TestConditionalComplete(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "condmp"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	upload := func(key, body string) (*string, []types.CompletedPart) {
+		t.Helper()
+		up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: &key, UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return up.UploadId, []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}
+	}
+	complete := func(key string, id *string, parts []types.CompletedPart, ifMatch, ifNoneMatch string) (string, error) {
+		in := &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &key, UploadId: id, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+		if ifMatch != "" {
+			in.IfMatch = &ifMatch
+		}
+		if ifNoneMatch != "" {
+			in.IfNoneMatch = &ifNoneMatch
+		}
+		out, err := c.CompleteMultipartUpload(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.ETag), nil
+	}
+	body := func(key string) string {
+		t.Helper()
+		got, _ := get(t, c, b, key, "")
+		return string(got)
+	}
+	id, parts := upload("k", "first")
+	etag1, err := complete("k", id, parts, "", "*")
+	if err != nil || body("k") != "first" {
+		t.Fatalf("If-None-Match * on a new key: %v", err)
+	}
+	id, parts = upload("k", "second")
+	for _, tc := range []struct{ ifMatch, ifNoneMatch, want string }{
+		{"", "*", "PreconditionFailed"},
+		{"", etag1, "PreconditionFailed"},
+		{`"badetag"`, "", "PreconditionFailed"},
+	} {
+		if _, err := complete("k", id, parts, tc.ifMatch, tc.ifNoneMatch); code(err) != tc.want {
+			t.Fatalf("If-Match %q If-None-Match %q on the existing key: %v, want %s", tc.ifMatch, tc.ifNoneMatch, err, tc.want)
+		}
+	}
+	if body("k") != "first" {
+		t.Fatal("a refused completion changed the object")
+	}
+	etag2, err := complete("k", id, parts, etag1, "") // the refused upload is still there
+	if err != nil || body("k") != "second" {
+		t.Fatalf("If-Match with the current ETag after refusals: %v", err)
+	}
+	if again, err := complete("k", id, parts, etag1, ""); err != nil || again != etag2 {
+		t.Fatalf("the completion retried: %q %v, want %s", again, err, etag2)
+	}
+	// a completion whose gateway died after the head write, before the
+	// upload was removed: its retry finds the upload and its own head,
+	// which fails the If-Match it was sent with, and answers success
+	id, parts = upload("k", "third")
+	f.store.SetFailpoint("complete-before-cleanup")
+	etag3, err := complete("k", id, parts, etag2, "")
+	f.store.SetFailpoint("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := complete("k", id, parts, etag2, ""); err != nil || again != etag3 || body("k") != "third" {
+		t.Fatalf("retry of a completion interrupted before its cleanup: %q %v, want %s", again, err, etag3)
+	}
+	id, parts = upload("missing", "x")
+	if _, err := complete("missing", id, parts, "*", ""); code(err) != "NoSuchKey" {
+		t.Fatalf("If-Match * on a missing key: %v, want NoSuchKey", err)
+	}
+	if _, err := complete("missing", id, parts, "", etag1); err != nil || body("missing") != "x" {
+		t.Fatalf("If-None-Match of another ETag on a missing key: %v", err)
+	}
+}

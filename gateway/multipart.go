@@ -220,12 +220,24 @@ type CompletePart struct {
 // not see NoSuchUpload), as long as the object is still that upload.
 //
 // wantSum, if set, is the object's checksum the request gives (the
-// upload's algorithm): BadDigest unless it is the one computed.
-func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, wantSum string) (*PutResult, error) {
+// upload's algorithm): BadDigest unless it is the one computed. cond
+// (If-Match, If-None-Match) is checked against the key's current object
+// atomically with the head write, as PutObject's (conditional.go); a
+// refused completion leaves the upload and its parts as they were.
+func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, wantSum string, cond writeCond) (*PutResult, error) {
+	// the object already is this upload: a retry of a completion that
+	// succeeded (its reply lost) answers as the first did, whatever its
+	// condition, which the first attempt's own head may now fail
+	done := func() *PutResult {
+		if h, _, herr := s.readHead(ctx, b, key); herr == nil && h.Tag == uploadID && h.Parts == len(list) {
+			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}
+		}
+		return nil
+	}
 	u, err := s.GetUpload(ctx, b, key, uploadID)
 	if errors.Is(err, ErrNoSuchUpload) {
-		if h, _, herr := s.readHead(ctx, b, key); herr == nil && h.Tag == uploadID && h.Parts == len(list) {
-			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
+		if res := done(); res != nil {
+			return res, nil
 		}
 	}
 	if err != nil {
@@ -283,8 +295,13 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
 		return nil, err
 	}
-	res, err := s.commitHead(ctx, b, key, h, nil, writeCond{}, false)
+	res, err := s.commitHead(ctx, b, key, h, nil, cond, false)
 	if err != nil {
+		if cond != (writeCond{}) && (errors.Is(err, ErrPreconditionFailed) || errors.Is(err, ErrNoSuchKey)) {
+			if res := done(); res != nil {
+				return res, nil
+			}
+		}
 		return nil, err
 	}
 	if s.failpoint == "complete-before-cleanup" {

@@ -1369,9 +1369,6 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 }
 
 func (srv *Server) completeUpload(rq *request, b *Bucket) error {
-	if rq.r.Header.Get("If-Match") != "" || rq.r.Header.Get("If-None-Match") != "" {
-		return ErrNotImplemented.with("conditional CompleteMultipartUpload (If-Match, If-None-Match) is not supported")
-	}
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 4<<20))
 	if err != nil {
 		return bodyErr(err)
@@ -1393,7 +1390,8 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 	for _, p := range c.Parts {
 		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksum: p.checksumXML.value(alg)})
 	}
-	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, want)
+	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, want,
+		writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")})
 	if err != nil {
 		return err
 	}
