@@ -711,10 +711,23 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 		}
 	}
 	entries = slices.Clone(entries)
+	kept := map[uint64]bool{} // the stashes the adopted log still names
 	for i := range entries {
 		entries[i].Stash = stashed[entries[i].Ver]
+		kept[entries[i].Ver.Seq] = entries[i].Stash
 	}
 	var t objectstore.Transaction
+	// The stashes of writes the adopted log does not carry (divergent
+	// ones, or all of another shard's copy) can never be rolled back to
+	// again: remove them, or they stay for the PG's life on this OSD.
+	for _, e := range pg.log.entries {
+		if !e.Stash || e.Ver.Seq <= pg.log.info.RolledForward || kept[e.Ver.Seq] {
+			continue
+		}
+		if _, err := pg.osd.store.Stat(pg.coll, stashName(e.Ver.Seq)); err == nil {
+			t.Remove(pg.coll, stashName(e.Ver.Seq))
+		}
+	}
 	pg.log.replace(&t, pg.coll, info, entries, missing)
 	if err := pg.osd.store.Apply(&t); err != nil {
 		return fmt.Errorf("pg %s: adopt log: %w", pg.id, storeErr(err))

@@ -3,7 +3,9 @@ package osd
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,5 +168,55 @@ func TestRollbackAppends(t *testing.T) {
 	check("base", map[string]string{"v": "1"})
 	if names, _ := st.List(c, "", 100); strings.Join(names, ",") != "x" {
 		t.Fatalf("objects after rollback: %q (stashes must be gone)", names)
+	}
+}
+
+// TestAdoptLogDropsStashes: a shard that adopts an authoritative log
+// keeps the stashes of the writes that log still carries (they may yet be
+// rolled back) and removes those of its divergent writes; a copy of
+// another shard removes all of its stashes. Before, both stayed for the
+// PG's life on the OSD.
+func TestAdoptLogDropsStashes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shard int      // the shard this OSD holds when adopting (its copy is shard 0)
+		want  []string // objects left, stashes named by stashName
+	}{
+		{"same shard", 0, []string{"a", "b", stashName(3), stashName(4)}},
+		{"another shard", 1, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := rollbackPG(t)
+			pg.isEC = true
+			st, c := pg.osd.store, pg.coll
+			// 1'1, 1'2 create a and b; 1'3 … 1'6 overwrite them, each
+			// stashing what it replaces
+			for seq, oid := range []string{"a", "b", "a", "b", "a", "b"} {
+				var w objectstore.Transaction
+				w.WriteFull(c, oid, []byte(fmt.Sprint(oid, seq)))
+				applyShardWrite(t, pg, uint64(seq+1), oid, &w)
+			}
+			if names, _ := st.List(c, "", 100); len(names) != 2+4 {
+				t.Fatalf("before adopting: %q, want a, b and four stashes", names)
+			}
+			pg.shard = tc.shard
+			// the authoritative log: 1'1 … 1'4 as here, then 2'5 (this
+			// copy's 1'5 and 1'6 diverged)
+			auth := append(slices.Clone(pg.log.entries[:4]), LogEntry{Ver: Version{2, 5}, Op: logModify, OID: "a"})
+			for i := range auth {
+				auth[i].Stash = false // the primary's entries say nothing of this copy's stashes
+			}
+			info := pg.log.info
+			info.LastUpdate = Version{2, 5}
+			if err := pg.adoptLog(7, info, auth, []string{"a", "b"}); err != nil {
+				t.Fatal(err)
+			}
+			names, _ := st.List(c, "", 100)
+			slices.Sort(names)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(names, want) {
+				t.Fatalf("objects after adopting the log: %q, want %q", names, want)
+			}
+		})
 	}
 }
