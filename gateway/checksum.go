@@ -32,8 +32,8 @@ import (
 // the algorithm's digest of the parts' binary digests followed by "-N",
 // and for FULL_OBJECT (CRCs only) the CRC of the whole object, combined
 // from the parts' CRCs and lengths without reading them. A part listed
-// in CompleteMultipartUpload with a checksum that is not the stored one
-// is InvalidPart; an x-amz-checksum-<alg> header on the completion that
+// in CompleteMultipartUpload with a checksum that is not the stored one,
+// or of another algorithm, is InvalidPart; an x-amz-checksum-<alg> header on the completion that
 // is not the object's checksum is BadDigest. An object whose parts were
 // copied (UploadPartCopy keeps no checksum) gets none.
 

@@ -147,6 +147,11 @@ func TestChecksums(t *testing.T) {
 	if code(err) != "InvalidPart" {
 		t.Fatalf("completion naming a wrong part checksum: %v, want InvalidPart", err)
 	}
+	bad[0].ChecksumSHA256, bad[0].ChecksumCRC32 = done[0].ChecksumSHA256, aws.String("AAAAAA==")
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: mkey, UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: bad}})
+	if code(err) != "InvalidPart" {
+		t.Fatalf("completion naming a part checksum of another algorithm: %v, want InvalidPart", err)
+	}
 	fin, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: mkey, UploadId: up.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: done}, ChecksumSHA256: &composite})
 	if err != nil || aws.ToString(fin.ChecksumSHA256) != composite {

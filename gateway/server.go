@@ -1388,6 +1388,11 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 	}
 	var list []CompletePart
 	for _, p := range c.Parts {
+		for other := range checksumAlgs {
+			if alg != "" && other != alg && p.checksumXML.value(other) != "" {
+				return ErrInvalidPart.with("part %d names a %s checksum; the upload's algorithm is %s", p.PartNumber, other, alg)
+			}
+		}
 		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksum: p.checksumXML.value(alg)})
 	}
 	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, want,
