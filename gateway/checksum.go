@@ -48,15 +48,39 @@ type checksumAlg struct {
 // header is the algorithm's value header, e.g. x-amz-checksum-crc32c.
 func (a *checksumAlg) header() string { return "x-amz-checksum-" + strings.ToLower(a.name) }
 
-// checksumAlgs by name. CRC-64/NVME: reflected polynomial
-// 0x9a6c9329ac4bc9b5, initial value and final xor all ones (as
-// hash/crc64 computes with that table).
+// checksumAlgs by name; the CRCs' polynomials are in hash/crc32 and
+// crc64NVME's form.
 var checksumAlgs = map[string]*checksumAlg{
-	"CRC32":     {name: "CRC32", new: func() hash.Hash { return crc32.NewIEEE() }, poly: 0xedb88320, width: 32},
-	"CRC32C":    {name: "CRC32C", new: func() hash.Hash { return crc32c.New() }, poly: 0x82f63b78, width: 32},
-	"CRC64NVME": {name: "CRC64NVME", new: func() hash.Hash { return crc64.New(sigCRC64NVME) }, poly: 0x9a6c9329ac4bc9b5, width: 64},
+	"CRC32":     {name: "CRC32", new: func() hash.Hash { return crc32.NewIEEE() }, poly: crc32.IEEE, width: 32},
+	"CRC32C":    {name: "CRC32C", new: func() hash.Hash { return crc32c.New() }, poly: crc32.Castagnoli, width: 32},
+	"CRC64NVME": {name: "CRC64NVME", new: func() hash.Hash { return crc64.New(crc64NVMETable) }, poly: crc64NVME, width: 64},
 	"SHA1":      {name: "SHA1", new: sha1.New},
 	"SHA256":    {name: "SHA256", new: sha256.New},
+}
+
+// crc64NVME is CRC-64/NVME's polynomial, reflected (initial value and
+// final xor all ones, as hash/crc64 computes with its table).
+const crc64NVME = 0x9a6c9329ac4bc9b5
+
+var crc64NVMETable = crc64.MakeTable(crc64NVME)
+
+// checksumAlgNamed is the algorithm S3 calls name (any case);
+// InvalidRequest if there is none.
+func checksumAlgNamed(name string) (*checksumAlg, error) {
+	if a := checksumAlgs[strings.ToUpper(name)]; a != nil {
+		return a, nil
+	}
+	return nil, ErrInvalidRequest.with("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
+}
+
+// checksumAlgOfHeader is the algorithm whose value header (or trailer)
+// is name, e.g. x-amz-checksum-crc32c (lower case); nil if none.
+func checksumAlgOfHeader(name string) *checksumAlg {
+	alg, ok := strings.CutPrefix(name, "x-amz-checksum-")
+	if !ok || alg != strings.ToLower(alg) {
+		return nil
+	}
+	return checksumAlgs[strings.ToUpper(alg)]
 }
 
 // Checksum types: of the whole object's bytes, or of a multipart
@@ -88,17 +112,8 @@ func (c *Checksum) xml() checksumXML {
 	if c == nil {
 		return x
 	}
-	switch c.Alg {
-	case "CRC32":
-		x.CRC32 = c.Value
-	case "CRC32C":
-		x.CRC32C = c.Value
-	case "CRC64NVME":
-		x.CRC64NVME = c.Value
-	case "SHA1":
-		x.SHA1 = c.Value
-	case "SHA256":
-		x.SHA256 = c.Value
+	if f := x.field(c.Alg); f != nil {
+		*f = c.Value
 	}
 	x.Type = c.Type
 	return x
@@ -115,21 +130,20 @@ type checksumXML struct {
 	Type      string `xml:"ChecksumType,omitempty"`
 }
 
-// value is the checksum of algorithm alg the document gives ("": none).
-func (x checksumXML) value(alg string) string {
-	switch alg {
-	case "CRC32":
-		return x.CRC32
-	case "CRC32C":
-		return x.CRC32C
-	case "CRC64NVME":
-		return x.CRC64NVME
-	case "SHA1":
-		return x.SHA1
-	case "SHA256":
-		return x.SHA256
+// field is the element of algorithm alg (nil for no such algorithm).
+func (x *checksumXML) field(alg string) *string {
+	return map[string]*string{"CRC32": &x.CRC32, "CRC32C": &x.CRC32C, "CRC64NVME": &x.CRC64NVME, "SHA1": &x.SHA1, "SHA256": &x.SHA256}[alg]
+}
+
+// values are the checksums the document gives, by algorithm.
+func (x checksumXML) values() map[string]string {
+	out := map[string]string{}
+	for alg := range checksumAlgs {
+		if v := *x.field(alg); v != "" {
+			out[alg] = v
+		}
 	}
-	return ""
+	return out
 }
 
 // ChecksumReq is the checksum an upload's request asks for.
@@ -141,10 +155,8 @@ type ChecksumReq struct {
 	trailer func() string
 }
 
-// checksumRequest reads the checksum r's upload names (nil: none). def,
-// if set, is the multipart upload's algorithm: a part that names none is
-// checked with it, one that names another is InvalidRequest.
-func checksumRequest(r *http.Request, def string) (*ChecksumReq, error) {
+// checksumRequest reads the checksum r's upload names (nil: none).
+func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 	var req *ChecksumReq
 	for _, a := range checksumAlgs {
 		if v := r.Header.Get(a.header()); v != "" {
@@ -157,18 +169,17 @@ func checksumRequest(r *http.Request, def string) (*ChecksumReq, error) {
 	for _, v := range r.Header.Values("X-Amz-Trailer") {
 		for name := range strings.SplitSeq(v, ",") {
 			name = strings.ToLower(strings.TrimSpace(name))
-			alg, ok := strings.CutPrefix(name, "x-amz-checksum-")
-			if !ok {
+			if !strings.HasPrefix(name, "x-amz-checksum-") {
 				continue
 			}
 			// only an aws-chunked trailer is checked (sigv4.go); an HTTP
 			// trailer of another payload would be taken unchecked
-			if !strings.HasSuffix(r.Header.Get("X-Amz-Content-Sha256"), "-TRAILER") {
+			if p := r.Header.Get("X-Amz-Content-Sha256"); p != sigStreamingPayloadTrailer && p != sigStreamingUnsignedTrailer {
 				return nil, ErrInvalidRequest.with("x-amz-trailer %s needs an aws-chunked payload with a trailer (x-amz-content-sha256 STREAMING-…-TRAILER).", name)
 			}
-			a := checksumAlgs[strings.ToUpper(alg)]
+			a := checksumAlgOfHeader(name)
 			if a == nil {
-				return nil, ErrInvalidRequest.with("The checksum algorithm %q is not supported.", alg)
+				return nil, ErrInvalidRequest.with("The checksum trailer %q is not supported.", name)
 			}
 			if req != nil {
 				return nil, ErrInvalidRequest.with("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
@@ -182,25 +193,29 @@ func checksumRequest(r *http.Request, def string) (*ChecksumReq, error) {
 		named = r.Header.Get("x-amz-checksum-algorithm")
 	}
 	if named != "" {
-		a := checksumAlgs[strings.ToUpper(named)]
+		a, err := checksumAlgNamed(named)
 		switch {
-		case a == nil:
-			return nil, ErrInvalidRequest.with("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", named)
+		case err != nil:
+			return nil, err
 		case req == nil:
 			req = &ChecksumReq{alg: a}
 		case req.alg != a:
 			return nil, ErrInvalidRequest.with("The algorithm %s does not match the checksum header %s.", named, req.alg.header())
 		}
 	}
-	if def != "" {
-		switch {
-		case req == nil:
-			req = &ChecksumReq{alg: checksumAlgs[def]}
-		case req.alg.name != def:
-			return nil, ErrInvalidRequest.with("The upload's checksum algorithm is %s; this part's is %s.", def, req.alg.name)
+	return req, nil
+}
+
+// checksumHeaders are the x-amz-checksum-<alg> values of h, by
+// algorithm.
+func checksumHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	for name, a := range checksumAlgs {
+		if v := h.Get(a.header()); v != "" {
+			out[name] = v
 		}
 	}
-	return req, nil
+	return out
 }
 
 // hash is the hash receive feeds the body to (nil: the value comes in
@@ -245,9 +260,9 @@ func uploadChecksum(h http.Header) (alg, typ string, err error) {
 		}
 		return "", "", nil
 	}
-	a := checksumAlgs[name]
-	if a == nil {
-		return "", "", ErrInvalidRequest.with("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
+	a, err := checksumAlgNamed(name)
+	if err != nil {
+		return "", "", err
 	}
 	if typ == "" {
 		typ = checksumComposite

@@ -108,28 +108,30 @@ func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) 
 	return u, nil
 }
 
-// UploadPart stores part num of an upload from body (size bytes) and
-// returns its ETag. A part uploaded again replaces the earlier one (whose
-// tails go to GC).
+// UploadPart stores part num of upload u (GetUpload) from body (size
+// bytes) and returns it. A part uploaded again replaces the earlier one
+// (whose tails go to GC).
 //
-// ck is the checksum the request names (checksumRequest with the
-// upload's algorithm: a part naming none is computed with it; another
-// algorithm is InvalidRequest); the part keeps it when the upload has an
-// algorithm.
-func (s *Store) UploadPart(ctx context.Context, b *Bucket, key, uploadID string, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq) (*Part, error) {
+// ck is the checksum the request names (checksumRequest; nil: none).
+// When the upload has an algorithm the part keeps its checksum: ck's
+// (InvalidRequest if of another algorithm), else one computed with the
+// upload's.
+func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq) (*Part, error) {
 	if num < 1 || num > MaxParts {
 		return nil, ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
 	}
 	if size > MaxPartSize {
 		return nil, ErrEntityTooLarge
 	}
-	u, err := s.GetUpload(ctx, b, key, uploadID)
-	if err != nil {
-		return nil, err
+	if u.ChecksumAlg != "" {
+		switch {
+		case ck == nil:
+			ck = &ChecksumReq{alg: checksumAlgs[u.ChecksumAlg]}
+		case ck.alg.name != u.ChecksumAlg:
+			return nil, ErrInvalidRequest.with("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.alg.name)
+		}
 	}
-	if ck != nil && u.ChecksumAlg != "" && ck.alg.name != u.ChecksumAlg {
-		return nil, ErrInvalidRequest.with("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.alg.name)
-	}
+	uploadID := u.UploadID
 	tag := newTag()
 	seg, etag, cksum, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5, ck)
 	if err != nil {
@@ -206,9 +208,11 @@ func (s *Store) allParts(ctx context.Context, b *Bucket, key, uploadID string) (
 
 // CompletePart names a part in CompleteMultipartUpload's list.
 type CompletePart struct {
-	Num      int
-	ETag     string
-	Checksum string // the part's additional checksum, if the request gives it
+	Num  int
+	ETag string
+	// Checksums are the part's additional checksums the request gives,
+	// by algorithm (checksum.go).
+	Checksums map[string]string
 }
 
 // CompleteUpload assembles the listed parts into the object (ETag: the
@@ -219,12 +223,15 @@ type CompletePart struct {
 // did (S3 does: a client retrying a completion whose reply it lost must
 // not see NoSuchUpload), as long as the object is still that upload.
 //
-// wantSum, if set, is the object's checksum the request gives (the
-// upload's algorithm): BadDigest unless it is the one computed. cond
+// sums are the object's checksums the request gives, by algorithm: the
+// upload's must be the one computed (BadDigest). A part's checksum
+// must be the stored one, and of the upload's algorithm, if it has one
+// (InvalidPart).
+// cond
 // (If-Match, If-None-Match) is checked against the key's current object
 // atomically with the head write, as PutObject's (conditional.go); a
 // refused completion leaves the upload and its parts as they were.
-func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, wantSum string, cond writeCond) (*PutResult, error) {
+func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, sums map[string]string, cond writeCond) (*PutResult, error) {
 	// the object already is this upload: a retry of a completion that
 	// succeeded (its reply lost) answers as the first did, whatever its
 	// condition, which the first attempt's own head may now fail
@@ -274,8 +281,16 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		if i < len(list)-1 && p.Size < MinPartSize {
 			return nil, ErrEntityTooSmall.with("part %d is %d bytes; every part but the last must be at least 5 MiB", cp.Num, p.Size)
 		}
-		if cp.Checksum != "" && cp.Checksum != p.Seg.Checksum {
-			return nil, ErrInvalidPart.with("part %d's checksum is not %s", cp.Num, cp.Checksum)
+		for alg, v := range cp.Checksums {
+			if u.ChecksumAlg == "" { // an upload without an algorithm keeps none (and checks none)
+				break
+			}
+			if alg != u.ChecksumAlg {
+				return nil, ErrInvalidPart.with("part %d names a %s checksum; the upload's algorithm is %q", cp.Num, alg, u.ChecksumAlg)
+			}
+			if v != p.Seg.Checksum {
+				return nil, ErrInvalidPart.with("part %d's checksum is not %s", cp.Num, v)
+			}
 		}
 		ckSums, sizes = append(ckSums, p.Seg.Checksum), append(sizes, p.Size)
 		d, _ := hex.DecodeString(strings.Trim(p.ETag, `"`))
@@ -289,7 +304,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	}
 	h.ETag = `"` + hex.EncodeToString(sum.Sum(nil)) + "-" + strconv.Itoa(len(list)) + `"`
 	h.Checksum = multipartChecksum(u.ChecksumAlg, u.ChecksumType, ckSums, sizes)
-	if wantSum != "" && (h.Checksum == nil || wantSum != h.Checksum.Value) {
+	if wantSum := sums[u.ChecksumAlg]; wantSum != "" && (h.Checksum == nil || wantSum != h.Checksum.Value) {
 		return nil, ErrBadDigest.with("The %s checksum you specified did not match the calculated checksum.", u.ChecksumAlg)
 	}
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {

@@ -758,7 +758,7 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	ck, err := checksumRequest(r, "")
+	ck, err := checksumRequest(r)
 	if err != nil {
 		return err
 	}
@@ -1078,9 +1078,9 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	// computed over the bytes copied
 	var ck *ChecksumReq
 	if name := rq.r.Header.Get("x-amz-checksum-algorithm"); name != "" {
-		a := checksumAlgs[strings.ToUpper(name)]
-		if a == nil {
-			return ErrInvalidRequest.with("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
+		a, err := checksumAlgNamed(name)
+		if err != nil {
+			return err
 		}
 		ck = &ChecksumReq{alg: a}
 	} else if c := o.info.Checksum; c != nil {
@@ -1312,15 +1312,15 @@ func (srv *Server) uploadPart(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
+	ck, err := checksumRequest(rq.r)
+	if err != nil {
+		return err
+	}
 	u, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"))
 	if err != nil {
 		return err
 	}
-	ck, err := checksumRequest(rq.r, u.ChecksumAlg)
-	if err != nil {
-		return err
-	}
-	p, err := srv.s.UploadPart(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), num, rq.r.Body, size, sum, ck)
+	p, err := srv.s.UploadPart(rq.r.Context(), b, u, num, rq.r.Body, size, sum, ck)
 	if err != nil {
 		return err
 	}
@@ -1343,10 +1343,6 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	var ck *ChecksumReq // the upload's algorithm, computed over the copy
-	if u.ChecksumAlg != "" {
-		ck = &ChecksumReq{alg: checksumAlgs[u.ChecksumAlg]}
-	}
 	_, o, err := srv.openCopySource(rq)
 	if err != nil {
 		return err
@@ -1359,7 +1355,7 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	}
 	pr := pipeRange(ctx, o, off, n)
 	defer pr.Close()
-	p, err := srv.s.UploadPart(ctx, b, rq.key, uploadID, num, pr, n, nil, ck)
+	p, err := srv.s.UploadPart(ctx, b, u, num, pr, n, nil, nil) // the upload's checksum algorithm, computed over the copy
 	if err != nil {
 		return err
 	}
@@ -1377,25 +1373,11 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 	if err := xml.Unmarshal(body, &c); err != nil {
 		return ErrMalformedXML
 	}
-	u, err := srv.s.GetUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"))
-	if err != nil && !errors.Is(err, ErrNoSuchUpload) { // NoSuchUpload: maybe a retry of a completion that succeeded
-		return err
-	}
-	alg, want := "", ""
-	if u != nil && u.ChecksumAlg != "" {
-		alg = u.ChecksumAlg
-		want = rq.r.Header.Get(checksumAlgs[alg].header())
-	}
 	var list []CompletePart
 	for _, p := range c.Parts {
-		for other := range checksumAlgs {
-			if alg != "" && other != alg && p.checksumXML.value(other) != "" {
-				return ErrInvalidPart.with("part %d names a %s checksum; the upload's algorithm is %s", p.PartNumber, other, alg)
-			}
-		}
-		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksum: p.checksumXML.value(alg)})
+		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksums: p.checksumXML.values()})
 	}
-	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, want,
+	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, checksumHeaders(rq.r.Header),
 		writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")})
 	if err != nil {
 		return err

@@ -26,8 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
-	"hash/crc64"
 	"io"
 	"net/http"
 	"net/url"
@@ -36,8 +34,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // SecretLookup returns the secret key of an access key id; it returns an
@@ -962,21 +958,6 @@ func (c *sigChunkChain) trailer(canonical string) []byte {
 	return sigHMAC(c.key, sigV4TrailerAlgorithm+"\n"+c.amzDate+"\n"+c.scope+"\n"+c.previous+"\n"+hex.EncodeToString(sum[:]))
 }
 
-// sigChecksums make the hashes of the x-amz-checksum-* trailers
-// ("Checking object integrity"), whose values are base64 of the
-// big-endian digest.
-var sigChecksums = map[string]func() hash.Hash{
-	"x-amz-checksum-crc32":     func() hash.Hash { return crc32.NewIEEE() },
-	"x-amz-checksum-crc32c":    func() hash.Hash { return crc32c.New() },
-	"x-amz-checksum-crc64nvme": func() hash.Hash { return crc64.New(sigCRC64NVME) },
-	"x-amz-checksum-sha1":      sha1.New,
-	"x-amz-checksum-sha256":    sha256.New,
-}
-
-// sigCRC64NVME is CRC-64/NVME: reflected polynomial 0x9a6c9329ac4bc9b5,
-// initial value and final xor all ones, as hash/crc64 does them.
-var sigCRC64NVME = crc64.MakeTable(0x9a6c9329ac4bc9b5)
-
 // sigDecodeChunked replaces r.Body by a decoder of its aws-chunked
 // encoding, signed when chain is not nil, ending with trailing headers when
 // trailer.
@@ -1009,8 +990,8 @@ func sigDecodeChunked(r *http.Request, chain *sigChunkChain, trailer bool) error
 					continue
 				}
 				c.announced = append(c.announced, name)
-				if newHash, ok := sigChecksums[name]; ok {
-					c.checksums[name] = newHash()
+				if a := checksumAlgOfHeader(name); a != nil { // checksum.go
+					c.checksums[name] = a.new()
 				}
 			}
 		}

@@ -721,10 +721,9 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 	// ones, or all of another shard's copy) can never be rolled back to
 	// again: remove them, or they stay for the PG's life on this OSD.
 	for _, e := range pg.log.entries {
-		if !e.Stash || e.Ver.Seq <= pg.log.info.RolledForward || kept[e.Ver.Seq] {
-			continue
-		}
-		if _, err := pg.osd.store.Stat(pg.coll, stashName(e.Ver.Seq)); err == nil {
+		// (a Stash entry past RolledForward has its stash, as rollForward
+		// and the log's trimming rely on)
+		if e.Stash && e.Ver.Seq > pg.log.info.RolledForward && !kept[e.Ver.Seq] {
 			t.Remove(pg.coll, stashName(e.Ver.Seq))
 		}
 	}
