@@ -2,11 +2,13 @@ package objectstore
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -508,9 +510,10 @@ func (g *group) persist() error {
 			}
 		}
 	}
-	// Write each allocated run with one pwrite, from the buffer it was
-	// placed from; blocks freed again within the group are skipped.
-	wrote := false
+	// Write the allocated runs from the buffers they were placed from,
+	// skipping blocks freed again within the group; runs that end where
+	// another starts go in one vectored write (writeRuns).
+	var pieces []pendingWrite
 	for _, w := range g.writes {
 		for i := uint64(0); i < uint64(len(w.data))/BlockSize; {
 			if _, ok := g.pending[w.phys+i]; !ok {
@@ -524,12 +527,13 @@ func (g *group) persist() error {
 				}
 				j++
 			}
-			if _, err := g.s.dev.WriteAt(w.data[i*BlockSize:j*BlockSize], int64((w.phys+i)*BlockSize)); err != nil {
-				return fmt.Errorf("write data blocks %d+%d: %w", w.phys+i, j-i, err)
-			}
-			wrote = true
+			pieces = append(pieces, pendingWrite{w.phys + i, w.data[i*BlockSize : j*BlockSize]})
 			i = j
 		}
+	}
+	wrote := len(pieces) > 0
+	if err := writeRuns(g.s.dev, pieces); err != nil {
+		return err
 	}
 	if wrote {
 		if err := g.s.dev.Sync(); err != nil {
@@ -538,6 +542,37 @@ func (g *group) persist() error {
 	}
 	if err := g.b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("commit metadata: %w", err)
+	}
+	return nil
+}
+
+// writeRuns writes pieces to the device, sorting them by block; pieces
+// that follow one another on the device go in one WriteVecAt where the
+// device has it.
+func writeRuns(dev Device, pieces []pendingWrite) error {
+	slices.SortFunc(pieces, func(a, b pendingWrite) int { return cmp.Compare(a.phys, b.phys) })
+	vw, vec := dev.(vecWriter)
+	var bufs [][]byte
+	for i := 0; i < len(pieces); {
+		j, next := i+1, pieces[i].phys+uint64(len(pieces[i].data))/BlockSize
+		for vec && j < len(pieces) && pieces[j].phys == next {
+			next += uint64(len(pieces[j].data)) / BlockSize
+			j++
+		}
+		var err error
+		if j == i+1 {
+			_, err = dev.WriteAt(pieces[i].data, int64(pieces[i].phys*BlockSize))
+		} else {
+			bufs = bufs[:0]
+			for _, p := range pieces[i:j] {
+				bufs = append(bufs, p.data)
+			}
+			err = vw.WriteVecAt(bufs, int64(pieces[i].phys*BlockSize))
+		}
+		if err != nil {
+			return fmt.Errorf("write data blocks %d+%d: %w", pieces[i].phys, next-pieces[i].phys, err)
+		}
+		i = j
 	}
 	return nil
 }

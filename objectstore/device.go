@@ -39,7 +39,7 @@ type fileDevice struct {
 // ReadAt reads directly into aligned buffers (the page cache holds no
 // copy of directly written data anyway), through the cache otherwise.
 func (d fileDevice) ReadAt(p []byte, off int64) (int, error) {
-	if d.direct != nil && off%BlockSize == 0 && len(p)%BlockSize == 0 && len(p) > 0 && uintptr(unsafe.Pointer(&p[0]))%BlockSize == 0 {
+	if d.direct != nil && off%BlockSize == 0 && directOK(p) {
 		return d.direct.ReadAt(p, off)
 	}
 	return d.f.ReadAt(p, off)
@@ -82,6 +82,53 @@ func (d fileDevice) WriteAt(p []byte, off int64) (int, error) {
 		done += n
 	}
 	return done, nil
+}
+
+// vecWriter is a Device that writes several buffers to consecutive
+// offsets with one system call (fileDevice). On this machine a direct
+// write costs about 27 µs of CPU plus 0.1 µs per KiB (dd, docs/PERFORMANCE.md),
+// so a commit group's adjacent runs written as one cost a fraction of
+// writing them one by one.
+type vecWriter interface {
+	// WriteVecAt writes bufs (each whole blocks) back to back from off;
+	// it may reslice bufs' elements.
+	WriteVecAt(bufs [][]byte, off int64) error
+}
+
+// WriteVecAt writes the block-aligned buffers among bufs with pwritev on
+// the direct descriptor, in runs between the others, which go through
+// WriteAt (its bounce buffer, or the page cache).
+func (d fileDevice) WriteVecAt(bufs [][]byte, off int64) error {
+	for len(bufs) > 0 {
+		n := 0
+		for n < len(bufs) && d.direct != nil && off%BlockSize == 0 && directOK(bufs[n]) {
+			n++
+		}
+		if n == 0 {
+			if _, err := d.WriteAt(bufs[0], off); err != nil {
+				return err
+			}
+			off += int64(len(bufs[0]))
+			bufs = bufs[1:]
+			continue
+		}
+		total := 0
+		for _, b := range bufs[:n] {
+			total += len(b)
+		}
+		if err := pwritev(d.direct, bufs[:n], off); err != nil {
+			return err
+		}
+		off += int64(total)
+		bufs = bufs[n:]
+	}
+	return nil
+}
+
+// directOK reports whether p can be written with O_DIRECT as it is:
+// whole blocks in block-aligned memory.
+func directOK(p []byte) bool {
+	return len(p) > 0 && len(p)%BlockSize == 0 && uintptr(unsafe.Pointer(&p[0]))%BlockSize == 0
 }
 
 // openFileDevice opens (creating, sparse, if needed) the data file of the

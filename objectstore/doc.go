@@ -46,8 +46,11 @@
 //     error and leaves no trace);
 //  2. applies them to one Pebble batch, allocating blocks from an
 //     in-memory bitmap and noting the blocks the group frees;
-//  3. writes the new blocks (one pwrite per allocated run, from the
-//     caller's buffer when block-aligned) and fdatasyncs the device;
+//  3. writes the new blocks from the callers' buffers (bounced when
+//     not block-aligned), the runs that follow one another on the device
+//     in one pwritev (the allocator's cursor places a group's writes back
+//     to back, and a direct write costs mostly per call), and fdatasyncs
+//     the device;
 //  4. commits the batch — onodes, omap, the changed bitmap regions — with
 //     a synced log write;
 //  5. waits for readers that looked up metadata before the commit, then

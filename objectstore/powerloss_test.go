@@ -81,6 +81,16 @@ func (d *memDevice) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// WriteVecAt makes the store write a commit group's adjacent runs in one
+// call, as it does on a file.
+func (d *memDevice) WriteVecAt(bufs [][]byte, off int64) error {
+	for _, b := range bufs {
+		d.WriteAt(b, off)
+		off += int64(len(b))
+	}
+	return nil
+}
+
 func (d *memDevice) Sync() error {
 	if d.c != nil {
 		if err := d.c.event("device"); err != nil {
