@@ -241,16 +241,22 @@ func (pg *PG) settled(iv uint64) {
 	// the members forget the earlier intervals before the map that clears
 	// a pg_temp ends this one (they would not take the message then, and
 	// a backfill target that becomes primary would wait for them)
+	// (all at once: a member that does not answer holds the others back
+	// by no more than its own timeout)
 	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
+	ctx, cancel := context.WithTimeout(pg.osd.ctx, 5*time.Second)
+	var wg sync.WaitGroup
 	for i, o := range acting {
 		if o != pg.osd.id && o != osdmap.NoOSD {
-			ctx, cancel := context.WithTimeout(pg.osd.ctx, 5*time.Second)
-			if _, err := pg.osd.call(ctx, o, addrs[i], msgActivated, msg); err != nil {
-				pg.osd.log.Warn("telling a member the pg is settled", "pg", pg.id, "osd", o, "err", err)
-			}
-			cancel()
+			wg.Go(func() {
+				if _, err := pg.osd.call(ctx, o, addrs[i], msgActivated, msg); err != nil {
+					pg.osd.log.Warn("telling a member the pg is settled", "pg", pg.id, "osd", o, "err", err)
+				}
+			})
 		}
 	}
+	wg.Wait()
+	cancel()
 	if remapped {
 		pg.osd.log.Info("backfilled; clearing pg_temp", "pg", pg.id)
 		pg.osd.pgTemp.request(pg, iv, nil)
