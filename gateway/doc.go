@@ -26,7 +26,9 @@
 // dies before it leaves the previous version untouched. The head request
 // also reads the version it replaces; that version's tails go to the GC
 // queue, deleted after rgw_gc_obj_min_wait (reads in flight finish
-// first). A GET reads the head's data and metadata in one request, then
+// first); a gateway that dies before queueing them, or whose head write
+// is answered as a resent duplicate (without the read's output), leaves
+// them for CheckOrphans to find. A GET reads the head's data and metadata in one request, then
 // the tails with the same window of reads ahead.
 //
 // # Bucket index

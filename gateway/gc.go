@@ -45,18 +45,24 @@ func (s *Store) gcEnqueue(ctx context.Context, h *headInfo) {
 	s.gcAdd(ctx, &GCEntry{Tag: h.Tag, StripeSize: h.StripeSize, Segments: h.Segments})
 }
 
+// gcAdd queues e (gcPut), logging a failure: the tails then leak until
+// `shoal bucket check --check-orphans --fix` finds them.
 func (s *Store) gcAdd(ctx context.Context, e *GCEntry) {
+	if err := s.gcPut(ctx, e); err != nil {
+		s.opt.Logger.Error("gc: enqueue failed; tails leaked", "tag", e.Tag, "objects", len(e.OIDs()), "err", err)
+	}
+}
+
+// gcPut queues e's tails, due after rgw_gc_obj_min_wait.
+func (s *Store) gcPut(ctx context.Context, e *GCEntry) error {
 	if len(e.Segments) == 0 {
-		return
+		return nil
 	}
 	due := time.Now().Add(s.opt.GCMinWait)
 	v, _ := json.Marshal(e)
 	shard := int(crc32c.Checksum([]byte(e.Tag)) % gcShards)
 	key := fmt.Sprintf("%020d_%s", due.UnixNano(), e.Tag)
-	if err := s.log.OmapSet(ctx, gcOID(shard), []client.KV{{Key: key, Value: v}}); err != nil {
-		// the tails leak until `shoal bucket check --fix` finds them
-		s.opt.Logger.Error("gc: enqueue failed; tails leaked", "tag", e.Tag, "objects", len(e.OIDs()), "err", err)
-	}
+	return s.log.OmapSet(ctx, gcOID(shard), []client.KV{{Key: key, Value: v}})
 }
 
 // GCList returns the queued entries (only the due ones unless all).

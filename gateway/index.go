@@ -459,6 +459,7 @@ type CheckReport struct {
 	Completed    int `json:"completed"`     // pending puts whose head was written: entry (re)made
 	Abandoned    int `json:"abandoned"`     // pending operations whose write never landed: tails to GC
 	StaleEntries int `json:"stale_entries"` // entries without a head (or with another version): fixed from the head
+	Orphans      int `json:"orphans"`       // tail objects nothing refers to (CheckOrphans): queued for GC
 }
 
 // defaultPendingGrace is how old a pending operation must be before

@@ -171,8 +171,8 @@ func bucketCmd() *cobra.Command {
 				Usage gateway.BucketStats `json:"usage"`
 			}{b, s})
 		})}
-	var fix, full bool
-	check := &cobra.Command{Use: "check BUCKET", Short: "Reconcile the bucket index with the objects (--fix to repair; --check-objects: every entry)", Args: cobra.ExactArgs(1),
+	var fix, full, orphans bool
+	check := &cobra.Command{Use: "check BUCKET", Short: "Reconcile the bucket index with the objects (--fix to repair; --check-objects: every entry; --check-orphans: leaked tails)", Args: cobra.ExactArgs(1),
 		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
 			b, err := st.GetBucket(ctx, args[0])
 			if err != nil {
@@ -182,10 +182,16 @@ func bucketCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if orphans {
+				if r.Orphans, err = st.CheckOrphans(ctx, b, fix); err != nil {
+					return err
+				}
+			}
 			return printJSON(out, r)
 		})}
 	check.Flags().BoolVar(&fix, "fix", false, "repair what the check finds")
 	check.Flags().BoolVar(&full, "check-objects", false, "also compare every index entry with its object")
+	check.Flags().BoolVar(&orphans, "check-orphans", false, "also look for tail objects nothing refers to (lists the whole data pool); --fix queues them for GC")
 	var at string
 	reshard := &cobra.Command{Use: "reshard BUCKET", Short: "Split a bucket index range online (the fullest range at its median key, or the range holding --at)", Args: cobra.ExactArgs(1),
 		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
