@@ -67,3 +67,14 @@ func (s *Store) HoldLCLock(ctx context.Context) (release func(), err error) {
 	}
 	return func() { lk.release(ctx) }, nil
 }
+
+// CancelPending drops key's pending index record of the version its head
+// holds, as a PUT does that never learnt whether its head write landed.
+func (s *Store) CancelPending(ctx context.Context, b *Bucket, key string) error {
+	h, _, err := s.readHead(ctx, b, key)
+	if err != nil {
+		return err
+	}
+	s.cancel(ctx, b, key, h.Tag)
+	return s.Flush(ctx)
+}

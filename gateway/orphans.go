@@ -6,69 +6,63 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
 )
 
 // CheckOrphans finds the bucket's orphaned tails: tail objects in the
-// data pool that no current version, write in flight, multipart upload
-// or GC entry refers to (the role of radosgw-admin's orphan search,
-// rgw-orphan-list). They are left by the two windows in which a gateway
-// learns of an overwritten or deleted version's tails but has not queued
-// them yet: it dies right after the head write or removal, or its head
-// write is resent after a lost reply and the OSD answers the repeat
-// without the previous head it read (duplicates carry no read output,
-// as in Ceph). With fix the orphans are queued for GC, so they go after
-// rgw_gc_obj_min_wait like any other garbage (a reader of the version
-// they belonged to may still be streaming them). It returns how many
-// objects it found.
+// data pool, older than grace, that no current version, write in
+// flight, multipart upload or GC entry refers to (the role of
+// radosgw-admin's orphan search, whose --orphan-stale-secs is grace).
+// They are left by the windows in which a gateway has replaced or
+// removed a version but not queued its tails: it dies right after the
+// head write or removal, or its head write is resent after a lost reply
+// and the OSD answers the repeat without the previous head it read
+// (duplicates carry no read output, as in Ceph). With fix the orphans
+// are queued for GC, so they go after rgw_gc_obj_min_wait like any other
+// garbage. It returns how many objects it found.
 //
-// Nothing in flight is taken for an orphan: the candidates are listed
-// first, and every record that could refer to a tail written before the
-// listing is read after it, in the order writes create them — pending
-// index records (a PUT prepares before writing tails), multipart uploads
-// (created before their parts), heads (written before their upload or
-// pending record goes), the GC queue (filled after a head changes) — and
-// a candidate that turns out to be a head (a key beginning "_shadow_")
-// is kept. Indexed buckets only: an indexless bucket has no record of
-// its writes in flight (ErrIndexless).
-func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool) (int, error) {
+// A tail in use is never taken. The candidates are listed first; then
+// the records that refer to tails are read in the order writes hand a
+// tail from one to the next, so that a tail leaving a record already
+// read is in one read later: multipart uploads (made before their
+// parts, removed after the completion's head write), pending index
+// records (a PUT prepares before writing its tails and clears the
+// record after its head write; read from every shard of the layout,
+// split targets and retired ranges too), the heads themselves (every
+// object of the bucket that is not named like a tail, listed again
+// now, and those named like tails that hold a head: keys beginning
+// "_shadow_"), then the GC queue. A head write whose outcome its
+// gateway never learnt (a timeout) may land with no record left; the
+// grace covers that and any other write slower than it. A reshard
+// during the check fails it (the layout's generation is compared at the
+// end), since pending records may then be in shards it did not read.
+// Indexed buckets only: an indexless bucket keeps no record of its
+// writes in flight (ErrIndexless).
+func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace time.Duration) (int, error) {
 	if b.Indexless() {
 		return 0, ErrIndexless
 	}
-	shadow, multipart := b.ID+"__shadow_", b.ID+"__multipart_"
+	bucketPrefix, shadow, multipart := b.ID+"_", b.ID+"__shadow_", b.ID+"__multipart_"
+	tailLike := func(name string) bool {
+		return strings.HasPrefix(name, shadow) || strings.HasPrefix(name, multipart) && !strings.HasSuffix(name, ".meta")
+	}
 	var candidates []string
-	err := s.data.List(ctx, func(name string) bool {
-		if strings.HasPrefix(name, shadow) || strings.HasPrefix(name, multipart) && !strings.HasSuffix(name, ".meta") {
+	if err := s.data.List(ctx, func(name string) bool {
+		if tailLike(name) {
 			candidates = append(candidates, name)
 		}
 		return true
-	})
-	if err != nil {
+	}); err != nil {
 		return 0, fmt.Errorf("orphans: list pool %s: %w", s.data.Name(), err)
 	}
 	if len(candidates) == 0 {
 		return 0, nil
 	}
-	// writes in flight: their tags, and the keys whose heads to read
-	tags := map[string]bool{}
-	keys := map[string]bool{}
-	for i := range b.Index.Ranges {
-		for _, oid := range b.Index.Ranges[i].oids(b.ID) {
-			err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
-				if key, tag, ok := rgw.SplitPendingKey(kv.Key); ok {
-					tags[tag], keys[key] = true, true
-				}
-				return true, nil
-			})
-			if err != nil {
-				return 0, fmt.Errorf("orphans: index %s: %w", oid, err)
-			}
-		}
-	}
 	uploads := map[string]bool{}
-	err = omapEach(ctx, s.nonec, b.ID+uploadsSuffix, "", "", func(kv client.KV) (bool, error) {
+	err := omapEach(ctx, s.nonec, b.ID+uploadsSuffix, "", "", func(kv client.KV) (bool, error) {
 		if _, id, ok := strings.Cut(kv.Key, "\x00"); ok {
 			uploads[id] = true
 		}
@@ -77,28 +71,68 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool) (int, err
 	if err != nil {
 		return 0, fmt.Errorf("orphans: uploads: %w", err)
 	}
-	for i := range b.Index.Ranges {
-		for _, oid := range b.Index.Ranges[i].oids(b.ID) {
-			err := omapEach(ctx, s.index, oid, rgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
-				keys[kv.Key] = true
-				return true, nil
-			})
-			if err != nil {
-				return 0, fmt.Errorf("orphans: index %s: %w", oid, err)
+	tags := map[string]bool{} // PUTs in flight
+	for _, oid := range b.Index.allShards(b.ID) {
+		err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
+			if _, tag, ok := rgw.SplitPendingKey(kv.Key); ok {
+				tags[tag] = true
 			}
+			return true, nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("orphans: index %s: %w", oid, err)
 		}
 	}
+	var heads []string
+	if err := s.data.List(ctx, func(name string) bool {
+		if strings.HasPrefix(name, bucketPrefix) && !tailLike(name) {
+			heads = append(heads, name)
+		}
+		return true
+	}); err != nil {
+		return 0, fmt.Errorf("orphans: list pool %s: %w", s.data.Name(), err)
+	}
 	used := map[string]bool{}
-	for key := range keys {
-		h, _, _, _, err := s.headAt(ctx, headOID(b.ID, key), false)
+	useHead := func(oid string) (bool, error) {
+		h, _, _, _, err := s.headAt(ctx, oid, false)
 		if errors.Is(err, ErrNoSuchKey) {
-			continue
+			return false, nil // gone, or not a head
 		}
 		if err != nil {
-			return 0, fmt.Errorf("orphans: %w", err)
+			return false, fmt.Errorf("orphans: %w", err)
 		}
-		for _, oid := range h.tailOIDs() {
-			used[oid] = true
+		for _, t := range h.tailOIDs() {
+			used[t] = true
+		}
+		return true, nil
+	}
+	for _, oid := range heads {
+		if _, err := useHead(oid); err != nil {
+			return 0, err
+		}
+	}
+	// candidates no record refers to so far; those that are heads
+	// themselves refer to tails of their own
+	var unref []string
+	for _, name := range candidates {
+		prefix, _, ok := tailName(name)
+		if !ok || used[name] {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(prefix, shadow); ok && tags[rest] {
+			continue // a PUT in flight
+		}
+		if rest, ok := strings.CutPrefix(prefix, multipart); ok {
+			if id, _, _ := strings.Cut(rest, "."); uploads[id] {
+				continue // an upload in progress
+			}
+		}
+		isHead, err := useHead(name)
+		if err != nil {
+			return 0, err
+		}
+		if !isHead {
+			unref = append(unref, name)
 		}
 	}
 	gc, err := s.GCList(ctx, true)
@@ -112,26 +146,30 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool) (int, err
 	}
 	byPrefix := map[string][]segment{}
 	found := 0
-	for _, name := range candidates {
-		prefix, n, ok := tailName(name)
-		if !ok || used[name] {
+	for _, name := range unref {
+		if used[name] {
 			continue
 		}
-		if rest, ok := strings.CutPrefix(prefix, shadow); ok && tags[rest] {
-			continue // a PUT in flight
+		st, err := s.data.Stat(ctx, name)
+		if errors.Is(err, client.ErrNotFound) {
+			continue
 		}
-		if rest, ok := strings.CutPrefix(prefix, multipart); ok {
-			if id, _, _ := strings.Cut(rest, "."); uploads[id] {
-				continue // an upload in progress
-			}
+		if err != nil {
+			return 0, fmt.Errorf("orphans: %s: %w", name, err)
 		}
-		if _, err := s.data.GetXattr(ctx, name, headAttr); err == nil {
-			continue // the head of a key that starts "_shadow_" or "_multipart_"
-		} else if !errors.Is(err, client.ErrNotFound) && !errors.Is(err, client.ErrNoData) {
-			return found, fmt.Errorf("orphans: %s: %w", name, err)
+		if time.Since(st.Mtime) < grace {
+			continue
 		}
+		prefix, n, _ := tailName(name)
 		found++
 		byPrefix[prefix] = append(byPrefix[prefix], segment{Prefix: prefix, First: n, Size: s.opt.StripeSize})
+	}
+	now, err := s.GetBucket(ctx, b.Name)
+	if err != nil {
+		return 0, fmt.Errorf("orphans: %w", err)
+	}
+	if now.ID != b.ID || now.Index.Gen != b.Index.Gen {
+		return 0, fmt.Errorf("orphans: bucket %s was resharded or recreated during the check; run it again", b.Name)
 	}
 	if fix {
 		for prefix, segs := range byPrefix {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,9 +20,12 @@ import (
 // head write (where a killed gateway, or a head write answered as a
 // duplicate, leaves it) never queues the old version's tails. `bucket
 // check --check-orphans` finds exactly those — not the tails of a PUT
-// still prepared, of an upload in progress, of the current versions, nor
-// a head whose key looks like a tail's name — and --fix queues them for
-// GC, which removes them and nothing else.
+// still prepared, of an upload in progress, of the current versions
+// (one whose index records are gone, as after a head write whose
+// outcome its gateway never learnt, and one whose key looks like a
+// tail's name), nor those already queued for GC — and --fix queues
+// them for GC, which removes them and nothing else. Tails younger than
+// the grace are never taken.
 func TestOrphanedTails(t *testing.T) {
 	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
@@ -51,6 +55,15 @@ func TestOrphanedTails(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	added := func(before, after []string) []string {
+		var out []string
+		for _, n := range after {
+			if !slices.Contains(before, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
 	r := rand.New(rand.NewPCG(7, 8))
 	put := func(key string, body []byte) {
 		t.Helper()
@@ -68,14 +81,21 @@ func TestOrphanedTails(t *testing.T) {
 	f.store.SetFailpoint("before-complete")
 	v2 := randBytes(r, 3*tStripe)
 	put("big", v2)
+	// a new key whose head landed with no index record left
+	lost := randBytes(r, 2*tStripe)
+	put("lost", lost)
 	f.store.SetFailpoint("")
-	// what must stay: a PUT prepared, its tails written, no head yet
+	if err := f.store.CancelPending(ctx, bk, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	// a PUT prepared, its tails written, no head yet
 	f.store.SetFailpoint("before-head")
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("inflight"), Body: bytes.NewReader(randBytes(r, 2*tStripe))}); err == nil {
 		t.Fatal("PUT through the failpoint succeeded")
 	}
 	f.store.SetFailpoint("")
-	// an upload in progress, a head named like a tail, a current version
+	// an upload in progress, a head named like a tail, a current version,
+	// and tails queued for GC by an ordinary overwrite
 	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("mp")})
 	if err != nil {
 		t.Fatal(err)
@@ -85,21 +105,33 @@ func TestOrphanedTails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookalike := randBytes(r, 100)
+	lookalike := randBytes(r, 2*tStripe)
 	put("_shadow_x_1", lookalike)
 	put("small", []byte("no tails"))
+	before := tails()
+	put("gcd", randBytes(r, 2*tStripe))
+	gcdV1 := added(before, tails())
+	gcdV2 := randBytes(r, 2*tStripe)
+	put("gcd", gcdV2)
 	if err := f.store.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	queuedBefore, err := f.store.GCList(ctx, true)
+	if err != nil || len(queuedBefore) != 1 {
+		t.Fatalf("GC queue before the check: %d entries (%v), want the overwrite's", len(queuedBefore), err)
+	}
 
-	n, err := f.store.CheckOrphans(ctx, bk, false)
+	if n, err := f.store.CheckOrphans(ctx, bk, false, time.Hour); err != nil || n != 0 {
+		t.Fatalf("orphans younger than the grace found: %d, %v", n, err)
+	}
+	n, err := f.store.CheckOrphans(ctx, bk, false, 0)
 	if err != nil || n != len(leaked) {
 		t.Fatalf("orphans found: %d, %v; want version 1's %d tails", n, err, len(leaked))
 	}
-	if es, err := f.store.GCList(ctx, true); err != nil || len(es) != 0 {
-		t.Fatalf("the check without --fix queued %d entries (%v)", len(es), err)
+	if es, err := f.store.GCList(ctx, true); err != nil || len(es) != len(queuedBefore) {
+		t.Fatalf("the check without --fix changed the GC queue: %d entries (%v)", len(es), err)
 	}
-	if n, err := f.store.CheckOrphans(ctx, bk, true); err != nil || n != len(leaked) {
+	if n, err := f.store.CheckOrphans(ctx, bk, true, 0); err != nil || n != len(leaked) {
 		t.Fatalf("orphans found with fix: %d, %v", n, err)
 	}
 	es, err := f.store.GCList(ctx, true)
@@ -108,29 +140,32 @@ func TestOrphanedTails(t *testing.T) {
 	}
 	var queued []string
 	for _, e := range es {
-		queued = append(queued, e.OIDs()...)
+		if strings.HasPrefix(e.Tag, "orphan.") {
+			queued = append(queued, e.OIDs()...)
+		}
 	}
 	slices.Sort(queued)
 	if !slices.Equal(queued, leaked) {
 		t.Fatalf("queued for GC %v, want version 1's tails %v", queued, leaked)
 	}
-	before := tails()
-	if removed, err := f.store.GCProcess(ctx, true); err != nil || removed != len(leaked) {
-		t.Fatalf("gc removed %d, %v; want %d", removed, err, len(leaked))
+	gone := append(slices.Clone(leaked), gcdV1...)
+	before = tails()
+	if removed, err := f.store.GCProcess(ctx, true); err != nil || removed != len(gone) {
+		t.Fatalf("gc removed %d, %v; want %d", removed, err, len(gone))
 	}
 	after := tails()
-	for _, name := range leaked {
+	for _, name := range gone {
 		if slices.Contains(after, name) {
-			t.Fatalf("orphan %s survived GC", name)
+			t.Fatalf("garbage %s survived GC", name)
 		}
 	}
-	if len(after) != len(before)-len(leaked) {
-		t.Fatalf("gc removed other objects: %d before, %d after, %d orphans", len(before), len(after), len(leaked))
+	if len(after) != len(before)-len(gone) {
+		t.Fatalf("gc removed other objects: %d before, %d after, %d garbage", len(before), len(after), len(gone))
 	}
-	if n, err := f.store.CheckOrphans(ctx, bk, false); err != nil || n != 0 {
+	if n, err := f.store.CheckOrphans(ctx, bk, false, 0); err != nil || n != 0 {
 		t.Fatalf("orphans after GC: %d, %v", n, err)
 	}
-	for key, want := range map[string][]byte{"big": v2, "_shadow_x_1": lookalike, "small": []byte("no tails")} {
+	for key, want := range map[string][]byte{"big": v2, "lost": lost, "_shadow_x_1": lookalike, "small": []byte("no tails"), "gcd": gcdV2} {
 		if got, _ := get(t, c, b, key, ""); !bytes.Equal(got, want) {
 			t.Fatalf("%s reads back %d other bytes after the orphans went", key, len(got))
 		}

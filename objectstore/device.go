@@ -125,6 +125,20 @@ func (d fileDevice) WriteVecAt(bufs [][]byte, off int64) error {
 	return nil
 }
 
+// skipWritten drops the first n bytes of bufs, reslicing the buffer a
+// short write ended in.
+func skipWritten(bufs [][]byte, n int) [][]byte {
+	for n > 0 && len(bufs) > 0 {
+		if n < len(bufs[0]) {
+			bufs[0] = bufs[0][n:]
+			return bufs
+		}
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	return bufs
+}
+
 // directOK reports whether p can be written with O_DIRECT as it is:
 // whole blocks in block-aligned memory.
 func directOK(p []byte) bool {

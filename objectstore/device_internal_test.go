@@ -15,9 +15,10 @@ func alignedBlocks(n int) []byte {
 	return b[skip : skip+n*BlockSize]
 }
 
-// TestFileDeviceWriteVecAt: more buffers than one pwritev takes, aligned
-// ones (direct) interleaved with unaligned ones (bounced), land back to
-// back at the offset given, and nothing else changes.
+// TestFileDeviceWriteVecAt: aligned buffers (direct) interleaved with
+// unaligned ones (bounced), then more aligned ones in a row than one
+// pwritev takes, land back to back at the offset given, and nothing
+// else changes.
 func TestFileDeviceWriteVecAt(t *testing.T) {
 	const size = 16 << 20
 	dev, err := openFileDevice(filepath.Join(t.TempDir(), "block"), size)
@@ -34,7 +35,7 @@ func TestFileDeviceWriteVecAt(t *testing.T) {
 	for i := range maxIOV + 100 {
 		n := 1 + i%3
 		var b []byte
-		if i%7 == 3 { // unaligned memory
+		if i < 40 && i%7 == 3 { // unaligned memory (then more aligned buffers in a row than one pwritev takes)
 			b = make([]byte, n*BlockSize+1)[1:]
 		} else {
 			b = alignedBlocks(n)
@@ -106,5 +107,20 @@ func TestWriteRuns(t *testing.T) {
 	}
 	if got := dev.calls; len(got) != 3 || got[0] != 5 || got[1] != 1 || got[2] != 2 {
 		t.Fatalf("blocks per write call %v, want [5 1 2]", got)
+	}
+}
+
+// TestSkipWritten: after a short vectored write the rest starts at the
+// first byte not written, within a buffer or at the next one.
+func TestSkipWritten(t *testing.T) {
+	a, b, c := []byte("abc"), []byte("defg"), []byte("h")
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "abcdefgh"}, {2, "cdefgh"}, {3, "defgh"}, {5, "fgh"}, {7, "h"}, {8, ""}} {
+		got := skipWritten([][]byte{a, b, c}, tc.n)
+		if s := string(bytes.Join(got, nil)); s != tc.want || (len(got) > 0 && len(got[0]) == 0) {
+			t.Errorf("skip %d: %q (%d buffers), want %q with no empty first buffer", tc.n, s, len(got), tc.want)
+		}
 	}
 }

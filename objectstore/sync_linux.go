@@ -56,14 +56,7 @@ func pwritev(f *os.File, bufs [][]byte, off int64) error {
 			return &os.PathError{Op: "pwritev", Path: f.Name(), Err: syscall.EIO}
 		}
 		off += int64(n)
-		for n > 0 { // skip what was written; a short write resumes mid-buffer
-			if n < len(bufs[0]) {
-				bufs[0] = bufs[0][n:]
-				break
-			}
-			n -= len(bufs[0])
-			bufs = bufs[1:]
-		}
+		bufs = skipWritten(bufs, n)
 	}
 	return nil
 }

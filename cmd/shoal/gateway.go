@@ -172,6 +172,7 @@ func bucketCmd() *cobra.Command {
 			}{b, s})
 		})}
 	var fix, full, orphans bool
+	var orphanGrace time.Duration
 	check := &cobra.Command{Use: "check BUCKET", Short: "Reconcile the bucket index with the objects (--fix to repair; --check-objects: every entry; --check-orphans: leaked tails)", Args: cobra.ExactArgs(1),
 		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
 			b, err := st.GetBucket(ctx, args[0])
@@ -183,7 +184,7 @@ func bucketCmd() *cobra.Command {
 				return err
 			}
 			if orphans {
-				if r.Orphans, err = st.CheckOrphans(ctx, b, fix); err != nil {
+				if r.Orphans, err = st.CheckOrphans(ctx, b, fix, orphanGrace); err != nil {
 					return err
 				}
 			}
@@ -192,6 +193,7 @@ func bucketCmd() *cobra.Command {
 	check.Flags().BoolVar(&fix, "fix", false, "repair what the check finds")
 	check.Flags().BoolVar(&full, "check-objects", false, "also compare every index entry with its object")
 	check.Flags().BoolVar(&orphans, "check-orphans", false, "also look for tail objects nothing refers to (lists the whole data pool); --fix queues them for GC")
+	check.Flags().DurationVar(&orphanGrace, "orphan-grace", 24*time.Hour, "with --check-orphans, only tails older than this (radosgw-admin's --orphan-stale-secs)")
 	var at string
 	reshard := &cobra.Command{Use: "reshard BUCKET", Short: "Split a bucket index range online (the fullest range at its median key, or the range holding --at)", Args: cobra.ExactArgs(1),
 		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
