@@ -48,6 +48,8 @@ type cluster struct {
 	addrs  []string
 	dirs   []string
 	back   bool // OSDs get a cluster address of their own
+	// wrap, if set, wraps OSD i's store when restartOSD starts it
+	wrap func(i int, s objectstore.Store) objectstore.Store
 }
 
 func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, "") }
@@ -149,7 +151,11 @@ func (c *cluster) restartOSD(i int) {
 	if c.back {
 		back = "127.0.0.1:0"
 	}
-	o, err := osd.Start(osd.Options{DataDir: c.dirs[i], Addr: "127.0.0.1:0", ClusterAddr: back, Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: c.stores[i]})
+	var st objectstore.Store = c.stores[i]
+	if c.wrap != nil {
+		st = c.wrap(i, st)
+	}
+	o, err := osd.Start(osd.Options{DataDir: c.dirs[i], Addr: "127.0.0.1:0", ClusterAddr: back, Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: st})
 	if err != nil {
 		c.t.Fatal(err)
 	}

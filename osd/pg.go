@@ -377,19 +377,28 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 			return nil, err
 		}
 	}
-	pg.mu.Lock()
-	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
-	pg.mu.Unlock()
-	if dup && req.Client != 0 {
-		// a resend of a write already applied: its outcome, without the
-		// output of reads it carried (as Ceph answers duplicates)
-		return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}, nil
-	}
 	unlock, err := pg.writeLock(ctx, req.OID)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	// A resend of a write already logged is answered with its outcome,
+	// without the output of reads it carried (as Ceph answers
+	// duplicates). Only under the object's lock, which the first attempt
+	// holds until every member has committed it or it failed, and only
+	// while the PG is active: a failure re-peers it, and peering decides
+	// whether the write stays (Ceph likewise answers a duplicate only
+	// once the original is on disk).
+	pg.mu.Lock()
+	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
+	active := pg.state == stateActive
+	pg.mu.Unlock()
+	if dup && req.Client != 0 {
+		if !active {
+			return nil, fmt.Errorf("%w: pg %s is peering after a write failed", osdop.ErrRetry, pg.id)
+		}
+		return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}, nil
+	}
 	if err := pg.recoverFor(ctx, req.OID, true); err != nil {
 		return nil, err
 	}
