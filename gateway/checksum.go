@@ -158,13 +158,12 @@ type ChecksumReq struct {
 // checksumRequest reads the checksum r's upload names (nil: none).
 func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 	var req *ChecksumReq
-	for _, a := range checksumAlgs {
-		if v := r.Header.Get(a.header()); v != "" {
-			if req != nil {
-				return nil, ErrInvalidRequest.with("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
-			}
-			req = &ChecksumReq{alg: a, want: v}
-		}
+	values := checksumHeaders(r.Header)
+	if len(values) > 1 {
+		return nil, ErrInvalidRequest.with("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+	}
+	for name, v := range values {
+		req = &ChecksumReq{alg: checksumAlgs[name], want: v}
 	}
 	for _, v := range r.Header.Values("X-Amz-Trailer") {
 		for name := range strings.SplitSeq(v, ",") {

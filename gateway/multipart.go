@@ -226,11 +226,10 @@ type CompletePart struct {
 // sums are the object's checksums the request gives, by algorithm: the
 // upload's must be the one computed (BadDigest). A part's checksum
 // must be the stored one, and of the upload's algorithm, if it has one
-// (InvalidPart).
-// cond
-// (If-Match, If-None-Match) is checked against the key's current object
-// atomically with the head write, as PutObject's (conditional.go); a
-// refused completion leaves the upload and its parts as they were.
+// (InvalidPart). cond (If-Match, If-None-Match) is checked against the
+// key's current object atomically with the head write, as PutObject's
+// (conditional.go); a refused completion leaves the upload and its parts
+// as they were.
 func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, sums map[string]string, cond writeCond) (*PutResult, error) {
 	// the object already is this upload: a retry of a completion that
 	// succeeded (its reply lost) answers as the first did, whatever its
@@ -282,13 +281,11 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 			return nil, ErrEntityTooSmall.with("part %d is %d bytes; every part but the last must be at least 5 MiB", cp.Num, p.Size)
 		}
 		for alg, v := range cp.Checksums {
-			if u.ChecksumAlg == "" { // an upload without an algorithm keeps none (and checks none)
-				break
-			}
-			if alg != u.ChecksumAlg {
+			switch {
+			case u.ChecksumAlg == "": // an upload without an algorithm keeps none (and checks none)
+			case alg != u.ChecksumAlg:
 				return nil, ErrInvalidPart.with("part %d names a %s checksum; the upload's algorithm is %q", cp.Num, alg, u.ChecksumAlg)
-			}
-			if v != p.Seg.Checksum {
+			case v != p.Seg.Checksum:
 				return nil, ErrInvalidPart.with("part %d's checksum is not %s", cp.Num, v)
 			}
 		}

@@ -49,20 +49,15 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	tailLike := func(name string) bool {
 		return strings.HasPrefix(name, shadow) || strings.HasPrefix(name, multipart) && !strings.HasSuffix(name, ".meta")
 	}
-	var candidates []string
-	if err := s.data.List(ctx, func(name string) bool {
-		if tailLike(name) {
-			candidates = append(candidates, name)
-		}
-		return true
-	}); err != nil {
-		return 0, fmt.Errorf("orphans: list pool %s: %w", s.data.Name(), err)
+	candidates, err := s.listData(ctx, tailLike)
+	if err != nil {
+		return 0, fmt.Errorf("orphans: %w", err)
 	}
 	if len(candidates) == 0 {
 		return 0, nil
 	}
 	uploads := map[string]bool{}
-	err := omapEach(ctx, s.nonec, b.ID+uploadsSuffix, "", "", func(kv client.KV) (bool, error) {
+	err = omapEach(ctx, s.nonec, b.ID+uploadsSuffix, "", "", func(kv client.KV) (bool, error) {
 		if _, id, ok := strings.Cut(kv.Key, "\x00"); ok {
 			uploads[id] = true
 		}
@@ -83,14 +78,9 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 			return 0, fmt.Errorf("orphans: index %s: %w", oid, err)
 		}
 	}
-	var heads []string
-	if err := s.data.List(ctx, func(name string) bool {
-		if strings.HasPrefix(name, bucketPrefix) && !tailLike(name) {
-			heads = append(heads, name)
-		}
-		return true
-	}); err != nil {
-		return 0, fmt.Errorf("orphans: list pool %s: %w", s.data.Name(), err)
+	heads, err := s.listData(ctx, func(name string) bool { return strings.HasPrefix(name, bucketPrefix) && !tailLike(name) })
+	if err != nil {
+		return 0, fmt.Errorf("orphans: %w", err)
 	}
 	used := map[string]bool{}
 	useHead := func(oid string) (bool, error) {
@@ -179,6 +169,21 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 		}
 	}
 	return found, nil
+}
+
+// listData lists the data pool's objects whose names keep accepts.
+func (s *Store) listData(ctx context.Context, keep func(name string) bool) ([]string, error) {
+	var out []string
+	err := s.data.List(ctx, func(name string) bool {
+		if keep(name) {
+			out = append(out, name)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pool %s: %w", s.data.Name(), err)
+	}
+	return out, nil
 }
 
 // tailName splits a tail object's name into its segment prefix and

@@ -531,11 +531,10 @@ func (g *group) persist() error {
 			i = j
 		}
 	}
-	wrote := len(pieces) > 0
 	if err := writeRuns(g.s.dev, pieces); err != nil {
 		return err
 	}
-	if wrote {
+	if len(pieces) > 0 {
 		if err := g.s.dev.Sync(); err != nil {
 			return fmt.Errorf("sync data device: %w", err)
 		}
