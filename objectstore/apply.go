@@ -404,7 +404,7 @@ func (g *group) readBlock(o *onode, lb uint64, buf []byte) error {
 	}
 	x := o.Extents[i]
 	phys := x.Phys + (lb - x.Logical)
-	if p, ok := g.pending[phys]; ok {
+	if p := g.pendingBlock(phys); p != nil {
 		copy(buf, p)
 		return nil
 	}
@@ -448,7 +448,6 @@ func (g *group) placeSummed(o *onode, lb uint64, buf []byte, sums []uint32) erro
 			} else {
 				x.CRCs[i] = crc.Checksum(blk)
 			}
-			g.pending[r.start+i] = blk
 		}
 		g.writes = append(g.writes, pendingWrite{r.start, buf[(at-lb)*BlockSize : (at-lb+r.n)*BlockSize]})
 		idx, _ := o.find(at)
@@ -492,7 +491,22 @@ func (g *group) free(start, n uint64) {
 		return
 	}
 	g.freed = append(g.freed, run{start, n})
-	for b := start; b < start+n; b++ {
-		delete(g.pending, b) // blocks this group wrote and freed again are not written
+}
+
+// pendingBlock returns physical block phys's new bytes if this group
+// wrote it (nil otherwise). Callers ask for blocks a live extent names,
+// which this group has not freed (a block is allocated at most once per
+// group: freed blocks return to the allocator only after the commit).
+// O(writes): groups hold tens of runs, and only partial-block writes and
+// clones read.
+func (g *group) pendingBlock(phys uint64) []byte {
+	for i := len(g.writes) - 1; i >= 0; i-- {
+		w := g.writes[i]
+		if phys < w.phys || phys >= w.phys+uint64(len(w.data))/BlockSize {
+			continue
+		}
+		k := phys - w.phys
+		return w.data[k*BlockSize : (k+1)*BlockSize]
 	}
+	return nil
 }

@@ -404,8 +404,7 @@ type group struct {
 	b       *pebble.Batch
 	alloced []run
 	freed   []run
-	pending map[uint64][]byte // physical block → its new 4 KiB, until freed again
-	writes  []pendingWrite    // in allocation order
+	writes  []pendingWrite    // in allocation order; freed runs may cover parts again
 	onodes  map[string]*onode // this transaction's loaded onodes; nil = removed
 	order   []string
 	// committed holds each onode the group changed, as last written (nil:
@@ -425,7 +424,7 @@ type pendingWrite struct {
 func (s *BlockStore) commitGroup(reqs []*request) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	g := &group{s: s, b: s.db.NewIndexedBatch(), pending: map[uint64][]byte{}, committed: map[string]*onode{}, colls: map[Coll]bool{}}
+	g := &group{s: s, b: s.db.NewIndexedBatch(), committed: map[string]*onode{}, colls: map[Coll]bool{}}
 	defer g.b.Close()
 	var fatal error
 	for _, r := range reqs {
@@ -513,24 +512,7 @@ func (g *group) persist() error {
 	// Write the allocated runs from the buffers they were placed from,
 	// skipping blocks freed again within the group; runs that end where
 	// another starts go in one vectored write (writeRuns).
-	var pieces []pendingWrite
-	for _, w := range g.writes {
-		for i := uint64(0); i < uint64(len(w.data))/BlockSize; {
-			if _, ok := g.pending[w.phys+i]; !ok {
-				i++
-				continue
-			}
-			j := i
-			for j < uint64(len(w.data))/BlockSize {
-				if _, ok := g.pending[w.phys+j]; !ok {
-					break
-				}
-				j++
-			}
-			pieces = append(pieces, pendingWrite{w.phys + i, w.data[i*BlockSize : j*BlockSize]})
-			i = j
-		}
-	}
+	pieces := unfreed(g.writes, g.freed)
 	if err := writeRuns(g.s.dev, pieces); err != nil {
 		return err
 	}
@@ -543,6 +525,35 @@ func (g *group) persist() error {
 		return fmt.Errorf("commit metadata: %w", err)
 	}
 	return nil
+}
+
+// unfreed returns the parts of writes that no run of freed covers, in
+// writes' order (a write freed in the middle comes back as two pieces).
+// freed runs do not overlap one another; it is left as it is (a sorted
+// copy is searched). O((len(writes) + len(freed)) · log len(freed)).
+func unfreed(writes []pendingWrite, freed []run) []pendingWrite {
+	if len(freed) == 0 {
+		return writes
+	}
+	fs := slices.Clone(freed)
+	slices.SortFunc(fs, func(a, b run) int { return cmp.Compare(a.start, b.start) })
+	var out []pendingWrite
+	for _, w := range writes {
+		start, end := w.phys, w.phys+uint64(len(w.data))/BlockSize
+		// the first freed run that ends after start
+		i, _ := slices.BinarySearchFunc(fs, start, func(f run, b uint64) int { return cmp.Compare(f.start+f.n, b+1) })
+		at := start
+		for ; i < len(fs) && fs[i].start < end; i++ {
+			if fs[i].start > at {
+				out = append(out, pendingWrite{at, w.data[(at-start)*BlockSize : (fs[i].start-start)*BlockSize]})
+			}
+			at = max(at, min(end, fs[i].start+fs[i].n))
+		}
+		if at < end {
+			out = append(out, pendingWrite{at, w.data[(at-start)*BlockSize:]})
+		}
+	}
+	return out
 }
 
 // writeRuns writes pieces to the device, sorting them by block; pieces
