@@ -3,8 +3,12 @@ package gateway
 import (
 	"crypto/md5"
 	"hash"
+	"slices"
 	"sync"
+	"time"
+	_ "unsafe" // go:linkname, below
 
+	"github.com/klauspost/cpuid/v2"
 	md5simd "github.com/minio/md5-simd"
 )
 
@@ -14,23 +18,337 @@ import (
 // on a short stream; measured with 64 KiB to 4 MiB bodies).
 const simdMD5Min = 8 << 20
 
-// md5Lanes hashes many bodies at once: minio/md5-simd runs up to 16
-// MD5 streams in one AVX-512 pass (8 with AVX2; crypto/md5 without
-// either), so concurrent large uploads cost about half the CPU of
-// hashing each alone (4 streams of 32 MiB, 1 core: 180 → 66–80 ms).
-// One server per process, started on first use and living as long as
-// the process, like crypto's own tables.
-var md5Lanes = sync.OnceValue(md5simd.NewServer)
+// md5SIMDWide is minio/md5-simd's switch between its kernels: 16 lanes
+// in AVX-512 registers when the CPU has AVX512F and AVX512DQ (set by its
+// init, read at each pass), else 8 lanes in AVX2 registers. The library
+// has no option for it; md5Wide512 resets it after its init.
+//
+//go:linkname md5SIMDWide github.com/minio/md5-simd.hasAVX512
+var md5SIMDWide bool
+
+// md5SIMDWideAtInit is md5SIMDWide as md5-simd's init left it (a test
+// checks that the link above still reaches the library's variable).
+var md5SIMDWideAtInit = md5SIMDWide
+
+func init() {
+	if md5SIMDWide && !wide512() {
+		md5SIMDWide = false
+	}
+}
+
+// wide512 reports whether the CPU runs 512-bit vector instructions at
+// full width. AMD's Zen 4 (family 19h) splits each into two 256-bit
+// halves, and there md5-simd's AVX-512 pass (16 lanes of 32 KiB: 189 µs)
+// costs 2.8 times its AVX2 pass (8 lanes: 67 µs), so the AVX2 kernel
+// wins at every number of lanes: four 32 MiB streams hashed at once
+// took 866 MB/s per core of CPU with AVX-512 and 1,414 MB/s with AVX2
+// (crypto/md5: 780). Measured on this project's 2-core AMD EPYC VM
+// (docs/PERFORMANCE.md); Intel's AVX-512 and Zen 5's are full width.
+func wide512() bool {
+	return !(cpuid.CPU.VendorID == cpuid.AMD && cpuid.CPU.Family == 0x19)
+}
+
+// bodyMD5 is the MD5 of an upload's body (its ETag), fed whole buffers
+// in order.
+type bodyMD5 interface {
+	// add appends p to the hashed stream. p must not change until done
+	// is called (nil: the caller keeps p unchanged until Sum or Close);
+	// done is called exactly once, from any goroutine, when p is hashed
+	// or, after Close, dropped.
+	add(p []byte, done func())
+	// Sum returns the MD5 of everything added, appended to b.
+	Sum(b []byte) []byte
+	// Close releases the hash; buffers not yet hashed are dropped (their
+	// done called) once any hashing under way ends.
+	Close()
+}
 
 // newMD5 returns the hash for a body of size bytes (< 0: unknown); the
 // caller Closes it when done.
-func newMD5(size int64) md5simd.Hasher {
+func newMD5(size int64) bodyMD5 {
 	if size >= simdMD5Min {
-		return md5Lanes().NewHash()
+		return md5Batch().open()
 	}
 	return stdMD5{md5.New()}
 }
 
+// stdMD5 hashes each buffer as it is added, with crypto/md5.
 type stdMD5 struct{ hash.Hash }
 
+func (h stdMD5) add(p []byte, done func()) {
+	h.Write(p)
+	if done != nil {
+		done()
+	}
+}
+
 func (stdMD5) Close() {}
+
+// laneWait is how long (at most) a large body's buffer waits for other
+// bodies' buffers before it is hashed alone: a backstop for a body whose
+// neighbours stall; they normally send within one chunk's time.
+const laneWait = 100 * time.Millisecond
+
+// laneQueueMax is how many buffers (chunks of rgw_max_chunk_size) a body
+// holds unhashed before they are hashed whatever its neighbours do: the
+// memory a body can hold beyond its write window.
+const laneQueueMax = 3
+
+// laneMin is the fewest bodies the feeder hashes together unless one
+// must go alone (below it, md5-simd hashes each stream with its scalar
+// code anyway).
+const laneMin = 3
+
+// laneStep is what the feeder gives each body's hasher per round: one
+// of md5-simd's internal blocks (32 KiB), so no body's channel to the
+// hasher (3 blocks deep) fills before every body has a block queued.
+const laneStep = 32 << 10
+
+// laneBatch runs the MD5s of large bodies in minio/md5-simd's shared
+// multi-lane hasher, which hashes up to 16 streams in one pass (AVX-512,
+// or two passes of 8 with AVX2; crypto/md5 without either). A pass costs
+// about the same whether one lane or all carry data, and md5-simd falls
+// back to one scalar lane per stream below three, so the saving depends
+// on how many bodies are hashed in the same passes. Hashed as each chunk
+// arrived, from each upload's goroutine, four concurrent 32 MiB PUTs
+// rarely overlapped and the MD5 cost half the gateway's CPU.
+//
+// So a body's buffers queue here, and one goroutine, the feeder, hashes
+// the queued bodies together, giving each hasher laneStep bytes in turn:
+// the hasher finds a block of every body waiting at each pass. The
+// feeder starts once every open body has a buffer queued, and hashes
+// while at least laneMin of them (or every open body, if fewer) still
+// have bytes; the rest wait for the next batch. A body is hashed
+// whatever its neighbours do (urgent) when it needs its sum, holds more
+// than laneQueueMax buffers, or has waited laneWait. One batch per
+// process, started on first use and living as long as the process, like
+// crypto's own tables; the feeder runs while there is work for it.
+type laneBatch struct {
+	lanes   md5simd.Server
+	mu      sync.Mutex
+	idle    *sync.Cond  // broadcast when the feeder lets a body go
+	bodies  int         // bodies open
+	feeding []*laneMD5  // bodies the feeder is hashing
+	ready   []*laneMD5  // bodies with bytes queued, waiting for a batch
+	feeder  bool        // the feeder goroutine runs
+	timer   *time.Timer // makes ready bodies urgent after laneWait (armed while ready is not empty)
+	armed   bool        // timer is armed
+}
+
+var md5Batch = sync.OnceValue(func() *laneBatch { return newLaneBatch(md5simd.NewServer()) })
+
+func newLaneBatch(lanes md5simd.Server) *laneBatch {
+	b := &laneBatch{lanes: lanes}
+	b.idle = sync.NewCond(&b.mu)
+	b.timer = time.AfterFunc(time.Hour, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.armed = false
+		for _, h := range b.ready {
+			h.urgent = true
+		}
+		b.runLocked()
+	})
+	b.timer.Stop()
+	return b
+}
+
+// laneMD5 is one body's hash in a laneBatch.
+type laneMD5 struct {
+	b *laneBatch
+	h md5simd.Hasher
+	// guarded by b.mu
+	queue   []queued // added, not yet hashed, in order
+	off     int      // bytes of queue[0] hashed
+	feeding bool     // in b.feeding
+	urgent  bool     // hash it even alone
+	closed  bool
+}
+
+type queued struct {
+	p    []byte
+	done func()
+}
+
+func (b *laneBatch) open() *laneMD5 {
+	h := &laneMD5{b: b, h: b.lanes.NewHash()}
+	b.mu.Lock()
+	b.bodies++
+	b.mu.Unlock()
+	return h
+}
+
+// runLocked hands every ready body to the feeder, starting it if need be.
+func (b *laneBatch) runLocked() {
+	for _, h := range b.ready {
+		h.feeding = true
+		b.feeding = append(b.feeding, h)
+	}
+	b.ready = b.ready[:0]
+	if b.armed {
+		b.timer.Stop()
+		b.armed = false
+	}
+	if len(b.feeding) > 0 && !b.feeder {
+		b.feeder = true
+		go b.feed()
+	}
+}
+
+// readyLocked puts h (not feeding, with bytes queued) in the batch that
+// waits, and starts it if every open body now has bytes to hash or h is
+// urgent.
+func (b *laneBatch) readyLocked(h *laneMD5) {
+	if !slices.Contains(b.ready, h) {
+		b.ready = append(b.ready, h)
+	}
+	switch {
+	case h.urgent || len(b.ready)+len(b.feeding) >= min(b.bodies, md5simd.Lanes):
+		b.runLocked()
+	case !b.armed:
+		b.timer.Reset(laneWait)
+		b.armed = true
+	}
+}
+
+func (h *laneMD5) add(p []byte, done func()) {
+	b := h.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h.queue = append(h.queue, queued{p, done})
+	if len(h.queue) > laneQueueMax {
+		h.urgent = true
+	}
+	if !h.feeding {
+		b.readyLocked(h)
+	}
+}
+
+// feed hashes the feeding bodies' queues, laneStep bytes of each body in
+// turn, until none is left that should go on.
+func (b *laneBatch) feed() {
+	type step struct {
+		h *laneMD5
+		p []byte
+	}
+	var steps []step
+	var dones []func()
+	for {
+		b.mu.Lock()
+		for _, s := range steps { // the last round's, now hashed
+			h := s.h
+			h.off += len(s.p)
+			if h.off == len(h.queue[0].p) {
+				dones = append(dones, h.queue[0].done)
+				h.queue, h.off = h.queue[1:], 0
+			}
+		}
+		steps = steps[:0]
+		kept := b.feeding[:0]
+		for _, h := range b.feeding {
+			for len(h.queue) > 0 && h.off == len(h.queue[0].p) { // empty buffers
+				dones = append(dones, h.queue[0].done)
+				h.queue = h.queue[1:]
+			}
+			if len(h.queue) == 0 || h.closed {
+				h.feeding, h.urgent = false, false
+				b.idle.Broadcast()
+				continue
+			}
+			kept = append(kept, h)
+		}
+		clear(b.feeding[len(kept):])
+		b.feeding = kept
+		if len(b.ready) > 0 && len(b.feeding)+len(b.ready) >= min(b.bodies, md5simd.Lanes) {
+			b.runLocked() // every open body has bytes: those waiting join
+		}
+		if n := len(b.feeding); n < min(laneMin, b.bodies) {
+			// too few to share passes: all but the urgent wait for others
+			kept = b.feeding[:0]
+			for _, h := range b.feeding {
+				if h.urgent {
+					kept = append(kept, h)
+					continue
+				}
+				h.feeding = false
+				b.ready = append(b.ready, h)
+			}
+			clear(b.feeding[len(kept):])
+			b.feeding = kept
+			if len(b.ready) > 0 && !b.armed {
+				b.timer.Reset(laneWait)
+				b.armed = true
+			}
+		}
+		for _, h := range b.feeding {
+			q := h.queue[0].p
+			steps = append(steps, step{h, q[h.off:min(len(q), h.off+laneStep)]})
+		}
+		if len(steps) == 0 {
+			b.feeder = false
+		}
+		b.mu.Unlock()
+		for _, done := range dones {
+			if done != nil {
+				done()
+			}
+		}
+		dones = dones[:0]
+		if len(steps) == 0 {
+			return
+		}
+		for _, s := range steps {
+			s.h.h.Write(s.p)
+		}
+	}
+}
+
+// drainLocked waits until h's queue is hashed, starting a batch of every
+// ready body (h's among them) so that they share the passes.
+func (h *laneMD5) drainLocked() {
+	b := h.b
+	if len(h.queue) > 0 {
+		h.urgent = true
+		if !h.feeding {
+			b.readyLocked(h)
+		}
+	}
+	for h.feeding {
+		b.idle.Wait()
+	}
+}
+
+func (h *laneMD5) Sum(in []byte) []byte {
+	b := h.b
+	b.mu.Lock()
+	h.drainLocked()
+	b.mu.Unlock()
+	return h.h.Sum(in)
+}
+
+func (h *laneMD5) Close() {
+	b := h.b
+	b.mu.Lock()
+	if h.closed {
+		b.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for h.feeding { // the feeder lets it go after its current step
+		b.idle.Wait()
+	}
+	b.ready = slices.DeleteFunc(b.ready, func(r *laneMD5) bool { return r == h })
+	drop := h.queue
+	h.queue = nil
+	b.bodies--
+	if len(b.ready) > 0 && len(b.ready)+len(b.feeding) >= min(b.bodies, md5simd.Lanes) {
+		b.runLocked() // the others were waiting for this one
+	}
+	b.mu.Unlock()
+	for _, q := range drop {
+		if q.done != nil {
+			q.done()
+		}
+	}
+	h.h.Close()
+}

@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
@@ -36,7 +37,7 @@ type stripeWriter struct {
 	stripe int   // index of the stripe being filled
 	off    int64 // bytes sent to it
 	tokens chan struct{}
-	sum    hash.Hash       // hashes each chunk before it is sent (nil: none)
+	sum    bodyMD5         // hashes each chunk as it is sent (nil: none)
 	ck     hash.Hash       // the additional checksum's, likewise (checksum.go)
 	cur    chan chunkWrite // the current stripe's queue
 	wg     sync.WaitGroup
@@ -45,8 +46,22 @@ type stripeWriter struct {
 }
 
 type chunkWrite struct {
-	off  int64
+	off int64
+	c   *chunk
+}
+
+// chunk is one write's buffer, shared by its stripe's goroutine and the
+// body's MD5 (which may hash it later: md5.go); the last to be done with
+// it returns it to the pool.
+type chunk struct {
 	data []byte
+	refs atomic.Int32
+}
+
+func (c *chunk) release() {
+	if c.refs.Add(-1) == 0 {
+		putChunk(c.data)
+	}
 }
 
 var chunkPool sync.Pool // *[]byte of ChunkSize capacity
@@ -122,28 +137,32 @@ func (w *stripeWriter) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // send queues the buffered chunk on its stripe's goroutine once the
-// window has room.
+// window has room, and adds it to the body's hashes (the MD5 may hash it
+// later, holding it until then: md5.go).
 func (w *stripeWriter) send() error {
 	if len(w.buf) == 0 {
 		return nil
-	}
-	if w.sum != nil {
-		w.sum.Write(w.buf)
-	}
-	if w.ck != nil {
-		w.ck.Write(w.buf)
 	}
 	select {
 	case w.tokens <- struct{}{}:
 	case <-w.ctx.Done():
 		return w.ctx.Err()
 	}
+	c := &chunk{data: w.buf}
+	c.refs.Store(1)
+	if w.sum != nil {
+		c.refs.Add(1)
+		w.sum.add(w.buf, c.release)
+	}
+	if w.ck != nil {
+		w.ck.Write(w.buf)
+	}
 	if w.cur == nil {
 		w.cur = make(chan chunkWrite, cap(w.tokens))
 		w.wg.Add(1)
 		go w.writeStripe(w.seg.oid(w.stripe), w.cur)
 	}
-	w.cur <- chunkWrite{off: w.off, data: w.buf}
+	w.cur <- chunkWrite{off: w.off, c: c}
 	w.seg.Size += int64(len(w.buf))
 	w.off += int64(len(w.buf))
 	if w.off == w.s.opt.StripeSize {
@@ -159,9 +178,9 @@ func (w *stripeWriter) writeStripe(oid string, q <-chan chunkWrite) {
 	defer w.wg.Done()
 	for c := range q {
 		if w.failed() == nil {
-			op := osdop.Op{Code: osdop.Write, Off: uint64(c.off), Data: c.data}
+			op := osdop.Op{Code: osdop.Write, Off: uint64(c.off), Data: c.c.data}
 			if c.off == 0 {
-				op = osdop.Op{Code: osdop.WriteFull, Data: c.data}
+				op = osdop.Op{Code: osdop.WriteFull, Data: c.c.data}
 			}
 			if _, err := w.s.data.Operate(w.ctx, oid, []osdop.Op{op}); err != nil {
 				w.mu.Lock()
@@ -171,7 +190,7 @@ func (w *stripeWriter) writeStripe(oid string, q <-chan chunkWrite) {
 				w.mu.Unlock()
 			}
 		}
-		putChunk(c.data)
+		c.c.release()
 		<-w.tokens
 	}
 }
@@ -302,7 +321,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[
 	if err != nil {
 		return segment{}, "", nil, bodyErr(err)
 	}
-	sum.Write(hd)
+	sum.add(hd, nil)
 	if ckHash != nil {
 		ckHash.Write(hd)
 	}

@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/md5"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/klauspost/cpuid/v2"
+	md5simd "github.com/minio/md5-simd"
+)
+
+// TestLaneMD5: bodies hashed side by side in one batch get crypto/md5's
+// digest; each buffer's done is called exactly once, after the buffer is
+// hashed (the test scribbles over a buffer once its done is called).
+func TestLaneMD5(t *testing.T) {
+	b := newLaneBatch(md5simd.NewServer())
+	const bodies = 12
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			h := b.open()
+			defer h.Close()
+			want := md5.New()
+			var dones atomic.Int32
+			chunks := 1 + rng.IntN(12)
+			for range chunks {
+				p := make([]byte, rng.IntN(300<<10)) // any length, 0 and odd ones too
+				for j := range p {
+					p[j] = byte(rng.Uint32())
+				}
+				want.Write(p)
+				var once atomic.Bool
+				h.add(p, func() {
+					if once.Swap(true) {
+						t.Errorf("body %d: done called twice", i)
+					}
+					dones.Add(1)
+					clear(p) // hashed already: changing it now must not matter
+				})
+				if rng.IntN(3) == 0 {
+					runtime.Gosched()
+				}
+			}
+			got := h.Sum(nil)
+			if !bytes.Equal(got, want.Sum(nil)) {
+				t.Errorf("body %d: md5 %x, want %x", i, got, want.Sum(nil))
+			}
+			if n := dones.Load(); n != int32(chunks) {
+				t.Errorf("body %d: %d of %d buffers done after Sum", i, n, chunks)
+			}
+		})
+	}
+	wg.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bodies != 0 || len(b.feeding) != 0 || len(b.ready) != 0 {
+		t.Fatalf("after every Close: %d bodies open, %d hashing, %d ready", b.bodies, len(b.feeding), len(b.ready))
+	}
+}
+
+// TestLaneMD5Waits: a buffer waits for the other open bodies' buffers,
+// and is hashed after laneWait if none come; Close drops what is queued.
+func TestLaneMD5Waits(t *testing.T) {
+	b := newLaneBatch(md5simd.NewServer())
+	idle := b.open() // open, never sends: the other body waits for it
+	busy := b.open()
+	done := make(chan struct{})
+	start := time.Now()
+	busy.add(make([]byte, 64<<10), func() { close(done) })
+	b.mu.Lock()
+	if len(b.ready) != 1 || len(b.feeding) != 0 {
+		t.Errorf("with another body open: %d ready, %d hashing; want it to wait", len(b.ready), len(b.feeding))
+	}
+	b.mu.Unlock()
+	select {
+	case <-done:
+		if d := time.Since(start); d < laneWait {
+			t.Errorf("hashed after %v, before laneWait", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting buffer was never hashed")
+	}
+	// a second buffer of each body: the batch runs once both are ready
+	var hashed sync.WaitGroup
+	hashed.Add(2)
+	busy.add(make([]byte, 64<<10), hashed.Done)
+	idle.add(make([]byte, 64<<10), hashed.Done)
+	hashed.Wait()
+	// Close drops what is queued, calling done
+	dropped := make(chan struct{})
+	idle.add(make([]byte, 64<<10), func() { close(dropped) })
+	idle.Close()
+	<-dropped
+	busy.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bodies != 0 || len(b.feeding) != 0 {
+		t.Fatalf("after Close: %d bodies open, %d hashing", b.bodies, len(b.feeding))
+	}
+}
+
+// BenchmarkBodyMD5 hashes 4 bodies of 8 chunks of 4 MiB whose chunks
+// arrive 4-20 ms apart, as four 32 MiB PUTs' chunks reach the gateway:
+// "direct" hashes each chunk on arrival in the shared multi-lane hasher
+// (the gateway before laneBatch), "batch" through laneBatch, "std" with
+// crypto/md5. cpu-ms/op is the process's CPU time (user + system).
+func BenchmarkBodyMD5(b *testing.B) {
+	chunk := make([]byte, 4<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	lanes := md5simd.NewServer()
+	gap := 16
+	if testing.Short() {
+		gap = 0
+	}
+	run := func(b *testing.B, open func() bodyMD5) {
+		var r0, r1 syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+		for i := 0; b.Loop(); i++ {
+			var wg sync.WaitGroup
+			for s := range 4 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(i), uint64(s)))
+					h := open()
+					defer h.Close()
+					for range 8 {
+						if gap > 0 {
+							time.Sleep(time.Duration(gap/4+rng.IntN(gap)) * time.Millisecond) // the next chunk arrives
+						}
+						h.add(chunk, nil)
+					}
+					h.Sum(nil)
+				})
+			}
+			wg.Wait()
+		}
+		syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+		cpu := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+	}
+	b.Run("std", func(b *testing.B) { run(b, func() bodyMD5 { return stdMD5{md5.New()} }) })
+	b.Run("direct", func(b *testing.B) { run(b, func() bodyMD5 { return directMD5{lanes.NewHash()} }) })
+	b.Run("batch", func(b *testing.B) {
+		lb := newLaneBatch(lanes)
+		run(b, func() bodyMD5 { return lb.open() })
+	})
+}
+
+// directMD5 hashes each buffer as it is added, in the multi-lane hasher.
+type directMD5 struct{ md5simd.Hasher }
+
+func (h directMD5) add(p []byte, done func()) { h.Write(p) }
+
+// TestMD5KernelSwitch: the go:linkname in md5.go reaches md5-simd's
+// variable (a broken link would leave a variable of our own, false,
+// and the choice of kernel would silently do nothing).
+func TestMD5KernelSwitch(t *testing.T) {
+	if !cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512DQ) {
+		t.Skip("no AVX-512 here: md5-simd's init leaves its switch false either way")
+	}
+	if !md5SIMDWideAtInit {
+		t.Fatal("md5-simd's AVX-512 switch read false on a CPU with AVX-512: the go:linkname no longer reaches it")
+	}
+	if md5SIMDWide != wide512() {
+		t.Fatalf("switch %v, want %v", md5SIMDWide, wide512())
+	}
+}
