@@ -53,8 +53,9 @@ func wide512() bool {
 type bodyMD5 interface {
 	// add appends p to the hashed stream. p must not change until done
 	// is called (nil: the caller keeps p unchanged until Sum or Close);
-	// done is called exactly once, from any goroutine, when p is hashed
-	// or, after Close, dropped.
+	// done is called exactly once, from any goroutine and before Sum
+	// returns, when p is hashed or, by Close, dropped. done must not call
+	// into the hash (it may run under its lock).
 	add(p []byte, done func())
 	// Sum returns the MD5 of everything added, appended to b.
 	Sum(b []byte) []byte
@@ -170,6 +171,12 @@ type queued struct {
 	done func()
 }
 
+func (q queued) release() {
+	if q.done != nil {
+		q.done()
+	}
+}
+
 func (b *laneBatch) open() *laneMD5 {
 	h := &laneMD5{b: b, h: b.lanes.NewHash()}
 	b.mu.Lock()
@@ -232,14 +239,13 @@ func (b *laneBatch) feed() {
 		p []byte
 	}
 	var steps []step
-	var dones []func()
 	for {
 		b.mu.Lock()
 		for _, s := range steps { // the last round's, now hashed
 			h := s.h
 			h.off += len(s.p)
 			if h.off == len(h.queue[0].p) {
-				dones = append(dones, h.queue[0].done)
+				h.queue[0].release()
 				h.queue, h.off = h.queue[1:], 0
 			}
 		}
@@ -247,7 +253,7 @@ func (b *laneBatch) feed() {
 		kept := b.feeding[:0]
 		for _, h := range b.feeding {
 			for len(h.queue) > 0 && h.off == len(h.queue[0].p) { // empty buffers
-				dones = append(dones, h.queue[0].done)
+				h.queue[0].release()
 				h.queue = h.queue[1:]
 			}
 			if len(h.queue) == 0 || h.closed {
@@ -288,12 +294,6 @@ func (b *laneBatch) feed() {
 			b.feeder = false
 		}
 		b.mu.Unlock()
-		for _, done := range dones {
-			if done != nil {
-				done()
-			}
-		}
-		dones = dones[:0]
 		if len(steps) == 0 {
 			return
 		}
@@ -346,9 +346,7 @@ func (h *laneMD5) Close() {
 	}
 	b.mu.Unlock()
 	for _, q := range drop {
-		if q.done != nil {
-			q.done()
-		}
+		q.release()
 	}
 	h.h.Close()
 }
