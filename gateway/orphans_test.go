@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -25,7 +26,9 @@ import (
 // outcome its gateway never learnt, and one whose key looks like a
 // tail's name), nor those already queued for GC — and --fix queues
 // them for GC, which removes them and nothing else. Tails younger than
-// the grace are never taken.
+// the grace are never taken, and a check across a reshard (which may
+// have moved pending records to shards it did not read) fails without
+// queueing anything; after it, the check finds the same orphans.
 func TestOrphanedTails(t *testing.T) {
 	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
@@ -130,6 +133,22 @@ func TestOrphanedTails(t *testing.T) {
 	}
 	if es, err := f.store.GCList(ctx, true); err != nil || len(es) != len(queuedBefore) {
 		t.Fatalf("the check without --fix changed the GC queue: %d entries (%v)", len(es), err)
+	}
+	// a check whose bucket was resharded meanwhile (given the bucket as it
+	// was, the layout it read) may have missed pending records: it fails
+	// and queues nothing
+	ranges := len(bk.Index.Ranges)
+	if err := f.store.SplitRange(ctx, b, "", io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.CheckOrphans(ctx, bk, true, 0); err == nil {
+		t.Fatalf("a check across a reshard succeeded, %d orphans", n)
+	}
+	if es, err := f.store.GCList(ctx, true); err != nil || len(es) != len(queuedBefore) {
+		t.Fatalf("the check across a reshard changed the GC queue: %d entries (%v)", len(es), err)
+	}
+	if bk, err = f.store.GetBucket(ctx, b); err != nil || len(bk.Index.Ranges) != ranges+1 {
+		t.Fatalf("the split left %d index ranges of %d, %v", len(bk.Index.Ranges), ranges, err)
 	}
 	if n, err := f.store.CheckOrphans(ctx, bk, true, 0); err != nil || n != len(leaked) {
 		t.Fatalf("orphans found with fix: %d, %v", n, err)
