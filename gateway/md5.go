@@ -20,8 +20,9 @@ const simdMD5Min = 8 << 20
 
 // md5SIMDWide is minio/md5-simd's switch between its kernels: 16 lanes
 // in AVX-512 registers when the CPU has AVX512F and AVX512DQ (set by its
-// init, read at each pass), else 8 lanes in AVX2 registers. The library
-// has no option for it; md5Wide512 resets it after its init.
+// init, read at each pass), else two runs of 8 lanes in AVX2 registers.
+// v1.1.2, the latest release, has no option for it (later commits add
+// one, unreleased); this package's init resets it where wide512 says.
 //
 //go:linkname md5SIMDWide github.com/minio/md5-simd.hasAVX512
 var md5SIMDWide bool
@@ -67,11 +68,16 @@ type bodyMD5 interface {
 // newMD5 returns the hash for a body of size bytes (< 0: unknown); the
 // caller Closes it when done.
 func newMD5(size int64) bodyMD5 {
-	if size >= simdMD5Min {
+	if size >= simdMD5Min && md5SIMD {
 		return md5Batch().open()
 	}
 	return stdMD5{md5.New()}
 }
+
+// md5SIMD reports whether md5-simd has vector code here (amd64 with
+// AVX2). Without it its hashers are crypto/md5's, hashing inside Write,
+// and the feeder would hash every body on one goroutine.
+var md5SIMD = cpuid.CPU.Supports(cpuid.AVX2)
 
 // stdMD5 hashes each buffer as it is added, with crypto/md5.
 type stdMD5 struct{ hash.Hash }
@@ -85,14 +91,16 @@ func (h stdMD5) add(p []byte, done func()) {
 
 func (stdMD5) Close() {}
 
-// laneWait is how long (at most) a large body's buffer waits for other
-// bodies' buffers before it is hashed alone: a backstop for a body whose
-// neighbours stall; they normally send within one chunk's time.
+// laneWait is how long (at most) bodies wait for other bodies' buffers
+// before they are hashed alone, counted from when the first of them
+// began to wait: a backstop for bodies whose neighbours stall; they
+// normally send within one chunk's time.
 const laneWait = 100 * time.Millisecond
 
 // laneQueueMax is how many buffers (chunks of rgw_max_chunk_size) a body
-// holds unhashed before they are hashed whatever its neighbours do: the
-// memory a body can hold beyond its write window.
+// holds unhashed before they are hashed whatever its neighbours do; add
+// waits while a body holds one more, which bounds the memory a body
+// holds beyond its write window.
 const laneQueueMax = 3
 
 // laneMin is the fewest bodies the feeder hashes together unless one
@@ -105,9 +113,21 @@ const laneMin = 3
 // hasher (3 blocks deep) fills before every body has a block queued.
 const laneStep = 32 << 10
 
+// laneLanes is the most streams md5-simd hashes in one pass.
+const laneLanes = 16
+
+// laneRetire is how many hashers an md5-simd server gives out before
+// the batch starts a new one: v1.1.2's server never forgets a closed
+// hasher (minio/md5-simd#27, fixed after the release) and walks them all
+// at each pass, so it would slow down for as long as the process lives
+// (measured by a reviewer: 200 passes of 32 KiB took 10.7 ms on a fresh
+// server, 452 ms after 20,000 hashers). A retired server is closed once
+// its last hasher is.
+const laneRetire = 64
+
 // laneBatch runs the MD5s of large bodies in minio/md5-simd's shared
 // multi-lane hasher, which hashes up to 16 streams in one pass (AVX-512,
-// or two passes of 8 with AVX2; crypto/md5 without either). A pass costs
+// or two runs of 8 at once with AVX2). A pass costs
 // about the same whether one lane or all carry data, and md5-simd falls
 // back to one scalar lane per stream below three, so the saving depends
 // on how many bodies are hashed in the same passes. Hashed as each chunk
@@ -121,25 +141,35 @@ const laneStep = 32 << 10
 // while at least laneMin of them (or every open body, if fewer) still
 // have bytes; the rest wait for the next batch. A body is hashed
 // whatever its neighbours do (urgent) when it needs its sum, holds more
-// than laneQueueMax buffers, or has waited laneWait. One batch per
-// process, started on first use and living as long as the process, like
-// crypto's own tables; the feeder runs while there is work for it.
+// than laneQueueMax buffers, or has waited laneWait (see there). One
+// batch per process, started on first use and living as long as the
+// process, like crypto's own tables; the feeder runs while there is work
+// for it, and md5-simd's servers are replaced as laneRetire says.
 type laneBatch struct {
-	lanes   md5simd.Server
-	mu      sync.Mutex
-	idle    *sync.Cond  // broadcast when the feeder lets a body go
-	bodies  int         // bodies open
-	feeding []*laneMD5  // bodies the feeder is hashing
-	ready   []*laneMD5  // bodies with bytes queued, waiting for a batch
-	feeder  bool        // the feeder goroutine runs
-	timer   *time.Timer // makes ready bodies urgent after laneWait (armed while ready is not empty)
-	armed   bool        // timer is armed
+	newServer func() md5simd.Server
+	mu        sync.Mutex
+	srv       *laneServer // the server new bodies hash on
+	idle      *sync.Cond  // broadcast when the feeder lets a body go
+	bodies    int         // bodies open
+	feeding   []*laneMD5  // bodies the feeder is hashing
+	ready     []*laneMD5  // bodies with bytes queued, waiting for a batch
+	feeder    bool        // the feeder goroutine runs
+	timer     *time.Timer // makes ready bodies urgent after laneWait (armed, or its callback due, while ready is not empty)
+	armed     bool        // timer is armed
 }
 
-var md5Batch = sync.OnceValue(func() *laneBatch { return newLaneBatch(md5simd.NewServer()) })
+// laneServer is one md5-simd server and the count of its hashers.
+type laneServer struct {
+	md5simd.Server
+	given, open int // hashers given out, and not yet closed
+}
 
-func newLaneBatch(lanes md5simd.Server) *laneBatch {
-	b := &laneBatch{lanes: lanes}
+var md5Batch = sync.OnceValue(func() *laneBatch {
+	return newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
+})
+
+func newLaneBatch(newServer func() md5simd.Server) *laneBatch {
+	b := &laneBatch{newServer: newServer}
 	b.idle = sync.NewCond(&b.mu)
 	b.timer = time.AfterFunc(time.Hour, func() {
 		b.mu.Lock()
@@ -156,8 +186,9 @@ func newLaneBatch(lanes md5simd.Server) *laneBatch {
 
 // laneMD5 is one body's hash in a laneBatch.
 type laneMD5 struct {
-	b *laneBatch
-	h md5simd.Hasher
+	b   *laneBatch
+	h   md5simd.Hasher
+	srv *laneServer
 	// guarded by b.mu
 	queue   []queued // added, not yet hashed, in order
 	off     int      // bytes of queue[0] hashed
@@ -178,11 +209,18 @@ func (q queued) release() {
 }
 
 func (b *laneBatch) open() *laneMD5 {
-	h := &laneMD5{b: b, h: b.lanes.NewHash()}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil || b.srv.given == laneRetire {
+		if b.srv != nil && b.srv.open == 0 {
+			b.srv.Close()
+		}
+		b.srv = &laneServer{Server: b.newServer()}
+	}
+	b.srv.given++
+	b.srv.open++
 	b.bodies++
-	b.mu.Unlock()
-	return h
+	return &laneMD5{b: b, h: b.srv.NewHash(), srv: b.srv}
 }
 
 // runLocked hands every ready body to the feeder, starting it if need be.
@@ -191,6 +229,7 @@ func (b *laneBatch) runLocked() {
 		h.feeding = true
 		b.feeding = append(b.feeding, h)
 	}
+	clear(b.ready)
 	b.ready = b.ready[:0]
 	if b.armed {
 		b.timer.Stop()
@@ -210,7 +249,7 @@ func (b *laneBatch) readyLocked(h *laneMD5) {
 		b.ready = append(b.ready, h)
 	}
 	switch {
-	case h.urgent || len(b.ready)+len(b.feeding) >= min(b.bodies, md5simd.Lanes):
+	case h.urgent || len(b.ready)+len(b.feeding) >= min(b.bodies, laneLanes):
 		b.runLocked()
 	case !b.armed:
 		b.timer.Reset(laneWait)
@@ -229,6 +268,10 @@ func (h *laneMD5) add(p []byte, done func()) {
 	if !h.feeding {
 		b.readyLocked(h)
 	}
+	// urgent, so fed until its queue is empty: wait for room
+	for len(h.queue) > laneQueueMax+1 {
+		b.idle.Wait()
+	}
 }
 
 // feed hashes the feeding bodies' queues, laneStep bytes of each body in
@@ -245,16 +288,15 @@ func (b *laneBatch) feed() {
 			h := s.h
 			h.off += len(s.p)
 			if h.off == len(h.queue[0].p) {
-				h.queue[0].release()
-				h.queue, h.off = h.queue[1:], 0
+				h.pop()
+				b.idle.Broadcast() // room in its queue
 			}
 		}
 		steps = steps[:0]
 		kept := b.feeding[:0]
 		for _, h := range b.feeding {
 			for len(h.queue) > 0 && h.off == len(h.queue[0].p) { // empty buffers
-				h.queue[0].release()
-				h.queue = h.queue[1:]
+				h.pop()
 			}
 			if len(h.queue) == 0 || h.closed {
 				h.feeding, h.urgent = false, false
@@ -265,11 +307,13 @@ func (b *laneBatch) feed() {
 		}
 		clear(b.feeding[len(kept):])
 		b.feeding = kept
-		if len(b.ready) > 0 && len(b.feeding)+len(b.ready) >= min(b.bodies, md5simd.Lanes) {
+		if len(b.ready) > 0 && len(b.feeding)+len(b.ready) >= min(b.bodies, laneLanes) {
 			b.runLocked() // every open body has bytes: those waiting join
 		}
 		if n := len(b.feeding); n < min(laneMin, b.bodies) {
 			// too few to share passes: all but the urgent wait for others
+			// (no broadcast: Sum and add wait only for urgent bodies,
+			// Close for a closed one, which left above)
 			kept = b.feeding[:0]
 			for _, h := range b.feeding {
 				if h.urgent {
@@ -341,7 +385,9 @@ func (h *laneMD5) Close() {
 	drop := h.queue
 	h.queue = nil
 	b.bodies--
-	if len(b.ready) > 0 && len(b.ready)+len(b.feeding) >= min(b.bodies, md5simd.Lanes) {
+	h.srv.open--
+	retired := h.srv != b.srv && h.srv.open == 0
+	if len(b.ready) > 0 && len(b.ready)+len(b.feeding) >= min(b.bodies, laneLanes) {
 		b.runLocked() // the others were waiting for this one
 	}
 	b.mu.Unlock()
@@ -349,4 +395,14 @@ func (h *laneMD5) Close() {
 		q.release()
 	}
 	h.h.Close()
+	if retired {
+		h.srv.Close()
+	}
+}
+
+// pop drops h's first buffer, hashed.
+func (h *laneMD5) pop() {
+	h.queue[0].release()
+	h.queue[0] = queued{}
+	h.queue, h.off = h.queue[1:], 0
 }

@@ -19,7 +19,8 @@ import (
 // digest; each buffer's done is called exactly once, after the buffer is
 // hashed (the test scribbles over a buffer once its done is called).
 func TestLaneMD5(t *testing.T) {
-	b := newLaneBatch(md5simd.NewServer())
+	b := newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
+	t.Cleanup(func() { b.srv.Close() })
 	const bodies = 12
 	var wg sync.WaitGroup
 	for i := range bodies {
@@ -68,7 +69,8 @@ func TestLaneMD5(t *testing.T) {
 // TestLaneMD5Waits: a buffer waits for the other open bodies' buffers,
 // and is hashed after laneWait if none come; Close drops what is queued.
 func TestLaneMD5Waits(t *testing.T) {
-	b := newLaneBatch(md5simd.NewServer())
+	b := newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
+	t.Cleanup(func() { b.srv.Close() })
 	idle := b.open() // open, never sends: the other body waits for it
 	busy := b.open()
 	done := make(chan struct{})
@@ -104,6 +106,81 @@ func TestLaneMD5Waits(t *testing.T) {
 	if b.bodies != 0 || len(b.feeding) != 0 {
 		t.Fatalf("after Close: %d bodies open, %d hashing", b.bodies, len(b.feeding))
 	}
+}
+
+// TestLaneMD5Bounded: a body whose neighbours send nothing holds at most
+// laneQueueMax+1 buffers unhashed (add waits), and its MD5 is right.
+func TestLaneMD5Bounded(t *testing.T) {
+	b := newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
+	t.Cleanup(func() { b.srv.Close() })
+	idle := b.open()
+	defer idle.Close()
+	h := b.open()
+	defer h.Close()
+	want := md5.New()
+	for i := range 40 {
+		p := bytes.Repeat([]byte{byte(i)}, 256<<10)
+		want.Write(p)
+		h.add(p, nil)
+		b.mu.Lock()
+		n := len(h.queue)
+		b.mu.Unlock()
+		if n > laneQueueMax+1 {
+			t.Fatalf("after %d buffers: %d unhashed, want at most %d", i+1, n, laneQueueMax+1)
+		}
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want.Sum(nil)) {
+		t.Fatalf("md5 %x, want %x", got, want.Sum(nil))
+	}
+}
+
+// TestLaneMD5Retires: the batch moves to a new md5-simd server every
+// laneRetire hashers (v1.1.2's server keeps every hasher it gave out),
+// and closes a retired one when its last hasher closes.
+func TestLaneMD5Retires(t *testing.T) {
+	var servers []*countedServer
+	b := newLaneBatch(func() md5simd.Server {
+		s := &countedServer{Server: md5simd.NewServer()}
+		servers = append(servers, s)
+		return s
+	})
+	t.Cleanup(func() { b.srv.Close() })
+	hash := func(h *laneMD5) {
+		h.add([]byte("abc"), nil)
+		if got, want := h.Sum(nil), md5.Sum([]byte("abc")); !bytes.Equal(got, want[:]) {
+			t.Fatalf("md5 %x, want %x", got, want)
+		}
+	}
+	long := b.open() // spans the first retirement
+	for range laneRetire - 1 {
+		h := b.open()
+		hash(h)
+		h.Close()
+	}
+	next := b.open() // the second server's first
+	hash(next)
+	if len(servers) != 2 || servers[0].closed.Load() {
+		t.Fatalf("after %d hashers: %d servers, first closed %v; want 2, the first open (a hasher is)", laneRetire+1, len(servers), servers[0].closed.Load())
+	}
+	hash(long)
+	long.Close()
+	if !servers[0].closed.Load() {
+		t.Fatal("a retired server stayed open after its last hasher closed")
+	}
+	next.Close()
+	if servers[1].closed.Load() {
+		t.Fatal("the current server was closed")
+	}
+}
+
+type countedServer struct {
+	md5simd.Server
+	closed atomic.Bool
+}
+
+func (s *countedServer) Close() {
+	s.closed.Store(true)
+	s.Server.Close()
 }
 
 // BenchmarkBodyMD5 hashes 4 bodies of 8 chunks of 4 MiB whose chunks
@@ -149,7 +226,8 @@ func BenchmarkBodyMD5(b *testing.B) {
 	b.Run("std", func(b *testing.B) { run(b, func() bodyMD5 { return stdMD5{md5.New()} }) })
 	b.Run("direct", func(b *testing.B) { run(b, func() bodyMD5 { return directMD5{lanes.NewHash()} }) })
 	b.Run("batch", func(b *testing.B) {
-		lb := newLaneBatch(lanes)
+		lb := newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
+		defer lb.srv.Close()
 		run(b, func() bodyMD5 { return lb.open() })
 	})
 }

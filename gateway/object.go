@@ -356,9 +356,12 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[
 			err = ErrInvalidRequest.with("the body is longer than its Content-Length")
 		}
 	}
-	digest := sum.Sum(nil)
-	if err == nil && wantMD5 != nil && !bytes.Equal(wantMD5, digest) {
-		err = ErrBadDigest
+	var digest []byte
+	if err == nil { // a failed upload's hash is dropped unfinished (Close)
+		digest = sum.Sum(nil)
+		if wantMD5 != nil && !bytes.Equal(wantMD5, digest) {
+			err = ErrBadDigest
+		}
 	}
 	var cksum *Checksum
 	if err == nil {
