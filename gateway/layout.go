@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strconv"
+	"strings"
 )
 
 // headAttr is the xattr of a head object that holds its headInfo.
@@ -102,10 +103,27 @@ func (h *headInfo) tailOIDs() []string {
 // headOID names an object's head in the data pool.
 func headOID(bucketID, key string) string { return bucketID + "_" + key }
 
-// shadowPrefix is the tail prefix of one simple upload (tag: the write).
+// shadowPrefix is the tail prefix of one simple upload (tag: the write;
+// "": every simple upload's tails in the bucket).
 func shadowPrefix(bucketID, tag string) string { return bucketID + "__shadow_" + tag }
+
+// multipartPrefix begins the name of every object of the bucket's
+// multipart uploads: parts' tails (partPrefix) and uploads' records
+// (uploadMetaOID).
+func multipartPrefix(bucketID string) string { return bucketID + "__multipart_" }
 
 // partPrefix is the tail prefix of one upload of a multipart part.
 func partPrefix(bucketID, uploadID string, part int, tag string) string {
-	return bucketID + "__multipart_" + uploadID + "." + strconv.Itoa(part) + "~" + tag
+	return multipartPrefix(bucketID) + uploadID + "." + strconv.Itoa(part) + "~" + tag
+}
+
+// tailName splits a tail object's name into its segment prefix and
+// stripe number (segment.oid's inverse).
+func tailName(name string) (prefix string, n int, ok bool) {
+	i := strings.LastIndexByte(name, '_')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	return name[:i], n, err == nil && n >= 0
 }

@@ -168,6 +168,7 @@ var md5Batch = sync.OnceValue(func() *laneBatch {
 	return newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
 })
 
+// newLaneBatch returns a batch hashing on servers newServer makes.
 func newLaneBatch(newServer func() md5simd.Server) *laneBatch {
 	b := &laneBatch{newServer: newServer}
 	b.idle = sync.NewCond(&b.mu)
@@ -208,6 +209,8 @@ func (q queued) release() {
 	}
 }
 
+// open starts a body's hash on the current server (replacing it after
+// laneRetire hashers); the caller Closes it.
 func (b *laneBatch) open() *laneMD5 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -248,10 +251,23 @@ func (b *laneBatch) readyLocked(h *laneMD5) {
 	if !slices.Contains(b.ready, h) {
 		b.ready = append(b.ready, h)
 	}
-	switch {
-	case h.urgent || len(b.ready)+len(b.feeding) >= min(b.bodies, laneLanes):
+	if h.urgent || b.allHaveBytesLocked() {
 		b.runLocked()
-	case !b.armed:
+	} else {
+		b.armLocked()
+	}
+}
+
+// allHaveBytesLocked reports whether every open body (up to a pass's
+// lanes) has bytes queued, waiting or being hashed.
+func (b *laneBatch) allHaveBytesLocked() bool {
+	return len(b.ready)+len(b.feeding) >= min(b.bodies, laneLanes)
+}
+
+// armLocked starts the laneWait timer for the waiting bodies, unless it
+// runs already.
+func (b *laneBatch) armLocked() {
+	if len(b.ready) > 0 && !b.armed {
 		b.timer.Reset(laneWait)
 		b.armed = true
 	}
@@ -307,8 +323,8 @@ func (b *laneBatch) feed() {
 		}
 		clear(b.feeding[len(kept):])
 		b.feeding = kept
-		if len(b.ready) > 0 && len(b.feeding)+len(b.ready) >= min(b.bodies, laneLanes) {
-			b.runLocked() // every open body has bytes: those waiting join
+		if len(b.ready) > 0 && b.allHaveBytesLocked() {
+			b.runLocked() // those waiting join
 		}
 		if n := len(b.feeding); n < min(laneMin, b.bodies) {
 			// too few to share passes: all but the urgent wait for others
@@ -325,10 +341,7 @@ func (b *laneBatch) feed() {
 			}
 			clear(b.feeding[len(kept):])
 			b.feeding = kept
-			if len(b.ready) > 0 && !b.armed {
-				b.timer.Reset(laneWait)
-				b.armed = true
-			}
+			b.armLocked()
 		}
 		for _, h := range b.feeding {
 			q := h.queue[0].p
@@ -347,10 +360,11 @@ func (b *laneBatch) feed() {
 	}
 }
 
-// drainLocked waits until h's queue is hashed, starting a batch of every
-// ready body (h's among them) so that they share the passes.
-func (h *laneMD5) drainLocked() {
+// Sum waits until h's queue is hashed (urgent: starting a batch of every
+// ready body, h's among them, so that they share the passes).
+func (h *laneMD5) Sum(in []byte) []byte {
 	b := h.b
+	b.mu.Lock()
 	if len(h.queue) > 0 {
 		h.urgent = true
 		if !h.feeding {
@@ -360,12 +374,6 @@ func (h *laneMD5) drainLocked() {
 	for h.feeding {
 		b.idle.Wait()
 	}
-}
-
-func (h *laneMD5) Sum(in []byte) []byte {
-	b := h.b
-	b.mu.Lock()
-	h.drainLocked()
 	b.mu.Unlock()
 	return h.h.Sum(in)
 }
@@ -387,7 +395,7 @@ func (h *laneMD5) Close() {
 	b.bodies--
 	h.srv.open--
 	retired := h.srv != b.srv && h.srv.open == 0
-	if len(b.ready) > 0 && len(b.ready)+len(b.feeding) >= min(b.bodies, laneLanes) {
+	if len(b.ready) > 0 && b.allHaveBytesLocked() {
 		b.runLocked() // the others were waiting for this one
 	}
 	b.mu.Unlock()

@@ -68,7 +68,7 @@ type Part struct {
 }
 
 func uploadMetaOID(bucketID, uploadID string) string {
-	return bucketID + "__multipart_" + uploadID + ".meta"
+	return multipartPrefix(bucketID) + uploadID + ".meta"
 }
 
 func partKey(n int) string { return fmt.Sprintf("part.%05d", n) }

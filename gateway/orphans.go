@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +44,7 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	if b.Indexless() {
 		return 0, ErrIndexless
 	}
-	bucketPrefix, shadow, multipart := b.ID+"_", b.ID+"__shadow_", b.ID+"__multipart_"
+	bucketPrefix, shadow, multipart := headOID(b.ID, ""), shadowPrefix(b.ID, ""), multipartPrefix(b.ID)
 	tailLike := func(name string) bool {
 		return strings.HasPrefix(name, shadow) || strings.HasPrefix(name, multipart) && !strings.HasSuffix(name, ".meta")
 	}
@@ -166,6 +165,9 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 			if err := s.gcPut(ctx, &GCEntry{Tag: "orphan." + prefix[len(b.ID)+2:], StripeSize: s.opt.StripeSize, Segments: segs}); err != nil {
 				return found, fmt.Errorf("orphans: queue %s: %w", prefix, err)
 			}
+			if s.failpoint == "orphans-after-first" { // as if killed here
+				return found, errors.New("failpoint orphans-after-first")
+			}
 		}
 	}
 	return found, nil
@@ -184,15 +186,4 @@ func (s *Store) listData(ctx context.Context, keep func(name string) bool) ([]st
 		return nil, fmt.Errorf("list pool %s: %w", s.data.Name(), err)
 	}
 	return out, nil
-}
-
-// tailName splits a tail object's name into its segment prefix and
-// stripe number (segment.oid's inverse).
-func tailName(name string) (prefix string, n int, ok bool) {
-	i := strings.LastIndexByte(name, '_')
-	if i < 0 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(name[i+1:])
-	return name[:i], n, err == nil && n >= 0
 }

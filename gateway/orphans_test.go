@@ -28,7 +28,10 @@ import (
 // them for GC, which removes them and nothing else. Tails younger than
 // the grace are never taken, and a check across a reshard (which may
 // have moved pending records to shards it did not read) fails without
-// queueing anything; after it, the check finds the same orphans.
+// queueing anything; after it, the check finds the same orphans. A fix
+// stopped after its first GC entry (where a killed `bucket check` would
+// stop: each entry is one atomic omap write) leaves the rest to the next
+// run, which queues exactly those.
 func TestOrphanedTails(t *testing.T) {
 	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
@@ -75,15 +78,18 @@ func TestOrphanedTails(t *testing.T) {
 		}
 	}
 	put("big", randBytes(r, 3*tStripe))
-	leaked := tails() // version 1's tails
+	put("big2", randBytes(r, 2*tStripe))
+	leaked := tails() // version 1's tails of both
 	if len(leaked) == 0 {
-		t.Fatal("a PUT of three stripes wrote no tails")
+		t.Fatal("PUTs of several stripes wrote no tails")
 	}
 
 	// version 2 replaces version 1 but stops before queueing its tails
 	f.store.SetFailpoint("before-complete")
 	v2 := randBytes(r, 3*tStripe)
 	put("big", v2)
+	big2 := randBytes(r, 2*tStripe)
+	put("big2", big2)
 	// a new key whose head landed with no index record left
 	lost := randBytes(r, 2*tStripe)
 	put("lost", lost)
@@ -150,20 +156,35 @@ func TestOrphanedTails(t *testing.T) {
 	if bk, err = f.store.GetBucket(ctx, b); err != nil || len(bk.Index.Ranges) != ranges+1 {
 		t.Fatalf("the split left %d index ranges of %d, %v", len(bk.Index.Ranges), ranges, err)
 	}
-	if n, err := f.store.CheckOrphans(ctx, bk, true, 0); err != nil || n != len(leaked) {
-		t.Fatalf("orphans found with fix: %d, %v", n, err)
-	}
-	es, err := f.store.GCList(ctx, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var queued []string
-	for _, e := range es {
-		if strings.HasPrefix(e.Tag, "orphan.") {
-			queued = append(queued, e.OIDs()...)
+	orphansQueued := func() []string {
+		es, err := f.store.GCList(ctx, true)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var queued []string
+		for _, e := range es {
+			if strings.HasPrefix(e.Tag, "orphan.") {
+				queued = append(queued, e.OIDs()...)
+			}
+		}
+		slices.Sort(queued)
+		return queued
 	}
-	slices.Sort(queued)
+	// a fix stopped after queueing one version's tails (as a killed
+	// `bucket check` would be) leaves the other version's to the next run
+	f.store.SetFailpoint("orphans-after-first")
+	if _, err := f.store.CheckOrphans(ctx, bk, true, 0); err == nil {
+		t.Fatal("the fix went through its failpoint")
+	}
+	f.store.SetFailpoint("")
+	first := orphansQueued()
+	if len(first) == 0 || len(first) >= len(leaked) {
+		t.Fatalf("a fix stopped after its first entry queued %d of %d orphans", len(first), len(leaked))
+	}
+	if n, err := f.store.CheckOrphans(ctx, bk, true, 0); err != nil || n != len(leaked)-len(first) {
+		t.Fatalf("orphans found with fix after the stopped one: %d, %v; want the %d not queued", n, err, len(leaked)-len(first))
+	}
+	queued := orphansQueued()
 	if !slices.Equal(queued, leaked) {
 		t.Fatalf("queued for GC %v, want version 1's tails %v", queued, leaked)
 	}
@@ -184,7 +205,7 @@ func TestOrphanedTails(t *testing.T) {
 	if n, err := f.store.CheckOrphans(ctx, bk, false, 0); err != nil || n != 0 {
 		t.Fatalf("orphans after GC: %d, %v", n, err)
 	}
-	for key, want := range map[string][]byte{"big": v2, "lost": lost, "_shadow_x_1": lookalike, "small": []byte("no tails"), "gcd": gcdV2} {
+	for key, want := range map[string][]byte{"big": v2, "big2": big2, "lost": lost, "_shadow_x_1": lookalike, "small": []byte("no tails"), "gcd": gcdV2} {
 		if got, _ := get(t, c, b, key, ""); !bytes.Equal(got, want) {
 			t.Fatalf("%s reads back %d other bytes after the orphans went", key, len(got))
 		}
