@@ -35,7 +35,7 @@
 //
 // A bucket's listing lives in the omaps of index shard objects
 // (".dir.BUCKETID.RANGE.N") laid out by an IndexLayout: key ranges, each
-// split into rgw_bucket_index_range_shards (default 8) hash sub-shards by
+// split into rgw_bucket_index_range_shards (default 2) hash sub-shards by
 // crc32c of the key. rgw_override_bucket_index_max_shards (default 11)
 // sets the initial total; a bucket starts with ranges cut evenly over the
 // printable first byte. Updates are two-phase through the OSD's

@@ -47,8 +47,18 @@ type RangeSplit struct {
 }
 
 // DefaultRangeShards is the sub-shard count of a range
-// (rgw_bucket_index_range_shards): the fan-out of one listing page.
-const DefaultRangeShards = 8
+// (rgw_bucket_index_range_shards): the fan-out of one listing page, and
+// how many shard objects (so PGs, so primaries) share the index writes of
+// keys that fall in one range, such as sequential keys. Two, because the
+// gateway coalesces each shard's updates (indexBatcher): a shard's
+// throughput grows with its load, as a group commit's does, while every
+// further sub-shard splits the same updates into more, smaller replicated
+// writes. 64 KiB PUTs from 16 clients into one range sent 1.2 index calls
+// per PUT with 8 sub-shards, 0.66 with 4 and 0.34 with 2, and the whole
+// cluster's CPU per PUT fell by a fifth from 8 to 2 (docs/PERFORMANCE.md,
+// "S3 gateway: sub-shards per index range"). Raise it for a bucket whose
+// sequential-key writes alone would saturate one OSD.
+const DefaultRangeShards = 2
 
 // newIndexLayout spreads total shards as ranges of at most perRange
 // sub-shards; the first ranges' bounds split the printable first byte
