@@ -84,6 +84,16 @@ func (c content) fill(buf []byte) {
 	}
 	x := c.seed + uint64(k)*golden
 	b := buf[8*k:]
+	g := uint64(golden)
+	for len(b) >= 32 {
+		binary.LittleEndian.PutUint64(b[:8], scramble(x))
+		binary.LittleEndian.PutUint64(b[8:16], scramble(x+g))
+		binary.LittleEndian.PutUint64(b[16:24], scramble(x+2*g))
+		binary.LittleEndian.PutUint64(b[24:32], scramble(x+3*g))
+		x += 4 * g
+		b = b[32:]
+		k += 4
+	}
 	for len(b) >= 8 {
 		binary.LittleEndian.PutUint64(b[:8], scramble(x))
 		x += golden
@@ -126,6 +136,22 @@ func (c content) checkAt(off int, data []byte) int {
 		b = b[8:]
 	}
 	x := c.seed + uint64(k)*golden
+	// four words a step, their differences or-ed (a mismatch is then
+	// located word by word below): about twice the speed of one a step
+	g := uint64(golden)
+	for len(b) >= 32 {
+		// (^ and | bind alike in Go: the parentheses matter)
+		d := (binary.LittleEndian.Uint64(b) ^ scramble(x)) |
+			(binary.LittleEndian.Uint64(b[8:]) ^ scramble(x+g)) |
+			(binary.LittleEndian.Uint64(b[16:]) ^ scramble(x+2*g)) |
+			(binary.LittleEndian.Uint64(b[24:]) ^ scramble(x+3*g))
+		if d != 0 {
+			break
+		}
+		x += 4 * g
+		b = b[32:]
+		k += 4
+	}
 	for len(b) >= 8 {
 		if got, want := binary.LittleEndian.Uint64(b), scramble(x); got != want {
 			return 8*k + firstDiff(got, want)
