@@ -53,9 +53,10 @@ type RangeSplit struct {
 // gateway coalesces each shard's updates (indexBatcher): a shard's
 // throughput grows with its load, as a group commit's does, while every
 // further sub-shard splits the same updates into more, smaller replicated
-// writes. 64 KiB PUTs from 16 clients into one range sent 1.2 index calls
-// per PUT with 8 sub-shards, 0.66 with 4 and 0.34 with 2, and the whole
-// cluster's CPU per PUT fell by a fifth from 8 to 2 (docs/PERFORMANCE.md,
+// writes. 64 KiB PUTs from 16 clients into one range (the load
+// generator's keys share a prefix) sent 1.2 index calls per PUT with
+// 8 sub-shards and 0.35 with 2, and the whole cluster's CPU per PUT fell
+// by 13-22% from 8 to 2 (docs/PERFORMANCE.md,
 // "S3 gateway: sub-shards per index range"). Raise it for a bucket whose
 // sequential-key writes alone would saturate one OSD.
 const DefaultRangeShards = 2
