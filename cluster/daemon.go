@@ -217,7 +217,7 @@ func RunOSD(c *Conf, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	tuneGC(cfg, 100, int64(cfg.Size("osd_memory_target")))
+	tuneGC(cfg, 100, osd.Memory(cfg).GoMemLimit())
 	class := cfg.String("crush_device_class")
 	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
 		class = strings.TrimSpace(string(b))

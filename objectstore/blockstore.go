@@ -72,6 +72,15 @@ const (
 	// DefaultCommitWindow: see Options.CommitWindow and docs/PERFORMANCE.md.
 	DefaultCommitWindow = 300 * time.Microsecond
 	maxGroup            = 512 // transactions per commit group
+
+	// memTableSize is the size of one of Pebble's memtables, and
+	// memTablesQueued the most that are full at once (Pebble stops writes
+	// beyond: its MemTableStopWritesThreshold, set to Pebble's default).
+	memTableSize    = 64 << 20
+	memTablesQueued = 2
+	// MemtableMemory is the most memory the metadata store's memtables
+	// hold, part of an OSD's osd_memory_target budget.
+	MemtableMemory = memTableSize * memTablesQueued
 )
 
 // BlockStore is the default Store: metadata, attributes, omap and small
@@ -174,7 +183,8 @@ func Open(opts Options) (*BlockStore, error) {
 	// Large memtables (BlueStore gives RocksDB 256 MiB write buffers): onodes
 	// and PG log entries are rewritten and deleted soon after they are
 	// written, so most die in the memtable instead of being compacted.
-	popts.MemTableSize = 64 << 20
+	popts.MemTableSize = memTableSize
+	popts.MemTableStopWritesThreshold = memTablesQueued
 	db, err := pebble.Open(opts.DBDir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: open metadata in %s: %w", opts.DBDir, err)

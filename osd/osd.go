@@ -166,14 +166,16 @@ func Start(o Options) (*OSD, error) {
 	cfg := o.Config.For(name)
 	store := o.Store
 	if store == nil {
-		dataCache := int64(cfg.Size("bluestore_data_cache_size"))
-		if dataCache == 0 || !cfg.Bool("bluestore_default_buffered_read") {
-			dataCache = -1
+		mem := Memory(cfg)
+		if mem.Warning != "" {
+			o.Logger.Warn("osd: " + mem.Warning)
 		}
-		bs, err := objectstore.Open(objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
-			DBDir: cfg.String("bluestore_block_db_path"), WALDir: cfg.String("bluestore_block_wal_path"),
-			CacheSize: int64(cfg.Size("bluestore_cache_size")), DataCacheSize: dataCache, Logger: o.Logger,
-			CommitWindow: max(time.Duration(cfg.Seconds("objectstore_commit_window")*float64(time.Second)), -1)})
+		o.Logger.Info("memory budget", "budget", mem.String())
+		opts := objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
+			DBDir: cfg.String("bluestore_block_db_path"), WALDir: cfg.String("bluestore_block_wal_path"), Logger: o.Logger,
+			CommitWindow: max(time.Duration(cfg.Seconds("objectstore_commit_window")*float64(time.Second)), -1)}
+		mem.storeOptions(&opts)
+		bs, err := objectstore.Open(opts)
 		if err != nil {
 			return nil, fmt.Errorf("osd: %w", err)
 		}

@@ -542,7 +542,7 @@ type recoveryMemory struct {
 // budget waits for all of it), giving back what it held before.
 func (m *recoveryMemory) hold(ctx context.Context, d *OSD, n uint64) error {
 	m.release()
-	limit := max(int64(d.conf().Size("osd_memory_target")/8), 1)
+	limit := recoveryShare(int64(d.conf().Size("osd_memory_target")))
 	if err := d.recoveryMem.Acquire(ctx, int64(n), limit); err != nil {
 		return err
 	}
