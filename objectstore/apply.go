@@ -45,10 +45,16 @@ func (g *group) onode(c Coll, oid string, create bool) (*onode, error) {
 		return o, nil
 	}
 	if _, ok := g.onodes[k]; !ok {
-		// The onode cache holds the committed state (the committer refreshes
-		// it before the next group starts); a copy saves the metadata read.
+		// An earlier transaction of this group may have changed it: start
+		// from that state (nil: it removed the object). Otherwise the onode
+		// cache holds the committed state (the committer refreshes it only
+		// after the group commits); a copy saves the metadata read.
 		o, err := (*onode)(nil), error(nil)
-		if cached, ok := g.s.onodes.get(k); ok {
+		if mine, ok := g.committed[k]; ok {
+			if mine != nil {
+				o = mine.clone()
+			}
+		} else if cached, ok := g.s.onodes.get(k); ok {
 			o = cached.clone()
 		} else if o, err = g.s.readOnode(g.b, c, oid); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err

@@ -160,13 +160,22 @@ func sameState(t *testing.T, got, want objectstore.Store) {
 
 // TestDifferential applies random transactions to BlockStore and MemStore
 // and demands the same outcome and the same state, reopening the
-// BlockStore now and then and checking its allocator with Fsck.
+// BlockStore now and then and checking its allocator with Fsck. One at a
+// time, each transaction commits alone; grouped, up to six are submitted
+// before any is waited for, so that they share commit groups and each
+// must see what the ones before it in its group did (objects whose
+// onodes the cache holds from the reads between steps included).
 func TestDifferential(t *testing.T) {
+	t.Run("one at a time", func(t *testing.T) { differential(t, 1, 4<<20) })
+	t.Run("grouped", func(t *testing.T) { differential(t, 6, 16<<20) })
+}
+
+func differential(t *testing.T, burst int, size int64) {
 	seed := int64(os.Getpid())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	dir := t.TempDir()
-	opts := objectstore.Options{Size: 4 << 20, InlineMax: 1024}
+	opts := objectstore.Options{Size: size, InlineMax: 1024}
 	bs := openStore(t, dir, opts)
 	defer func() { bs.Close() }()
 	ms := objectstore.NewMemStore()
@@ -182,29 +191,44 @@ func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		steps = 600
 	}
-	for i := 0; i < steps; i++ {
-		txn := randomTxn(rng)
-		e1, e2 := bs.Apply(txn), ms.Apply(txn)
-		if errClass(e1) != errClass(e2) && !(errors.Is(e1, objectstore.ErrNoSpace) && e2 == nil) {
-			t.Fatalf("step %d: blockstore %v, memstore %v", i, e1, e2)
+	var groups, txns uint64 // of the stores closed so far
+	for i := 0; i < steps; {
+		n := 1 + rng.Intn(burst)
+		done := make([]<-chan error, n)
+		want := make([]error, n)
+		for j := range done {
+			txn := randomTxn(rng)
+			done[j], want[j] = bs.Submit(txn), ms.Apply(txn)
 		}
-		if errors.Is(e1, objectstore.ErrNoSpace) && e2 == nil {
-			t.Fatalf("step %d: device of 4 MiB full: %v", i, e1)
-		}
-		if i%100 == 99 {
-			sameState(t, bs, ms)
-			if err := bs.Fsck(true); err != nil {
-				t.Fatalf("step %d: %v", i, err)
+		for j, ch := range done {
+			e1, e2 := <-ch, want[j]
+			if errClass(e1) != errClass(e2) {
+				t.Fatalf("step %d: blockstore %v, memstore %v", i+j, e1, e2)
 			}
 		}
-		if i%500 == 499 {
-			if err := bs.Close(); err != nil {
-				t.Fatal(err)
+		for range n {
+			if i%100 == 99 {
+				sameState(t, bs, ms)
+				if err := bs.Fsck(true); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
 			}
-			bs = openStore(t, dir, opts)
-			sameState(t, bs, ms)
+			if i%500 == 499 {
+				g, n := bs.CommitStats()
+				groups, txns = groups+g, txns+n
+				if err := bs.Close(); err != nil {
+					t.Fatal(err)
+				}
+				bs = openStore(t, dir, opts)
+				sameState(t, bs, ms)
+			}
+			i++
 		}
 	}
+	if burst > 1 && groups >= txns {
+		t.Errorf("%d transactions in %d commit groups: none shared a group", txns, groups)
+	}
+	t.Logf("%d transactions in %d commit groups", txns, groups)
 }
 
 func TestErrorsAndLimits(t *testing.T) {
