@@ -3,7 +3,9 @@ package mon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +158,76 @@ func TestDownOutInterval(t *testing.T) {
 	r = must("osd boot", map[string]string{"id": "0", "host": "h", "addr": "127.0.0.1:6801"})
 	if m, err = c.WaitEpoch(ctx, m, r.Epoch); err != nil || !m.OSDs[0].In() || !m.OSDs[0].Up {
 		t.Fatalf("after boot: %v in %v", err, m.OSDs[0].In())
+	}
+}
+
+// Failure reports mark an OSD down only once mon_osd_min_down_reporters
+// reporters from distinct mon_osd_reporter_subtree_level buckets agree,
+// and never while nodown is set.
+func TestFailureReports(t *testing.T) {
+	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
+	addr := testnet.FreePortPair(t)
+	cfg := config.NewFile(map[string]map[string]string{"global": {
+		"mon_osd_min_down_reporters": "2", "mon_osd_reporter_subtree_level": "host", "osd_heartbeat_grace": "600"}})
+	d, err := mon.Start(mon.Options{Addr: addr, Peers: []string{addr}, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon.a", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c, err := monc.New([]string{addr}, kr, msgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	must := func(prefix string, args map[string]string) monc.Result {
+		t.Helper()
+		r, err := c.Command(ctx, prefix, args)
+		if err != nil {
+			t.Fatalf("%s: %v", prefix, err)
+		}
+		return r
+	}
+	// osd.0 and osd.1 on host a, osd.2 and osd.3 on host b
+	var r monc.Result
+	for i, h := range []string{"a", "a", "b", "b"} {
+		r = must("osd boot", map[string]string{"id": "-1", "host": h, "addr": fmt.Sprintf("127.0.0.1:%d", 6800+i), "size": "1099511627776"})
+	}
+	m, err := c.WaitEpoch(ctx, nil, r.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(target, reporter int) string {
+		t.Helper()
+		return must("osd failure", map[string]string{"target": strconv.Itoa(target), "reporter": strconv.Itoa(reporter), "addr": fmt.Sprintf("127.0.0.1:%d", 6800+target)}).Message
+	}
+	must("osd set", map[string]string{"key": "nodown"})
+	if msg := report(3, 0); !strings.Contains(msg, "nodown") {
+		t.Errorf("report under nodown: %q", msg)
+	}
+	if msg := report(3, 2); !strings.Contains(msg, "nodown") {
+		t.Errorf("report under nodown: %q", msg)
+	}
+	r = must("osd unset", map[string]string{"key": "nodown"})
+	if m, err = c.WaitEpoch(ctx, m, r.Epoch); err != nil || !m.OSDs[3].Up {
+		t.Fatalf("osd.3 after reports under nodown: %v, up %v", err, m.OSDs[3].Up)
+	}
+	// two reporters, one host: one bucket of the two needed
+	if msg := report(3, 0); !strings.Contains(msg, "1 of 2") {
+		t.Errorf("first report: %q", msg)
+	}
+	if msg := report(3, 1); !strings.Contains(msg, "1 of 2") {
+		t.Errorf("second reporter on the same host: %q", msg)
+	}
+	// a reporter on the other host makes two
+	report(3, 2)
+	for m, err = c.WaitEpoch(ctx, m, uint32(m.Epoch)+1); err == nil && m.OSDs[3].Up; m, err = c.WaitEpoch(ctx, m, uint32(m.Epoch)+1) {
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.OSDs[0].Up || !m.OSDs[1].Up || !m.OSDs[2].Up {
+		t.Errorf("epoch %d: only osd.3 should be down: %+v", m.Epoch, m.OSDs)
 	}
 }

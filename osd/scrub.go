@@ -713,6 +713,7 @@ func (d *OSD) nextScrub(now time.Time) (pg *PG, kind int, requested bool) {
 	minI, maxI, deepI := sec("osd_scrub_min_interval"), sec("osd_scrub_max_interval"), sec("osd_deep_scrub_interval")
 	allowed := scrubHours(now.Hour(), int(cfg.Int("osd_scrub_begin_hour")), int(cfg.Int("osd_scrub_end_hour"))) &&
 		loadPerCPU() < cfg.Float("osd_scrub_load_threshold")
+	noScrub, noDeep := m.Flags.Has(osdmap.FlagNoScrub), m.Flags.Has(osdmap.FlagNoDeepScrub)
 	var best *PG
 	bestKind, bestWait := scrubNone, time.Duration(0)
 	for _, pg := range pgs {
@@ -728,18 +729,28 @@ func (d *OSD) nextScrub(now time.Time) (pg *PG, kind int, requested bool) {
 		if !ok {
 			continue
 		}
-		kind, wait := scrubNone, time.Duration(0)
-		switch {
-		case !m.Flags.Has(osdmap.FlagNoDeepScrub) && now.Sub(lastDeep) >= deepI && (allowed || now.Sub(lastDeep) >= maxI):
-			kind, wait = scrubDeep, now.Sub(lastDeep)-deepI
-		case !m.Flags.Has(osdmap.FlagNoScrub) && now.Sub(last) >= minI && (allowed || now.Sub(last) >= maxI):
-			kind, wait = scrubLight, now.Sub(last)-minI
-		}
+		kind, wait := scrubDue(now.Sub(last), now.Sub(lastDeep), minI, maxI, deepI, allowed, noScrub, noDeep)
 		if kind != scrubNone && (best == nil || wait > bestWait) {
 			best, bestKind, bestWait = pg, kind, wait
 		}
 	}
 	return best, bestKind, false
+}
+
+// scrubDue is the scheduled scrub a PG is due for, and how long past due,
+// sinceLight and sinceDeep after its last light and deep scrubs: a deep
+// scrub once osd_deep_scrub_interval (deepI) passed, else a light one once
+// osd_scrub_min_interval (minI) did — each only while allowed (scrub hours
+// and load) unless osd_scrub_max_interval (maxI) passed too, and never
+// while its flag (noscrub, nodeep-scrub) is set. scrubNone if neither.
+func scrubDue(sinceLight, sinceDeep, minI, maxI, deepI time.Duration, allowed, noScrub, noDeep bool) (kind int, wait time.Duration) {
+	switch {
+	case !noDeep && sinceDeep >= deepI && (allowed || sinceDeep >= maxI):
+		return scrubDeep, sinceDeep - deepI
+	case !noScrub && sinceLight >= minI && (allowed || sinceLight >= maxI):
+		return scrubLight, sinceLight - minI
+	}
+	return scrubNone, 0
 }
 
 // scrubHours reports whether hour is within [begin, end) (wrapping past

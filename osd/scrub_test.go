@@ -515,3 +515,52 @@ func TestScrubECParity(t *testing.T) {
 	}
 	verifyModel(ctx, t, p, want, "after repair")
 }
+
+// TestScrubAutoRepair: with osd_scrub_auto_repair a deep scrub that finds
+// a damaged copy repairs it on its own (at most
+// osd_scrub_auto_repair_num_errors errors): the PG ends clean and every
+// copy holds the client's bytes, with no repair asked for.
+func TestScrubAutoRepair(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, cl := scrubCluster(ctx, t, "osd_scrub_auto_repair = true\n")
+	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
+	p, err := cl.Pool(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("auto repair "), 1000)
+	for i := range 10 {
+		if err := p.WriteFull(ctx, fmt.Sprintf("obj%d", i), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := mp.Acting[1]
+	coll := objectstore.Coll(pgid.String())
+	bad := slices.Clone(data)
+	bad[100] ^= 0xff
+	var tx objectstore.Transaction
+	tx.Write(coll, "obj4", 0, bad)
+	if err := c.stores[replica].Apply(&tx); err != nil {
+		t.Fatal(err)
+	}
+	before := pgStats(ctx, t, cl, pgid)
+	if _, err := cl.PGCommand(ctx, pgid.String(), "deep-scrub"); err != nil {
+		t.Fatal(err)
+	}
+	// the deep scrub, then the repair it starts, then a clean PG
+	var st osdop.PGStats
+	eventually(ctx, t, func() bool {
+		st = pgStats(ctx, t, cl, pgid)
+		return st.LastDeepScrub.After(before.LastDeepScrub) && st.State == "active+clean" && st.ScrubErrors == 0
+	}, func() string { return fmt.Sprintf("not repaired on its own: %+v", st) })
+	got, err := c.stores[replica].Read(coll, "obj4", 0, 0)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("osd.%d obj4 after the automatic repair: %v (equal %v)", replica, err, bytes.Equal(got, data))
+	}
+}

@@ -338,7 +338,7 @@ func (s *Status) Text(w io.Writer) {
 		if s.ToRecover > 0 {
 			fmt.Fprintf(w, "; %d objects to copy", s.ToRecover)
 			if s.RecoveryOpsRate > 0 {
-				fmt.Fprintf(w, ", ETA %s", (time.Duration(float64(s.ToRecover)/s.RecoveryOpsRate) * time.Second).Round(time.Second))
+				fmt.Fprintf(w, ", ETA %s", time.Duration(float64(s.ToRecover)/s.RecoveryOpsRate*float64(time.Second)).Round(time.Second))
 			}
 		}
 		fmt.Fprintln(w)
