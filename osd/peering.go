@@ -458,12 +458,13 @@ func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
 			}
 		}
 		if n := len(reachedAt); n < need && len(missing) > 0 { // every OSD not reached is lost: go on without it
-			if pg.interval == iv && pg.state == statePeering {
-				pg.state = stateDown
+			why := fmt.Sprintf("acting set %v of an earlier interval may have accepted writes and %d of its OSDs are reachable (%d needed): waiting for %s",
+				acting, n, need, strings.Join(missing, ", "))
+			if pg.interval == iv && (pg.state == statePeering || pg.state == stateDown) {
+				pg.state, pg.downReason = stateDown, why
 				pg.notify()
 			}
-			return fmt.Errorf("%w: acting set %v may have accepted writes and %d of its OSDs are reachable (%d needed): waiting for %s (or shoal osd lost)",
-				errPGDown, acting, n, need, strings.Join(missing, ", "))
+			return fmt.Errorf("%w: %s (or shoal osd lost)", errPGDown, why)
 		}
 	}
 	return nil

@@ -52,8 +52,11 @@ type PG struct {
 	interval  uint64 // identifies the acting set (members and their instances)
 	epoch     osdmap.Epoch
 	state     string
-	log       *pgLog
-	applied   Version // the newest write submitted to the store, in log order
+	// downReason says what a down PG waits for (checkPrior); reported
+	// only while state is stateDown
+	downReason string
+	log        *pgLog
+	applied    Version // the newest write submitted to the store, in log order
 	// intervals are the acting sets since the PG last settled here (every
 	// copy complete; that one included) that had min_size members, so may
 	// have accepted writes, each with its backfill targets (which logged
@@ -692,7 +695,15 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.acting), Up: slices.Clone(pg.upSet),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
-		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool)}, true
+		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool), BlockedBy: pg.blockedBy()}, true
+}
+
+// blockedBy is what the PG waits for while it is down (pg.mu held).
+func (pg *PG) blockedBy() string {
+	if pg.state != stateDown {
+		return ""
+	}
+	return pg.downReason
 }
 
 // stateName is the PG's state as Ceph names it (pg.mu is held): an active

@@ -719,6 +719,10 @@ func TestIntervalOnlyDownOSDsSaw(t *testing.T) {
 		}
 		return st.State == "down"
 	}, func() string { return fmt.Sprintf("pg %s is %s, want down", pgid, st.State) })
+	if want := fmt.Sprintf("osd.%d", a); !strings.Contains(st.BlockedBy, "waiting for") || !strings.Contains(st.BlockedBy, want) {
+		t.Errorf("pg %s down, blocked by %q; want it to say %q", pgid, st.BlockedBy, want)
+	}
+	t.Logf("pg %s down: %s", pgid, st.BlockedBy)
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 	got, err := p.Read(rctx, oid, 0, 0)
 	rcancel()

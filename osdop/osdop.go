@@ -492,6 +492,10 @@ type PGStats struct {
 	// size of current copies, on former members (moving, not at risk).
 	Misplaced int64 `json:"objects_misplaced"`
 	Size      int   `json:"pool_size"`
+	// BlockedBy: while the PG is down, what its peering waits for (the
+	// OSDs of an earlier interval that may hold its newest writes; Ceph's
+	// peering_blocked_by in `ceph pg query`).
+	BlockedBy string `json:"blocked_by,omitempty"`
 }
 
 // MsgPGCommand asks a PG's primary to act on the PG: a JSON PGCommand →

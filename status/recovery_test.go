@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // TestRecoveryLine: `shoal status` shows the recovery rate, the objects
@@ -26,5 +28,17 @@ func TestRecoveryLine(t *testing.T) {
 		if !strings.Contains(b.String(), "recovery: ") || !strings.Contains(b.String(), tc.want) {
 			t.Errorf("%d objects at %g/s: %q, want it to show %q", tc.toRecover, tc.ops, b.String(), tc.want)
 		}
+	}
+}
+
+// TestInactiveLine: health detail says what a down PG waits for and what
+// to do about it.
+func TestInactiveLine(t *testing.T) {
+	if got := inactiveLine(osdop.PGStats{PGID: "1.7", State: "peering"}); got != "1.7 is peering" {
+		t.Errorf("peering PG: %q", got)
+	}
+	got := inactiveLine(osdop.PGStats{PGID: "1.7", State: "down", BlockedBy: "waiting for osd.3"})
+	if !strings.HasPrefix(got, "1.7 is down: waiting for osd.3; ") || !strings.Contains(got, "shoal osd lost") {
+		t.Errorf("down PG: %q", got)
 	}
 }

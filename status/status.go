@@ -174,7 +174,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			s.Misplaced += r.Misplaced
 			switch {
 			case !strings.HasPrefix(r.State, "active"):
-				inactive = append(inactive, pgid+" is "+r.State)
+				inactive = append(inactive, inactiveLine(r))
 			case strings.Contains(r.State, "+degraded"):
 				degraded = append(degraded, pgid+" is "+r.State)
 			case !strings.HasPrefix(r.State, "active+clean"):
@@ -289,6 +289,16 @@ func slowOps(stats []osdop.Stats) (c Check, ok bool) {
 	c.Severity = Warn
 	c.Summary = fmt.Sprintf("%d slow ops, oldest one blocked for %.0f sec, daemons [%s] have slow ops", n, oldest, strings.Join(daemons, ","))
 	return c, true
+}
+
+// inactiveLine is a health detail line for an inactive PG: its state
+// and, for a down one, what it waits for and what the operator can do.
+func inactiveLine(r osdop.PGStats) string {
+	l := r.PGID + " is " + r.State
+	if r.BlockedBy != "" {
+		l += ": " + r.BlockedBy + "; start those OSDs, or if one is gone for good declare it lost (shoal osd lost ID --yes-i-really-mean-it: writes only it held are lost)"
+	}
+	return l
 }
 
 func head(s []string) []string {
