@@ -11,23 +11,26 @@ import (
 
 // Messages between the OSDs of a PG.
 const (
-	msgRepOp        uint16 = 120 + iota // primary → replica: apply a write at a version
-	msgPGQuery                          // primary → member: its info and log
-	msgPull                             // primary → member: send an object whole
-	msgPush                             // primary → member: install an object whole
-	msgPGLog                            // primary → member: adopt the authoritative log
-	msgPGList                           // primary → member: list every object (when logs do not overlap)
-	msgPing                             // heartbeat
-	msgECRead                           // primary → shard: read [Off, Off+Len) of an object's shard
-	msgECRepair                         // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
-	msgECRollback                       // primary → shard: undo writes after Prev
-	msgScrubMap                         // primary → member: its scrub map of a chunk
-	msgActivated                        // primary → member: the pg went active in this interval
-	msgPurge                            // primary → former member: the pg is clean without you; delete your copy
-	msgNotify                           // stray → primary: I hold a copy of the pg (Ceph's pg_notify)
-	msgScrubReserve                     // primary → member: grant a scrub slot (osd_max_scrubs), or ErrBusy
-	msgScrubRelease                     // primary → member: the scrub is over
-	msgGetMap                           // OSD → OSD: your installed map (mapshare.go)
+	msgRepOp           uint16 = 120 + iota // primary → replica: apply a write at a version
+	msgPGQuery                             // primary → member: its info and log
+	msgPull                                // primary → member: send an object whole
+	msgPush                                // primary → member: install an object whole
+	msgPGLog                               // primary → member: adopt the authoritative log
+	msgPGList                              // primary → member: list every object (when logs do not overlap)
+	msgPing                                // heartbeat
+	msgECRead                              // primary → shard: read [Off, Off+Len) of an object's shard
+	msgECRepair                            // primary → shard: rewrite a corrupt part of a shard (Obj.Data at Off)
+	msgECRollback                          // primary → shard: undo writes after Prev
+	msgScrubMap                            // primary → member: its scrub map of a chunk
+	msgActivated                           // primary → member: the pg went active in this interval
+	msgPurge                               // primary → former member: the pg is clean without you; delete your copy
+	msgNotify                              // stray → primary: I hold a copy of the pg (Ceph's pg_notify)
+	msgScrubReserve                        // primary → member: grant a scrub slot (osd_max_scrubs), or ErrBusy
+	msgScrubRelease                        // primary → member: the scrub is over
+	msgGetMap                              // OSD → OSD: your installed map (mapshare.go)
+	msgRecoveryReserve                     // primary → member: grant a remote recovery slot (osd_max_backfills), or ErrBusy
+	msgRecoveryRenew                       // primary → member: renew the grant, or ErrBusy if it was revoked
+	msgRecoveryRelease                     // primary → member: the recovery is over
 )
 
 // peerMsg is every message between a PG's OSDs; each uses the fields it
@@ -61,6 +64,9 @@ type peerMsg struct {
 	// Leases (a query's reply): the read leases the member promised that
 	// still run (lease.go).
 	Leases []leaseClaim
+	// Prio (msgRecoveryReserve): the PG's recovery priority (prioDegraded,
+	// prioBackfill).
+	Prio int
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -140,6 +146,7 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 		e.I32(c.OSD)
 		e.I64(int64(c.Left))
 	}
+	e.I32(int32(m.Prio))
 }
 
 // decodePeerMsg reads a peerMsg; byte slices alias b.
@@ -179,6 +186,9 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	m.From = d.I32()
 	for n := d.Count(12); n > 0 && d.Err() == nil; n-- {
 		m.Leases = append(m.Leases, leaseClaim{OSD: d.I32(), Left: time.Duration(d.I64())})
+	}
+	if d.Remaining() >= 4 { // absent from an OSD before remote recovery reservations
+		m.Prio = int(d.I32())
 	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)

@@ -108,6 +108,7 @@ type OSD struct {
 	qos         qos // the I/O scheduler (osd_op_queue)
 	ops         opTracker
 	scrubSlots  scrubSlots
+	remoteSlots remoteSlots // remote recovery reservations granted (recoveryres.go)
 	pgTemp      pgTempRequests
 	history     historyRecords
 	pgs         map[osdmap.PGID]*PG
@@ -1012,6 +1013,13 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return nil, pg.handleScrubReserve(pm)
 	case msgScrubRelease:
 		d.scrubSlots.release(pg.id)
+		return nil, nil
+	case msgRecoveryReserve:
+		return nil, pg.handleRecoveryReserve(pm)
+	case msgRecoveryRenew:
+		return nil, pg.handleRecoveryRenew(pm)
+	case msgRecoveryRelease:
+		d.remoteSlots.release(pg.id, pm.Interval)
 		return nil, nil
 	case msgScrubMap:
 		return pg.handleScrubMap(pm)

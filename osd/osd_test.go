@@ -442,6 +442,9 @@ func TestCapacityMeasured(t *testing.T) {
 	cl, _ := dataPool(ctx, t, a)
 	start := func(dir string, extra string) (*osd.OSD, *objectstore.BlockStore) { return startWith(dir, extra, 0) }
 	capacity := func(o *osd.OSD) float64 {
+		if err := cl.RefreshMap(ctx); err != nil { // a restarted OSD's new address
+			t.Fatal(err)
+		}
 		st, err := cl.OSDStats(ctx, o.ID())
 		if err != nil {
 			t.Fatal(err)

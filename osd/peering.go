@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shoal-project/shoal/objectstore"
@@ -313,12 +314,16 @@ func (pg *PG) setActive(ctx context.Context, iv uint64, rec *recovery) error {
 // time, each as fast as it can, so they return to service one after
 // another instead of all at the end (Ceph's recovery reservations).
 type recoveryReservation struct {
-	r     *reserver
-	res   *reservation // nil: not held
-	limit int
+	r      *reserver
+	res    *reservation // nil: not held
+	limit  int
+	remote *remoteReservation // the members' grants (recoveryres.go); nil: none
 }
 
+// release gives back the members' grants, then the local slot.
 func (r *recoveryReservation) release() {
+	r.remote.release()
+	r.remote = nil
 	if r.res != nil {
 		r.r.release(r.res, r.limit)
 		r.res = nil
@@ -345,10 +350,13 @@ func (r *recoveryReservation) preempted() bool {
 // PG holds a recovery reservation.
 //
 // The reservation is asked for with priority prio (prioDegraded,
-// prioBackfill); reserved, if set, is called once it is held. When a PG
-// of higher priority preempts it, no further copy starts and, those in
-// flight done, copyObjects returns errPreempted.
-func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, prio int, oids []string, copy func(oid string) error, reserved func()) error {
+// prioBackfill), first this OSD's, then a remote one on each of targets
+// (the members the copies go to, in interval iv; errRemoteBusy, holding
+// nothing, if one has none free); reserved, if set, is called once they
+// are held. When a PG of higher priority preempts it here or on a target,
+// no further copy starts and, those in flight done, copyObjects returns
+// errPreempted.
+func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint64, prio int, targets []memberInfo, oids []string, copy func(oid string) error, reserved func()) error {
 	if len(oids) == 0 {
 		return nil
 	}
@@ -360,6 +368,14 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, prio in
 			return err
 		}
 		res.r, res.res, res.limit = &d.reserver, rv, limit
+	}
+	if res.remote == nil {
+		rr, err := pg.reserveRemote(ctx, iv, prio, targets)
+		if err != nil {
+			res.release()
+			return err
+		}
+		res.remote = rr
 	}
 	if reserved != nil {
 		reserved()
@@ -374,6 +390,30 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, prio in
 		case <-cctx.Done():
 		}
 	}()
+	var remoteRevoked atomic.Bool
+	var renewing sync.WaitGroup
+	defer func() { cancel(); renewing.Wait() }() // the caller may release rr once this returns
+	if rr := res.remote; len(rr.members) > 0 {
+		renewing.Add(1)
+		go func() { // owned by this call: ends with cctx, waited for
+			defer renewing.Done()
+			renew := time.NewTicker(remoteGrantRenew)
+			defer renew.Stop()
+			for {
+				select {
+				case <-renew.C:
+				case <-cctx.Done():
+					return
+				}
+				if err := rr.renew(cctx); errors.Is(err, errPreempted) {
+					d.log.Info("remote recovery reservation revoked", "pg", pg.id, "err", err)
+					remoteRevoked.Store(true)
+					cancel()
+					return
+				}
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -408,7 +448,7 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, prio in
 	if first != nil {
 		return first
 	}
-	if ctx.Err() == nil && res.preempted() {
+	if ctx.Err() == nil && (res.preempted() || remoteRevoked.Load()) {
 		return errPreempted
 	}
 	return ctx.Err()

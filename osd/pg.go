@@ -267,6 +267,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	}
 	pg.acting, pg.addrs, pg.interval, pg.primary, pg.ivEpoch = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary, m.Epoch
 	pg.backfill, pg.upSet = bf, slices.Clone(mp.Up)
+	pg.osd.remoteSlots.endInterval(pg.id, iv) // a grant to an earlier interval's primary
 	switch {
 	case !in:
 		pg.state = stateStray

@@ -65,6 +65,22 @@ type recovery struct {
 	toofull      bool // a member that lacks objects is too full to take them
 }
 
+// filling is the members that lack objects, other than the primary (the
+// first member): those recovery copies go to.
+func (r *recovery) filling() []memberInfo {
+	var out []memberInfo
+	for i, m := range r.members {
+		if i > 0 && len(r.lacks[m.id]) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// remoteBusyRetry is how long a PG waits before asking its members for
+// remote recovery slots again after one had none free.
+const remoteBusyRetry = 500 * time.Millisecond
+
 // count is the number of object copies the acting members still lack.
 func (r *recovery) count() int64 {
 	if r == nil {
@@ -359,11 +375,12 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			pg.settled(iv)
 			return
 		}
-		oids, changed := r.lacking(poolSize(pg.pool)), pg.changed
+		oids, changed, iv := r.lacking(poolSize(pg.pool)), pg.changed, pg.interval
 		prio := prioBackfill // merely misplaced: moving, not at risk
 		if pg.degraded(r.count(), r.misplaced(poolSize(pg.pool))) {
 			prio = prioDegraded
 		}
+		targets := r.filling()
 		pg.mu.Unlock()
 		m, mapCh := d.curMap()
 		toofull := r.tooFull(m)
@@ -379,7 +396,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			continue
 		}
 		var unfound atomic.Int64
-		err := pg.copyObjects(ctx, &res, prio, oids, func(oid string) error {
+		err := pg.copyObjects(ctx, &res, iv, prio, targets, oids, func(oid string) error {
 			if err := d.throttle(ctx, mclock.Recovery, 1, pg.recoveryBytes(r, oid)); err != nil {
 				return err
 			}
@@ -397,6 +414,15 @@ func (pg *PG) recoverAll(ctx context.Context) {
 		}, func() { pg.mark(r, &r.running, true) })
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errRemoteBusy) { // a member fills osd_max_backfills PGs already: ask again soon
+			pg.mark(r, &r.running, false)
+			select {
+			case <-ctx.Done():
+			case <-time.After(remoteBusyRetry):
+			case <-changed:
+			}
+			continue
 		}
 		if errors.Is(err, errPreempted) { // a degraded pg's turn: wait for a slot again
 			d.log.Info("recovery preempted by a higher-priority pg", "pg", pg.id, "priority", prio)

@@ -14,6 +14,7 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -793,4 +794,54 @@ func TestDegradedBeforeMisplaced(t *testing.T) {
 	t.Logf("degraded pgs recovered while backfills ran (%d reservations preempted): %v", preempted, states)
 	waitClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "clean")
+}
+
+// TestBackfillsIntoOneOSD: osd_max_backfills bounds the backfills into an
+// OSD, not only those each primary runs (Ceph's remote reservations): a
+// fourth OSD added to three is the target of PGs of every primary, and
+// with osd_max_backfills 1 it never holds more than one grant, while the
+// backfills still all complete.
+func TestBackfillsIntoOneOSD(t *testing.T) {
+	c := startClusterWith(t, 3, "osd_max_backfills = 1\nosd_recovery_sleep = 0.005\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	model := map[string][]byte{}
+	for i := range 300 {
+		oid := fmt.Sprintf("o%d", i)
+		model[oid] = bytes.Repeat([]byte{byte(i)}, 2000+i)
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitClean(ctx, t, cl, p.ID())
+	c.stores = append(c.stores, objectstore.NewMemStore())
+	c.dirs = append(c.dirs, t.TempDir())
+	c.osds = append(c.osds, nil)
+	c.restartOSD(3)
+	target := c.osds[3]
+	stop := make(chan struct{})
+	seen := make(chan int)
+	go func() { // owned by this test: ends with stop
+		most := 0
+		for {
+			most = max(most, osd.RemoteGrants(target))
+			select {
+			case <-stop:
+				seen <- most
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	backfillClean(ctx, t, cl, p.ID())
+	close(stop)
+	most := <-seen
+	if most != 1 {
+		t.Fatalf("osd.3 held at most %d remote recovery reservations at once while it was backfilled; want 1 (osd_max_backfills)", most)
+	}
+	verifyModel(ctx, t, p, model, "backfilled")
+	if n := c.held(3, p.ID()); n == 0 {
+		t.Fatal("osd.3 holds no object after the backfill")
+	}
 }

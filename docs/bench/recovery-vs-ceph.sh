@@ -13,13 +13,20 @@
 #      benchmark started together with osd.2 — its latency beside step 1's;
 #   5. rebalance: add a fourth OSD and count the objects moved (Ceph: the
 #      PGs' num_objects_recovered; Shoal: the OSDs' recovery_ops) against the
-#      minimum, one new copy of each object of the PGs that map to the new OSD.
+#      minimum, one new copy of each object of the PGs that map to the new OSD;
+#   6. out: mark that OSD out again and count the objects moved against the
+#      minimum, one copy of each object of the PGs it was acting for.
 #
 #   docs/bench/recovery-vs-ceph.sh [SECS]        (default 20)
 #
 # Ceph runs with osd_recovery_sleep_hdd = 0: its OSD files count as
 # rotational, and its HDD default (0.1 s between recovery ops) would make
 # the recovery of a 20 s write phase take the better part of an hour.
+#
+# Ceph's client load in steps 1 and 4 is docs/bench/rados-lat.py (librados
+# through Debian's python3-rados, 64 KiB objects, 16 in flight), which
+# reports the p99 latency that `rados bench` does not; the writes whose
+# objects are recovered use `rados bench`.
 #
 # Needs the ceph packages (ceph, ceph-mon, ceph-osd, ceph-mgr, radosgw), jq,
 # python3 and a built ./shoal. SKIP_CEPH=1 runs only Shoal. SHOAL_OSD_CONF
@@ -52,6 +59,12 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   export CEPH_CONF=$CEPH_DIR/ceph.conf
   C() { ceph -c "$CEPH_CONF" --connect-timeout 20 "$@"; }
   R="rados -c $CEPH_CONF -p rbench"
+  RL() { /usr/bin/python3 "$HERE/docs/bench/rados-lat.py" --conf "$CEPH_CONF" --pool rbench -b 65536 -t 16 "$@"; }
+  # drained ID -> wait until no PG's acting set holds osd.ID and every PG is active+clean
+  drained() {
+    while [ "$(C pg dump pgs -f json 2>/dev/null | jq "[.pg_stats[] | select(.acting | index($1))] | length")" != 0 ]; do sleep 0.5; done
+    clean
+  }
   clean() { # clean -> wait until every PG is active+clean
     while :; do
       s=$(C -s -f json 2>/dev/null | jq -r '([.pgmap.pgs_by_state[] | select(.state_name=="active+clean") | .count] | add // 0), .pgmap.num_pgs')
@@ -64,7 +77,7 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   # the OSD files count as rotational, so Ceph would sleep 0.1 s between
   # recovery ops (osd_recovery_sleep_hdd): off, as for SSDs
   C config set osd osd_recovery_sleep_hdd 0 > /dev/null 2>&1
-  echo "ceph  baseline:           $($R bench "$SECS" write -b 65536 -t 16 --no-cleanup --run-name base 2>&1 | summary)"
+  echo "ceph  baseline:           $(RL --seconds "$SECS" --run-name base 2>&1 | summary)"
   pid=$(cat "$CEPH_DIR/run/osd.2.pid"); t0=$(now); kill -9 "$pid"
   while [ "$(osd_up 2)" != 0 ]; do sleep 0.05; done
   echo "ceph  detection:          osd.2 marked down $(since "$t0") s after kill -9"
@@ -75,7 +88,7 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   while [ "$(osd_up 2)" != 0 ]; do sleep 0.05; done
   n=$($R bench "$SECS" write -b 65536 -t 16 --no-cleanup --run-name deg2 2>&1 | ops)
   t0=$(now); restart 2
-  $R bench "$SECS" write -b 65536 -t 16 --no-cleanup --run-name load > /tmp/ceph-load.out 2>&1 &
+  RL --seconds "$SECS" --run-name load > /tmp/ceph-load.out 2>&1 &
   load=$!; clean; rec=$(since "$t0"); wait "$load"
   echo "ceph  recovery, loaded:   $n objects ($((n / 16)) MiB) in $rec s; client: $(summary < /tmp/ceph-load.out)"
   C osd unset noout > /dev/null 2>&1
@@ -93,6 +106,11 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   after=$(C pg dump pgs -f json 2>/dev/null | jq "[.pg_stats[] | .stat_sum.num_objects_recovered] | add")
   min=$(C pg dump pgs -f json 2>/dev/null | jq "[.pg_stats[] | select(.pgid | startswith(\"$(C osd pool ls detail -f json | jq -r '.[] | select(.pool_name=="rbench") | .pool_id').\")) | select(.acting | index($id)) | .stat_sum.num_objects] | add")
   echo "ceph  add osd.$id:          moved $((after - before)) objects in $(since "$t0") s; minimum $min (rbench; other pools' objects moved too)"
+  before=$after
+  t0=$(now); C osd out "$id" > /dev/null 2>&1
+  drained "$id"
+  after=$(C pg dump pgs -f json 2>/dev/null | jq '[.pg_stats[] | .stat_sum.num_objects_recovered] | add')
+  echo "ceph  out osd.$id:          moved $((after - before)) objects in $(since "$t0") s; minimum $min (the copies it held; other pools' objects moved too)"
   "$REF/down.sh" "$CEPH_DIR" > /dev/null 2>&1
 fi
 
@@ -132,5 +150,10 @@ r0=$(recovered); t0=$(now)
 S up --data "$SHOAL_DIR" --add-osd 1 > /dev/null; sclean
 min=$(S pg ls data --format json | python3 -c 'import json,sys; print(sum(p["num_objects"] for p in json.load(sys.stdin) if 3 in p["acting"]))')
 echo "shoal add osd.3:          moved $(( $(recovered) - r0 )) objects in $(since "$t0") s; minimum $min"
+r0=$(recovered); t0=$(now)
+S osd out 3 > /dev/null
+while [ "$(S pg ls data --format json | python3 -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin) if 3 in p["acting"]))')" != 0 ]; do sleep 0.5; done
+sclean
+echo "shoal out osd.3:          moved $(( $(recovered) - r0 )) objects in $(since "$t0") s; minimum $min (the copies it held)"
 S down --data "$SHOAL_DIR" > /dev/null
 rm -rf "$SHOAL_DIR"
