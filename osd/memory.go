@@ -75,7 +75,10 @@ func Memory(cfg *config.Config) MemoryBudget {
 	left := share - fixed
 	if left < 0 {
 		left = 0
-		b.Warning = fmt.Sprintf("cache sizes set in the configuration (%s) exceed the %s osd_memory_target %s leaves for caches: the OSD may use more than its target",
+		if b.Warning != "" {
+			b.Warning += "; "
+		}
+		b.Warning += fmt.Sprintf("cache sizes set in the configuration (%s) exceed the %s osd_memory_target %s leaves for caches: the OSD may use more than its target",
 			sizeString(fixed), sizeString(share), sizeString(b.Target))
 	}
 	scale := func(n int64) int64 { return int64(float64(n) * float64(left) / float64(scaled)) }

@@ -65,8 +65,9 @@ type peerMsg struct {
 	// still run (lease.go).
 	Leases []leaseClaim
 	// Prio (msgRecoveryReserve): the PG's recovery priority (prioDegraded,
-	// prioBackfill).
-	Prio int
+	// prioBackfill); Preempt: the member may revoke a lower one's grant.
+	Prio    int
+	Preempt bool
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -147,6 +148,7 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 		e.I64(int64(c.Left))
 	}
 	e.I32(int32(m.Prio))
+	e.Bool(m.Preempt)
 }
 
 // decodePeerMsg reads a peerMsg; byte slices alias b.
@@ -187,8 +189,8 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	for n := d.Count(12); n > 0 && d.Err() == nil; n-- {
 		m.Leases = append(m.Leases, leaseClaim{OSD: d.I32(), Left: time.Duration(d.I64())})
 	}
-	if d.Remaining() >= 4 { // absent from an OSD before remote recovery reservations
-		m.Prio = int(d.I32())
+	if d.Remaining() >= 5 { // absent from an OSD before remote recovery reservations
+		m.Prio, m.Preempt = int(d.I32()), d.Bool()
 	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)

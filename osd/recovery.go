@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -77,8 +78,9 @@ func (r *recovery) filling() []memberInfo {
 	return out
 }
 
-// remoteBusyRetry is how long a PG waits before asking its members for
-// remote recovery slots again after one had none free.
+// remoteBusyRetry is how long, on average (jittered by ±50%), a PG waits
+// before asking its members for remote recovery slots again after one
+// had none free.
 const remoteBusyRetry = 500 * time.Millisecond
 
 // count is the number of object copies the acting members still lack.
@@ -359,6 +361,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 	var res recoveryReservation
 	defer res.release()
 	defer pg.mark(r, &r.running, false)
+	busy := 0 // refusals of remote reservations in a row
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		pg.mu.Lock()
 		if pg.rec != r {
@@ -417,10 +420,13 @@ func (pg *PG) recoverAll(ctx context.Context) {
 		}
 		if errors.Is(err, errRemoteBusy) { // a member fills osd_max_backfills PGs already: ask again soon
 			pg.mark(r, &r.running, false)
-			select {
+			if busy++; busy%20 == 1 {
+				d.log.Info("waiting for a remote recovery reservation", "pg", pg.id, "priority", prio, "err", err)
+			}
+			select { // not on changed: client writes close it all the time
 			case <-ctx.Done():
-			case <-time.After(remoteBusyRetry):
-			case <-changed:
+			case <-mapCh:
+			case <-time.After(remoteBusyRetry/2 + rand.N(remoteBusyRetry)):
 			}
 			continue
 		}

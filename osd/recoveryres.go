@@ -1,9 +1,11 @@
 package osd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,17 +17,23 @@ import (
 // MBackfillReserve / MRecoveryReserve): osd_max_backfills bounds the
 // recoveries and backfills an OSD takes part in as the one being filled,
 // as well as those it runs as primary (the local reservation, reserver.go).
-// Before it copies, a primary asks every member its PG's copies go to for
-// one of that member's osd_max_backfills remote slots, with the PG's
-// priority; a member with none free refuses (ErrBusy) unless a holder has
-// a lower priority, whose grant it revokes (Ceph's remote preemption) —
-// and the primary gives back what it got and asks again later. While it
-// copies, the primary renews its grants every remoteGrantRenew; a renewal
-// that finds its grant revoked stops the copying (errPreempted) as a
-// local preemption does. A member forgets a grant when the primary
-// releases it, when the PG starts a new interval, or once it has not been
-// renewed for remoteGrantTTL (the primary died). Client ops never wait
-// for one: the object a client needs is recovered on demand.
+// Before it copies, a primary asks every member its PG's copies go to, in
+// order of OSD id, for one of that member's osd_max_backfills remote
+// slots, with the PG's priority; a member with none free refuses
+// (ErrBusy). Only once every other member has granted does the primary
+// ask the refusing ones again allowing preemption: a member then revokes
+// the grant of its lowest-priority holder below the PG's priority (Ceph's
+// remote preemption), so a PG blocked elsewhere takes nobody's slot. A
+// primary still refused gives back what it got and asks again after
+// remoteBusyRetry (jittered). While it copies, the primary renews its
+// grants every remoteGrantRenew, each member on its own; a renewal that
+// finds its grant revoked, or a member that has not answered one for
+// remoteGrantTTL, stops the copying (errPreempted) as a local preemption
+// does. A member forgets a grant when the primary releases it, when the
+// PG starts a new interval there, or once it has not been renewed for
+// remoteGrantTTL (the primary died). Client ops never wait for one: the
+// object a client needs is recovered on demand. A member that does not
+// know these messages (an OSD from before them) counts as granting.
 
 const (
 	remoteGrantTTL   = 30 * time.Second
@@ -48,10 +56,10 @@ type remoteGrant struct {
 }
 
 // reserve grants PG id (its primary's interval iv) a slot of max at now
-// with priority prio: the one it holds (renewed), a free one, or the one
-// of the lowest-priority holder below prio, whose grant is revoked. It
-// reports whether id holds a slot.
-func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, now time.Time, max int) bool {
+// with priority prio: the one it holds (renewed), a free one, or, if
+// preempt, the one of the lowest-priority holder below prio, whose grant
+// is revoked. It reports whether id holds a slot.
+func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, preempt bool, now time.Time, max int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
@@ -68,6 +76,9 @@ func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, now time.Time
 	}
 	delete(s.held, id) // an earlier interval's
 	if len(s.held) >= max {
+		if !preempt {
+			return false
+		}
 		var low osdmap.PGID
 		lowPrio := prio
 		for pg, g := range s.held {
@@ -123,73 +134,134 @@ type remoteReservation struct {
 	pg      *PG
 	iv      uint64
 	members []memberInfo
+	lastOK  []time.Time // by member: the last grant or renewal answered
 }
 
-// reserveRemote asks every member in members (not this OSD) for a remote
-// slot with priority prio, for interval iv. On errRemoteBusy (or any
-// error) it has released what it got.
+// reserveRemote asks every member in members (not this OSD), by OSD id,
+// for a remote slot with priority prio for interval iv, allowing
+// preemption only of the members that refused once all the others
+// granted. On errRemoteBusy (or any error) it holds nothing.
 func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []memberInfo) (*remoteReservation, error) {
+	ms := slices.Clone(members)
+	slices.SortFunc(ms, func(a, b memberInfo) int { return cmp.Compare(a.id, b.id) })
+	ms = slices.CompactFunc(ms, func(a, b memberInfo) bool { return a.id == b.id })
 	rr := &remoteReservation{pg: pg, iv: iv}
-	for _, m := range members {
+	var refused []memberInfo
+	ask := func(m memberInfo, preempt bool) (granted bool, err error) {
+		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt)
+		switch {
+		case err == nil, errors.Is(err, osdop.ErrInvalid): // ErrInvalid: an OSD that predates reservations
+			rr.members, rr.lastOK = append(rr.members, m), append(rr.lastOK, time.Now())
+			return true, nil
+		case errors.Is(err, osdop.ErrBusy):
+			return false, nil
+		}
+		pg.remoteCallBestEffort(m, msgRecoveryRelease, iv) // it may have granted before the reply was lost
+		return false, fmt.Errorf("pg %s: recovery reservation on osd.%d: %w", pg.id, m.id, err)
+	}
+	for _, m := range ms {
 		if m.id == pg.osd.id {
 			continue
 		}
-		if err := pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio); err != nil {
+		ok, err := ask(m, false)
+		if err != nil {
 			rr.release()
-			if errors.Is(err, osdop.ErrBusy) {
-				return nil, fmt.Errorf("%w: osd.%d", errRemoteBusy, m.id)
-			}
-			return nil, fmt.Errorf("pg %s: recovery reservation on osd.%d: %w", pg.id, m.id, err)
+			return nil, err
 		}
-		rr.members = append(rr.members, m)
+		if !ok {
+			refused = append(refused, m)
+		}
+	}
+	for i, m := range refused {
+		ok, err := ask(m, true)
+		if err != nil || !ok {
+			rr.release()
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: osd.%d (and %d more)", errRemoteBusy, m.id, len(refused)-i-1)
+		}
 	}
 	return rr, nil
 }
 
-// renew renews every grant; errPreempted if a member revoked one.
+// renew renews every grant, each member on its own with a timeout:
+// errPreempted if a member revoked its grant, or if one has not answered
+// a renewal for remoteGrantTTL (its grant may have expired).
 func (rr *remoteReservation) renew(ctx context.Context) error {
-	for _, m := range rr.members {
-		err := rr.pg.remoteCall(ctx, m, msgRecoveryRenew, rr.iv, 0)
-		if errors.Is(err, osdop.ErrBusy) {
+	errs := make([]error, len(rr.members))
+	var wg sync.WaitGroup
+	for i, m := range rr.members {
+		wg.Add(1)
+		go func() { // owned by this call: waited for below
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 2*remoteGrantRenew)
+			defer cancel()
+			errs[i] = rr.pg.remoteCall(cctx, m, msgRecoveryRenew, rr.iv, 0, false)
+		}()
+	}
+	wg.Wait()
+	now := time.Now()
+	for i, err := range errs {
+		m := rr.members[i]
+		switch {
+		case err == nil, errors.Is(err, osdop.ErrInvalid):
+			rr.lastOK[i] = now
+		case errors.Is(err, osdop.ErrBusy):
 			return fmt.Errorf("%w (osd.%d revoked its grant)", errPreempted, m.id)
-		}
-		if err != nil {
-			return err
+		case now.Sub(rr.lastOK[i]) > remoteGrantTTL:
+			return fmt.Errorf("%w (osd.%d has not renewed its grant for %v: %v)", errPreempted, m.id, remoteGrantTTL, err)
 		}
 	}
 	return nil
 }
 
-// release gives every grant back (best effort: a grant not released
-// expires).
+// release gives every grant back, from a goroutine the OSD waits for on
+// Close (best effort: a grant not released expires), so that the caller's
+// local slot goes back at once.
 func (rr *remoteReservation) release() {
-	if rr == nil {
+	if rr == nil || len(rr.members) == 0 {
 		return
 	}
-	d := rr.pg.osd
-	for _, m := range rr.members {
-		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
-		if err := rr.pg.remoteCall(ctx, m, msgRecoveryRelease, rr.iv, 0); err != nil {
-			d.log.Debug("recovery reservation release", "pg", rr.pg.id, "osd", m.id, "err", err)
+	pg, members := rr.pg, rr.members
+	rr.members, rr.lastOK = nil, nil
+	pg.osd.wg.Add(1)
+	go func() { // owned by the OSD: its context bounds every call
+		defer pg.osd.wg.Done()
+		for _, m := range members {
+			pg.remoteCallBestEffort(m, msgRecoveryRelease, rr.iv)
 		}
-		cancel()
-	}
-	rr.members = nil
+	}()
 }
 
-func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int) error {
-	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio}).encode())
+func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt bool) error {
+	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt}).encode())
 	return err
+}
+
+// remoteCallBestEffort sends a release, giving up after 2 s.
+func (pg *PG) remoteCallBestEffort(m memberInfo, typ uint16, iv uint64) {
+	d := pg.osd
+	ctx, cancel := context.WithTimeout(d.ctx, 2*time.Second)
+	defer cancel()
+	if err := pg.remoteCall(ctx, m, typ, iv, 0, false); err != nil {
+		d.log.Debug("recovery reservation release", "pg", pg.id, "osd", m.id, "err", err)
+	}
 }
 
 // handleRecoveryReserve grants this interval's primary a remote recovery
 // slot (renewing the one it holds), or refuses with ErrBusy.
+// The interval is checked and the slot taken under pg.mu, so that a new
+// interval's endInterval (setMapping, under pg.mu) cannot come between.
 func (pg *PG) handleRecoveryReserve(pm *peerMsg) error {
-	if err := pg.checkMember(pm); err != nil {
-		return err
-	}
 	d := pg.osd
-	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, time.Now(), int(d.conf().Int("osd_max_backfills"))) {
+	max := int(d.conf().Int("osd_max_backfills"))
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.interval != pm.Interval || (pg.state != stateReplica && pg.primary != d.id) {
+		return fmt.Errorf("%w: pg %s on osd.%d is not a member of this interval", osdop.ErrRetry, pg.id, d.id)
+	}
+	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max) {
 		return fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
 	}
 	return nil
