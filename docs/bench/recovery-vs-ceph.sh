@@ -11,8 +11,9 @@
 #      64 KiB object);
 #   4. recovery under client load: the same, with a SECS-second write
 #      benchmark started together with osd.2 — its latency beside step 1's;
-#   5. rebalance: add a fourth OSD and count the objects moved (Ceph: the
-#      PGs' num_objects_recovered; Shoal: the OSDs' recovery_ops) against the
+#   5. rebalance: add a fourth OSD and count the objects moved (the OSDs'
+#      recovery_ops perf counters, summed; Ceph's PGs' num_objects_recovered,
+#      used before, counted fewer objects than the minimum) against the
 #      minimum, one new copy of each object of the PGs that map to the new OSD;
 #   6. out: mark that OSD out again and count the objects moved against the
 #      minimum, one copy of each object of the PGs it was acting for.
@@ -72,6 +73,8 @@ if [ -z "${SKIP_CEPH:-}" ]; then
     done
   }
   osd_up() { C osd dump -f json | jq -r ".osds[] | select(.osd==$1) | .up"; }
+  # crec -> the OSDs' recovery_ops summed (objects copied by recovery and backfill)
+  crec() { local n=0 i; for i in $(C osd ls); do n=$((n + $(C tell "osd.$i" perf dump 2>/dev/null | jq '.osd.recovery_ops // 0'))); done; echo $n; }
   restart() { ceph-osd -c "$CEPH_CONF" -i "$1"; }
   C osd set noout > /dev/null 2>&1
   # the OSD files count as rotational, so Ceph would sleep 0.1 s between
@@ -93,7 +96,7 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   echo "ceph  recovery, loaded:   $n objects ($((n / 16)) MiB) in $rec s; client: $(summary < /tmp/ceph-load.out)"
   C osd unset noout > /dev/null 2>&1
   # a fourth OSD, as up.sh makes them
-  before=$(C pg dump pgs -f json 2>/dev/null | jq '[.pg_stats[] | .stat_sum.num_objects_recovered] | add')
+  before=$(crec)
   uuid=$(uuidgen); secret=$(ceph-authtool --gen-print-key)
   printf '{"cephx_secret": "%s"}' "$secret" > "$CEPH_DIR/osd-new.json"
   id=$(C osd new "$uuid" -i "$CEPH_DIR/osd-new.json"); rm -f "$CEPH_DIR/osd-new.json"
@@ -103,13 +106,13 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   t0=$(now); ceph-osd -c "$CEPH_CONF" -i "$id"
   while [ "$(osd_up "$id")" != 1 ]; do sleep 0.2; done
   sleep 2; clean # the new OSD's PGs peer first, then backfill
-  after=$(C pg dump pgs -f json 2>/dev/null | jq "[.pg_stats[] | .stat_sum.num_objects_recovered] | add")
+  after=$(crec)
   min=$(C pg dump pgs -f json 2>/dev/null | jq "[.pg_stats[] | select(.pgid | startswith(\"$(C osd pool ls detail -f json | jq -r '.[] | select(.pool_name=="rbench") | .pool_id').\")) | select(.acting | index($id)) | .stat_sum.num_objects] | add")
   echo "ceph  add osd.$id:          moved $((after - before)) objects in $(since "$t0") s; minimum $min (rbench; other pools' objects moved too)"
-  before=$after
+  before=$(crec)
   t0=$(now); C osd out "$id" > /dev/null 2>&1
   drained "$id"
-  after=$(C pg dump pgs -f json 2>/dev/null | jq '[.pg_stats[] | .stat_sum.num_objects_recovered] | add')
+  after=$(crec)
   echo "ceph  out osd.$id:          moved $((after - before)) objects in $(since "$t0") s; minimum $min (the copies it held; other pools' objects moved too)"
   "$REF/down.sh" "$CEPH_DIR" > /dev/null 2>&1
 fi
