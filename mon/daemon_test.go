@@ -103,25 +103,26 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	}
 }
 
-// A down OSD is marked out after mon_osd_down_out_interval by the leader,
-// not while noout is set, and is marked in again when it boots.
-func TestDownOutInterval(t *testing.T) {
+// oneMon starts a one-MON cluster with the given [global] options and a
+// client of it; must runs a command, failing the test on an error. The
+// MON, the client and ctx (60 s) end with the test.
+func oneMon(t *testing.T, global map[string]string) (ctx context.Context, c *monc.Client, must func(prefix string, args map[string]string) monc.Result) {
+	t.Helper()
 	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
 	addr := testnet.FreePortPair(t)
-	cfg := config.NewFile(map[string]map[string]string{"global": {"mon_osd_down_out_interval": "1"}})
+	cfg := config.NewFile(map[string]map[string]string{"global": global})
 	d, err := mon.Start(mon.Options{Addr: addr, Peers: []string{addr}, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon.a", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	c, err := monc.New([]string{addr}, kr, msgr.Config{})
-	if err != nil {
+	t.Cleanup(func() { d.Close() })
+	if c, err = monc.New([]string{addr}, kr, msgr.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	must := func(prefix string, args map[string]string) monc.Result {
+	t.Cleanup(cancel)
+	must = func(prefix string, args map[string]string) monc.Result {
 		t.Helper()
 		r, err := c.Command(ctx, prefix, args)
 		if err != nil {
@@ -129,6 +130,13 @@ func TestDownOutInterval(t *testing.T) {
 		}
 		return r
 	}
+	return ctx, c, must
+}
+
+// A down OSD is marked out after mon_osd_down_out_interval by the leader,
+// not while noout is set, and is marked in again when it boots.
+func TestDownOutInterval(t *testing.T) {
+	ctx, c, must := oneMon(t, map[string]string{"mon_osd_down_out_interval": "1"})
 	boot := map[string]string{"id": "-1", "host": "h", "addr": "127.0.0.1:6800", "size": "1099511627776"}
 	must("osd boot", boot)
 	must("osd set", map[string]string{"key": "noout"})
@@ -165,30 +173,8 @@ func TestDownOutInterval(t *testing.T) {
 // reporters from distinct mon_osd_reporter_subtree_level buckets agree,
 // and never while nodown is set.
 func TestFailureReports(t *testing.T) {
-	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
-	addr := testnet.FreePortPair(t)
-	cfg := config.NewFile(map[string]map[string]string{"global": {
-		"mon_osd_min_down_reporters": "2", "mon_osd_reporter_subtree_level": "host", "osd_heartbeat_grace": "600"}})
-	d, err := mon.Start(mon.Options{Addr: addr, Peers: []string{addr}, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon.a", Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	c, err := monc.New([]string{addr}, kr, msgr.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	must := func(prefix string, args map[string]string) monc.Result {
-		t.Helper()
-		r, err := c.Command(ctx, prefix, args)
-		if err != nil {
-			t.Fatalf("%s: %v", prefix, err)
-		}
-		return r
-	}
+	ctx, c, must := oneMon(t, map[string]string{
+		"mon_osd_min_down_reporters": "2", "mon_osd_reporter_subtree_level": "host", "osd_heartbeat_grace": "600"})
 	// osd.0 and osd.1 on host a, osd.2 and osd.3 on host b
 	var r monc.Result
 	for i, h := range []string{"a", "a", "b", "b"} {

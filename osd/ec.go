@@ -637,6 +637,11 @@ func (pg *PG) handleECRead(pm *peerMsg) ([]byte, error) {
 func (pg *PG) checkMember(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
+	return pg.checkMemberLocked(pm)
+}
+
+// checkMemberLocked is checkMember with pg.mu held.
+func (pg *PG) checkMemberLocked(pm *peerMsg) error {
 	if pg.interval != pm.Interval || (pg.state != stateReplica && pg.primary != pg.osd.id) {
 		return fmt.Errorf("%w: pg %s on osd.%d is not a member of this interval", osdop.ErrRetry, pg.id, pg.osd.id)
 	}

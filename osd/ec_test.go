@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -420,10 +419,7 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	monDo(ctx, t, cl, "osd set", "key", "nobackfill")
-	c.stores = append(c.stores, objectstore.NewMemStore())
-	c.dirs = append(c.dirs, t.TempDir())
-	c.osds = append(c.osds, nil)
-	c.restartOSD(4)
+	c.addOSD(t) // osd.4
 	// moved: PGs where osd.4 takes shards and every other shard stays put
 	moved, shifted := map[osdmap.PGID]bool{}, 0
 	for {

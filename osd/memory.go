@@ -54,16 +54,16 @@ func Memory(cfg *config.Config) MemoryBudget {
 	metaExplicit := cfg.IsSet("bluestore_cache_size")
 	cacheMin := int64(cfg.Size("osd_memory_cache_min"))
 	share := max(b.Target-b.Base-b.Recovery-b.Memtables, cacheMin)
-	fixed, scaled := int64(0), b.OnodeCache
-	for _, c := range []struct {
-		size     int64
-		explicit bool
-	}{{b.DataCache, dataExplicit}, {b.MetaCache, metaExplicit}} {
-		if c.explicit {
-			fixed += c.size
-		} else {
-			scaled += c.size
-		}
+	fixed, scaled := int64(0), b.OnodeCache // sizes kept as set, sizes to fit
+	if dataExplicit {
+		fixed += b.DataCache
+	} else {
+		scaled += b.DataCache
+	}
+	if metaExplicit {
+		fixed += b.MetaCache
+	} else {
+		scaled += b.MetaCache
 	}
 	if floor := b.Base + b.Recovery + b.Memtables + cacheMin; b.Target < floor {
 		b.Warning = fmt.Sprintf("osd_memory_target %s is below what the OSD needs outside its caches plus osd_memory_cache_min (%s): it will use more than its target",

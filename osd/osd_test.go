@@ -134,12 +134,19 @@ func startClusterNet(t *testing.T, n int, conf *config.File, back bool) *cluster
 		m.Close()
 	})
 	for range n {
-		c.stores = append(c.stores, objectstore.NewMemStore())
-		c.dirs = append(c.dirs, t.TempDir())
-		c.osds = append(c.osds, nil)
-		c.restartOSD(len(c.osds) - 1)
+		c.addOSD(t)
 	}
 	return c
+}
+
+// addOSD starts one more OSD, on a new MemStore, and returns its id.
+func (c *cluster) addOSD(t *testing.T) int {
+	c.stores = append(c.stores, objectstore.NewMemStore())
+	c.dirs = append(c.dirs, t.TempDir())
+	c.osds = append(c.osds, nil)
+	id := len(c.osds) - 1
+	c.restartOSD(id)
+	return id
 }
 
 // restartOSD starts OSD i (again: a MemStore survives its OSD's Close).

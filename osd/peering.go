@@ -381,7 +381,8 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint
 		reserved()
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var renewing sync.WaitGroup
+	defer func() { cancel(); renewing.Wait() }() // the caller may release rr once this returns
 	preempted := res.res.preempted
 	go func() { // owned by this call: ends with cctx
 		select {
@@ -391,9 +392,7 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint
 		}
 	}()
 	var remoteRevoked atomic.Bool
-	var renewing sync.WaitGroup
-	defer func() { cancel(); renewing.Wait() }() // the caller may release rr once this returns
-	if rr := res.remote; len(rr.members) > 0 {
+	if rr := res.remote; len(rr.grants) > 0 {
 		renewing.Add(1)
 		go func() { // owned by this call: ends with cctx, waited for
 			defer renewing.Done()

@@ -361,7 +361,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 	var res recoveryReservation
 	defer res.release()
 	defer pg.mark(r, &r.running, false)
-	busy := 0 // refusals of remote reservations in a row
+	busy := 0 // refusals of remote reservations since the PG last copied
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		pg.mu.Lock()
 		if pg.rec != r {
@@ -430,6 +430,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			}
 			continue
 		}
+		busy = 0
 		if errors.Is(err, errPreempted) { // a degraded pg's turn: wait for a slot again
 			d.log.Info("recovery preempted by a higher-priority pg", "pg", pg.id, "priority", prio)
 			d.perf.recoveryPreempted.Add(1)

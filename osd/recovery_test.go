@@ -13,7 +13,6 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
-	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
@@ -559,10 +558,7 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 	put(0)
 	waitClean(ctx, t, cl, p.ID())
 	monDo(ctx, t, cl, "osd set", "key", "nobackfill")
-	c.stores = append(c.stores, objectstore.NewMemStore())
-	c.dirs = append(c.dirs, t.TempDir())
-	c.osds = append(c.osds, nil)
-	c.restartOSD(3)
+	c.addOSD(t) // osd.3
 	// every PG osd.3 joins waits remapped with its old acting set serving
 	var remapped []osdmap.PGID
 	for {
@@ -815,10 +811,7 @@ func TestBackfillsIntoOneOSD(t *testing.T) {
 		}
 	}
 	waitClean(ctx, t, cl, p.ID())
-	c.stores = append(c.stores, objectstore.NewMemStore())
-	c.dirs = append(c.dirs, t.TempDir())
-	c.osds = append(c.osds, nil)
-	c.restartOSD(3)
+	c.addOSD(t) // osd.3
 	target := c.osds[3]
 	stop := make(chan struct{})
 	seen := make(chan int)

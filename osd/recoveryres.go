@@ -131,10 +131,16 @@ func (s *remoteSlots) endInterval(id osdmap.PGID, iv uint64) {
 // remoteReservation is a primary's set of grants on the members its PG's
 // copies go to.
 type remoteReservation struct {
-	pg      *PG
-	iv      uint64
-	members []memberInfo
-	lastOK  []time.Time // by member: the last grant or renewal answered
+	pg     *PG
+	iv     uint64
+	grants []remoteHeld
+}
+
+// remoteHeld is one member's grant, with when it last answered a
+// reservation or renewal.
+type remoteHeld struct {
+	m      memberInfo
+	lastOK time.Time
 }
 
 // reserveRemote asks every member in members (not this OSD), by OSD id,
@@ -151,12 +157,12 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt)
 		switch {
 		case err == nil, errors.Is(err, osdop.ErrInvalid): // ErrInvalid: an OSD that predates reservations
-			rr.members, rr.lastOK = append(rr.members, m), append(rr.lastOK, time.Now())
+			rr.grants = append(rr.grants, remoteHeld{m, time.Now()})
 			return true, nil
 		case errors.Is(err, osdop.ErrBusy):
 			return false, nil
 		}
-		pg.remoteCallBestEffort(m, msgRecoveryRelease, iv) // it may have granted before the reply was lost
+		pg.releaseGrant(m, iv) // it may have granted before the reply was lost
 		return false, fmt.Errorf("pg %s: recovery reservation on osd.%d: %w", pg.id, m.id, err)
 	}
 	for _, m := range ms {
@@ -189,28 +195,28 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 // errPreempted if a member revoked its grant, or if one has not answered
 // a renewal for remoteGrantTTL (its grant may have expired).
 func (rr *remoteReservation) renew(ctx context.Context) error {
-	errs := make([]error, len(rr.members))
+	errs := make([]error, len(rr.grants))
 	var wg sync.WaitGroup
-	for i, m := range rr.members {
+	for i, g := range rr.grants {
 		wg.Add(1)
 		go func() { // owned by this call: waited for below
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 2*remoteGrantRenew)
 			defer cancel()
-			errs[i] = rr.pg.remoteCall(cctx, m, msgRecoveryRenew, rr.iv, 0, false)
+			errs[i] = rr.pg.remoteCall(cctx, g.m, msgRecoveryRenew, rr.iv, 0, false)
 		}()
 	}
 	wg.Wait()
 	now := time.Now()
 	for i, err := range errs {
-		m := rr.members[i]
+		g := &rr.grants[i]
 		switch {
 		case err == nil, errors.Is(err, osdop.ErrInvalid):
-			rr.lastOK[i] = now
+			g.lastOK = now
 		case errors.Is(err, osdop.ErrBusy):
-			return fmt.Errorf("%w (osd.%d revoked its grant)", errPreempted, m.id)
-		case now.Sub(rr.lastOK[i]) > remoteGrantTTL:
-			return fmt.Errorf("%w (osd.%d has not renewed its grant for %v: %v)", errPreempted, m.id, remoteGrantTTL, err)
+			return fmt.Errorf("%w (osd.%d revoked its grant)", errPreempted, g.m.id)
+		case now.Sub(g.lastOK) > remoteGrantTTL:
+			return fmt.Errorf("%w (osd.%d has not renewed its grant for %v: %v)", errPreempted, g.m.id, remoteGrantTTL, err)
 		}
 	}
 	return nil
@@ -220,31 +226,34 @@ func (rr *remoteReservation) renew(ctx context.Context) error {
 // Close (best effort: a grant not released expires), so that the caller's
 // local slot goes back at once.
 func (rr *remoteReservation) release() {
-	if rr == nil || len(rr.members) == 0 {
+	if rr == nil || len(rr.grants) == 0 {
 		return
 	}
-	pg, members := rr.pg, rr.members
-	rr.members, rr.lastOK = nil, nil
+	pg, grants := rr.pg, rr.grants
+	rr.grants = nil
 	pg.osd.wg.Add(1)
 	go func() { // owned by the OSD: its context bounds every call
 		defer pg.osd.wg.Done()
-		for _, m := range members {
-			pg.remoteCallBestEffort(m, msgRecoveryRelease, rr.iv)
+		for _, g := range grants {
+			pg.releaseGrant(g.m, rr.iv)
 		}
 	}()
 }
 
+// remoteCall sends member m one of the reservation messages for interval
+// iv; ErrBusy is a refusal.
 func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt bool) error {
 	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt}).encode())
 	return err
 }
 
-// remoteCallBestEffort sends a release, giving up after 2 s.
-func (pg *PG) remoteCallBestEffort(m memberInfo, typ uint16, iv uint64) {
+// releaseGrant tells member m that interval iv's primary is done with its
+// grant, giving up after 2 s (best effort: the grant expires anyway).
+func (pg *PG) releaseGrant(m memberInfo, iv uint64) {
 	d := pg.osd
 	ctx, cancel := context.WithTimeout(d.ctx, 2*time.Second)
 	defer cancel()
-	if err := pg.remoteCall(ctx, m, typ, iv, 0, false); err != nil {
+	if err := pg.remoteCall(ctx, m, msgRecoveryRelease, iv, 0, false); err != nil {
 		d.log.Debug("recovery reservation release", "pg", pg.id, "osd", m.id, "err", err)
 	}
 }
@@ -258,8 +267,8 @@ func (pg *PG) handleRecoveryReserve(pm *peerMsg) error {
 	max := int(d.conf().Int("osd_max_backfills"))
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != pm.Interval || (pg.state != stateReplica && pg.primary != d.id) {
-		return fmt.Errorf("%w: pg %s on osd.%d is not a member of this interval", osdop.ErrRetry, pg.id, d.id)
+	if err := pg.checkMemberLocked(pm); err != nil {
+		return err
 	}
 	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max) {
 		return fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
