@@ -11,6 +11,7 @@ package mon
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,17 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 		next, err := s.Map.Apply(inc)
 		if err != nil {
 			return nil, "", err
+		}
+		if upmapInputsChanged(inc) {
+			if ups := positionalUpmaps(s.Map, next); len(ups) > 0 {
+				if inc.NewPGUpmap == nil {
+					inc.NewPGUpmap = map[osdmap.PGID][]int32{}
+				}
+				maps.Copy(inc.NewPGUpmap, ups)
+				if next, err = s.Map.Apply(inc); err != nil {
+					return nil, "", err
+				}
+			}
 		}
 		if stale := staleTemps(next); len(stale) > 0 {
 			if inc.NewPGTemp == nil {

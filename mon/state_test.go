@@ -563,3 +563,80 @@ func TestUpFrom(t *testing.T) {
 		t.Fatalf("up_from after a restart at a new address: %d, want %d", got, s.Map.Epoch)
 	}
 }
+
+// TestPositionalUpmap: when a reweight changes CRUSH's choice for
+// erasure-coded PGs, the MONs give each a pg_upmap of CRUSH's OSDs with
+// those that already held a position of it kept there (a PG whose OSDs
+// CRUSH only reorders keeps its mapping: nothing moves), none for a
+// replicated PG; reverting the weight removes every entry.
+func TestPositionalUpmap(t *testing.T) {
+	s := newState(t)
+	for i := range 6 {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: "h" + string(rune('0'+i)), Addr: "127.0.0.1:680" + string(rune('0'+i)), SizeBytes: 1 << 40})
+	}
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1"}})
+	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p21", PGNum: 64})
+	commit(t, s, mon.PoolCreate{Name: "rep", Size: 3, PGNum: 64})
+	ecp, _ := s.Map.PoolByName("ec")
+	rep, _ := s.Map.PoolByName("rep")
+	before, err := s.Map.PGMappings(ecp.ID)
+	if err != nil || len(s.Map.PGUpmap) != 0 {
+		t.Fatalf("pg_upmap %v before any reweight: %v", s.Map.PGUpmap, err)
+	}
+	commit(t, s, mon.CrushReweight{Name: "osd.2", Weight: 2})
+	after, _ := s.Map.PGMappings(ecp.ID)
+	crushOf, _ := s.Map.CrushOSDs(ecp.ID)
+	reordered, swapped := 0, 0
+	for seed, mp := range after {
+		pg := osdmap.PGID{Pool: ecp.ID, Seed: uint32(seed)}
+		old, chosen := before[seed].Acting, crushOf[seed]
+		if !sameSet(mp.Up, chosen) {
+			t.Fatalf("pg %s: up %v is not CRUSH's OSDs %v", pg, mp.Up, chosen)
+		}
+		moved := false
+		for i, o := range old {
+			if at := slices.Index(chosen, o); at >= 0 && at != i {
+				moved = true
+			}
+			if slices.Contains(chosen, o) && mp.Up[i] != o {
+				t.Fatalf("pg %s: osd.%d left position %d: acting %v, CRUSH %v, up %v", pg, o, i, old, chosen, mp.Up)
+			}
+		}
+		_, has := s.Map.PGUpmap[pg]
+		if has != !slices.Equal(mp.Up, chosen) || has != moved {
+			t.Fatalf("pg %s: pg_upmap %v with acting %v, CRUSH %v", pg, s.Map.PGUpmap[pg], old, chosen)
+		}
+		if moved {
+			reordered++
+		}
+		if moved && sameSet(old, chosen) {
+			swapped++
+			if !slices.Equal(mp.Up, old) {
+				t.Fatalf("pg %s: CRUSH swapped %v to %v, up %v", pg, old, chosen, mp.Up)
+			}
+		}
+	}
+	if swapped == 0 {
+		t.Fatal("the reweight swapped no PG's OSDs: the test proves nothing")
+	}
+	for pg := range s.Map.PGUpmap {
+		if pg.Pool == rep.ID {
+			t.Fatalf("pg_upmap for replicated pg %s", pg)
+		}
+	}
+	t.Logf("%d of 64 PGs reordered by CRUSH (%d only swapped): pg_upmap %d", reordered, swapped, len(s.Map.PGUpmap))
+	commit(t, s, mon.CrushReweight{Name: "osd.2", Weight: 1})
+	if len(s.Map.PGUpmap) != 0 {
+		t.Fatalf("pg_upmap kept after the weight went back: %v", s.Map.PGUpmap)
+	}
+	if back, _ := s.Map.PGMappings(ecp.ID); !reflect.DeepEqual(back, before) {
+		t.Fatal("mappings differ after the weight went back")
+	}
+}
+
+func sameSet(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

@@ -392,12 +392,12 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 }
 
 // TestECBackfillUnderPGTemp: an OSD added to a 2+2 pool — each PG whose
-// up set gives it a shard while the others keep theirs keeps the shard's
-// old OSD acting under a pg_temp while the new one backfills (held by
-// nobackfill): remapped, never degraded or undersized. (Where CRUSH also
-// moves another member to another position, the pg_temp keeps it at its
-// old one where it can; a cycle of moves may leave a shard to rebuild by
-// decoding.) Every read is served meanwhile, and the new OSD takes every
+// up set gives it a shard keeps the shard's old OSD acting under a
+// pg_temp while the new one backfills (held by nobackfill): remapped,
+// never degraded or undersized. Where CRUSH also reorders the PG's other
+// OSDs, the MONs' pg_upmap keeps them at their positions, so the new OSD
+// is the only change of any up set and no object is rebuilt by decoding.
+// Every read is served meanwhile, and the new OSD takes every
 // write (a partial write first copies it the object's shard). Then the
 // shards are copied from the OSDs that held them, the pg_temps go, the
 // old shards are deleted, and every object has its four shards, readable
@@ -471,8 +471,11 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 				empty++
 			}
 		}
+		if shifted > 0 {
+			t.Fatalf("%d pgs with an OSD other than osd.4 at a new position (pg_upmap %v)", shifted, m.PGUpmap)
+		}
 		if m.OSDs[4].Up && waiting > 0 && waiting+empty == len(moved) {
-			t.Logf("osd.4 added under nobackfill: %d pgs active+remapped+backfill_wait with their old acting set as pg_temp; %d where CRUSH also moved another OSD's position", waiting, shifted)
+			t.Logf("osd.4 added under nobackfill: %d pgs active+remapped+backfill_wait with their old acting set as pg_temp; %d pg_upmap entries kept reordered OSDs in place", waiting, len(m.PGUpmap))
 			break
 		}
 		select {
@@ -526,20 +529,22 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 		copies += st.Perf.ECShardCopies
 		rebuilds += st.Perf.ECRebuilds
 	}
-	if copies == 0 || (shifted == 0 && rebuilds != 0) || rebuilds*4 > copies {
-		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding (%d pgs with shifted positions)", copies, rebuilds, shifted)
+	if copies == 0 || rebuilds != 0 {
+		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding", copies, rebuilds)
 	}
-	t.Logf("backfill copied %d shards from the OSDs that held them; %d objects rebuilt by decoding (in the %d pgs with shifted positions)", copies, rebuilds, shifted)
+	t.Logf("backfill copied %d shards from the OSDs that held them", copies)
 	c.waitCopies(ctx, p.ID(), model, 4) // the replaced shards deleted, none lost
 	c.stop(ctx, cl, 0, 1)
 	verifyModel(ctx, t, p, model, "osd.0 and osd.1 down after the backfill")
 }
 
 // TestECSwappedPositions: a CRUSH weight change that only swaps the
-// positions of a 2+1 PG's members (one shard per OSD, min_size 3 leaves
-// no room to rebuild one) keeps the PG on its old positions under a
-// pg_temp, active+remapped, serving every object, instead of dropping
-// shards; the other PGs move and go clean.
+// positions of a 2+1 PG's members (one shard per OSD, and min_size 3
+// leaves no room to rebuild one) moves nothing: the MONs give the PG a
+// pg_upmap of its old positions, and it stays active+clean on its old
+// acting set, serving every object; the other PGs move and go clean, and
+// the shards moved (copied or rebuilt) are exactly the minimum: one per
+// object and position whose OSD changed.
 func TestECSwappedPositions(t *testing.T) {
 	c := startCluster(t, 6)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -559,46 +564,77 @@ func TestECSwappedPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	moved := func() (n uint64) {
+		for i := range 6 {
+			st, err := cl.OSDStats(ctx, int32(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += st.Perf.ECShardCopies + st.Perf.ECRebuilds
+		}
+		return n
+	}
+	base := moved()
 	monDo(ctx, t, cl, "osd crush reweight", "name", "osd.2", "weight", "2")
 	if err := cl.RefreshMap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after, err := cl.Map().PGMappings(p.ID())
+	chosen, err := cl.Map().CrushOSDs(p.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	swapped := map[string]bool{}
-	for seed, mp := range after {
+	for seed, osds := range chosen {
 		old := before[seed].Acting
-		if !slices.Equal(mp.Up, old) && len(mp.Up) == len(old) && !slices.ContainsFunc(mp.Up, func(o int32) bool { return !slices.Contains(old, o) }) {
+		if !slices.Equal(osds, old) && len(osds) == len(old) && !slices.ContainsFunc(osds, func(o int32) bool { return !slices.Contains(old, o) }) {
 			swapped[osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}.String()] = true
 		}
 	}
 	if len(swapped) == 0 {
 		t.Fatal("the reweight swapped no PG's positions: the test proves nothing")
 	}
-	for {
-		states := pgStates(ctx, t, cl, p.ID())
-		settled := 0
-		for _, st := range states {
-			id, state, _ := strings.Cut(st, " ")
-			switch {
-			case swapped[id] && state == "active+remapped":
-				settled++
-			case !swapped[id] && state == "active+clean":
-				settled++
+	after, err := cl.Map().PGMappings(p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the minimum to move: one shard of each object per position whose
+	// OSD changed
+	objects := map[uint32]int{}
+	for oid := range model {
+		pg, err := cl.Map().ObjectToPG(p.ID(), oid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects[pg.Seed]++
+	}
+	minimum := 0
+	for seed, mp := range after {
+		if id := (osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}); swapped[id.String()] && !slices.Equal(mp.Up, before[seed].Acting) {
+			t.Fatalf("pg %s, swapped by CRUSH from %v to %v: up %v", id, before[seed].Acting, chosen[seed], mp.Up)
+		}
+		for i, o := range mp.Up {
+			if o != before[seed].Acting[i] {
+				minimum += objects[uint32(seed)]
 			}
 		}
-		if len(states) == 64 && settled == 64 {
-			break
-		}
+	}
+	for moved()-base < uint64(minimum) {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d pgs swapped %v: states %v", len(swapped), swapped, states)
+			t.Fatalf("%d shards moved, the minimum is %d", moved()-base, minimum)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Logf("%d of 64 pgs had their members swapped: active+remapped on their old positions; the others clean", len(swapped))
+	backfillClean(ctx, t, cl, p.ID())
+	if n := moved() - base; minimum == 0 || n != uint64(minimum) {
+		t.Fatalf("the reweight moved %d shards, the minimum is %d", n, minimum)
+	}
+	for seed, mp := range after {
+		if id := (osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}); swapped[id.String()] && !slices.Equal(mp.Acting, before[seed].Acting) {
+			t.Fatalf("pg %s, swapped by CRUSH from %v to %v: acting %v", id, before[seed].Acting, chosen[seed], mp.Acting)
+		}
+	}
+	t.Logf("%d of 64 pgs had their members swapped by CRUSH: active+clean on their old positions (pg_upmap); the others moved %d shards, the minimum", len(swapped), minimum)
 	verifyModel(ctx, t, p, model, "after the reweight")
 	for i := range 50 {
 		oid := fmt.Sprintf("o%d", i*4)

@@ -149,8 +149,9 @@ func (pg *PG) shardsFromFormers(ctx context.Context, iv uint64, acting, targets 
 		return nil
 	}
 	if !slices.ContainsFunc(up, func(o int32) bool { return o != osdmap.NoOSD && !slices.Contains(want, o) }) {
-		// every up OSD acts (members swapped positions): nothing would be
-		// backfilled. One of the moved members leaves, to be backfilled at
+		// every up OSD acts (members swapped positions; the MONs' pg_upmap
+		// prevents this unless the pool's rule has several emits): nothing
+		// would be backfilled. One of the moved members leaves, to be backfilled at
 		// its up position from the shards that stay, if min_size allows;
 		// else the PG stays on its old positions (settled keeps such a
 		// pg_temp): an OSD holds one shard of a PG, and taking its new one

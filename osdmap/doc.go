@@ -14,7 +14,9 @@
 //     hashpspool flag (else stable_mod(ps, pgp_num) + pool): the CRUSH
 //     input, so that pools do not overlap.
 //  3. raw = CRUSH(rule, pps, size) with each OSD's in/out weight; OSDs that
-//     do not exist are dropped (replicated) or become holes (erasure).
+//     do not exist are dropped (replicated) or become holes (erasure). A
+//     PG's pg_upmap entry replaces raw unless it names an out or missing
+//     OSD or has not the pool's size (OSDMap::_apply_upmap).
 //  4. up = raw without down OSDs (replicated: shifted left; erasure: holes
 //     stay, positionally stable). The up primary is the first OSD, unless
 //     primary affinity below 1.0 makes CRUSH skip it.
@@ -29,6 +31,8 @@
 // incrementals encode to versioned binary sections (internal/wire): a newer
 // Shoal may append fields an older one skips.
 //
-// Not yet modelled: pg_upmap and pg_upmap_items (the balancer's explicit
-// overrides), CRUSH choose_args, snapshots, cache tiers.
+// pg_upmap entries are set by the MONs only, to keep an erasure-coded PG's
+// shards at their positions when CRUSH reorders its OSDs (mon/upmap.go).
+// Not yet modelled: pg_upmap_items and operator-set overrides (the
+// balancer's), CRUSH choose_args, snapshots, cache tiers.
 package osdmap

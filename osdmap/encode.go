@@ -13,8 +13,8 @@ import (
 // their cluster addresses, v4 their UpFrom. A reader accepts newer
 // versions whose compat is 1 and skips fields it does not know.
 const (
-	mapVersion         = 4
-	incrementalVersion = 4
+	mapVersion         = 5
+	incrementalVersion = 5
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
@@ -168,6 +168,7 @@ func (m *Map) Encode() []byte {
 		ids[i] = int32(i)
 	}
 	encodeOSDFields(&e, ids, func(id int32) OSD { return m.OSDs[id] })
+	encodePGTemp(&e, m.PGUpmap) // v5
 	e.End(mark)
 	return e.Bytes()
 }
@@ -297,6 +298,9 @@ func Decode(b []byte) (*Map, error) {
 		fill(&m.OSDs[id])
 		return true
 	})
+	if v >= 5 {
+		m.PGUpmap = decodePGTemp(d)
+	}
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -335,6 +339,7 @@ func (inc *Incremental) Encode() []byte {
 		e.U32(uint32(*inc.NewFlags))
 	}
 	encodeOSDFields(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
+	encodePGTemp(&e, inc.NewPGUpmap) // v5
 	e.End(mark)
 	return e.Bytes()
 }
@@ -378,6 +383,9 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 		}
 		return ok
 	})
+	if v >= 5 {
+		inc.NewPGUpmap = decodePGTemp(d)
+	}
 	d.End("incremental", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode incremental: %w", err)

@@ -27,6 +27,9 @@ type Incremental struct {
 	NewPGTemp map[PGID][]int32
 	// NewPrimaryTemp sets a PG's temporary primary; -1 removes it.
 	NewPrimaryTemp map[PGID]int32
+	// NewPGUpmap sets a PG's pg_upmap (Map.PGUpmap); an empty list
+	// removes it.
+	NewPGUpmap map[PGID][]int32
 	// NewFlags replaces the cluster flags when non-nil.
 	NewFlags *Flags
 }
@@ -41,10 +44,8 @@ func (m *Map) Clone() *Map {
 		n.Pools[id] = &cp
 	}
 	n.OSDs = slices.Clone(m.OSDs)
-	n.PGTemp = make(map[PGID][]int32, len(m.PGTemp))
-	for pg, v := range m.PGTemp {
-		n.PGTemp[pg] = slices.Clone(v)
-	}
+	n.PGTemp = cloneLists(m.PGTemp)
+	n.PGUpmap = cloneLists(m.PGUpmap)
 	n.PrimaryTemp = maps.Clone(m.PrimaryTemp)
 	if n.PrimaryTemp == nil {
 		n.PrimaryTemp = map[PGID]int32{}
@@ -107,19 +108,19 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 				delete(n.PGTemp, pg)
 			}
 		}
+		for pg := range n.PGUpmap {
+			if pg.Pool == id {
+				delete(n.PGUpmap, pg)
+			}
+		}
 		for pg := range n.PrimaryTemp {
 			if pg.Pool == id {
 				delete(n.PrimaryTemp, pg)
 			}
 		}
 	}
-	for pg, osds := range inc.NewPGTemp {
-		if len(osds) == 0 {
-			delete(n.PGTemp, pg)
-		} else {
-			n.PGTemp[pg] = slices.Clone(osds)
-		}
-	}
+	setLists(n.PGTemp, inc.NewPGTemp)
+	setLists(n.PGUpmap, inc.NewPGUpmap)
 	for pg, o := range inc.NewPrimaryTemp {
 		if o < 0 {
 			delete(n.PrimaryTemp, pg)
@@ -169,4 +170,25 @@ func (p *Pool) validate() error {
 		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
 	}
 	return nil
+}
+
+// cloneLists deep-copies a map of PG → OSD list (never nil).
+func cloneLists(m map[PGID][]int32) map[PGID][]int32 {
+	n := make(map[PGID][]int32, len(m))
+	for pg, v := range m {
+		n[pg] = slices.Clone(v)
+	}
+	return n
+}
+
+// setLists applies an incremental's PG → OSD list changes to m: an empty
+// list removes the PG's entry.
+func setLists(m, changes map[PGID][]int32) {
+	for pg, osds := range changes {
+		if len(osds) == 0 {
+			delete(m, pg)
+		} else {
+			m[pg] = slices.Clone(osds)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package osdmap
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/shoal-project/shoal/crush"
@@ -115,7 +116,12 @@ type Map struct {
 	Crush       *crush.Map
 	PGTemp      map[PGID][]int32
 	PrimaryTemp map[PGID]int32
-	Flags       Flags // cluster-wide flags (`shoal osd set`)
+	// PGUpmap overrides CRUSH's choice for a PG with an explicit list of
+	// OSDs (Ceph's pg_upmap), applied before down OSDs are removed. The
+	// MONs set it on erasure-coded PGs whose OSDs CRUSH only reorders, so
+	// that each keeps its shard (mon.positionalUpmaps).
+	PGUpmap map[PGID][]int32
+	Flags   Flags // cluster-wide flags (`shoal osd set`)
 
 	// crushWeights caches weights() for maps made by Apply or Decode,
 	// which are never modified afterwards.
@@ -133,7 +139,7 @@ var (
 // New returns an empty map at epoch 0 holding the given CRUSH map.
 func New(fsid string, c *crush.Map) *Map {
 	return &Map{FSID: fsid, Pools: map[int64]*Pool{}, Crush: c,
-		PGTemp: map[PGID][]int32{}, PrimaryTemp: map[PGID]int32{}}
+		PGTemp: map[PGID][]int32{}, PrimaryTemp: map[PGID]int32{}, PGUpmap: map[PGID][]int32{}}
 }
 
 // Pool returns the pool with the given id.
@@ -204,7 +210,7 @@ func (m *Map) ObjectToPG(pool int64, name, namespace string) (PGID, error) {
 
 // Mapping is where a PG lives.
 type Mapping struct {
-	Raw           []int32 // CRUSH's choice, nonexistent OSDs removed
+	Raw           []int32 // CRUSH's choice or the PG's pg_upmap, nonexistent OSDs removed
 	Up            []int32 // Raw without down OSDs
 	UpPrimary     int32   // -1 when Up is empty
 	Acting        []int32 // pg_temp, else Up
@@ -224,27 +230,11 @@ func (m *Map) MapPG(pg PGID) (Mapping, error) {
 func (m *Map) mapPG(p *Pool, pg PGID, weights []uint32) Mapping {
 	var mp Mapping
 	pps := p.PlacementSeed(pg)
-	// A rule serves only pools of its own type (CrushWrapper::find_rule).
-	if m.Crush != nil {
-		if r := m.Crush.Rule(p.CrushRule); r != nil && r.Type == uint8(p.Type) {
-			mp.Raw = m.Crush.DoRule(p.CrushRule, pps, p.Size, weights, nil)
-		}
-	}
-	// remove OSDs that do not exist
-	if p.CanShiftOSDs() {
-		out := mp.Raw[:0]
-		for _, o := range mp.Raw {
-			if m.exists(o) {
-				out = append(out, o)
-			}
-		}
-		mp.Raw = out
+	folded := p.RawPGToPG(pg)
+	if u, ok := m.upmap(p, folded, weights); ok {
+		mp.Raw = u
 	} else {
-		for i, o := range mp.Raw {
-			if !m.exists(o) {
-				mp.Raw[i] = NoOSD
-			}
-		}
+		mp.Raw = m.crushOSDs(p, pps, weights)
 	}
 	// up: without down OSDs
 	for _, o := range mp.Raw {
@@ -258,7 +248,6 @@ func (m *Map) mapPG(p *Pool, pg PGID, weights []uint32) Mapping {
 	mp.UpPrimary = pickPrimary(mp.Up)
 	m.applyPrimaryAffinity(pps, p, mp.Up, &mp.UpPrimary)
 	// acting: pg_temp / primary_temp override
-	folded := p.RawPGToPG(pg)
 	temp, tempPrimary := m.tempOSDs(p, folded)
 	if len(temp) > 0 {
 		mp.Acting = temp
@@ -270,6 +259,67 @@ func (m *Map) mapPG(p *Pool, pg PGID, weights []uint32) Mapping {
 		mp.ActingPrimary = mp.UpPrimary
 	}
 	return mp
+}
+
+// crushOSDs is CRUSH's choice for a PG's placement seed pps, with OSDs
+// that do not exist removed (replicated) or made holes (erasure): Ceph's
+// OSDMap::_pg_to_raw_osds.
+func (m *Map) crushOSDs(p *Pool, pps uint32, weights []uint32) []int32 {
+	var raw []int32
+	// A rule serves only pools of its own type (CrushWrapper::find_rule).
+	if m.Crush != nil {
+		if r := m.Crush.Rule(p.CrushRule); r != nil && r.Type == uint8(p.Type) {
+			raw = m.Crush.DoRule(p.CrushRule, pps, p.Size, weights, nil)
+		}
+	}
+	if p.CanShiftOSDs() {
+		out := raw[:0]
+		for _, o := range raw {
+			if m.exists(o) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	for i, o := range raw {
+		if !m.exists(o) {
+			raw[i] = NoOSD
+		}
+	}
+	return raw
+}
+
+// upmap returns the PG's pg_upmap entry (a copy) and true when it applies:
+// as in Ceph's OSDMap::_apply_upmap an entry naming an OSD that is out
+// (weight 0) is ignored, and so is one whose length is not the pool's
+// size or that names an OSD that does not exist.
+func (m *Map) upmap(p *Pool, pg PGID, weights []uint32) ([]int32, bool) {
+	u, ok := m.PGUpmap[pg]
+	if !ok || len(u) != p.Size {
+		return nil, false
+	}
+	for _, o := range u {
+		if o != NoOSD && (!m.exists(o) || int(o) >= len(weights) || weights[o] == 0) {
+			return nil, false
+		}
+	}
+	return slices.Clone(u), true
+}
+
+// CrushOSDs returns, for every PG of a pool in seed order, CRUSH's choice
+// of OSDs before any pg_upmap (Ceph's pg_to_raw_osds): nonexistent OSDs
+// removed, or holes (NoOSD) on an erasure-coded pool.
+func (m *Map) CrushOSDs(pool int64) ([][]int32, error) {
+	p, err := m.Pool(pool)
+	if err != nil {
+		return nil, err
+	}
+	w := m.weights()
+	out := make([][]int32, p.PGNum)
+	for s := range out {
+		out[s] = m.crushOSDs(p, p.PlacementSeed(PGID{Pool: pool, Seed: uint32(s)}), w)
+	}
+	return out, nil
 }
 
 func pickPrimary(osds []int32) int32 {

@@ -235,6 +235,46 @@ func TestPGTempAndPrimaryTemp(t *testing.T) {
 	}
 }
 
+// pg_upmap replaces CRUSH's choice (the raw and up sets; acting follows
+// unless a pg_temp holds) for the folded PG, and is ignored while it
+// names an OSD that is out or does not exist, or has not the pool's
+// size; removing it, or deleting the pool, restores CRUSH's choice.
+func TestPGUpmap(t *testing.T) {
+	m := testMap(t)
+	base := mapPG(t, m, 2, 7)
+	crushRaw, err := m.CrushOSDs(2)
+	if err != nil || !slices.Equal(crushRaw[7], base.Raw) {
+		t.Fatalf("CrushOSDs %v, mapping %v: %v", crushRaw[7], base.Raw, err)
+	}
+	pg := osdmap.PGID{Pool: 2, Seed: 7}
+	want := slices.Clone(base.Raw)
+	slices.Reverse(want)
+	n := apply(t, m, &osdmap.Incremental{NewPGUpmap: map[osdmap.PGID][]int32{pg: want}})
+	got := mapPG(t, n, 2, 7+64*3) // a raw seed folds to pg
+	if !slices.Equal(got.Raw, want) || !slices.Equal(got.Up, want) || !slices.Equal(got.Acting, want) || got.ActingPrimary != want[0] {
+		t.Fatalf("pg_upmap %v: %+v", want, got)
+	}
+	if after, _ := n.CrushOSDs(2); !slices.Equal(after[7], base.Raw) {
+		t.Fatalf("CrushOSDs with a pg_upmap: %v, want CRUSH's %v", after[7], base.Raw)
+	}
+	// an OSD of it marked out: CRUSH's choice
+	out := n.OSDs[want[1]]
+	out.Weight = 0
+	if got := mapPG(t, apply(t, n, &osdmap.Incremental{NewOSDs: map[int32]osdmap.OSD{want[1]: out}}), 2, 7); slices.Contains(got.Raw, want[1]) {
+		t.Fatalf("pg_upmap naming out osd.%d applied: %v", want[1], got.Raw)
+	}
+	short := apply(t, n, &osdmap.Incremental{NewPGUpmap: map[osdmap.PGID][]int32{pg: want[:2]}})
+	if got := mapPG(t, short, 2, 7); !slices.Equal(got.Raw, base.Raw) {
+		t.Fatalf("pg_upmap shorter than the pool's size applied: %v", got.Raw)
+	}
+	if got := mapPG(t, apply(t, n, &osdmap.Incremental{NewPGUpmap: map[osdmap.PGID][]int32{pg: nil}}), 2, 7); !slices.Equal(got.Raw, base.Raw) {
+		t.Fatalf("removed pg_upmap: %v, want %v", got.Raw, base.Raw)
+	}
+	if gone := apply(t, n, &osdmap.Incremental{OldPools: []int64{2}}); len(gone.PGUpmap) != 0 {
+		t.Fatalf("pg_upmap of a deleted pool kept: %v", gone.PGUpmap)
+	}
+}
+
 func TestApplyEpochAndValidation(t *testing.T) {
 	m := testMap(t)
 	if _, err := m.Apply(&osdmap.Incremental{Epoch: m.Epoch + 2}); !errors.Is(err, osdmap.ErrEpoch) {
@@ -281,6 +321,7 @@ func sampleIncremental(t *testing.T, m *osdmap.Map) *osdmap.Incremental {
 			8: {Exists: true, AutoOut: true}, 7: {Exists: true, Fullness: osdmap.Full, Lost: true}},
 		NewPGTemp:      map[osdmap.PGID][]int32{{Pool: 1, Seed: 3}: {9, 1}},
 		NewPrimaryTemp: map[osdmap.PGID]int32{{Pool: 1, Seed: 4}: 2},
+		NewPGUpmap:     map[osdmap.PGID][]int32{{Pool: 1, Seed: 5}: {1, 9, 3}, {Pool: 1, Seed: 6}: nil},
 	}
 }
 
@@ -314,6 +355,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	if m2.Flags.String() != "noout,nodeep-scrub" || !m2.OSDs[8].AutoOut || m2.OSDs[9].AutoOut || m2.OSDs[7].Fullness != osdmap.Full || m2.OSDs[7].AutoOut || !m2.OSDs[7].Lost || m2.OSDs[8].Lost {
 		t.Fatalf("decoded map: flags %q, osd.8 auto-out %v, osd.9 auto-out %v", m2.Flags, m2.OSDs[8].AutoOut, m2.OSDs[9].AutoOut)
+	}
+	if u := m2.PGUpmap[osdmap.PGID{Pool: 1, Seed: 5}]; !slices.Equal(u, []int32{1, 9, 3}) || len(m2.PGUpmap) != 1 {
+		t.Fatalf("decoded map: pg_upmap %v", m2.PGUpmap)
 	}
 	if m2.OSDs[9].ClusterAddr != "127.0.1.1:6801" || m2.OSDs[9].BackAddr() != "127.0.1.1:6801" || m2.OSDs[8].ClusterAddr != "" || m2.OSDs[8].BackAddr() != m2.OSDs[8].Addr {
 		t.Fatalf("decoded map: osd.9 cluster address %q, osd.8 %q", m2.OSDs[9].ClusterAddr, m2.OSDs[8].ClusterAddr)
@@ -352,7 +396,7 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
 	grown := append([]byte(nil), b[:hdr]...)
-	grown = append(grown, 5, 1) // version 5 (one past this reader's), compat 1
+	grown = append(grown, 6, 1) // version 6 (one past this reader's), compat 1
 	n := uint32(len(b)-hdr-6) + 3
 	grown = append(grown, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	grown = append(grown, b[hdr+6:]...)
@@ -364,9 +408,9 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	if !bytes.Equal(m2.Encode(), b) {
 		t.Fatal("newer map decoded to different content")
 	}
-	grown[hdr+1] = 5 // compat 5: needs a newer reader
+	grown[hdr+1] = 6 // compat 6: needs a newer reader
 	if _, err := osdmap.Decode(grown); !errors.Is(err, wire.ErrCorrupt) {
-		t.Fatalf("compat 5: err %v, want ErrCorrupt", err)
+		t.Fatalf("compat 6: err %v, want ErrCorrupt", err)
 	}
 }
 
@@ -419,8 +463,9 @@ func FuzzDecodeIncremental(f *testing.F) {
 	base := osdmap.New("f", c)
 	f.Add((&osdmap.Incremental{Epoch: 1}).Encode())
 	f.Add((&osdmap.Incremental{Epoch: 1, NewCrush: c, NewMaxOSD: 3,
-		NewPools: []*osdmap.Pool{{ID: 1, Name: "p", Type: osdmap.PoolReplicated, Size: 3, MinSize: 2, PGNum: 8, PGPNum: 8, ObjectHash: osdmap.HashRjenkins}},
-		NewOSDs:  map[int32]osdmap.OSD{0: {Exists: true, Up: true, Weight: osdmap.WeightIn}},
+		NewPools:   []*osdmap.Pool{{ID: 1, Name: "p", Type: osdmap.PoolReplicated, Size: 3, MinSize: 2, PGNum: 8, PGPNum: 8, ObjectHash: osdmap.HashRjenkins}},
+		NewOSDs:    map[int32]osdmap.OSD{0: {Exists: true, Up: true, Weight: osdmap.WeightIn}},
+		NewPGUpmap: map[osdmap.PGID][]int32{{Pool: 1, Seed: 2}: {0, osdmap.NoOSD, -3}},
 	}).Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		inc, err := osdmap.DecodeIncremental(b)

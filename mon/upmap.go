@@ -1,0 +1,129 @@
+package mon
+
+import (
+	"slices"
+
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// Positional pg_upmap. An erasure-coded PG's positions are shards: the
+// OSD at position i holds shard i. When a change of weights or of the
+// CRUSH map makes CRUSH reorder a PG's OSDs — the same OSDs, or some of
+// them, at other positions — Ceph moves each shard to its new position:
+// a backfill of data that was already on the right OSDs, and for a PG
+// whose members CRUSH only swaps, one that needs an OSD to hold two
+// shards at once (Ceph keeps one collection per shard; Shoal's OSDs
+// hold one shard of a PG). Instead the MONs, in the epoch that changes
+// CRUSH's choice, give such a PG a pg_upmap (Ceph's explicit mapping,
+// OSDMap::pg_upmap) holding exactly CRUSH's OSDs, but with each that
+// held a position of the PG's acting set kept there: only the positions
+// whose OSD CRUSH really replaced move data, and a swap moves nothing.
+// The entry goes when CRUSH's choice changes again and no longer needs
+// it. The set of OSDs is CRUSH's, so failure domains and balance are
+// CRUSH's; a rule with several take…emit blocks, whose positions differ
+// in kind, is left alone.
+
+// upmapInputsChanged reports whether an incremental can change CRUSH's
+// choice for some PG: a new CRUSH map, OSDs added, removed or reweighted,
+// or pools created or changed.
+func upmapInputsChanged(inc *osdmap.Incremental) bool {
+	return inc.NewCrush != nil || len(inc.NewOSDs) > 0 || inc.NewMaxOSD > 0 || len(inc.NewPools) > 0
+}
+
+// positionalUpmaps returns the pg_upmap changes (an empty list removes an
+// entry) for the erasure-coded PGs whose CRUSH choice differs between
+// prev and next, next being prev with an incremental applied, and for
+// the entries whose PGs no longer exist (pg_num lowered).
+func positionalUpmaps(prev, next *osdmap.Map) map[osdmap.PGID][]int32 {
+	changes := map[osdmap.PGID][]int32{}
+	for pg := range next.PGUpmap {
+		if p, err := next.Pool(pg.Pool); err != nil || pg.Seed >= p.PGNum {
+			changes[pg] = nil // its PG is gone
+		}
+	}
+	for _, id := range next.PoolIDs() {
+		p := next.Pools[id]
+		pp, err := prev.Pool(id)
+		if p.Type != osdmap.PoolErasure || err != nil || !singleEmit(next.Crush, p.CrushRule) {
+			continue
+		}
+		before, err1 := prev.CrushOSDs(id)
+		after, err2 := next.CrushOSDs(id)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		for s := range min(pp.PGNum, p.PGNum) {
+			if slices.Equal(before[s], after[s]) {
+				continue
+			}
+			pg := osdmap.PGID{Pool: id, Seed: uint32(s)}
+			mp, err := prev.MapPG(pg)
+			if err != nil {
+				continue
+			}
+			want := keepPositions(after[s], mp.Acting, mp.Raw)
+			cur, has := next.PGUpmap[pg]
+			switch {
+			case slices.Equal(want, after[s]):
+				if has {
+					changes[pg] = nil
+				}
+			case !slices.Equal(cur, want):
+				changes[pg] = want
+			}
+		}
+	}
+	return changes
+}
+
+// singleEmit reports whether rule id emits its OSDs in one block, so that
+// any order of them satisfies it.
+func singleEmit(c *crush.Map, id int) bool {
+	r := c.Rule(id)
+	if r == nil {
+		return false
+	}
+	emits := 0
+	for _, st := range r.Steps {
+		if st.Op == crush.OpEmit {
+			emits++
+		}
+	}
+	return emits == 1
+}
+
+// keepPositions orders the OSDs of chosen (CRUSH's choice, holes as
+// osdmap.NoOSD) so that each keeps its position in acting (the PG's
+// acting set, which holds the shards), else in raw (its earlier up set
+// with down OSDs, whose shards wait on them); the others take their own
+// positions in chosen when free, then the free positions in order.
+func keepPositions(chosen, acting, raw []int32) []int32 {
+	want := make([]int32, len(chosen))
+	for i := range want {
+		want[i] = osdmap.NoOSD
+	}
+	placed := map[int32]bool{}
+	keep := func(from []int32) {
+		for i, o := range from {
+			if i < len(want) && want[i] == osdmap.NoOSD && o != osdmap.NoOSD && !placed[o] && slices.Contains(chosen, o) {
+				want[i], placed[o] = o, true
+			}
+		}
+	}
+	keep(acting)
+	keep(raw)
+	keep(chosen)
+	var rest []int32
+	for _, o := range chosen {
+		if o != osdmap.NoOSD && !placed[o] {
+			rest = append(rest, o)
+		}
+	}
+	for i := range want {
+		if want[i] == osdmap.NoOSD && len(rest) > 0 {
+			want[i], rest = rest[0], rest[1:]
+		}
+	}
+	return want
+}
