@@ -838,3 +838,80 @@ func TestBackfillsIntoOneOSD(t *testing.T) {
 		t.Fatal("osd.3 holds no object after the backfill")
 	}
 }
+
+// TestReweightMovesMinimum: a CRUSH weight change on a 3-replica pool
+// moves only the copies whose placement changed — exactly one copy of
+// each object for each OSD new to its PG's up set, counted by the OSDs'
+// recovery_ops — and the cluster settles clean, every object at three
+// copies, the replaced copies deleted.
+func TestReweightMovesMinimum(t *testing.T) {
+	c := startCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, p := c.pool(ctx, "p")
+	model := map[string][]byte{}
+	for i := range 200 {
+		oid := fmt.Sprintf("o%d", i)
+		model[oid] = bytes.Repeat([]byte{byte(i), 7}, 500+i)
+		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitClean(ctx, t, cl, p.ID())
+	before, err := cl.Map().PGMappings(p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := func() (n uint64) {
+		for i := range c.osds {
+			st, err := cl.OSDStats(ctx, int32(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += st.Perf.RecoveryOps
+		}
+		return n
+	}
+	base := moved()
+	monDo(ctx, t, cl, "osd crush reweight", "name", "osd.1", "weight", "0.3")
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := cl.Map().PGMappings(p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := map[uint32]int{}
+	for oid := range model {
+		pg, err := cl.Map().ObjectToPG(p.ID(), oid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects[pg.Seed]++
+	}
+	minimum, pgs := 0, 0
+	for seed, mp := range after {
+		n := 0
+		for _, o := range mp.Up {
+			if !slices.Contains(before[seed].Acting, o) {
+				n++
+			}
+		}
+		minimum += n * objects[uint32(seed)]
+		if n > 0 {
+			pgs++
+		}
+	}
+	if minimum == 0 {
+		t.Fatal("the reweight moved no object: the test proves nothing")
+	}
+	eventually(ctx, t, func() bool { return moved()-base >= uint64(minimum) },
+		func() string { return fmt.Sprintf("%d copies moved, the minimum is %d", moved()-base, minimum) })
+	backfillClean(ctx, t, cl, p.ID())
+	if n := moved() - base; n != uint64(minimum) {
+		t.Fatalf("the reweight moved %d copies, the minimum is %d", n, minimum)
+	}
+	c.waitCopies(ctx, p.ID(), model, 3)
+	verifyModel(ctx, t, p, model, "after the reweight")
+	t.Logf("osd.1 reweighted to 0.3: %d of %d pgs changed placement; %d copies moved, the minimum", pgs, len(after), minimum)
+}
