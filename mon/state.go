@@ -81,15 +81,13 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		if upmapInputsChanged(inc) {
-			if ups := positionalUpmaps(s.Map, next); len(ups) > 0 {
-				if inc.NewPGUpmap == nil {
-					inc.NewPGUpmap = map[osdmap.PGID][]int32{}
-				}
-				maps.Copy(inc.NewPGUpmap, ups)
-				if next, err = s.Map.Apply(inc); err != nil {
-					return nil, "", err
-				}
+		if ups := positionalUpmaps(s.Map, next); len(ups) > 0 {
+			if inc.NewPGUpmap == nil {
+				inc.NewPGUpmap = map[osdmap.PGID][]int32{}
+			}
+			maps.Copy(inc.NewPGUpmap, ups)
+			if next, err = s.Map.Apply(inc); err != nil {
+				return nil, "", err
 			}
 		}
 		if stale := staleTemps(next); len(stale) > 0 {

@@ -3,6 +3,7 @@ package mon_test
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -568,7 +569,8 @@ func TestUpFrom(t *testing.T) {
 // erasure-coded PGs, the MONs give each a pg_upmap of CRUSH's OSDs with
 // those that already held a position of it kept there (a PG whose OSDs
 // CRUSH only reorders keeps its mapping: nothing moves), none for a
-// replicated PG; reverting the weight removes every entry.
+// replicated PG; an OSD down keeps them, one out gets a new order of
+// CRUSH's new choice; reverting it all removes every entry.
 func TestPositionalUpmap(t *testing.T) {
 	s := newState(t)
 	for i := range 6 {
@@ -625,12 +627,37 @@ func TestPositionalUpmap(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 64 PGs reordered by CRUSH (%d only swapped): pg_upmap %d", reordered, swapped, len(s.Map.PGUpmap))
+	// down is not out: CRUSH's choice and the entries stay
+	entries := maps.Clone(s.Map.PGUpmap)
+	commit(t, s, mon.OSDMark{IDs: []int32{4}, Up: f(false)})
+	if !reflect.DeepEqual(s.Map.PGUpmap, entries) {
+		t.Fatalf("osd.4 down changed pg_upmap: %v → %v", entries, s.Map.PGUpmap)
+	}
+	// out: every entry is still CRUSH's OSDs, in another order
+	commit(t, s, mon.OSDMark{IDs: []int32{4}, In: f(false)})
+	crushOf, _ = s.Map.CrushOSDs(ecp.ID)
+	for pg, u := range s.Map.PGUpmap {
+		if !sameSet(u, crushOf[pg.Seed]) || slices.Equal(u, crushOf[pg.Seed]) || slices.Contains(u, 4) {
+			t.Fatalf("osd.4 out: pg %s pg_upmap %v, CRUSH %v", pg, u, crushOf[pg.Seed])
+		}
+	}
+	commit(t, s, mon.OSDBoot{ID: 4, Host: "h4", Addr: "127.0.0.1:6814", SizeBytes: 1 << 40})
+	commit(t, s, mon.OSDMark{IDs: []int32{4}, In: f(true)}) // marked out by hand: stays out until marked in
 	commit(t, s, mon.CrushReweight{Name: "osd.2", Weight: 1})
 	if len(s.Map.PGUpmap) != 0 {
 		t.Fatalf("pg_upmap kept after the weight went back: %v", s.Map.PGUpmap)
 	}
 	if back, _ := s.Map.PGMappings(ecp.ID); !reflect.DeepEqual(back, before) {
 		t.Fatal("mappings differ after the weight went back")
+	}
+	// entries go with their pool
+	commit(t, s, mon.CrushReweight{Name: "osd.2", Weight: 2})
+	if len(s.Map.PGUpmap) == 0 {
+		t.Fatal("no pg_upmap after the second reweight")
+	}
+	commit(t, s, mon.PoolDelete{Name: "ec"})
+	if len(s.Map.PGUpmap) != 0 {
+		t.Fatalf("pg_upmap of a deleted pool kept: %v", s.Map.PGUpmap)
 	}
 }
 

@@ -24,28 +24,27 @@ import (
 // CRUSH's; a rule with several take…emit blocks, whose positions differ
 // in kind, is left alone.
 
-// upmapInputsChanged reports whether an incremental can change CRUSH's
-// choice for some PG: a new CRUSH map, OSDs added, removed or reweighted,
-// or pools created or changed.
-func upmapInputsChanged(inc *osdmap.Incremental) bool {
-	return inc.NewCrush != nil || len(inc.NewOSDs) > 0 || inc.NewMaxOSD > 0 || len(inc.NewPools) > 0
-}
-
 // positionalUpmaps returns the pg_upmap changes (an empty list removes an
-// entry) for the erasure-coded PGs whose CRUSH choice differs between
-// prev and next, next being prev with an incremental applied, and for
-// the entries whose PGs no longer exist (pg_num lowered).
+// entry) that next — prev with an incremental applied — needs: for the
+// erasure-coded PGs whose CRUSH choice differs between the two, and the
+// removal of entries whose PGs no longer exist (pg_num lowered) or whose
+// pools the MONs no longer keep entries for (a rule with several emits).
+// Only pools whose CRUSH inputs changed are mapped, so an OSD marked up
+// or down costs nothing here.
 func positionalUpmaps(prev, next *osdmap.Map) map[osdmap.PGID][]int32 {
 	changes := map[osdmap.PGID][]int32{}
 	for pg := range next.PGUpmap {
-		if p, err := next.Pool(pg.Pool); err != nil || pg.Seed >= p.PGNum {
-			changes[pg] = nil // its PG is gone
+		p, err := next.Pool(pg.Pool)
+		if err != nil || pg.Seed >= p.PGNum || p.Type != osdmap.PoolErasure || !singleEmit(next.Crush, p.CrushRule) {
+			changes[pg] = nil
 		}
 	}
+	osdsChanged := !sameCrushOSDs(prev, next)
 	for _, id := range next.PoolIDs() {
 		p := next.Pools[id]
 		pp, err := prev.Pool(id)
-		if p.Type != osdmap.PoolErasure || err != nil || !singleEmit(next.Crush, p.CrushRule) {
+		if p.Type != osdmap.PoolErasure || err != nil || !singleEmit(next.Crush, p.CrushRule) ||
+			(!osdsChanged && prev.Crush == next.Crush && pp.Size == p.Size && pp.PGPNum == p.PGPNum && pp.CrushRule == p.CrushRule && pp.Flags == p.Flags) {
 			continue
 		}
 		before, err1 := prev.CrushOSDs(id)
@@ -75,6 +74,21 @@ func positionalUpmaps(prev, next *osdmap.Map) map[osdmap.PGID][]int32 {
 		}
 	}
 	return changes
+}
+
+// sameCrushOSDs reports whether the two maps give CRUSH the same OSDs:
+// the same ids, existing and with the same reweights (up and down do
+// not matter to CRUSH).
+func sameCrushOSDs(a, b *osdmap.Map) bool {
+	if len(a.OSDs) != len(b.OSDs) {
+		return false
+	}
+	for i := range a.OSDs {
+		if a.OSDs[i].Exists != b.OSDs[i].Exists || a.OSDs[i].Weight != b.OSDs[i].Weight {
+			return false
+		}
+	}
+	return true
 }
 
 // singleEmit reports whether rule id emits its OSDs in one block, so that

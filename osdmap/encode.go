@@ -10,14 +10,26 @@ import (
 
 // Encoding versions. Map v1 and Incremental v1 are the first; v2 appends
 // the cluster flags and the OSDs' extra state (AutoOut, Fullness), v3
-// their cluster addresses, v4 their UpFrom. A reader accepts newer
-// versions whose compat is 1 and skips fields it does not know.
+// their cluster addresses, v4 their UpFrom, v5 the pg_upmap entries. A
+// reader accepts newer versions whose compat is 1 and skips fields it
+// does not know. A map or incremental that holds pg_upmap entries has
+// compat 5: they change where PGs map, so a reader that would skip them
+// must refuse it (as Ceph requires luminous clients for pg_upmap).
 const (
 	mapVersion         = 5
 	incrementalVersion = 5
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
+
+// upmapCompat is the compat version of a map or incremental with n
+// pg_upmap entries.
+func upmapCompat(n int) uint8 {
+	if n > 0 {
+		return 5
+	}
+	return 1
+}
 
 func encodePool(e *wire.Encoder, p *Pool) {
 	mark := e.Begin(1, 1)
@@ -147,7 +159,7 @@ func (m *Map) Encode() []byte {
 	for i := 0; i < len(magicMap); i++ {
 		e.U8(magicMap[i])
 	}
-	mark := e.Begin(mapVersion, 1)
+	mark := e.Begin(mapVersion, upmapCompat(len(m.PGUpmap)))
 	e.U32(uint32(m.Epoch))
 	e.String(m.FSID)
 	e.I64(m.PoolMax)
@@ -315,7 +327,7 @@ func (inc *Incremental) Encode() []byte {
 	for i := 0; i < len(magicIncremental); i++ {
 		e.U8(magicIncremental[i])
 	}
-	mark := e.Begin(incrementalVersion, 1)
+	mark := e.Begin(incrementalVersion, upmapCompat(len(inc.NewPGUpmap)))
 	e.U32(uint32(inc.Epoch))
 	encodeCrush(&e, inc.NewCrush)
 	e.U32(uint32(len(inc.NewPools)))

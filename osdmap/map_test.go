@@ -414,6 +414,36 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	}
 }
 
+// A map written before pg_upmap (v4: no entries field) still decodes; a
+// map with pg_upmap entries demands a reader that knows them (compat 5),
+// one without does not.
+func TestDecodeBeforeUpmap(t *testing.T) {
+	b := testMap(t).Encode()
+	const hdr = 8 // magic
+	if b[hdr] != 5 || b[hdr+1] != 1 || !bytes.Equal(b[len(b)-4:], []byte{0, 0, 0, 0}) {
+		t.Fatalf("header % x, tail % x: not a v5 map without pg_upmap", b[hdr:hdr+2], b[len(b)-4:])
+	}
+	old := slices.Clone(b[:len(b)-4]) // without the empty pg_upmap count
+	old[hdr] = 4
+	n := uint32(len(old) - hdr - 6)
+	old[hdr+2], old[hdr+3], old[hdr+4], old[hdr+5] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+	m, err := osdmap.Decode(old)
+	if err != nil {
+		t.Fatalf("v4 map: %v", err)
+	}
+	if !bytes.Equal(m.Encode(), b) {
+		t.Fatal("v4 map decoded to different content")
+	}
+	up := apply(t, m, &osdmap.Incremental{NewPGUpmap: map[osdmap.PGID][]int32{{Pool: 2, Seed: 1}: {1, 2, 3, 4, 5}}})
+	if e := up.Encode(); e[hdr+1] != 5 {
+		t.Fatalf("map with pg_upmap has compat %d, want 5", e[hdr+1])
+	}
+	inc := &osdmap.Incremental{Epoch: 2, NewPGUpmap: map[osdmap.PGID][]int32{{Pool: 2, Seed: 1}: nil}}
+	if e := inc.Encode(); e[hdr+1] != 5 {
+		t.Fatalf("incremental with pg_upmap changes has compat %d, want 5", e[hdr+1])
+	}
+}
+
 func TestParsePGID(t *testing.T) {
 	pg, err := osdmap.ParsePGID("12.1f")
 	if err != nil || pg != (osdmap.PGID{Pool: 12, Seed: 0x1f}) || pg.String() != "12.1f" {
