@@ -19,8 +19,11 @@ import (
 // as well as those it runs as primary (the local reservation, reserver.go).
 // Before it copies, a primary asks every member its PG's copies go to, in
 // order of OSD id, for one of that member's osd_max_backfills remote
-// slots, with the PG's priority; a member with none free refuses
-// (ErrBusy). Only once every other member has granted does the primary
+// slots, with the PG's priority; a member with none free queues the
+// request (Ceph's AsyncReserver queue), highest priority first, and
+// grants it the moment a slot frees, or refuses it (ErrBusy) after
+// remoteQueueWait — at once when a holder has a lower priority, which
+// the primary may preempt instead. Only once every other member has granted does the primary
 // ask the refusing ones again allowing preemption: a member then revokes
 // the grant of its lowest-priority holder below the PG's priority (Ceph's
 // remote preemption), so a PG blocked elsewhere takes nobody's slot. A
@@ -38,15 +41,36 @@ import (
 const (
 	remoteGrantTTL   = 30 * time.Second
 	remoteGrantRenew = time.Second
+	// remoteQueueWait is how long a member keeps a request it cannot
+	// grant yet queued: short enough that a primary refused everywhere
+	// gives its own slot and its other grants back soon (it holds them
+	// while it waits, in order of OSD id, so waits never form a cycle).
+	remoteQueueWait = 2 * time.Second
 )
 
 // errRemoteBusy: a member had no remote recovery slot for the PG.
 var errRemoteBusy = errors.New("remote recovery slots busy")
 
-// remoteSlots are the remote recovery reservations an OSD granted, by PG.
+// remoteSlots are the remote recovery reservations an OSD granted, by PG,
+// and the requests waiting for one.
 type remoteSlots struct {
-	mu   sync.Mutex
-	held map[osdmap.PGID]remoteGrant
+	mu      sync.Mutex
+	held    map[osdmap.PGID]remoteGrant
+	waiting []*remoteWaiter
+	seq     uint64 // of the last request queued
+	max     int    // osd_max_backfills at the last request
+}
+
+// remoteWaiter is a queued reservation request; done is closed when a
+// slot is granted to it (granted) or it is dropped (its PG's interval
+// ended here).
+type remoteWaiter struct {
+	id      osdmap.PGID
+	iv      uint64
+	prio    int
+	seq     uint64
+	done    chan struct{}
+	granted bool
 }
 
 type remoteGrant struct {
@@ -60,25 +84,33 @@ type remoteGrant struct {
 // preempt, the one of the lowest-priority holder below prio, whose grant
 // is revoked. It reports whether id holds a slot.
 func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, preempt bool, now time.Time, max int) bool {
+	ok, _ := s.reserveOrQueue(id, iv, prio, preempt, now, max, false)
+	return ok
+}
+
+// reserveOrQueue is reserve that, if queue is set and no slot can be had,
+// queues the request unless a holder has a lower priority than prio (the
+// primary may preempt it instead): the waiter returned is granted, in
+// order of priority then arrival, once a slot frees. nil if not queued.
+func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preempt bool, now time.Time, max int, queue bool) (bool, *remoteWaiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
 		s.held = map[osdmap.PGID]remoteGrant{}
 	}
+	s.max = max
 	for pg, g := range s.held {
 		if now.Sub(g.at) > remoteGrantTTL {
 			delete(s.held, pg)
 		}
 	}
+	s.grantWaiting(now)
 	if g, ok := s.held[id]; ok && g.iv == iv {
 		s.held[id] = remoteGrant{iv, prio, now}
-		return true
+		return true, nil
 	}
 	delete(s.held, id) // an earlier interval's
-	if len(s.held) >= max {
-		if !preempt {
-			return false
-		}
+	if len(s.held) >= max || len(s.waiting) > 0 {
 		var low osdmap.PGID
 		lowPrio := prio
 		for pg, g := range s.held {
@@ -86,13 +118,55 @@ func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, preempt bool,
 				low, lowPrio = pg, g.prio
 			}
 		}
-		if lowPrio == prio {
-			return false
+		switch {
+		case preempt && lowPrio < prio && len(s.held) >= max:
+			delete(s.held, low) // revoked: its primary learns at its next renewal
+		case !queue || (lowPrio < prio && !preempt):
+			return false, nil
+		default:
+			s.seq++
+			w := &remoteWaiter{id: id, iv: iv, prio: prio, seq: s.seq, done: make(chan struct{})}
+			s.waiting = append(s.waiting, w)
+			return false, w
 		}
-		delete(s.held, low) // revoked: its primary learns at its next renewal
 	}
 	s.held[id] = remoteGrant{iv, prio, now}
-	return true
+	return true, nil
+}
+
+// grantWaiting grants free slots to the queued requests, highest
+// priority first, then first come (s.mu held).
+func (s *remoteSlots) grantWaiting(now time.Time) {
+	for len(s.waiting) > 0 && len(s.held) < s.max {
+		best := 0
+		for i, w := range s.waiting {
+			if b := s.waiting[best]; w.prio > b.prio || (w.prio == b.prio && w.seq < b.seq) {
+				best = i
+			}
+		}
+		w := s.waiting[best]
+		s.waiting = slices.Delete(s.waiting, best, best+1)
+		if g, ok := s.held[w.id]; ok && g.iv != w.iv {
+			delete(s.held, w.id)
+		}
+		s.held[w.id] = remoteGrant{w.iv, w.prio, now}
+		w.granted = true
+		close(w.done)
+	}
+}
+
+// settle ends a queued request's wait: true if it was granted a slot,
+// else it leaves the queue.
+func (s *remoteSlots) settle(w *remoteWaiter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.granted {
+		return true
+	}
+	if i := slices.Index(s.waiting, w); i >= 0 {
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+	}
+	return false
 }
 
 // renew refreshes PG id's grant for interval iv at now; false if it holds
@@ -109,22 +183,33 @@ func (s *remoteSlots) renew(id osdmap.PGID, iv uint64, now time.Time) bool {
 	return true
 }
 
-// release forgets PG id's grant of interval iv, if it holds one.
+// release forgets PG id's grant of interval iv, if it holds one, and
+// grants the slot to the next queued request.
 func (s *remoteSlots) release(id osdmap.PGID, iv uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g, ok := s.held[id]; ok && g.iv == iv {
 		delete(s.held, id)
+		s.grantWaiting(time.Now())
 	}
 }
 
-// endInterval forgets PG id's grant unless it is to interval iv's
-// primary: the PG has started interval iv here.
+// endInterval forgets PG id's grant, and drops its queued requests,
+// unless they are interval iv's primary's: the PG has started interval
+// iv here.
 func (s *remoteSlots) endInterval(id osdmap.PGID, iv uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waiting = slices.DeleteFunc(s.waiting, func(w *remoteWaiter) bool {
+		if w.id != id || w.iv == iv {
+			return false
+		}
+		close(w.done)
+		return true
+	})
 	if g, ok := s.held[id]; ok && g.iv != iv {
 		delete(s.held, id)
+		s.grantWaiting(time.Now())
 	}
 }
 
@@ -259,19 +344,43 @@ func (pg *PG) releaseGrant(m memberInfo, iv uint64) {
 }
 
 // handleRecoveryReserve grants this interval's primary a remote recovery
-// slot (renewing the one it holds), or refuses with ErrBusy.
-// The interval is checked and the slot taken under pg.mu, so that a new
-// interval's endInterval (setMapping, under pg.mu) cannot come between.
-func (pg *PG) handleRecoveryReserve(pm *peerMsg) error {
+// slot (renewing the one it holds), or queues the request for up to
+// remoteQueueWait, or refuses with ErrBusy. The interval is checked and
+// the slot taken under pg.mu, so that a new interval's endInterval
+// (setMapping, under pg.mu) cannot come between; a slot granted while
+// queued is checked again.
+func (pg *PG) handleRecoveryReserve(ctx context.Context, pm *peerMsg) error {
 	d := pg.osd
 	max := int(d.conf().Int("osd_max_backfills"))
+	busy := fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
+	pg.mu.Lock()
+	if err := pg.checkMemberLocked(pm); err != nil {
+		pg.mu.Unlock()
+		return err
+	}
+	ok, w := d.remoteSlots.reserveOrQueue(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max, true)
+	pg.mu.Unlock()
+	switch {
+	case ok:
+		return nil
+	case w == nil:
+		return busy
+	}
+	t := time.NewTimer(remoteQueueWait)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if !d.remoteSlots.settle(w) {
+		return busy
+	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if err := pg.checkMemberLocked(pm); err != nil {
+		d.remoteSlots.release(pg.id, pm.Interval)
 		return err
-	}
-	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max) {
-		return fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
 	}
 	return nil
 }

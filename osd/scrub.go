@@ -405,6 +405,7 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 		pg.scrub.lastDeep = now
 	}
 	pg.scrub.errors, pg.scrub.found = unrepaired, found
+	pg.scrub.running = scrubNone // with the stamps: whoever sees them done sees it done
 	stamps := pg.scrubStamps()
 	pg.mu.Unlock()
 	report, err := json.Marshal(found)
