@@ -218,11 +218,16 @@ func RunOSD(c *Conf, dir string) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	tuneGC(cfg, 100, osd.Memory(cfg).GoMemLimit())
+	setMemLimit := func(n int64) { // the budget changed in the MONs' configuration database
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(n)
+		}
+	}
 	class := cfg.String("crush_device_class")
 	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
 		class = strings.TrimSpace(string(b))
 	}
-	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, ClusterAddr: cfg.String("cluster_addr"), MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class})
+	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, ClusterAddr: cfg.String("cluster_addr"), MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class, SetMemoryLimit: setMemLimit})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)

@@ -796,3 +796,20 @@ func (s *BlockStore) readOnode(r pebble.Reader, c Coll, oid string) (*onode, err
 	defer closer.Close()
 	return decodeOnode(v)
 }
+
+// SetCacheSizes resizes the data cache to data bytes and the onode cache
+// to onodes bytes while the store runs (an OSD's osd_memory_target
+// changed), evicting the least recently used entries beyond them. A store
+// opened without a data cache (DataCacheSize < 0, or too small for one)
+// stays without; the metadata store's block cache keeps the size it was
+// opened with.
+func (s *BlockStore) SetCacheSizes(data int64, onodes int) {
+	s.dcache.resize(data)
+	s.onodes.resize(onodes)
+}
+
+// CacheBytes is what the data cache and (by estimate) the onode cache
+// hold now, in bytes.
+func (s *BlockStore) CacheBytes() (data int64, onodes int) {
+	return s.dcache.bytes(), s.onodes.held()
+}

@@ -39,6 +39,34 @@ func onodeBytes(key string, o *onode) int {
 	return n
 }
 
+// resize sets the cache's budget and evicts the least recent entries
+// beyond it.
+func (c *onodeCache) resize(budget int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget = budget
+	c.trim()
+}
+
+// held is the estimate of the bytes the cached onodes hold.
+func (c *onodeCache) held() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// trim evicts the least recent entries until the cache fits its budget
+// (c.mu held).
+func (c *onodeCache) trim() {
+	for c.bytes > max(c.budget, 0) && c.ll.Len() > 0 {
+		e := c.ll.Back()
+		ce := e.Value.(*cacheEntry)
+		c.ll.Remove(e)
+		delete(c.m, ce.key)
+		c.bytes -= ce.size
+	}
+}
+
 func (c *onodeCache) get(key string) (*onode, bool) {
 	if c == nil || c.budget <= 0 {
 		return nil, false
@@ -74,11 +102,5 @@ func (c *onodeCache) put(key string, o *onode) {
 	}
 	c.m[key] = c.ll.PushFront(&cacheEntry{key, o, size})
 	c.bytes += size
-	for c.bytes > c.budget {
-		e := c.ll.Back()
-		ce := e.Value.(*cacheEntry)
-		c.ll.Remove(e)
-		delete(c.m, ce.key)
-		c.bytes -= ce.size
-	}
+	c.trim()
 }

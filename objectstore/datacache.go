@@ -213,6 +213,28 @@ func (c *dataCache) drop(phys, n uint64) {
 	})
 }
 
+// resize sets the cache's budget to budget bytes (one unit per shard at
+// least) and evicts the least recent units beyond it; a pinned unit's
+// buffer is left to its readers. A store opened without a cache (nil)
+// stays without.
+func (c *dataCache) resize(budget int64) {
+	if c == nil {
+		return
+	}
+	per := max(int(budget/unitBytes/cacheShards), 1)
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.budget = per
+		for sh.lru.Len() > per {
+			old := sh.lru.Back()
+			delete(sh.units, old.Value.(*cacheUnit).n)
+			sh.lru.Remove(old)
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // bytes is the memory the cache's units hold.
 func (c *dataCache) bytes() int64 {
 	if c == nil {

@@ -250,3 +250,54 @@ func TestDataCacheConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSetCacheSizes: shrinking the caches of a running store evicts the
+// data cache down to its new budget and the onode cache to its new size,
+// reads still return the stored bytes, and grown again the data cache
+// fills again.
+func TestSetCacheSizes(t *testing.T) {
+	const unit = 64 << 10 // the data cache's unit
+	dev := newCountingDevice(t, 64<<20)
+	s := openStore(t, t.TempDir(), objectstore.Options{Size: 64 << 20, InlineMax: 512, Device: dev, DataCacheSize: 32 * 16 * unit})
+	defer s.Close()
+	data := make([]byte, 24<<20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	var txn objectstore.Transaction
+	txn.CreateCollection("c")
+	for i := range 8 {
+		txn.Write("c", fmt.Sprintf("o%d", i), 0, data[i*3<<20:(i+1)*3<<20])
+	}
+	if err := s.Apply(&txn); err != nil {
+		t.Fatal(err)
+	}
+	readAll := func() {
+		t.Helper()
+		for i := range 8 {
+			got, err := s.Read("c", fmt.Sprintf("o%d", i), 0, 0)
+			if err != nil || !bytes.Equal(got, data[i*3<<20:(i+1)*3<<20]) {
+				t.Fatalf("read o%d: %v", i, err)
+			}
+		}
+	}
+	readAll()
+	full, onodes := s.CacheBytes()
+	if full < 16<<20 || onodes == 0 {
+		t.Fatalf("after reading 24 MiB: data cache %d bytes, onode cache %d", full, onodes)
+	}
+	s.SetCacheSizes(16*unit, 0) // one unit per shard; no onodes
+	if d, o := s.CacheBytes(); d > 16*unit || o != 0 {
+		t.Fatalf("shrunk to %d and 0: data cache %d bytes, onode cache %d", 16*unit, d, o)
+	}
+	readAll()
+	if d, _ := s.CacheBytes(); d > 16*unit {
+		t.Fatalf("reads grew the shrunk data cache to %d bytes", d)
+	}
+	s.SetCacheSizes(32*16*unit, 1<<20)
+	readAll()
+	if d, o := s.CacheBytes(); d < 16<<20 || o == 0 {
+		t.Fatalf("grown again: data cache %d bytes, onode cache %d", d, o)
+	}
+}

@@ -126,3 +126,34 @@ func sizeString(n int64) string {
 	}
 	return fmt.Sprintf("%dM", n>>20)
 }
+
+// cacheResizer is a store whose caches can be resized while it runs
+// (objectstore.BlockStore).
+type cacheResizer interface {
+	SetCacheSizes(data int64, onodes int)
+}
+
+// applyMemory applies the memory budget of configuration cfg if it
+// changed (osd_memory_target or the cache options set in the MONs'
+// database, which the OSD learns after it starts): the store's data and
+// onode caches are resized at once, and the Go heap's soft limit follows;
+// the metadata store's block cache keeps the size the configuration file
+// gave it at start (Pebble's cannot be resized). Recovery's share is read
+// from the configuration where it is used.
+func (d *OSD) applyMemory(cfg *config.Config) {
+	mem := Memory(cfg)
+	if mem == d.mem {
+		return
+	}
+	d.mem = mem
+	if mem.Warning != "" {
+		d.log.Warn("osd: " + mem.Warning)
+	}
+	d.log.Info("memory budget changed: data and onode caches resized (the metadata cache keeps its size from start)", "budget", mem.String())
+	if r, ok := d.store.(cacheResizer); ok {
+		r.SetCacheSizes(mem.DataCache, int(mem.OnodeCache))
+	}
+	if d.o.SetMemoryLimit != nil {
+		d.o.SetMemoryLimit(mem.GoMemLimit())
+	}
+}

@@ -74,6 +74,10 @@ type Options struct {
 	// (`shoal auth`, fetched every second) they are the entities this OSD
 	// accepts. nil: every peer shares Keyring's key.
 	FileKeys map[string][]byte
+	// SetMemoryLimit, if set, is called with MemoryBudget.GoMemLimit when
+	// the memory budget changes while the OSD runs (the process's
+	// GOMEMLIMIT, when the OSD owns its process).
+	SetMemoryLimit func(bytes int64)
 }
 
 // OSD is a running OSD daemon.
@@ -135,6 +139,9 @@ type OSD struct {
 	leases    leaseTable              // read leases held and promised (lease.go)
 	shareMu   sync.Mutex
 	sharing   bool // a fetch of a newer map from the peers is under way (mapshare.go)
+	// mem is the memory budget applied to the store's caches (applyMemory;
+	// watchConfig's goroutine only, once started)
+	mem MemoryBudget
 }
 
 // Start opens the store, registers with the MONs (a new OSD gets an id and
@@ -166,8 +173,8 @@ func Start(o Options) (*OSD, error) {
 	}
 	cfg := o.Config.For(name)
 	store := o.Store
+	mem := Memory(cfg)
 	if store == nil {
-		mem := Memory(cfg)
 		if mem.Warning != "" {
 			o.Logger.Warn("osd: " + mem.Warning)
 		}
@@ -186,6 +193,7 @@ func Start(o Options) (*OSD, error) {
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
 		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable()}
 	d.cfg.Store(cfg)
+	d.mem = mem
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
 		d.Close()
@@ -445,10 +453,12 @@ func (d *OSD) watchConfig() {
 		if err == nil && string(r.Data) != last {
 			var db map[string]map[string]string
 			if json.Unmarshal(r.Data, &db) == nil {
-				d.cfg.Store(config.NewFile(db).Over(d.o.Config).For(d.name))
+				cfg := config.NewFile(db).Over(d.o.Config).For(d.name)
+				d.cfg.Store(cfg)
 				if last != "" {
 					d.log.Info("configuration changed")
 				}
+				d.applyMemory(cfg)
 				last = string(r.Data)
 			}
 		}

@@ -18,7 +18,10 @@
 #
 # Needs a built ./shoal (go build -o shoal ./cmd/shoal). EXTRA_CONF, when
 # set, is appended to the cluster's [global] section (e.g.
-# "bluestore_data_cache_size = 1G" to size a cache by hand).
+# "bluestore_data_cache_size = 1G" to size a cache by hand). RUNTIME=1
+# sets the target in the MONs' configuration database once the cluster
+# runs (`shoal config set osd osd_memory_target TARGET`, as an operator
+# would) instead of in the configuration file the OSDs start with.
 set -euo pipefail
 TARGET=${1:-1G}
 SECS=${2:-6}
@@ -35,14 +38,16 @@ sclean() {
 hwm() { awk '/^VmHWM/{printf "%.0f", $2/1024}' "/proc/$1/status"; }
 rss() { awk '/^VmRSS/{printf "%.0f", $2/1024}' "/proc/$1/status"; }
 
-echo "# $(date -u +%FT%TZ) $(nproc) cores, osd_memory_target = $TARGET, ${SECS}s per phase, $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null)"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, osd_memory_target = $TARGET${RUNTIME:+ (set at runtime)}, ${SECS}s per phase, $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null)"
 cleanup() { "$SHOAL" down --data "$D" > /dev/null 2>&1 || true; rm -rf "$D"; }
 cleanup
 trap cleanup EXIT
 "$SHOAL" up --detach --no-gateway --data "$D" --osds 3 --osd-size 16G > /dev/null
 "$SHOAL" down --data "$D" > /dev/null
 # into [global], which comes first: insert after its last line
-python3 - "$D/shoal.conf" "osd_memory_target = $TARGET" "${EXTRA_CONF:-}" <<'EOF'
+FILE_TARGET="osd_memory_target = $TARGET"
+[ -n "${RUNTIME:-}" ] && FILE_TARGET=""
+python3 - "$D/shoal.conf" "$FILE_TARGET" "${EXTRA_CONF:-}" <<'EOF'
 import sys
 path, lines = sys.argv[1], [l for l in sys.argv[2:] if l]
 text = open(path).read()
@@ -50,6 +55,10 @@ head, sep, rest = text.partition("\n[mon.")
 open(path, "w").write(head.rstrip("\n") + "\n" + "\n".join(lines) + "\n\n" + sep.lstrip("\n") + rest)
 EOF
 "$SHOAL" up --detach --no-gateway --data "$D" > /dev/null
+if [ -n "${RUNTIME:-}" ]; then
+  S config set osd osd_memory_target "$TARGET" > /dev/null
+  sleep 3 # the OSDs fetch the configuration database every second
+fi
 S osd set noout > /dev/null
 B write -b 4M -t 16 --seconds "$SECS" --no-cleanup --run-name fill | awk '/^Bandwidth/{print "fill:     " $0}'
 for i in 1 2; do B seq -t 16 --seconds "$SECS" --run-name fill | awk -v i=$i '/^Bandwidth/{print "read " i ":   " $0}'; done
