@@ -68,11 +68,14 @@ func (c *onodeCache) trim() {
 }
 
 func (c *onodeCache) get(key string) (*onode, bool) {
-	if c == nil || c.budget <= 0 {
+	if c == nil {
 		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.budget <= 0 {
+		return nil, false
+	}
 	e, ok := c.m[key]
 	if !ok {
 		return nil, false
@@ -83,7 +86,7 @@ func (c *onodeCache) get(key string) (*onode, bool) {
 
 // put caches o under key (replacing any entry); a nil o drops the key.
 func (c *onodeCache) put(key string, o *onode) {
-	if c == nil || c.budget <= 0 {
+	if c == nil {
 		return
 	}
 	c.mu.Lock()
@@ -93,7 +96,7 @@ func (c *onodeCache) put(key string, o *onode) {
 		c.ll.Remove(e)
 		delete(c.m, key)
 	}
-	if o == nil {
+	if o == nil || c.budget <= 0 {
 		return
 	}
 	size := onodeBytes(key, o)

@@ -37,7 +37,12 @@ type MemoryBudget struct {
 func recoveryShare(target int64) int64 { return max(target/8, 1) }
 
 // Memory returns the OSD's memory budget under cfg (its [osd] options).
-func Memory(cfg *config.Config) MemoryBudget {
+func Memory(cfg *config.Config) MemoryBudget { return memory(cfg, -1) }
+
+// memory is Memory with the metadata cache, if meta ≥ 0, fixed at meta
+// bytes as if set explicitly: the size the store opened it with, which
+// cannot change while it runs.
+func memory(cfg *config.Config, meta int64) MemoryBudget {
 	b := MemoryBudget{
 		Target:     int64(cfg.Size("osd_memory_target")),
 		Base:       int64(cfg.Size("osd_memory_base")),
@@ -52,6 +57,9 @@ func Memory(cfg *config.Config) MemoryBudget {
 	}
 	dataExplicit := cfg.IsSet("bluestore_data_cache_size")
 	metaExplicit := cfg.IsSet("bluestore_cache_size")
+	if meta >= 0 {
+		b.MetaCache, metaExplicit = meta, true
+	}
 	cacheMin := int64(cfg.Size("osd_memory_cache_min"))
 	share := max(b.Target-b.Base-b.Recovery-b.Memtables, cacheMin)
 	fixed, scaled := int64(0), b.OnodeCache // sizes kept as set, sizes to fit
@@ -138,10 +146,11 @@ type cacheResizer interface {
 // database, which the OSD learns after it starts): the store's data and
 // onode caches are resized at once, and the Go heap's soft limit follows;
 // the metadata store's block cache keeps the size the configuration file
-// gave it at start (Pebble's cannot be resized). Recovery's share is read
-// from the configuration where it is used.
+// gave it at start (Pebble's cannot be resized), and the budget counts it
+// at that size. Recovery's share is read from the configuration where it
+// is used.
 func (d *OSD) applyMemory(cfg *config.Config) {
-	mem := Memory(cfg)
+	mem := memory(cfg, d.metaCache)
 	if mem == d.mem {
 		return
 	}

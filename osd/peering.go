@@ -332,11 +332,13 @@ func (r *recoveryReservation) release() {
 
 // preempted reports whether a PG of higher priority wants the slot back.
 func (r *recoveryReservation) preempted() bool {
-	if r.res == nil {
-		return false
-	}
+	return r.res != nil && isClosed(r.res.preempted)
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-r.res.preempted:
+	case <-ch:
 		return true
 	default:
 		return false
@@ -370,9 +372,24 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint
 		res.r, res.res, res.limit = &d.reserver, rv, limit
 	}
 	if res.remote == nil {
-		rr, err := pg.reserveRemote(ctx, iv, prio, targets)
+		// a PG of higher priority taking the local slot meanwhile stops
+		// the asking (a member may hold an ask in its queue)
+		rctx, rcancel := context.WithCancel(ctx)
+		preempted := res.res.preempted
+		go func() { // owned by this call: ends with rctx
+			select {
+			case <-preempted:
+				rcancel()
+			case <-rctx.Done():
+			}
+		}()
+		rr, err := pg.reserveRemote(rctx, iv, prio, targets)
+		rcancel()
 		if err != nil {
 			res.release()
+			if ctx.Err() == nil && isClosed(preempted) {
+				return errPreempted
+			}
 			return err
 		}
 		res.remote = rr

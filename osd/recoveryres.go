@@ -19,21 +19,25 @@ import (
 // as well as those it runs as primary (the local reservation, reserver.go).
 // Before it copies, a primary asks every member its PG's copies go to, in
 // order of OSD id, for one of that member's osd_max_backfills remote
-// slots, with the PG's priority; a member with none free queues the
-// request (Ceph's AsyncReserver queue), highest priority first, and
-// grants it the moment a slot frees, or refuses it (ErrBusy) after
-// remoteQueueWait — at once when a holder has a lower priority, which
-// the primary may preempt instead. Only once every other member has granted does the primary
-// ask the refusing ones again allowing preemption: a member then revokes
-// the grant of its lowest-priority holder below the PG's priority (Ceph's
-// remote preemption), so a PG blocked elsewhere takes nobody's slot. A
-// primary still refused gives back what it got and asks again after
-// remoteBusyRetry (jittered). While it copies, the primary renews its
-// grants every remoteGrantRenew, each member on its own; a renewal that
-// finds its grant revoked, or a member that has not answered one for
-// remoteGrantTTL, stops the copying (errPreempted) as a local preemption
-// does. A member forgets a grant when the primary releases it, when the
-// PG starts a new interval there, or once it has not been renewed for
+// slots, with the PG's priority. A member with none free refuses
+// (ErrBusy) at once when a holder has a lower priority, or when the ask
+// may not wait; else it queues the request (Ceph's AsyncReserver queue),
+// highest priority first, then first come, grants it the moment a slot
+// frees, or refuses it after remoteQueueWait. A primary's asks may wait
+// only until one member has refused it: so it waits only while holding
+// grants on members of lower ids than the one it waits on, and waits
+// never form a cycle. Only once every other member has granted does the primary
+// ask the refusing ones again allowing preemption (never waiting): a
+// member then revokes the grant of its lowest-priority holder below the
+// PG's priority (Ceph's remote preemption), so a PG blocked elsewhere
+// takes nobody's slot. A primary still refused gives back what it got
+// and asks again after remoteBusyRetry (jittered). While it copies, the
+// primary renews its grants every remoteGrantRenew, each member on its
+// own; a renewal that finds its grant revoked, or a member that has not
+// answered one for remoteGrantTTL, stops the copying (errPreempted) as a
+// local preemption does. A member forgets a grant (or a queued request)
+// when the primary releases it, when the PG starts a new interval there,
+// or once it has not been renewed for
 // remoteGrantTTL (the primary died). Client ops never wait for one: the
 // object a client needs is recovered on demand. A member that does not
 // know these messages (an OSD from before them) counts as granting.
@@ -42,9 +46,8 @@ const (
 	remoteGrantTTL   = 30 * time.Second
 	remoteGrantRenew = time.Second
 	// remoteQueueWait is how long a member keeps a request it cannot
-	// grant yet queued: short enough that a primary refused everywhere
-	// gives its own slot and its other grants back soon (it holds them
-	// while it waits, in order of OSD id, so waits never form a cycle).
+	// grant yet queued: short, as the primary holds its own slot and its
+	// grants on members of lower ids meanwhile.
 	remoteQueueWait = 2 * time.Second
 )
 
@@ -89,9 +92,10 @@ func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, preempt bool,
 }
 
 // reserveOrQueue is reserve that, if queue is set and no slot can be had,
-// queues the request unless a holder has a lower priority than prio (the
-// primary may preempt it instead): the waiter returned is granted, in
-// order of priority then arrival, once a slot frees. nil if not queued.
+// queues the request — unless preempt is set or a holder has a lower
+// priority than prio (the primary may preempt it instead): the waiter
+// returned is granted, in order of priority then arrival, once a slot
+// frees. nil if not queued.
 func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preempt bool, now time.Time, max int, queue bool) (bool, *remoteWaiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,13 +108,13 @@ func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preemp
 			delete(s.held, pg)
 		}
 	}
-	s.grantWaiting(now)
 	if g, ok := s.held[id]; ok && g.iv == iv {
 		s.held[id] = remoteGrant{iv, prio, now}
 		return true, nil
 	}
 	delete(s.held, id) // an earlier interval's
-	if len(s.held) >= max || len(s.waiting) > 0 {
+	s.grantWaiting(now)
+	if len(s.held) >= max {
 		var low osdmap.PGID
 		lowPrio := prio
 		for pg, g := range s.held {
@@ -119,9 +123,9 @@ func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preemp
 			}
 		}
 		switch {
-		case preempt && lowPrio < prio && len(s.held) >= max:
+		case preempt && lowPrio < prio:
 			delete(s.held, low) // revoked: its primary learns at its next renewal
-		case !queue || (lowPrio < prio && !preempt):
+		case !queue || preempt || lowPrio < prio:
 			return false, nil
 		default:
 			s.seq++
@@ -184,10 +188,18 @@ func (s *remoteSlots) renew(id osdmap.PGID, iv uint64, now time.Time) bool {
 }
 
 // release forgets PG id's grant of interval iv, if it holds one, and
-// grants the slot to the next queued request.
+// grants the slot to the next queued request; a request of id for iv
+// still queued (its primary gave up waiting) leaves the queue.
 func (s *remoteSlots) release(id osdmap.PGID, iv uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waiting = slices.DeleteFunc(s.waiting, func(w *remoteWaiter) bool {
+		if w.id != id || w.iv != iv {
+			return false
+		}
+		close(w.done)
+		return true
+	})
 	if g, ok := s.held[id]; ok && g.iv == iv {
 		delete(s.held, id)
 		s.grantWaiting(time.Now())
@@ -239,7 +251,8 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 	rr := &remoteReservation{pg: pg, iv: iv}
 	var refused []memberInfo
 	ask := func(m memberInfo, preempt bool) (granted bool, err error) {
-		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt)
+		queue := !preempt && len(refused) == 0 // wait only while holding grants on lower ids alone
+		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt, queue)
 		switch {
 		case err == nil, errors.Is(err, osdop.ErrInvalid): // ErrInvalid: an OSD that predates reservations
 			rr.grants = append(rr.grants, remoteHeld{m, time.Now()})
@@ -288,7 +301,7 @@ func (rr *remoteReservation) renew(ctx context.Context) error {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 2*remoteGrantRenew)
 			defer cancel()
-			errs[i] = rr.pg.remoteCall(cctx, g.m, msgRecoveryRenew, rr.iv, 0, false)
+			errs[i] = rr.pg.remoteCall(cctx, g.m, msgRecoveryRenew, rr.iv, 0, false, false)
 		}()
 	}
 	wg.Wait()
@@ -327,8 +340,8 @@ func (rr *remoteReservation) release() {
 
 // remoteCall sends member m one of the reservation messages for interval
 // iv; ErrBusy is a refusal.
-func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt bool) error {
-	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt}).encode())
+func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt, queue bool) error {
+	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt, Queue: queue}).encode())
 	return err
 }
 
@@ -338,7 +351,7 @@ func (pg *PG) releaseGrant(m memberInfo, iv uint64) {
 	d := pg.osd
 	ctx, cancel := context.WithTimeout(d.ctx, 2*time.Second)
 	defer cancel()
-	if err := pg.remoteCall(ctx, m, msgRecoveryRelease, iv, 0, false); err != nil {
+	if err := pg.remoteCall(ctx, m, msgRecoveryRelease, iv, 0, false, false); err != nil {
 		d.log.Debug("recovery reservation release", "pg", pg.id, "osd", m.id, "err", err)
 	}
 }
@@ -358,7 +371,7 @@ func (pg *PG) handleRecoveryReserve(ctx context.Context, pm *peerMsg) error {
 		pg.mu.Unlock()
 		return err
 	}
-	ok, w := d.remoteSlots.reserveOrQueue(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max, true)
+	ok, w := d.remoteSlots.reserveOrQueue(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max, pm.Queue)
 	pg.mu.Unlock()
 	switch {
 	case ok:

@@ -78,9 +78,10 @@ func TestRemoteSlots(t *testing.T) {
 // TestRemoteSlotsQueue: a request that finds no free slot waits in the
 // member's queue and gets the slot the moment it frees, queued requests
 // by priority then arrival; a request that could preempt a lower holder
-// is refused at once instead (its primary preempts), one that may not
-// queue is refused; a waiter leaves the queue when it settles unserved,
-// and a new interval of its PG drops it.
+// is refused at once instead (its primary preempts), and so are a
+// preempting ask and one that may not queue; a waiter leaves the queue
+// when it settles unserved, and a new interval of its PG or its
+// primary's release drops it.
 func TestRemoteSlotsQueue(t *testing.T) {
 	pg := func(seed uint32) osdmap.PGID { return osdmap.PGID{Pool: 1, Seed: seed} }
 	t0 := time.Unix(1000, 0)
@@ -123,11 +124,22 @@ func TestRemoteSlotsQueue(t *testing.T) {
 	if ok, w := s.reserveOrQueue(pg(6), 7, prioDegraded, false, t0, 1, true); ok || w != nil {
 		t.Fatalf("a degraded PG queued behind a backfill: %v %v", ok, w)
 	}
-	// a new interval of a queued request's PG drops it
+	// a preempting ask never waits: with no holder below it, refused
+	if ok, w := s.reserveOrQueue(pg(6), 7, prioBackfill, true, t0, 1, true); ok || w != nil {
+		t.Fatalf("a preempting ask with no lower holder: %v %v", ok, w)
+	}
+	// a new interval of a queued request's PG drops it, and so does its
+	// primary's release (it gave up waiting)
 	_, w7 := s.reserveOrQueue(pg(7), 7, prioBackfill, false, t0, 1, true)
+	_, w8 := s.reserveOrQueue(pg(8), 7, prioBackfill, false, t0, 1, true)
 	s.endInterval(pg(7), 8)
+	s.release(pg(8), 7)
 	<-w7.done
-	if s.settle(w7) {
-		t.Fatal("a dropped waiter was granted")
+	<-w8.done
+	if s.settle(w7) || s.settle(w8) || len(s.waiting) != 0 {
+		t.Fatalf("dropped waiters granted or kept: %v", s.waiting)
+	}
+	if !s.renew(pg(2), 7, t0) {
+		t.Fatal("dropping waiters ended the holder's grant")
 	}
 }

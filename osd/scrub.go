@@ -399,13 +399,19 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 		}
 	}
 	now := time.Now()
+	autoRepair := kind == scrubDeep && unrepaired > 0 && d.conf().Bool("osd_scrub_auto_repair") && unrepaired <= int(d.conf().Int("osd_scrub_auto_repair_num_errors"))
 	pg.mu.Lock()
 	pg.scrub.last = now
 	if deep {
 		pg.scrub.lastDeep = now
 	}
 	pg.scrub.errors, pg.scrub.found = unrepaired, found
-	pg.scrub.running = scrubNone // with the stamps: whoever sees them done sees it done
+	// with the stamps: whoever sees them sees this scrub done, and a
+	// repair to follow already running
+	pg.scrub.running = scrubNone
+	if autoRepair {
+		pg.scrub.running = scrubRepair
+	}
 	stamps := pg.scrubStamps()
 	pg.mu.Unlock()
 	report, err := json.Marshal(found)
@@ -424,7 +430,7 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 		lvl = d.log.Error
 	}
 	lvl(what+" done", "pg", pg.id, "objects", objects, "inconsistent", len(found.Inconsistents), "unrepaired", unrepaired, "took", time.Since(start).Round(time.Millisecond))
-	if kind == scrubDeep && unrepaired > 0 && d.conf().Bool("osd_scrub_auto_repair") && unrepaired <= int(d.conf().Int("osd_scrub_auto_repair_num_errors")) {
+	if autoRepair {
 		d.log.Warn("auto-repairing", "pg", pg.id, "errors", unrepaired)
 		return pg.runScrub(ctx, scrubRepair)
 	}
