@@ -65,12 +65,9 @@ type peerMsg struct {
 	// still run (lease.go).
 	Leases []leaseClaim
 	// Prio (msgRecoveryReserve): the PG's recovery priority (prioDegraded,
-	// prioBackfill); Preempt: the member may revoke a lower one's grant;
-	// Queue: the member may hold the request in its queue (see
-	// reserveRemote).
+	// prioBackfill); Preempt: the member may revoke a lower one's grant.
 	Prio    int
 	Preempt bool
-	Queue   bool
 }
 
 // objState is a whole object (or its absence) for catch-up.
@@ -152,7 +149,6 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 	}
 	e.I32(int32(m.Prio))
 	e.Bool(m.Preempt)
-	e.Bool(m.Queue)
 }
 
 // decodePeerMsg reads a peerMsg; byte slices alias b.
@@ -195,9 +191,6 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	}
 	if d.Remaining() >= 5 { // absent from an OSD before remote recovery reservations
 		m.Prio, m.Preempt = int(d.I32()), d.Bool()
-	}
-	if d.Remaining() >= 1 { // absent from an OSD before the members' queue
-		m.Queue = d.Bool()
 	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)

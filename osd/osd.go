@@ -1027,7 +1027,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		d.scrubSlots.release(pg.id)
 		return nil, nil
 	case msgRecoveryReserve:
-		return nil, pg.handleRecoveryReserve(ctx, pm)
+		return nil, pg.handleRecoveryReserve(pm)
 	case msgRecoveryRenew:
 		return nil, pg.handleRecoveryRenew(pm)
 	case msgRecoveryRelease:

@@ -332,13 +332,11 @@ func (r *recoveryReservation) release() {
 
 // preempted reports whether a PG of higher priority wants the slot back.
 func (r *recoveryReservation) preempted() bool {
-	return r.res != nil && isClosed(r.res.preempted)
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
+	if r.res == nil {
+		return false
+	}
 	select {
-	case <-ch:
+	case <-r.res.preempted:
 		return true
 	default:
 		return false
@@ -372,24 +370,9 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint
 		res.r, res.res, res.limit = &d.reserver, rv, limit
 	}
 	if res.remote == nil {
-		// a PG of higher priority taking the local slot meanwhile stops
-		// the asking (a member may hold an ask in its queue)
-		rctx, rcancel := context.WithCancel(ctx)
-		preempted := res.res.preempted
-		go func() { // owned by this call: ends with rctx
-			select {
-			case <-preempted:
-				rcancel()
-			case <-rctx.Done():
-			}
-		}()
-		rr, err := pg.reserveRemote(rctx, iv, prio, targets)
-		rcancel()
+		rr, err := pg.reserveRemote(ctx, iv, prio, targets)
 		if err != nil {
 			res.release()
-			if ctx.Err() == nil && isClosed(preempted) {
-				return errPreempted
-			}
 			return err
 		}
 		res.remote = rr

@@ -19,25 +19,18 @@ import (
 // as well as those it runs as primary (the local reservation, reserver.go).
 // Before it copies, a primary asks every member its PG's copies go to, in
 // order of OSD id, for one of that member's osd_max_backfills remote
-// slots, with the PG's priority. A member with none free refuses
-// (ErrBusy) at once when a holder has a lower priority, or when the ask
-// may not wait; else it queues the request (Ceph's AsyncReserver queue),
-// highest priority first, then first come, grants it the moment a slot
-// frees, or refuses it after remoteQueueWait. A primary's asks may wait
-// only until one member has refused it: so it waits only while holding
-// grants on members of lower ids than the one it waits on, and waits
-// never form a cycle. Only once every other member has granted does the primary
-// ask the refusing ones again allowing preemption (never waiting): a
-// member then revokes the grant of its lowest-priority holder below the
-// PG's priority (Ceph's remote preemption), so a PG blocked elsewhere
-// takes nobody's slot. A primary still refused gives back what it got
-// and asks again after remoteBusyRetry (jittered). While it copies, the
-// primary renews its grants every remoteGrantRenew, each member on its
-// own; a renewal that finds its grant revoked, or a member that has not
-// answered one for remoteGrantTTL, stops the copying (errPreempted) as a
-// local preemption does. A member forgets a grant (or a queued request)
-// when the primary releases it, when the PG starts a new interval there,
-// or once it has not been renewed for
+// slots, with the PG's priority; a member with none free refuses
+// (ErrBusy). Only once every other member has granted does the primary
+// ask the refusing ones again allowing preemption: a member then revokes
+// the grant of its lowest-priority holder below the PG's priority (Ceph's
+// remote preemption), so a PG blocked elsewhere takes nobody's slot. A
+// primary still refused gives back what it got and asks again after
+// remoteBusyRetry (jittered). While it copies, the primary renews its
+// grants every remoteGrantRenew, each member on its own; a renewal that
+// finds its grant revoked, or a member that has not answered one for
+// remoteGrantTTL, stops the copying (errPreempted) as a local preemption
+// does. A member forgets a grant when the primary releases it, when the
+// PG starts a new interval there, or once it has not been renewed for
 // remoteGrantTTL (the primary died). Client ops never wait for one: the
 // object a client needs is recovered on demand. A member that does not
 // know these messages (an OSD from before them) counts as granting.
@@ -45,35 +38,15 @@ import (
 const (
 	remoteGrantTTL   = 30 * time.Second
 	remoteGrantRenew = time.Second
-	// remoteQueueWait is how long a member keeps a request it cannot
-	// grant yet queued: short, as the primary holds its own slot and its
-	// grants on members of lower ids meanwhile.
-	remoteQueueWait = 2 * time.Second
 )
 
 // errRemoteBusy: a member had no remote recovery slot for the PG.
 var errRemoteBusy = errors.New("remote recovery slots busy")
 
-// remoteSlots are the remote recovery reservations an OSD granted, by PG,
-// and the requests waiting for one.
+// remoteSlots are the remote recovery reservations an OSD granted, by PG.
 type remoteSlots struct {
-	mu      sync.Mutex
-	held    map[osdmap.PGID]remoteGrant
-	waiting []*remoteWaiter
-	seq     uint64 // of the last request queued
-	max     int    // osd_max_backfills at the last request
-}
-
-// remoteWaiter is a queued reservation request; done is closed when a
-// slot is granted to it (granted) or it is dropped (its PG's interval
-// ended here).
-type remoteWaiter struct {
-	id      osdmap.PGID
-	iv      uint64
-	prio    int
-	seq     uint64
-	done    chan struct{}
-	granted bool
+	mu   sync.Mutex
+	held map[osdmap.PGID]remoteGrant
 }
 
 type remoteGrant struct {
@@ -87,22 +60,11 @@ type remoteGrant struct {
 // preempt, the one of the lowest-priority holder below prio, whose grant
 // is revoked. It reports whether id holds a slot.
 func (s *remoteSlots) reserve(id osdmap.PGID, iv uint64, prio int, preempt bool, now time.Time, max int) bool {
-	ok, _ := s.reserveOrQueue(id, iv, prio, preempt, now, max, false)
-	return ok
-}
-
-// reserveOrQueue is reserve that, if queue is set and no slot can be had,
-// queues the request — unless preempt is set or a holder has a lower
-// priority than prio (the primary may preempt it instead): the waiter
-// returned is granted, in order of priority then arrival, once a slot
-// frees. nil if not queued.
-func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preempt bool, now time.Time, max int, queue bool) (bool, *remoteWaiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
 		s.held = map[osdmap.PGID]remoteGrant{}
 	}
-	s.max = max
 	for pg, g := range s.held {
 		if now.Sub(g.at) > remoteGrantTTL {
 			delete(s.held, pg)
@@ -110,11 +72,13 @@ func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preemp
 	}
 	if g, ok := s.held[id]; ok && g.iv == iv {
 		s.held[id] = remoteGrant{iv, prio, now}
-		return true, nil
+		return true
 	}
 	delete(s.held, id) // an earlier interval's
-	s.grantWaiting(now)
 	if len(s.held) >= max {
+		if !preempt {
+			return false
+		}
 		var low osdmap.PGID
 		lowPrio := prio
 		for pg, g := range s.held {
@@ -122,55 +86,13 @@ func (s *remoteSlots) reserveOrQueue(id osdmap.PGID, iv uint64, prio int, preemp
 				low, lowPrio = pg, g.prio
 			}
 		}
-		switch {
-		case preempt && lowPrio < prio:
-			delete(s.held, low) // revoked: its primary learns at its next renewal
-		case !queue || preempt || lowPrio < prio:
-			return false, nil
-		default:
-			s.seq++
-			w := &remoteWaiter{id: id, iv: iv, prio: prio, seq: s.seq, done: make(chan struct{})}
-			s.waiting = append(s.waiting, w)
-			return false, w
+		if lowPrio == prio {
+			return false
 		}
+		delete(s.held, low) // revoked: its primary learns at its next renewal
 	}
 	s.held[id] = remoteGrant{iv, prio, now}
-	return true, nil
-}
-
-// grantWaiting grants free slots to the queued requests, highest
-// priority first, then first come (s.mu held).
-func (s *remoteSlots) grantWaiting(now time.Time) {
-	for len(s.waiting) > 0 && len(s.held) < s.max {
-		best := 0
-		for i, w := range s.waiting {
-			if b := s.waiting[best]; w.prio > b.prio || (w.prio == b.prio && w.seq < b.seq) {
-				best = i
-			}
-		}
-		w := s.waiting[best]
-		s.waiting = slices.Delete(s.waiting, best, best+1)
-		if g, ok := s.held[w.id]; ok && g.iv != w.iv {
-			delete(s.held, w.id)
-		}
-		s.held[w.id] = remoteGrant{w.iv, w.prio, now}
-		w.granted = true
-		close(w.done)
-	}
-}
-
-// settle ends a queued request's wait: true if it was granted a slot,
-// else it leaves the queue.
-func (s *remoteSlots) settle(w *remoteWaiter) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if w.granted {
-		return true
-	}
-	if i := slices.Index(s.waiting, w); i >= 0 {
-		s.waiting = slices.Delete(s.waiting, i, i+1)
-	}
-	return false
+	return true
 }
 
 // renew refreshes PG id's grant for interval iv at now; false if it holds
@@ -187,41 +109,22 @@ func (s *remoteSlots) renew(id osdmap.PGID, iv uint64, now time.Time) bool {
 	return true
 }
 
-// release forgets PG id's grant of interval iv, if it holds one, and
-// grants the slot to the next queued request; a request of id for iv
-// still queued (its primary gave up waiting) leaves the queue.
+// release forgets PG id's grant of interval iv, if it holds one.
 func (s *remoteSlots) release(id osdmap.PGID, iv uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting = slices.DeleteFunc(s.waiting, func(w *remoteWaiter) bool {
-		if w.id != id || w.iv != iv {
-			return false
-		}
-		close(w.done)
-		return true
-	})
 	if g, ok := s.held[id]; ok && g.iv == iv {
 		delete(s.held, id)
-		s.grantWaiting(time.Now())
 	}
 }
 
-// endInterval forgets PG id's grant, and drops its queued requests,
-// unless they are interval iv's primary's: the PG has started interval
-// iv here.
+// endInterval forgets PG id's grant unless it is to interval iv's
+// primary: the PG has started interval iv here.
 func (s *remoteSlots) endInterval(id osdmap.PGID, iv uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting = slices.DeleteFunc(s.waiting, func(w *remoteWaiter) bool {
-		if w.id != id || w.iv == iv {
-			return false
-		}
-		close(w.done)
-		return true
-	})
 	if g, ok := s.held[id]; ok && g.iv != iv {
 		delete(s.held, id)
-		s.grantWaiting(time.Now())
 	}
 }
 
@@ -251,8 +154,7 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 	rr := &remoteReservation{pg: pg, iv: iv}
 	var refused []memberInfo
 	ask := func(m memberInfo, preempt bool) (granted bool, err error) {
-		queue := !preempt && len(refused) == 0 // wait only while holding grants on lower ids alone
-		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt, queue)
+		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt)
 		switch {
 		case err == nil, errors.Is(err, osdop.ErrInvalid): // ErrInvalid: an OSD that predates reservations
 			rr.grants = append(rr.grants, remoteHeld{m, time.Now()})
@@ -301,7 +203,7 @@ func (rr *remoteReservation) renew(ctx context.Context) error {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 2*remoteGrantRenew)
 			defer cancel()
-			errs[i] = rr.pg.remoteCall(cctx, g.m, msgRecoveryRenew, rr.iv, 0, false, false)
+			errs[i] = rr.pg.remoteCall(cctx, g.m, msgRecoveryRenew, rr.iv, 0, false)
 		}()
 	}
 	wg.Wait()
@@ -340,8 +242,8 @@ func (rr *remoteReservation) release() {
 
 // remoteCall sends member m one of the reservation messages for interval
 // iv; ErrBusy is a refusal.
-func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt, queue bool) error {
-	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt, Queue: queue}).encode())
+func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt bool) error {
+	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt}).encode())
 	return err
 }
 
@@ -351,49 +253,25 @@ func (pg *PG) releaseGrant(m memberInfo, iv uint64) {
 	d := pg.osd
 	ctx, cancel := context.WithTimeout(d.ctx, 2*time.Second)
 	defer cancel()
-	if err := pg.remoteCall(ctx, m, msgRecoveryRelease, iv, 0, false, false); err != nil {
+	if err := pg.remoteCall(ctx, m, msgRecoveryRelease, iv, 0, false); err != nil {
 		d.log.Debug("recovery reservation release", "pg", pg.id, "osd", m.id, "err", err)
 	}
 }
 
 // handleRecoveryReserve grants this interval's primary a remote recovery
-// slot (renewing the one it holds), or queues the request for up to
-// remoteQueueWait, or refuses with ErrBusy. The interval is checked and
-// the slot taken under pg.mu, so that a new interval's endInterval
-// (setMapping, under pg.mu) cannot come between; a slot granted while
-// queued is checked again.
-func (pg *PG) handleRecoveryReserve(ctx context.Context, pm *peerMsg) error {
+// slot (renewing the one it holds), or refuses with ErrBusy.
+// The interval is checked and the slot taken under pg.mu, so that a new
+// interval's endInterval (setMapping, under pg.mu) cannot come between.
+func (pg *PG) handleRecoveryReserve(pm *peerMsg) error {
 	d := pg.osd
 	max := int(d.conf().Int("osd_max_backfills"))
-	busy := fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
-	pg.mu.Lock()
-	if err := pg.checkMemberLocked(pm); err != nil {
-		pg.mu.Unlock()
-		return err
-	}
-	ok, w := d.remoteSlots.reserveOrQueue(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max, pm.Queue)
-	pg.mu.Unlock()
-	switch {
-	case ok:
-		return nil
-	case w == nil:
-		return busy
-	}
-	t := time.NewTimer(remoteQueueWait)
-	defer t.Stop()
-	select {
-	case <-w.done:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	if !d.remoteSlots.settle(w) {
-		return busy
-	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if err := pg.checkMemberLocked(pm); err != nil {
-		d.remoteSlots.release(pg.id, pm.Interval)
 		return err
+	}
+	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max) {
+		return fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package osd
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -72,74 +71,5 @@ func TestRemoteSlots(t *testing.T) {
 	// a new primary of the PG (new interval) replaces the old grant
 	if !s.reserve(b, 7, prioBackfill, true, t2, 2) || !s.reserve(b, 10, prioBackfill, true, t2, 2) || s.renew(b, 7, t2) || len(s.held) != 1 {
 		t.Fatalf("a PG's grant of a new interval: held %v", s.held)
-	}
-}
-
-// TestRemoteSlotsQueue: a request that finds no free slot waits in the
-// member's queue and gets the slot the moment it frees, queued requests
-// by priority then arrival; a request that could preempt a lower holder
-// is refused at once instead (its primary preempts), and so are a
-// preempting ask and one that may not queue; a waiter leaves the queue
-// when it settles unserved, and a new interval of its PG or its
-// primary's release drops it.
-func TestRemoteSlotsQueue(t *testing.T) {
-	pg := func(seed uint32) osdmap.PGID { return osdmap.PGID{Pool: 1, Seed: seed} }
-	t0 := time.Unix(1000, 0)
-	var s remoteSlots
-	if ok, _ := s.reserveOrQueue(pg(1), 7, prioDegraded, false, t0, 1, true); !ok {
-		t.Fatal("a free slot refused")
-	}
-	ok, w2 := s.reserveOrQueue(pg(2), 7, prioBackfill, false, t0, 1, true)
-	if ok || w2 == nil {
-		t.Fatalf("a busy member did not queue a request: %v %v", ok, w2)
-	}
-	_, w3 := s.reserveOrQueue(pg(3), 7, prioDegraded, false, t0, 1, true)
-	_, w4 := s.reserveOrQueue(pg(4), 7, prioBackfill, false, t0, 1, true)
-	if w3 == nil || w4 == nil {
-		t.Fatal("requests not queued")
-	}
-	if ok, w := s.reserveOrQueue(pg(5), 7, prioBackfill, false, t0, 1, false); ok || w != nil {
-		t.Fatal("a request that may not queue was queued or granted")
-	}
-	select {
-	case <-w2.done:
-		t.Fatal("a waiter granted while the slot is held")
-	default:
-	}
-	s.release(pg(1), 7)
-	<-w3.done // the degraded PG first, though it came second
-	if !s.settle(w3) || !s.renew(pg(3), 7, t0) {
-		t.Fatal("the degraded PG's waiter was not granted the freed slot")
-	}
-	s.release(pg(3), 7)
-	<-w2.done // then the backfills in order of arrival
-	if !s.settle(w2) || s.settle(w4) {
-		t.Fatal("the first backfill waiter was not served first")
-	}
-	if slices.Contains(s.waiting, w4) {
-		t.Fatal("a settled waiter stayed queued")
-	}
-	// a holder of lower priority: a degraded PG is refused at once, to
-	// preempt it instead of waiting
-	if ok, w := s.reserveOrQueue(pg(6), 7, prioDegraded, false, t0, 1, true); ok || w != nil {
-		t.Fatalf("a degraded PG queued behind a backfill: %v %v", ok, w)
-	}
-	// a preempting ask never waits: with no holder below it, refused
-	if ok, w := s.reserveOrQueue(pg(6), 7, prioBackfill, true, t0, 1, true); ok || w != nil {
-		t.Fatalf("a preempting ask with no lower holder: %v %v", ok, w)
-	}
-	// a new interval of a queued request's PG drops it, and so does its
-	// primary's release (it gave up waiting)
-	_, w7 := s.reserveOrQueue(pg(7), 7, prioBackfill, false, t0, 1, true)
-	_, w8 := s.reserveOrQueue(pg(8), 7, prioBackfill, false, t0, 1, true)
-	s.endInterval(pg(7), 8)
-	s.release(pg(8), 7)
-	<-w7.done
-	<-w8.done
-	if s.settle(w7) || s.settle(w8) || len(s.waiting) != 0 {
-		t.Fatalf("dropped waiters granted or kept: %v", s.waiting)
-	}
-	if !s.renew(pg(2), 7, t0) {
-		t.Fatal("dropping waiters ended the holder's grant")
 	}
 }
