@@ -558,6 +558,10 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	np := *p
 	switch c.Key {
 	case "size":
+		if p.Type == osdmap.PoolErasure && int(v) != p.Size {
+			// as Ceph: an erasure-coded pool's size is its profile's k+m
+			return nil, "", fmt.Errorf("pool %q: %w: the size of an erasure-coded pool is k+m of its profile (%d) and cannot change", c.Name, ErrInvalid, p.Size)
+		}
 		np.Size = int(v)
 		np.MinSize = min(np.MinSize, np.Size)
 	case "min_size":

@@ -211,6 +211,9 @@ func TestErasurePools(t *testing.T) {
 	if _, _, err := s.Commit(mon.PoolCreate{Name: "ec3", Erasure: true, Size: 3}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("size other than k+m: %v", err)
 	}
+	if _, _, err := s.Commit(mon.PoolSet{Name: "ec", Key: "size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("size of an erasure-coded pool changed: %v", err)
+	}
 	commit(t, s, mon.PoolCreate{Name: "ecdef", Erasure: true}) // the default profile: 2+2
 	if p, _ := s.Map.PoolByName("ecdef"); p.Size != 4 || p.MinSize != 3 || p.ECProfile != "default" {
 		t.Fatalf("default profile pool: %+v", p)
