@@ -128,8 +128,16 @@ func tuneGC(cfg *config.Config, gcPercent int, memLimit int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	if memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memLimit)
+	if memLimit > 0 {
+		setMemoryLimit(memLimit)
+	}
+}
+
+// setMemoryLimit sets the Go heap's soft limit to n bytes unless the
+// GOMEMLIMIT environment variable sets it.
+func setMemoryLimit(n int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(n)
 	}
 }
 
@@ -218,16 +226,11 @@ func RunOSD(c *Conf, dir string) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	tuneGC(cfg, 100, osd.Memory(cfg).GoMemLimit())
-	setMemLimit := func(n int64) { // the budget changed in the MONs' configuration database
-		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(n)
-		}
-	}
 	class := cfg.String("crush_device_class")
 	if b, err := os.ReadFile(filepath.Join(dir, "crush_device_class")); err == nil {
 		class = strings.TrimSpace(string(b))
 	}
-	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, ClusterAddr: cfg.String("cluster_addr"), MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class, SetMemoryLimit: setMemLimit})
+	d, err := osd.Start(osd.Options{DataDir: dir, Addr: addr, ClusterAddr: cfg.String("cluster_addr"), MonAddrs: c.MonAddrs(), Keyring: kr, FileKeys: keys, Config: c.File, Logger: log, Class: class, SetMemoryLimit: setMemoryLimit})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)

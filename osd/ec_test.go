@@ -520,15 +520,8 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	}
 	backfillClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "backfilled")
-	var copies, rebuilds uint64
-	for i := range 5 {
-		st, err := cl.OSDStats(ctx, int32(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		copies += st.Perf.ECShardCopies
-		rebuilds += st.Perf.ECRebuilds
-	}
+	copies := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECShardCopies })
+	rebuilds := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECRebuilds })
 	if copies == 0 || rebuilds != 0 {
 		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding", copies, rebuilds)
 	}
@@ -553,26 +546,15 @@ func TestECSwappedPositions(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	model := map[string][]byte{}
 	for i := range 200 {
-		oid := fmt.Sprintf("o%d", i)
-		model[oid] = randBytes(r, 500+r.IntN(20<<10))
-		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
-			t.Fatal(err)
-		}
+		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(r, 500+r.IntN(20<<10)))
 	}
 	waitClean(ctx, t, cl, p.ID())
 	before, err := cl.Map().PGMappings(p.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := func() (n uint64) {
-		for i := range 6 {
-			st, err := cl.OSDStats(ctx, int32(i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += st.Perf.ECShardCopies + st.Perf.ECRebuilds
-		}
-		return n
+	moved := func() uint64 {
+		return c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECShardCopies + p.ECRebuilds })
 	}
 	base := moved()
 	monDo(ctx, t, cl, "osd crush reweight", "name", "osd.2", "weight", "2")
@@ -583,11 +565,11 @@ func TestECSwappedPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	swapped := map[string]bool{}
+	swapped := map[int]bool{} // by seed
 	for seed, osds := range chosen {
 		old := before[seed].Acting
 		if !slices.Equal(osds, old) && len(osds) == len(old) && !slices.ContainsFunc(osds, func(o int32) bool { return !slices.Contains(old, o) }) {
-			swapped[osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}.String()] = true
+			swapped[seed] = true
 		}
 	}
 	if len(swapped) == 0 {
@@ -599,18 +581,11 @@ func TestECSwappedPositions(t *testing.T) {
 	}
 	// the minimum to move: one shard of each object per position whose
 	// OSD changed
-	objects := map[uint32]int{}
-	for oid := range model {
-		pg, err := cl.Map().ObjectToPG(p.ID(), oid, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		objects[pg.Seed]++
-	}
+	objects := objectsPerPG(t, cl.Map(), p.ID(), model)
 	minimum := 0
 	for seed, mp := range after {
-		if id := (osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}); swapped[id.String()] && !slices.Equal(mp.Up, before[seed].Acting) {
-			t.Fatalf("pg %s, swapped by CRUSH from %v to %v: up %v", id, before[seed].Acting, chosen[seed], mp.Up)
+		if swapped[seed] && (!slices.Equal(mp.Up, before[seed].Acting) || !slices.Equal(mp.Acting, before[seed].Acting)) {
+			t.Fatalf("pg %d.%x, swapped by CRUSH from %v to %v: up %v acting %v", p.ID(), seed, before[seed].Acting, chosen[seed], mp.Up, mp.Acting)
 		}
 		for i, o := range mp.Up {
 			if o != before[seed].Acting[i] {
@@ -618,21 +593,11 @@ func TestECSwappedPositions(t *testing.T) {
 			}
 		}
 	}
-	for moved()-base < uint64(minimum) {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d shards moved, the minimum is %d", moved()-base, minimum)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	eventually(ctx, t, func() bool { return moved()-base >= uint64(minimum) },
+		func() string { return fmt.Sprintf("%d shards moved, the minimum is %d", moved()-base, minimum) })
 	backfillClean(ctx, t, cl, p.ID())
 	if n := moved() - base; minimum == 0 || n != uint64(minimum) {
 		t.Fatalf("the reweight moved %d shards, the minimum is %d", n, minimum)
-	}
-	for seed, mp := range after {
-		if id := (osdmap.PGID{Pool: p.ID(), Seed: uint32(seed)}); swapped[id.String()] && !slices.Equal(mp.Acting, before[seed].Acting) {
-			t.Fatalf("pg %s, swapped by CRUSH from %v to %v: acting %v", id, before[seed].Acting, chosen[seed], mp.Acting)
-		}
 	}
 	t.Logf("%d of 64 pgs had their members swapped by CRUSH: active+clean on their old positions (pg_upmap); the others moved %d shards, the minimum", len(swapped), minimum)
 	verifyModel(ctx, t, p, model, "after the reweight")

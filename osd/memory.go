@@ -150,7 +150,7 @@ type cacheResizer interface {
 // at that size. Recovery's share is read from the configuration where it
 // is used.
 func (d *OSD) applyMemory(cfg *config.Config) {
-	mem := memory(cfg, d.metaCache)
+	mem := memory(cfg, d.mem.MetaCache)
 	if mem == d.mem {
 		return
 	}

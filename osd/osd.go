@@ -140,10 +140,9 @@ type OSD struct {
 	shareMu   sync.Mutex
 	sharing   bool // a fetch of a newer map from the peers is under way (mapshare.go)
 	// mem is the memory budget applied to the store's caches (applyMemory;
-	// watchConfig's goroutine only, once started), metaCache the metadata
-	// cache's size at start, which stays
-	mem       MemoryBudget
-	metaCache int64
+	// watchConfig's goroutine only, once started); its MetaCache stays the
+	// size the store opened with
+	mem MemoryBudget
 }
 
 // Start opens the store, registers with the MONs (a new OSD gets an id and
@@ -195,7 +194,7 @@ func Start(o Options) (*OSD, error) {
 	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
 		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable()}
 	d.cfg.Store(cfg)
-	d.mem, d.metaCache = memory(cfg, mem.MetaCache), mem.MetaCache
+	d.mem = memory(cfg, mem.MetaCache)
 	d.qos.class = o.Class
 	if err := d.start(); err != nil {
 		d.Close()

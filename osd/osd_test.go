@@ -80,6 +80,36 @@ func (c *cluster) stop(ctx context.Context, cl *client.Conn, ids ...int32) {
 	c.waitDown(ctx, cl, ids...)
 }
 
+// perfTotal sums one counter (of) over the perf counters of every OSD
+// of c.
+func (c *cluster) perfTotal(ctx context.Context, cl *client.Conn, of func(osdop.Perf) uint64) uint64 {
+	c.t.Helper()
+	var n uint64
+	for i := range c.osds {
+		st, err := cl.OSDStats(ctx, int32(i))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		n += of(st.Perf)
+	}
+	return n
+}
+
+// objectsPerPG counts model's objects in each PG (by seed) of pool under
+// map m.
+func objectsPerPG(t *testing.T, m *osdmap.Map, pool int64, model map[string][]byte) map[uint32]int {
+	t.Helper()
+	n := map[uint32]int{}
+	for oid := range model {
+		pg, err := m.ObjectToPG(pool, oid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n[pg.Seed]++
+	}
+	return n
+}
+
 // eventually polls ok every 20 ms until it holds; once ctx ends it fails
 // the test with what(), which says what was awaited and what was last
 // seen.

@@ -776,14 +776,7 @@ func TestDegradedBeforeMisplaced(t *testing.T) {
 	if !has(states, "backfill") {
 		t.Fatalf("the degraded pgs recovered only once every backfill was done: %v", states)
 	}
-	var preempted uint64
-	for i := range c.osds {
-		st, err := cl.OSDStats(ctx, int32(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		preempted += st.Perf.RecoveryPreempted
-	}
+	preempted := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.RecoveryPreempted })
 	if preempted == 0 {
 		t.Fatalf("no backfill reservation was preempted: %v", states)
 	}
@@ -851,27 +844,14 @@ func TestReweightMovesMinimum(t *testing.T) {
 	cl, p := c.pool(ctx, "p")
 	model := map[string][]byte{}
 	for i := range 200 {
-		oid := fmt.Sprintf("o%d", i)
-		model[oid] = bytes.Repeat([]byte{byte(i), 7}, 500+i)
-		if err := p.WriteFull(ctx, oid, model[oid]); err != nil {
-			t.Fatal(err)
-		}
+		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), bytes.Repeat([]byte{byte(i), 7}, 500+i))
 	}
 	waitClean(ctx, t, cl, p.ID())
 	before, err := cl.Map().PGMappings(p.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := func() (n uint64) {
-		for i := range c.osds {
-			st, err := cl.OSDStats(ctx, int32(i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += st.Perf.RecoveryOps
-		}
-		return n
-	}
+	moved := func() uint64 { return c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.RecoveryOps }) }
 	base := moved()
 	monDo(ctx, t, cl, "osd crush reweight", "name", "osd.1", "weight", "0.3")
 	if err := cl.RefreshMap(ctx); err != nil {
@@ -881,14 +861,7 @@ func TestReweightMovesMinimum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objects := map[uint32]int{}
-	for oid := range model {
-		pg, err := cl.Map().ObjectToPG(p.ID(), oid, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		objects[pg.Seed]++
-	}
+	objects := objectsPerPG(t, cl.Map(), p.ID(), model)
 	minimum, pgs := 0, 0
 	for seed, mp := range after {
 		n := 0

@@ -89,6 +89,34 @@ func scrubCluster(ctx context.Context, t *testing.T, extra string) (*cluster, *c
 	return c, c.connect(ctx)
 }
 
+// onePGPool creates pool "s" — 3 replicas in one PG — and returns it,
+// its PG and the PG's acting set.
+func onePGPool(ctx context.Context, t *testing.T, cl *client.Conn) (*client.Pool, osdmap.PGID, []int32) {
+	t.Helper()
+	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
+	p, err := cl.Pool(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
+	mp, err := cl.Map().MapPG(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, pgid, mp.Acting
+}
+
+// damage applies fn's transaction to OSD osd's store behind the OSD's
+// back (a disk's silent change).
+func (c *cluster) damage(osd int32, fn func(tx *objectstore.Transaction)) {
+	c.t.Helper()
+	var tx objectstore.Transaction
+	fn(&tx)
+	if err := c.stores[osd].Apply(&tx); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // monDo runs a MON command given as prefix and key, value pairs.
 func monDo(ctx context.Context, t *testing.T, cl *client.Conn, prefix string, kv ...string) {
 	t.Helper()
@@ -111,11 +139,7 @@ func TestScrubAndRepair(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, cl := scrubCluster(ctx, t, "osd_scrub_chunk_max = 7\n")
-	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
-	p, err := cl.Pool(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pgid, acting := onePGPool(ctx, t, cl)
 	want := map[string][]byte{}
 	for i := range 40 {
 		oid := fmt.Sprintf("obj%02d", i)
@@ -127,25 +151,13 @@ func TestScrubAndRepair(t *testing.T) {
 	if err := p.OmapSet(ctx, "obj05", []osdop.KV{{Key: "k", Value: []byte("v")}}); err != nil {
 		t.Fatal(err)
 	}
-	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
-	mp, err := cl.Map().MapPG(pgid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	primary, replica := mp.Acting[0], mp.Acting[1]
+	primary, replica := acting[0], acting[1]
 	coll := objectstore.Coll(pgid.String())
-	damage := func(osd int32, fn func(t *objectstore.Transaction)) {
-		var tx objectstore.Transaction
-		fn(&tx)
-		if err := c.stores[osd].Apply(&tx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	flip := func(b []byte) []byte { b = slices.Clone(b); b[len(b)/2] ^= 0xff; return b }
-	damage(replica, func(tx *objectstore.Transaction) { tx.Write(coll, "obj03", 0, flip(want["obj03"])) })
-	damage(primary, func(tx *objectstore.Transaction) { tx.Write(coll, "obj11", 0, flip(want["obj11"])) })
-	damage(replica, func(tx *objectstore.Transaction) { tx.Remove(coll, "obj20") })
-	damage(mp.Acting[2], func(tx *objectstore.Transaction) {
+	c.damage(replica, func(tx *objectstore.Transaction) { tx.Write(coll, "obj03", 0, flip(want["obj03"])) })
+	c.damage(primary, func(tx *objectstore.Transaction) { tx.Write(coll, "obj11", 0, flip(want["obj11"])) })
+	c.damage(replica, func(tx *objectstore.Transaction) { tx.Remove(coll, "obj20") })
+	c.damage(acting[2], func(tx *objectstore.Transaction) {
 		tx.OmapSet(coll, "obj05", []objectstore.KV{{Key: "k", Value: []byte("other")}})
 	})
 
@@ -169,7 +181,7 @@ func TestScrubAndRepair(t *testing.T) {
 
 	light := errorsByObject(scrubPG(ctx, t, cl, pgid, "scrub"))
 	wantLight := map[string][]string{
-		"obj05": {fmt.Sprintf("osd.%d:omap_digest_mismatch", mp.Acting[2])},
+		"obj05": {fmt.Sprintf("osd.%d:omap_digest_mismatch", acting[2])},
 		"obj20": {fmt.Sprintf("osd.%d:missing", replica)},
 	}
 	if fmt.Sprint(light) != fmt.Sprint(wantLight) {
@@ -226,7 +238,7 @@ func TestScrubAndRepair(t *testing.T) {
 	}
 	t.Logf("%d client writes ran during the scrubs", writes)
 	// every copy holds the client's bytes again
-	for _, o := range mp.Acting {
+	for _, o := range acting {
 		for oid, data := range want {
 			got, err := c.stores[o].Read(coll, oid, 0, 0)
 			if err != nil || !bytes.Equal(got, data) {
@@ -277,16 +289,8 @@ func TestScrubErasureCoded(t *testing.T) {
 	if _, err := c.stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
 		t.Fatalf("e07 has an xattr before the test set one: %v", err)
 	}
-	for o, fn := range map[int32]func(*objectstore.Transaction){
-		lost:    func(tx *objectstore.Transaction) { tx.Remove(coll, "e04") },
-		changed: func(tx *objectstore.Transaction) { tx.SetAttr(coll, "e07", "u.color", []byte("red")) },
-	} {
-		var tx objectstore.Transaction
-		fn(&tx)
-		if err := c.stores[o].Apply(&tx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.damage(lost, func(tx *objectstore.Transaction) { tx.Remove(coll, "e04") })
+	c.damage(changed, func(tx *objectstore.Transaction) { tx.SetAttr(coll, "e07", "u.color", []byte("red")) })
 	want := map[string][]string{
 		"e04": {fmt.Sprintf("osd.%d:missing", lost)},
 		"e07": {fmt.Sprintf("osd.%d:attr_value_mismatch", changed)},
@@ -318,15 +322,10 @@ func TestScheduledScrub(t *testing.T) {
 	_, cl := scrubCluster(ctx, t, "osd_scrub_min_interval = 1\nosd_deep_scrub_interval = 2\nosd_scrub_load_threshold = 1000\n")
 	monDo(ctx, t, cl, "osd set", "key", "noscrub")
 	monDo(ctx, t, cl, "osd set", "key", "nodeep-scrub")
-	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
-	p, err := cl.Pool(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pgid, _ := onePGPool(ctx, t, cl)
 	if err := p.WriteFull(ctx, "o", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
 	first := pgStats(ctx, t, cl, pgid)
 	// both flags set: 3 s (three deep intervals) pass without a scrub
 	quiet, qcancel := context.WithTimeout(ctx, 3*time.Second)
@@ -352,11 +351,7 @@ func TestRepairInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, cl := scrubCluster(ctx, t, "osd_scrub_chunk_max = 10\nosd_scrub_sleep = 0.05\n")
-	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
-	p, err := cl.Pool(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pgid, acting := onePGPool(ctx, t, cl)
 	want := map[string][]byte{}
 	for i := range 300 {
 		oid := fmt.Sprintf("r%03d", i)
@@ -365,20 +360,13 @@ func TestRepairInterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
-	mp, err := cl.Map().MapPG(pgid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := mp.Acting[1]
+	replica := acting[1]
 	coll := objectstore.Coll(pgid.String())
-	var tx objectstore.Transaction
-	for oid := range want {
-		tx.Remove(coll, oid)
-	}
-	if err := c.stores[replica].Apply(&tx); err != nil {
-		t.Fatal(err)
-	}
+	c.damage(replica, func(tx *objectstore.Transaction) {
+		for oid := range want {
+			tx.Remove(coll, oid)
+		}
+	})
 	if _, err := cl.PGCommand(ctx, pgid.String(), "repair"); err != nil {
 		t.Fatal(err)
 	}
@@ -496,11 +484,7 @@ func TestScrubECParity(t *testing.T) {
 	coll := objectstore.Coll(pgid.String())
 	for _, victim := range []int{1, 3} { // a data shard, then a parity shard
 		osd := mp.Acting[victim]
-		var tx objectstore.Transaction
-		tx.Write(coll, "e05", 100, []byte("written wrong"))
-		if err := c.stores[osd].Apply(&tx); err != nil {
-			t.Fatal(err)
-		}
+		c.damage(osd, func(tx *objectstore.Transaction) { tx.Write(coll, "e05", 100, []byte("written wrong")) })
 		if got := scrubPG(ctx, t, cl, pgid, "scrub"); len(got.Inconsistents) != 0 {
 			t.Fatalf("a light scrub found %+v: it compares no bytes", got.Inconsistents)
 		}
@@ -524,31 +508,18 @@ func TestScrubAutoRepair(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, cl := scrubCluster(ctx, t, "osd_scrub_auto_repair = true\n")
-	monDo(ctx, t, cl, "pool create", "name", "s", "size", "3", "pg_num", "1")
-	p, err := cl.Pool(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pgid, acting := onePGPool(ctx, t, cl)
 	data := bytes.Repeat([]byte("auto repair "), 1000)
 	for i := range 10 {
 		if err := p.WriteFull(ctx, fmt.Sprintf("obj%d", i), data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pgid := osdmap.PGID{Pool: p.ID(), Seed: 0}
-	mp, err := cl.Map().MapPG(pgid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := mp.Acting[1]
+	replica := acting[1]
 	coll := objectstore.Coll(pgid.String())
 	bad := slices.Clone(data)
 	bad[100] ^= 0xff
-	var tx objectstore.Transaction
-	tx.Write(coll, "obj4", 0, bad)
-	if err := c.stores[replica].Apply(&tx); err != nil {
-		t.Fatal(err)
-	}
+	c.damage(replica, func(tx *objectstore.Transaction) { tx.Write(coll, "obj4", 0, bad) })
 	before := pgStats(ctx, t, cl, pgid)
 	if _, err := cl.PGCommand(ctx, pgid.String(), "deep-scrub"); err != nil {
 		t.Fatal(err)

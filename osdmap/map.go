@@ -308,7 +308,8 @@ func (m *Map) upmap(p *Pool, pg PGID, weights []uint32) ([]int32, bool) {
 
 // CrushOSDs returns, for every PG of a pool in seed order, CRUSH's choice
 // of OSDs before any pg_upmap (Ceph's pg_to_raw_osds): nonexistent OSDs
-// removed, or holes (NoOSD) on an erasure-coded pool.
+// removed, or holes (NoOSD) on an erasure-coded pool. ErrNoPool if the
+// map has no pool of that id.
 func (m *Map) CrushOSDs(pool int64) ([][]int32, error) {
 	p, err := m.Pool(pool)
 	if err != nil {
