@@ -557,14 +557,26 @@ func TestPrinterFirstTickWithOps(t *testing.T) {
 
 func TestContent(t *testing.T) {
 	pseed := prefixSeed(testPrefix)
+	sizes := []int{}
 	for size := 0; size <= 70; size++ {
+		sizes = append(sizes, size)
+	}
+	sizes = append(sizes, 4095, 4096, 4097, 4103, 4104, 2*4096+29)
+	for _, size := range sizes {
 		c := newContent(pseed, 5, size)
 		b := make([]byte, size)
 		c.fill(b)
 		if off := c.check(b); off != -1 {
 			t.Fatalf("size %d: check = %d", size, off)
 		}
+		// every byte of small objects; around each block's head in larger ones
+		flips := []int{}
 		for i := range b {
+			if size <= 70 || i%blockBytes < 40 || i%blockBytes > blockBytes-40 || i%97 == 0 {
+				flips = append(flips, i)
+			}
+		}
+		for _, i := range flips {
 			b[i] ^= 0x10
 			if off := c.check(b); off != i {
 				t.Fatalf("size %d: flipped byte %d, check = %d", size, i, off)
@@ -579,9 +591,12 @@ func TestContent(t *testing.T) {
 		if off := c.check(append(bytes.Clone(b), 0)); off != size {
 			t.Fatalf("size %d: long read check = %d", size, off)
 		}
-		// piece by piece (pieces of multiples of 8 bytes, as readers check)
-		for _, piece := range []int{8, 16, 24} {
-			for i := -1; i < size; i++ { // -1: no byte flipped
+		// piece by piece, as readers check
+		for _, piece := range []int{8, 16, 24, 1000} {
+			if piece < 24 && size > 70 {
+				continue
+			}
+			for _, i := range append([]int{-1}, flips...) { // -1: no byte flipped
 				if i >= 0 {
 					b[i] ^= 0x10
 				}
@@ -611,6 +626,25 @@ func TestContent(t *testing.T) {
 	}
 	if string(a[:8]) != "SHOALBEN" || a[8] != 1 || a[16] != 64 {
 		t.Fatalf("header % x", a[:24])
+	}
+	// A block in the wrong place, or from another object, is found at its
+	// first byte.
+	const size = 4 * blockBytes
+	c := newContent(pseed, 7, size)
+	want := make([]byte, size)
+	c.fill(want)
+	other := make([]byte, size)
+	newContent(pseed, 8, size).fill(other)
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		from int // block copied over block 2
+	}{{"block 1 over block 2", want, 1}, {"block 3 over block 2", want, 3}, {"another object's block 2", other, 2}} {
+		b := bytes.Clone(want)
+		copy(b[2*blockBytes:3*blockBytes], tc.src[tc.from*blockBytes:])
+		if off := c.check(b); off != 2*blockBytes {
+			t.Fatalf("%s: check = %d, want %d", tc.name, off, 2*blockBytes)
+		}
 	}
 }
 

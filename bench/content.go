@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/fnv"
 )
@@ -10,23 +11,45 @@ import (
 // a function of the run's prefix, the object index and the object size, so
 // that seq and rand verify all of it without a copy of what was written.
 //
-// The content is a sequence of little-endian 64-bit words, the last one cut
-// to the object size:
+// An object is a sequence of 4 KiB blocks, the last one cut to the object
+// size. Block b starts with a tag word (little-endian 64 bits) unique to
+// the object and the block, and goes on with 4088 bytes of a fixed
+// pseudorandom table, from an offset the tag chooses:
 //
-//	word 0: contentMagic ("SHOALBEN")
-//	word 1: object index
-//	word 2: object size
-//	word k: scramble(seed + k*golden) for k >= 3, seed derived from the
-//	        prefix, index and size with mix
+//	block 0:  contentMagic ("SHOALBEN"), object index, object size (three
+//	          words), then table[start(0)+16:]
+//	block b:  tag(b) = mix(seed + (b+1)*golden), then table[start(b):]
+//	          where start(b) = 8*(tag(b) mod tableWords)
 //
-// Generating or checking a word costs an addition, a shift and an xor, so
-// it runs at memory speed (see BenchmarkFill4M and BenchmarkCheck4M).
+// with seed derived from the prefix, index and size with mix. A block
+// misplaced within an object or taken from another object has another tag,
+// and any shift or change of bytes within a block meets different table
+// bytes. Generating a block is one word and one copy from a table that
+// stays in the CPU's cache, and checking it one word and one bytes.Equal
+// against it, so both run at the speed of memcpy and memcmp (see
+// BenchmarkFill4M and BenchmarkCheck4M): a load generator sharing the
+// machine with the daemons it measures leaves them that much more CPU.
 
 const (
 	contentMagic = 0x4e45424c414f4853 // "SHOALBEN" little-endian
 	golden       = 0x9e3779b97f4a7c15
 	headerWords  = 3
+	blockBytes   = 4096
+	tableWords   = 8 << 10 // 64 KiB of offsets a block's body may start at
 )
+
+// table holds the bytes blocks' bodies are cut from: tableWords words of
+// the splitmix64 sequence, and one block's body more so that any start
+// has a whole body after it.
+var table = func() []byte {
+	t := make([]byte, 8*tableWords+blockBytes)
+	x := uint64(0x5348_4f41_4c54_4142) // any constant: the table is part of the format
+	for i := 0; i+8 <= len(t); i += 8 {
+		x += golden
+		binary.LittleEndian.PutUint64(t[i:], mix(x))
+	}
+	return t
+}()
 
 // mix is the splitmix64 finaliser.
 func mix(z uint64) uint64 {
@@ -57,53 +80,31 @@ func newContent(pseed uint64, index, size int) content {
 	}
 }
 
-func (c content) word(k int) uint64 {
-	switch k {
-	case 0:
-		return contentMagic
-	case 1:
-		return c.index
-	case 2:
-		return c.size
+// block returns block b's head — its first word(s), as bytes — and the
+// table bytes its body is cut from (the block is head followed by body,
+// both cut to the block's length).
+func (c content) block(b uint64, head *[8 * headerWords]byte) ([]byte, []byte) {
+	tag := mix(c.seed + (b+1)*golden)
+	body := table[8*(tag%tableWords):]
+	if b == 0 {
+		binary.LittleEndian.PutUint64(head[0:], contentMagic)
+		binary.LittleEndian.PutUint64(head[8:], c.index)
+		binary.LittleEndian.PutUint64(head[16:], c.size)
+		return head[:], body[16:]
 	}
-	return scramble(c.seed + uint64(k)*golden)
+	binary.LittleEndian.PutUint64(head[0:], tag)
+	return head[:8], body
 }
-
-// scramble makes the high bits of a Weyl sequence reach the low bytes. The
-// body words x_k = seed + k*golden are all distinct within an object and,
-// with seeds from mix, across objects; one addition, shift and xor per word
-// keeps generation and checking at memory speed.
-func scramble(x uint64) uint64 { return x ^ x>>29 }
 
 // fill writes the object's content into buf, whose length must be the
 // object size.
 func (c content) fill(buf []byte) {
-	k := 0
-	for ; k < headerWords && 8*k+8 <= len(buf); k++ {
-		binary.LittleEndian.PutUint64(buf[8*k:], c.word(k))
-	}
-	x := c.seed + uint64(k)*golden
-	b := buf[8*k:]
-	g := uint64(golden)
-	for len(b) >= 32 {
-		binary.LittleEndian.PutUint64(b[:8], scramble(x))
-		binary.LittleEndian.PutUint64(b[8:16], scramble(x+g))
-		binary.LittleEndian.PutUint64(b[16:24], scramble(x+2*g))
-		binary.LittleEndian.PutUint64(b[24:32], scramble(x+3*g))
-		x += 4 * g
-		b = b[32:]
-		k += 4
-	}
-	for len(b) >= 8 {
-		binary.LittleEndian.PutUint64(b[:8], scramble(x))
-		x += golden
-		b = b[8:]
-		k++
-	}
-	if len(b) != 0 {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], c.word(k))
-		copy(b, w[:])
+	var h [8 * headerWords]byte
+	for b := uint64(0); len(buf) > 0; b++ {
+		head, body := c.block(b, &h)
+		n := copy(buf, head)
+		n += copy(buf[n:min(len(buf), blockBytes)], body)
+		buf = buf[n:]
 	}
 }
 
@@ -120,53 +121,33 @@ func (c content) check(data []byte) int {
 	return -1
 }
 
-// checkAt checks data as the object's bytes from off (a multiple of 8)
-// on: it returns the offset in the object of the first byte that differs
-// (bytes past the object's end differ), or -1. A reader checks an object
-// piece by piece as it arrives, each piece while it is still in the CPU's
-// cache.
+// checkAt checks data as the object's bytes from off on: it returns the
+// offset in the object of the first byte that differs (bytes past the
+// object's end differ), or -1. A reader checks an object piece by piece as
+// it arrives, each piece while it is still in the CPU's cache.
 func (c content) checkAt(off int, data []byte) int {
 	n := min(len(data), max(int(c.size)-off, 0))
-	k := off / 8
-	b := data[:n]
-	for ; k < headerWords && len(b) >= 8; k++ {
-		if got, want := binary.LittleEndian.Uint64(b), c.word(k); got != want {
-			return 8*k + firstDiff(got, want)
-		}
-		b = b[8:]
-	}
-	x := c.seed + uint64(k)*golden
-	// four words a step, their differences or-ed (a mismatch is then
-	// located word by word below): about twice the speed of one a step
-	g := uint64(golden)
-	for len(b) >= 32 {
-		// (^ and | bind alike in Go: the parentheses matter)
-		d := (binary.LittleEndian.Uint64(b) ^ scramble(x)) |
-			(binary.LittleEndian.Uint64(b[8:]) ^ scramble(x+g)) |
-			(binary.LittleEndian.Uint64(b[16:]) ^ scramble(x+2*g)) |
-			(binary.LittleEndian.Uint64(b[24:]) ^ scramble(x+3*g))
-		if d != 0 {
-			break
-		}
-		x += 4 * g
-		b = b[32:]
-		k += 4
-	}
-	for len(b) >= 8 {
-		if got, want := binary.LittleEndian.Uint64(b), scramble(x); got != want {
-			return 8*k + firstDiff(got, want)
-		}
-		x += golden
-		b = b[8:]
-		k++
-	}
-	if len(b) != 0 {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], c.word(k))
-		for i := range b {
-			if b[i] != w[i] {
-				return 8*k + i
+	var h [8 * headerWords]byte
+	for i := 0; i < n; {
+		pos := off + i
+		b, rel := uint64(pos/blockBytes), pos%blockBytes
+		head, body := c.block(b, &h)
+		// the expected bytes of this block from rel, as head then body
+		end := min(n, i+blockBytes-rel)
+		if rel < len(head) {
+			m := min(len(head)-rel, end-i)
+			if d := firstDiff(data[i:i+m], head[rel:rel+m]); d >= 0 {
+				return pos + d
 			}
+			i += m
+			rel += m
+		}
+		if i < end {
+			want := body[rel-len(head):][:end-i]
+			if !bytes.Equal(data[i:end], want) {
+				return off + i + firstDiff(data[i:end], want)
+			}
+			i = end
 		}
 	}
 	if len(data) > n {
@@ -175,14 +156,13 @@ func (c content) checkAt(off int, data []byte) int {
 	return -1
 }
 
-// firstDiff returns the index of the first differing byte of two distinct
-// little-endian words.
-func firstDiff(a, b uint64) int {
-	x := a ^ b
-	i := 0
-	for x&0xff == 0 {
-		x >>= 8
-		i++
+// firstDiff returns the index of the first byte where a and b (of equal
+// length) differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
 	}
-	return i
+	return -1
 }
