@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strings"
@@ -780,6 +781,34 @@ func BenchmarkCheck4M(b *testing.B) {
 	for b.Loop() {
 		if c.check(buf) != -1 {
 			b.Fatal("mismatch")
+		}
+	}
+}
+
+// TestContentReader: the streamed content is the filled content, whatever
+// sizes the reads ask for.
+func TestContentReader(t *testing.T) {
+	for _, size := range []int{0, 5, 24, 4095, 4096, 3*blockBytes + 17} {
+		c := newContent(prefixSeed(testPrefix), 2, size)
+		want := make([]byte, size)
+		c.fill(want)
+		for _, piece := range []int{1, 7, 4096, 5000, 1 << 20} {
+			r := c.reader()
+			var got []byte
+			p := make([]byte, piece)
+			for {
+				n, err := r.Read(p)
+				got = append(got, p[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil || n == 0 {
+					t.Fatalf("size %d, reads of %d: Read = %d, %v", size, piece, n, err)
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("size %d, reads of %d: streamed content differs from fill's", size, piece)
+			}
 		}
 	}
 }

@@ -241,14 +241,8 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	if err != nil && !(errors.As(err, &ae) && (ae.ErrorCode() == "BucketAlreadyOwnedByYou" || ae.ErrorCode() == "BucketAlreadyExists")) {
 		return nil, fmt.Errorf("bench s3: create bucket %s: %w", o.Bucket, err)
 	}
-	put := func(c *s3Raw, buf []byte, i int) ([]byte, error) {
-		n := o.Sizes.of(i)
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		newContent(seed, i, n).fill(buf)
-		return buf, c.put(ctx, o.Bucket, o.key(i), buf)
+	put := func(c *s3Raw, i int) error {
+		return c.put(ctx, o.Bucket, o.key(i), newContent(seed, i, o.Sizes.of(i)))
 	}
 	if o.Op != "put" {
 		if err := o.populate(ctx, cls[0], raws, put, out); err != nil {
@@ -296,7 +290,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 			defer wg.Done()
 			c := raws[w%len(raws)]
 			r := rand.New(rand.NewPCG(uint64(w), seed))
-			var buf, rbuf []byte
+			var rbuf []byte
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				isPut := o.Op == "put" || (o.Op == "mixed" && r.IntN(10) < 3)
 				var i int
@@ -312,7 +306,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 				var err error
 				s := s3Sample{bytes: o.Sizes.of(i)}
 				if isPut {
-					buf, err = put(c, buf, i)
+					err = put(c, i)
 				} else {
 					s.op = 1
 					if rbuf == nil {
@@ -365,7 +359,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 
 // populate uploads the keys a get or mixed run reads that are missing or
 // of the wrong size.
-func (o *S3Options) populate(ctx context.Context, lister *s3.Client, raws []*s3Raw, put func(*s3Raw, []byte, int) ([]byte, error), out io.Writer) error {
+func (o *S3Options) populate(ctx context.Context, lister *s3.Client, raws []*s3Raw, put func(*s3Raw, int) error, out io.Writer) error {
 	have := map[string]int64{}
 	p := s3.NewListObjectsV2Paginator(lister, &s3.ListObjectsV2Input{Bucket: &o.Bucket, Prefix: &o.Prefix})
 	for p.HasMorePages() {
@@ -395,14 +389,12 @@ func (o *S3Options) populate(ctx context.Context, lister *s3.Client, raws []*s3R
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= len(todo) || ctx.Err() != nil {
 					return
 				}
-				var err error
-				if buf, err = put(raws[w%len(raws)], buf, todo[k]); err != nil {
+				if err := put(raws[w%len(raws)], todo[k]); err != nil {
 					errOnce.Do(func() { perr = err })
 					return
 				}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/xml"
 	"fmt"
@@ -47,20 +46,24 @@ func (e *s3Error) Error() string {
 	return fmt.Sprintf("HTTP %d %s: %s", e.Status, e.Code, e.Message)
 }
 
-func (c *s3Raw) do(ctx context.Context, method, bucket, key string, body []byte) (*http.Response, error) {
+// do sends one request; body, if not nil, returns a fresh reader of the
+// request's n-byte body each time it is called (net/http calls it again
+// to resend a request whose idle connection turned out closed).
+func (c *s3Raw) do(ctx context.Context, method, bucket, key string, body func() io.Reader, n int64) (*http.Response, error) {
 	u := c.base
 	u.Path = u.Path + "/" + bucket + "/" + key
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
 	if body != nil {
-		req.ContentLength = int64(len(body))
-		req.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		req.Body = io.NopCloser(body())
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
+		req.ContentLength = n
+		req.Header.Set("Content-Length", strconv.FormatInt(n, 10))
+		if n == 0 {
+			req.Body = http.NoBody
+		}
 	}
 	const unsigned = "UNSIGNED-PAYLOAD"
 	req.Header.Set("X-Amz-Content-Sha256", unsigned)
@@ -81,9 +84,10 @@ func (c *s3Raw) do(ctx context.Context, method, bucket, key string, body []byte)
 	return resp, nil
 }
 
-// put uploads body as bucket/key.
-func (c *s3Raw) put(ctx context.Context, bucket, key string, body []byte) error {
-	resp, err := c.do(ctx, http.MethodPut, bucket, key, body)
+// put uploads an object of content want as bucket/key, generating its
+// bytes as they are sent.
+func (c *s3Raw) put(ctx context.Context, bucket, key string, want content) error {
+	resp, err := c.do(ctx, http.MethodPut, bucket, key, want.reader, int64(want.size))
 	if err != nil {
 		return err
 	}
@@ -97,7 +101,7 @@ func (c *s3Raw) put(ctx context.Context, bucket, key string, body []byte) error 
 // It returns the bytes read and the offset of the first wrong byte (-1 if
 // the object is exactly c's content).
 func (c *s3Raw) getVerify(ctx context.Context, bucket, key string, want content, buf []byte) (n, bad int, err error) {
-	resp, err := c.do(ctx, http.MethodGet, bucket, key, nil)
+	resp, err := c.do(ctx, http.MethodGet, bucket, key, nil, 0)
 	if err != nil {
 		return 0, -1, err
 	}
