@@ -225,11 +225,22 @@ func BenchmarkBodyMD5(b *testing.B) {
 	}
 	b.Run("std", func(b *testing.B) { run(b, func() bodyMD5 { return stdMD5{md5.New()} }) })
 	b.Run("direct", func(b *testing.B) { run(b, func() bodyMD5 { return directMD5{lanes.NewHash()} }) })
-	b.Run("batch", func(b *testing.B) {
+	batch := func(b *testing.B) {
 		lb := newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
-		defer lb.srv.Close()
 		run(b, func() bodyMD5 { return lb.open() })
-	})
+		if lb.srv != nil { // made by the first open
+			lb.srv.Close()
+		}
+	}
+	b.Run("batch", batch)  // md5-simd's kernel as wide512 chose it
+	if md5SIMDWideAtInit { // this CPU has AVX-512: both kernels, whatever wide512 says
+		was := md5SIMDWide
+		defer func() { md5SIMDWide = was }()
+		md5SIMDWide = true
+		b.Run("batch-avx512", batch)
+		md5SIMDWide = false
+		b.Run("batch-avx2", batch)
+	}
 }
 
 // directMD5 hashes each buffer as it is added, in the multi-lane hasher.
