@@ -105,19 +105,22 @@ func (c content) fill(buf []byte) { c.fillAt(0, buf) }
 // must end within the object.
 func (c content) fillAt(off int, buf []byte) {
 	var h [8 * headerWords]byte
-	for len(buf) > 0 {
-		b, rel := uint64(off/blockBytes), off%blockBytes
-		head, body := c.block(b, &h)
-		end := min(len(buf), blockBytes-rel) // this block's bytes in buf
-		n := 0
-		if rel < len(head) {
-			n = copy(buf[:end], head[rel:])
-		}
-		if n < end { // past the head
-			n += copy(buf[n:end], body[rel+n-len(head):])
-		}
-		buf, off = buf[n:], off+n
+	for i := 0; i < len(buf); {
+		i += copy(buf[i:], c.piece(off+i, len(buf)-i, &h))
 	}
+}
+
+// piece returns the object's bytes from off on, at most n and not past
+// the block off is in: a slice of that block's head (written into h) or
+// of the table. fillAt copies pieces and checkAt compares them.
+func (c content) piece(off, n int, h *[8 * headerWords]byte) []byte {
+	rel := off % blockBytes
+	head, body := c.block(uint64(off/blockBytes), h)
+	n = min(n, blockBytes-rel)
+	if rel < len(head) {
+		return head[rel:min(len(head), rel+n)]
+	}
+	return body[rel-len(head):][:n]
 }
 
 // reader returns the object's content as a stream, generated as it is
@@ -161,26 +164,11 @@ func (c content) checkAt(off int, data []byte) int {
 	n := min(len(data), max(int(c.size)-off, 0))
 	var h [8 * headerWords]byte
 	for i := 0; i < n; {
-		pos := off + i
-		b, rel := uint64(pos/blockBytes), pos%blockBytes
-		head, body := c.block(b, &h)
-		// the expected bytes of this block from rel, as head then body
-		end := min(n, i+blockBytes-rel)
-		if rel < len(head) {
-			m := min(len(head)-rel, end-i)
-			if d := firstDiff(data[i:i+m], head[rel:rel+m]); d >= 0 {
-				return pos + d
-			}
-			i += m
-			rel += m
+		want := c.piece(off+i, n-i, &h)
+		if got := data[i : i+len(want)]; !bytes.Equal(got, want) {
+			return off + i + firstDiff(got, want)
 		}
-		if i < end {
-			want := body[rel-len(head):][:end-i]
-			if !bytes.Equal(data[i:end], want) {
-				return off + i + firstDiff(data[i:end], want)
-			}
-			i = end
-		}
+		i += len(want)
 	}
 	if len(data) > n {
 		return off + n

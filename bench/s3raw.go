@@ -57,12 +57,12 @@ func (c *s3Raw) do(ctx context.Context, method, bucket, key string, body func() 
 		return nil, err
 	}
 	if body != nil {
-		req.Body = io.NopCloser(body())
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 		req.ContentLength = n
 		req.Header.Set("Content-Length", strconv.FormatInt(n, 10))
-		if n == 0 {
-			req.Body = http.NoBody
+		req.Body = http.NoBody
+		if n > 0 {
+			req.Body = io.NopCloser(body())
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 		}
 	}
 	const unsigned = "UNSIGNED-PAYLOAD"

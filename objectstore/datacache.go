@@ -172,10 +172,7 @@ func (c *dataCache) put(phys uint64, data []byte) {
 			}
 		} else {
 			if sh.lru.Len() >= sh.budget { // evict the least recent unit, reusing its buffer if no reader holds it
-				old := sh.lru.Back()
-				cu = old.Value.(*cacheUnit)
-				delete(sh.units, cu.n)
-				sh.lru.Remove(old)
+				cu = sh.evictOldest()
 				if cu.pins.Load() > 0 {
 					cu = &cacheUnit{buf: make([]byte, unitBytes)}
 				}
@@ -190,6 +187,17 @@ func (c *dataCache) put(phys uint64, data []byte) {
 		off += count * BlockSize
 		return true
 	})
+}
+
+// evictOldest removes the shard's least recently used unit (one must
+// exist) and returns it; its buffer is the caller's, unless pinned
+// (sh.mu held).
+func (sh *cacheShard) evictOldest() *cacheUnit {
+	old := sh.lru.Back()
+	cu := old.Value.(*cacheUnit)
+	delete(sh.units, cu.n)
+	sh.lru.Remove(old)
+	return cu
 }
 
 // drop forgets device blocks [phys, phys+n): they were freed (the caller
@@ -227,9 +235,7 @@ func (c *dataCache) resize(budget int64) {
 		sh.mu.Lock()
 		sh.budget = per
 		for sh.lru.Len() > per {
-			old := sh.lru.Back()
-			delete(sh.units, old.Value.(*cacheUnit).n)
-			sh.lru.Remove(old)
+			sh.evictOldest()
 		}
 		sh.mu.Unlock()
 	}
