@@ -244,6 +244,7 @@ func (s *BlockStore) load(opts Options) error {
 	if err := it.Close(); err != nil {
 		return err
 	}
+	s.alloc.settle()
 	s.used.Store(s.alloc.used)
 	s.colls = map[Coll]bool{}
 	cs, err := s.Collections()

@@ -45,7 +45,10 @@
 //     would fail — missing object, full device — is answered with its
 //     error and leaves no trace);
 //  2. applies them to one Pebble batch, allocating blocks from an
-//     in-memory bitmap and noting the blocks the group frees;
+//     in-memory bitmap and noting the blocks the group frees (next-fit
+//     within a zone of the device's first blocks that grows only when
+//     nearly full, so freed blocks are written again before blocks never
+//     written: see allocator);
 //  3. writes the new blocks from the callers' buffers (bounced when
 //     not block-aligned), the runs that follow one another on the device
 //     in one pwritev (the allocator's cursor places a group's writes back

@@ -35,24 +35,34 @@ run() {
   echo
 }
 
+busy() { # busy -> CPU ticks the whole machine spent busy (all processes,
+  # the kernel's threads and interrupts: /proc/stat's user, nice, system,
+  # irq, softirq and steal)
+  awk '/^cpu /{print $2+$3+$4+$7+$8+$9; exit}' /proc/stat
+}
+
 pidcpu() { # pidcpu PIDFILE -> CPU ticks of that process
   local pid; pid=$(cat "$1"); awk '{print $14+$15}' "/proc/$pid/stat"
 }
 
-# s3run NAME RUNDIR GWPIDFILE ENDPOINT AK SK ARGS...
+# s3run NAME RUNDIR GWPIDFILE ENDPOINT AK SK ARGS... -> one line: the
+# load's rates and latencies, then CPU per request: the daemons' ("all"),
+# the gateway's, and the whole machine's (the daemons, the load
+# generator, and the kernel's work outside any process: loopback
+# networking, block I/O, the file system's journal)
 s3run() {
   local name=$1 rundir=$2 gwpid=$3 ep=$4 ak=$5 sk=$6; shift 6
-  local c0 g0 c1 g1 out
-  c0=$(cpu "$rundir"); g0=$(pidcpu "$gwpid")
+  local c0 g0 m0 c1 g1 m1 out
+  c0=$(cpu "$rundir"); g0=$(pidcpu "$gwpid"); m0=$(busy)
   out=$("$SHOAL" bench s3 --endpoint "$ep" --access-key "$ak" --secret-key "$sk" --duration "${SECS}s" --format json "$@")
-  c1=$(cpu "$rundir"); g1=$(pidcpu "$gwpid")
+  c1=$(cpu "$rundir"); g1=$(pidcpu "$gwpid"); m1=$(busy)
   echo "$out" | python3 -c '
 import json, sys
-name, all_s, gw_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+name, all_s, gw_s, m_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 r = json.load(sys.stdin)
 t = r["total"]
 ops = max(t["ops"], 1)
-print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU all %6.2f ms/req  gateway %6.2f ms/req" % (
-    name, t["ops_per_s"], t["mb_per_s"], t["latency_p50_ms"], t["latency_p99_ms"], t["errors"], 1000*all_s/ops, 1000*gw_s/ops))
-' "$name" "$(echo "($c1 - $c0) / $TCK" | bc -l)" "$(echo "($g1 - $g0) / $TCK" | bc -l)"
+print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU all %6.2f ms/req  gateway %6.2f ms/req  machine %6.2f ms/req" % (
+    name, t["ops_per_s"], t["mb_per_s"], t["latency_p50_ms"], t["latency_p99_ms"], t["errors"], 1000*all_s/ops, 1000*gw_s/ops, 1000*m_s/ops))
+' "$name" "$(echo "($c1 - $c0) / $TCK" | bc -l)" "$(echo "($g1 - $g0) / $TCK" | bc -l)" "$(echo "($m1 - $m0) / $TCK" | bc -l)"
 }
