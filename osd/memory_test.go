@@ -2,6 +2,7 @@ package osd
 
 import (
 	"testing"
+	"time"
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/objectstore"
@@ -107,5 +108,23 @@ func TestMemoryExplicit(t *testing.T) {
 	b.storeOptions(&opts)
 	if b.DataCache != 0 || opts.DataCacheSize != -1 || b.MetaCache != 256*mib || b.OnodeCache != 64*mib {
 		t.Errorf("buffered reads off: %s, store data cache %d (want off, and the other caches whole)", b, opts.DataCacheSize)
+	}
+}
+
+// TestStoreCommitWindow: the option's default, a setting, and 0, which
+// the option's help calls "disabled" and the store must see as never
+// waiting (its own 0 would be its default window).
+func TestStoreCommitWindow(t *testing.T) {
+	for _, c := range []struct {
+		set  map[string]string
+		want time.Duration
+	}{
+		{map[string]string{}, 300 * time.Microsecond},
+		{map[string]string{"objectstore_commit_window": "0.001"}, time.Millisecond},
+		{map[string]string{"objectstore_commit_window": "0"}, -1},
+	} {
+		if got := storeCommitWindow(memoryConf(t, c.set)); got != c.want {
+			t.Errorf("%v: window %v, want %v", c.set, got, c.want)
+		}
 	}
 }

@@ -182,7 +182,7 @@ func Start(o Options) (*OSD, error) {
 		o.Logger.Info("memory budget", "budget", mem.String())
 		opts := objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
 			DBDir: cfg.String("bluestore_block_db_path"), WALDir: cfg.String("bluestore_block_wal_path"), Logger: o.Logger,
-			CommitWindow: max(time.Duration(cfg.Seconds("objectstore_commit_window")*float64(time.Second)), -1)}
+			CommitWindow: storeCommitWindow(cfg)}
 		mem.storeOptions(&opts)
 		bs, err := objectstore.Open(opts)
 		if err != nil {
@@ -1194,4 +1194,15 @@ func (d *OSD) stats() osdop.Stats {
 		}
 	}
 	return st
+}
+
+// storeCommitWindow is objectstore_commit_window as objectstore.Options
+// takes it: the option's 0 ("disabled") is the store's negative
+// ("never"), since the store's 0 means its default (300 µs).
+func storeCommitWindow(cfg *config.Config) time.Duration {
+	d := time.Duration(cfg.Seconds("objectstore_commit_window") * float64(time.Second))
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
