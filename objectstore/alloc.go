@@ -10,25 +10,26 @@ const regionBlocks = 4096
 
 // allocator is a bitmap of used blocks with a next-fit cursor that runs
 // inside a zone, the device's first blocks [0, zone): the zone grows
-// (zoneGrowth) only when less than 1/zoneSlack of it is free, so freed
+// (fitZone) only when less than 1/zoneSlack of it is free, so freed
 // blocks are written again before blocks never written are. On a data
 // device that is a sparse file this matters for CPU, not only for the
 // file's size: a direct write into a hole makes the file system allocate
-// blocks, and the fdatasync after it commits that to the file system's
-// journal; a 64 KiB write and fdatasync cost 160–175 µs of the machine's
+// blocks, and the fdatasync after it writes the new extents and the
+// inode; a 64 KiB write and fdatasync cost 160–175 µs of the machine's
 // CPU into a hole and 65–78 µs over written blocks (ext4 on this
 // project's VM, docs/PERFORMANCE.md, 2026-11-26). The file then also
 // stays as large as the most data it held, plus the slack, instead of
 // growing to the device size as a cursor sweeping the whole device makes
-// it. It is owned by the committer goroutine; StatFS reads the counters
-// under the store's lock.
+// it. Every used block lies below the zone (blocks are allocated only in
+// it, settle puts it past the highest used one, and it never shrinks), so
+// used also counts the zone's used blocks. It is owned by the committer
+// goroutine; StatFS reads the counters under the store's lock.
 type allocator struct {
-	words    []uint64 // bit set = block in use
-	blocks   uint64
-	used     uint64
-	cursor   uint64 // next-fit position, below zone
-	zone     uint64 // allocation stays below it; a multiple of 64 or blocks
-	zoneUsed uint64 // used blocks below zone
+	words  []uint64 // bit set = block in use
+	blocks uint64
+	used   uint64 // all below zone
+	cursor uint64 // next-fit position, below zone
+	zone   uint64 // allocation stays below it; a multiple of 64 or blocks
 }
 
 const (
@@ -57,16 +58,10 @@ func (a *allocator) set(start, n uint64, used bool) {
 			a.words[w] &^= m
 		}
 	}
-	inZone := uint64(0)
-	if start < a.zone {
-		inZone = min(start+n, a.zone) - start
-	}
 	if used {
 		a.used += n
-		a.zoneUsed += inZone
 	} else {
 		a.used -= n
-		a.zoneUsed -= inZone
 	}
 }
 
@@ -74,28 +69,12 @@ func (a *allocator) set(start, n uint64, used bool) {
 // at least 1/zoneSlack of it is free; the cursor moves to the new part,
 // which is free and contiguous.
 func (a *allocator) fitZone(n uint64) {
-	free := a.zone - a.zoneUsed
+	free := a.zone - a.used
 	if a.zone == a.blocks || (free >= n && free*zoneSlack >= a.zone) {
 		return
 	}
 	grow := max(n, a.zone/4, zoneStep)
-	next := min(a.blocks, (a.zone+grow+63)/64*64)
-	a.zoneUsed += a.countUsed(a.zone, next)
-	a.cursor, a.zone = a.zone, next
-}
-
-// countUsed counts the used blocks in [from, to); from is a multiple of
-// 64.
-func (a *allocator) countUsed(from, to uint64) uint64 {
-	var c uint64
-	for b := from; b < to; b += 64 {
-		w := a.words[b/64]
-		if to-b < 64 {
-			w &= 1<<(to-b) - 1
-		}
-		c += uint64(bits.OnesCount64(w))
-	}
-	return c
+	a.cursor, a.zone = a.zone, min(a.blocks, (a.zone+grow+63)/64*64)
 }
 
 // settle sets the zone after the bitmap is loaded: it ends after the
@@ -109,7 +88,6 @@ func (a *allocator) settle() {
 		}
 	}
 	a.zone = min(a.blocks, (top+63)/64*64)
-	a.zoneUsed = a.countUsed(0, a.zone)
 	a.cursor = 0
 }
 

@@ -49,7 +49,7 @@ pidcpu() { # pidcpu PIDFILE -> CPU ticks of that process
 # load's rates and latencies, then CPU per request: the daemons' ("all"),
 # the gateway's, and the whole machine's (the daemons, the load
 # generator, and the kernel's work outside any process: loopback
-# networking, block I/O, the file system's journal)
+# networking, block I/O, the file system's metadata writes)
 s3run() {
   local name=$1 rundir=$2 gwpid=$3 ep=$4 ak=$5 sk=$6; shift 6
   local c0 g0 m0 c1 g1 m1 out

@@ -21,18 +21,16 @@ printf 'rgw_gc_obj_min_wait = 0\nrgw_gc_processor_period = 2\n' >> "$D/shoal.con
 "$CLUSTER" up --detach --data "$D" > /dev/null
 trap '"$CLUSTER" down --data "$D" > /dev/null; rm -rf "$D"' EXIT
 set -a; . "$D/s3.env"; set +a
-run() { # run BINARY SIDE OP SECS
-  "$1" bench s3 --op "$3" --size 32M --concurrency 4 --objects 40 --duration "${4}s" --bucket "lg-$2"
-}
+load=(--size 32M --concurrency 4 --objects 40)
 if [ "$OP" = get ]; then # each generator writes the objects it will read
-  run "$OLD" old put 5 > /dev/null
-  run "$NEW" new put 5 > /dev/null
+  "$OLD" bench s3 --op put "${load[@]}" --duration 5s --bucket lg-old > /dev/null
+  "$NEW" bench s3 --op put "${load[@]}" --duration 5s --bucket lg-new > /dev/null
 fi
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, $ROUNDS rounds, $OP 32M c4: old=$OLD new=$NEW"
 for r in $(seq "$ROUNDS"); do
   for side in old new; do
     bin=$OLD; [ $side = new ] && bin=$NEW
-    out=$( { /usr/bin/time -f "cpu %U %S" "$bin" bench s3 --op "$OP" --size 32M --concurrency 4 --objects 40 --duration "${SECS}s" --bucket "lg-$side"; } 2>&1 )
+    out=$( { /usr/bin/time -f "cpu %U %S" "$bin" bench s3 --op "$OP" "${load[@]}" --duration "${SECS}s" --bucket "lg-$side"; } 2>&1 )
     line=$(printf '%s\n' "$out" | grep -E '^(GET|PUT) ')
     printf '%s\n%s\n' "$line" "$(printf '%s\n' "$out" | grep '^cpu ')" | awk -v l="round $r $side" '
       NR == 1 { ops = $2; mbs = $4; errs = $9 }
