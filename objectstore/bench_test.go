@@ -56,6 +56,22 @@ func BenchmarkWrite64K(b *testing.B) { benchWrites(b, benchStore(b), 64<<10) }
 // BenchmarkWrite4M: 4 MiB objects (on the data device).
 func BenchmarkWrite4M(b *testing.B) { benchWrites(b, benchStore(b), 4<<20) }
 
+// BenchmarkCommit4K: one writer, so each 4 KiB (inline) transaction is a
+// commit group of its own: the latency of one metadata log write and sync.
+func BenchmarkCommit4K(b *testing.B) {
+	s := benchStore(b)
+	data := make([]byte, 4<<10)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		var txn objectstore.Transaction
+		txn.WriteFull("1.0", fmt.Sprint("obj-", i), data)
+		if err := s.Apply(&txn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/commit")
+}
+
 // BenchmarkRead4M reads whole 4 MiB objects, checksums verified.
 func BenchmarkRead4M(b *testing.B) {
 	s := benchStore(b)

@@ -176,7 +176,7 @@ func Open(opts Options) (*BlockStore, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	popts := &pebble.Options{FS: opts.FS, WALDir: opts.WALDir, Cache: cache, Logger: pebbleLogger{opts.Logger}}
+	popts := &pebble.Options{FS: walFS{opts.FS}, WALDir: opts.WALDir, Cache: cache, Logger: pebbleLogger{opts.Logger}}
 	// Bloom filters on every level: most lookups while checking a
 	// transaction are for objects that do not exist yet.
 	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)

@@ -55,7 +55,9 @@
 //     to back, and a direct write costs mostly per call), and fdatasyncs
 //     the device;
 //  4. commits the batch — onodes, omap, the changed bitmap regions — with
-//     a synced log write;
+//     a synced log write (the log file is kept written with zeros ahead of
+//     its records, so that the sync writes only the records and not the
+//     file's size and extents as well: walfs.go);
 //  5. waits for readers that looked up metadata before the commit, then
 //     returns the freed blocks to the allocator, and answers the group.
 //
