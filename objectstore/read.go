@@ -179,7 +179,8 @@ type vecRead struct {
 	bufs   [][]byte
 }
 
-// zeroUnit backs the parts of holes; nothing writes to it.
+// zeroUnit backs the parts of holes and the zeros written ahead of the
+// metadata log (walFile); nothing writes to it.
 var zeroUnit = make([]byte, unitBytes)
 
 // zeros adds parts of zeros for logical blocks [from, to).

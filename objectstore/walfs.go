@@ -59,15 +59,15 @@ type walFile struct {
 	off, zeroed int64
 }
 
-var zeros = make([]byte, 1<<20)
-
 // Write implements io.Writer, first extending the zeros when p would pass
-// them.
+// them (walZeroStep past p's end, from the read path's shared zero unit: a
+// write of 64 KiB per call, 64 per step, one step per few thousand
+// commits).
 func (f *walFile) Write(p []byte) (int, error) {
 	if end := f.off + int64(len(p)); end > f.zeroed {
 		to := end + walZeroStep
 		for f.zeroed < to {
-			n, err := f.File.WriteAt(zeros[:min(int64(len(zeros)), to-f.zeroed)], f.zeroed)
+			n, err := f.File.WriteAt(zeroUnit[:min(unitBytes, to-f.zeroed)], f.zeroed)
 			f.zeroed += int64(n)
 			if err != nil {
 				return 0, fmt.Errorf("extend log with zeros: %w", err)
