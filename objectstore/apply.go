@@ -68,7 +68,7 @@ func (g *group) onode(c Coll, oid string, create bool) (*onode, error) {
 	if !create {
 		return nil, nil
 	}
-	o := &onode{Attrs: map[string][]byte{}}
+	o := &onode{Attrs: map[string][]byte{}, Omap: omapNone}
 	if _, seen := g.onodes[k]; !seen {
 		g.order = append(g.order, k)
 	}
@@ -100,8 +100,7 @@ func (g *group) applyOp(op *op) error {
 		}
 		g.punch(o, 0, ^uint64(0))
 		g.drop(op.coll, op.oid)
-		p := omapPrefix(op.coll, op.oid)
-		return b.DeleteRange(p, prefixEnd(p), nil)
+		return g.clearOmap(op.coll, op.oid, o)
 	case opOmapRm:
 		for _, k := range op.keys {
 			if err := b.Delete(omapKey(op.coll, op.oid, k), nil); err != nil {
@@ -110,8 +109,13 @@ func (g *group) applyOp(op *op) error {
 		}
 		return nil
 	case opOmapClear:
-		p := omapPrefix(op.coll, op.oid)
-		return b.DeleteRange(p, prefixEnd(p), nil)
+		o, err := g.onode(op.coll, op.oid, false)
+		if err != nil || o == nil { // no onode, no omap keys
+			return err
+		}
+		err = g.clearOmap(op.coll, op.oid, o)
+		o.Omap = omapNone
+		return err
 	case opClone:
 		return g.clone(op.coll, op.oid, op.oid2)
 	case opStash:
@@ -134,6 +138,7 @@ func (g *group) applyOp(op *op) error {
 	case opRmAttr:
 		delete(o.Attrs, op.name)
 	case opOmapSet:
+		o.Omap = omapSome
 		for _, kv := range op.kvs {
 			if err := b.Set(omapKey(op.coll, op.oid, kv.Key), kv.Value, nil); err != nil {
 				return err
@@ -141,6 +146,18 @@ func (g *group) applyOp(op *op) error {
 		}
 	}
 	return nil
+}
+
+// clearOmap removes the omap keys of object oid, whose onode (as it was
+// before this transaction's change to it) is o: one range deletion, or
+// none when o knows there is no key. Only an object with an onode has
+// omap keys (its removal clears them), so a missing onode needs none.
+func (g *group) clearOmap(c Coll, oid string, o *onode) error {
+	if o == nil || o.Omap == omapNone {
+		return nil
+	}
+	p := omapPrefix(c, oid)
+	return g.b.DeleteRange(p, prefixEnd(p), nil)
 }
 
 // toExtents moves an inline object's bytes to the data device.
@@ -311,12 +328,13 @@ func (g *group) stash(c Coll, src, dst string, appendFrom uint64) error {
 	if so.Size > appendFrom || src == dst {
 		return g.clone(c, src, dst)
 	}
-	if do, err := g.onode(c, dst, false); err != nil {
+	do, err := g.onode(c, dst, false)
+	if err != nil {
 		return err
 	} else if do != nil {
 		g.punch(do, 0, ^uint64(0))
 	}
-	no := &onode{Attrs: map[string][]byte{}}
+	no := &onode{Attrs: map[string][]byte{}, Omap: omapNone}
 	for k, v := range so.Attrs {
 		no.Attrs[k] = append([]byte(nil), v...)
 	}
@@ -326,8 +344,7 @@ func (g *group) stash(c Coll, src, dst string, appendFrom uint64) error {
 		g.order = append(g.order, k)
 	}
 	g.onodes[k] = no
-	p := omapPrefix(c, dst)
-	return g.b.DeleteRange(p, prefixEnd(p), nil)
+	return g.clearOmap(c, dst, do)
 }
 
 func (g *group) clone(c Coll, src, dst string) error {
@@ -341,12 +358,13 @@ func (g *group) clone(c Coll, src, dst string) error {
 	if src == dst {
 		return nil
 	}
-	if do, err := g.onode(c, dst, false); err != nil {
+	do, err := g.onode(c, dst, false)
+	if err != nil {
 		return err
 	} else if do != nil {
 		g.punch(do, 0, ^uint64(0))
 	}
-	no := &onode{Size: so.Size, OnDevice: so.OnDevice, Attrs: map[string][]byte{}, Inline: append([]byte(nil), so.Inline...), InlineCRC: so.InlineCRC}
+	no := &onode{Size: so.Size, OnDevice: so.OnDevice, Attrs: map[string][]byte{}, Inline: append([]byte(nil), so.Inline...), InlineCRC: so.InlineCRC, Omap: omapNone}
 	for k, v := range so.Attrs {
 		no.Attrs[k] = append([]byte(nil), v...)
 	}
@@ -367,10 +385,13 @@ func (g *group) clone(c Coll, src, dst string) error {
 	}
 	g.onodes[k] = no
 	// omap: replace dst's with a copy of src's
-	dp, sp := omapPrefix(c, dst), omapPrefix(c, src)
-	if err := g.b.DeleteRange(dp, prefixEnd(dp), nil); err != nil {
+	if err := g.clearOmap(c, dst, do); err != nil {
 		return err
 	}
+	if so.Omap == omapNone {
+		return nil
+	}
+	dp, sp := omapPrefix(c, dst), omapPrefix(c, src)
 	it, err := g.b.NewIter(&pebble.IterOptions{LowerBound: sp, UpperBound: prefixEnd(sp)})
 	if err != nil {
 		return err
@@ -381,6 +402,9 @@ func (g *group) clone(c Coll, src, dst string) error {
 	}
 	if err := it.Close(); err != nil {
 		return err
+	}
+	if len(kvs) > 0 {
+		no.Omap = omapSome
 	}
 	for _, kv := range kvs {
 		if err := g.b.Set(kv[0], kv[1], nil); err != nil {

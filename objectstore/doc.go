@@ -21,9 +21,16 @@
 //
 //	'S'                          superblock: device size, inline limit
 //	'C' coll                     collection
-//	'O' len coll oid             onode: size, xattrs, inline data or extents
+//	'O' len coll oid             onode: size, xattrs, inline data or extents,
+//	                             whether omap entries may exist
 //	'M' len coll len oid key     omap entry
 //	'F' region                   allocation bitmap, 4096 blocks per key
+//
+// Removing an object deletes its omap entries with one range deletion,
+// written only when its onode says it may have some: range deletions in
+// the memtable slow every later read of it, and most objects (an S3
+// object's head and tails, rados bench's) have no omap. Fsck checks that
+// no omap entry belongs to an onode that says it has none.
 //
 // Objects up to InlineMax (32 KiB by default) keep their bytes in the onode:
 // one write to the log per transaction, no data-device I/O. Larger objects

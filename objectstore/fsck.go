@@ -1,6 +1,8 @@
 package objectstore
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -68,5 +70,46 @@ func (s *BlockStore) Fsck(deep bool) error {
 	if used := s.used.Load(); used != uint64(len(owner)) {
 		return fmt.Errorf("fsck: bitmap marks %d blocks used, onodes reference %d (leak)", used, len(owner))
 	}
-	return nil
+	return fsckOmap(snap)
+}
+
+// fsckOmap checks that every omap key belongs to an object whose onode
+// exists and does not say it has no omap keys (its removal would leave
+// them behind).
+func fsckOmap(snap *pebble.Snapshot) error {
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: []byte{pOmap}, UpperBound: []byte{pOmap + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; {
+		k := it.Key()
+		if len(k) < 3 || len(k) < 3+int(binary.BigEndian.Uint16(k[1:]))+4 {
+			return fmt.Errorf("fsck: omap key %q: %w", k, ErrCorrupt)
+		}
+		c := Coll(k[3 : 3+binary.BigEndian.Uint16(k[1:])])
+		rest := k[3+len(c):]
+		n := int(binary.BigEndian.Uint32(rest))
+		if len(rest) < 4+n {
+			return fmt.Errorf("fsck: omap key %q: %w", k, ErrCorrupt)
+		}
+		oid := string(rest[4 : 4+n])
+		v, closer, err := snap.Get(onodeKey(c, oid))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return fmt.Errorf("fsck: omap key %q of %s/%q, which has no onode", k, c, oid)
+		}
+		if err != nil {
+			return err
+		}
+		o, err := decodeOnode(v)
+		closer.Close()
+		if err != nil {
+			return fmt.Errorf("fsck: onode %s/%q: %w", c, oid, err)
+		}
+		if o.Omap == omapNone {
+			return fmt.Errorf("fsck: omap key %q of %s/%q, whose onode says it has none", k, c, oid)
+		}
+		valid = it.SeekGE(prefixEnd(omapPrefix(c, oid))) // the next object's keys
+	}
+	return it.Error()
 }

@@ -92,7 +92,21 @@ type onode struct {
 	Inline    []byte // when no extents: the object's bytes, len == Size
 	InlineCRC uint32
 	Extents   []extent // sorted by Logical, non-overlapping
+	// Omap says whether the object may have omap keys, so that removing
+	// an object that has none writes no range deletion (each one slows
+	// every later read of the memtable that holds it: 17,876 removals
+	// of 4 KiB objects took 34 s with one each, 6.6 s without).
+	Omap omapState
 }
+
+// omapState is what an onode knows of its object's omap keys.
+type omapState uint8
+
+const (
+	omapUnknown omapState = iota // an onode of encoding version 1: it may have keys
+	omapNone                     // no omap key exists
+	omapSome                     // keys may exist
+)
 
 func (o *onode) isInline() bool { return !o.OnDevice }
 
@@ -112,7 +126,8 @@ func (o *onode) clone() *onode {
 	return &c
 }
 
-const onodeVersion = 1
+// onodeVersion 2 added Omap after the extents; version 1 readers skip it.
+const onodeVersion = 2
 
 func (o *onode) encode() []byte {
 	var e wire.Encoder
@@ -140,13 +155,14 @@ func (o *onode) encode() []byte {
 			e.U32(c)
 		}
 	}
+	e.U8(uint8(o.Omap))
 	e.End(m)
 	return e.Bytes()
 }
 
 func decodeOnode(b []byte) (*onode, error) {
 	d := wire.NewDecoder(b)
-	_, end := d.Begin("onode", onodeVersion)
+	v, end := d.Begin("onode", onodeVersion)
 	o := &onode{Size: d.U64(), OnDevice: d.Bool(), Attrs: map[string][]byte{}}
 	for n := d.Count(8); n > 0; n-- {
 		name := d.String()
@@ -163,6 +179,9 @@ func decodeOnode(b []byte) (*onode, error) {
 		for j := range x.CRCs {
 			x.CRCs[j] = d.U32()
 		}
+	}
+	if v >= 2 {
+		o.Omap = omapState(d.U8())
 	}
 	d.End("onode", end)
 	if err := d.Err(); err != nil {
