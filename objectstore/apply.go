@@ -148,8 +148,8 @@ func (g *group) applyOp(op *op) error {
 	return nil
 }
 
-// clearOmap removes the omap keys of object oid, whose onode (as it was
-// before this transaction's change to it) is o: one range deletion, or
+// clearOmap removes the omap keys of object oid, whose onode as the group
+// sees it so far (its earlier ops included) is o: one range deletion, or
 // none when o knows there is no key. Only an object with an onode has
 // omap keys (its removal clears them), so a missing onode needs none.
 func (g *group) clearOmap(c Coll, oid string, o *onode) error {
