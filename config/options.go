@@ -127,6 +127,7 @@ var Options = []Option{
 	{Name: "rgw_override_bucket_index_max_shards", Type: Int, Default: "0", Min: 0, Max: 65521, Desc: "Bucket index shards of new buckets; 0 means the default (11)."},
 	{Name: "rgw_bucket_index_range_shards", Type: Int, Default: "2", Min: 1, Max: 1024, Desc: "Shoal: hash sub-shards per key range of a bucket index (the objects one listing page reads); a bucket's rgw_override_bucket_index_max_shards shards are laid out as ranges of at most this many."},
 	{Name: "rgw_gc_obj_min_wait", Type: Seconds, Default: "7200", Min: 0, Max: 1 << 30, Desc: "Seconds garbage (tails of overwritten or deleted objects) waits before the GC deletes it, so reads in flight finish."},
+	{Name: "rgw_multi_obj_del_max_aio", Type: Int, Default: "16", Min: 0, Max: 1024, Desc: "Keys of one multi-object delete (DeleteObjects) removed at once; 0 counts as 1 (as RGW)."},
 	{Name: "rgw_dynamic_resharding", Type: Bool, Default: "true", Desc: "Split a bucket index range on its own once one of its shards holds more than rgw_max_objs_per_shard entries (RGW's dynamic resharding; here the split is online)."},
 	{Name: "rgw_max_objs_per_shard", Type: Int, Default: "100000", Min: 1, Max: 1 << 40, Desc: "Entries per bucket index shard past which dynamic resharding splits the shard's range."},
 	{Name: "rgw_reshard_thread_interval", Type: Seconds, Default: "600", Min: 0.01, Max: 1 << 30, Desc: "Seconds between the gateway's passes over the buckets queued for dynamic resharding."},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,5 +275,68 @@ func TestConditionalComplete(t *testing.T) {
 	}
 	if _, err := complete("missing", id, parts, "", etag1); err != nil || body("missing") != "x" {
 		t.Fatalf("If-None-Match of another ETag on a missing key: %v", err)
+	}
+}
+
+// TestMultiDeleteConcurrent: a DeleteObjects of 40 keys, 4 removed at a
+// time (rgw_multi_obj_del_max_aio), every third with a size condition
+// that fails, answers each key once, in the request's order, with the
+// right outcome, and leaves exactly the refused keys.
+func TestMultiDeleteConcurrent(t *testing.T) {
+	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, MultiDelMaxAIO: 4})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "multidel"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []types.ObjectIdentifier
+	var kept, deleted []string
+	for i := range 40 {
+		key := fmt.Sprintf("k%02d", i)
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &key, Body: strings.NewReader("body")}); err != nil {
+			t.Fatal(err)
+		}
+		id := types.ObjectIdentifier{Key: aws.String(key)}
+		if i%3 == 0 {
+			id.Size = aws.Int64(99) // the body has 4 bytes
+			kept = append(kept, key)
+		} else {
+			deleted = append(deleted, key)
+		}
+		ids = append(ids, id)
+	}
+	// the request's order, not the keys' own
+	slices.Reverse(ids)
+	slices.Reverse(kept)
+	slices.Reverse(deleted)
+	out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &b, Delete: &types.Delete{Objects: ids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotDeleted, gotErrors []string
+	for _, d := range out.Deleted {
+		gotDeleted = append(gotDeleted, *d.Key)
+	}
+	for _, e := range out.Errors {
+		if *e.Code != "PreconditionFailed" {
+			t.Errorf("key %s: %s, want PreconditionFailed", *e.Key, *e.Code)
+		}
+		gotErrors = append(gotErrors, *e.Key)
+	}
+	if !slices.Equal(gotDeleted, deleted) || !slices.Equal(gotErrors, kept) {
+		t.Fatalf("deleted %v and refused %v; want %v and %v", gotDeleted, gotErrors, deleted, kept)
+	}
+	l, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, o := range l.Contents {
+		left = append(left, *o.Key)
+	}
+	slices.Sort(kept)
+	if !slices.Equal(left, kept) {
+		t.Fatalf("left %v, want %v", left, kept)
 	}
 }

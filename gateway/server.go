@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -1119,28 +1120,45 @@ func (srv *Server) deleteObjects(rq *request) error {
 	if len(req.Objects) > 1000 || len(req.Objects) == 0 {
 		return ErrMalformedXML.with("a multi-object delete names 1 to 1000 keys")
 	}
+	// The keys are removed rgw_multi_obj_del_max_aio at a time, as RGW
+	// does; the answer lists them in the request's order.
+	errs := make([]error, len(req.Objects))
+	sem := make(chan struct{}, srv.s.opt.MultiDelMaxAIO)
+	var wg sync.WaitGroup
+	for i, o := range req.Objects {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = srv.deleteOneOf(rq, b, o)
+		})
+	}
+	wg.Wait()
 	res := deleteResult{Xmlns: s3NS}
-	for _, o := range req.Objects {
-		err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) })
-		cond := deleteCond{ETag: o.ETag, Size: o.Size}
-		if err == nil && o.LastModifiedTime != "" {
-			if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
-				err = ErrInvalidArgument.with("LastModifiedTime %q: %v", o.LastModifiedTime, err)
-			}
-		}
-		if err == nil {
-			err = srv.s.deleteObjectIf(rq.r.Context(), b, o.Key, cond)
-		}
-		if err != nil {
+	for i, o := range req.Objects {
+		if err := errs[i]; err != nil {
 			ae := apiError(err)
 			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: ae.Code, Message: ae.Message})
-			continue
-		}
-		if !req.Quiet {
+		} else if !req.Quiet {
 			res.Deleted = append(res.Deleted, deletedEntry{Key: o.Key})
 		}
 	}
 	return writeXML(rq, http.StatusOK, res)
+}
+
+// deleteOneOf removes one key of a multi-object delete, if the requester
+// may and its conditions hold.
+func (srv *Server) deleteOneOf(rq *request, b *Bucket, o deleteObject) error {
+	err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) })
+	cond := deleteCond{ETag: o.ETag, Size: o.Size}
+	if err == nil && o.LastModifiedTime != "" {
+		if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
+			err = ErrInvalidArgument.with("LastModifiedTime %q: %v", o.LastModifiedTime, err)
+		}
+	}
+	if err == nil {
+		err = srv.s.deleteObjectIf(rq.r.Context(), b, o.Key, cond)
+	}
+	return err
 }
 
 // ---- listing ----

@@ -55,6 +55,9 @@ type Options struct {
 	GCMinWait   time.Duration // rgw_gc_obj_min_wait: how long garbage waits (in-flight GETs of it finish)
 	GCPeriod    time.Duration // rgw_gc_processor_period: how often the GC worker runs
 	PoolSize    int           // replicas of the pools the gateway creates (0: the cluster's osd_pool_default_size)
+	// MultiDelMaxAIO (rgw_multi_obj_del_max_aio; 0: 16) is how many keys
+	// of one DeleteObjects request are removed at once.
+	MultiDelMaxAIO int
 	// MaxObjsPerShard (rgw_max_objs_per_shard; 0 or rgw_dynamic_resharding
 	// false: never) is the entry count of an index shard past which the
 	// gateway splits the shard's range on its own (dynamic resharding).
@@ -106,6 +109,7 @@ func OptionsFromConfig(c *config.Config) Options {
 		LCWorkTime:      c.String("rgw_lifecycle_work_time"),
 		NoLCThreads:     !c.Bool("rgw_enable_lc_threads"),
 		LCLockTTL:       secs("rgw_lc_lock_max_time"),
+		MultiDelMaxAIO:  max(1, int(c.Int("rgw_multi_obj_del_max_aio"))),
 		MaxObjsPerShard: func() int64 {
 			if !c.Bool("rgw_dynamic_resharding") {
 				return 0
@@ -134,6 +138,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.RangeShards <= 0 {
 		o.RangeShards = DefaultRangeShards
+	}
+	if o.MultiDelMaxAIO <= 0 {
+		o.MultiDelMaxAIO = 16
 	}
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour

@@ -85,16 +85,19 @@ type copyPartResult struct {
 }
 
 type deleteRequest struct {
-	XMLName xml.Name `xml:"Delete"`
-	Quiet   bool     `xml:"Quiet"`
-	Objects []struct {
-		Key       string `xml:"Key"`
-		VersionID string `xml:"VersionId"`
-		// conditions (conditional.go)
-		ETag             string `xml:"ETag"`
-		LastModifiedTime string `xml:"LastModifiedTime"`
-		Size             *int64 `xml:"Size"`
-	} `xml:"Object"`
+	XMLName xml.Name       `xml:"Delete"`
+	Quiet   bool           `xml:"Quiet"`
+	Objects []deleteObject `xml:"Object"`
+}
+
+// deleteObject is one key of a multi-object delete, with its conditions
+// (conditional.go).
+type deleteObject struct {
+	Key              string `xml:"Key"`
+	VersionID        string `xml:"VersionId"`
+	ETag             string `xml:"ETag"`
+	LastModifiedTime string `xml:"LastModifiedTime"`
+	Size             *int64 `xml:"Size"`
 }
 
 type deletedEntry struct {
