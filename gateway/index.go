@@ -342,28 +342,19 @@ func pendingAfter(after string) string {
 func (s *Store) reconcile(ctx context.Context, b *Bucket, kvs []client.KV, keys []string) ([]client.KV, error) {
 	vals := make([][]byte, len(keys)) // nil: no head
 	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i, k := range keys {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			h, ver, err := s.readHead(ctx, b, k)
-			if errors.Is(err, ErrNoSuchKey) {
-				return
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			e := h.entry()
-			e.Ver, e.Tag = ver, h.Tag
-			vals[i], _ = json.Marshal(e)
-		}()
-	}
-	wg.Wait()
+	parallel(len(keys), 32, func(i int) {
+		h, ver, err := s.readHead(ctx, b, keys[i])
+		if errors.Is(err, ErrNoSuchKey) {
+			return
+		}
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		e := h.entry()
+		e.Ver, e.Tag = ver, h.Tag
+		vals[i], _ = json.Marshal(e)
+	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("bucket %s: reconcile pending operations: %w", b.Name, err)
 	}
@@ -633,4 +624,19 @@ func (s *Store) dropEntry(ctx context.Context, b *Bucket, key string) error {
 		return err
 	}
 	return s.complete(ctx, b, key, newTag(), e.Ver+1, nil)
+}
+
+// parallel runs fn(0), …, fn(n-1), at most limit at a time, and returns
+// when all have returned; fn writes its result to its own index.
+func parallel(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, max(1, limit))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }

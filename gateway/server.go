@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -1123,16 +1122,9 @@ func (srv *Server) deleteObjects(rq *request) error {
 	// The keys are removed rgw_multi_obj_del_max_aio at a time, as RGW
 	// does; the answer lists them in the request's order.
 	errs := make([]error, len(req.Objects))
-	sem := make(chan struct{}, srv.s.opt.MultiDelMaxAIO)
-	var wg sync.WaitGroup
-	for i, o := range req.Objects {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = srv.deleteOneOf(rq, b, o)
-		})
-	}
-	wg.Wait()
+	parallel(len(req.Objects), srv.s.opt.MultiDelMaxAIO, func(i int) {
+		errs[i] = srv.deleteOneOf(rq, b, req.Objects[i])
+	})
 	res := deleteResult{Xmlns: s3NS}
 	for i, o := range req.Objects {
 		if err := errs[i]; err != nil {

@@ -55,8 +55,9 @@ type Options struct {
 	GCMinWait   time.Duration // rgw_gc_obj_min_wait: how long garbage waits (in-flight GETs of it finish)
 	GCPeriod    time.Duration // rgw_gc_processor_period: how often the GC worker runs
 	PoolSize    int           // replicas of the pools the gateway creates (0: the cluster's osd_pool_default_size)
-	// MultiDelMaxAIO (rgw_multi_obj_del_max_aio; 0: 16) is how many keys
-	// of one DeleteObjects request are removed at once.
+	// MultiDelMaxAIO (rgw_multi_obj_del_max_aio; 0:
+	// DefaultMultiDelMaxAIO) is how many keys of one DeleteObjects
+	// request are removed at once.
 	MultiDelMaxAIO int
 	// MaxObjsPerShard (rgw_max_objs_per_shard; 0 or rgw_dynamic_resharding
 	// false: never) is the entry count of an index shard past which the
@@ -89,6 +90,11 @@ type Options struct {
 // rgw_override_bucket_index_max_shards is 0 (RGW's default,
 // rgw_bucket_index_max_shards = 11).
 const DefaultIndexShards = 11
+
+// DefaultMultiDelMaxAIO is how many keys of one DeleteObjects request are
+// removed at once when rgw_multi_obj_del_max_aio is not set (RGW's
+// default, 16, in rgw.yaml.in).
+const DefaultMultiDelMaxAIO = 16
 
 // OptionsFromConfig reads Options from an entity's configuration (e.g.
 // client.rgw.gateway: [global], [client], [client.rgw.gateway]).
@@ -140,7 +146,7 @@ func (o *Options) setDefaults() {
 		o.RangeShards = DefaultRangeShards
 	}
 	if o.MultiDelMaxAIO <= 0 {
-		o.MultiDelMaxAIO = 16
+		o.MultiDelMaxAIO = DefaultMultiDelMaxAIO
 	}
 	if o.GCPeriod <= 0 {
 		o.GCPeriod = time.Hour
