@@ -1,7 +1,6 @@
 package objectstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -84,16 +83,10 @@ func fsckOmap(snap *pebble.Snapshot) error {
 	defer it.Close()
 	for valid := it.First(); valid; {
 		k := it.Key()
-		if len(k) < 3 || len(k) < 3+int(binary.BigEndian.Uint16(k[1:]))+4 {
+		c, oid, ok := omapKeyObject(k)
+		if !ok {
 			return fmt.Errorf("fsck: omap key %q: %w", k, ErrCorrupt)
 		}
-		c := Coll(k[3 : 3+binary.BigEndian.Uint16(k[1:])])
-		rest := k[3+len(c):]
-		n := int(binary.BigEndian.Uint32(rest))
-		if len(rest) < 4+n {
-			return fmt.Errorf("fsck: omap key %q: %w", k, ErrCorrupt)
-		}
-		oid := string(rest[4 : 4+n])
 		v, closer, err := snap.Get(onodeKey(c, oid))
 		if errors.Is(err, pebble.ErrNotFound) {
 			return fmt.Errorf("fsck: omap key %q of %s/%q, which has no onode", k, c, oid)

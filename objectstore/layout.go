@@ -53,6 +53,25 @@ func omapKey(c Coll, oid, key string) []byte {
 	return append(omapPrefixCap(c, oid, len(key)), key...)
 }
 
+// omapKeyObject is the collection and object an omap key (omapKey's
+// output) belongs to; ok is false if k is too short to be one.
+func omapKeyObject(k []byte) (c Coll, oid string, ok bool) {
+	if len(k) < 3 {
+		return "", "", false
+	}
+	rest := k[3:]
+	n := int(binary.BigEndian.Uint16(k[1:]))
+	if len(rest) < n+4 {
+		return "", "", false
+	}
+	c, rest = Coll(rest[:n]), rest[n:]
+	n = int(binary.BigEndian.Uint32(rest))
+	if len(rest) < 4+n {
+		return "", "", false
+	}
+	return c, string(rest[4 : 4+n]), true
+}
+
 func bitmapKey(region uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{pBitmap}, region)
 }
