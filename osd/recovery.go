@@ -386,7 +386,9 @@ func (pg *PG) recoverAll(ctx context.Context) {
 		targets := r.filling()
 		pg.mu.Unlock()
 		m, mapCh := d.curMap()
-		toofull := r.tooFull(m)
+		pg.mu.Lock()
+		toofull := r.tooFull(m) // r.lacks shrinks under pg.mu as client ops recover objects (filled)
+		pg.mu.Unlock()
 		pg.mark(r, &r.toofull, toofull)
 		if toofull || m.Flags.Has(osdmap.FlagNoRecover) || (r.backfill && m.Flags.Has(osdmap.FlagNoBackfill)) {
 			res.release()
@@ -476,7 +478,8 @@ func (pg *PG) recoveryBytes(r *recovery, oid string) uint64 {
 // tooFull reports whether a member that lacks objects is too full to
 // take them: backfillfull for a backfill (mon_osd_backfillfull_ratio),
 // full for log-based recovery (Ceph's backfill_toofull and
-// recovery_toofull). The PG waits for a map where it is not.
+// recovery_toofull). The PG waits for a map where it is not. pg.mu is
+// held.
 func (r *recovery) tooFull(m *osdmap.Map) bool {
 	limit := osdmap.Full
 	if r.backfill {
