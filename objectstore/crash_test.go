@@ -64,23 +64,13 @@ func TestCrashChild(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(int64(g)))
 			for v := 1; ; v++ {
-				// objects 3-5 never have omap entries (crashPlain): their
-				// removals write no range deletion
-				i := rng.Intn(6)
-				name := fmt.Sprintf("r%s-g%d-%d", round, g, i)
-				if i >= 3 {
-					name = fmt.Sprintf("r%s-g%d-%s%d", round, g, crashPlain, i)
-				}
+				name := crashName(fmt.Sprintf("r%s-g%d-", round, g), rng.Intn(6))
 				var txn objectstore.Transaction
 				if rng.Intn(8) == 0 {
 					txn.Remove(crashColl, name)
 					say("BEGIN %s rm", name)
 				} else {
-					txn.WriteFull(crashColl, name, versionData(name, v))
-					txn.SetAttr(crashColl, name, "v", []byte(strconv.Itoa(v)))
-					if i < 3 {
-						txn.OmapSet(crashColl, name, []objectstore.KV{{Key: "v", Value: []byte(strconv.Itoa(v))}})
-					}
+					crashWrite(&txn, name, v)
 					say("BEGIN %s %d", name, v)
 				}
 				err := s.Apply(&txn)
@@ -99,9 +89,45 @@ func TestCrashChild(t *testing.T) {
 	wg.Wait()
 }
 
-// crashPlain marks the names of the crash test's objects without omap
-// entries.
+// crashPlain marks the names of the crash tests' objects without omap
+// entries: their removals write no range deletion.
 const crashPlain = "plain"
+
+// crashName names object i (0-5) of a crash test's writer: prefix, then
+// i, with crashPlain before it for objects 3-5.
+func crashName(prefix string, i int) string {
+	if i >= 3 {
+		return fmt.Sprintf("%s%s%d", prefix, crashPlain, i)
+	}
+	return fmt.Sprintf("%s%d", prefix, i)
+}
+
+// crashWrite adds version v of object name to txn: its data
+// (versionData), the attribute "v" and, unless the object is plain
+// (crashPlain), the omap entry "v", both holding v.
+func crashWrite(txn *objectstore.Transaction, name string, v int) {
+	txn.WriteFull(crashColl, name, versionData(name, v))
+	txn.SetAttr(crashColl, name, "v", []byte(strconv.Itoa(v)))
+	if !strings.Contains(name, crashPlain) {
+		txn.OmapSet(crashColl, name, []objectstore.KV{{Key: "v", Value: []byte(strconv.Itoa(v))}})
+	}
+}
+
+// crashOmapAgrees checks object name's omap against its attribute "v"
+// (attr), as crashWrite wrote them: no entry for a plain object, else the
+// entry "v" equal to attr.
+func crashOmapAgrees(s objectstore.Store, name string, attr []byte) error {
+	kv, err := s.OmapGet(crashColl, name, []string{"v"})
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: omap: %w", name, err)
+	case strings.Contains(name, crashPlain) && len(kv) != 0:
+		return fmt.Errorf("%s: omap %q, want none", name, kv)
+	case !strings.Contains(name, crashPlain) && string(kv["v"]) != string(attr):
+		return fmt.Errorf("%s: attr %q and omap %q disagree", name, attr, kv["v"])
+	}
+	return nil
+}
 
 // objState is an object's expected state: version > 0, or 0 for absent.
 type objState struct{ acked, inflight int }
@@ -170,14 +196,12 @@ func TestCrashKill9(t *testing.T) {
 			got := 0
 			data, err := s.Read(crashColl, name, 0, 0)
 			if err == nil {
-				a, err1 := s.GetAttr(crashColl, name, "v")
-				kv, err2 := s.OmapGet(crashColl, name, []string{"v"})
-				if strings.Contains(name, crashPlain) {
-					if err1 != nil || err2 != nil || len(kv) != 0 {
-						t.Fatalf("round %d: %s: attr %q (%v), omap %q (%v); want an attr and no omap", round, name, a, err1, kv, err2)
-					}
-				} else if err1 != nil || err2 != nil || string(kv["v"]) != string(a) {
-					t.Fatalf("round %d: %s: attr %q (%v) and omap %q (%v) disagree", round, name, a, err1, kv["v"], err2)
+				a, err := s.GetAttr(crashColl, name, "v")
+				if err != nil {
+					t.Fatalf("round %d: %s: attr: %v", round, name, err)
+				}
+				if err := crashOmapAgrees(s, name, a); err != nil {
+					t.Fatalf("round %d: %v", round, err)
 				}
 				got, _ = strconv.Atoi(string(a))
 				if !bytes.Equal(data, versionData(name, got)) {

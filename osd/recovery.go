@@ -363,6 +363,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 	defer pg.mark(r, &r.running, false)
 	busy := 0 // refusals of remote reservations since the PG last copied
 	for attempt := 0; ctx.Err() == nil; attempt++ {
+		m, mapCh := d.curMap() // before pg.mu: handleMap holds the OSD's lock, then a PG's
 		pg.mu.Lock()
 		if pg.rec != r {
 			pg.mu.Unlock()
@@ -384,12 +385,9 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			prio = prioDegraded
 		}
 		targets := r.filling()
+		toofull := r.tooFull(m) // under pg.mu: r.lacks shrinks as client ops recover objects (filled)
+		pg.markLocked(r, &r.toofull, toofull)
 		pg.mu.Unlock()
-		m, mapCh := d.curMap()
-		pg.mu.Lock()
-		toofull := r.tooFull(m) // r.lacks shrinks under pg.mu as client ops recover objects (filled)
-		pg.mu.Unlock()
-		pg.mark(r, &r.toofull, toofull)
 		if toofull || m.Flags.Has(osdmap.FlagNoRecover) || (r.backfill && m.Flags.Has(osdmap.FlagNoBackfill)) {
 			res.release()
 			pg.mark(r, &r.running, false)
@@ -498,6 +496,11 @@ func (r *recovery) tooFull(m *osdmap.Map) bool {
 func (pg *PG) mark(r *recovery, flag *bool, v bool) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
+	pg.markLocked(r, flag, v)
+}
+
+// markLocked is mark with pg.mu held.
+func (pg *PG) markLocked(r *recovery, flag *bool, v bool) {
 	if pg.rec == r && *flag != v {
 		*flag = v
 		pg.notify()
