@@ -522,7 +522,13 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	verifyModel(ctx, t, p, model, "backfilled")
 	copies := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECShardCopies })
 	rebuilds := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECRebuilds })
-	if copies == 0 || rebuilds != 0 {
+	// Backfill copies shards rather than decoding them. A rebuild or two
+	// are still right: when the writes above recover every object a small
+	// PG's new member lacked, the PG is complete under nobackfill and
+	// drops its pg_temp, and a write in flight then fails on a member
+	// that moved to the new interval, leaving its object to be rebuilt
+	// (seen once in CI). A backfill that decoded would rebuild dozens.
+	if copies == 0 || rebuilds > 2 {
 		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding", copies, rebuilds)
 	}
 	t.Logf("backfill copied %d shards from the OSDs that held them", copies)
