@@ -422,11 +422,12 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	c.addOSD(t) // osd.4
 	// moved: PGs where osd.4 takes shards and every other shard stays put
 	moved, shifted := map[osdmap.PGID]bool{}, 0
+	var m *osdmap.Map
 	for {
 		if err := cl.RefreshMap(ctx); err != nil {
 			t.Fatal(err)
 		}
-		m := cl.Map()
+		m = cl.Map()
 		after, err := m.PGMappings(p.ID())
 		if err != nil {
 			t.Fatal(err)
@@ -485,6 +486,7 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 		}
 	}
 	verifyModel(ctx, t, p, model, "under pg_temp")
+	tempBefore := m.PGTemp
 	// writes go on: whole, partial (osd.4 lacks the object first), removes, new
 	for i := range 60 {
 		oid := fmt.Sprintf("o%d", i)
@@ -518,20 +520,30 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 	if n := c.held(4, p.ID()); n == 0 {
 		t.Fatal("osd.4 took none of the objects written under pg_temp")
 	}
+	// A PG whose missing shards the writes above all rebuilt is complete
+	// under nobackfill and drops its pg_temp; the write in flight then (the
+	// writes go one at a time) fails on a member that moved to the new
+	// interval, and its object is rebuilt by decoding. Each such PG may
+	// excuse one rebuild, two at most: here 10 PGs drop it in every run,
+	// and 1 run in 20 rebuilt one object, none rebuilt more.
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for pg := range tempBefore {
+		if _, ok := cl.Map().PGTemp[pg]; !ok {
+			dropped++
+		}
+	}
 	backfillClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "backfilled")
 	copies := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECShardCopies })
 	rebuilds := c.perfTotal(ctx, cl, func(p osdop.Perf) uint64 { return p.ECRebuilds })
-	// Backfill copies shards rather than decoding them. A rebuild or two
-	// are still right: when the writes above recover every object a small
-	// PG's new member lacked, the PG is complete under nobackfill and
-	// drops its pg_temp, and a write in flight then fails on a member
-	// that moved to the new interval, leaving its object to be rebuilt
-	// (seen once in CI). A backfill that decoded would rebuild dozens.
-	if copies == 0 || rebuilds > 2 {
-		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding", copies, rebuilds)
+	// backfill copies shards rather than decoding them
+	if copies == 0 || rebuilds > uint64(min(dropped, 2)) {
+		t.Fatalf("backfill: %d shards copied, %d objects rebuilt by decoding (%d pgs dropped their pg_temp during the writes)", copies, rebuilds, dropped)
 	}
-	t.Logf("backfill copied %d shards from the OSDs that held them", copies)
+	t.Logf("backfill copied %d shards from the OSDs that held them, rebuilt %d; %d pgs dropped their pg_temp during the writes", copies, rebuilds, dropped)
 	c.waitCopies(ctx, p.ID(), model, 4) // the replaced shards deleted, none lost
 	c.stop(ctx, cl, 0, 1)
 	verifyModel(ctx, t, p, model, "osd.0 and osd.1 down after the backfill")
