@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
@@ -322,6 +323,31 @@ func (p *Pool) OperateRef(ctx context.Context, oid string, ops []osdop.Op) (rep 
 }
 
 // operate is Operate whose results alias the returned message's payload.
+// hasDataSum reports whether any op carries its data's checksum.
+func hasDataSum(ops []osdop.Op) bool {
+	for i := range ops {
+		if ops[i].DataSum.Valid {
+			return true
+		}
+	}
+	return false
+}
+
+// knownDataSum gives msgr.Checksum the checksum of a part that is an op's
+// whole Data (the encoder references data of vecRequestMin/2 bytes and
+// more as its own part) when the op carries it.
+func knownDataSum(ops []osdop.Op) func(p []byte) crc32c.Sum {
+	return func(p []byte) crc32c.Sum {
+		for i := range ops {
+			d := ops[i].Data
+			if ops[i].DataSum.Valid && len(d) > 0 && len(p) == len(d) && &p[0] == &d[0] {
+				return ops[i].DataSum
+			}
+		}
+		return crc32c.Sum{}
+	}
+}
+
 func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.Reply, *msgr.Message, error) {
 	if p.c.cfg.OpTimeout > 0 {
 		var cancel context.CancelFunc
@@ -375,9 +401,12 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if mp.ActingPrimary >= 0 {
 			var rep *msgr.Message
 			var err error
-			if parts != nil {
+			switch {
+			case parts != nil && hasDataSum(ops):
+				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVecSum(ctx, osdop.MsgOp, parts, msgr.Checksum(parts, knownDataSum(ops)))
+			case parts != nil:
 				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVec(ctx, osdop.MsgOp, parts)
-			} else {
+			default:
 				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgOp, payload)
 			}
 			if err == nil {

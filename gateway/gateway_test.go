@@ -958,12 +958,15 @@ func TestIndexCrashBetweenPhases(t *testing.T) {
 // TestChunkSizeShardWrites reproduces the tuning experiment of the Ceph
 // guides: a 32 MiB PUT into a 4+2 erasure-coded data pool costs 384 shard
 // writes of 128 KiB with a 512 KiB rgw_max_chunk_size, and 48 of 1 MiB
-// with 4 MiB (counted by the OSDs' shard_w counters).
+// with 4 MiB (counted by the OSDs' shard_w counters). A chunk size that
+// is not a power of two (3 MiB: a write of 3 MiB and one of 1 MiB per
+// 4 MiB stripe) keeps its writes to that size though its buffers are
+// larger (bufpool's classes).
 func TestChunkSizeShardWrites(t *testing.T) {
 	for _, tc := range []struct {
 		chunk        int64
 		writes, each uint64
-	}{{512 << 10, 384, 128 << 10}, {4 << 20, 48, 1 << 20}} {
+	}{{512 << 10, 384, 128 << 10}, {4 << 20, 48, 1 << 20}, {3 << 20, 96, 512 << 10}} {
 		t.Run(fmt.Sprint(tc.chunk>>10, "K"), func(t *testing.T) {
 			pools := gateway.DefaultPools
 			pools.Data = "ec42"

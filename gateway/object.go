@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/internal/bufpool"
+	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -34,8 +36,9 @@ type stripeWriter struct {
 	s      *Store
 	seg    segment
 	buf    []byte
-	stripe int   // index of the stripe being filled
-	off    int64 // bytes sent to it
+	crc    uint32 // crc32c of buf, taken as it is filled (while in cache)
+	stripe int    // index of the stripe being filled
+	off    int64  // bytes sent to it
 	tokens chan struct{}
 	sum    bodyMD5         // hashes each chunk as it is sent (nil: none)
 	ck     hash.Hash       // the additional checksum's, likewise (checksum.go)
@@ -48,6 +51,7 @@ type stripeWriter struct {
 type chunkWrite struct {
 	off int64
 	c   *chunk
+	crc uint32 // crc32c of c.data
 }
 
 // chunk is one write's buffer, shared by its stripe's goroutine and the
@@ -64,16 +68,12 @@ func (c *chunk) release() {
 	}
 }
 
-var chunkPool sync.Pool // *[]byte of ChunkSize capacity
+// getChunk returns an empty buffer of at least ChunkSize capacity, from
+// bufpool: chunk buffers are reused across garbage collections.
+func (s *Store) getChunk() []byte { return bufpool.Get(int(s.opt.ChunkSize))[:0] }
 
-func (s *Store) getChunk() []byte {
-	if p, ok := chunkPool.Get().(*[]byte); ok && int64(cap(*p)) >= s.opt.ChunkSize {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, s.opt.ChunkSize)
-}
-
-func putChunk(b []byte) { chunkPool.Put(&b) }
+// putChunk returns a buffer from getChunk; it must not be used after.
+func putChunk(b []byte) { bufpool.Put(b) }
 
 // newStripeWriter starts a segment. Its writes ignore ctx's cancellation
 // (a dropped client connection): a write already sent may still land, so
@@ -97,9 +97,10 @@ func (w *stripeWriter) Write(p []byte) (int, error) {
 		if err := w.failed(); err != nil {
 			return 0, err
 		}
-		room := min(int64(cap(w.buf)-len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)))
+		room := min(w.s.opt.ChunkSize-int64(len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)))
 		k := min(int64(len(p)), room)
 		w.buf = append(w.buf, p[:k]...)
+		w.crc = crc32c.Update(w.crc, p[:k])
 		p = p[k:]
 		if int64(len(w.buf)) == w.s.opt.ChunkSize || w.off+int64(len(w.buf)) == w.s.opt.StripeSize {
 			if err := w.send(); err != nil {
@@ -118,8 +119,9 @@ func (w *stripeWriter) ReadFrom(r io.Reader) (int64, error) {
 		if err := w.failed(); err != nil {
 			return total, err
 		}
-		room := min(int64(cap(w.buf)-len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)))
+		room := min(w.s.opt.ChunkSize-int64(len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)))
 		n, err := r.Read(w.buf[len(w.buf) : len(w.buf)+int(room)])
+		w.crc = crc32c.Update(w.crc, w.buf[len(w.buf):len(w.buf)+n])
 		w.buf = w.buf[:len(w.buf)+n]
 		total += int64(n)
 		if int64(len(w.buf)) == w.s.opt.ChunkSize || w.off+int64(len(w.buf)) == w.s.opt.StripeSize {
@@ -162,14 +164,14 @@ func (w *stripeWriter) send() error {
 		w.wg.Add(1)
 		go w.writeStripe(w.seg.oid(w.stripe), w.cur)
 	}
-	w.cur <- chunkWrite{off: w.off, c: c}
+	w.cur <- chunkWrite{off: w.off, c: c, crc: w.crc}
 	w.seg.Size += int64(len(w.buf))
 	w.off += int64(len(w.buf))
 	if w.off == w.s.opt.StripeSize {
 		close(w.cur)
 		w.cur, w.stripe, w.off = nil, w.stripe+1, 0
 	}
-	w.buf = w.s.getChunk()
+	w.buf, w.crc = w.s.getChunk(), 0
 	return nil
 }
 
@@ -180,8 +182,9 @@ func (w *stripeWriter) writeStripe(oid string, q <-chan chunkWrite) {
 		if w.failed() == nil {
 			op := osdop.Op{Code: osdop.Write, Off: uint64(c.off), Data: c.c.data}
 			if c.off == 0 {
-				op = osdop.Op{Code: osdop.WriteFull, Data: c.c.data}
+				op.Code, op.Off = osdop.WriteFull, 0
 			}
+			op.DataSum = crc32c.Sum{CRC: c.crc, Valid: true}
 			if _, err := w.s.data.Operate(w.ctx, oid, []osdop.Op{op}); err != nil {
 				w.mu.Lock()
 				if w.err == nil {
@@ -278,7 +281,8 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if in.Size >= 0 {
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
 	}
-	head := make([]byte, h.HeadSize)
+	head := bufpool.Get(int(h.HeadSize)) // written by commitHead, then free: msgr calls hand buffers back when they return
+	defer func() { bufpool.Put(head) }()
 	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, &head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum)
 	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)

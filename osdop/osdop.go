@@ -94,8 +94,13 @@ type Op struct {
 	// the store takes them instead of computing its block checksums. Not
 	// encoded.
 	DataSums []uint32
-	KVs      []KV
-	Keys     []string
+	// DataSum, when Valid, is the crc32c of Data, known to the sender
+	// (a gateway takes it as the data arrives, while it is in cache): the
+	// client combines it into the frame's checksum instead of reading Data
+	// again. Not encoded.
+	DataSum crc32c.Sum
+	KVs     []KV
+	Keys    []string
 }
 
 // Result is one op's outcome.

@@ -1,6 +1,7 @@
 package bufpool
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -22,4 +23,46 @@ func TestGetPut(t *testing.T) {
 		t.Fatal("a huge buffer")
 	}
 	Put(make([]byte, 5000)) // not from Get: ignored
+}
+
+// TestKeptAcrossGC: a large buffer put back is the next one of its class
+// handed out, even after garbage collections (which empty sync.Pools);
+// small ones are not kept; nor is more than KeepMax in all.
+func TestKeptAcrossGC(t *testing.T) {
+	b := Get(4 << 20)
+	p := &b[:1][0]
+	Put(b)
+	runtime.GC()
+	runtime.GC()
+	if c := Get(4<<20 - 100); &c[:1][0] != p {
+		t.Fatal("a 4 MiB buffer was not kept across garbage collections")
+	} else {
+		Put(c)
+	}
+
+	var held [][]byte
+	for range KeepMax/(8<<20) + 2 {
+		held = append(held, Get(8<<20))
+	}
+	for _, h := range held {
+		Put(h)
+	}
+	kept.Lock()
+	n, bytes := len(kept.bufs[class(8<<20)]), kept.bytes
+	kept.Unlock()
+	if bytes > KeepMax || n == 0 {
+		t.Fatalf("kept %d buffers of 8 MiB, %d bytes in all (most %d)", n, bytes, KeepMax)
+	}
+	for range n {
+		Get(8 << 20) // drain, for other tests
+	}
+
+	s := Get(64 << 10)
+	Put(s)
+	kept.Lock()
+	small := len(kept.bufs[class(64<<10)])
+	kept.Unlock()
+	if small != 0 {
+		t.Fatal("a 64 KiB buffer was kept")
+	}
 }
