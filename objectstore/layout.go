@@ -149,7 +149,14 @@ func (o *onode) clone() *onode {
 const onodeVersion = 2
 
 func (o *onode) encode() []byte {
-	var e wire.Encoder
+	size := 64 + len(o.Inline) // sized up front: a 4 MiB object's block checksums alone are 4 KiB
+	for n, v := range o.Attrs {
+		size += 8 + len(n) + len(v)
+	}
+	for _, x := range o.Extents {
+		size += 20 + 4*len(x.CRCs)
+	}
+	e := wire.NewEncoder(make([]byte, 0, size))
 	m := e.Begin(onodeVersion, 1)
 	e.U64(o.Size)
 	e.Bool(o.OnDevice)
