@@ -333,6 +333,21 @@ func hasDataSum(ops []osdop.Op) bool {
 	return false
 }
 
+// ErrDataChanged means an op's data no longer matches the checksum its
+// caller took of it (Op.DataSum): the caller changed its buffer while the
+// request was in flight.
+var ErrDataChanged = errors.New("op data changed after its checksum was taken")
+
+// checkDataSums checks each op's data against its DataSum.
+func checkDataSums(ops []osdop.Op) error {
+	for i := range ops {
+		if s := ops[i].DataSum; s.Valid && crc32c.Checksum(ops[i].Data) != s.CRC {
+			return fmt.Errorf("op %d (%d bytes): %w", i, len(ops[i].Data), ErrDataChanged)
+		}
+	}
+	return nil
+}
+
 // knownDataSum gives msgr.Checksum the checksum of a part that is an op's
 // whole Data (the encoder references data of vecRequestMin/2 bytes and
 // more as its own part) when the op carries it.
@@ -362,6 +377,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 	var payload []byte
 	var parts [][]byte
 	var last error
+	sent := false              // the request went to an OSD at least once
 	hold := osdmap.FlagPauseRd // the flag that holds this request (Ceph's Objecter pauses)
 	if req.IsWrite() {
 		hold = osdmap.FlagPauseWr
@@ -401,6 +417,15 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if mp.ActingPrimary >= 0 {
 			var rep *msgr.Message
 			var err error
+			if sent && hasDataSum(ops) {
+				// A resend (the last try may have failed a frame check):
+				// data that no longer matches the checksum its caller took
+				// would fail every try, so it fails the request now.
+				if err := checkDataSums(ops); err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", oid, err)
+				}
+			}
+			sent = true
 			switch {
 			case parts != nil && hasDataSum(ops):
 				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVecSum(ctx, osdop.MsgOp, parts, msgr.Checksum(parts, knownDataSum(ops)))

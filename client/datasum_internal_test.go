@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/shoal-project/shoal/internal/crc32c"
@@ -44,5 +45,20 @@ func TestKnownDataSum(t *testing.T) {
 		if hasDataSum(tc.ops) != (tc.ops[0].DataSum.Valid) {
 			t.Errorf("%s: hasDataSum %v", tc.name, hasDataSum(tc.ops))
 		}
+	}
+}
+
+// TestCheckDataSums: data that changed after its checksum was taken is
+// caught before a resend (ErrDataChanged); unchanged data and ops without
+// a checksum pass.
+func TestCheckDataSums(t *testing.T) {
+	data := bytes.Repeat([]byte("abcd"), 1<<15)
+	ops := []osdop.Op{{Code: osdop.Write, Data: []byte("no sum")}, {Code: osdop.WriteFull, Data: data, DataSum: crc32c.Sum{CRC: crc32c.Checksum(data), Valid: true}}}
+	if err := checkDataSums(ops); err != nil {
+		t.Fatalf("unchanged data: %v", err)
+	}
+	data[1000] ^= 1
+	if err := checkDataSums(ops); !errors.Is(err, ErrDataChanged) {
+		t.Fatalf("changed data: %v, want ErrDataChanged", err)
 	}
 }

@@ -181,6 +181,9 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][
 	}
 	select {
 	case r := <-ch:
+		if r.err != nil {
+			<-f.sent // a failed connection may still be writing the frame
+		}
 		return r.msg, r.err
 	case <-ctx.Done():
 		cc.forget(id)

@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,27 +21,37 @@ var lastSync atomic.Int64
 // fdatasync flushes file data (not metadata that reads don't need).
 func fdatasync(f *os.File) error { return fdatasyncFd(f.Fd()) }
 
-// fdatasyncFd is fdatasync on a descriptor. While syncs are fast (the
-// previous took less than rawSyncMax), it is made as a raw system call,
-// which Go's scheduler does not see: for an ordinary one that blocks
-// past 20 µs, the runtime's monitor hands the goroutine's processor to
-// another thread, waking it (a context switch, and another when the
-// sync returns), and then polls every 20 µs for a while. A commit
-// group's two syncs made that way cost an OSD about a tenth of its
-// system calls and context switches per 64 KiB PUT (docs/PERFORMANCE.md).
-// The price is that the processor is held for the sync's duration (its
-// goroutines can be stolen by the other processors; a garbage
-// collection's stop waits for it), so a sync that follows a slow one
-// (a disk that takes a millisecond or more) goes through the scheduler.
+// rawSyncing is set while a raw fdatasync runs in the process.
+var rawSyncing atomic.Bool
+
+// fdatasyncFd is fdatasync on a descriptor. While syncs are fast, one at
+// a time is made as a raw system call, which Go's scheduler does not
+// see: for an ordinary one that blocks past 20 µs, the runtime's monitor
+// hands the goroutine's processor to another thread, waking it (a
+// context switch, and another when the sync returns), and then polls
+// every 20 µs for a while. A commit group's two syncs made that way cost
+// an OSD about a tenth of its system calls and context switches per
+// 64 KiB PUT (docs/PERFORMANCE.md).
+//
+// The price is that the processor stays held for the sync: its other
+// goroutines can be stolen by the other processors, but a stop of the
+// world (a garbage collection's start or end) waits for the sync. So a
+// sync is raw only if the process's previous sync took under rawSyncMax,
+// no other raw sync is running, and the process has more than one
+// processor; otherwise it goes through the scheduler. A disk that stalls
+// after fast syncs can still hold one sync raw for the stall's length,
+// pausing the process if a collection starts meanwhile — the stall
+// holds its commits anyway.
 func fdatasyncFd(fd uintptr) error {
 	start := time.Now()
 	var err error
 	for {
-		if lastSync.Load() < int64(rawSyncMax) {
+		if lastSync.Load() < int64(rawSyncMax) && runtime.GOMAXPROCS(0) > 1 && rawSyncing.CompareAndSwap(false, true) {
 			err = nil
 			if _, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, fd, 0, 0); e != 0 {
 				err = e
 			}
+			rawSyncing.Store(false)
 		} else {
 			err = syscall.Fdatasync(int(fd))
 		}
