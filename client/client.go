@@ -322,7 +322,6 @@ func (p *Pool) OperateRef(ctx context.Context, oid string, ops []osdop.Op) (rep 
 	return r, msg.Release, nil
 }
 
-// operate is Operate whose results alias the returned message's payload.
 // hasDataSum reports whether any op carries its data's checksum.
 func hasDataSum(ops []osdop.Op) bool {
 	for i := range ops {
@@ -363,6 +362,7 @@ func knownDataSum(ops []osdop.Op) func(p []byte) crc32c.Sum {
 	}
 }
 
+// operate is Operate whose results alias the returned message's payload.
 func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.Reply, *msgr.Message, error) {
 	if p.c.cfg.OpTimeout > 0 {
 		var cancel context.CancelFunc
@@ -378,6 +378,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 	var parts [][]byte
 	var last error
 	sent := false              // the request went to an OSD at least once
+	summed := hasDataSum(ops)  // some op carries its data's checksum
 	hold := osdmap.FlagPauseRd // the flag that holds this request (Ceph's Objecter pauses)
 	if req.IsWrite() {
 		hold = osdmap.FlagPauseWr
@@ -417,7 +418,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if mp.ActingPrimary >= 0 {
 			var rep *msgr.Message
 			var err error
-			if sent && hasDataSum(ops) {
+			if sent && summed {
 				// A resend (the last try may have failed a frame check):
 				// data that no longer matches the checksum its caller took
 				// would fail every try, so it fails the request now.
@@ -427,7 +428,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 			}
 			sent = true
 			switch {
-			case parts != nil && hasDataSum(ops):
+			case parts != nil && summed:
 				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVecSum(ctx, osdop.MsgOp, parts, msgr.Checksum(parts, knownDataSum(ops)))
 			case parts != nil:
 				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVec(ctx, osdop.MsgOp, parts)

@@ -64,16 +64,13 @@ type chunk struct {
 
 func (c *chunk) release() {
 	if c.refs.Add(-1) == 0 {
-		putChunk(c.data)
+		bufpool.Put(c.data)
 	}
 }
 
 // getChunk returns an empty buffer of at least ChunkSize capacity, from
-// bufpool: chunk buffers are reused across garbage collections.
+// bufpool (reused across garbage collections); bufpool.Put returns it.
 func (s *Store) getChunk() []byte { return bufpool.Get(int(s.opt.ChunkSize))[:0] }
-
-// putChunk returns a buffer from getChunk; it must not be used after.
-func putChunk(b []byte) { bufpool.Put(b) }
 
 // newStripeWriter starts a segment. Its writes ignore ctx's cancellation
 // (a dropped client connection): a write already sent may still land, so
@@ -211,7 +208,7 @@ func (w *stripeWriter) Close() (segment, error) {
 		w.cur = nil
 	}
 	w.wg.Wait()
-	putChunk(w.buf)
+	bufpool.Put(w.buf)
 	w.buf = nil
 	if err == nil {
 		err = w.failed()

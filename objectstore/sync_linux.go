@@ -18,11 +18,11 @@ const rawSyncMax = time.Millisecond
 // lastSync is how long the process's latest fdatasync took (ns).
 var lastSync atomic.Int64
 
-// fdatasync flushes file data (not metadata that reads don't need).
-func fdatasync(f *os.File) error { return fdatasyncFd(f.Fd()) }
-
 // rawSyncing is set while a raw fdatasync runs in the process.
 var rawSyncing atomic.Bool
+
+// fdatasync flushes file data (not metadata that reads don't need).
+func fdatasync(f *os.File) error { return fdatasyncFd(f.Fd()) }
 
 // fdatasyncFd is fdatasync on a descriptor. While syncs are fast, one at
 // a time is made as a raw system call, which Go's scheduler does not
