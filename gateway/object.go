@@ -109,14 +109,15 @@ func (w *stripeWriter) Write(p []byte) (int, error) {
 }
 
 // ReadFrom fills chunks straight from r until r ends (io.Copy uses it:
-// no intermediate buffer between the request body and the chunk).
+// no intermediate buffer between the request body and the chunk), at
+// most readPiece bytes per read.
 func (w *stripeWriter) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
 	for {
 		if err := w.failed(); err != nil {
 			return total, err
 		}
-		room := min(w.s.opt.ChunkSize-int64(len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)))
+		room := min(w.s.opt.ChunkSize-int64(len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)), readPiece)
 		n, err := r.Read(w.buf[len(w.buf) : len(w.buf)+int(room)])
 		w.crc = crc32c.Update(w.crc, w.buf[len(w.buf):len(w.buf)+n])
 		w.buf = w.buf[:len(w.buf)+n]
@@ -216,6 +217,38 @@ func (w *stripeWriter) Close() (segment, error) {
 	return w.seg, err
 }
 
+// readPiece is the most an upload's body is read at once (bytes): each
+// read's bytes are checksummed right after it, while its copy has left
+// them in the core's L2 cache; one read can return several MiB that a
+// loopback socket has buffered, which the checksum would then read back
+// from memory (msgr reads its payloads the same way).
+const readPiece = 256 << 10
+
+// headBuf is an upload's head: the buffer receive reads it into (its
+// first bytes) and their crc32c, taken as they arrive.
+type headBuf struct {
+	data []byte
+	sum  uint32
+}
+
+// readFrom fills h.data from r like io.ReadFull, readPiece bytes at a
+// time, checksumming each piece as it arrives; it returns the bytes read.
+func (h *headBuf) readFrom(r io.Reader) (int, error) {
+	h.sum = 0
+	for off := 0; off < len(h.data); {
+		end := min(off+readPiece, len(h.data))
+		n, err := io.ReadFull(r, h.data[off:end])
+		h.sum = crc32c.Update(h.sum, h.data[off:off+n])
+		if off += n; err != nil {
+			if err == io.EOF && off > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return off, err
+		}
+	}
+	return len(h.data), nil
+}
+
 // removeTails deletes tail objects now (an upload that failed before its
 // head was written: nothing can be reading them).
 func (s *Store) removeTails(oids []string) {
@@ -278,14 +311,14 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if in.Size >= 0 {
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
 	}
-	head := bufpool.Get(int(h.HeadSize)) // written by commitHead, then free: msgr calls hand buffers back when they return
-	defer func() { bufpool.Put(head) }()
-	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, &head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum)
+	head := &headBuf{data: bufpool.Get(int(h.HeadSize))} // written by commitHead, then free: msgr calls hand buffers back when they return
+	defer func() { bufpool.Put(head.data) }()
+	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum)
 	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return nil, err
 	}
-	h.HeadSize, h.Size = int64(len(head)), int64(len(head))+seg.Size
+	h.HeadSize, h.Size = int64(len(head.data)), int64(len(head.data))+seg.Size
 	if seg.Size > 0 {
 		h.Segments = []segment{seg}
 	}
@@ -297,28 +330,28 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 }
 
 // receive reads exactly size bytes of an upload's body (size < 0: to its
-// end, which may cut *head short): the first len(*head) into *head (head
-// may be nil), the rest into a segment of tail objects prefix_first,
+// end, which may cut head.data short): the first len(head.data) into head
+// (head may be nil), the rest into a segment of tail objects prefix_first,
 // prefix_first+1, … (see stripeWriter). It checks that the
 // body ends there and, if wantMD5 is set, matches it (BadDigest), and
 // returns the segment (Size 0 if none) and the body's quoted MD5 (its
 // ETag). On error every tail it wrote is removed.
-func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *[]byte, prefix string, first int, wantMD5 []byte, ck *ChecksumReq) (segment, string, *Checksum, error) {
+func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *headBuf, prefix string, first int, wantMD5 []byte, ck *ChecksumReq) (segment, string, *Checksum, error) {
 	// The MD5 is taken of whole buffers (the head, then each chunk as
 	// the stripe writer sends it), not of each read of the body: the
 	// multi-lane hasher wants long writes.
 	sum := newMD5(size)
 	defer sum.Close()
 	ckHash := ck.hash()
-	var hd []byte
-	if head != nil {
-		hd = *head
+	if head == nil {
+		head = &headBuf{}
 	}
-	n, err := io.ReadFull(body, hd)
+	n, err := head.readFrom(body)
 	if size < 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) { // the body ended inside the head
-		hd, err = hd[:n], nil
-		*head, size = hd, int64(n)
+		head.data, err = head.data[:n], nil
+		size = int64(n)
 	}
+	hd := head.data
 	if err != nil {
 		return segment{}, "", nil, bodyErr(err)
 	}
@@ -387,14 +420,14 @@ func bodyErr(err error) error {
 	return err
 }
 
-// commitHead writes the head object (data and headInfo) replacing any
+// commitHead writes the head object (data's bytes, nil for none, and headInfo) replacing any
 // previous version atomically if cond holds, completes the index and
 // queues the previous version's tails for GC. On failure it removes the
 // tails (ownTails: they are this write's alone, not a multipart upload's
 // parts, which stay with the upload) when the head write surely did not
 // happen; after an error that leaves it unknown (a timeout), the tails
 // stay: a leak, never a head pointing at removed data.
-func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data []byte, cond writeCond, ownTails bool) (*PutResult, error) {
+func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data *headBuf, cond writeCond, ownTails bool) (*PutResult, error) {
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
 	oid := headOID(b.ID, key)
@@ -407,7 +440,11 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 	var old *headInfo
 	sure := true // the head is surely not written if the write failed
 	write := func(first osdop.Op) (err error) {
-		rep, err = s.data.Operate(ctx, oid, []osdop.Op{first, {Code: osdop.WriteFull, Data: data}, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
+		wr := osdop.Op{Code: osdop.WriteFull}
+		if data != nil {
+			wr.Data, wr.DataSum = data.data, crc32c.Sum{CRC: data.sum, Valid: true}
+		}
+		rep, err = s.data.Operate(ctx, oid, []osdop.Op{first, wr, {Code: osdop.SetXattr, Name: headAttr, Data: hb}})
 		sure = err == nil || refused(err)
 		return err
 	}
