@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -2079,5 +2080,114 @@ func TestTagging(t *testing.T) {
 	}
 	if _, err := c.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: &b}); code(err) != "NoSuchTagSet" {
 		t.Fatalf("bucket tags after DeleteBucketTagging: %v", err)
+	}
+}
+
+// headGate serves a body, closing headRead once its first head bytes
+// have been read and noting whether anything past them was asked for
+// while held is set.
+type headGate struct {
+	data            []byte
+	head, off       int
+	headRead        chan struct{}
+	held, pastEarly atomic.Bool
+}
+
+func (g *headGate) Read(p []byte) (int, error) {
+	if g.off >= g.head && g.held.Load() {
+		g.pastEarly.Store(true)
+	}
+	if g.off == len(g.data) {
+		return 0, io.EOF
+	}
+	end := len(g.data)
+	if g.off < g.head {
+		end = g.head // never past the head in the same read
+	}
+	n := copy(p, g.data[g.off:end])
+	if g.off += n; g.off == g.head {
+		close(g.headRead)
+	}
+	return n, nil
+}
+
+// TestPrepareOverlapsHead: a large PUT reads its head from the client
+// while its index prepare is in flight, but reads (and writes) nothing
+// past the head before the prepare has landed; a PUT whose prepare
+// fails returns the prepare's error and leaves no tail object behind.
+func TestPrepareOverlapsHead(t *testing.T) {
+	const chunk = 1 << 20 // the overlap's threshold (prepareOverlapMin)
+	f := startGateway(t, gateway.Options{StripeSize: chunk, ChunkSize: chunk})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := f.s3(f.admin)
+	b := "overlap"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	bk, err := f.store.GetBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := randBytes(rand.New(rand.NewPCG(3, 4)), 3*chunk+17)
+	g := &headGate{data: body, head: chunk, headRead: make(chan struct{})}
+	g.held.Store(true)
+	release := f.store.HoldIndexCalls()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.store.PutObject(ctx, bk, "k", gateway.PutInput{Body: g, Size: int64(len(body)), Owner: bk.Owner})
+		done <- err
+	}()
+	select {
+	case <-g.headRead:
+	case err := <-done:
+		t.Fatalf("PUT returned (%v) with its prepare held", err)
+	case <-ctx.Done():
+		t.Fatal("the head was not read while the prepare was held")
+	}
+	g.held.Store(false)
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if g.pastEarly.Load() {
+		t.Fatal("the body was read past its head before the prepare landed")
+	}
+	if got, _ := get(t, c, b, "k", ""); !bytes.Equal(got, body) {
+		t.Fatal("GET returned other bytes than the PUT's")
+	}
+
+	// A prepare that fails: the bucket's index shards are gone.
+	idx, err := f.conn.Pool(ctx, gateway.DefaultPools.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, oid := range bk.ShardObjects() {
+		if err := idx.Remove(ctx, oid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := f.conn.Pool(ctx, gateway.DefaultPools.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := func() (n int) {
+		if err := data.List(ctx, func(name string) bool {
+			if strings.HasPrefix(name, bk.ID+"__shadow_") {
+				n++
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := objects()
+	_, err = f.store.PutObject(ctx, bk, "k2", gateway.PutInput{Body: bytes.NewReader(body), Size: int64(len(body)), Owner: bk.Owner})
+	if !errors.Is(err, gateway.ErrNoSuchBucket) {
+		t.Fatalf("PUT with its index gone: %v, want NoSuchBucket", err)
+	}
+	if after := objects(); after != before {
+		t.Fatalf("%d tail objects before the failed PUT, %d after", before, after)
 	}
 }

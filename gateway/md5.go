@@ -58,6 +58,10 @@ type bodyMD5 interface {
 	// returns, when p is hashed or, by Close, dropped. done must not call
 	// into the hash (it may run under its lock).
 	add(p []byte, done func())
+	// flush says nothing more will be added: what is queued is hashed
+	// now, with any other bodies' queued bytes but without waiting for
+	// more (so that Sum, later, finds it done).
+	flush()
 	// Sum returns the MD5 of everything added, appended to b.
 	Sum(b []byte) []byte
 	// Close releases the hash; buffers not yet hashed are dropped (their
@@ -88,6 +92,8 @@ func (h stdMD5) add(p []byte, done func()) {
 		done()
 	}
 }
+
+func (stdMD5) flush() {}
 
 func (stdMD5) Close() {}
 
@@ -360,17 +366,29 @@ func (b *laneBatch) feed() {
 	}
 }
 
-// Sum waits until h's queue is hashed (urgent: starting a batch of every
-// ready body, h's among them, so that they share the passes).
-func (h *laneMD5) Sum(in []byte) []byte {
+// flush makes h urgent if it has bytes queued, starting a batch of
+// every ready body, h's among them, so that they share the passes.
+func (h *laneMD5) flush() {
 	b := h.b
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	h.flushLocked()
+}
+
+func (h *laneMD5) flushLocked() {
 	if len(h.queue) > 0 {
 		h.urgent = true
 		if !h.feeding {
-			b.readyLocked(h)
+			h.b.readyLocked(h)
 		}
 	}
+}
+
+// Sum waits until h's queue is hashed (flush).
+func (h *laneMD5) Sum(in []byte) []byte {
+	b := h.b
+	b.mu.Lock()
+	h.flushLocked()
 	for h.feeding {
 		b.idle.Wait()
 	}

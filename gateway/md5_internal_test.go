@@ -108,6 +108,33 @@ func TestLaneMD5Waits(t *testing.T) {
 	}
 }
 
+// TestLaneMD5Flush: a flushed body's buffers go to the feeder at once,
+// without waiting for the other open bodies' (or laneWait).
+func TestLaneMD5Flush(t *testing.T) {
+	b := newLaneBatch(func() md5simd.Server { return md5simd.NewServer() })
+	t.Cleanup(func() { b.srv.Close() })
+	idle := b.open() // open, never sends
+	defer idle.Close()
+	h := b.open()
+	defer h.Close()
+	want := md5.New()
+	p := bytes.Repeat([]byte{7}, 64<<10)
+	want.Write(p)
+	done := make(chan struct{})
+	h.add(p, func() { close(done) })
+	h.flush()
+	b.mu.Lock()
+	handed := h.feeding || len(h.queue) == 0
+	b.mu.Unlock()
+	if !handed {
+		t.Fatal("after flush the body's buffer still waits for the other body")
+	}
+	<-done
+	if got := h.Sum(nil); !bytes.Equal(got, want.Sum(nil)) {
+		t.Fatalf("md5 %x, want %x", got, want.Sum(nil))
+	}
+}
+
 // TestLaneMD5Bounded: a body whose neighbours send nothing holds at most
 // laneQueueMax+1 buffers unhashed (add waits), and its MD5 is right.
 func TestLaneMD5Bounded(t *testing.T) {
@@ -247,6 +274,8 @@ func BenchmarkBodyMD5(b *testing.B) {
 type directMD5 struct{ md5simd.Hasher }
 
 func (h directMD5) add(p []byte, done func()) { h.Write(p) }
+
+func (directMD5) flush() {}
 
 // TestMD5KernelSwitch: the go:linkname in md5.go reaches md5-simd's
 // variable (a broken link would leave a variable of our own, false,

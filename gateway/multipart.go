@@ -133,7 +133,7 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 	}
 	uploadID := u.UploadID
 	tag := newTag()
-	seg, etag, cksum, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5, ck)
+	seg, etag, cksum, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5, ck, nil)
 	if err != nil {
 		return nil, err
 	}

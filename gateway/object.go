@@ -196,13 +196,17 @@ func (w *stripeWriter) writeStripe(oid string, q <-chan chunkWrite) {
 	}
 }
 
-// Close sends what is buffered and waits for every write; it returns the
-// segment written (its Size counts every byte sent, so on error the
-// caller can remove every tail that may exist).
+// Close sends what is buffered, flushes the MD5 (the body's last bytes
+// are hashed while their writes are under way) and waits for every
+// write; it returns the segment written (its Size counts every byte
+// sent, so on error the caller can remove every tail that may exist).
 func (w *stripeWriter) Close() (segment, error) {
 	err := w.failed()
 	if err == nil {
 		err = w.send()
+	}
+	if err == nil && w.sum != nil {
+		w.sum.flush()
 	}
 	if w.cur != nil {
 		close(w.cur)
@@ -293,27 +297,46 @@ type PutResult struct {
 	Checksum *Checksum // the object's additional checksum, if it has one
 }
 
+// prepareOverlapMin is the smallest head (bytes) whose read from the
+// client overlaps the index prepare's round trip (see PutObject); a
+// smaller one has usually arrived with the request, and its prepare is
+// sent first without a goroutine.
+const prepareOverlapMin = 1 << 20
+
 // PutObject stores an object: index prepare, tails, head (the commit
 // point: it replaces the previous version atomically), the previous
 // version's tails to the GC queue, and the index completion in the
 // background (see completeAsync). On any failure before
 // the head write the tails are removed and the previous version stays.
+//
+// The prepare of a large object is sent while its head is read from the
+// client, whose first ChunkSize bytes take about as long to arrive as
+// the prepare takes to land; nothing is written to RADOS before it has
+// (receive waits for it).
 func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInput) (*PutResult, error) {
 	if in.Size > MaxObjectSize {
 		return nil, ErrEntityTooLarge
 	}
 	tag := newTag()
-	if err := s.prepare(ctx, b, key, tag, "put"); err != nil {
-		return nil, err
-	}
 	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL, Tags: in.Tags}
 	h.HeadSize = s.opt.ChunkSize
 	if in.Size >= 0 {
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
 	}
+	prepared := func() error { return nil }
+	if h.HeadSize >= prepareOverlapMin {
+		done := make(chan error, 1)
+		go func() { done <- s.prepare(ctx, b, key, tag, "put") }() // waited for below, on every path
+		prepared = sync.OnceValue(func() error { return <-done })
+	} else if err := s.prepare(ctx, b, key, tag, "put"); err != nil {
+		return nil, err
+	}
 	head := &headBuf{data: bufpool.Get(int(h.HeadSize))} // written by commitHead, then free: msgr calls hand buffers back when they return
 	defer func() { bufpool.Put(head.data) }()
-	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum)
+	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum, prepared)
+	if perr := prepared(); perr != nil {
+		return nil, perr // receive wrote nothing, and no pending entry was made
+	}
 	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return nil, err
@@ -335,8 +358,10 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 // prefix_first+1, … (see stripeWriter). It checks that the
 // body ends there and, if wantMD5 is set, matches it (BadDigest), and
 // returns the segment (Size 0 if none) and the body's quoted MD5 (its
-// ETag). On error every tail it wrote is removed.
-func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *headBuf, prefix string, first int, wantMD5 []byte, ck *ChecksumReq) (segment, string, *Checksum, error) {
+// ETag). It calls prepared (nil: none) once the head is read and
+// before it writes anything, and fails with its error. On error every
+// tail it wrote is removed.
+func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *headBuf, prefix string, first int, wantMD5 []byte, ck *ChecksumReq, prepared func() error) (segment, string, *Checksum, error) {
 	// The MD5 is taken of whole buffers (the head, then each chunk as
 	// the stripe writer sends it), not of each read of the body: the
 	// multi-lane hasher wants long writes.
@@ -352,6 +377,9 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 		size = int64(n)
 	}
 	hd := head.data
+	if err == nil && prepared != nil {
+		err = prepared()
+	}
 	if err != nil {
 		return segment{}, "", nil, bodyErr(err)
 	}
