@@ -168,8 +168,9 @@ func (c *conn) drain() {
 func (c *conn) reader(keepSums bool, deliver func(h header, payload []byte, sums []uint32)) {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	hdr := make([]byte, headerLen)
+	sr := newSockReader(c.nc)
 	for {
-		h, payload, sums, err := readFrame(br, hdr, keepSums)
+		h, payload, sums, err := readFrame(br, hdr, keepSums, sr)
 		if err != nil {
 			c.close(fmt.Errorf("read from %s: %w", c.peer, err))
 			return

@@ -1,6 +1,7 @@
 package msgr
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -92,7 +93,10 @@ const readPiece = 256 << 10
 // blockSumsMin bytes or more is checked block by block: sums holds the
 // crc32c of each of its whole 4 KiB blocks (from its start), combined
 // into the frame's checksum (a server's requests: data an OSD stores).
-func readFrame(r io.Reader, hdr []byte, keepSums bool) (h header, payload []byte, sums []uint32, err error) {
+// With sr (nil: none) and r the connection's bufio.Reader, a payload of
+// lowatMin bytes or more is read straight from the socket once r's
+// buffered bytes are used (sockReader).
+func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header, payload []byte, sums []uint32, err error) {
 	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
 		return header{}, nil, nil, err
 	}
@@ -109,9 +113,23 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool) (h header, payload []byte
 	// the read's copy has left it in the CPU's cache, instead of one pass
 	// over the whole payload from memory afterwards.
 	var got uint32
+	fill := func(p []byte, more int) error { // more: bytes of the frame after p
+		_, err := io.ReadFull(r, p)
+		return err
+	}
+	if br, ok := r.(*bufio.Reader); ok && sr != nil && len(payload) >= lowatMin {
+		fill = func(p []byte, more int) error {
+			n, _ := br.Read(p[:min(len(p), br.Buffered())]) // no system call
+			if n == len(p) {
+				return nil
+			}
+			return sr.readFull(p[n:], more)
+		}
+		defer sr.reset()
+	}
 	for off := 0; off < len(payload); {
 		end := min(off+readPiece, len(payload))
-		if _, err := io.ReadFull(r, payload[off:end]); err != nil {
+		if err := fill(payload[off:end], len(buf)-end); err != nil {
 			bufpool.Put(buf)
 			return header{}, nil, nil, err
 		}
@@ -122,7 +140,7 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool) (h header, payload []byte
 		}
 		off = end
 	}
-	if _, err := io.ReadFull(r, buf[h.length:]); err != nil {
+	if err := fill(buf[h.length:], 0); err != nil {
 		bufpool.Put(buf)
 		return header{}, nil, nil, err
 	}

@@ -22,14 +22,14 @@ func encodeFrame(h header, payload []byte) []byte {
 // checksum, never delivered.
 func TestFrameChecksums(t *testing.T) {
 	f := encodeFrame(header{flags: flagReply, typ: 7, reqID: 42, epoch: 9}, []byte("payload bytes"))
-	h, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false)
+	h, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil)
 	if err != nil || h.typ != 7 || h.reqID != 42 || h.epoch != 9 || string(p) != "payload bytes" {
 		t.Fatalf("round trip: %+v %q %v", h, p, err)
 	}
 	for i := range f {
 		bad := append([]byte(nil), f...)
 		bad[i] ^= 0x10
-		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), i%2 == 0); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), i%2 == 0, nil); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
 	}
@@ -44,10 +44,10 @@ func TestFrameBlockSums(t *testing.T) {
 		payload[i] = byte(i * 7)
 	}
 	f := encodeFrame(header{typ: 3, reqID: 1}, payload)
-	if _, _, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false); err != nil || sums != nil {
+	if _, _, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil); err != nil || sums != nil {
 		t.Fatalf("without keepSums: %d sums, %v", len(sums), err)
 	}
-	_, p, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), true)
+	_, p, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), true, nil)
 	if err != nil || !bytes.Equal(p, payload) {
 		t.Fatalf("round trip: %v", err)
 	}
@@ -73,7 +73,7 @@ func TestFrameBlockSums(t *testing.T) {
 	for _, i := range []int{headerLen, headerLen + 4096*17 + 99, headerLen + len(payload) - 1, len(f) - 1} {
 		bad := append([]byte(nil), f...)
 		bad[i] ^= 0x01
-		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), true); !errors.Is(err, ErrProtocol) {
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), true, nil); !errors.Is(err, ErrProtocol) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
 	}
@@ -83,7 +83,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(encodeFrame(header{typ: 1, reqID: 1}, []byte("x")))
 	f.Add([]byte("SHM1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, p, _, err := readFrame(bytes.NewReader(b), make([]byte, headerLen), len(b)%2 == 0)
+		h, p, _, err := readFrame(bytes.NewReader(b), make([]byte, headerLen), len(b)%2 == 0, nil)
 		if err == nil && (int(h.length) != len(p) || len(b) < headerLen+len(p)+4) {
 			t.Fatalf("accepted a frame longer than its input")
 		}
