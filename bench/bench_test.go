@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -810,5 +812,35 @@ func TestContentReader(t *testing.T) {
 				t.Fatalf("size %d, reads of %d: streamed content differs from fill's", size, piece)
 			}
 		}
+	}
+}
+
+// recConn records what is written to it.
+type recConn struct {
+	net.Conn // nil: only Write is called
+	buf      bytes.Buffer
+	writes   []int
+}
+
+func (c *recConn) Write(p []byte) (int, error) {
+	c.writes = append(c.writes, len(p))
+	return c.buf.Write(p)
+}
+
+// TestBodyConnWrites: a request body sent through bodyConn (as net/http
+// sends it: a LimitReader, no WriterTo) goes out in writes of bodyWrite
+// bytes, whole and unchanged.
+func TestBodyConnWrites(t *testing.T) {
+	c := newContent(1, 2, 3*bodyWrite+5)
+	rc := &recConn{}
+	n, err := bodyConn{rc}.ReadFrom(io.LimitReader(c.reader(), int64(c.size)))
+	if err != nil || n != int64(c.size) {
+		t.Fatalf("ReadFrom = %d, %v; want %d", n, err, c.size)
+	}
+	if want := []int{bodyWrite, bodyWrite, bodyWrite, 5}; !slices.Equal(rc.writes, want) {
+		t.Fatalf("writes of %v bytes, want %v", rc.writes, want)
+	}
+	if bad := c.check(rc.buf.Bytes()); bad != -1 {
+		t.Fatalf("body differs from its content at byte %d", bad)
 	}
 }
