@@ -39,6 +39,10 @@
 // on the connection — and read into a pooled, size-classed buffer that the
 // receiver returns with Message.Release. A 4 MiB write therefore costs one
 // copy into the kernel and one out of it, and no steady-state allocation.
+// A payload of 256 KiB or more is read straight from the socket in pieces
+// checksummed while in cache, with a receive low-water mark (SO_RCVLOWAT)
+// of what the frame still has to deliver, up to 1 MiB: the reader is
+// woken once per MiB queued rather than per arriving segment (sockReader).
 //
 // # Server
 //

@@ -94,7 +94,7 @@ const readPiece = 256 << 10
 // crc32c of each of its whole 4 KiB blocks (from its start), combined
 // into the frame's checksum (a server's requests: data an OSD stores).
 // With sr (nil: none) and r the connection's bufio.Reader, a payload of
-// lowatMin bytes or more is read straight from the socket once r's
+// sockReadMin bytes or more is read straight from the socket once r's
 // buffered bytes are used (sockReader).
 func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header, payload []byte, sums []uint32, err error) {
 	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
@@ -117,7 +117,7 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header
 		_, err := io.ReadFull(r, p)
 		return err
 	}
-	if br, ok := r.(*bufio.Reader); ok && sr != nil && len(payload) >= lowatMin {
+	if br, ok := r.(*bufio.Reader); ok && sr != nil && len(payload) >= sockReadMin {
 		fill = func(p []byte, more int) error {
 			n, _ := br.Read(p[:min(len(p), br.Buffered())]) // no system call
 			if n == len(p) {

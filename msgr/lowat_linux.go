@@ -38,10 +38,14 @@ func newSockReader(nc net.Conn) *sockReader {
 
 // lowatMax is the most bytes a reader waits to have queued before it is
 // woken: a few of readFrame's pieces, which it then reads without
-// waiting. lowatMin is the least worth setting a mark for.
+// waiting. lowatMin is the least worth setting a mark for, and
+// sockReadMin the smallest payload read this way: a 64 KiB PUT's
+// arrives in one or two segments, and two marks set and reset would
+// only add system calls to it.
 const (
-	lowatMax = 1 << 20
-	lowatMin = 64 << 10
+	lowatMax    = 1 << 20
+	lowatMin    = 64 << 10
+	sockReadMin = 256 << 10
 )
 
 // readFull fills p from the socket, more being how many bytes of the frame

@@ -8,7 +8,7 @@ import "net"
 // newSockReader returns nil and frames are read through the connection.
 type sockReader struct{}
 
-const lowatMin = 64 << 10
+const sockReadMin = 256 << 10
 
 func newSockReader(net.Conn) *sockReader { return nil }
 
