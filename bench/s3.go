@@ -161,7 +161,7 @@ func (r fixedEndpoint) ResolveEndpoint(_ context.Context, p s3.EndpointParameter
 // request's body once the write buffer is empty, writes the body in
 // pieces of bodyWrite bytes, one system call each. A TCP connection's own
 // ReadFrom copies through a 32 KiB buffer: a 32 MiB PUT took about 1,000
-// writes, each also a wake-up of the gateway's reader.
+// writes (docs/PERFORMANCE.md).
 type bodyConn struct{ net.Conn }
 
 // bodyWrite is the size of a request body's writes (bytes): generated

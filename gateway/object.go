@@ -110,14 +110,14 @@ func (w *stripeWriter) Write(p []byte) (int, error) {
 
 // ReadFrom fills chunks straight from r until r ends (io.Copy uses it:
 // no intermediate buffer between the request body and the chunk), at
-// most readPiece bytes per read.
+// most crc32c.Piece bytes per read, each checksummed while in cache.
 func (w *stripeWriter) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
 	for {
 		if err := w.failed(); err != nil {
 			return total, err
 		}
-		room := min(w.s.opt.ChunkSize-int64(len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)), readPiece)
+		room := min(w.s.opt.ChunkSize-int64(len(w.buf)), w.s.opt.StripeSize-w.off-int64(len(w.buf)), crc32c.Piece)
 		n, err := r.Read(w.buf[len(w.buf) : len(w.buf)+int(room)])
 		w.crc = crc32c.Update(w.crc, w.buf[len(w.buf):len(w.buf)+n])
 		w.buf = w.buf[:len(w.buf)+n]
@@ -221,13 +221,6 @@ func (w *stripeWriter) Close() (segment, error) {
 	return w.seg, err
 }
 
-// readPiece is the most an upload's body is read at once (bytes): each
-// read's bytes are checksummed right after it, while its copy has left
-// them in the core's L2 cache; one read can return several MiB that a
-// loopback socket has buffered, which the checksum would then read back
-// from memory (msgr reads its payloads the same way).
-const readPiece = 256 << 10
-
 // headBuf is an upload's head: the buffer receive reads it into (its
 // first bytes) and their crc32c, taken as they arrive.
 type headBuf struct {
@@ -235,12 +228,12 @@ type headBuf struct {
 	sum  uint32
 }
 
-// readFrom fills h.data from r like io.ReadFull, readPiece bytes at a
+// readFrom fills h.data from r like io.ReadFull, crc32c.Piece bytes at a
 // time, checksumming each piece as it arrives; it returns the bytes read.
 func (h *headBuf) readFrom(r io.Reader) (int, error) {
 	h.sum = 0
 	for off := 0; off < len(h.data); {
-		end := min(off+readPiece, len(h.data))
+		end := min(off+crc32c.Piece, len(h.data))
 		n, err := io.ReadFull(r, h.data[off:end])
 		h.sum = crc32c.Update(h.sum, h.data[off:off+n])
 		if off += n; err != nil {
@@ -448,13 +441,14 @@ func bodyErr(err error) error {
 	return err
 }
 
-// commitHead writes the head object (data's bytes, nil for none, and headInfo) replacing any
-// previous version atomically if cond holds, completes the index and
-// queues the previous version's tails for GC. On failure it removes the
-// tails (ownTails: they are this write's alone, not a multipart upload's
-// parts, which stay with the upload) when the head write surely did not
-// happen; after an error that leaves it unknown (a timeout), the tails
-// stay: a leak, never a head pointing at removed data.
+// commitHead writes the head object (data's bytes, none if data is nil,
+// and headInfo) replacing any previous version atomically if cond holds,
+// completes the index and queues the previous version's tails for GC.
+// On failure it removes the tails (ownTails: they are this write's alone,
+// not a multipart upload's parts, which stay with the upload) when the
+// head write surely did not happen; after an error that leaves it
+// unknown (a timeout), the tails stay: a leak, never a head pointing at
+// removed data.
 func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data *headBuf, cond writeCond, ownTails bool) (*PutResult, error) {
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)

@@ -39,10 +39,10 @@ func randomBytes(n int) []byte {
 	return p
 }
 
-// TestHeadReadFrom: the head is read in pieces of readPiece bytes, its
+// TestHeadReadFrom: the head is read in pieces of crc32c.Piece bytes, its
 // checksum is its bytes', and a short body ends it as io.ReadFull would.
 func TestHeadReadFrom(t *testing.T) {
-	body := randomBytes(readPiece*3 + 1000)
+	body := randomBytes(crc32c.Piece*3 + 1000)
 	for _, tc := range []struct {
 		name    string
 		head    int // bytes of head buffer
@@ -51,14 +51,14 @@ func TestHeadReadFrom(t *testing.T) {
 		wantErr error
 	}{
 		{"whole", len(body), len(body), len(body), nil},
-		{"body longer", readPiece + 7, len(body), readPiece + 7, nil},
-		{"body ends inside", len(body), readPiece*2 + 5, readPiece*2 + 5, io.ErrUnexpectedEOF},
-		{"body ends at a piece", len(body), readPiece, readPiece, io.ErrUnexpectedEOF},
+		{"body longer", crc32c.Piece + 7, len(body), crc32c.Piece + 7, nil},
+		{"body ends inside", len(body), crc32c.Piece*2 + 5, crc32c.Piece*2 + 5, io.ErrUnexpectedEOF},
+		{"body ends at a piece", len(body), crc32c.Piece, crc32c.Piece, io.ErrUnexpectedEOF},
 		{"empty body", len(body), 0, 0, io.EOF},
 		{"empty head", 0, len(body), 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &pieceReader{data: body[:tc.body], step: 100 << 10, max: readPiece}
+			r := &pieceReader{data: body[:tc.body], step: 100 << 10, max: crc32c.Piece}
 			h := &headBuf{data: make([]byte, tc.head)}
 			n, err := h.readFrom(r)
 			if n != tc.wantN || err != tc.wantErr {
@@ -75,18 +75,18 @@ func TestHeadReadFrom(t *testing.T) {
 }
 
 // TestStripeReadFromPieces: a tail chunk is filled by reads of at most
-// readPiece bytes, and its crc32c is the chunk's.
+// crc32c.Piece bytes, and its crc32c is the chunk's.
 func TestStripeReadFromPieces(t *testing.T) {
 	const chunk = 4 << 20
 	body := randomBytes(chunk - 12345) // less than a chunk: nothing is sent
 	w := &stripeWriter{s: &Store{opt: Options{ChunkSize: chunk, StripeSize: chunk}}, buf: make([]byte, 0, chunk)}
-	r := &pieceReader{data: body, step: chunk, max: readPiece}
+	r := &pieceReader{data: body, step: chunk, max: crc32c.Piece}
 	n, err := w.ReadFrom(r)
 	if err != nil || n != int64(len(body)) {
 		t.Fatalf("ReadFrom = %d, %v; want %d, nil", n, err, len(body))
 	}
-	if r.asked != readPiece {
-		t.Fatalf("largest read %d bytes, want %d", r.asked, readPiece)
+	if r.asked != crc32c.Piece {
+		t.Fatalf("largest read %d bytes, want %d", r.asked, crc32c.Piece)
 	}
 	if !bytes.Equal(w.buf, body) || w.crc != crc32c.Checksum(body) {
 		t.Fatal("chunk or its crc32c differ from the body's")

@@ -83,10 +83,11 @@ func parseHeader(b []byte) (header, error) {
 // checksums of the payload's 4 KiB blocks (see Message.BlockSums).
 const blockSumsMin = 64 << 10
 
-// readPiece is how much of a payload readFrame reads before checksumming
-// it: a multiple of crc32c.Block (block sums start at the payload's
-// start) small enough to stay in a core's L2 cache.
-const readPiece = 256 << 10
+// sockReadMin is the smallest payload (bytes) readFrame reads straight
+// from the socket with a receive low-water mark (sockReader): a 64 KiB
+// PUT's arrives in one or two segments, and a mark set and reset for it
+// would only add system calls.
+const sockReadMin = 256 << 10
 
 // readFrame reads one frame; the payload is read into a pooled buffer the
 // caller must release with bufpool.Put. With keepSums, a payload of
@@ -128,7 +129,7 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header
 		defer sr.reset()
 	}
 	for off := 0; off < len(payload); {
-		end := min(off+readPiece, len(payload))
+		end := min(off+crc32c.Piece, len(payload))
 		if err := fill(payload[off:end], len(buf)-end); err != nil {
 			bufpool.Put(buf)
 			return header{}, nil, nil, err

@@ -18,7 +18,7 @@ import (
 // the kernel also wakes it when its receive window or buffer fills
 // (tcp_epollin_ready in Linux's net/ipv4/tcp.c).
 type sockReader struct {
-	rc   syscall.RawConn // nil: read through the connection as usual
+	rc   syscall.RawConn // the connection's descriptor
 	mark int             // the mark set on the socket (1: the kernel's default)
 }
 
@@ -37,15 +37,11 @@ func newSockReader(nc net.Conn) *sockReader {
 }
 
 // lowatMax is the most bytes a reader waits to have queued before it is
-// woken: a few of readFrame's pieces, which it then reads without
-// waiting. lowatMin is the least worth setting a mark for, and
-// sockReadMin the smallest payload read this way: a 64 KiB PUT's
-// arrives in one or two segments, and two marks set and reset would
-// only add system calls to it.
+// woken: a few of readFrame's pieces (crc32c.Piece), which it then reads
+// without waiting. lowatMin is the least worth setting a mark for.
 const (
-	lowatMax    = 1 << 20
-	lowatMin    = 64 << 10
-	sockReadMin = 256 << 10
+	lowatMax = 1 << 20
+	lowatMin = 64 << 10
 )
 
 // readFull fills p from the socket, more being how many bytes of the frame

@@ -8,8 +8,6 @@ import "net"
 // newSockReader returns nil and frames are read through the connection.
 type sockReader struct{}
 
-const sockReadMin = 256 << 10
-
 func newSockReader(net.Conn) *sockReader { return nil }
 
 func (*sockReader) readFull([]byte, int) error { panic("unreachable") }

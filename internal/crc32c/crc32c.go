@@ -108,6 +108,15 @@ func (c Combiner) Append(crc, part uint32) uint32 {
 	return t[0][crc&0xff] ^ t[1][crc>>8&0xff] ^ t[2][crc>>16&0xff] ^ t[3][crc>>24] ^ part
 }
 
+// Piece is how much of a stream to read before checksumming it (bytes):
+// a multiple of Block (so block sums line up with the stream's start),
+// small enough that a read's copy is still in the core's L2 cache when
+// the checksum reads it back. One read from a loopback socket can return
+// several MiB, which a checksum taken after the read would read back
+// from memory. msgr reads payloads, and the gateway request bodies, this
+// way.
+const Piece = 256 << 10
+
 // Block is the length of the blocks whose checksums BlockSums gives and
 // FromBlocks takes: the object store's 4 KiB block.
 const Block = 4096
