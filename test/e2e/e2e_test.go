@@ -215,6 +215,28 @@ func (c *tcluster) waitHealth(want string, timeout time.Duration) {
 
 func TestRadosRoundTripAndBadInput(t *testing.T) {
 	c := up(t, "--osds", "3")
+	// Every daemon runs with its runtime monitor kept polling
+	// (daemon_sysmon_poll, on by default): it re-executed itself with it.
+	pids, _ := filepath.Glob(filepath.Join(c.data, "run", "*.pid"))
+	if len(pids) < 4 {
+		t.Fatalf("pid files: %v", pids)
+	}
+	for _, pf := range pids {
+		b, _ := os.ReadFile(pf)
+		env, err := os.ReadFile("/proc/" + strings.TrimSpace(string(b)) + "/environ")
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(pf), err)
+		}
+		godebug := ""
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				godebug = v
+			}
+		}
+		if !slices.Contains(strings.Split(godebug, ","), "schedtrace=2147483647") {
+			t.Errorf("%s runs with GODEBUG=%q, want schedtrace=2147483647 in it", filepath.Base(pf), godebug)
+		}
+	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
 	payload := make([]byte, 3<<20+17)

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+
+	"github.com/shoal-project/shoal/config"
+)
+
+// sysmonPolling is the GODEBUG setting a daemon runs with when
+// daemon_sysmon_poll is set: the scheduler trace every 2^31−1 ms (24.8
+// days), the longest period the runtime accepts. While schedtrace is set,
+// Go's runtime monitor thread (sysmon) never parks: it keeps polling,
+// backing off from 20 µs to 10 ms while there is nothing to retake or
+// preempt. Without it, sysmon parks whenever all of the daemon's
+// processors are idle, the next system call wakes it
+// (entersyscallWakeSysmon in runtime/proc.go) and it then polls every
+// 20 µs for at least a millisecond — for a daemon that goes idle and busy
+// thousands of times a second, a futex wake-up, a sleep and several
+// nanosleeps per busy spell. golang/go#18236 tracks the hard-coded tick.
+const sysmonPolling = "schedtrace=2147483647"
+
+// keepSysmonPolling re-executes the daemon (syscall.Exec: the same
+// executable, arguments and pid) with sysmonPolling added to its GODEBUG,
+// when cfg's daemon_sysmon_poll is set and GODEBUG does not already set
+// schedtrace (an operator's own setting wins, and the re-executed daemon
+// finds its own). Call it first thing in a daemon, before it opens files
+// or starts goroutines; a CPU profile already started is stopped, since
+// its timer would outlive the exec. It returns only when it did not
+// re-execute: nil when there was nothing to do, else why the exec failed
+// (the daemon can run on with Go's default).
+func keepSysmonPolling(cfg *config.Config) error {
+	env, ok := withSysmonPolling(os.Environ())
+	if !ok || !cfg.Bool("daemon_sysmon_poll") {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("daemon_sysmon_poll: %w", err)
+	}
+	pprof.StopCPUProfile()
+	if err := syscall.Exec(exe, os.Args, env); err != nil {
+		return fmt.Errorf("daemon_sysmon_poll: re-execute %s: %w", exe, err)
+	}
+	return nil // not reached: Exec returns only on failure
+}
+
+// withSysmonPolling returns env (KEY=VALUE entries, as os.Environ gives)
+// with sysmonPolling appended to GODEBUG's comma-separated settings, and
+// false (env unchanged) when GODEBUG already sets schedtrace.
+func withSysmonPolling(env []string) ([]string, bool) {
+	out := make([]string, 0, len(env)+1)
+	godebug := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			godebug = v
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, s := range strings.Split(godebug, ",") {
+		if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "schedtrace" {
+			return env, false
+		}
+	}
+	if godebug != "" {
+		godebug += ","
+	}
+	return append(out, "GODEBUG="+godebug+sysmonPolling), true
+}
