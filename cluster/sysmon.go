@@ -21,6 +21,15 @@ import (
 // 20 µs for at least a millisecond — for a daemon that goes idle and busy
 // thousands of times a second, a futex wake-up, a sleep and several
 // nanosleeps per busy spell. golang/go#18236 tracks the hard-coded tick.
+//
+// What else schedtrace does (Go 1.26): the runtime's clock counts from the
+// host's boot, so on a host up more than 24.8 days the daemon writes one
+// "SCHED ..." line to stderr when it starts and one per 24.8 days after;
+// and a fatal error (panic, throw, SIGQUIT) writes a scheduler dump (a
+// line per processor, thread and goroutine) before its stack traces. The
+// trade-off: after an idle spell sysmon may take up to 10 ms, not 20 µs,
+// to hand the processor of a goroutine blocked in a system call to other
+// runnable work when no other processor is free.
 const sysmonPolling = "schedtrace=2147483647"
 
 // keepSysmonPolling re-executes the daemon (syscall.Exec: the same
@@ -29,9 +38,10 @@ const sysmonPolling = "schedtrace=2147483647"
 // schedtrace (an operator's own setting wins, and the re-executed daemon
 // finds its own). Call it first thing in a daemon, before it opens files
 // or starts goroutines; a CPU profile already started is stopped, since
-// its timer would outlive the exec. It returns only when it did not
-// re-execute: nil when there was nothing to do, else why the exec failed
-// (the daemon can run on with Go's default).
+// its timer would outlive the exec (the re-executed daemon starts it
+// again; if the exec fails, the profile ends here). It returns only when
+// it did not re-execute: nil when there was nothing to do, else why the
+// exec failed (the daemon can run on with Go's default).
 func keepSysmonPolling(cfg *config.Config) error {
 	env, ok := withSysmonPolling(os.Environ())
 	if !ok || !cfg.Bool("daemon_sysmon_poll") {
@@ -62,7 +72,7 @@ func withSysmonPolling(env []string) ([]string, bool) {
 		out = append(out, kv)
 	}
 	for _, s := range strings.Split(godebug, ",") {
-		if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "schedtrace" {
+		if k, _, _ := strings.Cut(s, "="); k == "schedtrace" { // as the runtime matches it: no trimming
 			return env, false
 		}
 	}

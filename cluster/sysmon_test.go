@@ -41,7 +41,7 @@ func TestKeepSysmonPolling(t *testing.T) {
 	}{
 		{"unset", "true", nil, "schedtrace=2147483647"},
 		{"others kept", "true", ptr("madvdontneed=1,gctrace=0"), "madvdontneed=1,gctrace=0,schedtrace=2147483647"},
-		{"operator's schedtrace wins", "true", ptr("gctrace=0, schedtrace=0"), "gctrace=0, schedtrace=0"},
+		{"operator's schedtrace wins", "true", ptr("gctrace=0,schedtrace=0"), "gctrace=0,schedtrace=0"},
 		{"option off", "false", ptr("gctrace=0"), "gctrace=0"},
 		{"option off, unset", "false", nil, ""},
 	} {
@@ -52,14 +52,16 @@ func TestKeepSysmonPolling(t *testing.T) {
 			if tc.godebug != nil {
 				cmd.Env = append(cmd.Env, "GODEBUG="+*tc.godebug)
 			}
-			var out strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("child: %v: %s", err, out.String())
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("child: %v: %s%s", err, out, stderr.String())
 			}
-			f := strings.SplitN(strings.TrimSpace(out.String()), " ", 3)
+			line, _, _ := strings.Cut(string(out), "\n")
+			f := strings.SplitN(line, " ", 3)
 			if len(f) < 2 {
-				t.Fatalf("child printed %q", out.String())
+				t.Fatalf("child printed %q", out)
 			}
 			// Re-executing keeps the pid: the daemon's pid file and its
 			// parent's handle stay right.
