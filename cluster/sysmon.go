@@ -26,7 +26,10 @@ import (
 // host's boot, so on a host up more than 24.8 days the daemon writes one
 // "SCHED ..." line to stderr when it starts and one per 24.8 days after;
 // and a fatal error (panic, throw, SIGQUIT) writes a scheduler dump (a
-// line per processor, thread and goroutine) before its stack traces. The
+// line per processor, thread and goroutine) before its stack traces —
+// which takes the scheduler's lock, so a runtime-internal throw by a
+// thread already holding it would hang there instead of exiting (the
+// runtime guards only its deadlock check against this). The
 // trade-off: after an idle spell sysmon may take up to 10 ms, not 20 µs,
 // to hand the processor of a goroutine blocked in a system call to other
 // runnable work when no other processor is free.
