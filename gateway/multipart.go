@@ -73,9 +73,14 @@ func uploadMetaOID(bucketID, uploadID string) string {
 
 func partKey(n int) string { return fmt.Sprintf("part.%05d", n) }
 
+// newUploadID returns a random upload id, "2~" and a tag, as RGW's look:
+// an id that began with '-' (one tag in 64) was taken for an option by
+// command-line clients (`aws s3api upload-part --upload-id -Xy…` fails).
+func newUploadID() string { return "2~" + newTag() }
+
 // CreateUpload starts a multipart upload.
 func (s *Store) CreateUpload(ctx context.Context, b *Bucket, key string, u Upload) (*Upload, error) {
-	u.Key, u.UploadID, u.Initiated = key, newTag(), time.Now().UTC()
+	u.Key, u.UploadID, u.Initiated = key, newUploadID(), time.Now().UTC()
 	body, _ := json.Marshal(u)
 	if err := operate(ctx, s.nonec, uploadMetaOID(b.ID, u.UploadID), []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: body}}); err != nil {
 		return nil, fmt.Errorf("create upload %s/%s: %w", b.Name, key, err)
