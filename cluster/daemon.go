@@ -162,9 +162,7 @@ func signalCh() <-chan os.Signal {
 func RunMon(c *Conf, id string) error {
 	name := "mon." + id
 	cfg := c.For(name)
-	if err := keepSysmonPolling(cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v; running with Go's default\n", name, err)
-	}
+	keepSysmonPolling(cfg, name)
 	addr := cfg.String("public_addr")
 	if addr == "" {
 		return fmt.Errorf("%s: no public_addr in [%s] of %s", name, name, c.Path)
@@ -207,9 +205,7 @@ func RunOSD(c *Conf, dir string) error {
 		name = "osd." + strings.TrimSpace(string(b))
 	}
 	cfg := c.For(name)
-	if err := keepSysmonPolling(cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v; running with Go's default\n", name, err)
-	}
+	keepSysmonPolling(cfg, name)
 	kr, err := c.Keyring(name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

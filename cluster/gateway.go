@@ -69,9 +69,7 @@ func ParseFrontends(v string) (Frontend, error) {
 // overrides rgw_frontends when its Addr is set.
 func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	cfg := c.For(name)
-	if err := keepSysmonPolling(cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v; running with Go's default\n", name, err)
-	}
+	keepSysmonPolling(cfg, name)
 	if fe.Addr == "" {
 		var err error
 		if fe, err = ParseFrontends(cfg.String("rgw_frontends")); err != nil {

@@ -35,7 +35,7 @@ import (
 // runnable work when no other processor is free.
 const sysmonPolling = "schedtrace=2147483647"
 
-// keepSysmonPolling re-executes the daemon (syscall.Exec: the same
+// keepSysmonPolling re-executes the daemon name (syscall.Exec: the same
 // executable, arguments and pid) with sysmonPolling added to its GODEBUG,
 // when cfg's daemon_sysmon_poll is set and GODEBUG does not already set
 // schedtrace (an operator's own setting wins, and the re-executed daemon
@@ -43,22 +43,23 @@ const sysmonPolling = "schedtrace=2147483647"
 // or starts goroutines; a CPU profile already started is stopped, since
 // its timer would outlive the exec (the re-executed daemon starts it
 // again; if the exec fails, the profile ends here). It returns only when
-// it did not re-execute: nil when there was nothing to do, else why the
-// exec failed (the daemon can run on with Go's default).
-func keepSysmonPolling(cfg *config.Config) error {
+// it did not re-execute; if the exec failed, it says why on stderr (the
+// daemon's log under `shoal up`) and the daemon runs on with Go's
+// default.
+func keepSysmonPolling(cfg *config.Config, name string) {
+	if !cfg.Bool("daemon_sysmon_poll") {
+		return
+	}
 	env, ok := withSysmonPolling(os.Environ())
-	if !ok || !cfg.Bool("daemon_sysmon_poll") {
-		return nil
+	if !ok {
+		return
 	}
 	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("daemon_sysmon_poll: %w", err)
+	if err == nil {
+		pprof.StopCPUProfile()
+		err = syscall.Exec(exe, os.Args, env) // returns only on failure
 	}
-	pprof.StopCPUProfile()
-	if err := syscall.Exec(exe, os.Args, env); err != nil {
-		return fmt.Errorf("daemon_sysmon_poll: re-execute %s: %w", exe, err)
-	}
-	return nil // not reached: Exec returns only on failure
+	fmt.Fprintf(os.Stderr, "%s: daemon_sysmon_poll: re-execute: %v; running with Go's default\n", name, err)
 }
 
 // withSysmonPolling returns env (KEY=VALUE entries, as os.Environ gives)

@@ -78,6 +78,11 @@ func partKey(n int) string { return fmt.Sprintf("part.%05d", n) }
 // command-line clients (`aws s3api upload-part --upload-id -Xy…` fails).
 func newUploadID() string { return "2~" + newTag() }
 
+// validUploadID reports whether a client's upload id can name an upload's
+// objects: not empty, and no '.' (which ends the id in their names:
+// ID.meta, ID.PART~TAG), '/' or NUL.
+func validUploadID(id string) bool { return id != "" && !strings.ContainsAny(id, "./\x00") }
+
 // CreateUpload starts a multipart upload.
 func (s *Store) CreateUpload(ctx context.Context, b *Bucket, key string, u Upload) (*Upload, error) {
 	u.Key, u.UploadID, u.Initiated = key, newUploadID(), time.Now().UTC()
@@ -93,7 +98,7 @@ func (s *Store) CreateUpload(ctx context.Context, b *Bucket, key string, u Uploa
 
 // GetUpload reads an upload's state (ErrNoSuchUpload).
 func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) (*Upload, error) {
-	if strings.ContainsAny(uploadID, "./\x00") || uploadID == "" {
+	if !validUploadID(uploadID) {
 		return nil, ErrNoSuchUpload
 	}
 	body, err := s.nonec.Read(ctx, uploadMetaOID(b.ID, uploadID), 0, 0)
