@@ -33,12 +33,13 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
 // KV is an omap entry or an xattr.
-type KV = osdop.KV
+type KV = omap.KV
 
 // Errors (errors.Is).
 var (
@@ -617,19 +618,19 @@ func (p *Pool) RmXattr(ctx context.Context, oid, name string) error {
 }
 
 // ListXattrs returns every extended attribute, by name.
-func (p *Pool) ListXattrs(ctx context.Context, oid string) ([]osdop.KV, error) {
+func (p *Pool) ListXattrs(ctx context.Context, oid string) ([]omap.KV, error) {
 	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.GetXattrs})
 	return r.KVs, err
 }
 
 // OmapSet sets omap entries.
-func (p *Pool) OmapSet(ctx context.Context, oid string, kvs []osdop.KV) error {
+func (p *Pool) OmapSet(ctx context.Context, oid string, kvs []omap.KV) error {
 	_, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapSet, KVs: kvs})
 	return err
 }
 
 // OmapGet returns the values of the keys present.
-func (p *Pool) OmapGet(ctx context.Context, oid string, keys []string) ([]osdop.KV, error) {
+func (p *Pool) OmapGet(ctx context.Context, oid string, keys []string) ([]omap.KV, error) {
 	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapGet, Keys: keys})
 	return r.KVs, err
 }
@@ -648,7 +649,7 @@ func (p *Pool) OmapClear(ctx context.Context, oid string) error {
 
 // OmapList returns up to max entries after startAfter with the prefix, in
 // key order, and whether more remain.
-func (p *Pool) OmapList(ctx context.Context, oid, startAfter, prefix string, max int) ([]osdop.KV, bool, error) {
+func (p *Pool) OmapList(ctx context.Context, oid, startAfter, prefix string, max int) ([]omap.KV, bool, error) {
 	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.OmapList, Name: startAfter, Prefix: prefix, Max: uint32(max)})
 	return r.KVs, r.More, err
 }

@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // Object is a method's view of its object: reads see the object before
@@ -26,12 +26,12 @@ type Object interface {
 	Read(off, length uint64) ([]byte, error)
 	GetXattr(name string) ([]byte, error)
 	OmapGet(keys []string) (map[string][]byte, error)
-	OmapList(startAfter, prefix string, max int) ([]objectstore.KV, bool, error)
+	OmapList(startAfter, prefix string, max int) ([]omap.KV, bool, error)
 
 	Write(off uint64, data []byte)
 	WriteFull(data []byte)
 	SetXattr(name string, value []byte)
-	OmapSet(kvs []objectstore.KV)
+	OmapSet(kvs []omap.KV)
 	OmapRm(keys []string)
 	Remove()
 }
@@ -116,7 +116,7 @@ func numop(f func(a, b float64) float64) Method {
 			return nil, fmt.Errorf("%w: result out of range", ErrInvalid)
 		}
 		s := strconv.FormatFloat(r, 'g', -1, 64)
-		o.OmapSet([]objectstore.KV{{Key: x.Key, Value: []byte(s)}})
+		o.OmapSet([]omap.KV{{Key: x.Key, Value: []byte(s)}})
 		return []byte(s), nil
 	}
 }

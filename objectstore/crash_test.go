@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // versionData is the content of version v of an object: a size chosen to
@@ -109,7 +110,7 @@ func crashWrite(txn *objectstore.Transaction, name string, v int) {
 	txn.WriteFull(crashColl, name, versionData(name, v))
 	txn.SetAttr(crashColl, name, "v", []byte(strconv.Itoa(v)))
 	if !strings.Contains(name, crashPlain) {
-		txn.OmapSet(crashColl, name, []objectstore.KV{{Key: "v", Value: []byte(strconv.Itoa(v))}})
+		txn.OmapSet(crashColl, name, []omap.KV{{Key: "v", Value: []byte(strconv.Itoa(v))}})
 	}
 }
 

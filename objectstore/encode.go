@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // Encode appends t's wire form to e: the form in which a primary OSD ships
@@ -22,7 +23,7 @@ func (t *Transaction) Encode(e *wire.Encoder) {
 		e.U64(o.n)
 		e.AlignedBlob(o.data)
 		e.String(o.name)
-		EncodeKVs(e, o.kvs)
+		omap.Encode(e, o.kvs)
 		e.Strings(o.keys)
 	}
 	e.End(mark)
@@ -50,30 +51,6 @@ func (t *Transaction) EncodedLen() int {
 	return n
 }
 
-// EncodeKVs appends a u32 count and each entry (key, then length-prefixed
-// value): the wire form of omap entries and attributes everywhere.
-func EncodeKVs(e *wire.Encoder, kvs []KV) {
-	e.U32(uint32(len(kvs)))
-	for _, kv := range kvs {
-		e.String(kv.Key)
-		e.Blob(kv.Value)
-	}
-}
-
-// DecodeKVs reads what EncodeKVs wrote (nil for none); values alias d's
-// input.
-func DecodeKVs(d *wire.Decoder) []KV {
-	n := d.Count(8)
-	if n == 0 {
-		return nil
-	}
-	kvs := make([]KV, n)
-	for i := range kvs {
-		kvs[i] = KV{Key: d.String(), Value: d.BlobRef()}
-	}
-	return kvs
-}
-
 // DecodeTransaction reads a transaction Encode wrote. Data slices alias d's
 // input, which must stay unchanged until the transaction is applied.
 func DecodeTransaction(d *wire.Decoder) (*Transaction, error) {
@@ -84,7 +61,7 @@ func DecodeTransaction(d *wire.Decoder) (*Transaction, error) {
 		o := op{code: opCode(d.U8()), coll: Coll(d.String()), oid: d.String(), oid2: d.String(), off: d.U64(), n: d.U64()}
 		o.data = d.AlignedBlobRef()
 		o.name = d.String()
-		o.kvs = DecodeKVs(d)
+		o.kvs = omap.Decode(d)
 		o.keys = d.Strings()
 		if o.code < opCreateColl || o.code > opStash {
 			d.Fail("transaction: unknown op code %d", o.code)

@@ -296,7 +296,7 @@ func (s *MemStore) OmapList(c Coll, oid, startAfter, prefix string, max int) ([]
 	}
 	out := make([]KV, len(keys))
 	for i, k := range keys {
-		out[i] = KV{k, append([]byte(nil), o.omap[k]...)}
+		out[i] = KV{Key: k, Value: append([]byte(nil), o.omap[k]...)}
 	}
 	return out, more, nil
 }

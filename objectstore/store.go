@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	crc "github.com/shoal-project/shoal/internal/crc32c"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // Errors callers branch on (test with errors.Is).
@@ -42,11 +43,9 @@ type Stat struct {
 	Size uint64 // logical size in bytes
 }
 
-// KV is one omap entry.
-type KV struct {
-	Key   string
-	Value []byte
-}
+// KV is one omap entry or attribute (the leaf package omap's type, so
+// that the client and the op protocol need not import the store).
+type KV = omap.KV
 
 // Store is a local object store on one device. Apply commits a transaction
 // atomically and durably: when it returns nil, every operation in it

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 func openStore(t testing.TB, dir string, opts objectstore.Options) *objectstore.BlockStore {
@@ -56,7 +57,7 @@ func randomTxn(rng *rand.Rand) *objectstore.Transaction {
 		case k < 12:
 			t.RmAttr(c, o, fmt.Sprintf("attr%d", rng.Intn(3)))
 		case k < 14:
-			t.OmapSet(c, o, []objectstore.KV{{Key: fmt.Sprintf("k%02d", rng.Intn(20)), Value: []byte(fmt.Sprint(rng.Int()))}})
+			t.OmapSet(c, o, []omap.KV{{Key: fmt.Sprintf("k%02d", rng.Intn(20)), Value: []byte(fmt.Sprint(rng.Int()))}})
 		case k < 15:
 			t.OmapRm(c, o, []string{fmt.Sprintf("k%02d", rng.Intn(20))})
 		case k < 16:
@@ -447,7 +448,7 @@ func TestTransactionEncodeRoundTrip(t *testing.T) {
 	var tx objectstore.Transaction
 	tx.CreateCollection("1.0")
 	tx.Write("1.0", "a", 5, []byte("hello"))
-	tx.OmapSet("1.0", "a", []objectstore.KV{{"k", []byte("v")}, {"k2", nil}})
+	tx.OmapSet("1.0", "a", []omap.KV{{Key: "k", Value: []byte("v")}, {Key: "k2"}})
 	tx.OmapRm("1.0", "a", []string{"x", "y"})
 	tx.SetAttr("1.0", "a", "_v", []byte{1, 2})
 	tx.Clone("1.0", "a", "b")

@@ -44,6 +44,7 @@ import (
 
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -127,7 +128,7 @@ type ecWrite struct {
 	lo       uint64 // first stripe of the window
 	win      []byte // the window's bytes; whole stripes unless aliased
 	aliased  bool   // win is the client's buffer (a stripe-aligned write to the end)
-	attrs    []objectstore.KV
+	attrs    []omap.KV
 	rmAttrs  []string
 }
 
@@ -297,7 +298,7 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 			if op.Name == "" {
 				return fail(fmt.Errorf("%w: empty xattr name", osdop.ErrInvalid))
 			}
-			x.attrs = append(x.attrs, objectstore.KV{Key: userAttr + op.Name, Value: op.Data})
+			x.attrs = append(x.attrs, omap.KV{Key: userAttr + op.Name, Value: op.Data})
 		case osdop.RmXattr:
 			if _, err := pg.osd.store.GetAttr(pg.coll, req.OID, userAttr+op.Name); err != nil || !x.exists {
 				return fail(fmt.Errorf("%w: %q", osdop.ErrNoData, op.Name))
@@ -1182,7 +1183,7 @@ func (pg *PG) copyShards(ctx context.Context, r *recovery, iv uint64, oid string
 			return false, nil
 		}
 		want.Exists, size = true, st.Size
-		want.Attrs = []objectstore.KV{{Key: attrVersion, Value: b}}
+		want.Attrs = []omap.KV{{Key: attrVersion, Value: b}}
 	} else if !errors.Is(err, objectstore.ErrNotFound) {
 		return false, fmt.Errorf("pg %s: backfill %s: %w", pg.id, oid, storeErr(err))
 	}
@@ -1200,7 +1201,7 @@ func (pg *PG) copyShards(ctx context.Context, r *recovery, iv uint64, oid string
 		if err != nil {
 			return false, err
 		}
-		ver := slices.IndexFunc(obj.Attrs, func(a objectstore.KV) bool { return a.Key == attrVersion })
+		ver := slices.IndexFunc(obj.Attrs, func(a omap.KV) bool { return a.Key == attrVersion })
 		if !obj.Exists || ver < 0 || !bytes.Equal(obj.Attrs[ver].Value, want.Attrs[0].Value) {
 			d.log.Warn("backfill source holds another version of the object; decoding", "pg", pg.id, "object", oid, "shard", f.pos, "osd", src.id)
 			return false, nil

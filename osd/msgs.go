@@ -6,6 +6,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -74,8 +75,8 @@ type peerMsg struct {
 type objState struct {
 	Exists bool
 	Data   []byte
-	Attrs  []objectstore.KV
-	Omap   []objectstore.KV
+	Attrs  []omap.KV
+	Omap   []omap.KV
 }
 
 func (m *peerMsg) encode() []byte {
@@ -121,8 +122,8 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 	if m.Obj != nil {
 		e.Bool(m.Obj.Exists)
 		e.AlignedBlob(m.Obj.Data)
-		objectstore.EncodeKVs(e, m.Obj.Attrs)
-		objectstore.EncodeKVs(e, m.Obj.Omap)
+		omap.Encode(e, m.Obj.Attrs)
+		omap.Encode(e, m.Obj.Omap)
 	}
 	e.I64(m.DObjects)
 	e.I64(m.DBytes)
@@ -165,8 +166,8 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	m.Names = d.Strings()
 	if d.Bool() {
 		m.Obj = &objState{Exists: d.Bool(), Data: d.AlignedBlobRef()}
-		m.Obj.Attrs = objectstore.DecodeKVs(d)
-		m.Obj.Omap = objectstore.DecodeKVs(d)
+		m.Obj.Attrs = omap.Decode(d)
+		m.Obj.Omap = omap.Decode(d)
 	}
 	m.DObjects, m.DBytes = d.I64(), d.I64()
 	if d.Bool() && d.Err() == nil {

@@ -12,6 +12,7 @@ import (
 	_ "github.com/shoal-project/shoal/cls/rgw" // the bucket index methods every OSD serves
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -330,16 +331,16 @@ func (pg *PG) readOp(o *object, op *osdop.Op) (osdop.Result, error) {
 		attrs, err = s.Attrs(c, o.oid)
 		for k, v := range attrs {
 			if name, ok := strings.CutPrefix(k, userAttr); ok {
-				r.KVs = append(r.KVs, osdop.KV{Key: name, Value: v})
+				r.KVs = append(r.KVs, omap.KV{Key: name, Value: v})
 			}
 		}
-		slices.SortFunc(r.KVs, func(a, b osdop.KV) int { return strings.Compare(a.Key, b.Key) })
+		slices.SortFunc(r.KVs, func(a, b omap.KV) int { return strings.Compare(a.Key, b.Key) })
 	case osdop.OmapGet:
 		var kv map[string][]byte
 		kv, err = s.OmapGet(c, o.oid, op.Keys)
 		for _, k := range op.Keys {
 			if v, ok := kv[k]; ok {
-				r.KVs = append(r.KVs, osdop.KV{Key: k, Value: v})
+				r.KVs = append(r.KVs, omap.KV{Key: k, Value: v})
 			}
 		}
 	case osdop.OmapList:
@@ -383,7 +384,7 @@ func (c *clsObject) OmapGet(keys []string) (map[string][]byte, error) {
 	}
 	return c.pg.osd.store.OmapGet(c.pg.coll, c.o.oid, keys)
 }
-func (c *clsObject) OmapList(after, prefix string, max int) ([]objectstore.KV, bool, error) {
+func (c *clsObject) OmapList(after, prefix string, max int) ([]omap.KV, bool, error) {
 	if !c.o.exists {
 		return nil, false, nil
 	}
@@ -401,7 +402,7 @@ func (c *clsObject) SetXattr(name string, v []byte) {
 	c.t.SetAttr(c.pg.coll, c.o.oid, userAttr+name, v)
 	c.mark()
 }
-func (c *clsObject) OmapSet(kvs []objectstore.KV) {
+func (c *clsObject) OmapSet(kvs []omap.KV) {
 	c.t.OmapSet(c.pg.coll, c.o.oid, kvs)
 	c.mark()
 }

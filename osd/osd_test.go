@@ -23,6 +23,7 @@ import (
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -638,7 +639,7 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 	// assert-version + write + omap-set: applied together when the version matches
 	ops := func(ver uint64, data string) []osdop.Op {
 		return []osdop.Op{{Code: osdop.AssertVersion, Ver: ver}, {Code: osdop.WriteFull, Data: []byte(data)},
-			{Code: osdop.OmapSet, KVs: []osdop.KV{{Key: "last", Value: []byte(data)}}}}
+			{Code: osdop.OmapSet, KVs: []omap.KV{{Key: "last", Value: []byte(data)}}}}
 	}
 	if _, err := p.Operate(ctx, "o", ops(st.Version, "v2")); err != nil {
 		t.Fatal(err)

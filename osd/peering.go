@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -666,7 +667,7 @@ func (pg *PG) readWhole(oid string) (*objState, error) {
 		return nil, storeErr(err)
 	}
 	for k, v := range attrs {
-		obj.Attrs = append(obj.Attrs, objectstore.KV{Key: k, Value: v})
+		obj.Attrs = append(obj.Attrs, omap.KV{Key: k, Value: v})
 	}
 	after := ""
 	for {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // Version orders a PG's writes: Seq counts every write the PG has applied
@@ -160,7 +161,7 @@ func (l *pgLog) lacks(oid string) bool {
 // replaced by one at least as new as v.
 func (l *pgLog) need(t *objectstore.Transaction, c objectstore.Coll, oid string, v Version) {
 	l.missing[oid] = v
-	t.OmapSet(metaColl, metaOID(c), []objectstore.KV{{Key: missingKey(oid), Value: v.bytes()}})
+	t.OmapSet(metaColl, metaOID(c), []omap.KV{{Key: missingKey(oid), Value: v.bytes()}})
 }
 
 // missingNames lists the objects this copy lacks.
@@ -176,7 +177,7 @@ func (l *pgLog) add(t *objectstore.Transaction, c objectstore.Coll, e LogEntry, 
 	}
 	enc := wire.NewEncoder(nil)
 	e.encode(enc)
-	kvs := []objectstore.KV{{Key: logKey(e.Ver.Seq), Value: enc.Bytes()}}
+	kvs := []omap.KV{{Key: logKey(e.Ver.Seq), Value: enc.Bytes()}}
 	if len(l.entries) > max {
 		drop := l.entries[:len(l.entries)-min]
 		keys := make([]string, len(drop))
@@ -212,10 +213,10 @@ func (l *pgLog) replace(t *objectstore.Transaction, c objectstore.Coll, info Inf
 	l.missing = map[string]Version{}
 	t.Touch(metaColl, metaOID(c)) // a copy that never wrote has none yet
 	t.OmapClear(metaColl, metaOID(c))
-	kvs := make([]objectstore.KV, 0, len(entries)+len(missing))
+	kvs := make([]omap.KV, 0, len(entries)+len(missing))
 	for _, oid := range missing {
 		l.missing[oid] = info.LastUpdate
-		kvs = append(kvs, objectstore.KV{Key: missingKey(oid), Value: info.LastUpdate.bytes()})
+		kvs = append(kvs, omap.KV{Key: missingKey(oid), Value: info.LastUpdate.bytes()})
 	}
 	for _, e := range entries {
 		if e.Client != 0 {
@@ -223,7 +224,7 @@ func (l *pgLog) replace(t *objectstore.Transaction, c objectstore.Coll, info Inf
 		}
 		enc := wire.NewEncoder(nil)
 		e.encode(enc)
-		kvs = append(kvs, objectstore.KV{Key: logKey(e.Ver.Seq), Value: enc.Bytes()})
+		kvs = append(kvs, omap.KV{Key: logKey(e.Ver.Seq), Value: enc.Bytes()})
 	}
 	if len(kvs) > 0 {
 		t.OmapSet(metaColl, metaOID(c), kvs)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -148,7 +149,7 @@ func TestScrubAndRepair(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := p.OmapSet(ctx, "obj05", []osdop.KV{{Key: "k", Value: []byte("v")}}); err != nil {
+	if err := p.OmapSet(ctx, "obj05", []omap.KV{{Key: "k", Value: []byte("v")}}); err != nil {
 		t.Fatal(err)
 	}
 	primary, replica := acting[0], acting[1]
@@ -158,7 +159,7 @@ func TestScrubAndRepair(t *testing.T) {
 	c.damage(primary, func(tx *objectstore.Transaction) { tx.Write(coll, "obj11", 0, flip(want["obj11"])) })
 	c.damage(replica, func(tx *objectstore.Transaction) { tx.Remove(coll, "obj20") })
 	c.damage(acting[2], func(tx *objectstore.Transaction) {
-		tx.OmapSet(coll, "obj05", []objectstore.KV{{Key: "k", Value: []byte("other")}})
+		tx.OmapSet(coll, "obj05", []omap.KV{{Key: "k", Value: []byte("other")}})
 	})
 
 	// writers to other objects of the PG run through every scrub: their

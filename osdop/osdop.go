@@ -18,7 +18,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/wire"
-	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // Message types on the messenger.
@@ -72,7 +72,7 @@ func (c Code) String() string {
 func (c Code) IsWrite() bool { return c <= AssertVersion }
 
 // KV is an omap entry or an xattr.
-type KV = objectstore.KV
+type KV = omap.KV
 
 // Op is one operation of a request.
 type Op struct {
@@ -99,7 +99,7 @@ type Op struct {
 	// client combines it into the frame's checksum instead of reading Data
 	// again. Not encoded.
 	DataSum crc32c.Sum
-	KVs     []KV
+	KVs     []omap.KV
 	Keys    []string
 }
 
@@ -113,7 +113,7 @@ type Result struct {
 	// on the wire as one blob, which decodes into Data.
 	Vec     [][]byte
 	VecSums []crc32c.Sum
-	KVs     []KV
+	KVs     []omap.KV
 	More    bool
 	Size    uint64
 	Mtime   int64 // Unix nanoseconds
@@ -184,7 +184,7 @@ func (r *Request) Encode(e *wire.Encoder) {
 		e.U8(opFlags(o))
 		e.U64(o.Ver)
 		e.AlignedBlob(o.Data)
-		objectstore.EncodeKVs(e, o.KVs)
+		omap.Encode(e, o.KVs)
 		e.Strings(o.Keys)
 	}
 	e.End(m)
@@ -236,7 +236,7 @@ func DecodeRequest(b []byte) (*Request, error) {
 		}
 		o.Ver = d.U64()
 		o.Data = d.AlignedBlobRef()
-		o.KVs = objectstore.DecodeKVs(d)
+		o.KVs = omap.Decode(d)
 		o.Keys = d.Strings()
 		if o.Code == 0 || o.Code >= lastCode {
 			d.Fail("unknown op code %d", o.Code)
@@ -261,7 +261,7 @@ func (r *Reply) Encode(e *wire.Encoder) {
 		} else {
 			e.Blob(x.Data)
 		}
-		objectstore.EncodeKVs(e, x.KVs)
+		omap.Encode(e, x.KVs)
 		e.Bool(x.More)
 		e.U64(x.Size)
 		e.I64(x.Mtime)
@@ -324,7 +324,7 @@ func DecodeReply(b []byte) (*Reply, error) {
 	for i := range r.Results {
 		x := &r.Results[i]
 		x.Data = d.BlobRef()
-		x.KVs = objectstore.DecodeKVs(d)
+		x.KVs = omap.Decode(d)
 		x.More = d.Bool()
 		x.Size = d.U64()
 		x.Mtime = d.I64()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/wire"
-	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -17,7 +17,7 @@ func TestRequestRoundTrip(t *testing.T) {
 	req := &osdop.Request{Pool: 3, Seed: 0x1f, OID: "obj", Client: 42, Tid: 7, Ops: []osdop.Op{
 		{Code: osdop.AssertVersion, Ver: 9},
 		{Code: osdop.Write, Off: 4096, Data: []byte("hello")},
-		{Code: osdop.OmapSet, KVs: []osdop.KV{{Key: "a", Value: []byte("1")}}},
+		{Code: osdop.OmapSet, KVs: []omap.KV{{Key: "a", Value: []byte("1")}}},
 		{Code: osdop.OmapList, Name: "a", Prefix: "p", Max: 10},
 		{Code: osdop.OmapRm, Keys: []string{"x", "y"}},
 		{Code: osdop.Create, Exclusive: true},
@@ -60,7 +60,7 @@ func TestRequestRoundTrip(t *testing.T) {
 
 func TestReplyRoundTrip(t *testing.T) {
 	rep := &osdop.Reply{Ver: 5, Results: []osdop.Result{{Data: []byte("x"), More: true, Size: 9, Mtime: -1, Ver: 3,
-		KVs: []osdop.KV{{Key: "k", Value: []byte("v")}}}, {}}}
+		KVs: []omap.KV{{Key: "k", Value: []byte("v")}}}, {}}}
 	e := wire.NewEncoder(nil)
 	rep.Encode(e)
 	got, err := osdop.DecodeReply(e.Bytes())
@@ -142,7 +142,7 @@ func TestReplyEncodeVec(t *testing.T) {
 	big := bytes.Repeat([]byte("d"), 1000)
 	big2 := bytes.Repeat([]byte("e"), 1000)
 	sum := crc32c.Sum{CRC: crc32c.Checksum(big2), Valid: true}
-	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []objectstore.KV{{Key: "k", Value: []byte("v")}}, More: true}, {},
+	r := &osdop.Reply{Ver: 7, Results: []osdop.Result{{Data: big, Size: 1000}, {Data: []byte("small"), KVs: []omap.KV{{Key: "k", Value: []byte("v")}}, More: true}, {},
 		{Vec: [][]byte{big, []byte("tiny"), big2}, VecSums: []crc32c.Sum{{}, {CRC: crc32c.Checksum([]byte("tiny")), Valid: true}, sum}, Mtime: -1, Ver: 3}}}
 	if n := r.Results[3].DataLen(); n != 2004 {
 		t.Fatalf("DataLen of parts: %d", n)

@@ -28,7 +28,7 @@ import (
 	"strings"
 
 	"github.com/shoal-project/shoal/cls"
-	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // Omap key prefixes of an index shard (see the package doc).
@@ -263,10 +263,10 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 		return nil, err
 	}
 	if len(x.Prepares) > 0 {
-		kvs := make([]objectstore.KV, len(x.Prepares))
+		kvs := make([]omap.KV, len(x.Prepares))
 		for i, p := range x.Prepares {
 			v, _ := json.Marshal(Pending{Op: p.Op, Mtime: p.Mtime})
-			kvs[i] = objectstore.KV{Key: PendingKey(p.Key, p.Tag), Value: v}
+			kvs[i] = omap.KV{Key: PendingKey(p.Key, p.Tag), Value: v}
 		}
 		o.OmapSet(kvs)
 	}
@@ -326,7 +326,7 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 			e := *c.Entry
 			e.Ver, e.Tag = c.Ver, c.Tag
 			b, _ := json.Marshal(e)
-			o.OmapSet([]objectstore.KV{{Key: c.Key, Value: b}})
+			o.OmapSet([]omap.KV{{Key: c.Key, Value: b}})
 			o.OmapRm([]string{tk})
 			cur[c.Key] = b
 			delete(cur, tk)
@@ -334,7 +334,7 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 			st.Bytes += e.Size
 		} else {
 			b, _ := json.Marshal(c.Ver)
-			o.OmapSet([]objectstore.KV{{Key: tk, Value: b}})
+			o.OmapSet([]omap.KV{{Key: tk, Value: b}})
 			o.OmapRm([]string{c.Key})
 			cur[tk] = b
 			delete(cur, c.Key)
@@ -342,7 +342,7 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 	}
 	if changed {
 		b, _ := json.Marshal(st)
-		o.OmapSet([]objectstore.KV{{Key: StatsKey, Value: b}})
+		o.OmapSet([]omap.KV{{Key: StatsKey, Value: b}})
 	}
 	out.Objects = st.Objects
 	return out, nil
@@ -380,7 +380,7 @@ func omapSwap(o cls.Object, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.OmapSet([]objectstore.KV{{Key: x.Key, Value: x.Value}})
+	o.OmapSet([]omap.KV{{Key: x.Key, Value: x.Value}})
 	return cur[x.Key], nil
 }
 

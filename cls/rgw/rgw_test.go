@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/shoal-project/shoal/cls"
-	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 )
 
 // memShard is a cls.Object over an omap in memory with the OSD's
@@ -36,14 +36,14 @@ func (m *memShard) OmapGet(keys []string) (map[string][]byte, error) {
 	}
 	return out, nil
 }
-func (m *memShard) OmapList(startAfter, prefix string, max int) ([]objectstore.KV, bool, error) {
-	var kvs []objectstore.KV
+func (m *memShard) OmapList(startAfter, prefix string, max int) ([]omap.KV, bool, error) {
+	var kvs []omap.KV
 	for _, k := range slices.Sorted(maps.Keys(m.omap)) {
 		if k > startAfter && strings.HasPrefix(k, prefix) {
 			if len(kvs) == max {
 				return kvs, true, nil
 			}
-			kvs = append(kvs, objectstore.KV{Key: k, Value: m.omap[k]})
+			kvs = append(kvs, omap.KV{Key: k, Value: m.omap[k]})
 		}
 	}
 	return kvs, false, nil
@@ -52,7 +52,7 @@ func (m *memShard) Write(uint64, []byte)    {}
 func (m *memShard) WriteFull([]byte)        {}
 func (m *memShard) SetXattr(string, []byte) {}
 func (m *memShard) Remove()                 {}
-func (m *memShard) OmapSet(kvs []objectstore.KV) {
+func (m *memShard) OmapSet(kvs []omap.KV) {
 	kvs = slices.Clone(kvs)
 	m.writes = append(m.writes, func(o map[string][]byte) {
 		for _, kv := range kvs {
