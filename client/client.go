@@ -207,7 +207,8 @@ func (c *Conn) osd(addr string) *msgr.Client {
 	return o
 }
 
-// OSDStats asks OSD id for its PGs and usage.
+// OSDStats asks OSD id for its PGs and usage. An OSD that has not
+// installed its first map yet (just booted) answers osdop.ErrRetry.
 func (c *Conn) OSDStats(ctx context.Context, id int32) (osdop.Stats, error) {
 	m := c.Map()
 	var st osdop.Stats
@@ -216,6 +217,10 @@ func (c *Conn) OSDStats(ctx context.Context, id int32) (osdop.Stats, error) {
 	}
 	rep, err := c.osd(m.OSDs[id].Addr).Call(ctx, osdop.MsgStats, nil)
 	if err != nil {
+		var re *msgr.RemoteError
+		if errors.As(err, &re) {
+			err = osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
+		}
 		return st, fmt.Errorf("osd.%d: %w", id, err)
 	}
 	defer rep.Release()

@@ -45,6 +45,7 @@ import (
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -489,7 +490,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 		first, last = int((off-s0*w)/u), int((off+n-1-s0*w)/u)
 	}
 	pg.mu.Lock()
-	acting, addrs, iv := pg.acting, pg.addrs, pg.interval
+	acting, addrs, iv := pg.ps.Interval.Acting, pg.ps.Interval.Addrs, pg.ps.Interval.ID
 	pg.mu.Unlock()
 	sOff, sLen := s0*u, (s1-s0)*u
 	shards := make([][]byte, k+p.M)
@@ -616,7 +617,7 @@ func (pg *PG) readLocalShard(oid string, off, n uint64) ([]byte, Version, error)
 	if err != nil {
 		return nil, Version{}, storeErr(err)
 	}
-	return data, versionFrom(b), nil
+	return data, peering.VersionFrom(b), nil
 }
 
 // handleECRead serves a primary's read of this OSD's shard.
@@ -643,7 +644,7 @@ func (pg *PG) checkMember(pm *peerMsg) error {
 
 // checkMemberLocked is checkMember with pg.mu held.
 func (pg *PG) checkMemberLocked(pm *peerMsg) error {
-	if pg.interval != pm.Interval || (pg.state != stateReplica && pg.primary != pg.osd.id) {
+	if pg.ps.Interval.ID != pm.Interval || (pg.ps.State != peering.ReplicaActive && pg.ps.Interval.Primary != pg.osd.id) {
 		return fmt.Errorf("%w: pg %s on osd.%d is not a member of this interval", osdop.ErrRetry, pg.id, pg.osd.id)
 	}
 	return nil
@@ -679,7 +680,7 @@ func (pg *PG) repairLocal(pm *peerMsg) error {
 	if err != nil {
 		return storeErr(err)
 	}
-	if v := versionFrom(b); v.Seq != pm.Prev.Seq {
+	if v := peering.VersionFrom(b); v.Seq != pm.Prev.Seq {
 		return fmt.Errorf("%w: %s is at version %d, the repair is for %d", osdop.ErrRetry, pm.OID, v.Seq, pm.Prev.Seq)
 	}
 	var t objectstore.Transaction
@@ -735,7 +736,7 @@ func (pg *PG) rollForward(t *objectstore.Transaction, seq uint64) {
 func (pg *PG) rollback(iv uint64, v Version) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		return fmt.Errorf("%w: interval changed", osdop.ErrRetry)
 	}
 	var t objectstore.Transaction
@@ -855,234 +856,6 @@ func (pg *PG) handleECRollback(pm *peerMsg) error {
 	return pg.rollback(pm.Interval, pm.Prev)
 }
 
-// peerOnceEC is peering of an erasure-coded PG: the authoritative history
-// is the newest that at least k shards hold (newer writes, on fewer
-// shards, cannot be decoded and were never acknowledged: they are rolled
-// back); then every shard adopts that log with the set of objects its
-// shard lacks, and the PG activates: the primary rebuilds those shards
-// from k others in the background (recoverAll), and a client op first
-// rebuilds the one object it needs (writes: any shard of it; reads: the
-// primary's, which holds the object's metadata — a read decodes around
-// other shards that lack it).
-func (pg *PG) peerOnceEC(ctx context.Context, iv uint64) error {
-	d := pg.osd
-	pg.mu.Lock()
-	if pg.interval != iv {
-		pg.mu.Unlock()
-		return context.Canceled
-	}
-	acting, addrs, pool := pg.acting, pg.addrs, pg.pool
-	bf := pg.backfill
-	pg.mu.Unlock()
-	cd, err := d.codec(ctx, pool)
-	if err != nil {
-		return err
-	}
-	k := cd.Profile().K
-	mq, _ := d.curMap() // the members answer with this map or newer
-
-	// 1. every shard's info and log, and the backfill targets'
-	if n := osdmap.Members(acting); n < k {
-		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, n, k)
-	}
-	mem := make([]*memberInfo, len(acting))
-	for i, o := range acting {
-		if o == osdmap.NoOSD {
-			continue
-		}
-		if o == d.id {
-			pg.mu.Lock()
-			mem[i] = &memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
-			pg.mu.Unlock()
-		} else {
-			mi, err := pg.query(ctx, iv, o, addrs[i])
-			if err != nil {
-				return err
-			}
-			mem[i] = &mi
-		}
-	}
-	tmem := make([]*memberInfo, len(bf.osds))
-	for i, o := range bf.osds {
-		mi, err := pg.query(ctx, iv, o, bf.addrs[i])
-		if err != nil {
-			return err
-		}
-		tmem[i] = &mi
-	}
-	// a member whose copy is of another shard (CRUSH moved it to another
-	// position) holds nothing of its position's: it counts as empty, and
-	// adopts the log as a copy with no history
-	var misplaced []memberInfo
-	reset := func(m *memberInfo, pos int) {
-		if m == nil || m.info.Shard == int32(pos) || (m.info.LastUpdate == Version{} && len(m.entries) == 0) {
-			return
-		}
-		misplaced = append(misplaced, *m)
-		*m = memberInfo{id: m.id, addr: m.addr, info: Info{Shard: int32(pos)}, intervals: m.intervals, leases: m.leases, reset: true}
-	}
-	for i := range mem {
-		reset(mem[i], i)
-	}
-	for i := range tmem {
-		reset(tmem[i], bf.shards[i])
-	}
-	// per shard position, the newest history of its acting member and its
-	// backfill target (both took every write of that shard)
-	newest := make([]*Version, len(acting))
-	for i, m := range mem {
-		if m != nil {
-			newest[i] = &m.info.LastUpdate
-		}
-	}
-	for i, m := range tmem {
-		if p := bf.shards[i]; p < len(newest) && (newest[p] == nil || newest[p].Less(m.info.LastUpdate)) {
-			newest[p] = &m.info.LastUpdate
-		}
-	}
-	var lus []Version
-	for _, v := range newest {
-		if v != nil {
-			lus = append(lus, *v)
-		}
-	}
-	if len(lus) < k {
-		return fmt.Errorf("pg %s incomplete: %d shards reachable, k=%d needed", pg.id, len(lus), k)
-	}
-	var reached []memberInfo
-	for _, m := range append(slices.Clone(mem), tmem...) {
-		if m != nil {
-			reached = append(reached, *m)
-		}
-	}
-	// shards whose OSD has no history of them (new to the PG, or moved
-	// from another position of it): a former member up with that shard,
-	// or a member that holds it at another position, keeps it acting, so
-	// that its data stays in use — without it the PG may even lack k
-	// shards to peer with
-	empty := func(i int) bool { return mem[i] != nil && mem[i].info.LastUpdate == (Version{}) }
-	if want := pg.shardsFromFormers(ctx, iv, acting, bf.osds, mq, reached, misplaced, empty, func(memberInfo) bool { return true }); want != nil {
-		d.log.Info("asking for pg_temp: former members keep the shards the up set has no history of", "pg", pg.id, "acting", acting, "want", want)
-		return d.pgTemp.request(pg, iv, want)
-	}
-	if err := pg.checkPrior(iv, reached, k); err != nil {
-		return err
-	}
-	if err := pg.waitPriorLeases(ctx, iv, mq, reached); err != nil {
-		return err
-	}
-	// 2. the authoritative version: the k-th newest
-	v := kthNewest(lus, k)
-	// a member moved to another position still holds its old shard's
-	// data: if writes past v are on k shards only counting such copies,
-	// rolling back would lose what may have been acknowledged — wait
-	// (for a pg_temp that puts them back, or the OSDs that held them)
-	var withMoved []Version // per position, as lus
-	moved := slices.Clone(newest)
-	for _, m := range misplaced {
-		if p := int(m.info.Shard); p >= 0 && p < len(moved) && (moved[p] == nil || moved[p].Less(m.info.LastUpdate)) {
-			moved[p] = &m.info.LastUpdate
-		}
-	}
-	for _, v := range moved {
-		if v != nil {
-			withMoved = append(withMoved, *v)
-		}
-	}
-	if vm := kthNewest(withMoved, k); v.Less(vm) {
-		return fmt.Errorf("pg %s incomplete: writes up to %s are on k=%d shards only counting copies of other shards' positions (%s); waiting for their OSDs to serve them", pg.id, vm, k, describeMembers(misplaced))
-	}
-	// 3. roll back what fewer than k shards hold (a backfill target took
-	// every write too)
-	auth := -1
-	all := append(slices.Clone(mem), tmem...)
-	rolled := make([]bool, len(all))
-	for i, m := range all {
-		if m == nil {
-			continue
-		}
-		if v.Less(m.info.LastUpdate) {
-			rolled[i] = true
-			if m.id == d.id {
-				err = pg.rollback(iv, v)
-			} else {
-				_, err = d.call(ctx, m.id, m.addr, msgECRollback, (&peerMsg{PG: pg.id, Interval: iv, Prev: v}).encode())
-			}
-			if err != nil {
-				return fmt.Errorf("roll back osd.%d to %s: %w", m.id, v, err)
-			}
-			m.info.LastUpdate = v
-			m.entries = slices.DeleteFunc(m.entries, func(e LogEntry) bool { return v.Less(e.Ver) })
-		}
-		// the authority: one not rolled back (its counts stand), this OSD
-		// among equals
-		if m.info.LastUpdate == v && (auth < 0 || (rolled[auth] && !rolled[i]) || (m.id == d.id && rolled[auth] == rolled[i])) {
-			auth = i
-		}
-	}
-	a := *all[auth]
-	if rolled[auth] { // its object and byte counts changed with the rollback
-		if a.id == d.id {
-			pg.mu.Lock()
-			a.info = pg.log.info
-			pg.mu.Unlock()
-		} else {
-			mi, err := pg.query(ctx, iv, a.id, a.addr)
-			if err != nil {
-				return err
-			}
-			a.info = mi.info
-		}
-	}
-	a.info.LastUpdate = v
-	// 4. what each shard lacks in that history; 5. every shard adopts it
-	var members []memberInfo // this OSD first, the backfill targets last
-	for _, m := range mem {
-		switch {
-		case m == nil:
-		case m.id == d.id:
-			members = append([]memberInfo{*m}, members...)
-		default:
-			members = append(members, *m)
-		}
-	}
-	for _, m := range tmem {
-		members = append(members, *m)
-	}
-	rec, err := pg.plan(ctx, a, members, members)
-	if err != nil {
-		return err
-	}
-	rec.shards, rec.k = mem, k
-	rec.targetShards = map[int32]int{}
-	for i, o := range bf.osds {
-		rec.targetShards[o] = bf.shards[i]
-	}
-	// 6. shards to backfill whole in the acting set: former members that
-	// hold them complete keep serving them
-	if want := pg.wantActingEC(ctx, iv, a, rec, acting, bf.osds, mq, reached); want != nil {
-		d.log.Info("asking for pg_temp: complete shards serve while the up set backfills", "pg", pg.id, "acting", acting, "want", want)
-		return d.pgTemp.request(pg, iv, want)
-	}
-	return pg.activatePlan(ctx, iv, a, rec)
-}
-
-// kthNewest returns the k-th newest of the versions (sorting them newest
-// first); the caller has at least k.
-func kthNewest(vs []Version, k int) Version {
-	slices.SortFunc(vs, newestFirst)
-	return vs[k-1]
-}
-
-// describeMembers names members and the shards their copies hold.
-func describeMembers(ms []memberInfo) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = fmt.Sprintf("osd.%d holds shard %d at %s", m.id, m.info.Shard, m.info.LastUpdate)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // shardFill is a shard of an object to rebuild: the shard at position
 // pos, on member m (an acting member, or a backfill target).
 type shardFill struct {
@@ -1100,16 +873,16 @@ func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid s
 	pg.mu.Lock()
 	pool := pg.pool
 	var fills []shardFill
-	for i, m := range r.shards {
-		if m != nil && r.lacks[m.id][oid] {
+	for i, m := range r.Shards {
+		if m != nil && r.Lacks[m.ID][oid] {
 			fills = append(fills, shardFill{i, *m})
 		}
 	}
 	direct := len(fills) == 0
-	for _, m := range r.members {
-		if pos, ok := r.targetShards[m.id]; ok && r.lacks[m.id][oid] {
+	for _, m := range r.Members {
+		if pos, ok := r.TargetShards[m.ID]; ok && r.Lacks[m.ID][oid] {
 			fills = append(fills, shardFill{pos, m})
-			direct = direct && r.shards[pos] != nil
+			direct = direct && r.Shards[pos] != nil
 		}
 	}
 	pg.mu.Unlock()
@@ -1131,11 +904,11 @@ func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid s
 			return err
 		}
 		// every shard is held at once while decoding
-		size, err := pg.shardSize(ctx, iv, r.shards, fills, oid)
+		size, err := pg.shardSize(ctx, iv, r.Shards, fills, oid)
 		if err != nil {
 			return err
 		}
-		if err := mem.hold(ctx, d, size*uint64(len(r.shards))); err != nil {
+		if err := mem.hold(ctx, d, size*uint64(len(r.Shards))); err != nil {
 			return err
 		}
 		if err := pg.recoverEC(ctx, cd, iv, r.sources(), oid, fills); err != nil {
@@ -1144,7 +917,7 @@ func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid s
 		d.perf.ecRebuilds.Add(1)
 	}
 	for _, f := range fills {
-		pg.filled(r, f.m.id, oid)
+		pg.filled(r, f.m.ID, oid)
 	}
 	return nil
 }
@@ -1154,13 +927,13 @@ func (pg *PG) recoverObjectEC(ctx context.Context, r *recovery, iv uint64, oid s
 // targets (they took every write of their shard since they joined).
 func (r *recovery) sources() []shardFill {
 	var srcs []shardFill
-	for i, m := range r.shards {
+	for i, m := range r.Shards {
 		if m != nil {
 			srcs = append(srcs, shardFill{i, *m})
 		}
 	}
-	for _, m := range r.members {
-		if pos, ok := r.targetShards[m.id]; ok {
+	for _, m := range r.Members {
+		if pos, ok := r.TargetShards[m.ID]; ok {
 			srcs = append(srcs, shardFill{pos, m})
 		}
 	}
@@ -1196,14 +969,14 @@ func (pg *PG) copyShards(ctx context.Context, r *recovery, iv uint64, oid string
 			objs[i] = want // deleted: nothing to read
 			continue
 		}
-		src := r.shards[f.pos]
+		src := r.Shards[f.pos]
 		obj, err := pg.pull(ctx, iv, *src, oid)
 		if err != nil {
 			return false, err
 		}
 		ver := slices.IndexFunc(obj.Attrs, func(a omap.KV) bool { return a.Key == attrVersion })
 		if !obj.Exists || ver < 0 || !bytes.Equal(obj.Attrs[ver].Value, want.Attrs[0].Value) {
-			d.log.Warn("backfill source holds another version of the object; decoding", "pg", pg.id, "object", oid, "shard", f.pos, "osd", src.id)
+			d.log.Warn("backfill source holds another version of the object; decoding", "pg", pg.id, "object", oid, "shard", f.pos, "osd", src.ID)
 			return false, nil
 		}
 		objs[i] = obj
@@ -1222,10 +995,10 @@ func (pg *PG) copyShards(ctx context.Context, r *recovery, iv uint64, oid string
 func (pg *PG) shardSize(ctx context.Context, iv uint64, shards []*memberInfo, fills []shardFill, oid string) (uint64, error) {
 	var err error
 	for _, m := range shards {
-		if m == nil || filling(fills, m.id) {
+		if m == nil || filling(fills, m.ID) {
 			continue
 		}
-		if m.id == pg.osd.id {
+		if m.ID == pg.osd.id {
 			st, serr := pg.osd.store.Stat(pg.coll, oid)
 			if serr != nil {
 				return 0, nil // absent here: nothing to hold
@@ -1246,7 +1019,7 @@ func (pg *PG) shardSize(ctx context.Context, iv uint64, shards []*memberInfo, fi
 
 // filling reports whether member o is one of the fills.
 func filling(fills []shardFill, o int32) bool {
-	return slices.ContainsFunc(fills, func(f shardFill) bool { return f.m.id == o })
+	return slices.ContainsFunc(fills, func(f shardFill) bool { return f.m.ID == o })
 }
 
 // recoverEC rebuilds an object's shards fills from k of the shards srcs
@@ -1265,19 +1038,19 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, srcs []sha
 	groups := map[key][][]byte{}
 	answered := 0
 	for _, src := range srcs {
-		if filling(fills, src.m.id) {
+		if filling(fills, src.m.ID) {
 			continue
 		}
 		obj, err := pg.pull(ctx, iv, src.m, oid)
 		if err != nil {
-			d.log.Warn("recovery source failed", "pg", pg.id, "object", oid, "shard", src.pos, "osd", src.m.id, "err", err)
+			d.log.Warn("recovery source failed", "pg", pg.id, "object", oid, "shard", src.pos, "osd", src.m.ID, "err", err)
 			continue
 		}
 		answered++
 		k := key{exists: obj.Exists}
 		for _, a := range obj.Attrs {
 			if a.Key == attrVersion {
-				k.ver = versionFrom(a.Value).Seq
+				k.ver = peering.VersionFrom(a.Value).Seq
 			}
 		}
 		shards := groups[k]

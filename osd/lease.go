@@ -285,10 +285,10 @@ func (pg *PG) leaseHeld(iv uint64, renew bool) (uint64, int32, string, error) {
 	var buf [16]int32
 	var abuf [16]string
 	pg.mu.Lock()
-	ids, addrs := append(append(buf[:0], pg.acting...), pg.backfill.osds...), append(append(abuf[:0], pg.addrs...), pg.backfill.addrs...)
-	cur, state := pg.interval, pg.state
+	ids, addrs := append(append(buf[:0], pg.ps.Interval.Acting...), pg.ps.Interval.Backfill.OSDs...), append(append(abuf[:0], pg.ps.Interval.Addrs...), pg.ps.Interval.Backfill.Addrs...)
+	cur, state := pg.ps.Interval.ID, pg.ps.State
 	pg.mu.Unlock()
-	if state != stateActive {
+	if !state.IsActive() {
 		return 0, -1, "", fmt.Errorf("%w: %s", osdop.ErrRetry, pg.describe())
 	}
 	if iv != 0 && cur != iv {
@@ -346,31 +346,24 @@ func (d *OSD) renewLease(id int32, addr string) chan struct{} {
 }
 
 // waitPriorLeases, on a primary about to activate in interval iv, waits
-// until no OSD of an earlier interval that it did not reach (reached: the
-// members and former members it queried, itself included, each having
-// answered with map mq or newer) can still be serving reads: each is
-// shown to be past it by a probe or, if down in mq, waited for until the
-// promises the reached OSDs made it run out. An OSD up in mq is only ever
-// cleared by a probe; after priorProbeLimit without one peering fails
-// and is retried.
-func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, mq *osdmap.Map, reached []memberInfo) error {
+// until no OSD of prior — the earlier intervals' OSDs and the strays that
+// peering did not reach (reached: the members and former members it
+// queried, itself included, each having answered with map mq or newer;
+// leases: the promises each of them made, from its answer) — can still be
+// serving reads: each is shown to be past it by a probe or, if down in
+// mq, waited for until the promises the reached OSDs made it run out. An
+// OSD up in mq is only ever cleared by a probe; after priorProbeLimit
+// without one peering fails and is retried.
+func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, mq *osdmap.Map, prior, reached []int32, leases map[int32]map[int32]time.Time) error {
 	d := pg.osd
-	pg.mu.Lock()
-	var prior []int32
-	for _, acting := range pg.intervals {
-		prior = append(prior, acting...)
-	}
-	prior = append(prior, pg.strays...)
-	pg.mu.Unlock()
-	slices.Sort(prior)
 	self := leaseDeadlines(d.promises(), time.Now())
 	type wait struct {
 		osd   int32
 		until time.Time // zero: up in mq, a probe must clear it
 	}
 	var waits []wait
-	for _, o := range slices.Compact(prior) {
-		if o < 0 || o == osdmap.NoOSD || o == d.id || slices.ContainsFunc(reached, func(mi memberInfo) bool { return mi.id == o }) {
+	for _, o := range prior {
+		if o == d.id || slices.Contains(reached, o) {
 			continue
 		}
 		if o < mq.MaxOSD() && mq.OSDs[o].Up {
@@ -378,8 +371,8 @@ func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, mq *osdmap.Map, re
 			continue
 		}
 		until := latest(self, o)
-		for _, mi := range reached {
-			if u := latest(mi.leases, o); u.After(until) {
+		for _, r := range reached {
+			if u := latest(leases[r], o); u.After(until) {
 				until = u
 			}
 		}
@@ -405,7 +398,7 @@ func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, mq *osdmap.Map, re
 	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		return context.Canceled
 	}
 	return nil

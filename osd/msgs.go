@@ -7,6 +7,7 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -110,11 +111,11 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 	e.U64(m.Interval)
 	e.U32(m.Prev.Epoch)
 	e.U64(m.Prev.Seq)
-	m.Entry.encode(e)
-	m.Info.encode(e)
+	m.Entry.Encode(e)
+	m.Info.Encode(e)
 	e.U32(uint32(len(m.Entries)))
 	for i := range m.Entries {
-		m.Entries[i].encode(e)
+		m.Entries[i].Encode(e)
 	}
 	e.String(m.OID)
 	e.Strings(m.Names)
@@ -155,12 +156,12 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 // decodePeerMsg reads a peerMsg; byte slices alias b.
 func decodePeerMsg(b []byte) (*peerMsg, error) {
 	d := wire.NewDecoder(b)
-	m := &peerMsg{PG: osdmap.PGID{Pool: d.I64(), Seed: d.U32()}, Interval: d.U64(), Prev: Version{d.U32(), d.U64()}}
-	m.Entry = decodeLogEntry(d)
-	m.Info = decodeInfo(d)
+	m := &peerMsg{PG: osdmap.PGID{Pool: d.I64(), Seed: d.U32()}, Interval: d.U64(), Prev: Version{Epoch: d.U32(), Seq: d.U64()}}
+	m.Entry = peering.DecodeLogEntry(d)
+	m.Info = peering.DecodeInfo(d)
 	n := d.Count(25)
 	for range n {
-		m.Entries = append(m.Entries, decodeLogEntry(d))
+		m.Entries = append(m.Entries, peering.DecodeLogEntry(d))
 	}
 	m.OID = d.String()
 	m.Names = d.Strings()

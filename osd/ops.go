@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -47,7 +48,7 @@ func (pg *PG) loadObject(oid string) (*object, error) {
 	}
 	o.exists, o.size = true, st.Size
 	if b, err := pg.osd.store.GetAttr(pg.coll, oid, attrVersion); err == nil {
-		o.version = versionFrom(b).Seq
+		o.version = peering.VersionFrom(b).Seq
 	}
 	return o, nil
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -598,7 +599,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			pg.setMapping(m, pool, mp, in, prev)
 			if p := mp.ActingPrimary; !in && p >= 0 && p < m.MaxOSD() && m.OSDs[p].Up {
 				pg.mu.Lock()
-				iv, told := pg.interval, pg.notified == pg.interval
+				iv, told := pg.ps.Interval.ID, pg.notified == pg.ps.Interval.ID
 				pg.mu.Unlock()
 				if !told {
 					d.wg.Add(1)
@@ -860,8 +861,8 @@ func (d *OSD) heartbeatPeers(m *osdmap.Map) []int32 {
 	d.mu.RLock()
 	for _, pg := range d.pgs {
 		pg.mu.Lock()
-		if pg.state != stateStray {
-			writers, _ := pg.writers()
+		if pg.ps.State != peering.Stray {
+			writers, _ := pg.ps.Interval.Writers()
 			for _, o := range writers {
 				shared[o] = true
 			}

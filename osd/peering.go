@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,41 +12,30 @@ import (
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
-// memberInfo is one acting member's answer to the primary's query.
-type memberInfo struct {
-	id        int32
-	addr      string
-	info      Info
-	entries   []LogEntry
-	intervals [][]int32 // its earlier acting sets that may have taken writes
-	missing   map[string]bool
-	leases    map[int32]time.Time // until when it promised OSDs read leases (lease.go)
-	// reset: an erasure-coded member whose copy is of another shard than
-	// its position's; peering treats it as holding nothing (its history
-	// says nothing of this shard), and it must adopt the log
-	reset bool
-}
+// The PG's peering shell: the decisions are the pure core's
+// (osd/peering: Machine for intervals and states, Attempt for one
+// primary's peering), and this file carries them out — queries, listings,
+// log adoption, rollbacks, lease waits, pg_temp requests and activation —
+// over the network and the object store.
+
+// memberInfo is one copy's answer to the primary's query.
+type memberInfo = peering.Member
 
 // peer brings the acting set of interval iv to one history and activates
 // the PG; it retries until it succeeds or the interval ends (ctx).
 func (pg *PG) peer(ctx context.Context, iv uint64) {
 	d := pg.osd
-	pg.mu.Lock()
-	once := pg.peerOnce
-	if pg.isEC {
-		once = pg.peerOnceEC
-	}
-	pg.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		// the intervals recorded at the MONs join those this OSD knows
 		// (their members are asked too), then the PG peers
 		err := pg.loadHistory(ctx)
 		if err == nil {
-			err = once(ctx, iv)
+			err = pg.peerOnce(ctx, iv)
 		}
 		if err == nil {
 			pg.recoverAll(ctx)
@@ -71,138 +58,171 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 	}
 }
 
+// peerOnce runs one peering attempt of interval iv: it starts a
+// peering.Attempt from the PG's state and carries out its actions until
+// the attempt ends.
 func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	d := pg.osd
+	m, _ := d.curMap() // the members answer with this map or newer
 	pg.mu.Lock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	acting, targets, strays := pg.acting, pg.backfill.osds, slices.Clone(pg.strays)
-	writers, addrs := pg.writers()
-	self := memberInfo{id: d.id, info: pg.log.info, entries: slices.Clone(pg.log.entries), missing: nameSet(pg.log.missingNames())}
+	c := peering.Config{Whoami: d.id, Interval: pg.ps.Interval, Past: slices.Clone(pg.ps.Past), Strays: slices.Clone(pg.ps.Strays),
+		TempAsked: pg.ps.TempAsked == iv, Map: peering.MapViewOf(m), Self: pg.localMember()}
+	pool := pg.pool
 	pg.mu.Unlock()
-	m, _ := d.curMap()
-
-	// 1. every member's info, log and missing set: the acting set's, then
-	// the backfill targets'
-	members := []memberInfo{self}
-	for i, o := range writers {
-		if o == d.id || o == osdmap.NoOSD {
-			continue
-		}
-		mi, err := pg.query(ctx, iv, o, addrs[i])
+	if c.Interval.EC {
+		cd, err := d.codec(ctx, pool)
 		if err != nil {
 			return err
 		}
-		members = append(members, mi)
+		c.K = cd.Profile().K
 	}
-	// earlier members that are up may hold newer writes (the PG moved),
-	// or the only copies of objects the acting set lacks
-	var others []memberInfo
-	for _, o := range pg.formerMembers(m, members, strays, acting) {
-		mi, err := pg.query(ctx, iv, o, m.OSDs[o].BackAddr())
-		if err != nil {
-			return fmt.Errorf("former member: %w", err)
+	run := &peerRun{pg: pg, iv: iv, m: m, leases: map[int32]map[int32]time.Time{}}
+	a := peering.NewAttempt(c)
+	acts := a.Start()
+	for {
+		ev, err := run.do(ctx, acts)
+		if ev == nil || err != nil { // the attempt ended
+			return err
 		}
-		others = append(others, mi)
+		acts = a.Step(ev)
 	}
-	// 2. the authoritative history: the newest last_update (ties: ours),
-	// once every earlier interval that may have taken writes is heard from
-	all := append(slices.Clone(members), others...)
-	if err := pg.checkPrior(iv, all, 1); err != nil {
-		return err
-	}
-	if err := pg.waitPriorLeases(ctx, iv, m, all); err != nil {
-		return err
-	}
-	auth := 0
-	for i, m := range all {
-		if all[auth].info.LastUpdate.Less(m.info.LastUpdate) {
-			auth = i
+}
+
+// localMember is this OSD's own copy as peering sees it (pg.mu held).
+func (pg *PG) localMember() memberInfo {
+	return memberInfo{ID: pg.osd.id, Info: pg.log.info, Entries: slices.Clone(pg.log.entries), Missing: nameSet(pg.log.missingNames())}
+}
+
+// peerRun is one attempt's shell: what it learnt that the pure core does
+// not keep (the read leases the members promised, which need clocks).
+type peerRun struct {
+	pg     *PG
+	iv     uint64
+	m      *osdmap.Map
+	leases map[int32]map[int32]time.Time // by member: until when it promised OSDs read leases
+}
+
+// do carries out a list of the attempt's actions and returns the answer
+// to the last; or no answer when they end the attempt, with the error it
+// ended with (nil: activated).
+func (r *peerRun) do(ctx context.Context, acts []peering.Action) (peering.Event, error) {
+	pg, d := r.pg, r.pg.osd
+	for _, act := range acts {
+		switch a := act.(type) {
+		case peering.Progress:
+			pg.mu.Lock()
+			pg.ps.Progress(r.iv, a.State, a.Why)
+			pg.notify()
+			pg.mu.Unlock()
+		case peering.MergePast:
+			pg.mu.Lock()
+			if pg.ps.Interval.ID == r.iv {
+				pg.ps.AddPast(a.Sets)
+			}
+			pg.mu.Unlock()
+		case peering.Query:
+			var ms []memberInfo
+			for _, t := range a.Targets {
+				mi, err := r.query(ctx, t)
+				switch {
+				case err != nil && a.Optional:
+					d.log.Debug("former member not asked for its shard", "pg", pg.id, "osd", t.OSD, "err", err)
+				case err != nil && a.Former:
+					return nil, fmt.Errorf("former member: %w", err)
+				case err != nil:
+					return nil, err
+				default:
+					ms = append(ms, mi)
+				}
+			}
+			return peering.Infos{Members: ms}, nil
+		case peering.List:
+			names := map[int32][]string{}
+			for _, t := range a.Targets {
+				n, err := pg.list(ctx, t)
+				if err != nil {
+					return nil, err
+				}
+				names[t.OSD] = n
+			}
+			d.log.Info("backfill: logs do not overlap", "pg", pg.id, "listed", a.Targets)
+			return peering.Listed{Names: names}, nil
+		case peering.WaitLeases:
+			if err := pg.waitPriorLeases(ctx, r.iv, r.m, a.Prior, a.Reached, r.leases); err != nil {
+				return nil, err
+			}
+			return peering.Done{}, nil
+		case peering.RollBack:
+			for _, t := range a.Targets {
+				var err error
+				if t.OSD == d.id {
+					err = pg.rollback(r.iv, a.To)
+				} else {
+					_, err = d.call(ctx, t.OSD, t.Addr, msgECRollback, (&peerMsg{PG: pg.id, Interval: r.iv, Prev: a.To}).encode())
+				}
+				if err != nil {
+					return nil, fmt.Errorf("roll back osd.%d to %s: %w", t.OSD, a.To, err)
+				}
+			}
+			return peering.Done{}, nil
+		case peering.SendLogs:
+			for _, l := range a.Logs {
+				var err error
+				if l.To.OSD == d.id {
+					err = pg.adoptLog(r.iv, l.Info, l.Entries, l.Missing)
+				} else {
+					_, err = d.call(ctx, l.To.OSD, l.To.Addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: r.iv, Info: l.Info, Entries: l.Entries, Missing: l.Missing}).encode())
+				}
+				if err != nil {
+					return nil, fmt.Errorf("log to osd.%d: %w", l.To.OSD, err)
+				}
+			}
+			return peering.Done{}, nil
+		case peering.Fail:
+			return nil, a.Err
+		case peering.RequestPGTemp:
+			pg.mu.Lock()
+			acting := slices.Clone(pg.ps.Interval.Acting)
+			pg.mu.Unlock()
+			d.log.Info("asking for pg_temp: "+a.Why, "pg", pg.id, "acting", acting, "want", a.Want)
+			return nil, d.pgTemp.request(pg, r.iv, a.Want)
+		case peering.Activate:
+			var rec *recovery
+			if a.Plan != nil {
+				rec = &recovery{Plan: a.Plan}
+				d.log.Info("peered; recovering", "pg", pg.id, "from", a.Auth.ID, "object_copies", rec.Count(), "backfill", rec.Backfill, "last_update", a.Auth.Info.LastUpdate)
+			}
+			return nil, pg.activate(ctx, r.iv, rec)
+		default:
+			return nil, fmt.Errorf("pg %s: peering asked for %T", pg.id, act)
 		}
 	}
-	// 3. what each copy lacks in that history; 4. every member adopts it
-	rec, err := pg.plan(ctx, all[auth], members, all)
+	return nil, fmt.Errorf("pg %s: peering's actions end without one to answer", pg.id)
+}
+
+// query asks member t for its info and log of the PG (this OSD answers
+// from its own copy), and keeps the read leases it promised.
+func (r *peerRun) query(ctx context.Context, t peering.Target) (memberInfo, error) {
+	pg := r.pg
+	if t.OSD == pg.osd.id {
+		pg.mu.Lock()
+		defer pg.mu.Unlock()
+		return pg.localMember(), nil
+	}
+	b, err := pg.osd.call(ctx, t.OSD, t.Addr, msgPGQuery, (&peerMsg{PG: pg.id, Interval: r.iv}).encode())
 	if err != nil {
-		return err
+		return memberInfo{}, fmt.Errorf("query osd.%d: %w", t.OSD, err)
 	}
-	// 5. copies to backfill in the acting set: keep complete ones serving
-	if want := pg.wantActing(rec, acting, targets); want != nil {
-		d.log.Info("asking for pg_temp: complete copies serve while the up set backfills", "pg", pg.id, "acting", acting, "want", want)
-		return d.pgTemp.request(pg, iv, want)
+	pm, err := decodePeerMsg(b)
+	if err != nil {
+		return memberInfo{}, fmt.Errorf("query osd.%d: %w", t.OSD, err)
 	}
-	return pg.activatePlan(ctx, iv, all[auth], rec)
-}
-
-// formerMembers lists the OSDs outside acting that are up in map m and
-// may hold a copy of the PG: strays, and the members of the earlier
-// intervals this OSD and the reached members know of.
-func (pg *PG) formerMembers(m *osdmap.Map, members []memberInfo, strays, acting []int32) []int32 {
-	past := slices.Clone(strays)
-	for _, mi := range members {
-		for _, a := range mi.intervals {
-			past = append(past, a...)
-		}
-	}
-	pg.mu.Lock()
-	for _, a := range pg.intervals {
-		past = append(past, a...)
-	}
-	pg.mu.Unlock()
-	slices.Sort(past)
-	return slices.DeleteFunc(slices.Compact(past), func(o int32) bool {
-		return o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Up || slices.Contains(acting, o)
-	})
-}
-
-// plan works out what each copy in peers — the acting members (this OSD
-// first), then former members — lacks in the authoritative history a
-// (Ceph's peer_missing). Internal objects (erasure-coded rollback stashes)
-// are each copy's own and never recovered.
-func (pg *PG) plan(ctx context.Context, a memberInfo, members, peers []memberInfo) (*recovery, error) {
-	rec := &recovery{members: members, peers: peers, lacks: map[int32]map[string]bool{}, whole: map[int32]bool{}}
-	for _, mi := range peers {
-		set, backfill, err := pg.lacks(ctx, a, mi)
-		if err != nil {
-			return nil, err
-		}
-		maps.DeleteFunc(set, func(oid string, _ bool) bool { return isInternal(oid) })
-		rec.lacks[mi.id] = set
-		rec.whole[mi.id] = backfill
-		rec.backfill = rec.backfill || (backfill && slices.ContainsFunc(members, func(x memberInfo) bool { return x.id == mi.id }))
-	}
-	return rec, nil
-}
-
-// activatePlan has every acting member adopt the authoritative log a with
-// the missing set rec gives it (those that hold both already are
-// skipped), then activates the PG with rec as its recovery (none if
-// every copy is complete).
-func (pg *PG) activatePlan(ctx context.Context, iv uint64, a memberInfo, rec *recovery) error {
-	d := pg.osd
-	for _, m := range rec.members {
-		lacks := rec.lacks[m.id]
-		if !m.reset && m.info.LastUpdate == a.info.LastUpdate && len(m.entries) == len(a.entries) && m.info.Objects == a.info.Objects && maps.Equal(m.missing, lacks) {
-			continue
-		}
-		missing := slices.Sorted(maps.Keys(lacks))
-		var err error
-		if m.id == d.id {
-			err = pg.adoptLog(iv, a.info, a.entries, missing)
-		} else {
-			_, err = d.call(ctx, m.id, m.addr, msgPGLog, (&peerMsg{PG: pg.id, Interval: iv, Info: a.info, Entries: a.entries, Missing: missing}).encode())
-		}
-		if err != nil {
-			return fmt.Errorf("log to osd.%d: %w", m.id, err)
-		}
-	}
-	if n := rec.count(); n > 0 {
-		d.log.Info("peered; recovering", "pg", pg.id, "from", a.id, "object_copies", n, "backfill", rec.backfill, "last_update", a.info.LastUpdate)
-	} else {
-		rec = nil
-	}
-	return pg.activate(ctx, iv, rec)
+	r.leases[t.OSD] = leaseDeadlines(pm.Leases, time.Now())
+	return memberInfo{ID: t.OSD, Addr: t.Addr, Info: pm.Info, Entries: pm.Entries, Intervals: pm.Intervals, Missing: nameSet(pm.Missing)}, nil
 }
 
 // activate makes the PG serve I/O after peering in interval iv.
@@ -230,15 +250,14 @@ func (pg *PG) activate(ctx context.Context, iv uint64, rec *recovery) error {
 // former members delete their copies if the PG is clean.
 func (pg *PG) settled(iv uint64) {
 	pg.mu.Lock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		pg.mu.Unlock()
 		return
 	}
-	pg.intervals = nil
-	acting, addrs := pg.writers()
 	// every backfill target is complete (or the pg_temp only reorders the
 	// up set): the up set takes over, unless the pg_temp still serves
-	remapped := len(pg.backfill.osds) > 0 || (!slices.Equal(pg.acting, pg.upSet) && !pg.tempServes())
+	remapped, _ := pg.ps.Settled(iv)
+	acting, addrs := pg.ps.Interval.Writers()
 	pg.mu.Unlock()
 	// the members forget the earlier intervals before the map that clears
 	// a pg_temp ends this one (they would not take the message then, and
@@ -266,30 +285,12 @@ func (pg *PG) settled(iv uint64) {
 	pg.purgeStrays(iv)
 }
 
-// tempServes reports whether a pg_temp without backfill targets still
-// serves (pg.mu held): the acting set holds every OSD of the up set and
-// more (the up set lacks OSDs that are down: the pg_temp keeps their
-// complete copies), or, on an erasure-coded PG, holds them at other
-// positions (swapped: the pg_temp keeps shards where their OSDs hold
-// them, see shardsFromFormers). A replicated pg_temp that only reorders
-// the up set does not.
-func (pg *PG) tempServes() bool {
-	for _, o := range pg.upSet {
-		if o != osdmap.NoOSD && !slices.Contains(pg.acting, o) {
-			return false
-		}
-	}
-	return pg.isEC || osdmap.Members(pg.acting) > osdmap.Members(pg.upSet)
-}
-
 // handleActivated: the primary's copy and every member's hold the writes
 // of every earlier interval.
 func (pg *PG) handleActivated(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval == pm.Interval {
-		pg.intervals = nil
-	}
+	pg.ps.Settled(pm.Interval)
 	return nil
 }
 
@@ -299,10 +300,9 @@ func (pg *PG) handleActivated(pm *peerMsg) error {
 func (pg *PG) setActive(ctx context.Context, iv uint64, rec *recovery) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != iv || ctx.Err() != nil {
+	if ctx.Err() != nil || !pg.ps.Activate(iv, rec != nil, rec != nil && rec.Backfill) {
 		return context.Canceled
 	}
-	pg.state = stateActive
 	pg.rec = rec
 	clear(pg.pending)
 	pg.notify()
@@ -454,75 +454,6 @@ func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint
 	return ctx.Err()
 }
 
-// errPGDown means peering waits for OSDs of an earlier interval.
-var errPGDown = errors.New("pg down")
-
-// checkPrior refuses to choose a history while an earlier interval that
-// may have accepted writes has fewer than need OSDs among the reached
-// members (replicated: 1, every member of an interval holds its
-// acknowledged writes; erasure-coded: k, to rebuild them): the PG is
-// down until they return, rather than serve or roll back to an older
-// history (Ceph's PriorSet "down"); an erasure-coded interval's need
-// counts shards (a backfill target and the acting member of its shard
-// are one). OSDs declared lost (`shoal osd lost`)
-// are not waited for.
-func (pg *PG) checkPrior(iv uint64, reached []memberInfo, need int) error {
-	om, _ := pg.osd.curMap() // before pg.mu: the OSD's lock comes first
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	// every member's history: a primary that was down then knows none of it
-	for _, m := range reached {
-		for _, acting := range m.intervals {
-			if !slices.ContainsFunc(pg.intervals, func(a []int32) bool { return slices.Equal(a, acting) }) {
-				pg.intervals = append(pg.intervals, acting)
-			}
-		}
-	}
-	// an erasure-coded PG's prior sets are by position (priorSet): it
-	// counts the shards reached, not the OSDs
-	position := func(j int) int { return j }
-	if pg.isEC && pg.pool != nil {
-		position = func(j int) int { return j % pg.pool.Size }
-	}
-	for _, acting := range pg.intervals {
-		reachedAt := map[int]bool{} // positions (replicated: entries) reached
-		var missing []string
-		for j, o := range acting {
-			if o == osdmap.NoOSD {
-				continue
-			}
-			if slices.ContainsFunc(reached, func(m memberInfo) bool { return m.id == o }) {
-				reachedAt[position(j)] = true
-			} else if o < om.MaxOSD() && om.OSDs[o].Exists && !om.OSDs[o].Lost { // a removed OSD is lost
-				missing = append(missing, fmt.Sprintf("osd.%d", o))
-			}
-		}
-		if n := len(reachedAt); n < need && len(missing) > 0 { // every OSD not reached is lost: go on without it
-			why := fmt.Sprintf("acting set %v of an earlier interval may have accepted writes and %d of its OSDs are reachable (%d needed): waiting for %s",
-				acting, n, need, strings.Join(missing, ", "))
-			if pg.interval == iv && (pg.state == statePeering || pg.state == stateDown) {
-				pg.state, pg.downReason = stateDown, why
-				pg.notify()
-			}
-			return fmt.Errorf("%w: %s (or shoal osd lost)", errPGDown, why)
-		}
-	}
-	return nil
-}
-
-// query asks member o (at addr) for its info and log of the PG.
-func (pg *PG) query(ctx context.Context, iv uint64, o int32, addr string) (memberInfo, error) {
-	b, err := pg.osd.call(ctx, o, addr, msgPGQuery, (&peerMsg{PG: pg.id, Interval: iv}).encode())
-	if err != nil {
-		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
-	}
-	pm, err := decodePeerMsg(b)
-	if err != nil {
-		return memberInfo{}, fmt.Errorf("query osd.%d: %w", o, err)
-	}
-	return memberInfo{id: o, addr: addr, info: pm.Info, entries: pm.Entries, intervals: pm.Intervals, missing: nameSet(pm.Missing), leases: leaseDeadlines(pm.Leases, time.Now())}, nil
-}
-
 // pull reads an object whole (data, attributes, omap; Exists false if
 // absent) from member m, this OSD included.
 func (pg *PG) pull(ctx context.Context, iv uint64, m memberInfo, oid string) (*objState, error) {
@@ -533,23 +464,23 @@ func (pg *PG) pull(ctx context.Context, iv uint64, m memberInfo, oid string) (*o
 // pullUpTo pulls an object whose data is at most max bytes (0: any size);
 // a larger one is not sent: obj is nil and size says how large it is.
 func (pg *PG) pullUpTo(ctx context.Context, iv uint64, m memberInfo, oid string, max uint64) (obj *objState, size uint64, err error) {
-	if m.id == pg.osd.id {
+	if m.ID == pg.osd.id {
 		obj, err := pg.readWhole(oid)
 		return obj, 0, err
 	}
-	b, err := pg.osd.call(ctx, m.id, m.addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Len: max}).encode())
+	b, err := pg.osd.call(ctx, m.ID, m.Addr, msgPull, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Len: max}).encode())
 	if err != nil {
-		return nil, 0, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+		return nil, 0, fmt.Errorf("pull %s from osd.%d: %w", oid, m.ID, err)
 	}
 	pm, err := decodePeerMsg(b)
 	if err != nil {
-		return nil, 0, fmt.Errorf("pull %s from osd.%d: %w", oid, m.id, err)
+		return nil, 0, fmt.Errorf("pull %s from osd.%d: %w", oid, m.ID, err)
 	}
 	if pm.Obj == nil && max > 0 && pm.Len > max {
 		return nil, pm.Len, nil
 	}
 	if pm.Obj == nil {
-		return nil, 0, fmt.Errorf("%w: pull %s from osd.%d: no object in the reply", osdop.ErrInvalid, oid, m.id)
+		return nil, 0, fmt.Errorf("%w: pull %s from osd.%d: no object in the reply", osdop.ErrInvalid, oid, m.ID)
 	}
 	return pm.Obj, 0, nil
 }
@@ -562,59 +493,21 @@ func (pg *PG) push(ctx context.Context, iv uint64, m memberInfo, oid string, obj
 	pg.mu.Lock()
 	at := pg.log.info.LastUpdate
 	pg.mu.Unlock()
-	if m.id == pg.osd.id {
+	if m.ID == pg.osd.id {
 		return pg.install(oid, obj, at)
 	}
-	if _, err := pg.osd.call(ctx, m.id, m.addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj, Prev: at}).encode()); err != nil {
-		return fmt.Errorf("push %s to osd.%d: %w", oid, m.id, err)
+	if _, err := pg.osd.call(ctx, m.ID, m.Addr, msgPush, (&peerMsg{PG: pg.id, Interval: iv, OID: oid, Obj: obj, Prev: at}).encode()); err != nil {
+		return fmt.Errorf("push %s to osd.%d: %w", oid, m.ID, err)
 	}
 	return nil
 }
 
-// missing lists the objects member m must receive to match the
-// authoritative a: those a's log names after the last entry they share,
-// plus those m wrote after it (divergent writes a never saw). When the
-// logs share nothing, every object either holds (a backfill: backfill is
-// true).
-func (pg *PG) missing(ctx context.Context, a, m memberInfo) (oids []string, backfill bool, err error) {
-	al := &pgLog{info: a.info, entries: a.entries}
-	if objs, ok := al.since(m.info.LastUpdate); ok {
-		return slices.Sorted(maps.Keys(objs)), false, nil
-	}
-	inA := map[Version]bool{a.info.LogTail: true}
-	for _, e := range a.entries {
-		inA[e.Ver] = true
-	}
-	for i := len(m.entries) - 1; i >= 0; i-- {
-		if !inA[m.entries[i].Ver] {
-			continue
-		}
-		objs, _ := al.since(m.entries[i].Ver)
-		for _, e := range m.entries[i+1:] {
-			objs[e.OID] = true
-		}
-		return slices.Sorted(maps.Keys(objs)), false, nil
-	}
-	// no common entry: compare full listings
-	all := map[string]bool{}
-	for _, mem := range []memberInfo{a, m} {
-		names, err := pg.list(ctx, mem)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, n := range names {
-			all[n] = true
-		}
-	}
-	pg.osd.log.Info("backfill: logs do not overlap", "pg", pg.id, "from", a.id, "to", m.id, "objects", len(all))
-	return slices.Sorted(maps.Keys(all)), true, nil
-}
-
-func (pg *PG) list(ctx context.Context, m memberInfo) ([]string, error) {
-	if m.id == pg.osd.id {
+// list lists the objects of member m's copy (this OSD's included).
+func (pg *PG) list(ctx context.Context, m peering.Target) ([]string, error) {
+	if m.OSD == pg.osd.id {
 		return pg.listLocal()
 	}
-	b, err := pg.osd.call(ctx, m.id, m.addr, msgPGList, (&peerMsg{PG: pg.id, Interval: pg.intervalNow()}).encode())
+	b, err := pg.osd.call(ctx, m.OSD, m.Addr, msgPGList, (&peerMsg{PG: pg.id, Interval: pg.intervalNow()}).encode())
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +521,7 @@ func (pg *PG) list(ctx context.Context, m memberInfo) ([]string, error) {
 func (pg *PG) intervalNow() uint64 {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	return pg.interval
+	return pg.ps.Interval.ID
 }
 
 func (pg *PG) listLocal() ([]string, error) {
@@ -742,7 +635,7 @@ func (pg *PG) install(oid string, obj *objState, at Version) error {
 func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []string) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		return fmt.Errorf("%w: interval changed", osdop.ErrRetry)
 	}
 	// this copy's shard and rollback state stay its own
@@ -789,10 +682,10 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 func (pg *PG) checkInterval(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.state == stateStray {
+	if pg.ps.State == peering.Stray {
 		return nil
 	}
-	if pg.interval != pm.Interval {
+	if pg.ps.Interval.ID != pm.Interval {
 		return fmt.Errorf("%w: pg %s on osd.%d is in another interval", osdop.ErrRetry, pg.id, pg.osd.id)
 	}
 	return nil
@@ -804,7 +697,7 @@ func (pg *PG) handleQuery(ctx context.Context, pm *peerMsg) ([]byte, error) {
 	}
 	pg.mu.Lock()
 	// writes already submitted must be durable before we describe them
-	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...), Intervals: slices.Clone(pg.intervals),
+	reply := &peerMsg{PG: pg.id, Info: pg.log.info, Entries: append([]LogEntry(nil), pg.log.entries...), Intervals: slices.Clone(pg.ps.Past),
 		Missing: pg.log.missingNames()}
 	pg.mu.Unlock()
 	reply.Leases = pg.osd.promises() // after the asker's map (dispatch): every promise to an OSD down in it is here
@@ -854,7 +747,7 @@ func (pg *PG) handleLog(pm *peerMsg) error {
 func (pg *PG) checkWrite(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != pm.Interval || pg.state != stateReplica {
+	if pg.ps.Interval.ID != pm.Interval || pg.ps.State != peering.ReplicaActive {
 		return fmt.Errorf("%w: pg %s on osd.%d is not a replica of this interval", osdop.ErrRetry, pg.id, pg.osd.id)
 	}
 	return nil

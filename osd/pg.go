@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -14,18 +13,9 @@ import (
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
-)
-
-// PG states (Ceph's names).
-const (
-	statePeering  = "peering"
-	stateDown     = "down"              // peering waits for OSDs of an earlier interval
-	stateActive   = "active"            // serves I/O; stateName adds clean, degraded, recovering...
-	stateInactive = "undersized+peered" // below min_size: no I/O
-	stateReplica  = "replica"
-	stateStray    = "stray"
 )
 
 // PG is one placement group on this OSD.
@@ -37,37 +27,18 @@ type PG struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed on every change of state or applied version
 	pool    *osdmap.Pool
-	acting  []int32
-	addrs   []string // of the acting set, with nonces
-	// backfill holds the up set's OSDs outside the acting set while a
-	// pg_temp keeps the old acting set serving: backfill targets, which
-	// take every write (on a replicated PG as a log entry only, for an
-	// object their copy still lacks) and are filled in the background.
-	backfill  backfillSet
-	upSet     []int32         // CRUSH's choice, down OSDs removed
-	tempAsked uint64          // the interval in which peering asked for a pg_temp
-	ivEpoch   osdmap.Epoch    // the map epoch in which this OSD saw the interval begin
-	recorded  monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
-	primary   int32
-	interval  uint64 // identifies the acting set (members and their instances)
-	epoch     osdmap.Epoch
-	state     string
-	// downReason says what a down PG waits for (checkPrior); reported
-	// only while state is stateDown
-	downReason string
-	log        *pgLog
-	applied    Version // the newest write submitted to the store, in log order
-	// intervals are the acting sets since the PG last settled here (every
-	// copy complete; that one included) that had min_size members, so may
-	// have accepted writes, each with its backfill targets (which logged
-	// every write too): peering needs enough of each (Ceph's
-	// past_intervals and PriorSet; kept in memory only).
-	intervals [][]int32
-	// strays are OSDs that left the acting set and may still hold a copy —
-	// writes the members lack, or the only copies of objects they lack: the
-	// primary asks them too when it peers, and tells them to delete their
-	// copies once the PG is clean.
-	strays   []int32
+	// ps is the PG's peering state (osd/peering): its interval — acting
+	// set, up set, backfill targets (the up set's OSDs outside the acting
+	// set while a pg_temp keeps the old acting set serving: they take
+	// every write, on a replicated PG as a log entry only for an object
+	// their copy still lacks, and are filled in the background) — its
+	// past intervals, strays and state. The OSD carries out what it
+	// decides.
+	ps       peering.Machine
+	recorded monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
+	epoch    osdmap.Epoch
+	log      *pgLog
+	applied  Version // the newest write submitted to the store, in log order
 	objLocks map[string]*objLock
 	cancel   context.CancelFunc // of the running peering
 	// erasure-coded PGs: this OSD's shard (its position in acting), and on
@@ -91,7 +62,7 @@ type objLock struct {
 
 func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
 	return &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
-		objLocks: map[string]*objLock{}, primary: -1, state: stateStray, pending: map[uint64]bool{}}
+		objLocks: map[string]*objLock{}, ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{}}
 }
 
 // setShard records which shard of an erasure-coded PG this OSD holds
@@ -112,103 +83,6 @@ func (pg *PG) notify() {
 	pg.changed = make(chan struct{})
 }
 
-// intervalID identifies an interval (Ceph's past_interval boundaries): the
-// acting set, each member's instance and the epoch it last came up
-// (up_from: an OSD marked down and up again at the same address, in maps
-// a peer may have skipped, still ends the interval), the backfill
-// targets', the up set (as in Ceph: a pg_temp that no longer serves is
-// cleared once the up set changes) and the pool's size and min_size, any
-// change of which makes a new interval that must peer.
-func intervalID(acting []int32, addrs []string, bf backfillSet, up []int32, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
-	h := fnv.New64a()
-	if pool != nil {
-		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
-	}
-	fmt.Fprintf(h, "up%v;", up)
-	for i, o := range acting {
-		fmt.Fprintf(h, "%d@%s#%d,", o, addrs[i], upFrom(o))
-	}
-	if len(bf.osds) > 0 {
-		fmt.Fprint(h, ";backfill:")
-		for i, o := range bf.osds {
-			fmt.Fprintf(h, "%d@%s#%d", o, bf.addrs[i], upFrom(o))
-			if bf.shards != nil {
-				fmt.Fprintf(h, "s%d", bf.shards[i])
-			}
-			fmt.Fprint(h, ",")
-		}
-	}
-	return h.Sum64()
-}
-
-// writers are the OSDs that take every write of the PG's interval — the
-// acting set (with its holes), then the backfill targets — and their
-// addresses (pg.mu held).
-func (pg *PG) writers() ([]int32, []string) {
-	return append(slices.Clone(pg.acting), pg.backfill.osds...), append(slices.Clone(pg.addrs), pg.backfill.addrs...)
-}
-
-// priorSet is what peering must hear from of the current interval once
-// it ends, if it may have taken writes (pg.mu held): its writers. On an
-// erasure-coded PG they are by position: the acting set, then, with
-// backfill targets, a second row of the pool's size holding each target
-// at its shard's position (NoOSD elsewhere) — a target holds the same
-// shard as the acting member beside it, and checkPrior counts shards,
-// not OSDs.
-func (pg *PG) priorSet() []int32 {
-	if !pg.isEC {
-		w, _ := pg.writers()
-		return w
-	}
-	prior := slices.Clone(pg.acting)
-	if len(pg.backfill.osds) > 0 {
-		row := make([]int32, len(pg.acting))
-		for i := range row {
-			row[i] = osdmap.NoOSD
-		}
-		for i, o := range pg.backfill.osds {
-			if p := pg.backfill.shards[i]; p < len(row) {
-				row[p] = o
-			}
-		}
-		prior = append(prior, row...)
-	}
-	return prior
-}
-
-// backfillSet is a PG's backfill targets: OSDs, their addresses and, on
-// an erasure-coded PG, the shard each is filled with (nil otherwise).
-type backfillSet struct {
-	osds   []int32
-	addrs  []string
-	shards []int
-}
-
-// backfillTargets are the up set's OSDs outside the acting set, which a
-// pg_temp keeps serving while they backfill (Ceph's backfill_targets),
-// with their addresses. On an erasure-coded PG a target is filled with
-// the shard of its up position, where the acting set's OSD differs; an
-// OSD that also acts (for another shard: one copy of the PG per OSD) is
-// not a target, its shard is rebuilt once the pg_temp goes.
-func backfillTargets(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping) backfillSet {
-	var bf backfillSet
-	if pool == nil {
-		return bf
-	}
-	ec := !pool.CanShiftOSDs()
-	for i, o := range mp.Up {
-		if o < 0 || o >= m.MaxOSD() || slices.Contains(mp.Acting, o) {
-			continue
-		}
-		bf.osds = append(bf.osds, o)
-		bf.addrs = append(bf.addrs, m.OSDs[o].BackAddr())
-		if ec {
-			bf.shards = append(bf.shards, i)
-		}
-	}
-	return bf
-}
-
 // setMapping applies a new map's mapping of the PG (the OSD's map lock is
 // held). A new interval cancels running peering and, on the primary,
 // starts it again.
@@ -216,31 +90,19 @@ func backfillTargets(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping) backfi
 // prev is the PG's acting set in the previous map, for a PG this OSD did
 // not know before.
 func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool, prev []int32) {
-	addrs := make([]string, len(mp.Acting))
-	for i, o := range mp.Acting {
-		if o >= 0 && o < m.MaxOSD() {
-			addrs[i] = m.OSDs[o].BackAddr()
-		}
-	}
-	bf := backfillTargets(m, pool, mp)
-	upFrom := func(o int32) osdmap.Epoch {
-		if o >= 0 && o < m.MaxOSD() {
-			return m.OSDs[o].UpFrom
-		}
-		return 0
-	}
-	iv := intervalID(mp.Acting, addrs, bf, mp.Up, upFrom, pool)
+	iv := peering.NewInterval(m, pool, mp, m.Epoch)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.pool = pool
 	pg.epoch = m.Epoch
-	pg.isEC = pool != nil && pool.Type == osdmap.PoolErasure
+	pg.isEC = iv.EC
 	if pos := slices.Index(mp.Acting, pg.osd.id); pg.isEC && pos >= 0 {
 		pg.setShard(pos)
-	} else if t := slices.Index(bf.osds, pg.osd.id); pg.isEC && t >= 0 {
-		pg.setShard(bf.shards[t])
+	} else if t := slices.Index(iv.Backfill.OSDs, pg.osd.id); pg.isEC && t >= 0 {
+		pg.setShard(iv.Backfill.Shards[t])
 	}
-	if iv == pg.interval && pg.state != stateStray {
+	changed, peer := pg.ps.AdvMap(iv, in, prev)
+	if !changed {
 		return
 	}
 	if pg.cancel != nil {
@@ -248,44 +110,24 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 		pg.cancel = nil
 	}
 	pg.rec = nil
-	// the OSDs that took every write of the interval ending: its acting
-	// set and backfill targets (their logs hold all of them)
-	old, _ := pg.writers()
-	prior := pg.priorSet()
-	acted := osdmap.Members(pg.acting)
-	if pg.interval == 0 {
-		old, prior, acted = prev, prev, osdmap.Members(prev)
-	}
-	for _, o := range old {
-		if o >= 0 && !slices.Contains(mp.Acting, o) && !slices.Contains(pg.strays, o) {
-			pg.strays = append(pg.strays, o)
-		}
-	}
-	pg.strays = slices.DeleteFunc(pg.strays, func(o int32) bool { return slices.Contains(mp.Acting, o) || slices.Contains(bf.osds, o) })
-	if pool != nil && acted >= pool.MinSize && (len(pg.intervals) == 0 || !slices.Equal(pg.intervals[len(pg.intervals)-1], prior)) {
-		pg.intervals = append(pg.intervals, prior)
-	}
-	pg.acting, pg.addrs, pg.interval, pg.primary, pg.ivEpoch = slices.Clone(mp.Acting), addrs, iv, mp.ActingPrimary, m.Epoch
-	pg.backfill, pg.upSet = bf, slices.Clone(mp.Up)
-	pg.osd.remoteSlots.endInterval(pg.id, iv) // a grant to an earlier interval's primary
-	switch {
-	case !in:
-		pg.state = stateStray
-	case mp.ActingPrimary != pg.osd.id:
-		pg.state = stateReplica
-	case osdmap.Members(mp.Acting) < pool.MinSize:
-		pg.state = stateInactive
-	default:
-		pg.state = statePeering
-		ctx, cancel := context.WithCancel(pg.osd.ctx)
-		pg.cancel = cancel
-		pg.osd.wg.Add(1)
-		go func() {
-			defer pg.osd.wg.Done()
-			pg.peer(ctx, iv)
-		}()
+	pg.osd.remoteSlots.endInterval(pg.id, iv.ID) // a grant to an earlier interval's primary
+	if peer {
+		pg.startPeering()
 	}
 	pg.notify()
+}
+
+// startPeering runs a peering of the current interval in the background
+// (pg.mu held); a new interval or a repeer cancels it.
+func (pg *PG) startPeering() {
+	ctx, cancel := context.WithCancel(pg.osd.ctx)
+	pg.cancel = cancel
+	iv := pg.ps.Interval.ID
+	pg.osd.wg.Add(1)
+	go func() {
+		defer pg.osd.wg.Done()
+		pg.peer(ctx, iv)
+	}()
 }
 
 // waitActive waits until the PG serves I/O on this OSD as its primary. It
@@ -296,12 +138,12 @@ func (pg *PG) waitActive(ctx context.Context) error {
 	defer timeout.Stop()
 	for {
 		pg.mu.Lock()
-		state, ch := pg.state, pg.changed
+		state, ch := pg.ps.State, pg.changed
 		pg.mu.Unlock()
-		switch state {
-		case stateActive:
+		switch {
+		case state.IsActive():
 			return nil
-		case stateReplica, stateStray:
+		case state == peering.ReplicaActive || state == peering.Stray:
 			return fmt.Errorf("%w: osd.%d is not the primary of pg %s", osdop.ErrRetry, pg.osd.id, pg.id)
 		}
 		select {
@@ -329,11 +171,11 @@ func (pg *PG) waitReadable(ctx context.Context) (uint64, error) {
 func (pg *PG) describe() string {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.state == stateInactive && pg.pool != nil {
+	if pg.ps.State == peering.Peered && pg.pool != nil {
 		return fmt.Sprintf("pg %s is %s: %d of %d OSDs of its acting set up, below min_size %d; its I/O waits until enough return",
-			pg.id, pg.state, osdmap.Members(pg.acting), pg.pool.Size, pg.pool.MinSize)
+			pg.id, pg.ps.State.Name(), osdmap.Members(pg.ps.Interval.Acting), pg.pool.Size, pg.pool.MinSize)
 	}
-	return fmt.Sprintf("pg %s is %s", pg.id, pg.state)
+	return fmt.Sprintf("pg %s is %s", pg.id, pg.ps.State.Name())
 }
 
 // lockObject takes an object's lock exclusively: a write holds it from
@@ -395,7 +237,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	// once the original is on disk).
 	pg.mu.Lock()
 	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
-	active := pg.state == stateActive
+	active := pg.ps.State.IsActive()
 	pg.mu.Unlock()
 	if dup && req.Client != 0 {
 		if !active {
@@ -417,9 +259,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		return nil, err
 	}
 	pg.mu.Lock()
-	if s := pg.state; s != stateActive {
+	if s := pg.ps.State; !s.IsActive() {
 		pg.mu.Unlock()
-		return nil, fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, s)
+		return nil, fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, s.Name())
 	}
 	if pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) { // peering began since recoverFor
 		pg.mu.Unlock()
@@ -443,7 +285,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		e := wireEncoder(8)
 		e.I64(time.Now().UnixNano())
 		for _, t := range txns {
-			t.SetAttr(pg.coll, req.OID, attrVersion, v.bytes())
+			t.SetAttr(pg.coll, req.OID, attrVersion, v.Bytes())
 			t.SetAttr(pg.coll, req.OID, attrMtime, e.Bytes())
 		}
 	}
@@ -453,23 +295,23 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		txn  *objectstore.Transaction
 	}
 	var others []target
-	for i, o := range pg.acting {
+	for i, o := range pg.ps.Interval.Acting {
 		switch {
 		case o == d.id || o == osdmap.NoOSD:
 		case cd != nil:
-			others = append(others, target{o, pg.addrs[i], x.shards[i]})
+			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.shards[i]})
 		default:
-			others = append(others, target{o, pg.addrs[i], x.t})
+			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.t})
 		}
 	}
-	for i, o := range pg.backfill.osds {
+	for i, o := range pg.ps.Interval.Backfill.OSDs {
 		if cd != nil {
-			others = append(others, target{o, pg.backfill.addrs[i], x.shards[pg.backfill.shards[i]]})
+			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.shards[pg.ps.Interval.Backfill.Shards[i]]})
 		} else {
-			others = append(others, target{o, pg.backfill.addrs[i], x.t})
+			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.t})
 		}
 	}
-	pm := peerMsg{PG: pg.id, Interval: pg.interval, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
+	pm := peerMsg{PG: pg.id, Interval: pg.ps.Interval.ID, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
 	// The log entry and PG info go into a transaction of their own, so that
 	// what the others get stays as prepared and is encoded after the lock
 	// is released, while the local commit runs.
@@ -569,7 +411,7 @@ func (pg *PG) checkFull() error {
 	m, _ := d.curMap()
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	for _, o := range pg.acting {
+	for _, o := range pg.ps.Interval.Acting {
 		if o >= 0 && o < m.MaxOSD() && m.OSDs[o].Fullness == osdmap.Full {
 			return fmt.Errorf("%w: pg %s: osd.%d is full (mon_osd_full_ratio): delete data or add OSDs", osdop.ErrNoSpace, pg.id, o)
 		}
@@ -581,22 +423,14 @@ func (pg *PG) checkFull() error {
 func (pg *PG) repeer() {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.primary != pg.osd.id || pg.state == stateStray || pg.state == stateInactive {
+	if !pg.ps.Repeer() {
 		return
 	}
 	if pg.cancel != nil {
 		pg.cancel()
 	}
-	pg.state = statePeering
 	pg.rec = nil
-	ctx, cancel := context.WithCancel(pg.osd.ctx)
-	pg.cancel = cancel
-	iv := pg.interval
-	pg.osd.wg.Add(1)
-	go func() {
-		defer pg.osd.wg.Done()
-		pg.peer(ctx, iv)
-	}()
+	pg.startPeering()
 	pg.notify()
 }
 
@@ -629,7 +463,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	}
 	pg.mu.Lock()
 	for {
-		if pg.interval != pm.Interval || pg.state != stateReplica {
+		if pg.ps.Interval.ID != pm.Interval || pg.ps.State != peering.ReplicaActive {
 			pg.mu.Unlock()
 			return fmt.Errorf("%w: pg %s on osd.%d is in another interval", osdop.ErrRetry, pg.id, d.id)
 		}
@@ -689,22 +523,23 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 func (pg *PG) stats() (osdop.PGStats, bool) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.primary != pg.osd.id || pg.state == stateStray {
+	if pg.ps.Interval.Primary != pg.osd.id || pg.ps.State == peering.Stray {
 		return osdop.PGStats{}, false
 	}
-	n, misplaced := pg.rec.count(), pg.rec.misplaced(poolSize(pg.pool))
-	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.acting), Up: slices.Clone(pg.upSet),
+	n, misplaced := pg.rec.Count(), pg.rec.misplaced(poolSize(pg.pool))
+	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.ps.Interval.Acting), Up: slices.Clone(pg.ps.Interval.Up),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
 		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool), BlockedBy: pg.blockedBy()}, true
 }
 
-// blockedBy is what the PG waits for while it is down (pg.mu held).
+// blockedBy is what the PG waits for while it is down or incomplete
+// (pg.mu held).
 func (pg *PG) blockedBy() string {
-	if pg.state != stateDown {
+	if s := pg.ps.State; s != peering.Down && s != peering.Incomplete {
 		return ""
 	}
-	return pg.downReason
+	return pg.ps.DownReason
 }
 
 // stateName is the PG's state as Ceph names it (pg.mu is held): an active
@@ -716,27 +551,27 @@ func (pg *PG) blockedBy() string {
 // for a recovery reservation (recovery_wait, backfill_wait) or for room
 // (…_toofull), in the order of Ceph's pg_state_string.
 func (pg *PG) stateName() string {
-	return pg.stateOf(pg.rec.count(), pg.rec.misplaced(poolSize(pg.pool)))
+	return pg.stateOf(pg.rec.Count(), pg.rec.misplaced(poolSize(pg.pool)))
 }
 
 // stateOf is stateName given the plan's object copies to recover (n) and
 // how many of them are misplaced (each is a walk of the plan).
 func (pg *PG) stateOf(n, misplaced int64) string {
-	if pg.state != stateActive {
-		return pg.state
+	if !pg.ps.State.IsActive() {
+		return pg.ps.State.Name()
 	}
-	if !pg.undersized() && n == 0 && len(pg.backfill.osds) == 0 && slices.Equal(pg.acting, pg.upSet) {
+	if !pg.ps.Interval.Undersized() && n == 0 && len(pg.ps.Interval.Backfill.OSDs) == 0 && slices.Equal(pg.ps.Interval.Acting, pg.ps.Interval.Up) {
 		return "active+clean"
 	}
 	s, backfill := "active", ""
 	r := pg.rec
 	if n > 0 {
 		switch {
-		case r.backfill && r.toofull:
+		case r.Backfill && r.toofull:
 			backfill = "+backfill_toofull"
-		case r.backfill && r.running:
+		case r.Backfill && r.running:
 			backfill = "+backfilling"
-		case r.backfill:
+		case r.Backfill:
 			backfill = "+backfill_wait"
 		case r.toofull:
 			s += "+recovery_toofull"
@@ -746,13 +581,13 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 			s += "+recovery_wait"
 		}
 	}
-	if pg.undersized() {
+	if pg.ps.Interval.Undersized() {
 		s += "+undersized"
 	}
 	if pg.degraded(n, misplaced) {
 		s += "+degraded"
 	}
-	if misplaced > 0 || len(pg.backfill.osds) > 0 || !slices.Equal(pg.acting, pg.upSet) {
+	if misplaced > 0 || len(pg.ps.Interval.Backfill.OSDs) > 0 || !slices.Equal(pg.ps.Interval.Acting, pg.ps.Interval.Up) {
 		s += "+remapped"
 	}
 	return s + backfill
@@ -763,17 +598,13 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 // the up set lacks down OSDs (or holds swapped positions) is clean here,
 // though shown remapped.
 func (pg *PG) isClean() bool {
-	return pg.state == stateActive && !pg.undersized() && pg.rec.count() == 0 && len(pg.backfill.osds) == 0
+	return pg.ps.State.IsActive() && !pg.ps.Interval.Undersized() && pg.rec.Count() == 0 && len(pg.ps.Interval.Backfill.OSDs) == 0
 }
 
 // degraded: the acting set is short, or some of the n object copies to
 // recover — those not misplaced — have fewer than the pool's size of
 // current copies anywhere (pg.mu held).
-func (pg *PG) degraded(n, misplaced int64) bool { return pg.undersized() || n > misplaced }
-
-func (pg *PG) undersized() bool {
-	return pg.pool != nil && osdmap.Members(pg.acting) < pg.pool.Size
-}
+func (pg *PG) degraded(n, misplaced int64) bool { return pg.ps.Interval.Undersized() || n > misplaced }
 
 func poolSize(p *osdmap.Pool) int {
 	if p == nil {

@@ -85,11 +85,11 @@ func (d *OSD) historyLoop() {
 func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
 	d := pg.osd
 	pg.mu.Lock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ivEpoch), Acting: pg.priorSet()} // with the backfill targets, which log every write too
+	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ps.Interval.SameIntervalSince), Acting: pg.ps.Interval.PriorSet()} // with the backfill targets, which log every write too
 	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting)
 	pg.mu.Unlock()
 	if done {
@@ -110,7 +110,7 @@ func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
 	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.interval != iv {
+	if pg.ps.Interval.ID != iv {
 		return context.Canceled
 	}
 	pg.recorded = rec
@@ -118,7 +118,7 @@ func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
 }
 
 // loadHistory adds the PG's intervals recorded at the MONs to those this
-// OSD knows (pg.intervals), asking as of this OSD's current map.
+// OSD knows (pg.ps.Past), asking as of this OSD's current map.
 func (pg *PG) loadHistory(ctx context.Context) error {
 	d := pg.osd
 	m, _ := d.curMap()
@@ -133,8 +133,8 @@ func (pg *PG) loadHistory(ctx context.Context) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	for _, iv := range h {
-		if osdmap.Members(iv.Acting) > 0 && !slices.ContainsFunc(pg.intervals, func(a []int32) bool { return slices.Equal(a, iv.Acting) }) {
-			pg.intervals = append(pg.intervals, iv.Acting)
+		if osdmap.Members(iv.Acting) > 0 && !slices.ContainsFunc(pg.ps.Past, func(a []int32) bool { return slices.Equal(a, iv.Acting) }) {
+			pg.ps.Past = append(pg.ps.Past, iv.Acting)
 		}
 	}
 	return nil

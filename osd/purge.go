@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -41,12 +42,12 @@ func (pg *PG) purgeStrays(iv uint64) {
 	d := pg.osd
 	m, _ := d.curMap()
 	pg.mu.Lock()
-	if pg.interval != iv || !pg.isClean() || len(pg.strays) == 0 {
+	if pg.ps.Interval.ID != iv || !pg.isClean() || len(pg.ps.Strays) == 0 {
 		pg.mu.Unlock()
 		return
 	}
-	strays := pg.strays
-	pg.strays = nil
+	strays := pg.ps.Strays
+	pg.ps.Strays = nil
 	pg.mu.Unlock()
 	msg := (&peerMsg{PG: pg.id, Interval: iv}).encode()
 	var kept []int32
@@ -69,8 +70,8 @@ func (pg *PG) purgeStrays(iv uint64) {
 	if len(kept) > 0 {
 		pg.mu.Lock()
 		for _, o := range kept {
-			if !slices.Contains(pg.strays, o) && !slices.Contains(pg.acting, o) {
-				pg.strays = append(pg.strays, o)
+			if !slices.Contains(pg.ps.Strays, o) && !slices.Contains(pg.ps.Interval.Acting, o) {
+				pg.ps.Strays = append(pg.ps.Strays, o)
 			}
 		}
 		pg.mu.Unlock()
@@ -90,7 +91,7 @@ func (d *OSD) purgeStray(id osdmap.PGID) {
 		return
 	}
 	pg.mu.Lock()
-	stray := pg.state == stateStray
+	stray := pg.ps.State == peering.Stray
 	pg.mu.Unlock()
 	if !stray {
 		return
@@ -180,7 +181,7 @@ func (pg *PG) notifyPrimary(iv uint64, primary int32, addr string) {
 		return
 	}
 	pg.mu.Lock()
-	if pg.interval == iv {
+	if pg.ps.Interval.ID == iv {
 		pg.notified = iv
 	}
 	pg.mu.Unlock()
@@ -191,14 +192,14 @@ func (pg *PG) notifyPrimary(iv uint64, primary int32, addr string) {
 // they are told to delete their copies), at once if the PG is clean.
 func (pg *PG) handleNotify(o int32) {
 	pg.mu.Lock()
-	if o < 0 || slices.Contains(pg.acting, o) {
+	if o < 0 || slices.Contains(pg.ps.Interval.Acting, o) {
 		pg.mu.Unlock()
 		return
 	}
-	if !slices.Contains(pg.strays, o) {
-		pg.strays = append(pg.strays, o)
+	if !slices.Contains(pg.ps.Strays, o) {
+		pg.ps.Strays = append(pg.ps.Strays, o)
 	}
-	iv, clean := pg.interval, pg.primary == pg.osd.id && pg.isClean()
+	iv, clean := pg.ps.Interval.ID, pg.ps.Interval.Primary == pg.osd.id && pg.isClean()
 	pg.mu.Unlock()
 	if clean {
 		d := pg.osd

@@ -36,6 +36,7 @@ import (
 
 	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -45,33 +46,19 @@ import (
 // copies reached at peering (former members included) that can give
 // them (Ceph's peer_missing and missing_loc).
 type recovery struct {
-	members []memberInfo // acting members, this OSD first, then backfill targets
-	peers   []memberInfo // every copy reached at peering, acting members first
-	// lacks holds, by OSD, the objects its copy lacks; acting members'
-	// sets shrink as recovery fills them.
-	lacks map[int32]map[string]bool
-	// backfill: some member's missing set came from listings (its log
-	// did not overlap the authoritative one), which nobackfill holds.
-	backfill bool
-	// whole, by OSD: the copy is rebuilt whole (a backfill) — the copies
-	// a pg_temp keeps out of the acting set until they are complete.
-	whole   map[int32]bool
+	// the plan peering made: the members, the copies reached, what each
+	// lacks (acting members' sets shrink as recovery fills them)
+	*peering.Plan
 	running bool // holds a recovery reservation and copies
-	// shards, for an erasure-coded PG, are the acting members by shard
-	// position (nil where none); nil for a replicated PG. targetShards
-	// gives the shard each backfill target is filled with.
-	shards       []*memberInfo
-	targetShards map[int32]int
-	k            int  // the erasure code's data shards
-	toofull      bool // a member that lacks objects is too full to take them
+	toofull bool // a member that lacks objects is too full to take them
 }
 
 // filling is the members that lack objects, other than the primary (the
 // first member): those recovery copies go to.
 func (r *recovery) filling() []memberInfo {
 	var out []memberInfo
-	for i, m := range r.members {
-		if i > 0 && len(r.lacks[m.id]) > 0 {
+	for i, m := range r.Members {
+		if i > 0 && len(r.Lacks[m.ID]) > 0 {
 			out = append(out, m)
 		}
 	}
@@ -83,29 +70,26 @@ func (r *recovery) filling() []memberInfo {
 // had none free.
 const remoteBusyRetry = 500 * time.Millisecond
 
-// count is the number of object copies the acting members still lack.
-func (r *recovery) count() int64 {
+// Count is the number of object copies the acting members still lack
+// (none without a plan).
+func (r *recovery) Count() int64 {
 	if r == nil {
 		return 0
 	}
-	n := 0
-	for _, m := range r.members {
-		n += len(r.lacks[m.id])
-	}
-	return int64(n)
+	return r.Plan.Count()
 }
 
 // holders counts the acting members whose copy of oid is current.
-func (r *recovery) holders(oid string) int { return r.current(r.members, oid) }
+func (r *recovery) holders(oid string) int { return r.current(r.Members, oid) }
 
 // copies counts the current copies of oid among the copies reached at
 // peering, former members' included.
-func (r *recovery) copies(oid string) int { return r.current(r.peers, oid) }
+func (r *recovery) copies(oid string) int { return r.current(r.Peers, oid) }
 
 func (r *recovery) current(among []memberInfo, oid string) int {
 	n := 0
 	for _, m := range among {
-		if !r.lacks[m.id][oid] {
+		if !r.Lacks[m.ID][oid] {
 			n++
 		}
 	}
@@ -116,12 +100,12 @@ func (r *recovery) current(among []memberInfo, oid string) int {
 // lacks first, then those with fewer than size current copies anywhere
 // (degraded), then those merely misplaced — each part in name order.
 func (r *recovery) lacking(size int) []string {
-	self := slices.Sorted(maps.Keys(r.lacks[r.members[0].id]))
+	self := slices.Sorted(maps.Keys(r.Lacks[r.Members[0].ID]))
 	degraded, misplaced := map[string]bool{}, map[string]bool{}
-	for _, m := range r.members[1:] {
-		for oid := range r.lacks[m.id] {
+	for _, m := range r.Members[1:] {
+		for oid := range r.Lacks[m.ID] {
 			switch {
-			case r.lacks[r.members[0].id][oid]:
+			case r.Lacks[r.Members[0].ID][oid]:
 			case r.copies(oid) < size:
 				degraded[oid] = true
 			default:
@@ -141,8 +125,8 @@ func (r *recovery) misplaced(size int) int64 {
 		return 0
 	}
 	var n int64
-	for _, m := range r.members {
-		for oid := range r.lacks[m.id] {
+	for _, m := range r.Members {
+		for oid := range r.Lacks[m.ID] {
 			if r.copies(oid) >= size {
 				n++
 			}
@@ -157,41 +141,11 @@ func (r *recovery) written(oid string) {
 	if r == nil {
 		return
 	}
-	for _, p := range r.peers {
-		if !slices.ContainsFunc(r.members, func(m memberInfo) bool { return m.id == p.id }) {
-			r.lacks[p.id][oid] = true
+	for _, p := range r.Peers {
+		if !slices.ContainsFunc(r.Members, func(m memberInfo) bool { return m.ID == p.ID }) {
+			r.Lacks[p.ID][oid] = true
 		}
 	}
-}
-
-// lacks lists the objects member m's copy lacks once it adopts the
-// authoritative a's log: those it already lacked plus those the logs say
-// changed since it diverged — or, when the logs do not overlap, every
-// object either holds and every object a lacks (which neither may hold:
-// m's listing says nothing of its version). backfill is true then, and
-// for a copy with no history (a PG new to m).
-func (pg *PG) lacks(ctx context.Context, a, m memberInfo) (set map[string]bool, backfill bool, err error) {
-	set = maps.Clone(m.missing)
-	if set == nil {
-		set = map[string]bool{}
-	}
-	if m.id == a.id {
-		return set, false, nil
-	}
-	objs, backfill, err := pg.missing(ctx, a, m)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, oid := range objs {
-		set[oid] = true
-	}
-	if backfill {
-		maps.Copy(set, a.missing)
-	}
-	// a copy with no history at all (the PG moved to this OSD) is filled
-	// whole: a backfill, even when the log still covers every write
-	backfill = backfill || (m.info.LastUpdate == Version{} && len(set) > 0)
-	return set, backfill, nil
 }
 
 // needsRecovery reports whether oid must be recovered before a client op
@@ -203,24 +157,24 @@ func (pg *PG) needsRecovery(oid string, write bool) bool {
 	if r == nil {
 		return false
 	}
-	if r.lacks[pg.osd.id][oid] {
+	if r.Lacks[pg.osd.id][oid] {
 		return true
 	}
-	if r.shards != nil {
+	if r.Shards != nil {
 		if write {
-			return r.holders(oid) < len(r.members)
+			return r.holders(oid) < len(r.Members)
 		}
 		// a read decodes from k acting shards: fewer hold the object (a
 		// backfill target may hold the rest), rebuild it first
 		n := 0
-		for _, m := range r.shards {
-			if m != nil && !r.lacks[m.id][oid] {
+		for _, m := range r.Shards {
+			if m != nil && !r.Lacks[m.ID][oid] {
 				n++
 			}
 		}
-		return n < r.k
+		return n < r.K
 	}
-	return write && pg.pool != nil && r.holders(oid) < pg.pool.MinSize && r.holders(oid) < len(r.members)
+	return write && pg.pool != nil && r.holders(oid) < pg.pool.MinSize && r.holders(oid) < len(r.Members)
 }
 
 // recoverFor recovers oid, if a client op on it needs that, before the op
@@ -252,21 +206,21 @@ var errUnfound = errors.New("unfound")
 func (pg *PG) recoverObject(ctx context.Context, oid string) error {
 	d := pg.osd
 	pg.mu.Lock()
-	r, iv := pg.rec, pg.interval
+	r, iv := pg.rec, pg.ps.Interval.ID
 	if r == nil {
 		pg.mu.Unlock()
 		return nil
 	}
-	if r.shards != nil {
+	if r.Shards != nil {
 		pg.mu.Unlock()
 		return pg.recoverObjectEC(ctx, r, iv, oid)
 	}
-	self := r.lacks[d.id][oid]
+	self := r.Lacks[d.id][oid]
 	var src *memberInfo
 	var deleted bool
 	if self {
-		for i := range r.peers {
-			if p := &r.peers[i]; p.id != d.id && !r.lacks[p.id][oid] {
+		for i := range r.Peers {
+			if p := &r.Peers[i]; p.ID != d.id && !r.Lacks[p.ID][oid] {
 				src = p
 				break
 			}
@@ -280,8 +234,8 @@ func (pg *PG) recoverObject(ctx context.Context, oid string) error {
 		}
 	}
 	var targets []memberInfo
-	for _, m := range r.members[1:] {
-		if r.lacks[m.id][oid] {
+	for _, m := range r.Members[1:] {
+		if r.Lacks[m.ID][oid] {
 			targets = append(targets, m)
 		}
 	}
@@ -306,7 +260,7 @@ func (pg *PG) recoverObject(ctx context.Context, oid string) error {
 				break
 			}
 		}
-		if err := pg.push(ctx, iv, r.members[0], oid, obj); err != nil {
+		if err := pg.push(ctx, iv, r.Members[0], oid, obj); err != nil {
 			return err
 		}
 		pg.filled(r, d.id, oid)
@@ -326,7 +280,7 @@ func (pg *PG) recoverObject(ctx context.Context, oid string) error {
 		if err := pg.push(ctx, iv, m, oid, obj); err != nil {
 			return err
 		}
-		pg.filled(r, m.id, oid)
+		pg.filled(r, m.ID, oid)
 	}
 	return nil
 }
@@ -337,8 +291,8 @@ func (pg *PG) filled(r *recovery, o int32, oid string) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.rec == r {
-		delete(r.lacks[o], oid)
-		if r.count() == 0 {
+		delete(r.Lacks[o], oid)
+		if r.Count() == 0 {
 			pg.notify()
 		}
 	}
@@ -369,9 +323,10 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			pg.mu.Unlock()
 			return
 		}
-		if r.count() == 0 {
+		if r.Count() == 0 {
 			pg.rec = nil // complete: no plan to keep
-			iv := pg.interval
+			iv := pg.ps.Interval.ID
+			pg.ps.Recovered(iv)
 			pg.notify()
 			pg.mu.Unlock()
 			d.log.Info("recovered", "pg", pg.id)
@@ -379,16 +334,16 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			pg.settled(iv)
 			return
 		}
-		oids, changed, iv := r.lacking(poolSize(pg.pool)), pg.changed, pg.interval
+		oids, changed, iv := r.lacking(poolSize(pg.pool)), pg.changed, pg.ps.Interval.ID
 		prio := prioBackfill // merely misplaced: moving, not at risk
-		if pg.degraded(r.count(), r.misplaced(poolSize(pg.pool))) {
+		if pg.degraded(r.Count(), r.misplaced(poolSize(pg.pool))) {
 			prio = prioDegraded
 		}
 		targets := r.filling()
 		toofull := r.tooFull(m) // under pg.mu: r.lacks shrinks as client ops recover objects (filled)
 		pg.markLocked(r, &r.toofull, toofull)
 		pg.mu.Unlock()
-		if toofull || m.Flags.Has(osdmap.FlagNoRecover) || (r.backfill && m.Flags.Has(osdmap.FlagNoBackfill)) {
+		if toofull || m.Flags.Has(osdmap.FlagNoRecover) || (r.Backfill && m.Flags.Has(osdmap.FlagNoBackfill)) {
 			res.release()
 			pg.mark(r, &r.running, false)
 			select { // client ops may recover what is left meanwhile
@@ -467,8 +422,8 @@ func (pg *PG) recoveryBytes(r *recovery, oid string) uint64 {
 	if err != nil {
 		return 0
 	}
-	if r.shards != nil {
-		return st.Size * uint64(len(r.shards))
+	if r.Shards != nil {
+		return st.Size * uint64(len(r.Shards))
 	}
 	return st.Size
 }
@@ -480,11 +435,11 @@ func (pg *PG) recoveryBytes(r *recovery, oid string) uint64 {
 // held.
 func (r *recovery) tooFull(m *osdmap.Map) bool {
 	limit := osdmap.Full
-	if r.backfill {
+	if r.Backfill {
 		limit = osdmap.BackfillFull
 	}
-	for _, mem := range r.members {
-		if o := mem.id; len(r.lacks[o]) > 0 && o < m.MaxOSD() && m.OSDs[o].Fullness >= limit {
+	for _, mem := range r.Members {
+		if o := mem.ID; len(r.Lacks[o]) > 0 && o < m.MaxOSD() && m.OSDs[o].Fullness >= limit {
 			return true
 		}
 	}
@@ -513,7 +468,7 @@ func (pg *PG) recoverSelf(ctx context.Context) error {
 	pg.mu.Lock()
 	var oids []string
 	if pg.rec != nil {
-		oids = slices.Sorted(maps.Keys(pg.rec.lacks[pg.osd.id]))
+		oids = slices.Sorted(maps.Keys(pg.rec.Lacks[pg.osd.id]))
 	}
 	pg.mu.Unlock()
 	for _, oid := range oids {

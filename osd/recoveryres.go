@@ -149,8 +149,8 @@ type remoteHeld struct {
 // granted. On errRemoteBusy (or any error) it holds nothing.
 func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []memberInfo) (*remoteReservation, error) {
 	ms := slices.Clone(members)
-	slices.SortFunc(ms, func(a, b memberInfo) int { return cmp.Compare(a.id, b.id) })
-	ms = slices.CompactFunc(ms, func(a, b memberInfo) bool { return a.id == b.id })
+	slices.SortFunc(ms, func(a, b memberInfo) int { return cmp.Compare(a.ID, b.ID) })
+	ms = slices.CompactFunc(ms, func(a, b memberInfo) bool { return a.ID == b.ID })
 	rr := &remoteReservation{pg: pg, iv: iv}
 	var refused []memberInfo
 	ask := func(m memberInfo, preempt bool) (granted bool, err error) {
@@ -163,10 +163,10 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 			return false, nil
 		}
 		pg.releaseGrant(m, iv) // it may have granted before the reply was lost
-		return false, fmt.Errorf("pg %s: recovery reservation on osd.%d: %w", pg.id, m.id, err)
+		return false, fmt.Errorf("pg %s: recovery reservation on osd.%d: %w", pg.id, m.ID, err)
 	}
 	for _, m := range ms {
-		if m.id == pg.osd.id {
+		if m.ID == pg.osd.id {
 			continue
 		}
 		ok, err := ask(m, false)
@@ -185,7 +185,7 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 			if err != nil {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: osd.%d (and %d more)", errRemoteBusy, m.id, len(refused)-i-1)
+			return nil, fmt.Errorf("%w: osd.%d (and %d more)", errRemoteBusy, m.ID, len(refused)-i-1)
 		}
 	}
 	return rr, nil
@@ -214,9 +214,9 @@ func (rr *remoteReservation) renew(ctx context.Context) error {
 		case err == nil, errors.Is(err, osdop.ErrInvalid):
 			g.lastOK = now
 		case errors.Is(err, osdop.ErrBusy):
-			return fmt.Errorf("%w (osd.%d revoked its grant)", errPreempted, g.m.id)
+			return fmt.Errorf("%w (osd.%d revoked its grant)", errPreempted, g.m.ID)
 		case now.Sub(g.lastOK) > remoteGrantTTL:
-			return fmt.Errorf("%w (osd.%d has not renewed its grant for %v: %v)", errPreempted, g.m.id, remoteGrantTTL, err)
+			return fmt.Errorf("%w (osd.%d has not renewed its grant for %v: %v)", errPreempted, g.m.ID, remoteGrantTTL, err)
 		}
 	}
 	return nil
@@ -243,7 +243,7 @@ func (rr *remoteReservation) release() {
 // remoteCall sends member m one of the reservation messages for interval
 // iv; ErrBusy is a refusal.
 func (pg *PG) remoteCall(ctx context.Context, m memberInfo, typ uint16, iv uint64, prio int, preempt bool) error {
-	_, err := pg.osd.call(ctx, m.id, m.addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt}).encode())
+	_, err := pg.osd.call(ctx, m.ID, m.Addr, typ, (&peerMsg{PG: pg.id, Interval: iv, Prio: prio, Preempt: preempt}).encode())
 	return err
 }
 
@@ -254,7 +254,7 @@ func (pg *PG) releaseGrant(m memberInfo, iv uint64) {
 	ctx, cancel := context.WithTimeout(d.ctx, 2*time.Second)
 	defer cancel()
 	if err := pg.remoteCall(ctx, m, msgRecoveryRelease, iv, 0, false); err != nil {
-		d.log.Debug("recovery reservation release", "pg", pg.id, "osd", m.id, "err", err)
+		d.log.Debug("recovery reservation release", "pg", pg.id, "osd", m.ID, "err", err)
 	}
 }
 

@@ -41,7 +41,7 @@ func TestRollback(t *testing.T) {
 	apply(4, "c", "c1")
 	apply(5, "a", "a3")
 	pg.log.info.Objects, pg.log.info.Bytes = 3, 6 // a, b, c of 2 bytes each
-	if err := pg.rollback(7, Version{1, 2}); err != nil {
+	if err := pg.rollback(7, Version{Epoch: 1, Seq: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if pg.log.info.Objects != 2 || pg.log.info.Bytes != 4 { // c gone, a back to a1
@@ -54,12 +54,12 @@ func TestRollback(t *testing.T) {
 	if strings.Join(names, ",") != "a,b" {
 		t.Fatalf("objects after rollback: %q (stashes must be gone)", names)
 	}
-	if pg.log.info.LastUpdate != (Version{1, 2}) || len(pg.log.entries) != 2 {
+	if pg.log.info.LastUpdate != (Version{Epoch: 1, Seq: 2}) || len(pg.log.entries) != 2 {
 		t.Fatalf("log after rollback: %v, %d entries", pg.log.info.LastUpdate, len(pg.log.entries))
 	}
 	// reloaded from the store, the log says the same
 	l, err := loadPGLog(st, c)
-	if err != nil || l.info.LastUpdate != (Version{1, 2}) || len(l.entries) != 2 {
+	if err != nil || l.info.LastUpdate != (Version{Epoch: 1, Seq: 2}) || len(l.entries) != 2 {
 		t.Fatalf("stored log: %+v %v", l, err)
 	}
 	// rolled forward: on every shard, never undone
@@ -72,7 +72,7 @@ func TestRollback(t *testing.T) {
 	if names, _ := st.List(c, "", 100); strings.Join(names, ",") != "a,b" {
 		t.Fatalf("objects after roll forward: %q", names)
 	}
-	if err := pg.rollback(7, Version{1, 2}); err == nil || !strings.Contains(err.Error(), "rolled forward") {
+	if err := pg.rollback(7, Version{Epoch: 1, Seq: 2}); err == nil || !strings.Contains(err.Error(), "rolled forward") {
 		t.Fatalf("rollback of a rolled-forward write: %v", err)
 	}
 	if read("b") != "b2" {
@@ -92,7 +92,7 @@ func rollbackPG(t *testing.T) *PG {
 		t.Fatal(err)
 	}
 	pg := newPG(d, osdmap.PGID{Pool: 1}, c, newPGLog())
-	pg.interval = 7
+	pg.ps.Interval.ID = 7
 	return pg
 }
 
@@ -100,7 +100,7 @@ func rollbackPG(t *testing.T) *PG {
 // applies a shard's write: stash, write, log entry.
 func applyShardWrite(t *testing.T, pg *PG, seq uint64, oid string, w *objectstore.Transaction) {
 	t.Helper()
-	e := LogEntry{Ver: Version{1, seq}, Op: logModify, OID: oid}
+	e := LogEntry{Ver: Version{Epoch: 1, Seq: seq}, Op: logModify, OID: oid}
 	tx := &objectstore.Transaction{}
 	_, err := pg.osd.store.Stat(pg.coll, oid)
 	pg.stash(tx, &e, err == nil, w)
@@ -158,11 +158,11 @@ func TestRollbackAppends(t *testing.T) {
 		}
 	}
 	check("over+c", map[string]string{"v": "5", "extra": "new"})
-	if err := pg.rollback(7, Version{1, 3}); err != nil {
+	if err := pg.rollback(7, Version{Epoch: 1, Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
 	check("base+a+b", map[string]string{"v": "3", "extra": "new"})
-	if err := pg.rollback(7, Version{1, 1}); err != nil {
+	if err := pg.rollback(7, Version{Epoch: 1, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	check("base", map[string]string{"v": "1"})
@@ -202,12 +202,12 @@ func TestAdoptLogDropsStashes(t *testing.T) {
 			pg.shard = tc.shard
 			// the authoritative log: 1'1 … 1'4 as here, then 2'5 (this
 			// copy's 1'5 and 1'6 diverged)
-			auth := append(slices.Clone(pg.log.entries[:4]), LogEntry{Ver: Version{2, 5}, Op: logModify, OID: "a"})
+			auth := append(slices.Clone(pg.log.entries[:4]), LogEntry{Ver: Version{Epoch: 2, Seq: 5}, Op: logModify, OID: "a"})
 			for i := range auth {
 				auth[i].Stash = false // the primary's entries say nothing of this copy's stashes
 			}
 			info := pg.log.info
-			info.LastUpdate = Version{2, 5}
+			info.LastUpdate = Version{Epoch: 2, Seq: 5}
 			if err := pg.adoptLog(7, info, auth, []string{"a", "b"}); err != nil {
 				t.Fatal(err)
 			}

@@ -254,7 +254,7 @@ var errScrubAborted = errors.New("scrub aborted: the pg changed")
 // committed). pg.mu is not held.
 func (pg *PG) blockChunk(iv uint64, from, to string) error {
 	pg.mu.Lock()
-	if pg.interval != iv || !pg.isClean() {
+	if pg.ps.Interval.ID != iv || !pg.isClean() {
 		pg.mu.Unlock()
 		return errScrubAborted
 	}
@@ -289,12 +289,12 @@ func (pg *PG) unblockChunk() {
 func (pg *PG) runScrub(ctx context.Context, kind int) error {
 	d := pg.osd
 	pg.mu.Lock()
-	if pg.primary != d.id || !pg.isClean() {
+	if pg.ps.Interval.Primary != d.id || !pg.isClean() {
 		st := pg.stateName()
 		pg.mu.Unlock()
 		return fmt.Errorf("%w: pg %s is %s (scrubs need active+clean)", errScrubAborted, pg.id, st)
 	}
-	iv, acting, addrs, isEC, pool := pg.interval, slices.Clone(pg.acting), slices.Clone(pg.addrs), pg.isEC, pg.pool
+	iv, acting, addrs, isEC, pool := pg.ps.Interval.ID, slices.Clone(pg.ps.Interval.Acting), slices.Clone(pg.ps.Interval.Addrs), pg.isEC, pg.pool
 	pg.mu.Unlock()
 	release, err := pg.reserveScrub(ctx, iv, acting, addrs)
 	if err != nil {
@@ -586,7 +586,7 @@ func (pg *PG) repairObject(ctx context.Context, iv uint64, acting []int32, addrs
 	mem := make([]*memberInfo, len(acting))
 	for i, o := range acting {
 		if o != osdmap.NoOSD {
-			mem[i] = &memberInfo{id: o, addr: addrs[i]}
+			mem[i] = &memberInfo{ID: o, Addr: addrs[i]}
 		}
 	}
 	if pool.Type == osdmap.PoolErasure {
@@ -653,7 +653,7 @@ func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
 	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.primary != d.id {
+	if pg.ps.Interval.Primary != d.id {
 		return nil, fmt.Errorf("%w: osd.%d is not the primary of pg %s", osdop.ErrRetry, d.id, id)
 	}
 	kind := map[string]int{"scrub": scrubLight, "deep-scrub": scrubDeep, "repair": scrubRepair}[c.Cmd]
@@ -725,7 +725,7 @@ func (d *OSD) nextScrub(now time.Time) (pg *PG, kind int, requested bool) {
 	bestKind, bestWait := scrubNone, time.Duration(0)
 	for _, pg := range pgs {
 		pg.mu.Lock()
-		ok := pg.primary == d.id && pg.isClean() && !now.Before(pg.scrub.busyUntil)
+		ok := pg.ps.Interval.Primary == d.id && pg.isClean() && !now.Before(pg.scrub.busyUntil)
 		req, last, lastDeep := pg.scrub.requested, pg.scrub.last, pg.scrub.lastDeep
 		if ok && req != scrubNone {
 			pg.scrub.requested = scrubNone

@@ -1,4 +1,4 @@
-package osd
+package peering
 
 import (
 	"testing"
@@ -15,19 +15,19 @@ func TestIntervalUpFrom(t *testing.T) {
 	acting, addrs := []int32{0, 1, 2}, []string{"127.0.0.1:6800/1", "127.0.0.1:6801/1", "127.0.0.1:6802/1"}
 	upFrom := map[int32]osdmap.Epoch{0: 5, 1: 5, 2: 7}
 	get := func(o int32) osdmap.Epoch { return upFrom[o] }
-	before := intervalID(acting, addrs, backfillSet{}, acting, get, pool)
-	if again := intervalID(acting, addrs, backfillSet{}, acting, get, pool); again != before {
+	before := IntervalID(acting, addrs, Backfill{}, acting, get, pool)
+	if again := IntervalID(acting, addrs, Backfill{}, acting, get, pool); again != before {
 		t.Fatal("the same mapping gave another interval")
 	}
 	upFrom[1] = 12 // osd.1 down at 10, up again at 12, same instance
-	if intervalID(acting, addrs, backfillSet{}, acting, get, pool) == before {
+	if IntervalID(acting, addrs, Backfill{}, acting, get, pool) == before {
 		t.Fatal("a member's new up_from did not end the interval")
 	}
 	upFrom[1] = 5
-	if intervalID(acting, addrs, backfillSet{osds: []int32{3}, addrs: []string{"127.0.0.1:6803/1"}}, acting, get, pool) == before {
+	if IntervalID(acting, addrs, Backfill{OSDs: []int32{3}, Addrs: []string{"127.0.0.1:6803/1"}}, acting, get, pool) == before {
 		t.Fatal("a backfill target did not make another interval")
 	}
-	if intervalID(acting, addrs, backfillSet{}, []int32{0, 1}, get, pool) == before {
+	if IntervalID(acting, addrs, Backfill{}, []int32{0, 1}, get, pool) == before {
 		t.Fatal("another up set did not make another interval")
 	}
 }
