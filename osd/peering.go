@@ -63,6 +63,17 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 // the attempt ends.
 func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	d := pg.osd
+	pg.mu.Lock()
+	pool, isEC := pg.pool, pg.isEC
+	pg.mu.Unlock()
+	k := 0
+	if isEC {
+		cd, err := d.codec(ctx, pool)
+		if err != nil {
+			return err
+		}
+		k = cd.Profile().K
+	}
 	m, _ := d.curMap() // the members answer with this map or newer
 	pg.mu.Lock()
 	if pg.ps.Interval.ID != iv {
@@ -70,16 +81,8 @@ func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 		return context.Canceled
 	}
 	c := peering.Config{Whoami: d.id, Interval: pg.ps.Interval, Past: slices.Clone(pg.ps.Past), Strays: slices.Clone(pg.ps.Strays),
-		TempAsked: pg.ps.TempAsked == iv, Map: peering.MapViewOf(m), Self: pg.localMember()}
-	pool := pg.pool
+		TempAsked: pg.ps.TempAsked == iv, Map: peering.MapViewOf(m), K: k, Self: pg.localMember()}
 	pg.mu.Unlock()
-	if c.Interval.EC {
-		cd, err := d.codec(ctx, pool)
-		if err != nil {
-			return err
-		}
-		c.K = cd.Profile().K
-	}
 	run := &peerRun{pg: pg, iv: iv, m: m, leases: map[int32]map[int32]time.Time{}}
 	a := peering.NewAttempt(c)
 	acts := a.Start()
@@ -152,7 +155,13 @@ func (r *peerRun) do(ctx context.Context, acts []peering.Action) (peering.Event,
 			d.log.Info("backfill: logs do not overlap", "pg", pg.id, "listed", a.Targets)
 			return peering.Listed{Names: names}, nil
 		case peering.WaitLeases:
-			if err := pg.waitPriorLeases(ctx, r.iv, r.m, a.Prior, a.Reached, r.leases); err != nil {
+			// strays that told this OSD of their copies since the attempt
+			// began are waited for too
+			pg.mu.Lock()
+			prior := append(slices.Clone(a.Prior), pg.ps.Strays...)
+			pg.mu.Unlock()
+			slices.Sort(prior)
+			if err := pg.waitPriorLeases(ctx, r.iv, r.m, slices.Compact(prior), a.Reached, r.leases); err != nil {
 				return nil, err
 			}
 			return peering.Done{}, nil
@@ -183,11 +192,14 @@ func (r *peerRun) do(ctx context.Context, acts []peering.Action) (peering.Event,
 			}
 			return peering.Done{}, nil
 		case peering.Fail:
-			return nil, a.Err
+			return nil, fmt.Errorf("pg %s: %w", pg.id, a.Err)
 		case peering.RequestPGTemp:
 			pg.mu.Lock()
-			acting := slices.Clone(pg.ps.Interval.Acting)
+			acting, up := slices.Clone(pg.ps.Interval.Acting), slices.Clone(pg.ps.Interval.Up)
 			pg.mu.Unlock()
+			if a.Warning != "" {
+				d.log.Warn(a.Warning, "pg", pg.id, "up", up, "acting", a.Want)
+			}
 			d.log.Info("asking for pg_temp: "+a.Why, "pg", pg.id, "acting", acting, "want", a.Want)
 			return nil, d.pgTemp.request(pg, r.iv, a.Want)
 		case peering.Activate:
@@ -221,7 +233,18 @@ func (r *peerRun) query(ctx context.Context, t peering.Target) (memberInfo, erro
 	if err != nil {
 		return memberInfo{}, fmt.Errorf("query osd.%d: %w", t.OSD, err)
 	}
-	r.leases[t.OSD] = leaseDeadlines(pm.Leases, time.Now())
+	// an OSD asked twice (a backfill target in the past, or a requeried
+	// authority) keeps the later of its promises
+	ls := leaseDeadlines(pm.Leases, time.Now())
+	if ls == nil {
+		ls = map[int32]time.Time{}
+	}
+	for o, u := range r.leases[t.OSD] {
+		if u.After(ls[o]) {
+			ls[o] = u
+		}
+	}
+	r.leases[t.OSD] = ls
 	return memberInfo{ID: t.OSD, Addr: t.Addr, Info: pm.Info, Entries: pm.Entries, Intervals: pm.Intervals, Missing: nameSet(pm.Missing)}, nil
 }
 

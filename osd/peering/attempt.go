@@ -118,10 +118,12 @@ type SendLogs struct{ Logs []LogTo }
 type Fail struct{ Err error }
 
 // RequestPGTemp ends the attempt: the OSD asks the MONs for Want as the
-// PG's acting set and waits for the map that carries it.
+// PG's acting set and waits for the map that carries it. Warning, if
+// set, is something an operator should hear of (the OSD logs it).
 type RequestPGTemp struct {
-	Want []int32
-	Why  string
+	Want    []int32
+	Why     string
+	Warning string
 }
 
 // Activate ends the attempt: the OSD records the interval at the MONs
@@ -165,7 +167,7 @@ type Attempt struct {
 	c    Config
 	next func(Event) []Action // the step waiting for the answer to the last action
 	// the acting members (this OSD first), backfill targets last; all
-	// adds former members
+	// adds former members (replicated; erasure-coded: the members)
 	members, all []Member
 	listed       map[int32][]string
 	// erasure-coded: members by position, backfill targets in the order
@@ -350,7 +352,8 @@ func (a *Attempt) formerMembers(reached []Member) []int32 {
 // history (Ceph's PriorSet "down"); an erasure-coded interval's need
 // counts shards (a backfill target and the acting member of its shard
 // are one). OSDs declared lost (`shoal osd lost`) and removed ones are
-// not waited for. The members' intervals join the PG's past first.
+// not waited for. The members' intervals join the attempt's past first,
+// and the machine's through MergePast.
 func (a *Attempt) checkPrior(reached []Member, need int) []Action {
 	var learnt [][]int32
 	for _, m := range reached {

@@ -111,7 +111,7 @@ func (a *Attempt) gotShards(ms []Member) []Action {
 	empty := func(i int) bool { return a.mem[i] != nil && a.mem[i].Info.LastUpdate == (Version{}) }
 	return a.shardsFromFormers(a.misplaced, empty, func(Member) bool { return true }, func(want []int32) []Action {
 		if want != nil {
-			return []Action{Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: a.why("former members keep the shards the up set has no history of")}}
+			return []Action{Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: "former members keep the shards the up set has no history of", Warning: a.note}}
 		}
 		acts := a.checkPrior(a.reached, a.c.K)
 		if ended(acts) {
@@ -219,7 +219,7 @@ func (a *Attempt) planEC() []Action {
 		ok := func(mi Member) bool { return complete(a.auth, mi) }
 		return a.shardsFromFormers(nil, need, ok, func(want []int32) []Action {
 			if want != nil {
-				return []Action{Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: a.why("complete shards serve while the up set backfills")}}
+				return []Action{Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: "complete shards serve while the up set backfills", Warning: a.note}}
 			}
 			return a.activate()
 		})
@@ -262,7 +262,7 @@ func (a *Attempt) shardsFromFormers(misplaced []Member, need func(i int) bool, o
 		cands := append(slices.Clone(misplaced), formers...)
 		want, swapped := a.placeShards(cands, need, ok)
 		if swapped {
-			a.note = "the members swapped positions and min_size leaves no room to move them: the pg stays on its old positions (remapped)"
+			a.note = "erasure-coded pg's members swapped positions and min_size leaves no room to move them: it stays on its old positions (remapped)"
 		}
 		return then(want)
 	})
@@ -329,12 +329,4 @@ func describeMembers(ms []Member) string {
 		parts[i] = fmt.Sprintf("osd.%d holds shard %d at %s", m.ID, m.Info.Shard, m.Info.LastUpdate)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// why is a pg_temp request's reason, with the note placeShards left.
-func (a *Attempt) why(s string) string {
-	if a.note != "" {
-		return s + "; " + a.note
-	}
-	return s
 }

@@ -16,8 +16,8 @@
 // which case the OSD starts a peering Attempt. Repeer, Progress,
 // Activate, Recovered and Settled carry the primary through Peering
 // (GetInfo, GetLog, GetMissing, WaitUpThru, or Down / Incomplete /
-// WaitActingChange) into Active and its sub-states Recovering,
-// Backfilling, Recovered and Clean. State.String gives Ceph's state path
+// WaitActingChange) into Active's sub-states Recovering, Backfilling,
+// Recovered and Clean. State.String gives Ceph's state path
 // ("Started/Primary/Peering/GetLog"), State.Name the word `shoal status`
 // shows ("peering").
 //
@@ -38,7 +38,8 @@
 // authoritative (ties: the primary's), once every past interval has at
 // least one OSD among them (else Down, Ceph's PriorSet check); an
 // erasure-coded PG takes the k-th newest shard, rolls back what fewer
-// than k shards hold, and needs k shards of every past interval. Either
+// than k shards hold, and needs k shards of every past interval. OSDs
+// declared lost, or removed from the map, are not waited for. Either
 // may ask for a pg_temp instead of activating, so that complete copies
 // keep serving while the up set is backfilled (Ceph's choose_acting).
 //

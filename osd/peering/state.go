@@ -11,9 +11,11 @@ import (
 // path in Ceph's hierarchy, Name the word `shoal status` reports.
 type State uint8
 
-// The states. Started/Primary/Active has sub-states Recovering,
-// Backfilling, Recovered and Clean; every one of them serves I/O
-// (IsActive).
+// The states. An active primary is in one of Started/Primary/Active's
+// sub-states Recovering, Backfilling, Recovered or Clean; every one of
+// them serves I/O (IsActive). Activation is synchronous here (the
+// members adopt the log before the primary activates), so Ceph's
+// Activating has no counterpart.
 const (
 	Stray            State = iota // Started/Stray: not a member of the acting set or the up set (and a PG before its first map)
 	ReplicaActive                 // Started/ReplicaActive: a non-primary member
@@ -25,10 +27,9 @@ const (
 	Down                          // Started/Primary/Peering/Down: waits for OSDs of an earlier interval
 	Incomplete                    // Started/Primary/Peering/Incomplete: too few shards to choose a history
 	WaitActingChange              // Started/Primary/WaitActingChange: a pg_temp was asked for
-	Active                        // Started/Primary/Active/Activating: serves I/O, recovery not yet planned or started
 	Recovering                    // Started/Primary/Active/Recovering: serves I/O; copies lacking objects from the logs
 	Backfilling                   // Started/Primary/Active/Backfilling: serves I/O; fills copies whose logs did not overlap
-	Recovered                     // Started/Primary/Active/Recovered: every copy complete, the acting set short of the pool's size
+	Recovered                     // Started/Primary/Active/Recovered: every acting copy complete, but the acting set short of the pool's size or backfill targets left
 	Clean                         // Started/Primary/Active/Clean: every copy complete, the acting set full
 )
 
@@ -43,7 +44,6 @@ var statePaths = [...]string{
 	Down:             "Started/Primary/Peering/Down",
 	Incomplete:       "Started/Primary/Peering/Incomplete",
 	WaitActingChange: "Started/Primary/WaitActingChange",
-	Active:           "Started/Primary/Active/Activating",
 	Recovering:       "Started/Primary/Active/Recovering",
 	Backfilling:      "Started/Primary/Active/Backfilling",
 	Recovered:        "Started/Primary/Active/Recovered",
@@ -81,7 +81,7 @@ func (s State) Name() string {
 }
 
 // IsActive reports whether a PG in s serves client I/O (its primary).
-func (s State) IsActive() bool { return s >= Active }
+func (s State) IsActive() bool { return s >= Recovering }
 
 // IsPeering reports whether the primary is peering: between a new
 // interval (or a repeer) and activation, Down and Incomplete included.
