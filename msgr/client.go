@@ -36,6 +36,8 @@ type Config struct {
 	// Epoch, when set, gives the OSD map epoch stamped on outgoing frames.
 	Epoch  func() uint32
 	Logger *slog.Logger
+	// Transport makes the connections; nil is TCP.
+	Transport Transport
 }
 
 func (c Config) withDefaults() Config {
@@ -275,11 +277,9 @@ func (c *Client) finishDial(cc *clientConn, err error, done chan struct{}) {
 }
 
 func (c *Client) dial(ctx context.Context) (*clientConn, error) {
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	if ip := net.ParseIP(c.cfg.SourceIP); ip != nil {
-		d.LocalAddr = &net.TCPAddr{IP: ip}
-	}
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	nc, err := c.cfg.transport().Dial(dctx, c.addr, c.cfg.SourceIP)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnReset, c.addr, err)
 	}

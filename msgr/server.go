@@ -33,11 +33,11 @@ type Server struct {
 
 // Listen starts a server on addr ("127.0.0.1:0" picks a port).
 func Listen(addr string, kr Keyring, h Handler, cfg Config) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	cfg = cfg.withDefaults()
+	ln, err := cfg.transport().Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("msgr: listen on %s: %w", addr, err)
 	}
-	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{ln: ln, kr: kr, h: h, cfg: cfg, ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}}
 	s.wg.Add(1)
