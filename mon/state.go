@@ -4,7 +4,7 @@
 // This file is its pure core: State and the Commands applied to it are
 // deterministic — no I/O, clock or goroutines — so every MON of a quorum
 // that applies the same committed commands in the same order holds the same
-// state. The consensus log (hashicorp/raft) will carry Commands; this code
+// state. The consensus log (hashicorp/raft, daemon.go) carries Commands; this code
 // turns each into the next OSD map incremental.
 package mon
 

@@ -1,5 +1,5 @@
-// Package wire is the versioned binary encoding of Shoal's maps (and, later,
-// messages): little-endian fixed-width integers, length-prefixed strings,
+// Package wire is the versioned binary encoding of Shoal's maps and
+// messages (op requests, peer messages, MON replies): little-endian fixed-width integers, length-prefixed strings,
 // and sections that carry their own version, oldest compatible version and
 // length, so that a newer writer can append fields an older reader skips.
 //

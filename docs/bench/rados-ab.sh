@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# rados-ab.sh -- compare two shoal binaries' clusters under `shoal bench
+# rados`, A and B alternating so that the machine's drifting speed hits
+# both alike (the structure issue's before/after check).
+#
+#   docs/bench/rados-ab.sh OLD_BINARY NEW_BINARY [ROUNDS] [SECS]
+#
+# Each round starts a fresh `shoal up --osds 3` (3-replica pool data)
+# from each binary in turn and runs 4 MiB writes, 4 MiB sequential reads,
+# 4 KiB writes and 4 KiB random reads at 16 threads, with one load
+# generator for both sides (NEW_BINARY's `shoal bench rados`), printing
+# MB/s, IOPS, latency and the daemons' CPU (lib.sh).
+set -euo pipefail
+OLD=$1 NEW=$2 ROUNDS=${3:-3} SECS=${4:-10}
+DIR=/var/tmp/shoal-bench-rados-ab
+. "$(dirname "$0")/lib.sh"
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, $ROUNDS rounds, -t 16: A=$OLD B=$NEW"
+for round in $(seq "$ROUNDS"); do
+  for side in A B; do
+    bin=$OLD
+    [ "$side" = B ] && bin=$NEW
+    rm -rf "$DIR"
+    "$bin" up --detach --data "$DIR" --osds 3 --osd-size "${OSD_SIZE:-20G}" --no-gateway > /dev/null
+    export SHOAL_CONF=$DIR/shoal.conf
+    S="$NEW bench rados -p data"
+    run "$side r$round 4M write" "$DIR/run" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
+    run "$side r$round 4M seq" "$DIR/run" $S seq -t 16 --seconds "$SECS"
+    "$NEW" rados -p data cleanup > /dev/null
+    run "$side r$round 4K write" "$DIR/run" $S write -b 4K -t 16 --seconds "$SECS" --no-cleanup
+    run "$side r$round 4K rand" "$DIR/run" $S rand -t 16 --seconds "$SECS"
+    "$bin" down --data "$DIR" > /dev/null
+    rm -rf "$DIR"
+  done
+done
