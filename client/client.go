@@ -69,6 +69,9 @@ type Config struct {
 	// (objecter_inflight_op_bytes); default 100 MiB.
 	InflightBytes int64
 	Logger        *slog.Logger
+	// Transport makes the connections to the MONs and OSDs; nil is TCP
+	// (tests: msgr/memnet, msgr/faultnet).
+	Transport msgr.Transport
 }
 
 // Conn is a connection to a cluster, shared by all goroutines.
@@ -92,7 +95,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	mc, err := monc.New(cfg.MonAddrs, cfg.Keyring, msgr.Config{Logger: cfg.Logger})
+	mc, err := monc.New(cfg.MonAddrs, cfg.Keyring, msgr.Config{Logger: cfg.Logger, Transport: cfg.Transport})
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func (c *Conn) osd(addr string) *msgr.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if o = c.osds[a]; o == nil {
-		o = msgr.Dial(a, c.cfg.Keyring, msgr.Config{Logger: c.cfg.Logger, Epoch: c.epoch, InflightBytes: c.cfg.InflightBytes,
+		o = msgr.Dial(a, c.cfg.Keyring, msgr.Config{Logger: c.cfg.Logger, Epoch: c.epoch, InflightBytes: c.cfg.InflightBytes, Transport: c.cfg.Transport,
 			MaxBackoff: 500 * time.Millisecond, DialTimeout: 2 * time.Second})
 		c.osds[a] = o
 	}

@@ -44,7 +44,7 @@ func (s *Store) ReshardQueued() []string {
 
 // RunReshard runs ReshardPass every ReshardPeriod until ctx ends.
 func (s *Store) RunReshard(ctx context.Context) {
-	periodic.Every(ctx, s.opt.ReshardPeriod, nil, func() {
+	periodic.Every(ctx, nil, s.opt.ReshardPeriod, nil, func() {
 		if n, err := s.ReshardPass(ctx, io.Discard); err != nil && ctx.Err() == nil {
 			s.opt.Logger.Warn("dynamic reshard pass failed", "split", n, "err", err)
 		}

@@ -35,24 +35,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/gateway"
-	"github.com/shoal-project/shoal/internal/testnet"
-	"github.com/shoal-project/shoal/mon"
-	"github.com/shoal-project/shoal/msgr"
-	"github.com/shoal-project/shoal/objectstore"
-	"github.com/shoal-project/shoal/osd"
+	"github.com/shoal-project/shoal/internal/testcluster"
 )
 
-var testKey = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
-
-const testConf = `[global]
-osd_crush_chooseleaf_type = 0
-mon_osd_reporter_subtree_level = osd
-osd_heartbeat_interval = 0.5
-osd_pool_default_pg_num = 8
-osd_pool_default_size = 2
-`
+// gatewayConf is what these tests add to the shared test configuration:
+// two copies a pool.
+const gatewayConf = "osd_pool_default_size = 2\n"
 
 // fixture is an in-process MON, three OSDs on MemStores and a gateway
 // with small stripes (so tests cross head, stripe and chunk boundaries
@@ -81,34 +70,11 @@ func startGateway(t testing.TB, opt gateway.Options) *fixture {
 // pools (to create some of them differently).
 func startGatewayN(t testing.TB, n int, opt gateway.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
 	t.Helper()
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := testnet.FreePortPair(t)
-	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	for range n {
-		var store objectstore.Store = objectstore.NewMemStore()
-		if _, ok := t.(*testing.B); ok {
-			store = nil // benchmarks: the real store (MemStore copies an object's omap on every write)
-		}
-		o, err := osd.Start(osd.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { o.Close() })
-	}
+	_, bench := t.(*testing.B) // benchmarks: the real store (MemStore copies an object's omap on every write)
+	c := testcluster.Start(t, testcluster.Options{OSDs: n, Conf: gatewayConf, RealStores: bench})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := c.Client(ctx)
 	if setup != nil {
 		setup(ctx, conn)
 	}

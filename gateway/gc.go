@@ -132,7 +132,7 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 
 // RunGC processes the queue every GCPeriod until ctx ends.
 func (s *Store) RunGC(ctx context.Context) {
-	periodic.Every(ctx, s.opt.GCPeriod, nil, func() {
+	periodic.Every(ctx, nil, s.opt.GCPeriod, nil, func() {
 		if n, err := s.GCProcess(ctx, false); err != nil && ctx.Err() == nil {
 			s.opt.Logger.Warn("gc pass failed", "removed", n, "err", err)
 		} else if n > 0 {

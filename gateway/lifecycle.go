@@ -572,7 +572,7 @@ func (s *Store) RunLC(ctx context.Context) {
 	if d := s.opt.LCDebugInterval; d > 0 {
 		period = max(d, time.Second)
 	}
-	periodic.Every(ctx, period, nil, func() {
+	periodic.Every(ctx, nil, period, nil, func() {
 		if s.opt.LCDebugInterval <= 0 && !inWorkTime(time.Now(), s.lcWorkStart, s.lcWorkEnd) {
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
@@ -45,12 +46,21 @@ type Options struct {
 	Name     string // entity name, "mon.a"
 
 	Logger *slog.Logger
+	// Transport makes the MON's connections, the messenger's and raft's;
+	// nil is TCP (tests: msgr/memnet, msgr/faultnet).
+	Transport msgr.Transport
+	// Clock times the leader's schedules — down→out
+	// (mon_osd_down_out_interval), report timeouts
+	// (mon_osd_report_timeout), failure reports' grace — nil is the real
+	// clock (tests: clockwork's fake). Raft keeps real time.
+	Clock clockwork.Clock
 }
 
 // Daemon is a running MON: a raft member whose state machine is the
 // cluster State, serving commands and map subscriptions on the messenger.
 type Daemon struct {
 	o      Options
+	clock  clockwork.Clock
 	fsm    *fsm
 	raft   *raft.Raft
 	trans  *raft.NetworkTransport
@@ -130,7 +140,10 @@ func Start(o Options) (*Daemon, error) {
 		st.ECProfiles["default"] = []string{"crush-failure-domain=" + fd}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Daemon{o: o, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
 		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
 	d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
 		if k, ok := d.fsm.authKey(name); ok {
@@ -146,7 +159,7 @@ func Start(o Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch})
+	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch, Transport: o.Transport})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
@@ -159,8 +172,8 @@ func Start(o Options) (*Daemon, error) {
 // tickLoop runs the leader's periodic work until Close.
 func (d *Daemon) tickLoop() {
 	defer d.wg.Done()
-	periodic.Every(d.ctx, 500*time.Millisecond, nil, func() {
-		now := time.Now()
+	periodic.Every(d.ctx, d.clock, 500*time.Millisecond, nil, func() {
+		now := d.clock.Now()
 		d.downOut(now)
 		d.reportTimeout(now)
 	})
@@ -229,11 +242,15 @@ func (d *Daemon) startRaft(raddr string) error {
 	if err != nil {
 		return fmt.Errorf("mon: snapshots: %w", err)
 	}
-	ln, err := net.Listen("tcp", raddr)
+	var tr msgr.Transport = msgr.TCP{}
+	if d.o.Transport != nil {
+		tr = d.o.Transport
+	}
+	ln, err := tr.Listen(raddr)
 	if err != nil {
 		return fmt.Errorf("mon: raft listen: %w", err)
 	}
-	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, kr: d.o.Keyring, log: d.log}, 3, 5*time.Second, hl)
+	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: tr, kr: d.o.Keyring, log: d.log}, 3, 5*time.Second, hl)
 	exists, err := raft.HasExistingState(d.bolt, d.bolt, snaps)
 	if err != nil {
 		return fmt.Errorf("mon: %w", err)
@@ -414,7 +431,7 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 	d.mu.Lock()
 	c := d.leaders[la]
 	if c == nil {
-		c = msgr.Dial(la, d.o.Keyring, msgr.Config{Logger: d.log, MaxBackoff: 500 * time.Millisecond})
+		c = msgr.Dial(la, d.o.Keyring, msgr.Config{Logger: d.log, MaxBackoff: 500 * time.Millisecond, Transport: d.o.Transport})
 		d.leaders[la] = c
 	}
 	d.mu.Unlock()
@@ -487,7 +504,7 @@ func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 	need := int(cfg.Int("mon_osd_min_down_reporters"))
 	level := cfg.String("mon_osd_reporter_subtree_level")
 	grace := time.Duration(2 * cfg.Seconds("osd_heartbeat_grace") * float64(time.Second))
-	now := time.Now()
+	now := d.clock.Now()
 	d.mu.Lock()
 	rs := d.reports[int32(target)]
 	if rs == nil {
@@ -529,7 +546,7 @@ func (d *Daemon) beacon(c monc.Command) (monc.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.beacons != nil {
-		d.beacons[c.Args["addr"]] = time.Now()
+		d.beacons[c.Args["addr"]] = d.clock.Now()
 	}
 	return monc.Result{}, nil
 }
@@ -590,6 +607,7 @@ func (d *Daemon) config() *config.Config {
 // the messenger's are.
 type authStream struct {
 	net.Listener
+	tr  msgr.Transport
 	kr  msgr.Keyring
 	log *slog.Logger
 }
@@ -610,7 +628,9 @@ func (s *authStream) Accept() (net.Conn, error) {
 }
 
 func (s *authStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	nc, err := net.DialTimeout("tcp", string(addr), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	nc, err := s.tr.Dial(ctx, string(addr), "")
+	cancel()
 	if err != nil {
 		return nil, err
 	}

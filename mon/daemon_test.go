@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/internal/testcluster"
 	"github.com/shoal-project/shoal/internal/testnet"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
@@ -17,31 +18,9 @@ import (
 )
 
 func TestQuorumSurvivesLosingOneMON(t *testing.T) {
-	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
-	var addrs []string
-	for range 3 {
-		addrs = append(addrs, testnet.FreePortPair(t))
-	}
-	var ds []*mon.Daemon
-	for i, a := range addrs {
-		d, err := mon.Start(mon.Options{Addr: a, Peers: addrs, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon." + strconv.Itoa(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d)
-	}
-	defer func() {
-		for _, d := range ds {
-			if d != nil {
-				d.Close()
-			}
-		}
-	}()
-	c, err := monc.New(addrs, kr, msgr.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	cl := testcluster.Start(t, testcluster.Options{MONs: 3})
+	addrs, ds := cl.MonAddrs, cl.MONs
+	c := cl.MonClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r0, err := c.Command(ctx, "pool create", map[string]string{"name": "data", "size": "1", "pg_num": "8"})
@@ -61,8 +40,7 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	// stop the leader; the other two keep accepting changes
 	for i, d := range ds {
 		if d.IsLeader() {
-			d.Close()
-			ds[i] = nil
+			cl.StopMON(i)
 		}
 	}
 	r, err := c.Command(ctx, "pool create", map[string]string{"name": "second", "pg_num": "8"})
@@ -82,8 +60,7 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	// one MON of three is a minority: it refuses changes (no leader)
 	for i, d := range ds {
 		if d != nil && !d.IsLeader() {
-			d.Close()
-			ds[i] = nil
+			cl.StopMON(i)
 			break
 		}
 	}
@@ -108,7 +85,7 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 // MON, the client and ctx (60 s) end with the test.
 func oneMon(t *testing.T, global map[string]string) (ctx context.Context, c *monc.Client, must func(prefix string, args map[string]string) monc.Result) {
 	t.Helper()
-	kr := msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
+	kr := testcluster.Key
 	addr := testnet.FreePortPair(t)
 	cfg := config.NewFile(map[string]map[string]string{"global": global})
 	d, err := mon.Start(mon.Options{Addr: addr, Peers: []string{addr}, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon.a", Config: cfg})

@@ -60,13 +60,13 @@ func TestDuplicateAnsweredAfterCommit(t *testing.T) {
 	free := func() { freeOnce.Do(func() { close(release) }) }
 	defer free() // a failing test must not leave the OSDs waiting to close
 	var stores []*heldStore
-	c.wrap = func(i int, s objectstore.Store) objectstore.Store {
+	c.Wrap = func(i int, s objectstore.Store) objectstore.Store {
 		h := &heldStore{Store: s, release: release, holding: holding}
 		stores = append(stores, h)
 		return h
 	}
-	for i := range c.osds {
-		c.restartOSD(i)
+	for i := range c.OSDs {
+		c.RestartOSD(i)
 	}
 	cl, p := c.pool(ctx, "dup")
 	waitClean(ctx, t, cl, p.ID())
@@ -74,7 +74,7 @@ func TestDuplicateAnsweredAfterCommit(t *testing.T) {
 	m := cl.Map()
 	pgid, _ := m.ObjectToPG(p.ID(), oid, "")
 	mp, _ := m.MapPG(pgid)
-	addr, _, _ := strings.Cut(c.osds[mp.ActingPrimary].Addr(), "/")
+	addr, _, _ := strings.Cut(c.OSDs[mp.ActingPrimary].Addr(), "/")
 	req := osdop.Request{Pool: p.ID(), Seed: pgid.Seed, OID: oid, Client: 4242, Tid: 1, Ops: []osdop.Op{{Code: osdop.WriteFull, Data: []byte("once")}}}
 	e := wire.NewEncoder(nil)
 	req.Encode(e)

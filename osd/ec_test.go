@@ -21,7 +21,7 @@ import (
 // profile k+m with OSD failure domain, stripe unit unit bytes and pgNum
 // PGs (0: the default).
 func (c *cluster) ecPool(ctx context.Context, name string, k, m, unit, pgNum int) (*client.Conn, *client.Pool) {
-	cl := c.connect(ctx)
+	cl := c.Client(ctx)
 	prof := fmt.Sprintf("k=%d m=%d stripe_unit=%d crush-failure-domain=osd", k, m, unit)
 	if _, err := cl.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": name, "args": prof}); err != nil {
 		c.t.Fatal(err)
@@ -233,8 +233,8 @@ func TestECShardLoss(t *testing.T) {
 	}
 	// m = 2 OSDs gone: first before the MON notices (degraded reads
 	// decode), then after
-	c.osds[1].Close()
-	c.osds[2].Close()
+	c.OSDs[1].Close()
+	c.OSDs[2].Close()
 	readAll()
 	c.waitDown(ctx, cl, 1, 2)
 	readAll()
@@ -250,7 +250,7 @@ func TestECShardLoss(t *testing.T) {
 	// 0: if that shard's OSD is the survivor and still primary (before
 	// the MON marks the others down, under the leases they granted), it
 	// reads without any other shard — current data, as Ceph serves it.
-	c.osds[3].Close()
+	c.OSDs[3].Close()
 	short, cancelShort := context.WithTimeout(ctx, 8*time.Second)
 	for oid, want := range model {
 		got, err := p.Read(short, oid, 0, 0)
@@ -261,7 +261,7 @@ func TestECShardLoss(t *testing.T) {
 	cancelShort()
 	// all return: their shards are rebuilt, and read through them alone
 	for _, i := range []int{1, 2, 3} {
-		c.restartOSD(i)
+		c.RestartOSD(i)
 	}
 	readAll()
 }
@@ -274,7 +274,7 @@ func TestECShardCounters(t *testing.T) {
 	defer cancel()
 	cl, p := c.ecPool(ctx, "ec42", 4, 2, 4096, 0)
 	sum := func() (s osdop.Perf) {
-		for i := range c.osds {
+		for i := range c.OSDs {
 			st, err := cl.OSDStats(ctx, int32(i))
 			if err != nil {
 				t.Fatal(err)
@@ -336,7 +336,7 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	for i := range 10 {
 		put(fmt.Sprintf("n%d", i), randBytes(r, 5000))
 	}
-	c.restartOSD(3)
+	c.RestartOSD(3)
 	verifyModel(ctx, t, p, model, "osd.3 back under norecover")
 	// partial writes to objects osd.3 lacks rebuild them first
 	for i := range 8 {
@@ -359,7 +359,7 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	// osd.1 gone and declared lost (else the PGs that took writes without
 	// osd.3 stay down, waiting for them), osd.2 and osd.3 hold k shards;
 	// an object osd.3 lacks is refused, never decoded from its stale shard
-	c.restartOSD(3)
+	c.RestartOSD(3)
 	c.stop(ctx, cl, 0, 1)
 	for _, id := range []string{"0", "1"} {
 		monDo(ctx, t, cl, "osd lost", "id", id, "sure", "--yes-i-really-mean-it")
@@ -381,8 +381,8 @@ func TestECRecoveryAfterActivation(t *testing.T) {
 	}
 	t.Logf("osd.2 and osd.3 alone under norecover: %d objects served, refused: %v", served, refused)
 
-	c.restartOSD(0)
-	c.restartOSD(1)
+	c.RestartOSD(0)
+	c.RestartOSD(1)
 	monDo(ctx, t, cl, "osd unset", "key", "norecover")
 	waitClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "clean")
@@ -419,7 +419,7 @@ func TestECBackfillUnderPGTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	monDo(ctx, t, cl, "osd set", "key", "nobackfill")
-	c.addOSD(t) // osd.4
+	c.AddOSD() // osd.4
 	// moved: PGs where osd.4 takes shards and every other shard stays put
 	moved, shifted := map[osdmap.PGID]bool{}, 0
 	var m *osdmap.Map

@@ -75,8 +75,8 @@ type leaseTable struct {
 	proven map[string]uint32
 }
 
-func newLeaseTable() leaseTable {
-	return leaseTable{start: time.Now(), promised: map[int32]time.Time{}, held: map[int32]time.Time{}, inflight: map[int32]chan struct{}{}, proven: map[string]uint32{}}
+func newLeaseTable(start time.Time) leaseTable {
+	return leaseTable{start: start, promised: map[int32]time.Time{}, held: map[int32]time.Time{}, inflight: map[int32]chan struct{}{}, proven: map[string]uint32{}}
 }
 
 // leaseInterval is how long a lease lasts under the current configuration
@@ -144,7 +144,7 @@ func (d *OSD) handlePing(payload []byte) []byte {
 	var lease time.Duration
 	if dec.Err() == nil && m != nil && p.From >= 0 && p.From < m.MaxOSD() && m.OSDs[p.From].Up && m.OSDs[p.From].Addr == p.Addr {
 		lease = max(min(p.Lease, d.leaseInterval()), 0)
-		if until := time.Now().Add(lease); until.After(l.promised[p.From]) {
+		if until := d.clock.Now().Add(lease); until.After(l.promised[p.From]) {
 			l.promised[p.From] = until
 		}
 	}
@@ -164,7 +164,7 @@ func (d *OSD) handlePing(payload []byte) []byte {
 // the lease if granted.
 func (d *OSD) ping(ctx context.Context, id int32, addr string) (pingReply, error) {
 	lease := d.leaseInterval()
-	sent := time.Now()
+	sent := d.clock.Now()
 	b, err := d.call(ctx, id, addr, msgPing, (&pingMsg{From: d.id, Addr: d.addr, Lease: lease}).encode())
 	if err != nil {
 		return pingReply{}, err
@@ -188,7 +188,7 @@ func (d *OSD) ping(ctx context.Context, id int32, addr string) (pingReply, error
 // from now; anyOSD stands for every OSD while osd_heartbeat_grace (longer
 // than any lease it grants) has not passed since this OSD started.
 func (d *OSD) promises() []leaseClaim {
-	now := time.Now()
+	now := d.clock.Now()
 	var out []leaseClaim
 	grace := time.Duration(d.conf().Seconds("osd_heartbeat_grace") * float64(time.Second))
 	if left := d.leases.start.Add(grace).Sub(now); left > 0 {
@@ -294,7 +294,7 @@ func (pg *PG) leaseHeld(iv uint64, renew bool) (uint64, int32, string, error) {
 	if iv != 0 && cur != iv {
 		return 0, -1, "", fmt.Errorf("%w: pg %s changed interval during the read", osdop.ErrRetry, pg.id)
 	}
-	now := time.Now()
+	now := pg.osd.clock.Now()
 	half := now.Add(d.leaseInterval() / 2)
 	d.leases.heldMu.Lock()
 	defer d.leases.heldMu.Unlock()
@@ -356,7 +356,7 @@ func (d *OSD) renewLease(id int32, addr string) chan struct{} {
 // without one peering fails and is retried.
 func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, mq *osdmap.Map, prior, reached []int32, leases map[int32]map[int32]time.Time) error {
 	d := pg.osd
-	self := leaseDeadlines(d.promises(), time.Now())
+	self := leaseDeadlines(d.promises(), d.clock.Now())
 	type wait struct {
 		osd   int32
 		until time.Time // zero: up in mq, a probe must clear it
@@ -376,7 +376,7 @@ func (pg *PG) waitPriorLeases(ctx context.Context, iv uint64, mq *osdmap.Map, pr
 				until = u
 			}
 		}
-		if until.After(time.Now()) {
+		if until.After(d.clock.Now()) {
 			waits = append(waits, wait{o, until})
 		}
 	}
@@ -431,26 +431,26 @@ func (pg *PG) waitLease(ctx context.Context, mq *osdmap.Map, o int32, until time
 	d.perf.leaseWaits.Add(1)
 	limit := until
 	if until.IsZero() {
-		limit = time.Now().Add(priorProbeLimit)
+		limit = d.clock.Now().Add(priorProbeLimit)
 	}
-	d.log.Debug("waiting for an earlier interval's read lease", "pg", pg.id, "osd", o, "for", time.Until(limit).Round(time.Millisecond), "up", until.IsZero())
+	d.log.Debug("waiting for an earlier interval's read lease", "pg", pg.id, "osd", o, "for", d.clock.Until(limit).Round(time.Millisecond), "up", until.IsZero())
 	for {
 		if inst.Exists && d.pastServing(ctx, o, inst, uint32(mq.Epoch), limit) {
 			return nil
 		}
-		left := time.Until(limit)
+		left := d.clock.Until(limit)
 		if left <= 0 {
 			if until.IsZero() {
 				return fmt.Errorf("pg %s: osd.%d, of an earlier interval, is up but has not shown it left it (a map of epoch %d) in %v", pg.id, o, mq.Epoch, priorProbeLimit)
 			}
 			return nil
 		}
-		t := time.NewTimer(min(left, 200*time.Millisecond))
+		t := d.clock.NewTimer(min(left, 200*time.Millisecond))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-t.Chan():
 		}
 	}
 }
@@ -483,11 +483,9 @@ func (d *OSD) pastServing(ctx context.Context, o int32, inst osdmap.OSD, e uint3
 	}
 	refused := 0
 	for _, addr := range addrs {
-		dl := time.Now().Add(500 * time.Millisecond)
-		if limit.Before(dl) {
-			dl = limit
-		}
-		pctx, cancel := context.WithDeadline(ctx, dl)
+		// a probe waits up to 500 ms, and not past limit (on the OSD's
+		// clock, as leases are)
+		pctx, cancel := context.WithTimeout(ctx, max(min(500*time.Millisecond, d.clock.Until(limit)), 0))
 		r, err := d.probe(pctx, o, addr)
 		cancel()
 		switch {

@@ -88,15 +88,15 @@ func (p *monProxy) setCut(cut bool) {
 // startBehindProxy starts one more OSD, which reaches the MON only
 // through a proxy the test can cut.
 func (c *cluster) startBehindProxy() (*osd.OSD, *monProxy) {
-	proxy := newMonProxy(c.t, c.addrs[0])
+	proxy := newMonProxy(c.t, c.MonAddrs[0])
 	dir := c.t.TempDir()
 	st := objectstore.NewMemStore()
-	c.stores, c.dirs = append(c.stores, st), append(c.dirs, dir)
-	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{proxy.ln.Addr().String()}, Keyring: testKey, Config: c.conf, Store: st})
+	c.Stores, c.Dirs = append(c.Stores, st), append(c.Dirs, dir)
+	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{proxy.ln.Addr().String()}, Keyring: testKey, Config: c.Conf, Store: st})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.osds = append(c.osds, o)
+	c.OSDs = append(c.OSDs, o)
 	return o, proxy
 }
 
@@ -112,7 +112,7 @@ func TestMapFromPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cut, proxy := c.startBehindProxy()
-	cl := c.connect(ctx)
+	cl := c.Client(ctx)
 	proxy.setCut(true)
 	monDo(ctx, t, cl, "pool create", "name", "p", "size", "3", "min_size", "2")
 	p, err := cl.Pool(ctx, "p")

@@ -39,12 +39,12 @@ func TestMemoryTargetAtRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rec := &resizeRecorder{}
-	c.wrap = func(_ int, s objectstore.Store) objectstore.Store { rec.Store = s; return rec }
-	c.restartOSD(0)
-	cl := c.connect(ctx)
-	meta := osd.Memory(c.conf.For("osd.0")).MetaCache // the metadata cache keeps its size from start
+	c.Wrap = func(_ int, s objectstore.Store) objectstore.Store { rec.Store = s; return rec }
+	c.RestartOSD(0)
+	cl := c.Client(ctx)
+	meta := osd.Memory(c.Conf.For("osd.0")).MetaCache // the metadata cache keeps its size from start
 	for _, target := range []string{"1G", "2G"} {
-		want := osd.MemoryWithMeta(config.NewFile(map[string]map[string]string{"osd": {"osd_memory_target": target}}).Over(c.conf).For("osd.0"), meta)
+		want := osd.MemoryWithMeta(config.NewFile(map[string]map[string]string{"osd": {"osd_memory_target": target}}).Over(c.Conf).For("osd.0"), meta)
 		monDo(ctx, t, cl, "config set", "who", "osd", "option", "osd_memory_target", "value", target)
 		eventually(ctx, t, func() bool {
 			d, o := rec.sizes()

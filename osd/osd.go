@@ -43,6 +43,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/periodic"
@@ -79,11 +81,21 @@ type Options struct {
 	// the memory budget changes while the OSD runs (the process's
 	// GOMEMLIMIT, when the OSD owns its process).
 	SetMemoryLimit func(bytes int64)
+	// Transport makes the OSD's connections (to its peers, clients and
+	// the MONs); nil is TCP (tests: msgr/memnet, msgr/faultnet).
+	Transport msgr.Transport
+	// Clock times the OSD's schedules — heartbeats and their grace,
+	// beacons, markdown damping, read leases, recovery reservation
+	// grants, scrub scheduling, the fullness and I/O governor passes —
+	// nil is the real clock (tests: clockwork's fake). Op timeouts, retry
+	// back-offs and latency measurements keep real time.
+	Clock clockwork.Clock
 }
 
 // OSD is a running OSD daemon.
 type OSD struct {
 	o     Options
+	clock clockwork.Clock // Options.Clock, or the real one
 	id    int32
 	store objectstore.Store
 	srv   *msgr.Server
@@ -192,8 +204,11 @@ func Start(o Options) (*OSD, error) {
 		store = bs
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &OSD{o: o, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable()}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	d := &OSD{o: o, clock: o.Clock, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
+		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable(o.Clock.Now())}
 	d.cfg.Store(cfg)
 	d.mem = memory(cfg, mem.MetaCache)
 	d.qos.class = o.Class
@@ -224,19 +239,19 @@ func (d *OSD) start() error {
 			return k, ok
 		})
 	}
-	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch})
+	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport})
 	if err != nil {
 		return fmt.Errorf("osd: %w", err)
 	}
 	nonce := time.Now().UnixNano() % 1_000_000_000
 	d.addr = fmt.Sprintf("%s/%d", d.srv.Addr(), nonce)
 	if d.o.ClusterAddr != "" {
-		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch}); err != nil {
+		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport}); err != nil {
 			return fmt.Errorf("osd: cluster network: %w", err)
 		}
 		d.clusterAddr = fmt.Sprintf("%s/%d", d.back.Addr(), nonce)
 	}
-	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log})
+	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log, Transport: d.o.Transport})
 	if err != nil {
 		return err
 	}
@@ -539,7 +554,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	d.mapCh = make(chan struct{})
 	if d.id >= 0 && d.id < m.MaxOSD() && (!m.OSDs[d.id].Up || m.OSDs[d.id].Addr != d.addr) {
 		wasUp := old != nil && d.id < old.MaxOSD() && old.OSDs[d.id].Up && old.OSDs[d.id].Addr == d.addr
-		wait := d.markedDown(time.Now(), wasUp)
+		wait := d.markedDown(d.clock.Now(), wasUp)
 		if wait > 0 {
 			d.log.Error("marked down in the map while alive too often: staying down (osd_max_markdown_count, osd_max_markdown_period); check this OSD's network to its peers",
 				"epoch", m.Epoch, "times", len(d.markdowns), "boot_in", wait.Round(time.Second))
@@ -552,7 +567,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			select {
 			case <-d.ctx.Done():
 				return
-			case <-time.After(wait):
+			case <-d.clock.After(wait):
 			}
 			ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			defer cancel()
@@ -696,7 +711,7 @@ func (d *OSD) peer(id int32, addr string) *msgr.Client {
 	d.peerMu.Lock()
 	defer d.peerMu.Unlock()
 	if c = d.peers[a]; c == nil {
-		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: sourceIP(src)})
+		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: sourceIP(src), Transport: d.o.Transport})
 		d.peers[a] = c
 	}
 	return c
@@ -790,7 +805,7 @@ func (d *OSD) beaconLoop() {
 		select {
 		case <-d.ctx.Done():
 			return
-		case <-time.After(time.Duration(d.conf().Seconds("osd_beacon_report_interval") * float64(time.Second))):
+		case <-d.clock.After(time.Duration(d.conf().Seconds("osd_beacon_report_interval") * float64(time.Second))):
 		}
 		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
 		if _, err := d.mc.Command(ctx, "osd beacon", map[string]string{"id": strconv.Itoa(int(d.id)), "addr": d.addr}); err != nil && d.ctx.Err() == nil {
@@ -809,7 +824,7 @@ func (d *OSD) heartbeat() {
 		select {
 		case <-d.ctx.Done():
 			return
-		case <-time.After(interval):
+		case <-d.clock.After(interval):
 		}
 		m, _ := d.curMap()
 		var wg sync.WaitGroup
@@ -836,10 +851,10 @@ func (d *OSD) heartbeat() {
 					d.peerMu.Lock()
 					last, ok := d.lastHB[a]
 					if err == nil || !ok {
-						d.lastHB[a] = time.Now()
+						d.lastHB[a] = d.clock.Now()
 					}
 					d.peerMu.Unlock()
-					if err != nil && ok && time.Since(last) > grace {
+					if err != nil && ok && d.clock.Since(last) > grace {
 						d.reportFailure(id, o.Addr, false)
 					}
 				}()
@@ -1155,8 +1170,8 @@ func (d *OSD) fullness() (osdmap.Fullness, float64) {
 // rate.
 func (d *OSD) fullnessLoop() {
 	defer d.wg.Done()
-	periodic.Every(d.ctx, time.Second, nil, func() {
-		d.perf.sampleRecovery(time.Now())
+	periodic.Every(d.ctx, d.clock, time.Second, nil, func() {
+		d.perf.sampleRecovery(d.clock.Now())
 		lvl, used := d.fullness()
 		m, _ := d.curMap()
 		if m == nil || d.id < 0 || d.id >= m.MaxOSD() || !m.OSDs[d.id].Up || m.OSDs[d.id].Fullness == lvl {

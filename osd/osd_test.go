@@ -19,9 +19,9 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/internal/testcluster"
 	"github.com/shoal-project/shoal/internal/testnet"
 	"github.com/shoal-project/shoal/mon"
-	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd"
@@ -29,28 +29,20 @@ import (
 	"github.com/shoal-project/shoal/osdop"
 )
 
-var testKey = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
+var testKey = testcluster.Key
 
-const testConf = `[global]
-osd_crush_chooseleaf_type = 0
-mon_osd_reporter_subtree_level = osd
-osd_heartbeat_interval = 0.5
-osd_heartbeat_grace = 3
-osd_pool_default_pg_num = 8
-`
+// osdConf is what these tests add to the shared test configuration: a
+// short heartbeat grace, so that a stopped OSD is marked down quickly.
+const osdConf = "osd_heartbeat_grace = 3\n"
 
-// cluster is an in-process MON and OSDs on MemStores.
+// testConf is the whole configuration of these tests' clusters.
+const testConf = testcluster.Conf + osdConf
+
+// cluster is the shared in-process test cluster (internal/testcluster)
+// with the helpers these tests use.
 type cluster struct {
-	t      *testing.T
-	mon    *mon.Daemon
-	osds   []*osd.OSD
-	stores []*objectstore.MemStore
-	conf   *config.File
-	addrs  []string
-	dirs   []string
-	back   bool // OSDs get a cluster address of their own
-	// wrap, if set, wraps OSD i's store when restartOSD starts it
-	wrap func(i int, s objectstore.Store) objectstore.Store
+	*testcluster.Cluster
+	t *testing.T
 }
 
 func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, "") }
@@ -59,11 +51,14 @@ func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, 
 // extra ("name = value" lines).
 func startClusterWith(t *testing.T, n int, extra string) *cluster {
 	t.Helper()
-	conf, err := config.Parse(strings.NewReader(testConf+extra), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startClusterConf(t, n, conf)
+	return &cluster{Cluster: testcluster.Start(t, testcluster.Options{OSDs: n, Conf: osdConf + extra}), t: t}
+}
+
+// startClusterNet is startClusterWith with a cluster (back) address of
+// its own for each OSD if back is set.
+func startClusterNet(t *testing.T, n int, extra string, back bool) *cluster {
+	t.Helper()
+	return &cluster{Cluster: testcluster.Start(t, testcluster.Options{OSDs: n, Conf: osdConf + extra, ClusterNetwork: back}), t: t}
 }
 
 // stop closes OSDs ids and has the MON mark them down, returning once the
@@ -72,7 +67,7 @@ func (c *cluster) stop(ctx context.Context, cl *client.Conn, ids ...int32) {
 	c.t.Helper()
 	var list []string
 	for _, id := range ids {
-		c.osds[id].Close()
+		c.OSDs[id].Close()
 		list = append(list, strconv.Itoa(int(id)))
 	}
 	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": strings.Join(list, ",")}); err != nil {
@@ -86,7 +81,7 @@ func (c *cluster) stop(ctx context.Context, cl *client.Conn, ids ...int32) {
 func (c *cluster) perfTotal(ctx context.Context, cl *client.Conn, of func(osdop.Perf) uint64) uint64 {
 	c.t.Helper()
 	var n uint64
-	for i := range c.osds {
+	for i := range c.OSDs {
 		st, err := cl.OSDStats(ctx, int32(i))
 		if err != nil {
 			c.t.Fatal(err)
@@ -143,63 +138,6 @@ func verifyModel(ctx context.Context, t *testing.T, p *client.Pool, model map[st
 	}
 }
 
-func startClusterConf(t *testing.T, n int, conf *config.File) *cluster {
-	return startClusterNet(t, n, conf, false)
-}
-
-// startClusterNet starts a MON and n OSDs, each OSD with a cluster
-// (back) address of its own if back is set.
-func startClusterNet(t *testing.T, n int, conf *config.File, back bool) *cluster {
-	a := testnet.FreePortPair(t)
-	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, mon: m, conf: conf, addrs: []string{a}, back: back}
-	t.Cleanup(func() {
-		for _, o := range c.osds {
-			if o != nil {
-				o.Close()
-			}
-		}
-		m.Close()
-	})
-	for range n {
-		c.addOSD(t)
-	}
-	return c
-}
-
-// addOSD starts one more OSD, on a new MemStore, and returns its id.
-func (c *cluster) addOSD(t *testing.T) int {
-	c.stores = append(c.stores, objectstore.NewMemStore())
-	c.dirs = append(c.dirs, t.TempDir())
-	c.osds = append(c.osds, nil)
-	id := len(c.osds) - 1
-	c.restartOSD(id)
-	return id
-}
-
-// restartOSD starts OSD i (again: a MemStore survives its OSD's Close).
-func (c *cluster) restartOSD(i int) {
-	if c.osds[i] != nil {
-		c.osds[i].Close()
-	}
-	back := ""
-	if c.back {
-		back = "127.0.0.1:0"
-	}
-	var st objectstore.Store = c.stores[i]
-	if c.wrap != nil {
-		st = c.wrap(i, st)
-	}
-	o, err := osd.Start(osd.Options{DataDir: c.dirs[i], Addr: "127.0.0.1:0", ClusterAddr: back, Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: st})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.osds[i] = o
-}
-
 // waitDown waits until the MONs have marked the OSDs down (the client's
 // map shows it).
 func (c *cluster) waitDown(ctx context.Context, cl *client.Conn, ids ...int32) {
@@ -225,20 +163,9 @@ func (c *cluster) waitDown(ctx context.Context, cl *client.Conn, ids ...int32) {
 	}
 }
 
-// connect connects a client, closed when the test ends.
-func (c *cluster) connect(ctx context.Context) *client.Conn {
-	c.t.Helper()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(cl.Close)
-	return cl
-}
-
 // pool connects a client and creates a 3-replica pool.
 func (c *cluster) pool(ctx context.Context, name string) (*client.Conn, *client.Pool) {
-	cl := c.connect(ctx)
+	cl := c.Client(ctx)
 	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "size": "3"}); err != nil {
 		c.t.Fatal(err)
 	}
@@ -309,7 +236,7 @@ func TestReplicatedPoolRoundTrip(t *testing.T) {
 	if _, err := cl.MonCommand(ctx, "pool rm", map[string]string{"name": "data"}); err != nil {
 		t.Fatal(err)
 	}
-	for i, st := range c.stores {
+	for i, st := range c.Stores {
 		for {
 			colls, err := st.Collections()
 			if err != nil {
@@ -750,7 +677,7 @@ func TestPGPNumChangeMovesData(t *testing.T) {
 	c := startCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.addrs, Keyring: testKey})
+	cl, err := client.Connect(ctx, client.Config{MonAddrs: c.MonAddrs, Keyring: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -801,11 +728,7 @@ func TestPGPNumChangeMovesData(t *testing.T) {
 // TestPerfCounters counts the amplification of one write: one op_w on the
 // primary, one subop_w on each replica; and the metrics endpoint serves them.
 func TestPerfCounters(t *testing.T) {
-	conf, err := config.Parse(strings.NewReader(testConf+"metrics_addr = 127.0.0.1:0\n"), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterConf(t, 3, conf)
+	c := startClusterWith(t, 3, "metrics_addr = 127.0.0.1:0\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl, p := c.pool(ctx, "data")
@@ -817,7 +740,7 @@ func TestPerfCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sum osdop.Perf
-	for i := range c.osds {
+	for i := range c.OSDs {
 		st, err := cl.OSDStats(ctx, int32(i))
 		if err != nil {
 			t.Fatal(err)
@@ -832,7 +755,7 @@ func TestPerfCounters(t *testing.T) {
 	if sum.OpW != 1 || sum.OpWInBytes != 4<<20 || sum.OpR != 1 || sum.OpROutBytes != 4<<20 || sum.SubopW != 2 || sum.SubopWBytes < 2*4<<20 || sum.SubopWBytes > 2*(4<<20+8192) { // a message's fields and its data's alignment padding
 		t.Fatalf("one 4 MiB write and read on 3 replicas counted as %+v", sum)
 	}
-	resp, err := http.Get("http://" + c.osds[0].MetricsAddr() + "/metrics")
+	resp, err := http.Get("http://" + c.OSDs[0].MetricsAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -890,19 +813,19 @@ func TestPauseAndNoUp(t *testing.T) {
 	}
 
 	mon("osd set", "noup")
-	c.osds[2].Close()
+	c.OSDs[2].Close()
 	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	restarted := make(chan struct{})
 	go func() { // Start returns once the OSD has booted: only after noup clears
 		defer close(restarted)
-		o, err := osd.Start(osd.Options{DataDir: c.dirs[2], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.addrs, Keyring: testKey, Config: c.conf, Store: c.stores[2]})
+		o, err := osd.Start(osd.Options{DataDir: c.Dirs[2], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.MonAddrs, Keyring: testKey, Config: c.Conf, Store: c.Stores[2]})
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		c.osds[2] = o
+		c.OSDs[2] = o
 	}()
 	if err := p.WriteFull(ctx, "b", []byte("while osd.2 is kept down")); err != nil {
 		t.Fatal(err)
@@ -937,8 +860,7 @@ func TestReadsSeeWholeWrites(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := &cluster{t: t, addrs: []string{a}}
-	_, p := c.pool(ctx, "p")
+	_, p := dataPool(ctx, t, a)
 	const writes = 1000
 	version := func(v int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("v%d|", v%10)), 100+v%7*300) }
 	if err := p.WriteFull(ctx, "o", version(0)); err != nil {

@@ -235,7 +235,7 @@ func (r *peerRun) query(ctx context.Context, t peering.Target) (memberInfo, erro
 	}
 	// an OSD asked twice (a backfill target in the past, or a requeried
 	// authority) keeps the later of its promises
-	ls := leaseDeadlines(pm.Leases, time.Now())
+	ls := leaseDeadlines(pm.Leases, pg.osd.clock.Now())
 	if ls == nil {
 		ls = map[int32]time.Time{}
 	}

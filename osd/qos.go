@@ -243,7 +243,7 @@ func (d *OSD) governLoop() {
 	defer d.wg.Done()
 	var s schedSampler
 	s.p90()
-	periodic.Every(d.ctx, governPeriod, nil, func() {
+	periodic.Every(d.ctx, d.clock, governPeriod, nil, func() {
 		p90, n := s.p90()
 		if n < minSchedSamples {
 			p90 = 0

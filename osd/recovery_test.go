@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/osd"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
@@ -58,7 +57,7 @@ func TestRecoveryAfterActivation(t *testing.T) {
 		put(fmt.Sprintf("n%d", i), []byte(fmt.Sprintf("new %d", i)))
 	}
 
-	c.restartOSD(2)
+	c.RestartOSD(2)
 	// served at once, recovered object by object as asked for
 	verifyModel(ctx, t, p, want, "osd.2 back under norecover")
 	// writes to objects osd.2 lacks, partial ones too
@@ -76,7 +75,7 @@ func TestRecoveryAfterActivation(t *testing.T) {
 
 	// restarted, osd.2 still knows what its copy lacks; alone, it never
 	// serves a stale copy
-	c.restartOSD(2)
+	c.RestartOSD(2)
 	c.stop(ctx, cl, 0, 1)
 	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "1")
 	served, refused := readServedOrRefused(ctx, t, p, want, "unfound")
@@ -85,8 +84,8 @@ func TestRecoveryAfterActivation(t *testing.T) {
 	}
 	t.Logf("osd.2 alone under norecover: %d objects served, refused: %v", served, refused)
 
-	c.restartOSD(0)
-	c.restartOSD(1)
+	c.RestartOSD(0)
+	c.RestartOSD(1)
 	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "2")
 	monDo(ctx, t, cl, "osd unset", "key", "norecover")
 	waitClean(ctx, t, cl, p.ID())
@@ -278,7 +277,7 @@ func TestStrayCopiesOfADownOSDDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClean(ctx, t, cl, p.ID())
-	c.restartOSD(3) // stays out: an operator marked it out
+	c.RestartOSD(3) // stays out: an operator marked it out
 	eventually(ctx, t, func() bool { return held() == 0 },
 		func() string {
 			return fmt.Sprintf("osd.3, restarted out of every acting set, still holds %d of the pool's objects", held())
@@ -288,7 +287,7 @@ func TestStrayCopiesOfADownOSDDeleted(t *testing.T) {
 
 // held counts the pool's objects in osd i's store.
 func (c *cluster) held(i int, pool int64) int {
-	colls, err := c.stores[i].Collections()
+	colls, err := c.Stores[i].Collections()
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -297,7 +296,7 @@ func (c *cluster) held(i int, pool int64) int {
 		if !strings.HasPrefix(string(coll), fmt.Sprintf("%d.", pool)) {
 			continue
 		}
-		names, _ := c.stores[i].List(coll, "", 100000)
+		names, _ := c.Stores[i].List(coll, "", 100000)
 		for _, name := range names {
 			if !strings.HasPrefix(name, "\x00") {
 				n++
@@ -321,7 +320,7 @@ func (c *cluster) waitCopies(ctx context.Context, pool int64, model map[string][
 	total := 0
 	eventually(ctx, c.t, func() bool {
 		total = 0
-		for i := range c.osds {
+		for i := range c.OSDs {
 			total += c.held(i, pool)
 		}
 		return total == n*live
@@ -515,7 +514,7 @@ func (c *cluster) missWrites(ctx context.Context, cl *client.Conn, put func(gen 
 	c.t.Helper()
 	c.stop(ctx, cl, 2)
 	put(2)
-	c.restartOSD(2)
+	c.RestartOSD(2)
 }
 
 // TestBackfillUnderPGTemp: an OSD added to a 3-replica pool — the PGs it
@@ -558,7 +557,7 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 	put(0)
 	waitClean(ctx, t, cl, p.ID())
 	monDo(ctx, t, cl, "osd set", "key", "nobackfill")
-	c.addOSD(t) // osd.3
+	c.AddOSD() // osd.3
 	// every PG osd.3 joins waits remapped with its old acting set serving
 	var remapped []osdmap.PGID
 	for {
@@ -626,11 +625,7 @@ func TestBackfillUnderPGTemp(t *testing.T) {
 // it in the map beside their public one; writes replicate, a returning
 // OSD recovers and the PGs go clean with peers talking over it.
 func TestClusterNetwork(t *testing.T) {
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterNet(t, 3, conf, true)
+	c := startClusterNet(t, 3, "", true)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl, p := c.pool(ctx, "p")
@@ -675,7 +670,7 @@ func TestIntervalOnlyDownOSDsSaw(t *testing.T) {
 	c := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl := c.connect(ctx)
+	cl := c.Client(ctx)
 	monDo(ctx, t, cl, "pool create", "name", "p", "size", "2", "min_size", "1")
 	p, err := cl.Pool(ctx, "p")
 	if err != nil {
@@ -726,7 +721,7 @@ func TestIntervalOnlyDownOSDsSaw(t *testing.T) {
 	if err == nil || errors.Is(err, osdop.ErrNotFound) {
 		t.Fatalf("pg %s without the OSD that took the last write: read %q, %v; want it refused", pgid, got, err)
 	}
-	c.restartOSD(int(a)) // out, but up: asked as a former member
+	c.RestartOSD(int(a)) // out, but up: asked as a former member
 	got, err = p.Read(ctx, oid, 0, 0)
 	if err != nil || string(got) != "v2, osd.A alone" {
 		t.Fatalf("osd.%d back: read %q, %v", a, got, err)
@@ -770,7 +765,7 @@ func TestDegradedBeforeMisplaced(t *testing.T) {
 		return slices.ContainsFunc(states, func(st string) bool { return strings.Contains(st, s) })
 	}
 	waitState("a backfill", func(states []string) bool { return has(states, "+backfilling") })
-	c.restartOSD(1)
+	c.RestartOSD(1)
 	waitState("osd.1's pgs degraded", func(states []string) bool { return has(states, "degraded") })
 	states := waitState("no degraded pg", func(states []string) bool { return !has(states, "degraded") && !has(states, "peering") })
 	if !has(states, "backfill") {
@@ -804,8 +799,8 @@ func TestBackfillsIntoOneOSD(t *testing.T) {
 		}
 	}
 	waitClean(ctx, t, cl, p.ID())
-	c.addOSD(t) // osd.3
-	target := c.osds[3]
+	c.AddOSD() // osd.3
+	target := c.OSDs[3]
 	stop := make(chan struct{})
 	seen := make(chan int)
 	go func() { // owned by this test: ends with stop

@@ -157,7 +157,7 @@ func (pg *PG) reserveRemote(ctx context.Context, iv uint64, prio int, members []
 		err = pg.remoteCall(ctx, m, msgRecoveryReserve, iv, prio, preempt)
 		switch {
 		case err == nil, errors.Is(err, osdop.ErrInvalid): // ErrInvalid: an OSD that predates reservations
-			rr.grants = append(rr.grants, remoteHeld{m, time.Now()})
+			rr.grants = append(rr.grants, remoteHeld{m, pg.osd.clock.Now()})
 			return true, nil
 		case errors.Is(err, osdop.ErrBusy):
 			return false, nil
@@ -207,7 +207,7 @@ func (rr *remoteReservation) renew(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	now := time.Now()
+	now := rr.pg.osd.clock.Now()
 	for i, err := range errs {
 		g := &rr.grants[i]
 		switch {
@@ -270,7 +270,7 @@ func (pg *PG) handleRecoveryReserve(pm *peerMsg) error {
 	if err := pg.checkMemberLocked(pm); err != nil {
 		return err
 	}
-	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, pm.Preempt, time.Now(), max) {
+	if !d.remoteSlots.reserve(pg.id, pm.Interval, pm.Prio, pm.Preempt, d.clock.Now(), max) {
 		return fmt.Errorf("%w: osd.%d takes osd_max_backfills recoveries already", osdop.ErrBusy, d.id)
 	}
 	return nil
@@ -282,7 +282,7 @@ func (pg *PG) handleRecoveryRenew(pm *peerMsg) error {
 	if err := pg.checkMember(pm); err != nil {
 		return err
 	}
-	if !pg.osd.remoteSlots.renew(pg.id, pm.Interval, time.Now()) {
+	if !pg.osd.remoteSlots.renew(pg.id, pm.Interval, pg.osd.clock.Now()) {
 		return fmt.Errorf("%w: osd.%d revoked the recovery reservation of pg %s", osdop.ErrBusy, pg.osd.id, pg.id)
 	}
 	return nil

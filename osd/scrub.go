@@ -204,7 +204,7 @@ func (pg *PG) handleScrubMap(pm *peerMsg) ([]byte, error) {
 	if len(pm.Names) != 1 {
 		return nil, fmt.Errorf("%w: scrub map request without a chunk end", osdop.ErrInvalid)
 	}
-	pg.osd.scrubSlots.touch(pg.id, time.Now())
+	pg.osd.scrubSlots.touch(pg.id, pg.osd.clock.Now())
 	objs, err := pg.scrubMapLocal(pm.OID, pm.Names[0], pm.Off == 1)
 	if err != nil {
 		return nil, err
@@ -398,7 +398,7 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 			}
 		}
 	}
-	now := time.Now()
+	now := pg.osd.clock.Now()
 	autoRepair := kind == scrubDeep && unrepaired > 0 && d.conf().Bool("osd_scrub_auto_repair") && unrepaired <= int(d.conf().Int("osd_scrub_auto_repair_num_errors"))
 	pg.mu.Lock()
 	pg.scrub.last = now
@@ -450,7 +450,7 @@ func (pg *PG) scrubStamps() []byte {
 // findings (for list-inconsistent); a PG never scrubbed counts from now
 // (Ceph stamps a new PG with its creation time).
 func (pg *PG) loadScrubStamps() {
-	now := time.Now()
+	now := pg.osd.clock.Now()
 	pg.scrub.last, pg.scrub.lastDeep = now, now
 	b, err := pg.osd.store.GetAttr(metaColl, metaOID(pg.coll), "scrub")
 	if err != nil {
@@ -675,9 +675,9 @@ func (d *OSD) pgCommand(payload []byte) ([]byte, error) {
 // OSD stops.
 func (d *OSD) scrubLoop() {
 	defer d.wg.Done()
-	periodic.Every(d.ctx, time.Second, d.scrubKick, func() {
+	periodic.Every(d.ctx, d.clock, time.Second, d.scrubKick, func() {
 		for d.ctx.Err() == nil {
-			pg, kind, requested := d.nextScrub(time.Now())
+			pg, kind, requested := d.nextScrub(d.clock.Now())
 			if pg == nil {
 				return
 			}
@@ -691,14 +691,14 @@ func (d *OSD) scrubLoop() {
 				if requested {
 					pg.scrub.requested = max(pg.scrub.requested, kind)
 				}
-				pg.scrub.busyUntil = time.Now().Add(scrubBusyBackoff)
+				pg.scrub.busyUntil = d.clock.Now().Add(scrubBusyBackoff)
 				pg.mu.Unlock()
 				continue
 			}
 			if err != nil && d.ctx.Err() == nil {
 				d.log.Warn("scrub", "pg", pg.id, "err", err)
 				pg.mu.Lock()
-				pg.scrub.busyUntil = time.Now().Add(time.Second) // not again at once
+				pg.scrub.busyUntil = d.clock.Now().Add(time.Second) // not again at once
 				pg.mu.Unlock()
 			}
 		}

@@ -87,7 +87,7 @@ func errorsByObject(incs osdop.Inconsistents) map[string][]string {
 func scrubCluster(ctx context.Context, t *testing.T, extra string) (*cluster, *client.Conn) {
 	t.Helper()
 	c := startClusterWith(t, 3, extra)
-	return c, c.connect(ctx)
+	return c, c.Client(ctx)
 }
 
 // onePGPool creates pool "s" — 3 replicas in one PG — and returns it,
@@ -113,7 +113,7 @@ func (c *cluster) damage(osd int32, fn func(tx *objectstore.Transaction)) {
 	c.t.Helper()
 	var tx objectstore.Transaction
 	fn(&tx)
-	if err := c.stores[osd].Apply(&tx); err != nil {
+	if err := c.Stores[osd].Apply(&tx); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -207,7 +207,7 @@ func TestScrubAndRepair(t *testing.T) {
 		}
 	}
 	// the findings survive a restart of the primary (its PG meta holds them)
-	c.restartOSD(int(primary))
+	c.RestartOSD(int(primary))
 	for {
 		b, err := cl.PGCommand(ctx, pgid.String(), "list-inconsistent")
 		if err == nil {
@@ -241,12 +241,12 @@ func TestScrubAndRepair(t *testing.T) {
 	// every copy holds the client's bytes again
 	for _, o := range acting {
 		for oid, data := range want {
-			got, err := c.stores[o].Read(coll, oid, 0, 0)
+			got, err := c.Stores[o].Read(coll, oid, 0, 0)
 			if err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("osd.%d %s after repair: %v", o, oid, err)
 			}
 		}
-		kv, err := c.stores[o].OmapGet(coll, "obj05", []string{"k"})
+		kv, err := c.Stores[o].OmapGet(coll, "obj05", []string{"k"})
 		if err != nil || string(kv["k"]) != "v" {
 			t.Fatalf("osd.%d obj05 omap after repair: %q %v", o, kv["k"], err)
 		}
@@ -283,11 +283,11 @@ func TestScrubErasureCoded(t *testing.T) {
 	}
 	coll := objectstore.Coll(pgid.String())
 	lost, changed := mp.Acting[2], mp.Acting[1] // a parity and a data shard
-	before, err := c.stores[lost].Read(coll, "e04", 0, 0)
+	before, err := c.Stores[lost].Read(coll, "e04", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
+	if _, err := c.Stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
 		t.Fatalf("e07 has an xattr before the test set one: %v", err)
 	}
 	c.damage(lost, func(tx *objectstore.Transaction) { tx.Remove(coll, "e04") })
@@ -305,11 +305,11 @@ func TestScrubErasureCoded(t *testing.T) {
 	if got := scrubPG(ctx, t, cl, pgid, "deep-scrub"); len(got.Inconsistents) != 0 {
 		t.Fatalf("deep scrub after repair: %+v", got.Inconsistents)
 	}
-	after, err := c.stores[lost].Read(coll, "e04", 0, 0)
+	after, err := c.Stores[lost].Read(coll, "e04", 0, 0)
 	if err != nil || !bytes.Equal(after, before) {
 		t.Fatalf("rebuilt shard of e04: %v (%d bytes, was %d)", err, len(after), len(before))
 	}
-	if _, err := c.stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
+	if _, err := c.Stores[changed].GetAttr(coll, "e07", "u.color"); !errors.Is(err, objectstore.ErrNotFound) {
 		t.Fatalf("e07's stray attribute after repair: %v", err)
 	}
 }
@@ -381,7 +381,7 @@ func TestRepairInterrupted(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	c.restartOSD(int(replica))
+	c.RestartOSD(int(replica))
 	found := errorsByObject(scrubPG(ctx, t, cl, pgid, "deep-scrub"))
 	for oid, errs := range found {
 		if len(errs) != 1 || errs[0] != fmt.Sprintf("osd.%d:missing", replica) {
@@ -397,7 +397,7 @@ func TestRepairInterrupted(t *testing.T) {
 		t.Fatalf("deep scrub after the second repair: %+v", got.Inconsistents)
 	}
 	for oid, data := range want {
-		if got, err := c.stores[replica].Read(coll, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
+		if got, err := c.Stores[replica].Read(coll, oid, 0, 0); err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("osd.%d %s after repair: %v", replica, oid, err)
 		}
 	}
@@ -460,7 +460,7 @@ func TestScrubECParity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := startCluster(t, 4)
-	cl := c.connect(ctx)
+	cl := c.Client(ctx)
 	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec22", "args", "k=2 m=2 stripe_unit=4096 crush-failure-domain=osd")
 	monDo(ctx, t, cl, "pool create", "name", "ec22", "type", "erasure", "erasure_code_profile", "ec22", "pg_num", "1")
 	p, err := cl.Pool(ctx, "ec22")
@@ -531,7 +531,7 @@ func TestScrubAutoRepair(t *testing.T) {
 		st = pgStats(ctx, t, cl, pgid)
 		return st.LastDeepScrub.After(before.LastDeepScrub) && st.State == "active+clean" && st.ScrubErrors == 0
 	}, func() string { return fmt.Sprintf("not repaired on its own: %+v", st) })
-	got, err := c.stores[replica].Read(coll, "obj4", 0, 0)
+	got, err := c.Stores[replica].Read(coll, "obj4", 0, 0)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("osd.%d obj4 after the automatic repair: %v (equal %v)", replica, err, bytes.Equal(got, data))
 	}

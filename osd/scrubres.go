@@ -74,7 +74,7 @@ func (s *scrubSlots) release(id osdmap.PGID) {
 func (pg *PG) reserveScrub(ctx context.Context, iv uint64, acting []int32, addrs []string) (func(), error) {
 	d := pg.osd
 	max := int(d.conf().Int("osd_max_scrubs"))
-	if !d.scrubSlots.reserve(pg.id, time.Now(), max) {
+	if !d.scrubSlots.reserve(pg.id, d.clock.Now(), max) {
 		return nil, fmt.Errorf("%w: osd.%d", errScrubBusy, d.id)
 	}
 	var got []int
@@ -112,7 +112,7 @@ func (pg *PG) handleScrubReserve(pm *peerMsg) error {
 		return err
 	}
 	d := pg.osd
-	if !d.scrubSlots.reserve(pg.id, time.Now(), int(d.conf().Int("osd_max_scrubs"))) {
+	if !d.scrubSlots.reserve(pg.id, d.clock.Now(), int(d.conf().Int("osd_max_scrubs"))) {
 		return fmt.Errorf("%w: osd.%d scrubs osd_max_scrubs PGs already", osdop.ErrBusy, d.id)
 	}
 	return nil

@@ -5,19 +5,29 @@ package periodic
 import (
 	"context"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
-// Every calls pass every period and each time kick receives (a nil kick
-// never does) until ctx ends; it is the calling goroutine's loop.
-func Every(ctx context.Context, period time.Duration, kick <-chan struct{}, pass func()) {
-	t := time.NewTicker(period)
-	defer t.Stop()
+// Every calls pass each period after the last pass ended, and each time
+// kick receives (a nil kick never does), until ctx ends; it is the
+// calling goroutine's loop. Its timer is clock's (nil: the real clock),
+// and is armed only between passes: on a fake clock, once the loop
+// waits on it again the pass that Advance set off has ended
+// (clockwork's BlockUntilContext counts it).
+func Every(ctx context.Context, clock clockwork.Clock, period time.Duration, kick <-chan struct{}, pass func()) {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
 	for {
+		t := clock.NewTimer(period)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-t.Chan():
 		case <-kick:
+			t.Stop()
 		}
 		pass()
 	}
