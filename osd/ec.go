@@ -45,6 +45,7 @@ import (
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -101,14 +102,14 @@ func (d *OSD) codec(ctx context.Context, pool *osdmap.Pool) (*ec.Codec, error) {
 // object's logical size, not the shard's.
 func (pg *PG) loadECObject(oid string) (*object, error) {
 	o, err := pg.loadObject(oid)
-	if err != nil || !o.exists {
+	if err != nil || !o.Exists {
 		return o, err
 	}
 	b, err := pg.osd.store.GetAttr(pg.coll, oid, attrECSize)
 	if err != nil || len(b) != 8 {
 		return nil, fmt.Errorf("%w: pg %s: %s has no valid %s attribute (%v)", osdop.ErrCorrupt, pg.id, oid, attrECSize, err)
 	}
-	o.size = binary.LittleEndian.Uint64(b)
+	o.Size = binary.LittleEndian.Uint64(b)
 	return o, nil
 }
 
@@ -160,8 +161,8 @@ func (x *ecWrite) cover(a, b uint64) error {
 	}
 	buf := make([]byte, (s1-s0)*x.w)
 	valid := uint64(0) // on-disk bytes still meaningful
-	if x.o.exists && !x.removed {
-		valid = min(x.o.size, x.zeroFrom)
+	if x.o.Exists && !x.removed {
+		valid = min(x.o.Size, x.zeroFrom)
 	}
 	load := func(from, to uint64) error { // stripes [from, to)
 		start, end := from*x.w, min(to*x.w, valid)
@@ -254,8 +255,8 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 	}
 	p := cd.Profile()
 	x := &ecWrite{pg: pg, ctx: ctx, cd: cd, o: o, w: uint64(p.StripeWidth()), u: uint64(p.StripeUnit),
-		allow: pool.Flags&osdmap.FlagECOverwrites != 0, exists: o.exists, size: o.size, zeroFrom: o.size}
-	res := &prepared{results: make([]osdop.Result, len(req.Ops))}
+		allow: pool.Flags&osdmap.FlagECOverwrites != 0, exists: o.Exists, size: o.Size, zeroFrom: o.Size}
+	res := &prepared{Prepared: opexec.Prepared{Results: make([]osdop.Result, len(req.Ops))}}
 	maxSize := pg.osd.conf().Size("osd_max_object_size")
 	for i := range req.Ops {
 		op := &req.Ops[i]
@@ -308,19 +309,19 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 		case osdop.OmapSet, osdop.OmapRm, osdop.OmapClear, osdop.Call:
 			return fail(fmt.Errorf("%w: %s on an erasure-coded pool (keep omap data in a replicated pool)", osdop.ErrUnsupported, op.Code))
 		case osdop.AssertVersion:
-			if err := assertVersion(x.exists, o.version, op.Ver); err != nil {
+			if err := opexec.AssertVersion(x.exists, o.Version, op.Ver); err != nil {
 				return fail(err)
 			}
 			continue
 		default: // reads see the state before the request
 			r, err := pg.readOpEC(ctx, cd, o, op)
 			if err != nil {
-				if !failOK(op, err) {
+				if !opexec.FailOK(op, err) {
 					return fail(err)
 				}
 				r = osdop.Result{}
 			}
-			res.results[i] = r
+			res.Results[i] = r
 			continue
 		}
 		if err != nil {
@@ -331,17 +332,17 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 			return fail(fmt.Errorf("%w: %d bytes (osd_max_object_size %d)", osdop.ErrTooLarge, x.size, maxSize))
 		}
 	}
-	if !x.exists && !o.exists {
+	if !x.exists && !o.Exists {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, req.OID)
 	}
-	res.existed, res.existsAfter = o.exists, x.exists
+	res.Existed, res.ExistsAfter = o.Exists, x.exists
 	switch {
-	case x.exists && !o.exists:
-		res.dObjects = 1
-	case !x.exists && o.exists:
-		res.dObjects = -1
+	case x.exists && !o.Exists:
+		res.DObjects = 1
+	case !x.exists && o.Exists:
+		res.DObjects = -1
 	}
-	res.dBytes = int64(x.size) - int64(o.size)
+	res.DBytes = int64(x.size) - int64(o.Size)
 	if err := x.shardTxns(res, pg.coll, req.OID); err != nil {
 		return nil, err
 	}
@@ -378,15 +379,15 @@ func (x *ecWrite) shardTxns(res *prepared, c objectstore.Coll, oid string) error
 			return err
 		}
 	}
-	oldShard := uint64(p.ShardSize(int64(x.o.size)))
-	if x.removed || !x.o.exists {
+	oldShard := uint64(p.ShardSize(int64(x.o.Size)))
+	if x.removed || !x.o.Exists {
 		oldShard = 0
 	}
 	newShard := uint64(p.ShardSize(int64(x.size)))
 	cut := min(oldShard, uint64(p.ShardSize(int64(x.zeroFrom))))
 	sizeAttr := binary.LittleEndian.AppendUint64(nil, x.size)
 	for i, t := range res.shards {
-		if x.removed && x.o.exists {
+		if x.removed && x.o.Exists {
 			t.Remove(c, oid)
 		}
 		t.Touch(c, oid)
@@ -442,11 +443,11 @@ func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request
 	if err != nil {
 		return nil, err
 	}
-	rep := &osdop.Reply{Ver: o.version, Results: make([]osdop.Result, len(req.Ops))}
+	rep := &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}
 	for i := range req.Ops {
 		r, err := pg.readOpEC(ctx, cd, o, &req.Ops[i])
 		if err != nil {
-			if !failOK(&req.Ops[i], err) {
+			if !opexec.FailOK(&req.Ops[i], err) {
 				return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
 			}
 			r = osdop.Result{}
@@ -459,15 +460,15 @@ func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request
 func (pg *PG) readOpEC(ctx context.Context, cd *ec.Codec, o *object, op *osdop.Op) (osdop.Result, error) {
 	switch op.Code {
 	case osdop.Read:
-		if !o.exists {
+		if !o.Exists {
 			return osdop.Result{}, osdop.ErrNotFound
 		}
-		if op.Off >= o.size {
+		if op.Off >= o.Size {
 			return osdop.Result{}, nil
 		}
 		n := op.Len
-		if n == 0 || n > o.size-op.Off {
-			n = o.size - op.Off
+		if n == 0 || n > o.Size-op.Off {
+			n = o.Size - op.Off
 		}
 		data, err := pg.readRange(ctx, cd, o, op.Off, n)
 		return osdop.Result{Data: data}, err
@@ -557,7 +558,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, osdop.ErrRetry) }) {
 				kind = osdop.ErrRetry // the interval changed under the read: resend it
 			}
-			return nil, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", kind, pg.id, o.oid, strings.Join(failed, "; "), err)
+			return nil, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", kind, pg.id, o.OID, strings.Join(failed, "; "), err)
 		}
 		pg.osd.perf.ecReconstruct.Add(1)
 		if corrupt {
@@ -581,11 +582,11 @@ func (pg *PG) readShard(ctx context.Context, osd int32, addr string, iv uint64, 
 	var ver Version
 	if osd == d.id {
 		var err error
-		if data, ver, err = pg.readLocalShard(o.oid, off, n); err != nil {
+		if data, ver, err = pg.readLocalShard(o.OID, off, n); err != nil {
 			return nil, err
 		}
 	} else {
-		b, err := d.call(ctx, osd, addr, msgECRead, (&peerMsg{PG: pg.id, Interval: iv, OID: o.oid, Off: off, Len: n}).encode())
+		b, err := d.call(ctx, osd, addr, msgECRead, (&peerMsg{PG: pg.id, Interval: iv, OID: o.OID, Off: off, Len: n}).encode())
 		if err != nil {
 			return nil, err
 		}
@@ -598,8 +599,8 @@ func (pg *PG) readShard(ctx context.Context, osd int32, addr string, iv uint64, 
 		}
 		data, ver = pm.Obj.Data, pm.Prev
 	}
-	if ver.Seq != o.version {
-		return nil, fmt.Errorf("osd.%d holds version %d, not %d", osd, ver.Seq, o.version)
+	if ver.Seq != o.Version {
+		return nil, fmt.Errorf("osd.%d holds version %d, not %d", osd, ver.Seq, o.Version)
 	}
 	if uint64(len(data)) < n { // past the shard's end: padding
 		data = append(data, make([]byte, n-uint64(len(data)))...)
@@ -658,7 +659,7 @@ func (pg *PG) repairShards(ctx context.Context, acting []int32, addrs []string, 
 		if !errors.Is(err, osdop.ErrCorrupt) || i >= len(acting) {
 			continue
 		}
-		pm := &peerMsg{PG: pg.id, Interval: iv, OID: o.oid, Off: off, Prev: Version{Seq: o.version}, Obj: &objState{Exists: true, Data: shards[i]}}
+		pm := &peerMsg{PG: pg.id, Interval: iv, OID: o.OID, Off: off, Prev: Version{Seq: o.Version}, Obj: &objState{Exists: true, Data: shards[i]}}
 		var rerr error
 		if acting[i] == d.id {
 			rerr = pg.repairLocal(pm)
@@ -666,10 +667,10 @@ func (pg *PG) repairShards(ctx context.Context, acting []int32, addrs []string, 
 			_, rerr = d.call(ctx, acting[i], addrs[i], msgECRepair, pm.encode())
 		}
 		if rerr != nil {
-			d.log.Warn("repair of a corrupt shard failed", "pg", pg.id, "object", o.oid, "shard", i, "osd", acting[i], "err", rerr)
+			d.log.Warn("repair of a corrupt shard failed", "pg", pg.id, "object", o.OID, "shard", i, "osd", acting[i], "err", rerr)
 			continue
 		}
-		d.log.Warn("repaired a corrupt shard from the others", "pg", pg.id, "object", o.oid, "shard", i, "osd", acting[i], "offset", off, "bytes", len(shards[i]))
+		d.log.Warn("repaired a corrupt shard from the others", "pg", pg.id, "object", o.OID, "shard", i, "osd", acting[i], "offset", off, "bytes", len(shards[i]))
 	}
 }
 
@@ -753,8 +754,8 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 			return fmt.Errorf("pg %s: cannot roll back %s on osd.%d: it was on every shard (rolled forward to %d)", pg.id, e.Ver, pg.osd.id, pg.log.info.RolledForward)
 		}
 		if _, seen := rolledTo[e.OID]; !seen {
-			if o, err := pg.loadECObject(e.OID); err == nil && o.exists {
-				dObjects, dBytes = dObjects-1, dBytes-int64(o.size)
+			if o, err := pg.loadECObject(e.OID); err == nil && o.Exists {
+				dObjects, dBytes = dObjects-1, dBytes-int64(o.Size)
 			}
 		}
 		before, err := pg.undo(&t, e, attrNames)

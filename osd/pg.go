@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -275,11 +276,11 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	prev := pg.log.info.LastUpdate
 	v = Version{Epoch: uint32(pg.epoch), Seq: prev.Seq + 1}
 	entry := LogEntry{Ver: v, Op: logModify, OID: req.OID, Client: req.Client, Tid: req.Tid}
-	txns := []*objectstore.Transaction{x.t}
+	txns := []*objectstore.Transaction{x.T}
 	if cd != nil {
 		txns = x.shards
 	}
-	if !x.existsAfter {
+	if !x.ExistsAfter {
 		entry.Op = logDelete
 	} else {
 		e := wireEncoder(8)
@@ -301,23 +302,23 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		case cd != nil:
 			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.shards[i]})
 		default:
-			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.t})
+			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.T})
 		}
 	}
 	for i, o := range pg.ps.Interval.Backfill.OSDs {
 		if cd != nil {
 			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.shards[pg.ps.Interval.Backfill.Shards[i]]})
 		} else {
-			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.t})
+			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.T})
 		}
 	}
-	pm := peerMsg{PG: pg.id, Interval: pg.ps.Interval.ID, Prev: prev, Entry: entry, DObjects: x.dObjects, DBytes: x.dBytes}
+	pm := peerMsg{PG: pg.id, Interval: pg.ps.Interval.ID, Prev: prev, Entry: entry, DObjects: x.DObjects, DBytes: x.DBytes}
 	// The log entry and PG info go into a transaction of their own, so that
 	// what the others get stays as prepared and is encoded after the lock
 	// is released, while the local commit runs.
 	local := &objectstore.Transaction{}
 	var meta objectstore.Transaction
-	mine := x.t
+	mine := x.T
 	if cd != nil {
 		mine = x.shards[pg.shard]
 		// writes before the oldest still in flight are on every shard
@@ -327,10 +328,10 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		}
 		pg.pending[v.Seq] = true
 		pg.rollForward(&meta, pm.RollForward)
-		pg.stash(local, &entry, x.existed, mine)
+		pg.stash(local, &entry, x.Existed, mine)
 	}
-	pg.log.info.Objects += x.dObjects
-	pg.log.info.Bytes += x.dBytes
+	pg.log.info.Objects += x.DObjects
+	pg.log.info.Bytes += x.DBytes
 	pg.log.add(&meta, pg.coll, entry, int(d.conf().Int("osd_min_pg_log_entries")), int(d.conf().Int("osd_max_pg_log_entries")))
 	local.Append(mine)
 	local.Append(&meta)
@@ -345,9 +346,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	var sum uint32
 	if cd == nil && len(others) > 0 {
 		m := pm
-		m.Txn = x.t
+		m.Txn = x.T
 		shared = m.encodeVec(repOpVecMin)
-		sum = msgr.Checksum(shared, x.t.DataSum)
+		sum = msgr.Checksum(shared, x.T.DataSum)
 	}
 	for _, r := range others {
 		go func() {
@@ -394,7 +395,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		delete(pg.pending, v.Seq)
 		pg.mu.Unlock()
 	}
-	return &osdop.Reply{Ver: v.Seq, Results: x.results}, nil
+	return &osdop.Reply{Ver: v.Seq, Results: x.Results}, nil
 }
 
 // repOpVecMin is the data size from which a replicated write's message
@@ -434,19 +435,7 @@ func (pg *PG) repeer() {
 	pg.notify()
 }
 
-func storeErr(err error) error {
-	switch {
-	case errors.Is(err, objectstore.ErrNoSpace):
-		return fmt.Errorf("%w: %v", osdop.ErrNoSpace, err)
-	case errors.Is(err, objectstore.ErrNotFound):
-		return fmt.Errorf("%w: %v", osdop.ErrNotFound, err)
-	case errors.Is(err, objectstore.ErrInvalid):
-		return fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
-	case errors.Is(err, objectstore.ErrCorrupt):
-		return fmt.Errorf("%w: %v", osdop.ErrCorrupt, err)
-	}
-	return err
-}
+func storeErr(err error) error { return opexec.StoreErr(err) }
 
 // handleRepOp applies a write the primary ordered, after every earlier one.
 func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osd/peering"
 )
 
@@ -35,9 +36,9 @@ func logKey(seq uint64) string { return fmt.Sprintf("l%020d", seq) }
 // Internal attributes of client objects; client xattrs are stored as
 // "u." + name so the two never collide.
 const (
-	attrVersion = "s.v"
-	attrMtime   = "s.m"
-	userAttr    = "u."
+	attrVersion = opexec.AttrVersion
+	attrMtime   = opexec.AttrMtime
+	userAttr    = opexec.UserAttr
 )
 
 // pgLog is the in-memory copy of a PG's log, oldest first.
