@@ -74,9 +74,28 @@ type Config struct {
 	Transport msgr.Transport
 }
 
+// Backend runs a Conn's requests in place of a cluster (NewConn): the
+// seam through which the layers above the client — the gateway — are
+// tested without MONs or OSDs. internal/memrados implements it in memory
+// with the OSDs' own op semantics and object classes.
+type Backend interface {
+	// Operate executes ops on object oid of pool atomically and returns
+	// their results; errors are osdop's.
+	Operate(ctx context.Context, pool int64, oid string, ops []osdop.Op) (*osdop.Reply, error)
+	// List calls fn with the name of each object of pool until it
+	// returns false.
+	List(ctx context.Context, pool int64, fn func(name string) bool) error
+	// Command runs a MON command and returns its result and the map
+	// after it.
+	Command(ctx context.Context, prefix string, args map[string]string) (monc.Result, *osdmap.Map, error)
+	// Map is the current map.
+	Map() *osdmap.Map
+}
+
 // Conn is a connection to a cluster, shared by all goroutines.
 type Conn struct {
 	cfg    Config
+	local  Backend // NewConn's; nil: the cluster's MONs and OSDs
 	mc     *monc.Client
 	nonce  uint64
 	tid    atomic.Uint64
@@ -117,8 +136,23 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	return c, nil
 }
 
+// NewConn is a Conn whose requests run on b instead of a cluster (tests
+// of the layers above; see Backend). OSD statistics and PG commands are
+// not served (ErrUnsupported).
+func NewConn(b Backend, cfg Config) *Conn {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Conn{cfg: cfg, local: b, nonce: rand.Uint64() | 1, ctx: ctx, cancel: cancel, m: b.Map(), mapCh: make(chan struct{}), osds: map[string]*msgr.Client{}}
+}
+
 // Close stops the map subscription and closes every connection.
 func (c *Conn) Close() {
+	if c.local != nil {
+		c.cancel()
+		return
+	}
 	c.cancel()
 	c.wg.Wait()
 	c.mc.Close()
@@ -168,6 +202,13 @@ func (c *Conn) waitNewer(ctx context.Context, e osdmap.Epoch, d time.Duration) {
 // MonCommand runs a MON command; a change it makes is in Map() when it
 // returns.
 func (c *Conn) MonCommand(ctx context.Context, prefix string, args map[string]string) (monc.Result, error) {
+	if c.local != nil {
+		r, m, err := c.local.Command(ctx, prefix, args)
+		if err == nil {
+			c.setMap(m)
+		}
+		return r, err
+	}
 	r, err := c.mc.Command(ctx, prefix, args)
 	if err != nil {
 		return r, err
@@ -184,6 +225,10 @@ func (c *Conn) MonCommand(ctx context.Context, prefix string, args map[string]st
 
 // RefreshMap fetches the newest map from the MONs.
 func (c *Conn) RefreshMap(ctx context.Context) error {
+	if c.local != nil {
+		c.setMap(c.local.Map())
+		return nil
+	}
 	m, err := c.mc.GetMap(ctx, c.Map(), false)
 	if err != nil {
 		return err
@@ -215,6 +260,9 @@ func (c *Conn) osd(addr string) *msgr.Client {
 func (c *Conn) OSDStats(ctx context.Context, id int32) (osdop.Stats, error) {
 	m := c.Map()
 	var st osdop.Stats
+	if c.local != nil {
+		return st, fmt.Errorf("osd.%d: %w: no OSDs behind this connection", id, ErrUnsupported)
+	}
 	if id < 0 || id >= m.MaxOSD() || !m.OSDs[id].Exists {
 		return st, fmt.Errorf("osd.%d: %w", id, ErrNotFound)
 	}
@@ -237,6 +285,9 @@ func (c *Conn) OSDStats(ctx context.Context, id int32) (osdop.Stats, error) {
 // "list-inconsistent") to the primary of PG pgid ("1.a"), following the
 // primary across map changes, and returns its reply.
 func (c *Conn) PGCommand(ctx context.Context, pgid, cmd string) ([]byte, error) {
+	if c.local != nil {
+		return nil, fmt.Errorf("pg %s: %w: no OSDs behind this connection", pgid, ErrUnsupported)
+	}
 	id, err := osdmap.ParsePGID(pgid)
 	if err != nil {
 		return nil, err
@@ -377,6 +428,10 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.c.cfg.OpTimeout)
 		defer cancel()
+	}
+	if p.c.local != nil {
+		r, err := p.c.local.Operate(ctx, p.id, oid, ops)
+		return r, nil, err
 	}
 	req := osdop.Request{Pool: p.id, OID: oid, Client: p.c.nonce, Tid: p.c.tid.Add(1), Ops: ops}
 	size := 64 + len(oid)
@@ -693,6 +748,9 @@ func (p *Pool) RemoveAsync(ctx context.Context, oid string) *Completion {
 // List calls fn with every object name of the pool, PG by PG (in no
 // global order), until fn returns false.
 func (p *Pool) List(ctx context.Context, fn func(name string) bool) error {
+	if p.c.local != nil {
+		return p.c.local.List(ctx, p.id, fn)
+	}
 	pool, err := p.c.Map().Pool(p.id)
 	if err != nil {
 		return fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)

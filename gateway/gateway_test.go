@@ -36,6 +36,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/internal/memrados"
 	"github.com/shoal-project/shoal/internal/testcluster"
 )
 
@@ -61,20 +62,41 @@ const (
 	tChunk  = 64 << 10
 )
 
+// startGateway starts a gateway over an in-memory RADOS
+// (internal/memrados: the OSDs' op semantics and object classes, no
+// cluster); benchmarks get a cluster of three OSDs on real stores
+// (MemStore copies an object's omap on every write).
 func startGateway(t testing.TB, opt gateway.Options) *fixture {
 	t.Helper()
-	return startGatewayN(t, 3, opt, nil)
+	if _, bench := t.(*testing.B); bench {
+		return startGatewayN(t, 3, opt, nil)
+	}
+	r, err := memrados.New(map[string]map[string]string{"global": {"osd_pool_default_size": "2", "osd_pool_default_pg_num": "8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := client.NewConn(r, client.Config{})
+	t.Cleanup(conn.Close)
+	return startGatewayOn(t, conn, opt, nil)
 }
 
-// startGatewayN starts n OSDs; setup runs before the gateway opens its
-// pools (to create some of them differently).
+// startGatewayN starts a gateway over a cluster of n OSDs (tests that
+// count the OSDs' work); setup runs before the gateway opens its pools
+// (to create some of them differently).
 func startGatewayN(t testing.TB, n int, opt gateway.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
 	t.Helper()
-	_, bench := t.(*testing.B) // benchmarks: the real store (MemStore copies an object's omap on every write)
+	_, bench := t.(*testing.B)
 	c := testcluster.Start(t, testcluster.Options{OSDs: n, Conf: gatewayConf, RealStores: bench})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := c.Client(ctx)
+	return startGatewayOn(t, c.Client(ctx), opt, setup)
+}
+
+// startGatewayOn starts a gateway on conn's cluster.
+func startGatewayOn(t testing.TB, conn *client.Conn, opt gateway.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if setup != nil {
 		setup(ctx, conn)
 	}

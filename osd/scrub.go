@@ -809,10 +809,10 @@ func (pg *PG) checkParity(ctx context.Context, iv uint64, pool *osdmap.Pool, act
 			continue
 		}
 		o, err := pg.loadECObject(so.OID)
-		if err != nil || !o.exists || o.size == 0 {
+		if err != nil || !o.Exists || o.Size == 0 {
 			continue
 		}
-		n := (o.size + w - 1) / w * u
+		n := (o.Size + w - 1) / w * u
 		shards := make([][]byte, len(acting))
 		whole := true
 		for i, osd := range acting {

@@ -1,0 +1,218 @@
+// Package memrados is an in-memory RADOS for tests of the layers above
+// the client (the gateway's): a client.Backend that a client.Conn runs
+// over (client.NewConn) with no MON, OSD or socket.
+//
+// It keeps the MONs' pure state (mon.State: pools, the map, "pool
+// create" and the other commands with the MONs' own validation) and one
+// MemStore holding every pool's objects, a collection per pool. A request
+// runs as a replicated PG's primary runs it — the same op semantics and
+// object classes (osd/opexec, cls/rgw among them) under a per-object
+// lock, the version stamped on each write — and is applied at once.
+// Erasure-coded pools refuse omap and object-class ops, as OSDs do; their
+// data is kept whole. There is no replication, peering or failure:
+// durability and recovery are the cluster tests' (internal/testcluster,
+// test/e2e).
+package memrados
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	_ "github.com/shoal-project/shoal/cls/rgw" // the bucket index methods, as every OSD serves them
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/opexec"
+	"github.com/shoal-project/shoal/osd/peering"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Cluster is an in-memory RADOS. It is safe for concurrent use.
+type Cluster struct {
+	mu    sync.Mutex
+	state *mon.State
+	store *objectstore.MemStore
+	locks map[string]*objLock // by collection/object
+	seq   map[int64]uint64    // by pool: the last write's version
+	// maxSize is osd_max_object_size (the OSDs' default).
+	maxSize uint64
+}
+
+type objLock struct {
+	mu   sync.RWMutex
+	refs int
+}
+
+// New returns an empty cluster: no pools, one CRUSH host, and the
+// configuration database (`config set`) seeded with conf (who → option →
+// value, as mon.State.Config).
+func New(conf map[string]map[string]string) (*Cluster, error) {
+	cm, err := crush.Simple(crush.SimpleSpec{FailureDomain: "osd"})
+	if err != nil {
+		return nil, err
+	}
+	st, err := mon.NewState("memrados", cm)
+	if err != nil {
+		return nil, err
+	}
+	for who, opts := range conf {
+		st.Config[who] = map[string]string{}
+		for k, v := range opts {
+			st.Config[who][k] = v
+		}
+	}
+	return &Cluster{state: st, store: objectstore.NewMemStore(), locks: map[string]*objLock{}, seq: map[int64]uint64{},
+		maxSize: uint64(st.ConfigFor("osd").Size("osd_max_object_size"))}, nil
+}
+
+// Map is the current OSD map (its pools).
+func (c *Cluster) Map() *osdmap.Map {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.Map
+}
+
+// Command runs a MON command against the MONs' state and returns its
+// result and the map after it. A new pool gets its collection.
+func (c *Cluster) Command(ctx context.Context, prefix string, args map[string]string) (monc.Result, *osdmap.Map, error) {
+	cmd, err := mon.Translate(monc.Command{Prefix: prefix, Args: args})
+	if err != nil {
+		return monc.Result{}, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	before := c.state.Map
+	_, msg, err := c.state.Commit(cmd)
+	if err != nil {
+		return monc.Result{}, nil, err
+	}
+	m := c.state.Map
+	for _, id := range m.PoolIDs() {
+		if _, err := before.Pool(id); err != nil {
+			var t objectstore.Transaction
+			t.CreateCollection(coll(id))
+			if err := c.store.Apply(&t); err != nil {
+				return monc.Result{}, nil, err
+			}
+		}
+	}
+	return monc.Result{Message: msg, Epoch: uint32(m.Epoch)}, m, nil
+}
+
+func coll(pool int64) objectstore.Coll { return objectstore.Coll(strconv.FormatInt(pool, 10)) }
+
+// lock takes oid's lock in pool (shared for reads) and returns its
+// release.
+func (c *Cluster) lock(pool int64, oid string, shared bool) func() {
+	key := string(coll(pool)) + "/" + oid
+	c.mu.Lock()
+	l := c.locks[key]
+	if l == nil {
+		l = &objLock{}
+		c.locks[key] = l
+	}
+	l.refs++
+	c.mu.Unlock()
+	lock, unlock := l.mu.Lock, l.mu.Unlock
+	if shared {
+		lock, unlock = l.mu.RLock, l.mu.RUnlock
+	}
+	lock()
+	return func() {
+		unlock()
+		c.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.locks, key)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Operate executes a request on object oid of pool, as a PG's primary
+// would, and applies it.
+func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osdop.Op) (*osdop.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	p, err := c.state.Map.Pool(pool)
+	c.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("pool %d: %w", pool, osdop.ErrNotFound)
+	}
+	req := &osdop.Request{Pool: pool, OID: oid, Ops: ops}
+	if p.Type == osdmap.PoolErasure {
+		for i := range ops {
+			switch ops[i].Code {
+			case osdop.OmapSet, osdop.OmapRm, osdop.OmapClear, osdop.Call, osdop.OmapGet, osdop.OmapList:
+				return nil, fmt.Errorf("%w: %s on an erasure-coded pool (keep omap data in a replicated pool) (op %d on %s)", osdop.ErrUnsupported, ops[i].Code, i, oid)
+			}
+		}
+	}
+	write := req.IsWrite()
+	defer c.lock(pool, oid, !write)()
+	o, err := opexec.Load(c.store, coll(pool), oid)
+	if err != nil {
+		return nil, err
+	}
+	if !write {
+		rep := &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(ops))}
+		for i := range ops {
+			r, err := opexec.ReadOp(o, &ops[i])
+			if err != nil && !opexec.FailOK(&ops[i], err) {
+				return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, ops[i].Code, oid)
+			}
+			rep.Results[i] = r
+		}
+		return rep, nil
+	}
+	x, err := opexec.Prepare(o, req, c.maxSize)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.seq[pool]++
+	v := peering.Version{Epoch: uint32(c.state.Map.Epoch), Seq: c.seq[pool]}
+	c.mu.Unlock()
+	if x.ExistsAfter {
+		mtime := binary.LittleEndian.AppendUint64(nil, uint64(nowNano()))
+		x.T.SetAttr(coll(pool), oid, opexec.AttrVersion, v.Bytes())
+		x.T.SetAttr(coll(pool), oid, opexec.AttrMtime, mtime)
+	}
+	if err := c.store.Apply(x.T); err != nil {
+		return nil, opexec.StoreErr(err)
+	}
+	return &osdop.Reply{Ver: v.Seq, Results: x.Results}, nil
+}
+
+// List lists pool's objects, in name order, until fn returns false.
+func (c *Cluster) List(ctx context.Context, pool int64, fn func(name string) bool) error {
+	after := ""
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		names, err := c.store.List(coll(pool), after, 1000)
+		if err != nil {
+			return opexec.StoreErr(err)
+		}
+		for _, n := range names {
+			if !fn(n) {
+				return nil
+			}
+		}
+		if len(names) < 1000 {
+			return nil
+		}
+		after = names[len(names)-1]
+	}
+}
+
+// nowNano is a write's modification time, as an OSD stamps it.
+func nowNano() int64 { return time.Now().UnixNano() }
