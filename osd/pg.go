@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
@@ -211,11 +210,11 @@ func (pg *PG) objectLock(oid string, shared bool) func() {
 	}
 }
 
-// write runs a client's write request: it builds the transaction (one per
-// shard on an erasure-coded PG, cd set) from the object's current state,
-// orders it in the PG log, applies it here and on every other member, and
-// returns once all have committed.
-func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool *osdmap.Pool) (*osdop.Reply, error) {
+// write runs a client's write request: the backend builds the
+// transaction (one per shard on an erasure-coded PG) from the object's
+// current state; write orders it in the PG log, applies it here and on
+// every other member, and returns once all have committed.
+func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop.Reply, error) {
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
@@ -250,15 +249,11 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		return nil, err
 	}
 	d := pg.osd
-	var x *prepared
-	if cd != nil {
-		x, err = pg.prepareEC(ctx, cd, pool, req)
-	} else {
-		x, err = pg.prepare(req)
-	}
+	x, err := be.prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	isEC := x.shards != nil // one transaction per shard
 	pg.mu.Lock()
 	if s := pg.ps.State; !s.IsActive() {
 		pg.mu.Unlock()
@@ -269,7 +264,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		return nil, fmt.Errorf("%w: pg %s: %s is not recovered yet", osdop.ErrRetry, pg.id, req.OID)
 	}
 	pg.rec.written(req.OID)
-	if cd != nil && pg.shard >= len(x.shards) {
+	if isEC && pg.shard >= len(x.shards) {
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s: shard %d of %d", osdop.ErrRetry, pg.id, pg.shard, len(x.shards))
 	}
@@ -277,7 +272,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	v = Version{Epoch: uint32(pg.epoch), Seq: prev.Seq + 1}
 	entry := LogEntry{Ver: v, Op: logModify, OID: req.OID, Client: req.Client, Tid: req.Tid}
 	txns := []*objectstore.Transaction{x.T}
-	if cd != nil {
+	if isEC {
 		txns = x.shards
 	}
 	if !x.ExistsAfter {
@@ -299,14 +294,14 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	for i, o := range pg.ps.Interval.Acting {
 		switch {
 		case o == d.id || o == osdmap.NoOSD:
-		case cd != nil:
+		case isEC:
 			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.shards[i]})
 		default:
 			others = append(others, target{o, pg.ps.Interval.Addrs[i], x.T})
 		}
 	}
 	for i, o := range pg.ps.Interval.Backfill.OSDs {
-		if cd != nil {
+		if isEC {
 			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.shards[pg.ps.Interval.Backfill.Shards[i]]})
 		} else {
 			others = append(others, target{o, pg.ps.Interval.Backfill.Addrs[i], x.T})
@@ -319,7 +314,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	local := &objectstore.Transaction{}
 	var meta objectstore.Transaction
 	mine := x.T
-	if cd != nil {
+	if isEC {
 		mine = x.shards[pg.shard]
 		// writes before the oldest still in flight are on every shard
 		pm.RollForward = prev.Seq
@@ -344,7 +339,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 	// than copied into the message, and checksum it once.
 	var shared [][]byte
 	var sum uint32
-	if cd == nil && len(others) > 0 {
+	if !isEC && len(others) > 0 {
 		m := pm
 		m.Txn = x.T
 		shared = m.encodeVec(repOpVecMin)
@@ -390,7 +385,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, cd *ec.Codec, pool 
 		}
 		return nil, fmt.Errorf("%w: %v", osdop.ErrRetry, failed)
 	}
-	if cd != nil {
+	if isEC {
 		pg.mu.Lock()
 		delete(pg.pending, v.Seq)
 		pg.mu.Unlock()

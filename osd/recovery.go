@@ -31,6 +31,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -204,17 +205,25 @@ var errUnfound = errors.New("unfound")
 // it to the members that lack it. The caller holds the object's lock
 // exclusively.
 func (pg *PG) recoverObject(ctx context.Context, oid string) error {
-	d := pg.osd
 	pg.mu.Lock()
-	r, iv := pg.rec, pg.ps.Interval.ID
-	if r == nil {
-		pg.mu.Unlock()
+	r, iv, pool := pg.rec, pg.ps.Interval.ID, pg.pool
+	pg.mu.Unlock()
+	if r == nil || pool == nil {
 		return nil
 	}
-	if r.Shards != nil {
-		pg.mu.Unlock()
-		return pg.recoverObjectEC(ctx, r, iv, oid)
+	be, err := pg.backend(ctx, pool)
+	if err != nil {
+		return err
 	}
+	return be.recoverObject(ctx, r, iv, oid)
+}
+
+// recoverReplicated is recoverObject on a replicated PG: the primary
+// pulls the object from a copy that holds it if it lacks it, then pushes
+// it whole to every member that lacks it.
+func (pg *PG) recoverReplicated(ctx context.Context, r *recovery, iv uint64, oid string) error {
+	d := pg.osd
+	pg.mu.Lock()
 	self := r.Lacks[d.id][oid]
 	var src *memberInfo
 	var deleted bool
@@ -549,4 +558,149 @@ func (m *recoveryMemory) release() {
 		m.s.Release(m.n, m.limit)
 		m.s = nil
 	}
+}
+
+// recoveryReservation is a PG's hold on one of its primary's
+// osd_max_backfills recovery slots, taken when it first has objects to
+// copy and kept until its peering attempt ends: PGs recover a few at a
+// time, each as fast as it can, so they return to service one after
+// another instead of all at the end (Ceph's recovery reservations).
+type recoveryReservation struct {
+	r      *reserver
+	res    *reservation // nil: not held
+	limit  int
+	remote *remoteReservation // the members' grants (recoveryres.go); nil: none
+}
+
+// release gives back the members' grants, then the local slot.
+func (r *recoveryReservation) release() {
+	r.remote.release()
+	r.remote = nil
+	if r.res != nil {
+		r.r.release(r.res, r.limit)
+		r.res = nil
+	}
+}
+
+// preempted reports whether a PG of higher priority wants the slot back.
+func (r *recoveryReservation) preempted() bool {
+	if r.res == nil {
+		return false
+	}
+	select {
+	case <-r.res.preempted:
+		return true
+	default:
+		return false
+	}
+}
+
+// copyObjects copies the objects with copy — up to
+// osd_recovery_max_active at once on this OSD, across its PGs, so that
+// recovery holds at most that many objects in memory (each at most
+// osd_max_object_size) — pausing osd_recovery_sleep after each, once the
+// PG holds a recovery reservation.
+//
+// The reservation is asked for with priority prio (prioDegraded,
+// prioBackfill), first this OSD's, then a remote one on each of targets
+// (the members the copies go to, in interval iv; errRemoteBusy, holding
+// nothing, if one has none free); reserved, if set, is called once they
+// are held. When a PG of higher priority preempts it here or on a target,
+// no further copy starts and, those in flight done, copyObjects returns
+// errPreempted.
+func (pg *PG) copyObjects(ctx context.Context, res *recoveryReservation, iv uint64, prio int, targets []memberInfo, oids []string, copy func(oid string) error, reserved func()) error {
+	if len(oids) == 0 {
+		return nil
+	}
+	d := pg.osd
+	if res.res == nil {
+		limit := int(d.conf().Int("osd_max_backfills"))
+		rv, err := d.reserver.acquire(ctx, prio, limit)
+		if err != nil {
+			return err
+		}
+		res.r, res.res, res.limit = &d.reserver, rv, limit
+	}
+	if res.remote == nil {
+		rr, err := pg.reserveRemote(ctx, iv, prio, targets)
+		if err != nil {
+			res.release()
+			return err
+		}
+		res.remote = rr
+	}
+	if reserved != nil {
+		reserved()
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var renewing sync.WaitGroup
+	defer func() { cancel(); renewing.Wait() }() // the caller may release rr once this returns
+	preempted := res.res.preempted
+	go func() { // owned by this call: ends with cctx
+		select {
+		case <-preempted:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	var remoteRevoked atomic.Bool
+	if rr := res.remote; len(rr.grants) > 0 {
+		renewing.Add(1)
+		go func() { // owned by this call: ends with cctx, waited for
+			defer renewing.Done()
+			renew := time.NewTicker(remoteGrantRenew)
+			defer renew.Stop()
+			for {
+				select {
+				case <-renew.C:
+				case <-cctx.Done():
+					return
+				}
+				if err := rr.renew(cctx); errors.Is(err, errPreempted) {
+					d.log.Info("remote recovery reservation revoked", "pg", pg.id, "err", err)
+					remoteRevoked.Store(true)
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, oid := range oids {
+		cfg := d.conf()
+		limit := cfg.Int("osd_recovery_max_active")
+		if err := d.recovering.Acquire(cctx, 1, limit); err != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := copy(oid)
+			if s := cfg.Seconds("osd_recovery_sleep"); s > 0 && err == nil {
+				select {
+				case <-cctx.Done():
+				case <-time.After(time.Duration(s * float64(time.Second))):
+				}
+			}
+			d.recovering.Release(1, limit)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if ctx.Err() == nil && (res.preempted() || remoteRevoked.Load()) {
+		return errPreempted
+	}
+	return ctx.Err()
 }
