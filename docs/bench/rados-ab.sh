@@ -6,7 +6,8 @@
 #   docs/bench/rados-ab.sh OLD_BINARY NEW_BINARY [ROUNDS] [SECS]
 #
 # Each round starts a fresh `shoal up --osds 3` (3-replica pool data)
-# from each binary in turn and runs 4 MiB writes, 4 MiB sequential reads,
+# from each binary in turn (A first in odd rounds, B first in even ones:
+# a first run here showed the machine slowing through each round) and runs 4 MiB writes, 4 MiB sequential reads,
 # 4 KiB writes and 4 KiB random reads at 16 threads, with one load
 # generator for both sides (NEW_BINARY's `shoal bench rados`), printing
 # MB/s, IOPS, latency and the daemons' CPU (lib.sh).
@@ -17,7 +18,8 @@ DIR=/var/tmp/shoal-bench-rados-ab
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, $ROUNDS rounds, -t 16: A=$OLD B=$NEW"
 for round in $(seq "$ROUNDS"); do
-  for side in A B; do
+  order="A B"; [ $((round % 2)) = 0 ] && order="B A" # ABBA: a drift hits both sides alike
+  for side in $order; do
     bin=$OLD
     [ "$side" = B ] && bin=$NEW
     rm -rf "$DIR"

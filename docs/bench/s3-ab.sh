@@ -5,6 +5,7 @@
 #   docs/bench/s3-ab.sh OLD_BINARY NEW_BINARY [ROUNDS] [SECS]
 #
 # Each round starts a fresh `shoal up --osds 3` from each binary in turn
+# (A first in odd rounds, B first in even ones)
 # and runs the workloads of $WORKLOADS (default "put64k"; also get64k,
 # put32m, get32m) with one load generator, NEW_BINARY's `shoal bench s3`,
 # printing ops/s, MB/s, latency and the daemons' CPU per request (lib.sh).
@@ -37,7 +38,8 @@ workload() { # workload NAME LABEL RUNDIR GWPIDFILE ENDPOINT AK SK
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, $ROUNDS rounds: A=$OLD B=$NEW"
 for round in $(seq "$ROUNDS"); do
-  for side in A B; do
+  order="A B"; [ $((round % 2)) = 0 ] && order="B A" # ABBA: a drift hits both sides alike
+  for side in $order; do
     bin=$OLD; [ $side = B ] && bin=$NEW
     rm -rf "$DIR"
     "$bin" up --detach --data "$DIR" --osds 3 --osd-size 16G > /tmp/shoal-bench-ab-up.log
