@@ -174,6 +174,7 @@ type Attempt struct {
 	// of Interval.Backfill, and members whose copies are of other shards
 	mem, tmem []*Member
 	misplaced []Member
+	formers   []Member // former members that answered (erasure-coded: probeFormers)
 	newest    []*Version
 	lus       []Version
 	reached   []Member
@@ -355,6 +356,12 @@ func (a *Attempt) formerMembers(reached []Member) []int32 {
 // not waited for. The members' intervals join the attempt's past first,
 // and the machine's through MergePast.
 func (a *Attempt) checkPrior(reached []Member, need int) []Action {
+	return a.checkPriorWith(reached, need, func(int32, int) bool { return false })
+}
+
+// checkPriorWith is checkPrior where also counts OSD o at position pos of
+// an earlier interval as reached.
+func (a *Attempt) checkPriorWith(reached []Member, need int, also func(o int32, pos int) bool) []Action {
 	var learnt [][]int32
 	for _, m := range reached {
 		for _, s := range m.Intervals {
@@ -381,7 +388,7 @@ func (a *Attempt) checkPrior(reached []Member, need int) []Action {
 			if o == osdmap.NoOSD {
 				continue
 			}
-			if slices.ContainsFunc(reached, func(m Member) bool { return m.ID == o }) {
+			if slices.ContainsFunc(reached, func(m Member) bool { return m.ID == o }) || also(o, position(j)) {
 				reachedAt[position(j)] = true
 			} else if int(o) < len(a.c.Map) && a.c.Map[o].Exists && !a.c.Map[o].Lost { // a removed OSD is lost
 				missing = append(missing, fmt.Sprintf("osd.%d", o))

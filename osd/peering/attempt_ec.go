@@ -109,15 +109,50 @@ func (a *Attempt) gotShards(ms []Member) []Action {
 	// that its data stays in use — without it the PG may even lack k
 	// shards to peer with
 	empty := func(i int) bool { return a.mem[i] != nil && a.mem[i].Info.LastUpdate == (Version{}) }
-	return a.shardsFromFormers(a.misplaced, empty, func(Member) bool { return true }, func(want []int32) []Action {
-		if want != nil {
-			return []Action{Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: "former members keep the shards the up set has no history of", Warning: a.note}}
+	return a.probeFormers(func() []Action {
+		return a.shardsFromFormers(a.misplaced, empty, func(Member) bool { return true }, func(want []int32) []Action {
+			if want != nil {
+				return []Action{Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: "former members keep the shards the up set has no history of", Warning: a.note}}
+			}
+			acts := a.checkPriorShards(a.reached, a.formers, a.c.K)
+			if ended(acts) {
+				return acts
+			}
+			return a.waitLeases(acts, append(slices.Clone(a.reached), a.formers...), a.chooseEC)
+		})
+	})
+}
+
+// probeFormers asks the former members that are up — the strays, and the
+// OSDs of the earlier intervals this OSD and the members know of — for
+// their copies (those that do not answer are left out), then goes on.
+// Their shards count for the earlier intervals they held them in
+// (checkPriorShards), and writes they hold block a rollback that would
+// undo them (chooseEC): an interval whose members left the acting set
+// but are up is not waited for as if they were down (Ceph's GetInfo
+// probes the prior set's up OSDs alike).
+func (a *Attempt) probeFormers(then func() []Action) []Action {
+	var q []Target
+	for _, o := range a.formerMembers(a.reached) {
+		if !slices.ContainsFunc(a.reached, func(m Member) bool { return m.ID == o }) {
+			q = append(q, Target{o, a.c.Map[o].Addr})
 		}
-		acts := a.checkPrior(a.reached, a.c.K)
-		if ended(acts) {
-			return acts
-		}
-		return a.waitLeases(acts, a.reached, a.chooseEC)
+	}
+	return a.ask(q, true, func(formers []Member) []Action {
+		a.formers = formers
+		return then()
+	})
+}
+
+// checkPriorShards is checkPrior for an erasure-coded PG: a former
+// member counts for an earlier interval only at the position whose
+// shard its copy still holds (a copy reset to another shard no longer
+// has that interval's writes).
+func (a *Attempt) checkPriorShards(reached, formers []Member, need int) []Action {
+	return a.checkPriorWith(reached, need, func(o int32, pos int) bool {
+		return slices.ContainsFunc(formers, func(m Member) bool {
+			return m.ID == o && int(m.Info.Shard) == pos && m.Info.LastUpdate != (Version{})
+		})
 	})
 }
 
@@ -132,7 +167,7 @@ func (a *Attempt) chooseEC() []Action {
 	// (for a pg_temp that puts them back, or the OSDs that held them)
 	var withMoved []Version // per position, as lus
 	moved := slices.Clone(a.newest)
-	for _, m := range a.misplaced {
+	for _, m := range append(slices.Clone(a.misplaced), a.formers...) {
 		if p := int(m.Info.Shard); p >= 0 && p < len(moved) && (moved[p] == nil || moved[p].Less(m.Info.LastUpdate)) {
 			moved[p] = &m.Info.LastUpdate
 		}
@@ -143,7 +178,7 @@ func (a *Attempt) chooseEC() []Action {
 		}
 	}
 	if vm := kthNewest(withMoved, a.c.K); a.v.Less(vm) {
-		return append(acts, a.incomplete(fmt.Sprintf("writes up to %s are on k=%d shards only counting copies of other shards' positions (%s); waiting for their OSDs to serve them", vm, a.c.K, describeMembers(a.misplaced)))...)
+		return append(acts, a.incomplete(fmt.Sprintf("writes up to %s are on k=%d shards only counting copies outside their positions (%s); waiting for their OSDs to serve them", vm, a.c.K, describeMembers(append(slices.Clone(a.misplaced), a.formers...))))...)
 	}
 	all := append(slices.Clone(a.mem), a.tmem...)
 	auth := -1
@@ -238,7 +273,8 @@ func (a *Attempt) planEC() []Action {
 // data in use (reset at its new position, it would lose it). An empty
 // position of the acting set stays empty (the up set has no OSD for it
 // either). Not while a pg_temp already holds (backfill targets), not
-// twice in one interval, and not below min_size.
+// twice in one interval, and not below min_size. The former members are
+// those probeFormers reached.
 func (a *Attempt) shardsFromFormers(misplaced []Member, need func(i int) bool, ok func(Member) bool, then func([]int32) []Action) []Action {
 	iv := &a.c.Interval
 	acting := iv.Acting
@@ -252,20 +288,17 @@ func (a *Attempt) shardsFromFormers(misplaced []Member, need func(i int) bool, o
 	if !needed {
 		return then(nil)
 	}
-	var q []Target
-	for _, o := range a.formerMembers(a.reached) {
-		if !slices.Contains(iv.Up, o) { // else it has a position of its own
-			q = append(q, Target{o, a.c.Map[o].Addr})
+	cands := slices.Clone(misplaced)
+	for _, f := range a.formers {
+		if !slices.Contains(iv.Up, f.ID) { // else it has a position of its own
+			cands = append(cands, f)
 		}
 	}
-	return a.ask(q, true, func(formers []Member) []Action {
-		cands := append(slices.Clone(misplaced), formers...)
-		want, swapped := a.placeShards(cands, need, ok)
-		if swapped {
-			a.note = "erasure-coded pg's members swapped positions and min_size leaves no room to move them: it stays on its old positions (remapped)"
-		}
-		return then(want)
-	})
+	want, swapped := a.placeShards(cands, need, ok)
+	if swapped {
+		a.note = "erasure-coded pg's members swapped positions and min_size leaves no room to move them: it stays on its old positions (remapped)"
+	}
+	return then(want)
 }
 
 // placeShards is shardsFromFormers' choice among the candidates; swapped
