@@ -38,8 +38,11 @@
 // authoritative (ties: the primary's), once every past interval has at
 // least one OSD among them (else Down, Ceph's PriorSet check); an
 // erasure-coded PG takes the k-th newest shard, rolls back what fewer
-// than k shards hold, and needs k shards of every past interval. OSDs
-// declared lost, or removed from the map, are not waited for. Either
+// than k shards hold, and needs k shards of every past interval. Both ask
+// the former members that are up (an erasure-coded one's copy counts for
+// the shard it still holds, and its writes block a rollback that would
+// undo them). OSDs declared lost, or removed from the map, are not
+// waited for. Either
 // may ask for a pg_temp instead of activating, so that complete copies
 // keep serving while the up set is backfilled (Ceph's choose_acting).
 //
