@@ -331,15 +331,18 @@ func (c *cluster) waitCopies(ctx context.Context, pool int64, model map[string][
 // recovery may hold 8 MiB of object data at once: objects of 12 MiB, each
 // larger than the whole budget and than a pull's first 4 MiB, are
 // recovered one at a time (pulled again once their size is held) and
-// arrive whole.
+// arrive whole. Eight objects land in several PGs, which recover at once
+// and share the budget. The test moves 3 × 192 MiB; under the race
+// detector beside other packages (CI) it took over 120 s once, against
+// about 25 s alone, hence its longer deadline.
 func TestRecoveryMemoryBudget(t *testing.T) {
 	c := startClusterWith(t, 3, "osd_memory_target = 64M\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 	defer cancel()
 	cl, p := c.pool(ctx, "p")
 	want := map[string][]byte{}
 	put := func(gen int) {
-		for i := range 12 {
+		for i := range 8 {
 			oid := fmt.Sprintf("big%d", i)
 			want[oid] = bytes.Repeat([]byte{byte(gen), byte(i)}, 6<<20)
 			if err := p.WriteFull(ctx, oid, want[oid]); err != nil {
