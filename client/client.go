@@ -80,10 +80,11 @@ type Config struct {
 // with the OSDs' own op semantics and object classes.
 type Backend interface {
 	// Operate executes ops on object oid of pool atomically and returns
-	// their results; errors are osdop's.
+	// their results, which the caller owns; errors wrap osdop's (or are
+	// ctx's). The pool exists in Map (the Conn checks).
 	Operate(ctx context.Context, pool int64, oid string, ops []osdop.Op) (*osdop.Reply, error)
-	// List calls fn with the name of each object of pool until it
-	// returns false.
+	// List calls fn with the name of each object of pool, in an order of
+	// the backend's, until it returns false.
 	List(ctx context.Context, pool int64, fn func(name string) bool) error
 	// Command runs a MON command and returns its result and the map
 	// after it.
@@ -138,7 +139,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 
 // NewConn is a Conn whose requests run on b instead of a cluster (tests
 // of the layers above; see Backend). OSD statistics and PG commands are
-// not served (ErrUnsupported).
+// not served (ErrUnsupported), and the pause flags do not hold requests.
 func NewConn(b Backend, cfg Config) *Conn {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -149,11 +150,10 @@ func NewConn(b Backend, cfg Config) *Conn {
 
 // Close stops the map subscription and closes every connection.
 func (c *Conn) Close() {
+	c.cancel()
 	if c.local != nil {
-		c.cancel()
 		return
 	}
-	c.cancel()
 	c.wg.Wait()
 	c.mc.Close()
 	c.mu.Lock()
@@ -364,8 +364,10 @@ func (p *Pool) Operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 	if err != nil {
 		return nil, err
 	}
-	copyResults(r)
-	msg.Release()
+	if msg != nil { // else a Backend's results, the caller's already
+		copyResults(r)
+		msg.Release()
+	}
 	return r, nil
 }
 
@@ -430,6 +432,9 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		defer cancel()
 	}
 	if p.c.local != nil {
+		if _, err := p.c.local.Map().Pool(p.id); err != nil {
+			return nil, nil, fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
+		}
 		r, err := p.c.local.Operate(ctx, p.id, oid, ops)
 		return r, nil, err
 	}

@@ -143,6 +143,9 @@ func Start(o Options) (*Daemon, error) {
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
+	if o.Transport == nil {
+		o.Transport = msgr.TCP{}
+	}
 	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
 		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
 	d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
@@ -242,15 +245,11 @@ func (d *Daemon) startRaft(raddr string) error {
 	if err != nil {
 		return fmt.Errorf("mon: snapshots: %w", err)
 	}
-	var tr msgr.Transport = msgr.TCP{}
-	if d.o.Transport != nil {
-		tr = d.o.Transport
-	}
-	ln, err := tr.Listen(raddr)
+	ln, err := d.o.Transport.Listen(raddr)
 	if err != nil {
 		return fmt.Errorf("mon: raft listen: %w", err)
 	}
-	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: tr, kr: d.o.Keyring, log: d.log}, 3, 5*time.Second, hl)
+	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: d.o.Transport, kr: d.o.Keyring, log: d.log}, 3, 5*time.Second, hl)
 	exists, err := raft.HasExistingState(d.bolt, d.bolt, snaps)
 	if err != nil {
 		return fmt.Errorf("mon: %w", err)

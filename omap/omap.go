@@ -9,8 +9,8 @@ import "github.com/shoal-project/shoal/internal/wire"
 
 // KV is one omap entry or one attribute: a key and its value.
 type KV struct {
-	Key   string
-	Value []byte
+	Key   string // an omap key or an attribute's name (any bytes)
+	Value []byte // its value; Decode's alias the decoded input
 }
 
 // Encode appends a u32 count and each entry (key, then length-prefixed

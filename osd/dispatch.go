@@ -13,6 +13,8 @@ import (
 
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/opexec"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -77,7 +79,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err := pg.stillReadable(iv); err != nil {
 			return nil, err
 		}
-		return osdop.EncodeNames(slices.DeleteFunc(names, isInternal)), nil
+		return osdop.EncodeNames(slices.DeleteFunc(names, peering.IsInternal)), nil
 	}
 	pm, err := decodePeerMsg(m.Payload)
 	if err != nil {
@@ -162,11 +164,8 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	if err != nil {
 		return nil, fmt.Errorf("%w: pool %d does not exist", osdop.ErrNotFound, req.Pool)
 	}
-	if max := int(d.conf().Int("osd_max_object_name_len")); len(req.OID) > max {
-		return nil, fmt.Errorf("%w: %d bytes (max %d)", osdop.ErrNameTooLong, len(req.OID), max)
-	}
-	if req.OID == "" || isInternal(req.OID) {
-		return nil, fmt.Errorf("%w: object name %q: empty or starting with a NUL byte", osdop.ErrInvalid, req.OID)
+	if err := opexec.CheckName(req.OID, int(d.conf().Int("osd_max_object_name_len"))); err != nil {
+		return nil, err
 	}
 	pgid, _ := m.ObjectToPG(pool.ID, req.OID, "")
 	if pgid.Seed != req.Seed {

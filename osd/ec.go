@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/osd/peering"
@@ -54,8 +53,6 @@ const attrECSize = "s.size"
 const stashPrefix = "\x00rb."
 
 func stashName(seq uint64) string { return stashPrefix + strconv.FormatUint(seq, 10) }
-
-func isInternal(oid string) bool { return strings.HasPrefix(oid, "\x00") }
 
 // codec returns the codec of an erasure-coded pool, fetching its profile
 // from the MONs once (a profile cannot change while a pool uses it, and

@@ -30,7 +30,7 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := opexec.Prepare(o, req, pg.osd.conf().Size("osd_max_object_size"))
+	x, err := opexec.Prepare(o, req.Ops, pg.osd.conf().Size("osd_max_object_size"))
 	if err != nil {
 		return nil, err
 	}

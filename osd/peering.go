@@ -61,7 +61,7 @@ func (pg *PG) peer(ctx context.Context, iv uint64) {
 func (pg *PG) peerOnce(ctx context.Context, iv uint64) error {
 	d := pg.osd
 	pg.mu.Lock()
-	pool, isEC := pg.pool, pg.isEC
+	pool, isEC := pg.pool, pg.ps.Interval.EC
 	pg.mu.Unlock()
 	k := 0
 	if isEC {
@@ -115,8 +115,9 @@ func (r *peerRun) do(ctx context.Context, acts []peering.Action) (peering.Event,
 		switch a := act.(type) {
 		case peering.Progress:
 			pg.mu.Lock()
-			pg.ps.Progress(r.iv, a.State, a.Why)
-			pg.notify()
+			if pg.ps.Progress(r.iv, a.State, a.Why) {
+				pg.notify()
+			}
 			pg.mu.Unlock()
 		case peering.MergePast:
 			pg.mu.Lock()
@@ -130,7 +131,7 @@ func (r *peerRun) do(ctx context.Context, acts []peering.Action) (peering.Event,
 				mi, err := r.query(ctx, t)
 				switch {
 				case err != nil && a.Optional:
-					d.log.Debug("former member not asked for its shard", "pg", pg.id, "osd", t.OSD, "err", err)
+					d.log.Debug("former member did not answer", "pg", pg.id, "osd", t.OSD, "err", err)
 				case err != nil && a.Former:
 					return nil, fmt.Errorf("former member: %w", err)
 				case err != nil:
@@ -360,7 +361,7 @@ func (pg *PG) listLocal() ([]string, error) {
 			return nil, err
 		}
 		for _, n := range names {
-			if !isInternal(n) {
+			if !peering.IsInternal(n) {
 				out = append(out, n)
 			}
 		}
@@ -382,7 +383,7 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 	// this copy's shard and rollback state stay its own
 	info.Shard, info.RolledForward = pg.log.info.Shard, pg.log.info.RolledForward
 	stashed := map[Version]bool{}
-	if pg.isEC && pg.log.info.Shard != int32(pg.shard) {
+	if pg.ps.Interval.EC && pg.log.info.Shard != int32(pg.shard) {
 		// a copy of another shard: none of its history or stashes apply
 		pg.osd.log.Warn("holding another shard of the pg now: its copy will be rebuilt", "pg", pg.id, "was", pg.log.info.Shard, "now", pg.shard)
 		info.Shard, info.RolledForward = int32(pg.shard), 0

@@ -41,9 +41,9 @@ type PG struct {
 	applied  Version // the newest write submitted to the store, in log order
 	objLocks map[string]*objLock
 	cancel   context.CancelFunc // of the running peering
-	// erasure-coded PGs: this OSD's shard (its position in acting), and on
-	// the primary the seqs of writes not yet on every shard
-	isEC    bool
+	// erasure-coded PGs (ps.Interval.EC): this OSD's shard (its position
+	// in acting), and on the primary the seqs of writes not yet on every
+	// shard
 	shard   int
 	pending map[uint64]bool
 	scrub   pgScrub
@@ -95,10 +95,9 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 	defer pg.mu.Unlock()
 	pg.pool = pool
 	pg.epoch = m.Epoch
-	pg.isEC = iv.EC
-	if pos := slices.Index(mp.Acting, pg.osd.id); pg.isEC && pos >= 0 {
+	if pos := slices.Index(mp.Acting, pg.osd.id); iv.EC && pos >= 0 {
 		pg.setShard(pos)
-	} else if t := slices.Index(iv.Backfill.OSDs, pg.osd.id); pg.isEC && t >= 0 {
+	} else if t := slices.Index(iv.Backfill.OSDs, pg.osd.id); iv.EC && t >= 0 {
 		pg.setShard(iv.Backfill.Shards[t])
 	}
 	changed, peer := pg.ps.AdvMap(iv, in, prev)
@@ -278,11 +277,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 	if !x.ExistsAfter {
 		entry.Op = logDelete
 	} else {
-		e := wireEncoder(8)
-		e.I64(time.Now().UnixNano())
+		now := time.Now()
 		for _, t := range txns {
-			t.SetAttr(pg.coll, req.OID, attrVersion, v.Bytes())
-			t.SetAttr(pg.coll, req.OID, attrMtime, e.Bytes())
+			opexec.Stamp(t, pg.coll, req.OID, v, now)
 		}
 	}
 	type target struct {
@@ -438,7 +435,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
 	pg.mu.Lock()
-	isEC := pg.isEC
+	isEC := pg.ps.Interval.EC
 	pg.mu.Unlock()
 	var exists bool // for an erasure-coded shard's rollback stash: looked up outside the PG lock
 	if isEC {
@@ -470,7 +467,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 		pg.mu.Lock()
 	}
 	txn, entry := pm.Txn, pm.Entry
-	if pg.isEC && pg.log.lacks(entry.OID) {
+	if pg.ps.Interval.EC && pg.log.lacks(entry.OID) {
 		// a primary rebuilds every shard of an object before it writes it:
 		// this write comes from a plan that is not ours
 		pg.mu.Unlock()
@@ -482,7 +479,7 @@ func (pg *PG) handleRepOp(ctx context.Context, pm *peerMsg) error {
 		txn = &objectstore.Transaction{}
 		pg.log.need(txn, pg.coll, entry.OID, entry.Ver)
 	}
-	if pg.isEC {
+	if pg.ps.Interval.EC {
 		txn = &objectstore.Transaction{}
 		pg.stash(txn, &entry, exists, pm.Txn)
 		txn.Append(pm.Txn)
@@ -519,12 +516,7 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 
 // blockedBy is what the PG waits for while it is down or incomplete
 // (pg.mu held).
-func (pg *PG) blockedBy() string {
-	if s := pg.ps.State; s != peering.Down && s != peering.Incomplete {
-		return ""
-	}
-	return pg.ps.DownReason
-}
+func (pg *PG) blockedBy() string { return pg.ps.DownReason }
 
 // stateName is the PG's state as Ceph names it (pg.mu is held): an active
 // PG is clean when its acting set is full and every copy complete;

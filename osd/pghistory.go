@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/monc"
-	"github.com/shoal-project/shoal/osdmap"
 )
 
 // historyRecords batches the interval records this OSD's PGs make into
@@ -130,12 +129,12 @@ func (pg *PG) loadHistory(ctx context.Context) error {
 	if err := json.Unmarshal(r.Data, &h); err != nil {
 		return fmt.Errorf("pg %s: history from the MONs: %w", pg.id, err)
 	}
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	for _, iv := range h {
-		if osdmap.Members(iv.Acting) > 0 && !slices.ContainsFunc(pg.ps.Past, func(a []int32) bool { return slices.Equal(a, iv.Acting) }) {
-			pg.ps.Past = append(pg.ps.Past, iv.Acting)
-		}
+	sets := make([][]int32, len(h))
+	for i, iv := range h {
+		sets[i] = iv.Acting
 	}
+	pg.mu.Lock()
+	pg.ps.AddPast(sets)
+	pg.mu.Unlock()
 	return nil
 }

@@ -187,7 +187,7 @@ func TestAdoptLogDropsStashes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := rollbackPG(t)
-			pg.isEC = true
+			pg.ps.Interval.EC = true
 			st, c := pg.osd.store, pg.coll
 			// 1'1, 1'2 create a and b; 1'3 … 1'6 overwrite them, each
 			// stashing what it replaces

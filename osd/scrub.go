@@ -43,6 +43,7 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -128,7 +129,7 @@ func (pg *PG) scrubMapLocal(from, to string, deep bool) ([]scrubObj, error) {
 			if to != "" && n > to {
 				return objs, nil
 			}
-			if !isInternal(n) {
+			if !peering.IsInternal(n) {
 				objs = append(objs, pg.scrubObject(n, deep))
 			}
 		}
@@ -294,7 +295,7 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 		pg.mu.Unlock()
 		return fmt.Errorf("%w: pg %s is %s (scrubs need active+clean)", errScrubAborted, pg.id, st)
 	}
-	iv, acting, addrs, isEC, pool := pg.ps.Interval.ID, slices.Clone(pg.ps.Interval.Acting), slices.Clone(pg.ps.Interval.Addrs), pg.isEC, pg.pool
+	iv, acting, addrs, isEC, pool := pg.ps.Interval.ID, slices.Clone(pg.ps.Interval.Acting), slices.Clone(pg.ps.Interval.Addrs), pg.ps.Interval.EC, pg.pool
 	pg.mu.Unlock()
 	release, err := pg.reserveScrub(ctx, iv, acting, addrs)
 	if err != nil {

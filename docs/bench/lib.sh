@@ -66,3 +66,19 @@ print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU 
     name, t["ops_per_s"], t["mb_per_s"], t["latency_p50_ms"], t["latency_p99_ms"], t["errors"], 1000*all_s/ops, 1000*gw_s/ops, 1000*m_s/ops))
 ' "$name" "$(echo "($c1 - $c0) / $TCK" | bc -l)" "$(echo "($g1 - $g0) / $TCK" | bc -l)" "$(echo "($m1 - $m0) / $TCK" | bc -l)"
 }
+
+# shoal_rados LABEL RUNDIR SHOAL -> the four `shoal bench rados` runs of
+# the issue-3 table (4 MiB writes and sequential reads, 4 KiB writes and
+# random reads, 16 threads, $SECS each) on pool data of the cluster
+# $SHOAL_CONF names, SHOAL's load generator, one `run` line each; the
+# objects are removed after each pair
+shoal_rados() {
+  local l=$1 rundir=$2 shoal=$3
+  local S="$shoal bench rados -p data"
+  run "$l 4M write" "$rundir" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
+  run "$l 4M seq" "$rundir" $S seq -t 16 --seconds "$SECS"
+  "$shoal" rados -p data cleanup > /dev/null
+  run "$l 4K write" "$rundir" $S write -b 4K -t 16 --seconds "$SECS" --no-cleanup
+  run "$l 4K rand" "$rundir" $S rand -t 16 --seconds "$SECS"
+  "$shoal" rados -p data cleanup > /dev/null
+}

@@ -25,12 +25,7 @@ for round in $(seq "$ROUNDS"); do
     rm -rf "$DIR"
     "$bin" up --detach --data "$DIR" --osds 3 --osd-size "${OSD_SIZE:-20G}" --no-gateway > /dev/null
     export SHOAL_CONF=$DIR/shoal.conf
-    S="$NEW bench rados -p data"
-    run "$side r$round 4M write" "$DIR/run" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
-    run "$side r$round 4M seq" "$DIR/run" $S seq -t 16 --seconds "$SECS"
-    "$NEW" rados -p data cleanup > /dev/null
-    run "$side r$round 4K write" "$DIR/run" $S write -b 4K -t 16 --seconds "$SECS" --no-cleanup
-    run "$side r$round 4K rand" "$DIR/run" $S rand -t 16 --seconds "$SECS"
+    shoal_rados "$side r$round" "$DIR/run" "$NEW"
     "$bin" down --data "$DIR" > /dev/null
     rm -rf "$DIR"
   done

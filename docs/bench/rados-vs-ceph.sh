@@ -38,12 +38,6 @@ rm -rf "$SHOAL_DIR"
 # holds a replica): OSD_SIZE must exceed that times SECONDS
 "$SHOAL" up --detach --data "$SHOAL_DIR" --osds 3 --osd-size "${OSD_SIZE:-20G}" > /tmp/shoal-bench-up.log
 export SHOAL_CONF=$SHOAL_DIR/shoal.conf
-S="$SHOAL bench rados -p data"
-run "shoal  4M write" "$SHOAL_DIR/run" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
-run "shoal  4M seq"   "$SHOAL_DIR/run" $S seq -t 16 --seconds "$SECS"
-"$SHOAL" rados -p data cleanup > /dev/null
-run "shoal  4K write" "$SHOAL_DIR/run" $S write -b 4K -t 16 --seconds "$SECS" --no-cleanup
-run "shoal  4K rand"  "$SHOAL_DIR/run" $S rand -t 16 --seconds "$SECS"
-"$SHOAL" rados -p data cleanup > /dev/null
+shoal_rados "shoal " "$SHOAL_DIR/run" "$SHOAL"
 "$SHOAL" down --data "$SHOAL_DIR" > /dev/null
 rm -rf "$SHOAL_DIR"

@@ -7,16 +7,19 @@
 // MemStore holding every pool's objects, a collection per pool. A request
 // runs as a replicated PG's primary runs it — the same op semantics and
 // object classes (osd/opexec, cls/rgw among them) under a per-object
-// lock, the version stamped on each write — and is applied at once.
-// Erasure-coded pools refuse omap and object-class ops, as OSDs do; their
-// data is kept whole. There is no replication, peering or failure:
-// durability and recovery are the cluster tests' (internal/testcluster,
-// test/e2e).
+// lock, the version and time stamped on each write (opexec.Stamp), names
+// checked as an OSD checks them (opexec.CheckName) — and is applied at
+// once. Erasure-coded pools refuse omap and object-class ops, as OSDs do;
+// their data is kept whole, and overwrites, truncates and zeroes are
+// taken without allow_ec_overwrites. There is no replication, peering or
+// failure, no full ratio (ErrNoSpace) and no pause flags: durability and
+// recovery are the cluster tests' (internal/testcluster, test/e2e).
+// Versions count a pool's writes, not a PG's, and List gives a pool's
+// objects in name order, not PG by PG.
 package memrados
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync"
@@ -40,8 +43,10 @@ type Cluster struct {
 	store *objectstore.MemStore
 	locks map[string]*objLock // by collection/object
 	seq   map[int64]uint64    // by pool: the last write's version
-	// maxSize is osd_max_object_size (the OSDs' default).
+	// maxSize is osd_max_object_size in bytes, maxName
+	// osd_max_object_name_len (the OSDs' defaults, or conf's).
 	maxSize uint64
+	maxName int
 }
 
 type objLock struct {
@@ -68,7 +73,7 @@ func New(conf map[string]map[string]string) (*Cluster, error) {
 		}
 	}
 	return &Cluster{state: st, store: objectstore.NewMemStore(), locks: map[string]*objLock{}, seq: map[int64]uint64{},
-		maxSize: uint64(st.ConfigFor("osd").Size("osd_max_object_size"))}, nil
+		maxSize: uint64(st.ConfigFor("osd").Size("osd_max_object_size")), maxName: int(st.ConfigFor("osd").Int("osd_max_object_name_len"))}, nil
 }
 
 // Map is the current OSD map (its pools).
@@ -79,7 +84,8 @@ func (c *Cluster) Map() *osdmap.Map {
 }
 
 // Command runs a MON command against the MONs' state and returns its
-// result and the map after it. A new pool gets its collection.
+// result and the map after it. A new pool gets its collection; a deleted
+// pool's objects and collection go with it.
 func (c *Cluster) Command(ctx context.Context, prefix string, args map[string]string) (monc.Result, *osdmap.Map, error) {
 	cmd, err := mon.Translate(monc.Command{Prefix: prefix, Args: args})
 	if err != nil {
@@ -93,14 +99,22 @@ func (c *Cluster) Command(ctx context.Context, prefix string, args map[string]st
 		return monc.Result{}, nil, err
 	}
 	m := c.state.Map
+	var t objectstore.Transaction
 	for _, id := range m.PoolIDs() {
 		if _, err := before.Pool(id); err != nil {
-			var t objectstore.Transaction
 			t.CreateCollection(coll(id))
-			if err := c.store.Apply(&t); err != nil {
+		}
+	}
+	for _, id := range before.PoolIDs() {
+		if _, err := m.Pool(id); err != nil {
+			if err := c.List(ctx, id, func(oid string) bool { t.Remove(coll(id), oid); return true }); err != nil {
 				return monc.Result{}, nil, err
 			}
+			t.RemoveCollection(coll(id))
 		}
+	}
+	if err := c.store.Apply(&t); err != nil {
+		return monc.Result{}, nil, err
 	}
 	return monc.Result{Message: msg, Epoch: uint32(m.Epoch)}, m, nil
 }
@@ -146,6 +160,9 @@ func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osd
 	if err != nil {
 		return nil, fmt.Errorf("pool %d: %w", pool, osdop.ErrNotFound)
 	}
+	if err := opexec.CheckName(oid, c.maxName); err != nil {
+		return nil, err
+	}
 	req := &osdop.Request{Pool: pool, OID: oid, Ops: ops}
 	if p.Type == osdmap.PoolErasure {
 		for i := range ops {
@@ -172,7 +189,7 @@ func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osd
 		}
 		return rep, nil
 	}
-	x, err := opexec.Prepare(o, req, c.maxSize)
+	x, err := opexec.Prepare(o, ops, c.maxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +198,7 @@ func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osd
 	v := peering.Version{Epoch: uint32(c.state.Map.Epoch), Seq: c.seq[pool]}
 	c.mu.Unlock()
 	if x.ExistsAfter {
-		mtime := binary.LittleEndian.AppendUint64(nil, uint64(nowNano()))
-		x.T.SetAttr(coll(pool), oid, opexec.AttrVersion, v.Bytes())
-		x.T.SetAttr(coll(pool), oid, opexec.AttrMtime, mtime)
+		opexec.Stamp(x.T, coll(pool), oid, v, time.Now())
 	}
 	if err := c.store.Apply(x.T); err != nil {
 		return nil, opexec.StoreErr(err)
@@ -191,7 +206,8 @@ func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osd
 	return &osdop.Reply{Ver: v.Seq, Results: x.Results}, nil
 }
 
-// List lists pool's objects, in name order, until fn returns false.
+// List lists pool's objects, in name order, until fn returns false; a
+// pool that does not exist is osdop.ErrNotFound.
 func (c *Cluster) List(ctx context.Context, pool int64, fn func(name string) bool) error {
 	after := ""
 	for {
@@ -213,6 +229,3 @@ func (c *Cluster) List(ctx context.Context, pool int64, fn func(name string) boo
 		after = names[len(names)-1]
 	}
 }
-
-// nowNano is a write's modification time, as an OSD stamps it.
-func nowNano() int64 { return time.Now().UnixNano() }

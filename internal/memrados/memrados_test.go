@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +136,51 @@ func TestDifferential(t *testing.T) {
 				t.Fatalf("step %d, %s %v, op %d: cluster %d bytes size %d %d kvs, memrados %d bytes size %d %d kvs",
 					step, oid, codes(ops), i, len(a.Data), a.Size, len(a.KVs), len(b.Data), b.Size, len(b.KVs))
 			}
+		}
+	}
+}
+
+// TestNamesAndPools: names no client may use are refused as the OSDs
+// refuse them, on both sides; a deleted pool is not found, and its
+// objects go with it.
+func TestNamesAndPools(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := testcluster.Start(t, testcluster.Options{OSDs: 3})
+	mem, err := memrados.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := client.NewConn(mem, client.Config{})
+	defer fake.Close()
+	for side, conn := range []*client.Conn{c.Client(ctx), fake} {
+		if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "p", "size": "3"}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := conn.Pool(ctx, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"", "\x00stash", strings.Repeat("n", 5000)} {
+			if err := p.WriteFull(ctx, name, []byte("x")); osdop.Errno(err) == 0 || (!errors.Is(err, osdop.ErrInvalid) && !errors.Is(err, osdop.ErrNameTooLong)) {
+				t.Errorf("side %d: a write to %.20q: %v", side, name, err)
+			}
+		}
+		if side == 0 {
+			continue
+		}
+		if err := p.WriteFull(ctx, "o", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.MonCommand(ctx, "pool rm", map[string]string{"name": "p"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Read(ctx, "o", 0, 0); !errors.Is(err, client.ErrPoolNotFound) {
+			t.Errorf("a read from a deleted pool: %v, want ErrPoolNotFound", err)
+		}
+		n := 0
+		if err := mem.List(ctx, p.ID(), func(string) bool { n++; return true }); !errors.Is(err, osdop.ErrNotFound) || n != 0 {
+			t.Errorf("listing a deleted pool: %d objects, %v; want none and ErrNotFound", n, err)
 		}
 	}
 }

@@ -49,7 +49,7 @@ osd_pool_default_pg_num = 8
 // Options shape a cluster. The zero value is one MON and no OSD on TCP.
 type Options struct {
 	MONs int // default 1
-	OSDs int
+	OSDs int // started by Start; AddOSD adds more
 	// Conf is added to the base Conf ("name = value" lines, [global]).
 	Conf string
 	// ClusterNetwork gives each OSD a cluster (back) address of its own.
@@ -57,8 +57,6 @@ type Options struct {
 	// InMemory runs the cluster on an in-memory network with faults
 	// (Cluster.Net): no sockets, and links the test controls.
 	InMemory bool
-	// Wrap, if set, wraps OSD i's store each time the OSD starts.
-	Wrap func(i int, s objectstore.Store) objectstore.Store
 	// RealStores runs each OSD on a BlockStore in its data directory
 	// instead of a MemStore (benchmarks: MemStore copies an object's omap
 	// on every write).
@@ -73,30 +71,30 @@ type Options struct {
 type Cluster struct {
 	t        testing.TB
 	o        Options
-	Conf     *config.File
-	MON      *mon.Daemon   // MONs[0]
+	Conf     *config.File  // Conf and Options.Conf, parsed: every member's configuration
 	MONs     []*mon.Daemon // nil where stopped
-	MonAddrs []string
+	MonAddrs []string      // the MONs' messenger addresses (mon_host), by MON
 	monDirs  []string
 	OSDs     []*osd.OSD              // nil where stopped
 	Stores   []*objectstore.MemStore // survive their OSD's restarts (nil with RealStores)
 	Dirs     []string                // the OSDs' data directories
-	// Wrap, if set, wraps OSD i's store each time the OSD starts
-	// (Options.Wrap at first).
+	// Wrap, if set, wraps OSD i's store each time the OSD starts (set it
+	// before RestartOSD).
 	Wrap func(i int, s objectstore.Store) objectstore.Store
 	// Net is the in-memory network's fault control (InMemory only).
 	Net *faultnet.Net
 	mem *memnet.Network
 }
 
-// Start starts a MON and o.OSDs OSDs, and stops them when t ends.
+// Start starts o.MONs MONs (at least one) and o.OSDs OSDs, and stops
+// them when t ends.
 func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	conf, err := config.Parse(strings.NewReader(Conf+o.Conf), "test.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, o: o, Conf: conf, Wrap: o.Wrap}
+	c := &Cluster{t: t, o: o, Conf: conf}
 	if o.InMemory {
 		c.mem, c.Net = memnet.New(), faultnet.New()
 	}
@@ -124,7 +122,6 @@ func Start(t testing.TB, o Options) *Cluster {
 	for i := range c.MONs {
 		c.StartMON(i)
 	}
-	c.MON = c.MONs[0]
 	for range o.OSDs {
 		c.AddOSD()
 	}

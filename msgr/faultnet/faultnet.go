@@ -1,7 +1,10 @@
 // Package faultnet is the messenger's faulty transport: it wraps another
 // msgr.Transport (msgr/memnet in-process, or TCP) and injects faults per
 // link — a link being the pair of hosts at its two ends, either way —
-// under the test's control:
+// under the test's control. A host is an address's host part: the name a
+// dialing process was wrapped with (Wrap) or its dial's source, and on the
+// accepting side the connection's addresses, so over TCP hosts must be
+// named by their IP addresses.
 //
 //   - Partition: the link silently drops traffic, as a failed switch
 //     port does: dials across it hang until their deadline, and what is
@@ -29,15 +32,9 @@ import (
 	"os"
 	"sync"
 	"time"
-)
 
-// Transport is what faultnet wraps and provides (msgr.Transport's
-// methods; declared here so that the messenger's tests can use this
-// package).
-type Transport interface {
-	Dial(ctx context.Context, addr, source string) (net.Conn, error)
-	Listen(addr string) (net.Listener, error)
-}
+	"github.com/shoal-project/shoal/msgr"
+)
 
 // Net holds the faults of a set of hosts' links.
 type Net struct {
@@ -65,7 +62,7 @@ func New() *Net {
 
 // Wrap returns inner with this Net's faults, for a process on host (the
 // host its dials come from unless they name a source).
-func (f *Net) Wrap(inner Transport, host string) Transport {
+func (f *Net) Wrap(inner msgr.Transport, host string) msgr.Transport {
 	return &transport{f: f, inner: inner, host: host}
 }
 
@@ -128,7 +125,7 @@ func (f *Net) state(l link) (cut bool, delay time.Duration, changed chan struct{
 
 type transport struct {
 	f     *Net
-	inner Transport
+	inner msgr.Transport
 	host  string
 }
 
@@ -151,7 +148,7 @@ func (t *transport) Dial(ctx context.Context, addr, source string) (net.Conn, er
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, &net.OpError{Op: "dial", Net: "faultnet", Err: os.ErrDeadlineExceeded}
+			return nil, &net.OpError{Op: "dial", Net: "faultnet", Addr: addrOf(addr), Err: ctx.Err()}
 		}
 	}
 	nc, err := t.inner.Dial(ctx, addr, source)
@@ -315,6 +312,7 @@ func (c *conn) pump() {
 		}
 		_, err := c.Conn.Write(ch.b)
 		c.mu.Lock()
+		c.queue[0] = chunk{} // the sent bytes are not kept by the queue's array
 		c.queue = c.queue[1:]
 		c.queued -= len(ch.b)
 		if err != nil && c.err == nil {
@@ -348,6 +346,11 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 // crash, not a graceful shutdown).
 func (c *conn) Close() error {
 	c.once.Do(func() {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = net.ErrClosed // later writes fail, not queue
+		}
+		c.mu.Unlock()
 		close(c.closed)
 		c.f.mu.Lock()
 		delete(c.f.conns, c)
@@ -355,3 +358,9 @@ func (c *conn) Close() error {
 	})
 	return c.Conn.Close()
 }
+
+// addrOf is addr as a net.Addr, for errors.
+type addrOf string
+
+func (a addrOf) Network() string { return "faultnet" }
+func (a addrOf) String() string  { return string(a) }

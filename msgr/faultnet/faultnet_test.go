@@ -85,7 +85,8 @@ func TestFullBufferWaitsForDeadline(t *testing.T) {
 	}
 }
 
-// TestResetClosesBothEnds: a reset link's connections fail at both ends.
+// TestResetClosesBothEnds: a reset link's connections fail at both ends,
+// reading and writing.
 func TestResetClosesBothEnds(t *testing.T) {
 	f := New()
 	c, s := pair(t, f)
@@ -93,9 +94,9 @@ func TestResetClosesBothEnds(t *testing.T) {
 	if _, err := s.Read(make([]byte, 1)); err == nil {
 		t.Fatal("read on a reset connection succeeded")
 	}
-	if _, err := c.Write([]byte("x")); err == nil {
-		if _, err := c.Read(make([]byte, 1)); err == nil {
-			t.Fatal("a reset connection still works")
+	for _, end := range []net.Conn{c, s} {
+		if _, err := end.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("a write on a reset connection: %v, want net.ErrClosed", err)
 		}
 	}
 }

@@ -6,7 +6,15 @@
 // slowed or reset at will.
 //
 // A Network is safe for concurrent use. Connections are ordered and
-// reliable, like TCP's; a Close is seen by the other end as io.EOF.
+// reliable, like TCP's, but unbuffered: a write returns once the other
+// end has read it (net.Pipe), so a write deadline passes where TCP's
+// send buffer would have taken the bytes. A Close is seen by the other
+// end as io.EOF.
+//
+// Ports: Listen on port 0 picks a free one in [firstPort, 65535],
+// wrapping; a dial's local port only names its end, drawn the same way
+// (it may repeat once 55,536 dials have been made, as an OS reuses
+// ephemeral ports).
 package memnet
 
 import (
@@ -21,12 +29,27 @@ import (
 // Network is one in-memory network. The zero value is not usable: use New.
 type Network struct {
 	mu        sync.Mutex
-	listeners map[string]*listener // by "host:port"
-	nextPort  int
+	listeners map[Addr]*listener
+	nextPort  int // the next port Listen tries for port 0
+	nextLocal int // the next local port of a dial
 }
 
-// New returns an empty network; ports it picks start at 10000.
-func New() *Network { return &Network{listeners: map[string]*listener{}, nextPort: 10000} }
+// firstPort is the first port the network picks.
+const firstPort = 10000
+
+// New returns an empty network.
+func New() *Network {
+	return &Network{listeners: map[Addr]*listener{}, nextPort: firstPort, nextLocal: firstPort}
+}
+
+// next returns *p and advances it, wrapping past 65535 to firstPort.
+func next(p *int) int {
+	v := *p
+	if *p++; *p > 65535 {
+		*p = firstPort
+	}
+	return v
+}
 
 // Host is a Transport on network n whose connections come from host (a
 // name or an IP address: only equality matters) unless a dial names
@@ -39,7 +62,8 @@ type Host struct {
 	name string
 }
 
-// Addr is an address on the network: host and port.
+// Addr is an address on the network: a host (any string; only equality
+// matters) and a port (0–65535).
 type Addr struct {
 	Host string
 	Port int
@@ -48,6 +72,7 @@ type Addr struct {
 // Network is "mem".
 func (Addr) Network() string { return "mem" }
 
+// String is "host:port" (net.JoinHostPort).
 func (a Addr) String() string { return net.JoinHostPort(a.Host, strconv.Itoa(a.Port)) }
 
 // Listen listens on addr ("host:0" picks a free port). A host part that
@@ -64,18 +89,22 @@ func (h *Host) Listen(addr string) (net.Listener, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if port == 0 {
-		for n.listeners[Addr{host, n.nextPort}.String()] != nil {
-			n.nextPort++
+		for range 65536 - firstPort {
+			if p := next(&n.nextPort); n.listeners[Addr{host, p}] == nil {
+				port = p
+				break
+			}
 		}
-		port = n.nextPort
-		n.nextPort++
+		if port == 0 {
+			return nil, &net.OpError{Op: "listen", Net: "mem", Addr: Addr{host, 0}, Err: syscall.EADDRINUSE}
+		}
 	}
 	a := Addr{host, port}
-	if n.listeners[a.String()] != nil {
+	if n.listeners[a] != nil {
 		return nil, &net.OpError{Op: "listen", Net: "mem", Addr: a, Err: syscall.EADDRINUSE}
 	}
 	l := &listener{n: n, addr: a, conns: make(chan net.Conn, 64), done: make(chan struct{})}
-	n.listeners[a.String()] = l
+	n.listeners[a] = l
 	return l, nil
 }
 
@@ -85,16 +114,15 @@ func (h *Host) Dial(ctx context.Context, addr, source string) (net.Conn, error) 
 	if source == "" {
 		source = h.name
 	}
-	n := h.n
-	n.mu.Lock()
-	l := n.listeners[addr]
-	port := n.nextPort
-	n.nextPort++
-	n.mu.Unlock()
 	remote, err := parseAddr(addr)
 	if err != nil {
 		return nil, err
 	}
+	n := h.n
+	n.mu.Lock()
+	l := n.listeners[remote]
+	port := next(&n.nextLocal)
+	n.mu.Unlock()
 	if l == nil {
 		return nil, &net.OpError{Op: "dial", Net: "mem", Addr: remote, Err: syscall.ECONNREFUSED}
 	}
@@ -146,7 +174,7 @@ func (l *listener) Close() error {
 		close(l.done)
 		l.mu.Unlock()
 		l.n.mu.Lock()
-		delete(l.n.listeners, l.addr.String())
+		delete(l.n.listeners, l.addr)
 		l.n.mu.Unlock()
 		for {
 			select {

@@ -61,3 +61,39 @@ func TestListenDial(t *testing.T) {
 		t.Fatal("accept after close")
 	}
 }
+
+// TestPortsWrap: picked ports stay in range and skip those in use once
+// the counter wraps; a dial finds a listener however its port is written.
+func TestPortsWrap(t *testing.T) {
+	n := New()
+	h := n.Host("a")
+	keep, err := h.Listen("a:10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Close()
+	n.nextPort, n.nextLocal = 65535, 65535
+	for _, want := range []int{65535, 10001} { // 10000 is taken
+		l, err := h.Listen("a:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Addr().(Addr).Port; got != want {
+			t.Fatalf("picked port %d, want %d", got, want)
+		}
+		defer l.Close()
+	}
+	go func() {
+		if s, err := keep.Accept(); err == nil {
+			s.Close()
+		}
+	}()
+	c, err := n.Host("b").Dial(context.Background(), "a:010000", "")
+	if err != nil {
+		t.Fatalf("a dial to the listener's port written with a leading zero: %v", err)
+	}
+	defer c.Close()
+	if p := c.LocalAddr().(Addr).Port; p < firstPort || p > 65535 {
+		t.Fatalf("a dial's local port %d is out of range", p)
+	}
+}

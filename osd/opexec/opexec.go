@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shoal-project/shoal/cls"
 	"github.com/shoal-project/shoal/objectstore"
@@ -37,12 +38,12 @@ const (
 
 // Object is the state of a request's object before the request.
 type Object struct {
-	Store   objectstore.Store
-	Coll    objectstore.Coll
-	OID     string
-	Exists  bool
-	Size    uint64 // logical size in bytes
-	Version uint64 // the seq of the write that made it (AttrVersion)
+	Store   objectstore.Store // the store holding it
+	Coll    objectstore.Coll  // its collection (a PG's, or a pool's)
+	OID     string            // its name
+	Exists  bool              // false: absent (Size and Version 0)
+	Size    uint64            // logical size in bytes
+	Version uint64            // the seq of the write that made it (AttrVersion)
 }
 
 // Load reads the state of oid in collection c of s (absent: Exists false).
@@ -62,28 +63,51 @@ func Load(s objectstore.Store, c objectstore.Coll, oid string) (*Object, error) 
 	return o, nil
 }
 
+// CheckName refuses an object name no client may use: empty or starting
+// with a NUL byte (the names of a copy's internal objects, see
+// peering.IsInternal: osdop.ErrInvalid), or longer than max bytes
+// (osd_max_object_name_len: osdop.ErrNameTooLong).
+func CheckName(oid string, max int) error {
+	if len(oid) > max {
+		return fmt.Errorf("%w: %d bytes (max %d)", osdop.ErrNameTooLong, len(oid), max)
+	}
+	if oid == "" || peering.IsInternal(oid) {
+		return fmt.Errorf("%w: object name %q: empty or starting with a NUL byte", osdop.ErrInvalid, oid)
+	}
+	return nil
+}
+
+// Stamp adds to t what every write leaves on an object that exists after
+// it: the write's version (AttrVersion: v.Bytes) and its time (AttrMtime:
+// Unix nanoseconds, 8 bytes little-endian, which Stat returns as Mtime).
+func Stamp(t *objectstore.Transaction, c objectstore.Coll, oid string, v peering.Version, now time.Time) {
+	t.SetAttr(c, oid, AttrVersion, v.Bytes())
+	t.SetAttr(c, oid, AttrMtime, binary.LittleEndian.AppendUint64(nil, uint64(now.UnixNano())))
+}
+
 // Prepared is a write request turned into a transaction.
 type Prepared struct {
-	T           *objectstore.Transaction
-	Results     []osdop.Result // by op: the outputs of reads and method calls
-	Existed     bool           // the object existed before the request
-	ExistsAfter bool
-	DObjects    int64 // the change in the PG's object count (-1, 0, 1)
-	DBytes      int64 // the change in the object's size
+	T           *objectstore.Transaction // every change the request makes, in op order
+	Results     []osdop.Result           // by op: the outputs of reads and method calls
+	Existed     bool                     // the object existed before the request
+	ExistsAfter bool                     // and after it (false: the request removed it)
+	DObjects    int64                    // the change in the PG's object count (-1, 0, 1)
+	DBytes      int64                    // the change in the object's size
 }
 
 // Prepare executes a write request's ops against the state of its object
 // o (the caller holds the object's lock, so that the state is still o's
 // when the transaction applies) and builds the transaction; maxSize is
-// osd_max_object_size. Nothing is applied. Errors are osdop's, wrapped
-// with the op that failed.
-func Prepare(o *Object, req *osdop.Request, maxSize uint64) (*Prepared, error) {
+// osd_max_object_size in bytes. Nothing is applied, and the version and
+// time are not stamped (Stamp). Errors are osdop's, wrapped with the op
+// that failed.
+func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
 	t := &objectstore.Transaction{}
-	c, oid := o.Coll, req.OID
+	c, oid := o.Coll, o.OID
 	exists, size := o.Exists, o.Size
-	x := &Prepared{T: t, Results: make([]osdop.Result, len(req.Ops)), Existed: o.Exists}
-	for i := range req.Ops {
-		op := &req.Ops[i]
+	x := &Prepared{T: t, Results: make([]osdop.Result, len(ops)), Existed: o.Exists}
+	for i := range ops {
+		op := &ops[i]
 		fail := func(err error) (*Prepared, error) {
 			return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, op.Code, oid)
 		}

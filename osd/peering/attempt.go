@@ -22,7 +22,7 @@ var (
 
 // OSDState is what peering needs of one OSD in the map it peers with.
 type OSDState struct {
-	Exists, Up, Lost bool
+	Exists, Up, Lost bool   // in the map; marked up; declared lost (shoal osd lost)
 	Addr             string // its cluster address
 }
 
@@ -45,14 +45,14 @@ func (v MapView) up(o int32) bool { return o >= 0 && int(o) < len(v) && v[o].Up 
 // (after the MONs' record of its history joined Past), the map it peers
 // with, and this OSD's own copy.
 type Config struct {
-	Whoami    int32
-	Interval  Interval
-	Past      [][]int32
-	Strays    []int32
-	TempAsked bool // a pg_temp was asked for in this interval already
-	Map       MapView
-	K         int // an erasure-coded pool's data shards (0: replicated)
-	Self      Member
+	Whoami    int32     // this OSD, the primary
+	Interval  Interval  // the interval peered
+	Past      [][]int32 // Machine.Past, the MONs' record joined
+	Strays    []int32   // Machine.Strays
+	TempAsked bool      // a pg_temp was asked for in this interval already
+	Map       MapView   // the map the members answer with, or a newer one
+	K         int       // an erasure-coded pool's data shards (0: replicated)
+	Self      Member    // this OSD's own copy
 }
 
 // Action is what an attempt asks its OSD to do next. Step returns a list
@@ -64,17 +64,18 @@ type Action interface{ action() }
 // Event is what the OSD feeds an attempt: the answer to its last action.
 type Event interface{ event() }
 
-// Progress: the attempt reached state State (why: for Down, Incomplete).
+// Progress is the news that the attempt reached a state.
 type Progress struct {
-	State State
-	Why   string
+	State State  // GetLog … WaitActingChange, Down or Incomplete
+	Why   string // what a Down or Incomplete PG waits for
 }
 
-// MergePast: prior sets learnt from members' answers join the machine's
-// Past (Machine.AddPast).
+// MergePast asks that prior sets learnt from members' answers join the
+// machine's Past (Machine.AddPast): acting sets by position, NoOSD for
+// holes.
 type MergePast struct{ Sets [][]int32 }
 
-// Query: ask each OSD, in order, for its info, log, past intervals and
+// Query asks each OSD, in order, for its info, log, past intervals and
 // missing set (this OSD answers from its own copy). Answer: Infos, in
 // the same order. If one fails, the attempt fails with its error —
 // unless Optional, when the OSDs that did not answer are left out.
@@ -84,16 +85,16 @@ type Query struct {
 	Former   bool // former members (for the error's wording)
 }
 
-// List: list the objects of each OSD's copy (a backfill: logs that do
+// List asks for the objects of each OSD's copy (a backfill: logs that do
 // not overlap). Answer: Listed.
 type List struct{ Targets []Target }
 
-// WaitLeases: wait until no OSD of Prior that is not in Reached can
+// WaitLeases asks to wait until no OSD of Prior that is not in Reached can
 // still serve reads under a read lease (the OSD's lease protocol; it
 // needs clocks). Answer: Done.
 type WaitLeases struct{ Prior, Reached []int32 }
 
-// RollBack: an erasure-coded PG's members roll their copies back to To
+// RollBack has an erasure-coded PG's members roll their copies back to To
 // (writes past it are on fewer than k shards). Answer: Done.
 type RollBack struct {
 	Targets []Target
@@ -109,7 +110,7 @@ type LogTo struct {
 	Missing []string
 }
 
-// SendLogs: every member listed adopts its log (this OSD included: it
+// SendLogs has every member listed adopt its log (this OSD included: it
 // adopts locally), in order. Answer: Done.
 type SendLogs struct{ Logs []LogTo }
 

@@ -30,13 +30,13 @@ type Backfill struct {
 // not known alike everywhere). SameIntervalSince is that epoch as this
 // OSD saw it: recorded at the MONs and shown, never compared.
 type Interval struct {
-	ID                uint64
-	SameIntervalSince osdmap.Epoch
-	Acting            []int32  // by position; osdmap.NoOSD for a hole
-	Addrs             []string // of the acting set's members, with their nonces
-	Up                []int32  // CRUSH's choice, down OSDs removed
-	Backfill          Backfill
-	Primary           int32 // the acting primary; -1 for none
+	ID                uint64       // IntervalID's digest
+	SameIntervalSince osdmap.Epoch // the epoch this OSD first saw it in
+	Acting            []int32      // by position; osdmap.NoOSD for a hole
+	Addrs             []string     // of the acting set's members, with their nonces
+	Up                []int32      // CRUSH's choice, down OSDs removed
+	Backfill          Backfill     // the up set's OSDs outside the acting set (BackfillTargets)
+	Primary           int32        // the acting primary; -1 for none
 	// Size and MinSize are the pool's (0 and 0: the pool is gone, or the
 	// PG is no longer mapped to this OSD).
 	Size, MinSize int
@@ -154,7 +154,8 @@ func (iv *Interval) PriorSet() []int32 {
 	return prior
 }
 
-// Undersized: the acting set has fewer members than the pool's size.
+// Undersized reports whether the acting set has fewer members than the
+// pool's size.
 func (iv *Interval) Undersized() bool {
 	return iv.Size > 0 && osdmap.Members(iv.Acting) < iv.Size
 }
@@ -174,9 +175,9 @@ func (iv *Interval) TempServes() bool {
 	return iv.EC || osdmap.Members(iv.Acting) > osdmap.Members(iv.Up)
 }
 
-// Remapped: once every copy is complete, the pg_temp must go so the up
-// set takes over — there are backfill targets, or the acting set differs
-// from the up set without the pg_temp serving.
+// Remapped reports whether, once every copy is complete, the pg_temp
+// must go so the up set takes over: there are backfill targets, or the
+// acting set differs from the up set without the pg_temp serving.
 func (iv *Interval) Remapped() bool {
 	return len(iv.Backfill.OSDs) > 0 || (!slices.Equal(iv.Acting, iv.Up) && !iv.TempServes())
 }

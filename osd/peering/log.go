@@ -12,8 +12,8 @@ import (
 // ordered it, which tells entries from a deposed primary apart from those
 // of its successor (Ceph's eversion_t).
 type Version struct {
-	Epoch uint32
-	Seq   uint64
+	Epoch uint32 // the ordering primary's map epoch
+	Seq   uint64 // the PG's write count
 }
 
 func (v Version) String() string { return fmt.Sprintf("%d'%d", v.Epoch, v.Seq) }

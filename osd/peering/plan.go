@@ -10,12 +10,12 @@ import (
 // with the log and missing set): its info, log, the earlier acting sets
 // it knows may have taken writes, and the objects it lacks.
 type Member struct {
-	ID        int32
-	Addr      string
-	Info      Info
-	Entries   []LogEntry
-	Intervals [][]int32
-	Missing   map[string]bool
+	ID        int32           // the OSD
+	Addr      string          // its cluster address ("" for this OSD)
+	Info      Info            // its PG info
+	Entries   []LogEntry      // its log, oldest first
+	Intervals [][]int32       // the earlier acting sets it knows may have taken writes
+	Missing   map[string]bool // the objects its copy lacks
 	// Reset: an erasure-coded member whose copy is of another shard than
 	// its position's; peering treats it as holding nothing (its history
 	// says nothing of this shard), and it must adopt the log.
@@ -24,8 +24,8 @@ type Member struct {
 
 // Target names an OSD to ask: its id and its cluster address.
 type Target struct {
-	OSD  int32
-	Addr string
+	OSD  int32  // the OSD's id
+	Addr string // its cluster address (host:port/nonce)
 }
 
 // IsInternal reports whether an object is a copy's own (an erasure-coded

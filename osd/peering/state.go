@@ -93,10 +93,11 @@ func (s State) IsPeering() bool { return s >= GetInfo && s <= WaitActingChange }
 // state. It is pure: the OSD calls its methods under its PG lock and
 // carries out what they return.
 type Machine struct {
-	Whoami   int32
-	Interval Interval
+	Whoami   int32    // this OSD's id
+	Interval Interval // the interval the PG is in (AdvMap)
 	State    State
-	// DownReason says what a Down or Incomplete PG waits for.
+	// DownReason says what a Down or Incomplete PG waits for; it is
+	// empty in every other state.
 	DownReason string
 	// Past are the prior sets of the intervals since the PG last settled
 	// here (every copy complete; that one included) that had min_size
@@ -184,17 +185,20 @@ func (m *Machine) AddPast(sets [][]int32) {
 // interval ended or the PG stopped peering. A Down or Incomplete PG stays
 // so, whatever step its next attempts reach, until one of them finds it
 // down again (with the new reason) or activates it: it is shown down, not
-// flickering, while it waits.
-func (m *Machine) Progress(id uint64, s State, why string) {
+// flickering, while it waits. It reports whether the state or the
+// reason changed.
+func (m *Machine) Progress(id uint64, s State, why string) bool {
 	if m.Interval.ID != id || !m.State.IsPeering() {
-		return
+		return false
 	}
+	was, wasWhy := m.State, m.DownReason
 	switch {
 	case s == Down || s == Incomplete:
 		m.State, m.DownReason = s, why
 	case m.State != Down && m.State != Incomplete:
 		m.State = s
 	}
+	return m.State != was || m.DownReason != wasWhy
 }
 
 // Activate makes the PG serve I/O after peering in interval id, with
@@ -216,7 +220,8 @@ func (m *Machine) Activate(id uint64, recover, backfill bool) bool {
 	return true
 }
 
-// Recovered: every acting member's copy is complete in interval id.
+// Recovered records that every acting member's copy is complete in
+// interval id.
 func (m *Machine) Recovered(id uint64) {
 	if m.Interval.ID == id && m.State.IsActive() {
 		m.recovered()
@@ -231,9 +236,10 @@ func (m *Machine) recovered() {
 	m.State = Clean
 }
 
-// Settled: every copy of interval id holds every write of the earlier
-// intervals; they are forgotten. It reports whether the pg_temp must be
-// cleared (Interval.Remapped), and false if the interval ended.
+// Settled records that every copy of interval id holds every write of
+// the earlier intervals, which are forgotten. It reports whether the
+// pg_temp must be cleared (Interval.Remapped), and ok false if the
+// interval ended.
 func (m *Machine) Settled(id uint64) (clearTemp bool, ok bool) {
 	if m.Interval.ID != id {
 		return false, false

@@ -116,12 +116,15 @@ func TestMachineAdvMap(t *testing.T) {
 func TestMachineLifecycle(t *testing.T) {
 	m := Machine{Whoami: 0}
 	m.AdvMap(mapping(1, []int32{0, 1, 2}), true, nil)
-	m.Progress(1, GetLog, "")
-	if m.State != GetLog || m.State.Name() != "peering" {
+	if !m.Progress(1, GetLog, "") || m.State != GetLog || m.State.Name() != "peering" {
 		t.Fatalf("state %v", m.State)
 	}
-	m.Progress(1, Down, "waiting for osd.5")
-	m.Progress(1, GetMissing, "")
+	if m.Progress(1, GetLog, "") {
+		t.Fatal("progress to the same state reported a change")
+	}
+	if !m.Progress(1, Down, "waiting for osd.5") || m.Progress(1, GetMissing, "") {
+		t.Fatal("progress to down, then past it, reported wrongly")
+	}
 	if m.State != Down || m.DownReason != "waiting for osd.5" || m.State.Name() != "down" {
 		t.Fatalf("a later step's progress moved a down PG to %v (%q)", m.State, m.DownReason)
 	}
