@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // S3 access control lists (the AWS S3 API reference, "Access control list
@@ -107,7 +109,7 @@ func cannedACL(name, owner, bucketOwner string) (ACL, error) {
 	case "log-delivery-write":
 		return ACL{own, {URI: GroupLogDelivery, Perm: PermWrite}, {URI: GroupLogDelivery, Perm: PermReadACP}}, nil
 	}
-	return nil, ErrInvalidArgument.with("unknown canned ACL %q", name)
+	return nil, s3err.InvalidArgument.With("unknown canned ACL %q", name)
 }
 
 // grantHeaders are the x-amz-grant-* headers and the permission each gives.
@@ -134,7 +136,7 @@ func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *
 				kind, val, ok := strings.Cut(strings.TrimSpace(item), "=")
 				val = strings.Trim(strings.TrimSpace(val), `"`)
 				if !ok || val == "" {
-					return nil, ErrInvalidArgument.with("%s: want id=, uri= or emailAddress= grantees", gh.header)
+					return nil, s3err.InvalidArgument.With("%s: want id=, uri= or emailAddress= grantees", gh.header)
 				}
 				g := Grant{Perm: gh.perm}
 				switch strings.ToLower(strings.TrimSpace(kind)) {
@@ -145,7 +147,7 @@ func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *
 				case "emailaddress":
 					g.Email = val
 				default:
-					return nil, ErrInvalidArgument.with("%s: unknown grantee type %q", gh.header, kind)
+					return nil, s3err.InvalidArgument.With("%s: unknown grantee type %q", gh.header, kind)
 				}
 				if err := s.checkGrantee(ctx, &g); err != nil {
 					return nil, err
@@ -156,7 +158,7 @@ func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *
 	}
 	switch {
 	case canned != "" && grants != nil:
-		return nil, ErrInvalidRequest.with("specify either a canned ACL or x-amz-grant headers, not both")
+		return nil, s3err.InvalidRequest.With("specify either a canned ACL or x-amz-grant headers, not both")
 	case canned != "":
 		a, err := cannedACL(canned, owner, bucketOwner)
 		if err != nil {
@@ -173,7 +175,7 @@ func (s *Store) checkGrantee(ctx context.Context, g *Grant) error {
 	switch {
 	case g.URI != "":
 		if g.URI != GroupAllUsers && g.URI != GroupAuthenticated && g.URI != GroupLogDelivery {
-			return ErrInvalidArgument.with("unknown grantee group %q", g.URI)
+			return s3err.InvalidArgument.With("unknown grantee group %q", g.URI)
 		}
 	case g.Email != "":
 		uid, err := s.userByEmail(ctx, g.Email)
@@ -183,18 +185,18 @@ func (s *Store) checkGrantee(ctx context.Context, g *Grant) error {
 		g.ID = uid
 	case g.ID != "":
 		if _, err := s.GetUser(ctx, g.ID); errors.Is(err, ErrNoSuchUser) {
-			return ErrInvalidArgument.with("grantee %q is not a user", g.ID)
+			return s3err.InvalidArgument.With("grantee %q is not a user", g.ID)
 		} else if err != nil {
 			return err
 		}
 	default:
-		return ErrInvalidArgument.with("a grant names no grantee")
+		return s3err.InvalidArgument.With("a grant names no grantee")
 	}
 	switch g.Perm {
 	case PermRead, PermWrite, PermReadACP, PermWriteACP, PermFullControl:
 		return nil
 	}
-	return ErrMalformedACL.with("unknown permission %q", g.Perm)
+	return s3err.MalformedACL.With("unknown permission %q", g.Perm)
 }
 
 // userByEmail finds the user with an e-mail address (UnresolvableGrantByEmailAddress).
@@ -208,7 +210,7 @@ func (s *Store) userByEmail(ctx context.Context, email string) (string, error) {
 			return uid, nil
 		}
 	}
-	return "", ErrUnresolvableGrantByEmail.with("no user has the address %q", email)
+	return "", s3err.UnresolvableGrantByEmail.With("no user has the address %q", email)
 }
 
 // displayName is a user's display name (its ID if unknown), cached.
@@ -264,10 +266,10 @@ func (s *Store) policyXML(ctx context.Context, ownerID string, a ACL) accessCont
 func (s *Store) parsePolicy(ctx context.Context, body []byte, ownerID string) (ACL, error) {
 	var p accessControlPolicyIn
 	if err := xml.Unmarshal(body, &p); err != nil {
-		return nil, ErrMalformedACL.with("%v", err)
+		return nil, s3err.MalformedACL.With("%v", err)
 	}
 	if p.Owner.ID != "" && p.Owner.ID != ownerID {
-		return nil, ErrAccessDenied.with("the policy names owner %q; the owner is %q", p.Owner.ID, ownerID)
+		return nil, s3err.AccessDenied.With("the policy names owner %q; the owner is %q", p.Owner.ID, ownerID)
 	}
 	a := ACL{}
 	for _, x := range p.Grants {
@@ -280,7 +282,7 @@ func (s *Store) parsePolicy(ctx context.Context, body []byte, ownerID string) (A
 		case "AmazonCustomerByEmail":
 			g.Email = x.Grantee.Email
 		default:
-			return nil, ErrMalformedACL.with("unknown grantee type %q", x.Grantee.Type)
+			return nil, s3err.MalformedACL.With("unknown grantee type %q", x.Grantee.Type)
 		}
 		if err := s.checkGrantee(ctx, &g); err != nil {
 			return nil, err
@@ -294,7 +296,7 @@ func (s *Store) parsePolicy(ctx context.Context, body []byte, ownerID string) (A
 func readSmallBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
-		return nil, bodyErr(err)
+		return nil, s3err.Body(err)
 	}
 	return b, nil
 }
@@ -307,7 +309,7 @@ func readXMLBody(r *http.Request, v any) error {
 		return err
 	}
 	if xml.Unmarshal(body, v) != nil {
-		return ErrMalformedXML
+		return s3err.MalformedXML
 	}
 	return nil
 }
@@ -325,7 +327,7 @@ func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID str
 		return nil, err
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, ErrMalformedACL.with("PUT ?acl needs x-amz-acl, x-amz-grant-* headers or an AccessControlPolicy body")
+		return nil, s3err.MalformedACL.With("PUT ?acl needs x-amz-acl, x-amz-grant-* headers or an AccessControlPolicy body")
 	}
 	if a, err = s.parsePolicy(ctx, body, ownerID); err != nil {
 		return nil, err
@@ -339,7 +341,7 @@ func errDenied(uid, perm, what string) error {
 	if uid != "" {
 		who = fmt.Sprintf("user %q", uid)
 	}
-	return ErrAccessDenied.with("%s may not %s %s", who, permVerb[perm], what)
+	return s3err.AccessDenied.With("%s may not %s %s", who, permVerb[perm], what)
 }
 
 var permVerb = map[string]string{PermRead: "read", PermWrite: "write to", PermReadACP: "read the ACL of",

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // GetObjectAttributes (GET ?attributes; the AWS S3 API reference): the
@@ -50,25 +52,25 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 		for _, a := range strings.Split(v, ",") {
 			a = strings.TrimSpace(a)
 			if !slices.Contains(objectAttributeNames, a) {
-				return ErrInvalidArgument.with("x-amz-object-attributes: unknown attribute %q (want ETag, Checksum, ObjectParts, StorageClass or ObjectSize)", a)
+				return s3err.InvalidArgument.With("x-amz-object-attributes: unknown attribute %q (want ETag, Checksum, ObjectParts, StorageClass or ObjectSize)", a)
 			}
 			want[a] = true
 		}
 	}
 	if len(want) == 0 {
-		return ErrInvalidArgument.with("x-amz-object-attributes names no attribute")
+		return s3err.InvalidArgument.With("x-amz-object-attributes names no attribute")
 	}
 	maxParts, marker := 1000, 0
 	var err error
 	if v := h.Get("x-amz-max-parts"); v != "" {
 		if maxParts, err = strconv.Atoi(v); err != nil || maxParts < 1 {
-			return ErrInvalidArgument.with("x-amz-max-parts must be a positive integer")
+			return s3err.InvalidArgument.With("x-amz-max-parts must be a positive integer")
 		}
 		maxParts = min(maxParts, 1000)
 	}
 	if v := h.Get("x-amz-part-number-marker"); v != "" {
 		if marker, err = strconv.Atoi(v); err != nil || marker < 0 {
-			return ErrInvalidArgument.with("x-amz-part-number-marker must be a non-negative integer")
+			return s3err.InvalidArgument.With("x-amz-part-number-marker must be a non-negative integer")
 		}
 	}
 	o, err := srv.openToRead(rq, b, false) // s3:GetObjectAttributes

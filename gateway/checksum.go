@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
@@ -70,7 +71,7 @@ func checksumAlgNamed(name string) (*checksumAlg, error) {
 	if a := checksumAlgs[strings.ToUpper(name)]; a != nil {
 		return a, nil
 	}
-	return nil, ErrInvalidRequest.with("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
+	return nil, s3err.InvalidRequest.With("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
 }
 
 // checksumAlgOfHeader is the algorithm whose value header (or trailer)
@@ -160,7 +161,7 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 	var req *ChecksumReq
 	values := checksumHeaders(r.Header)
 	if len(values) > 1 {
-		return nil, ErrInvalidRequest.with("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+		return nil, s3err.InvalidRequest.With("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 	}
 	for name, v := range values {
 		req = &ChecksumReq{alg: checksumAlgs[name], want: v}
@@ -174,14 +175,14 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 			// only an aws-chunked trailer is checked (sigv4.go); an HTTP
 			// trailer of another payload would be taken unchecked
 			if p := r.Header.Get("X-Amz-Content-Sha256"); p != sigStreamingPayloadTrailer && p != sigStreamingUnsignedTrailer {
-				return nil, ErrInvalidRequest.with("x-amz-trailer %s needs an aws-chunked payload with a trailer (x-amz-content-sha256 STREAMING-…-TRAILER).", name)
+				return nil, s3err.InvalidRequest.With("x-amz-trailer %s needs an aws-chunked payload with a trailer (x-amz-content-sha256 STREAMING-…-TRAILER).", name)
 			}
 			a := checksumAlgOfHeader(name)
 			if a == nil {
-				return nil, ErrInvalidRequest.with("The checksum trailer %q is not supported.", name)
+				return nil, s3err.InvalidRequest.With("The checksum trailer %q is not supported.", name)
 			}
 			if req != nil {
-				return nil, ErrInvalidRequest.with("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+				return nil, s3err.InvalidRequest.With("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 			}
 			key := http.CanonicalHeaderKey(name)
 			req = &ChecksumReq{alg: a, trailer: func() string { return r.Trailer.Get(key) }}
@@ -199,7 +200,7 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 		case req == nil:
 			req = &ChecksumReq{alg: a}
 		case req.alg != a:
-			return nil, ErrInvalidRequest.with("The algorithm %s does not match the checksum header %s.", named, req.alg.header())
+			return nil, s3err.InvalidRequest.With("The algorithm %s does not match the checksum header %s.", named, req.alg.header())
 		}
 	}
 	return req, nil
@@ -236,13 +237,13 @@ func (c *ChecksumReq) result(h hash.Hash) (*Checksum, error) {
 	sum := &Checksum{Alg: c.alg.name, Type: checksumFullObject}
 	if h == nil {
 		if sum.Value = c.trailer(); sum.Value == "" { // sigv4.go fails a body without it: a safeguard
-			return nil, ErrIncompleteBody.with("The aws-chunked body lacks the trailing %s.", c.alg.header())
+			return nil, s3err.IncompleteBody.With("The aws-chunked body lacks the trailing %s.", c.alg.header())
 		}
 	} else {
 		sum.Value = base64.StdEncoding.EncodeToString(h.Sum(nil))
 	}
 	if c.want != "" && c.want != sum.Value {
-		return nil, ErrBadDigest.with("The %s you specified did not match the calculated checksum.", c.alg.header())
+		return nil, s3err.BadDigest.With("The %s you specified did not match the calculated checksum.", c.alg.header())
 	}
 	return sum, nil
 }
@@ -255,7 +256,7 @@ func uploadChecksum(h http.Header) (alg, typ string, err error) {
 	name, typ := strings.ToUpper(h.Get("x-amz-checksum-algorithm")), strings.ToUpper(h.Get("x-amz-checksum-type"))
 	if name == "" {
 		if typ != "" {
-			return "", "", ErrInvalidRequest.with("x-amz-checksum-type needs x-amz-checksum-algorithm.")
+			return "", "", s3err.InvalidRequest.With("x-amz-checksum-type needs x-amz-checksum-algorithm.")
 		}
 		return "", "", nil
 	}
@@ -270,7 +271,7 @@ func uploadChecksum(h http.Header) (alg, typ string, err error) {
 		}
 	}
 	if (typ != checksumComposite && typ != checksumFullObject) || (typ == checksumFullObject && a.poly == 0) || (typ == checksumComposite && name == "CRC64NVME") {
-		return "", "", ErrInvalidRequest.with("The %s checksum type is not supported with %s.", typ, name)
+		return "", "", s3err.InvalidRequest.With("The %s checksum type is not supported with %s.", typ, name)
 	}
 	return name, typ, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -35,7 +36,7 @@ func conditionally(key string, attempt func() error) error {
 			return err
 		}
 		if i == condRetries {
-			return ErrConditionalRequestConflict.with("%q changed under %d conditional attempts", key, condRetries+1)
+			return s3err.ConditionalRequestConflict.With("%q changed under %d conditional attempts", key, condRetries+1)
 		}
 	}
 }
@@ -58,14 +59,14 @@ func (c writeCond) needsHead() bool {
 func (c writeCond) check(cur *headInfo, key string) error {
 	if c.IfMatch != "" {
 		if cur == nil {
-			return ErrNoSuchKey.with("If-Match: key %q does not exist", key)
+			return s3err.NoSuchKey.With("If-Match: key %q does not exist", key)
 		}
 		if !etagMatches(c.IfMatch, cur.ETag) {
-			return ErrPreconditionFailed.with("If-Match: the ETag of %q is %s", key, cur.ETag)
+			return s3err.PreconditionFailed.With("If-Match: the ETag of %q is %s", key, cur.ETag)
 		}
 	}
 	if c.IfNoneMatch != "" && cur != nil && etagMatches(c.IfNoneMatch, cur.ETag) {
-		return ErrPreconditionFailed.with("If-None-Match: %q exists with ETag %s", key, cur.ETag)
+		return s3err.PreconditionFailed.With("If-None-Match: %q exists with ETag %s", key, cur.ETag)
 	}
 	return nil
 }
@@ -76,7 +77,7 @@ func (c writeCond) check(cur *headInfo, key string) error {
 func (s *Store) guard(ctx context.Context, b *Bucket, key string, c writeCond) (osdop.Op, *headInfo, error) {
 	cur, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
 	switch {
-	case errors.Is(err, ErrNoSuchKey):
+	case errors.Is(err, s3err.NoSuchKey):
 		cur = nil
 	case err != nil:
 		return osdop.Op{}, nil, err
@@ -104,10 +105,6 @@ func refused(err error) bool {
 	return raced(err) || errors.Is(err, osdop.ErrInvalid) || errors.Is(err, osdop.ErrNameTooLong)
 }
 
-// ErrConditionalRequestConflict is S3's answer when a conditional write
-// kept losing races with other writes of the key.
-var ErrConditionalRequestConflict = &APIError{"ConditionalRequestConflict", http.StatusConflict, "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part."}
-
 // deleteCond is a conditional delete's ETag, last-modified time (second
 // precision, as S3 shows it) and size; zero values are not checked.
 type deleteCond struct {
@@ -120,13 +117,13 @@ func (c deleteCond) empty() bool { return c.ETag == "" && c.Mtime.IsZero() && c.
 
 func (c deleteCond) check(h *headInfo, key string) error {
 	if c.ETag != "" && !etagMatches(c.ETag, h.ETag) {
-		return ErrPreconditionFailed.with("If-Match: the ETag of %q is %s", key, h.ETag)
+		return s3err.PreconditionFailed.With("If-Match: the ETag of %q is %s", key, h.ETag)
 	}
 	if !c.Mtime.IsZero() && !time.Unix(0, h.Mtime).Truncate(time.Second).Equal(c.Mtime.Truncate(time.Second)) {
-		return ErrPreconditionFailed.with("x-amz-if-match-last-modified-time: %q was last modified at %s", key, time.Unix(0, h.Mtime).UTC().Format(time.RFC3339))
+		return s3err.PreconditionFailed.With("x-amz-if-match-last-modified-time: %q was last modified at %s", key, time.Unix(0, h.Mtime).UTC().Format(time.RFC3339))
 	}
 	if c.Size != nil && *c.Size != h.Size {
-		return ErrPreconditionFailed.with("x-amz-if-match-size: %q is %d bytes", key, h.Size)
+		return s3err.PreconditionFailed.With("x-amz-if-match-size: %q is %d bytes", key, h.Size)
 	}
 	return nil
 }
@@ -139,7 +136,7 @@ func (s *Store) deleteObjectIf(ctx context.Context, b *Bucket, key string, c del
 	}
 	return conditionally(key, func() error {
 		cur, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
-		if errors.Is(err, ErrNoSuchKey) {
+		if errors.Is(err, s3err.NoSuchKey) {
 			return nil
 		}
 		if err != nil {
@@ -158,14 +155,14 @@ func deleteCondFrom(h http.Header) (deleteCond, error) {
 	if v := h.Get("x-amz-if-match-last-modified-time"); v != "" {
 		t, err := parseHTTPOrISOTime(v)
 		if err != nil {
-			return c, ErrInvalidArgument.with("x-amz-if-match-last-modified-time %q: %v", v, err)
+			return c, s3err.InvalidArgument.With("x-amz-if-match-last-modified-time %q: %v", v, err)
 		}
 		c.Mtime = t
 	}
 	if v := h.Get("x-amz-if-match-size"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return c, ErrInvalidArgument.with("x-amz-if-match-size %q: want a byte count", v)
+			return c, s3err.InvalidArgument.With("x-amz-if-match-size %q: want a byte count", v)
 		}
 		c.Size = &n
 	}

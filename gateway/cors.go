@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // Cross-origin resource sharing (the S3 API reference, "PutBucketCors";
@@ -54,23 +56,23 @@ func parseCORS(r *http.Request) ([]CORSRule, error) {
 		return nil, err
 	}
 	if len(c.Rules) == 0 {
-		return nil, ErrMalformedXML.with("a CORS configuration needs a rule")
+		return nil, s3err.MalformedXML.With("a CORS configuration needs a rule")
 	}
 	if len(c.Rules) > maxCORSRules {
-		return nil, ErrMalformedXML.with("a CORS configuration holds at most %d rules", maxCORSRules)
+		return nil, s3err.MalformedXML.With("a CORS configuration holds at most %d rules", maxCORSRules)
 	}
 	for _, rule := range c.Rules {
 		if len(rule.AllowedMethods) == 0 || len(rule.AllowedOrigins) == 0 {
-			return nil, ErrMalformedXML.with("a CORS rule needs AllowedMethod and AllowedOrigin")
+			return nil, s3err.MalformedXML.With("a CORS rule needs AllowedMethod and AllowedOrigin")
 		}
 		for _, m := range rule.AllowedMethods {
 			if !corsMethods[m] {
-				return nil, ErrInvalidRequest.with("found unsupported HTTP method in CORS config: %s", m)
+				return nil, s3err.InvalidRequest.With("found unsupported HTTP method in CORS config: %s", m)
 			}
 		}
 		for _, p := range append(append([]string{}, rule.AllowedOrigins...), rule.AllowedHeaders...) {
 			if strings.Count(p, "*") > 1 {
-				return nil, ErrInvalidRequest.with("%q: at most one wildcard '*' is allowed", p)
+				return nil, s3err.InvalidRequest.With("%q: at most one wildcard '*' is allowed", p)
 			}
 		}
 	}
@@ -168,10 +170,10 @@ func (srv *Server) preflight(rq *request) error {
 	origin := rq.r.Header.Get("Origin")
 	method := rq.r.Header.Get("Access-Control-Request-Method")
 	if origin == "" || method == "" {
-		return ErrInvalidRequest.with("a CORS preflight needs Origin and Access-Control-Request-Method")
+		return s3err.InvalidRequest.With("a CORS preflight needs Origin and Access-Control-Request-Method")
 	}
 	if rq.bucket == "" {
-		return ErrInvalidRequest.with("a CORS preflight names a bucket")
+		return s3err.InvalidRequest.With("a CORS preflight names a bucket")
 	}
 	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
@@ -180,7 +182,7 @@ func (srv *Server) preflight(rq *request) error {
 	reqHeaders := rq.r.Header.Get("Access-Control-Request-Headers")
 	rule := corsRule(b.CORS, origin)
 	if rule == nil || !rule.allowsMethod(method) || !rule.allowsHeaders(reqHeaders) {
-		return ErrCORSForbidden
+		return s3err.CORSForbidden
 	}
 	setCORSHeaders(rq.w.Header(), rule, origin, method, reqHeaders)
 	rq.w.Header().Set("Content-Length", "0")
@@ -197,7 +199,7 @@ func (srv *Server) bucketCORS(rq *request) error {
 			return err
 		}
 		if len(b.CORS) == 0 {
-			return ErrNoSuchCORSConfiguration.with("bucket %q has no CORS configuration", b.Name)
+			return s3err.NoSuchCORSConfiguration.With("bucket %q has no CORS configuration", b.Name)
 		}
 		return writeXML(rq, http.StatusOK, corsConfiguration{Xmlns: s3NS, Rules: b.CORS})
 	case http.MethodPut:
@@ -217,5 +219,5 @@ func (srv *Server) bucketCORS(rq *request) error {
 		}
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.CORS = nil })
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }

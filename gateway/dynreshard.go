@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -62,7 +63,7 @@ func (s *Store) ReshardPass(ctx context.Context, out io.Writer) (int, error) {
 		delete(s.reshard, name)
 		s.mu.Unlock()
 		b, err := s.GetBucket(ctx, name)
-		if errors.Is(err, ErrNoSuchBucket) {
+		if errors.Is(err, s3err.NoSuchBucket) {
 			continue
 		}
 		if err != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/memrados"
 	"github.com/shoal-project/shoal/internal/testcluster"
 )
@@ -2172,7 +2173,7 @@ func TestPrepareOverlapsHead(t *testing.T) {
 	}
 	before := objects()
 	_, err = f.store.PutObject(ctx, bk, "k2", gateway.PutInput{Body: bytes.NewReader(body), Size: int64(len(body)), Owner: bk.Owner})
-	if !errors.Is(err, gateway.ErrNoSuchBucket) {
+	if !errors.Is(err, s3err.NoSuchBucket) {
 		t.Fatalf("PUT with its index gone: %v, want NoSuchBucket", err)
 	}
 	if after := objects(); after != before {

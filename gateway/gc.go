@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/periodic"
 )
@@ -102,7 +103,7 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 	for _, e := range es {
 		if e.Head != "" {
 			h, _, _, _, err := s.headAt(ctx, e.Head, false)
-			if err != nil && !errors.Is(err, ErrNoSuchKey) {
+			if err != nil && !errors.Is(err, s3err.NoSuchKey) {
 				// unknown whether the tails are in use: keep them
 				return removed, fmt.Errorf("gc: %w", err)
 			}

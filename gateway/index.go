@@ -11,6 +11,8 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/gateway/s3err"
+	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -25,7 +27,7 @@ func (s *Store) indexCall(ctx context.Context, b *Bucket, key string, u indexUpd
 	for attempt := 0; ; attempt++ {
 		cur, err := s.lookupBucket(ctx, b.Name)
 		if err != nil || cur.ID != b.ID {
-			return nil, ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+			return nil, s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
 		if cur.Indexless() {
 			return &indexUpdate{}, nil
@@ -48,7 +50,7 @@ func (s *Store) indexCall(ctx context.Context, b *Bucket, key string, u indexUpd
 		}
 		s.forgetBucket(b.Name)
 		if attempt > 0 {
-			return nil, ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+			return nil, s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
 	}
 }
@@ -160,7 +162,7 @@ type listEntry struct {
 // are among them) and merges.
 func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string, n int) ([]listEntry, bool, error) {
 	if b.Indexless() {
-		return nil, false, ErrIndexless
+		return nil, false, s3err.Indexless
 	}
 	start := after
 	if start < rgw.EntriesAfter {
@@ -342,9 +344,9 @@ func pendingAfter(after string) string {
 func (s *Store) reconcile(ctx context.Context, b *Bucket, kvs []client.KV, keys []string) ([]client.KV, error) {
 	vals := make([][]byte, len(keys)) // nil: no head
 	errs := make([]error, len(keys))
-	parallel(len(keys), 32, func(i int) {
+	sem.Parallel(len(keys), 32, func(i int) {
 		h, ver, err := s.readHead(ctx, b, keys[i])
-		if errors.Is(err, ErrNoSuchKey) {
+		if errors.Is(err, s3err.NoSuchKey) {
 			return
 		}
 		if err != nil {
@@ -464,7 +466,7 @@ const defaultPendingGrace = 30 * time.Second
 // checked against its head. Nothing changes unless fix.
 func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*CheckReport, error) {
 	if b.Indexless() {
-		return nil, ErrIndexless
+		return nil, s3err.Indexless
 	}
 	rep := &CheckReport{}
 	now := time.Now()
@@ -508,7 +510,7 @@ func (s *Store) checkPending(ctx context.Context, b *Bucket, kv client.KV, fix b
 		return nil
 	}
 	h, ver, err := s.readHead(ctx, b, key)
-	if err != nil && !errors.Is(err, ErrNoSuchKey) {
+	if err != nil && !errors.Is(err, s3err.NoSuchKey) {
 		return err
 	}
 	switch {
@@ -539,7 +541,7 @@ func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix boo
 		return nil
 	}
 	h, ver, err := s.readHead(ctx, b, kv.Key)
-	if err != nil && !errors.Is(err, ErrNoSuchKey) {
+	if err != nil && !errors.Is(err, s3err.NoSuchKey) {
 		return err
 	}
 	if h != nil && h.Tag == e.Tag {
@@ -555,14 +557,14 @@ func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix boo
 	return s.complete(ctx, b, kv.Key, h.Tag, ver, h.entry())
 }
 
-// readHead reads key's head metadata and version (ErrNoSuchKey).
+// readHead reads key's head metadata and version (s3err.NoSuchKey).
 func (s *Store) readHead(ctx context.Context, b *Bucket, key string) (*headInfo, uint64, error) {
 	h, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
 	return h, ver, err
 }
 
 // headAt reads the head object oid: its metadata, version and, if
-// withData, its data, in one request. ErrNoSuchKey if it does not exist.
+// withData, its data, in one request. s3err.NoSuchKey if it does not exist.
 // The data aliases the reply's buffer until release is called (nil
 // without data).
 func (s *Store) headAt(ctx context.Context, oid string, withData bool) (h *headInfo, data []byte, ver uint64, release func(), err error) {
@@ -572,7 +574,7 @@ func (s *Store) headAt(ctx context.Context, oid string, withData bool) (h *headI
 	}
 	rep, rel, err := s.data.OperateRef(ctx, oid, ops)
 	if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNoData) {
-		return nil, nil, 0, nil, ErrNoSuchKey
+		return nil, nil, 0, nil, s3err.NoSuchKey
 	}
 	if err != nil {
 		return nil, nil, 0, nil, fmt.Errorf("head %s: %w", oid, err)
@@ -624,19 +626,4 @@ func (s *Store) dropEntry(ctx context.Context, b *Bucket, key string) error {
 		return err
 	}
 	return s.complete(ctx, b, key, newTag(), e.Ver+1, nil)
-}
-
-// parallel runs fn(0), …, fn(n-1), at most limit at a time, and returns
-// when all have returned; fn writes its result to its own index.
-func parallel(n, limit int, fn func(i int)) {
-	sem := make(chan struct{}, max(1, limit))
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fn(i)
-		})
-	}
-	wg.Wait()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -121,10 +122,10 @@ func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
 		return nil, err
 	}
 	if len(c.Rules) == 0 {
-		return nil, ErrMalformedXML.with("a lifecycle configuration needs a rule")
+		return nil, s3err.MalformedXML.With("a lifecycle configuration needs a rule")
 	}
 	if len(c.Rules) > maxLifecycleRules {
-		return nil, ErrMalformedXML.with("a lifecycle configuration holds at most %d rules", maxLifecycleRules)
+		return nil, s3err.MalformedXML.With("a lifecycle configuration holds at most %d rules", maxLifecycleRules)
 	}
 	ids := map[string]bool{}
 	for i := range c.Rules {
@@ -133,17 +134,17 @@ func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
 			rule.ID = newTag()
 		}
 		if len(rule.ID) > maxLifecycleID {
-			return nil, ErrInvalidArgument.with("a rule's ID is at most %d characters", maxLifecycleID)
+			return nil, s3err.InvalidArgument.With("a rule's ID is at most %d characters", maxLifecycleID)
 		}
 		if ids[rule.ID] {
-			return nil, ErrInvalidArgument.with("rule ID %q is used twice", rule.ID)
+			return nil, s3err.InvalidArgument.With("rule ID %q is used twice", rule.ID)
 		}
 		ids[rule.ID] = true
 		if rule.Status != "Enabled" && rule.Status != "Disabled" {
-			return nil, ErrMalformedXML.with("rule %q: Status is Enabled or Disabled, not %q", rule.ID, rule.Status)
+			return nil, s3err.MalformedXML.With("rule %q: Status is Enabled or Disabled, not %q", rule.ID, rule.Status)
 		}
 		if rule.Prefix != nil && rule.Filter != nil {
-			return nil, ErrMalformedXML.with("rule %q: Prefix and Filter are exclusive", rule.ID)
+			return nil, s3err.MalformedXML.With("rule %q: Prefix and Filter are exclusive", rule.ID)
 		}
 		if err := checkLifecycleActions(rule); err != nil {
 			return nil, err
@@ -155,7 +156,7 @@ func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
 func checkLifecycleActions(rule *LifecycleRule) error {
 	positive := func(what string, n *int) error {
 		if n != nil && *n <= 0 {
-			return ErrInvalidArgument.with("rule %q: %s must be a positive integer", rule.ID, what)
+			return s3err.InvalidArgument.With("rule %q: %s must be a positive integer", rule.ID, what)
 		}
 		return nil
 	}
@@ -167,14 +168,14 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 			}
 		}
 		if set != 1 {
-			return ErrMalformedXML.with("rule %q: Expiration holds one of Days, Date, ExpiredObjectDeleteMarker", rule.ID)
+			return s3err.MalformedXML.With("rule %q: Expiration holds one of Days, Date, ExpiredObjectDeleteMarker", rule.ID)
 		}
 		if err := positive("Expiration Days", e.Days); err != nil {
 			return err
 		}
 		if e.Date != nil {
 			if _, err := lifecycleDate(*e.Date); err != nil {
-				return ErrInvalidArgument.with("rule %q: %v", rule.ID, err)
+				return s3err.InvalidArgument.With("rule %q: %v", rule.ID, err)
 			}
 		}
 	}
@@ -182,7 +183,7 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 	for _, t := range transitions {
 		if t.Date != nil {
 			if _, err := lifecycleDate(*t.Date); err != nil {
-				return ErrInvalidArgument.with("rule %q: transition: %v", rule.ID, err)
+				return s3err.InvalidArgument.With("rule %q: transition: %v", rule.ID, err)
 			}
 		}
 		if err := positive("transition Days", t.Days); err != nil {
@@ -190,11 +191,11 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 		}
 	}
 	if len(transitions) > 0 {
-		return ErrInvalidArgument.with("rule %q: storage class %q does not exist (this gateway has only STANDARD)", rule.ID, transitions[0].StorageClass)
+		return s3err.InvalidArgument.With("rule %q: storage class %q does not exist (this gateway has only STANDARD)", rule.ID, transitions[0].StorageClass)
 	}
 	if ne := rule.NoncurrentVersionExpiration; ne != nil {
 		if ne.NoncurrentDays == nil {
-			return ErrMalformedXML.with("rule %q: NoncurrentVersionExpiration needs NoncurrentDays", rule.ID)
+			return s3err.MalformedXML.With("rule %q: NoncurrentVersionExpiration needs NoncurrentDays", rule.ID)
 		}
 		if err := positive("NoncurrentDays", ne.NoncurrentDays); err != nil {
 			return err
@@ -202,14 +203,14 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 	}
 	if a := rule.AbortIncompleteMultipartUpload; a != nil {
 		if a.DaysAfterInitiation == nil {
-			return ErrMalformedXML.with("rule %q: AbortIncompleteMultipartUpload needs DaysAfterInitiation", rule.ID)
+			return s3err.MalformedXML.With("rule %q: AbortIncompleteMultipartUpload needs DaysAfterInitiation", rule.ID)
 		}
 		if err := positive("DaysAfterInitiation", a.DaysAfterInitiation); err != nil {
 			return err
 		}
 	}
 	if rule.Expiration == nil && rule.NoncurrentVersionExpiration == nil && rule.AbortIncompleteMultipartUpload == nil {
-		return ErrInvalidRequest.with("rule %q: at least one action needs to be specified", rule.ID)
+		return s3err.InvalidRequest.With("rule %q: at least one action needs to be specified", rule.ID)
 	}
 	return nil
 }
@@ -306,7 +307,7 @@ func (srv *Server) bucketLifecycle(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodGet:
 		if len(b.Lifecycle) == 0 {
-			return ErrNoSuchLifecycleConfiguration.with("bucket %q has no lifecycle configuration", b.Name)
+			return s3err.NoSuchLifecycleConfiguration.With("bucket %q has no lifecycle configuration", b.Name)
 		}
 		return writeXML(rq, http.StatusOK, lifecycleConfiguration{Xmlns: s3NS, Rules: b.Lifecycle})
 	case http.MethodPut:
@@ -322,7 +323,7 @@ func (srv *Server) bucketLifecycle(rq *request) error {
 		// the registration stays until the next pass finds no rules
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Lifecycle = nil })
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }
 
 // lcOID is the log pool object whose omap registers the buckets with a
@@ -411,7 +412,7 @@ func (s *Store) LCProcess(ctx context.Context, all bool, out io.Writer) (LCResul
 			continue
 		}
 		b, err := s.GetBucket(ctx, e.Bucket)
-		if errors.Is(err, ErrNoSuchBucket) || (err == nil && (b.ID != e.BucketID || len(b.Lifecycle) == 0)) {
+		if errors.Is(err, s3err.NoSuchBucket) || (err == nil && (b.ID != e.BucketID || len(b.Lifecycle) == 0)) {
 			s.log.OmapRm(ctx, lcOID, []string{e.Bucket}) // deleted, re-created or configuration removed
 			continue
 		}
@@ -511,7 +512,7 @@ func (s *Store) lcExpire(ctx context.Context, lk *objLock, b *Bucket, rule *Life
 // whether it deleted.
 func (s *Store) deleteIfCurrent(ctx context.Context, b *Bucket, key, tag string, want []Tag) (bool, error) {
 	h, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
-	if errors.Is(err, ErrNoSuchKey) {
+	if errors.Is(err, s3err.NoSuchKey) {
 		return false, nil
 	}
 	if err != nil {
@@ -542,7 +543,7 @@ func (s *Store) lcAbortUploads(ctx context.Context, lk *objLock, b *Bucket, pref
 				continue
 			}
 			err := s.AbortUpload(ctx, b, u.Key, u.UploadID)
-			if errors.Is(err, ErrNoSuchUpload) {
+			if errors.Is(err, s3err.NoSuchUpload) {
 				continue // completed or aborted meanwhile
 			}
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -96,14 +97,14 @@ func (s *Store) CreateUpload(ctx context.Context, b *Bucket, key string, u Uploa
 	return &u, nil
 }
 
-// GetUpload reads an upload's state (ErrNoSuchUpload).
+// GetUpload reads an upload's state (s3err.NoSuchUpload).
 func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) (*Upload, error) {
 	if !validUploadID(uploadID) {
-		return nil, ErrNoSuchUpload
+		return nil, s3err.NoSuchUpload
 	}
 	body, err := s.nonec.Read(ctx, uploadMetaOID(b.ID, uploadID), 0, 0)
 	if errors.Is(err, client.ErrNotFound) {
-		return nil, ErrNoSuchUpload
+		return nil, s3err.NoSuchUpload
 	}
 	if err != nil {
 		return nil, fmt.Errorf("upload %s: %w", uploadID, err)
@@ -113,7 +114,7 @@ func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) 
 		return nil, fmt.Errorf("upload %s: %w", uploadID, err)
 	}
 	if u.Key != key {
-		return nil, ErrNoSuchUpload
+		return nil, s3err.NoSuchUpload
 	}
 	return u, nil
 }
@@ -128,17 +129,17 @@ func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) 
 // upload's.
 func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq) (*Part, error) {
 	if num < 1 || num > MaxParts {
-		return nil, ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
+		return nil, s3err.InvalidArgument.With("Part number must be an integer between 1 and %d, inclusive", MaxParts)
 	}
 	if size > MaxPartSize {
-		return nil, ErrEntityTooLarge
+		return nil, s3err.EntityTooLarge
 	}
 	if u.ChecksumAlg != "" {
 		switch {
 		case ck == nil:
 			ck = &ChecksumReq{alg: checksumAlgs[u.ChecksumAlg]}
 		case ck.alg.name != u.ChecksumAlg:
-			return nil, ErrInvalidRequest.with("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.alg.name)
+			return nil, s3err.InvalidRequest.With("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.alg.name)
 		}
 	}
 	uploadID := u.UploadID
@@ -160,7 +161,7 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 	if err != nil {
 		s.removeTails(h.tailOIDs())
 		if errors.Is(err, client.ErrNotFound) {
-			return nil, ErrNoSuchUpload
+			return nil, s3err.NoSuchUpload
 		}
 		return nil, fmt.Errorf("upload part %d: %w", num, err)
 	}
@@ -251,7 +252,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		return nil
 	}
 	u, err := s.GetUpload(ctx, b, key, uploadID)
-	if errors.Is(err, ErrNoSuchUpload) {
+	if errors.Is(err, s3err.NoSuchUpload) {
 		if res := done(); res != nil {
 			return res, nil
 		}
@@ -260,7 +261,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		return nil, err
 	}
 	if len(list) == 0 {
-		return nil, ErrMalformedXML.with("You must specify at least one part")
+		return nil, s3err.MalformedXML.With("You must specify at least one part")
 	}
 	all, err := s.allParts(ctx, b, key, uploadID)
 	if err != nil {
@@ -281,22 +282,22 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	used := map[int]bool{}
 	for i, cp := range list {
 		if i > 0 && cp.Num <= list[i-1].Num {
-			return nil, ErrInvalidPartOrder
+			return nil, s3err.InvalidPartOrder
 		}
 		p, ok := all[cp.Num]
 		if !ok || strings.Trim(cp.ETag, `"`) != strings.Trim(p.ETag, `"`) {
-			return nil, ErrInvalidPart.with("part %d is not uploaded or its ETag is not %s", cp.Num, cp.ETag)
+			return nil, s3err.InvalidPart.With("part %d is not uploaded or its ETag is not %s", cp.Num, cp.ETag)
 		}
 		if i < len(list)-1 && p.Size < MinPartSize {
-			return nil, ErrEntityTooSmall.with("part %d is %d bytes; every part but the last must be at least 5 MiB", cp.Num, p.Size)
+			return nil, s3err.EntityTooSmall.With("part %d is %d bytes; every part but the last must be at least 5 MiB", cp.Num, p.Size)
 		}
 		for alg, v := range cp.Checksums {
 			switch {
 			case u.ChecksumAlg == "": // an upload without an algorithm keeps none (and checks none)
 			case alg != u.ChecksumAlg:
-				return nil, ErrInvalidPart.with("part %d names a %s checksum; the upload's algorithm is %q", cp.Num, alg, u.ChecksumAlg)
+				return nil, s3err.InvalidPart.With("part %d names a %s checksum; the upload's algorithm is %q", cp.Num, alg, u.ChecksumAlg)
 			case v != p.Seg.Checksum:
-				return nil, ErrInvalidPart.with("part %d's checksum is not %s", cp.Num, v)
+				return nil, s3err.InvalidPart.With("part %d's checksum is not %s", cp.Num, v)
 			}
 		}
 		ckSums, sizes = append(ckSums, p.Seg.Checksum), append(sizes, p.Size)
@@ -307,19 +308,19 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		used[cp.Num] = true
 	}
 	if h.Size > s.opt.MaxMultipartSize {
-		return nil, ErrEntityTooLarge.with("the parts add up to %d bytes; an object may have at most %d", h.Size, s.opt.MaxMultipartSize)
+		return nil, s3err.EntityTooLarge.With("the parts add up to %d bytes; an object may have at most %d", h.Size, s.opt.MaxMultipartSize)
 	}
 	h.ETag = `"` + hex.EncodeToString(sum.Sum(nil)) + "-" + strconv.Itoa(len(list)) + `"`
 	h.Checksum = multipartChecksum(u.ChecksumAlg, u.ChecksumType, ckSums, sizes)
 	if wantSum := sums[u.ChecksumAlg]; wantSum != "" && (h.Checksum == nil || wantSum != h.Checksum.Value) {
-		return nil, ErrBadDigest.with("The %s checksum you specified did not match the calculated checksum.", u.ChecksumAlg)
+		return nil, s3err.BadDigest.With("The %s checksum you specified did not match the calculated checksum.", u.ChecksumAlg)
 	}
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
 		return nil, err
 	}
 	res, err := s.commitHead(ctx, b, key, h, nil, cond, false)
 	if err != nil {
-		if cond != (writeCond{}) && (errors.Is(err, ErrPreconditionFailed) || errors.Is(err, ErrNoSuchKey)) {
+		if cond != (writeCond{}) && (errors.Is(err, s3err.PreconditionFailed) || errors.Is(err, s3err.NoSuchKey)) {
 			if res := done(); res != nil {
 				return res, nil
 			}
@@ -385,7 +386,7 @@ func (s *Store) ListUploads(ctx context.Context, b *Bucket, prefix, keyMarker, i
 		k, id, _ := strings.Cut(kv.Key, "\x00")
 		u, err := s.GetUpload(ctx, b, k, id)
 		if err != nil {
-			if errors.Is(err, ErrNoSuchUpload) {
+			if errors.Is(err, s3err.NoSuchUpload) {
 				continue // completed or aborted between the two reads
 			}
 			return nil, false, err

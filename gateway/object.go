@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/bufpool"
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/osdop"
@@ -308,7 +309,7 @@ const prepareOverlapMin = 1 << 20
 // (receive waits for it).
 func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInput) (*PutResult, error) {
 	if in.Size > MaxObjectSize {
-		return nil, ErrEntityTooLarge
+		return nil, s3err.EntityTooLarge
 	}
 	tag := newTag()
 	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL, Tags: in.Tags}
@@ -374,7 +375,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 		err = prepared()
 	}
 	if err != nil {
-		return segment{}, "", nil, bodyErr(err)
+		return segment{}, "", nil, s3err.Body(err)
 	}
 	sum.add(hd, nil)
 	if ckHash != nil {
@@ -388,7 +389,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 			var m int64
 			m, err = io.Copy(w, io.LimitReader(body, MaxObjectSize-int64(len(hd))+1))
 			if err == nil && m > MaxObjectSize-int64(len(hd)) {
-				err = ErrEntityTooLarge
+				err = s3err.EntityTooLarge
 			}
 		} else {
 			_, err = io.CopyN(w, body, rest)
@@ -408,14 +409,14 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 		case rerr != nil:
 			err = rerr
 		case n > 0:
-			err = ErrInvalidRequest.with("the body is longer than its Content-Length")
+			err = s3err.InvalidRequest.With("the body is longer than its Content-Length")
 		}
 	}
 	var digest []byte
 	if err == nil { // a failed upload's hash is dropped unfinished (Close)
 		digest = sum.Sum(nil)
 		if wantMD5 != nil && !bytes.Equal(wantMD5, digest) {
-			err = ErrBadDigest
+			err = s3err.BadDigest
 		}
 	}
 	var cksum *Checksum
@@ -424,21 +425,9 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 	}
 	if err != nil {
 		s.removeTails((&headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
-		return segment{}, "", nil, bodyErr(err)
+		return segment{}, "", nil, s3err.Body(err)
 	}
 	return seg, `"` + hex.EncodeToString(digest) + `"`, cksum, nil
-}
-
-// bodyErr maps a failure reading the request body to the S3 error.
-func bodyErr(err error) error {
-	var ae *APIError
-	switch {
-	case errors.As(err, &ae):
-		return err
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return ErrIncompleteBody
-	}
-	return err
 }
 
 // commitHead writes the head object (data's bytes, none if data is nil,
@@ -483,7 +472,7 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 		})
 	case cond.IfNoneMatch == "*":
 		if err = write(osdop.Op{Code: osdop.Create, Exclusive: true}); errors.Is(err, client.ErrExists) {
-			err = ErrPreconditionFailed
+			err = s3err.PreconditionFailed
 		}
 	default:
 		err = write(osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true})
@@ -522,8 +511,8 @@ func (s *Store) updateHead(ctx context.Context, b *Bucket, key string, fn func(h
 	oid := headOID(b.ID, key)
 	for attempt := 0; ; attempt++ {
 		h, _, ver, _, err := s.headAt(ctx, oid, false)
-		if errors.Is(err, ErrNoSuchKey) {
-			return ErrNoSuchKey.with("key %q does not exist", key)
+		if errors.Is(err, s3err.NoSuchKey) {
+			return s3err.NoSuchKey.With("key %q does not exist", key)
 		}
 		if err != nil {
 			return err
@@ -618,11 +607,11 @@ func (o *Object) checksum(part int) *Checksum {
 }
 
 // OpenObject reads an object's metadata (and, if withData, its head's
-// data in the same request, held until Close). ErrNoSuchKey if absent.
+// data in the same request, held until Close). s3err.NoSuchKey if absent.
 func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData bool) (*Object, error) {
 	h, data, _, release, err := s.headAt(ctx, headOID(b.ID, key), withData)
-	if errors.Is(err, ErrNoSuchKey) {
-		return nil, ErrNoSuchKey.with("key %q does not exist", key)
+	if errors.Is(err, s3err.NoSuchKey) {
+		return nil, s3err.NoSuchKey.With("key %q does not exist", key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s/%s: %w", b.Name, key, err)

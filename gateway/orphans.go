@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // CheckOrphans finds the bucket's orphaned tails: tail objects in the
@@ -39,10 +40,10 @@ import (
 // during the check fails it (the layout's generation is compared at the
 // end), since pending records may then be in shards it did not read.
 // Indexed buckets only: an indexless bucket keeps no record of its
-// writes in flight (ErrIndexless).
+// writes in flight (s3err.Indexless).
 func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace time.Duration) (int, error) {
 	if b.Indexless() {
-		return 0, ErrIndexless
+		return 0, s3err.Indexless
 	}
 	bucketPrefix, shadow, multipart := headOID(b.ID, ""), shadowPrefix(b.ID, ""), multipartPrefix(b.ID)
 	tailLike := func(name string) bool {
@@ -84,7 +85,7 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	used := map[string]bool{}
 	useHead := func(oid string) (bool, error) {
 		h, _, _, _, err := s.headAt(ctx, oid, false)
-		if errors.Is(err, ErrNoSuchKey) {
+		if errors.Is(err, s3err.NoSuchKey) {
 			return false, nil // gone, or not a head
 		}
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/xml"
 	"net/http"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // S3 Object Ownership (the AWS S3 API reference, PutBucketOwnershipControls,
@@ -21,20 +23,11 @@ import (
 //     while the bucket's ACL grants anyone else anything
 //     (InvalidBucketAclWithObjectOwnership).
 const (
-	OwnershipObjectWriter          = "ObjectWriter"
-	OwnershipBucketOwnerPreferred  = "BucketOwnerPreferred"
-	OwnershipBucketOwnerEnforced   = "BucketOwnerEnforced"
-	cannedBucketOwnerFullControl   = "bucket-owner-full-control"
-	objectOwnershipHeader          = "x-amz-object-ownership"
-	errOwnershipControlsNotFound   = "OwnershipControlsNotFoundError"
-	errInvalidBucketAclWithObjOwns = "InvalidBucketAclWithObjectOwnership"
-)
-
-// Ownership errors.
-var (
-	ErrOwnershipControlsNotFound           = &APIError{errOwnershipControlsNotFound, http.StatusNotFound, "The bucket ownership controls were not found."}
-	ErrAccessControlListNotSupported       = &APIError{"AccessControlListNotSupported", http.StatusBadRequest, "The bucket does not allow ACLs."}
-	ErrInvalidBucketAclWithObjectOwnership = &APIError{errInvalidBucketAclWithObjOwns, http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting."}
+	OwnershipObjectWriter         = "ObjectWriter"
+	OwnershipBucketOwnerPreferred = "BucketOwnerPreferred"
+	OwnershipBucketOwnerEnforced  = "BucketOwnerEnforced"
+	cannedBucketOwnerFullControl  = "bucket-owner-full-control"
+	objectOwnershipHeader         = "x-amz-object-ownership"
 )
 
 // aclsDisabled reports whether b's object ownership is BucketOwnerEnforced.
@@ -46,7 +39,7 @@ func validOwnership(v string) error {
 	case OwnershipObjectWriter, OwnershipBucketOwnerPreferred, OwnershipBucketOwnerEnforced:
 		return nil
 	}
-	return ErrInvalidArgument.with("ObjectOwnership %q: want ObjectWriter, BucketOwnerPreferred or BucketOwnerEnforced", v)
+	return s3err.InvalidArgument.With("ObjectOwnership %q: want ObjectWriter, BucketOwnerPreferred or BucketOwnerEnforced", v)
 }
 
 // grantsOthers reports whether a grants anyone but owner anything.
@@ -75,7 +68,7 @@ func (s *Store) objectOwnerACL(ctx context.Context, h http.Header, uid string, b
 	switch b.Ownership {
 	case OwnershipBucketOwnerEnforced:
 		if (canned != "" && canned != cannedBucketOwnerFullControl) || hasGrantHeaders(h) {
-			return "", nil, ErrAccessControlListNotSupported.with("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
+			return "", nil, s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 		}
 		return b.Owner, nil, nil
 	case OwnershipBucketOwnerPreferred:
@@ -127,7 +120,7 @@ func (srv *Server) bucketOwnership(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodGet:
 		if b.Ownership == "" {
-			return ErrOwnershipControlsNotFound.with("bucket %q has no ownership controls", b.Name)
+			return s3err.OwnershipControlsNotFound.With("bucket %q has no ownership controls", b.Name)
 		}
 		return writeXML(rq, http.StatusOK, ownershipControls{Xmlns: s3NS, Rules: []ownershipRule{{b.Ownership}}})
 	case http.MethodPut:
@@ -136,18 +129,18 @@ func (srv *Server) bucketOwnership(rq *request) error {
 			return err
 		}
 		if len(c.Rules) != 1 {
-			return ErrMalformedXML.with("OwnershipControls needs exactly one Rule")
+			return s3err.MalformedXML.With("OwnershipControls needs exactly one Rule")
 		}
 		v := c.Rules[0].ObjectOwnership
 		if err := validOwnership(v); err != nil {
-			return ErrMalformedXML.with("%v", err)
+			return s3err.MalformedXML.With("%v", err)
 		}
 		if v == OwnershipBucketOwnerEnforced && b.ACL.grantsOthers(b.Owner) {
-			return ErrInvalidBucketAclWithObjectOwnership.with("bucket %q's ACL grants others access: set it to private first", b.Name)
+			return s3err.InvalidBucketAclWithObjectOwnership.With("bucket %q's ACL grants others access: set it to private first", b.Name)
 		}
 		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Ownership = v })
 	case http.MethodDelete:
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Ownership = "" })
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }

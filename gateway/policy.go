@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // Bucket policies (the IAM user guide, "IAM JSON policy elements
@@ -148,7 +150,7 @@ var conditionOps = map[string]bool{
 // condition operator, a statement without a principal, action or
 // resource, an action outside s3:, or a resource outside the bucket.
 func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
-	bad := func(format string, args ...any) error { return ErrMalformedPolicy.with(format, args...) }
+	bad := func(format string, args ...any) error { return s3err.MalformedPolicy.With(format, args...) }
 	var jp jsonPolicy
 	if err := json.Unmarshal(doc, &jp); err != nil {
 		return nil, bad("the policy is not valid JSON: %v", err)
@@ -736,7 +738,7 @@ func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags fu
 	d := b.decide(rq.uid, action, key, requestValues(rq.r, rq.uid, tags))
 	switch d {
 	case decDeny:
-		return ErrAccessDenied.with("the policy of bucket %q denies %s", b.Name, action)
+		return s3err.AccessDenied.With("the policy of bucket %q denies %s", b.Name, action)
 	case decAllow:
 		return nil
 	}
@@ -772,7 +774,7 @@ func (srv *Server) authorizeObject(rq *request, b *Bucket, o *Object, key, actio
 // AuthenticatedUsers anything when b (nil: none yet) blocks public ACLs.
 func (b *Bucket) checkPublicACL(a ACL) error {
 	if b != nil && b.PublicAccess != nil && b.PublicAccess.BlockPublicAcls && a.isPublic() {
-		return ErrAccessDenied.with("bucket %q blocks public ACLs (BlockPublicAcls)", b.Name)
+		return s3err.AccessDenied.With("bucket %q blocks public ACLs (BlockPublicAcls)", b.Name)
 	}
 	return nil
 }
@@ -790,7 +792,7 @@ func (srv *Server) bucketPolicy(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodGet:
 		if b.Policy == "" {
-			return ErrNoSuchBucketPolicy.with("bucket %q has no policy", b.Name)
+			return s3err.NoSuchBucketPolicy.With("bucket %q has no policy", b.Name)
 		}
 		h := rq.w.Header()
 		h.Set("Content-Type", "application/json")
@@ -801,23 +803,23 @@ func (srv *Server) bucketPolicy(rq *request) error {
 	case http.MethodPut:
 		doc, err := io.ReadAll(io.LimitReader(rq.r.Body, maxPolicySize+1))
 		if err != nil {
-			return bodyErr(err)
+			return s3err.Body(err)
 		}
 		if len(doc) > maxPolicySize {
-			return ErrMalformedPolicy.with("a bucket policy is at most %d bytes", maxPolicySize)
+			return s3err.MalformedPolicy.With("a bucket policy is at most %d bytes", maxPolicySize)
 		}
 		p, err := ParsePolicy(doc, b.Name)
 		if err != nil {
 			return err
 		}
 		if b.PublicAccess != nil && b.PublicAccess.BlockPublicPolicy && p.isPublic() {
-			return ErrAccessDenied.with("bucket %q blocks public policies (BlockPublicPolicy)", b.Name)
+			return s3err.AccessDenied.With("bucket %q blocks public policies (BlockPublicPolicy)", b.Name)
 		}
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Policy = string(doc) })
 	case http.MethodDelete:
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Policy = "" })
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }
 
 // bucketPublicAccess answers GET, PUT and DELETE ?publicAccessBlock and
@@ -829,7 +831,7 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 	}
 	if has(rq.q, "policyStatus") {
 		if rq.r.Method != http.MethodGet {
-			return ErrMethodNotAllowed
+			return s3err.MethodNotAllowed
 		}
 		public := b.parsedPolicy().isPublic() || b.effectiveACL(b.ACL).isPublic()
 		return writeXML(rq, http.StatusOK, policyStatus{Xmlns: s3NS, IsPublic: public})
@@ -837,7 +839,7 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodGet:
 		if b.PublicAccess == nil {
-			return ErrNoSuchPublicAccessBlock.with("bucket %q has no public access block configuration", b.Name)
+			return s3err.NoSuchPublicAccessBlock.With("bucket %q has no public access block configuration", b.Name)
 		}
 		return writeXML(rq, http.StatusOK, publicAccessBlockConfiguration{Xmlns: s3NS, PublicAccessBlock: *b.PublicAccess})
 	case http.MethodPut:
@@ -849,7 +851,7 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 	case http.MethodDelete:
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.PublicAccess = nil })
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }
 
 // missingKey is the answer to a read of key, which does not exist (err):
@@ -867,5 +869,5 @@ func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) err
 	if d == decAllow || (d == decPass && bucketAllows(b, rq.uid, PermRead) == nil) {
 		return err
 	}
-	return ErrAccessDenied.with("no permission to list bucket %q", b.Name)
+	return s3err.AccessDenied.With("no permission to list bucket %q", b.Name)
 }

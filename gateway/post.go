@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // POST Object: browser-based uploads with an HTML form (the S3 API
@@ -47,7 +49,7 @@ type postForm struct {
 func readPostForm(r *http.Request) (*postForm, error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return nil, ErrInvalidRequest.with("POST on a bucket must be a multipart/form-data upload")
+		return nil, s3err.InvalidRequest.With("POST on a bucket must be a multipart/form-data upload")
 	}
 	mr := multipart.NewReader(r.Body, params["boundary"])
 	f := &postForm{fields: map[string]string{}, names: map[string]string{}}
@@ -55,10 +57,10 @@ func readPostForm(r *http.Request) (*postForm, error) {
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
-			return nil, ErrInvalidArgument.with("POST requires exactly one file upload per request")
+			return nil, s3err.InvalidArgument.With("POST requires exactly one file upload per request")
 		}
 		if err != nil {
-			return nil, ErrMalformedPOSTRequest.with("%v", err)
+			return nil, s3err.MalformedPOSTRequest.With("%v", err)
 		}
 		name := strings.ToLower(p.FormName())
 		if name == "file" {
@@ -67,10 +69,10 @@ func readPostForm(r *http.Request) (*postForm, error) {
 		}
 		v, err := io.ReadAll(io.LimitReader(p, postFieldMax+1))
 		if err != nil {
-			return nil, ErrMalformedPOSTRequest.with("%v", err)
+			return nil, s3err.MalformedPOSTRequest.With("%v", err)
 		}
 		if total += len(v); len(v) > postFieldMax || total > postFieldsMax {
-			return nil, ErrMaxPostPreDataLength
+			return nil, s3err.MaxPostPreDataLength
 		}
 		f.fields[name], f.names[name] = string(v), p.FormName()
 	}
@@ -97,31 +99,31 @@ type postCondition struct {
 func parsePostPolicy(b64 string) (*postPolicy, error) {
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return nil, ErrInvalidPolicyDocument.with("the policy is not base64")
+		return nil, s3err.InvalidPolicyDocument.With("the policy is not base64")
 	}
 	var doc map[string]json.RawMessage // keys are case-sensitive, as S3's
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, ErrInvalidPolicyDocument.with("the policy is not a JSON object: %v", err)
+		return nil, s3err.InvalidPolicyDocument.With("the policy is not a JSON object: %v", err)
 	}
 	pol := &postPolicy{maxLen: -1}
 	var exp string
 	if json.Unmarshal(doc["expiration"], &exp) != nil {
-		return nil, ErrInvalidPolicyDocument.with("the policy has no expiration")
+		return nil, s3err.InvalidPolicyDocument.With("the policy has no expiration")
 	}
 	if pol.expires, err = time.Parse("2006-01-02T15:04:05Z", exp); err != nil {
 		if pol.expires, err = time.Parse("2006-01-02T15:04:05.000Z", exp); err != nil {
-			return nil, ErrInvalidPolicyDocument.with("expiration %q is not an ISO 8601 UTC date (YYYY-MM-DDThh:mm:ssZ)", exp)
+			return nil, s3err.InvalidPolicyDocument.With("expiration %q is not an ISO 8601 UTC date (YYYY-MM-DDThh:mm:ssZ)", exp)
 		}
 	}
 	var conds []json.RawMessage
 	if json.Unmarshal(doc["conditions"], &conds) != nil || doc["conditions"] == nil {
-		return nil, ErrInvalidPolicyDocument.with("the policy has no conditions list")
+		return nil, s3err.InvalidPolicyDocument.With("the policy has no conditions list")
 	}
 	for _, c := range conds {
 		var obj map[string]string
 		if json.Unmarshal(c, &obj) == nil {
 			if len(obj) != 1 {
-				return nil, ErrInvalidPolicyDocument.with("a condition object must name exactly one field: %s", c)
+				return nil, s3err.InvalidPolicyDocument.With("a condition object must name exactly one field: %s", c)
 			}
 			for k, v := range obj {
 				pol.conds = append(pol.conds, postCondition{field: strings.ToLower(strings.TrimPrefix(k, "$")), value: v})
@@ -130,7 +132,7 @@ func parsePostPolicy(b64 string) (*postPolicy, error) {
 		}
 		var arr []any
 		if json.Unmarshal(c, &arr) != nil || len(arr) == 0 {
-			return nil, ErrInvalidPolicyDocument.with("a condition must be an object or a list: %s", c)
+			return nil, s3err.InvalidPolicyDocument.With("a condition must be an object or a list: %s", c)
 		}
 		op, _ := arr[0].(string)
 		switch strings.ToLower(op) {
@@ -138,18 +140,18 @@ func parsePostPolicy(b64 string) (*postPolicy, error) {
 			field, ok1 := arr[1%len(arr)].(string)
 			value, ok2 := arr[2%len(arr)].(string)
 			if len(arr) != 3 || !ok1 || !ok2 || !strings.HasPrefix(field, "$") {
-				return nil, ErrInvalidPolicyDocument.with("condition %s: want [%q, \"$field\", \"value\"]", c, op)
+				return nil, s3err.InvalidPolicyDocument.With("condition %s: want [%q, \"$field\", \"value\"]", c, op)
 			}
 			pol.conds = append(pol.conds, postCondition{field: strings.ToLower(field[1:]), value: value, prefix: strings.EqualFold(op, "starts-with")})
 		case "content-length-range":
 			lo, ok1 := arr[1%len(arr)].(float64)
 			hi, ok2 := arr[2%len(arr)].(float64)
 			if len(arr) != 3 || !ok1 || !ok2 || lo < 0 || hi < lo {
-				return nil, ErrInvalidPolicyDocument.with("condition %s: want [\"content-length-range\", min, max] with 0 <= min <= max", c)
+				return nil, s3err.InvalidPolicyDocument.With("condition %s: want [\"content-length-range\", min, max] with 0 <= min <= max", c)
 			}
 			pol.minLen, pol.maxLen, pol.hasLenCond = int64(lo), int64(hi), true
 		default:
-			return nil, ErrInvalidPolicyDocument.with("unknown condition %s", c)
+			return nil, s3err.InvalidPolicyDocument.With("unknown condition %s", c)
 		}
 	}
 	return pol, nil
@@ -172,12 +174,12 @@ func (srv *Server) authenticatePost(rq *request, f *postForm) (string, *postPoli
 	v2, v4 := f.fields["awsaccesskeyid"] != "", f.fields["x-amz-credential"] != ""
 	if policy == "" {
 		if v2 || v4 || f.fields["signature"] != "" || f.fields["x-amz-signature"] != "" {
-			return "", nil, ErrInvalidArgument.with("a signed POST needs a policy")
+			return "", nil, s3err.InvalidArgument.With("a signed POST needs a policy")
 		}
 		return "", nil, nil
 	}
 	if (v2 && f.fields["signature"] == "") || (v4 && f.fields["x-amz-signature"] == "") || (!v2 && !v4) {
-		return "", nil, ErrInvalidArgument.with("a POST with a policy needs AWSAccessKeyId and signature (or the x-amz-* fields of SigV4)")
+		return "", nil, s3err.InvalidArgument.With("a POST with a policy needs AWSAccessKeyId and signature (or the x-amz-* fields of SigV4)")
 	}
 	pol, err := parsePostPolicy(policy)
 	if err != nil {
@@ -195,12 +197,12 @@ func (srv *Server) authenticatePost(rq *request, f *postForm) (string, *postPoli
 		want, got = base64.StdEncoding.EncodeToString(m.Sum(nil)), f.fields["signature"]
 	} else {
 		if !strings.EqualFold(f.fields["x-amz-algorithm"], sigV4Algorithm) {
-			return "", nil, ErrInvalidArgument.with("x-amz-algorithm must be %s", sigV4Algorithm)
+			return "", nil, s3err.InvalidArgument.With("x-amz-algorithm must be %s", sigV4Algorithm)
 		}
 		// Credential: AK/DATE/REGION/s3/aws4_request
 		parts := strings.Split(f.fields["x-amz-credential"], "/")
 		if len(parts) != 5 || parts[4] != sigV4Terminator {
-			return "", nil, ErrInvalidArgument.with("x-amz-credential must be AK/yyyyMMdd/region/s3/aws4_request")
+			return "", nil, s3err.InvalidArgument.With("x-amz-credential must be AK/yyyyMMdd/region/s3/aws4_request")
 		}
 		uid, secret, err = srv.s.LookupKey(ctx, parts[0])
 		if err != nil {
@@ -210,10 +212,10 @@ func (srv *Server) authenticatePost(rq *request, f *postForm) (string, *postPoli
 		got = strings.ToLower(f.fields["x-amz-signature"])
 	}
 	if !hmac.Equal([]byte(want), []byte(got)) {
-		return "", nil, ErrSignatureDoesNotMatch.with("the form's signature does not match its policy")
+		return "", nil, s3err.SignatureDoesNotMatch.With("the form's signature does not match its policy")
 	}
 	if srv.now().After(pol.expires) {
-		return "", nil, ErrAccessDenied.with("Invalid according to Policy: Policy expired.")
+		return "", nil, s3err.AccessDenied.With("Invalid according to Policy: Policy expired.")
 	}
 	return uid, pol, nil
 }
@@ -233,10 +235,10 @@ func checkPostPolicy(pol *postPolicy, f *postForm, bucket string) error {
 		covered[c.field] = true
 		v, ok := value(c.field)
 		if !ok {
-			return ErrAccessDenied.with("Invalid according to Policy: Policy Condition failed: the form has no field %q", c.field)
+			return s3err.AccessDenied.With("Invalid according to Policy: Policy Condition failed: the form has no field %q", c.field)
 		}
 		if (c.prefix && !strings.HasPrefix(v, c.value)) || (!c.prefix && v != c.value) {
-			return ErrAccessDenied.with("Invalid according to Policy: Policy Condition failed: %q", c.field)
+			return s3err.AccessDenied.With("Invalid according to Policy: Policy Condition failed: %q", c.field)
 		}
 	}
 	bucketCond := false
@@ -244,11 +246,11 @@ func checkPostPolicy(pol *postPolicy, f *postForm, bucket string) error {
 		bucketCond = bucketCond || c.field == "bucket"
 	}
 	if !bucketCond {
-		return ErrAccessDenied.with("Invalid according to Policy: the policy names no bucket")
+		return s3err.AccessDenied.With("Invalid according to Policy: the policy names no bucket")
 	}
 	for name := range f.fields {
 		if !covered[name] && !postExempt(name) {
-			return ErrAccessDenied.with("Invalid according to Policy: Extra input fields: %s", f.names[name])
+			return s3err.AccessDenied.With("Invalid according to Policy: Extra input fields: %s", f.names[name])
 		}
 	}
 	return nil
@@ -268,11 +270,11 @@ func (b *postBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if b.max >= 0 && b.n > b.max {
-		return n, ErrEntityTooLarge.with("Your proposed upload exceeds the maximum allowed size (content-length-range %d)", b.max)
+		return n, s3err.EntityTooLarge.With("Your proposed upload exceeds the maximum allowed size (content-length-range %d)", b.max)
 	}
 	if err == io.EOF {
 		if b.n < b.min {
-			return n, ErrEntityTooSmall.with("Your proposed upload is smaller than the minimum allowed size (content-length-range %d)", b.min)
+			return n, s3err.EntityTooSmall.With("Your proposed upload is smaller than the minimum allowed size (content-length-range %d)", b.min)
 		}
 	}
 	return n, err
@@ -291,7 +293,7 @@ func (srv *Server) postObject(rq *request) error {
 	}
 	key, ok := f.fields["key"]
 	if !ok || key == "" {
-		return ErrInvalidArgument.with("Bucket POST must contain a field named 'key'.")
+		return s3err.InvalidArgument.With("Bucket POST must contain a field named 'key'.")
 	}
 	key = strings.ReplaceAll(key, "${filename}", f.filename)
 	f.fields["key"] = key
@@ -304,7 +306,7 @@ func (srv *Server) postObject(rq *request) error {
 	if v := f.fields["tagging"]; v != "" {
 		var t tagging
 		if err := xml.Unmarshal([]byte(v), &t); err != nil {
-			return ErrMalformedXML.with("the tagging field is not a Tagging document")
+			return s3err.MalformedXML.With("the tagging field is not a Tagging document")
 		}
 		if err := checkTags(t.TagSet, maxObjectTags); err != nil {
 			return err
@@ -313,7 +315,7 @@ func (srv *Server) postObject(rq *request) error {
 	}
 	rq.key, rq.uid = key, uid
 	if len(key) > 1024 {
-		return ErrKeyTooLong
+		return s3err.KeyTooLong
 	}
 	b, err := srv.bucketFor(rq, PermWrite)
 	if err != nil {
@@ -353,10 +355,10 @@ func (srv *Server) postObject(rq *request) error {
 			continue
 		}
 		if d, err := base64.StdEncoding.DecodeString(v); err != nil || len(d) != a.new().Size() {
-			return ErrInvalidRequest.with("Value for %s is invalid.", a.header())
+			return s3err.InvalidRequest.With("Value for %s is invalid.", a.header())
 		}
 		if ck != nil {
-			return ErrInvalidRequest.with("Expecting a single x-amz-checksum- field. Multiple checksum Types are not allowed.")
+			return s3err.InvalidRequest.With("Expecting a single x-amz-checksum- field. Multiple checksum Types are not allowed.")
 		}
 		ck = &ChecksumReq{alg: a, want: v}
 	}

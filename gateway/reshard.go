@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // Online resharding: a key range of a bucket index is split in two while
@@ -47,7 +48,7 @@ var settle = cacheTTL + 2*time.Second
 func (s *Store) updateBucket(ctx context.Context, name string, fn func(b *Bucket) error) (*Bucket, error) {
 	b, err := updateJSON(ctx, s.meta, bucketObjP+name, fn)
 	if errors.Is(err, client.ErrNotFound) {
-		return nil, ErrNoSuchBucket.with("bucket %q does not exist", name)
+		return nil, s3err.NoSuchBucket.With("bucket %q does not exist", name)
 	}
 	if err == nil {
 		s.forgetBucket(name)
@@ -67,7 +68,7 @@ func (s *Store) SplitRange(ctx context.Context, name, at string, out io.Writer) 
 		return err
 	}
 	if b.Indexless() {
-		return ErrIndexless
+		return s3err.Indexless
 	}
 	if ri := b.Index.splitting(); ri >= 0 {
 		fmt.Fprintf(out, "bucket %s: finishing the interrupted split of range %d at %q\n", name, ri, b.Index.Ranges[ri].Split.At)

@@ -19,6 +19,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
+	"github.com/shoal-project/shoal/internal/sem"
 )
 
 // Server is the S3 HTTP front end over a Store. It holds no state of its
@@ -103,12 +106,12 @@ func (srv *Server) writeError(rq *request, err error) {
 		srv.s.opt.Logger.Warn("s3 request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
 	}
 	h := rq.w.Header()
-	if ae != ErrNotModified { // a 304 carries the object's ETag and Last-Modified (RFC 9110 15.4.5)
+	if ae != s3err.NotModified { // a 304 carries the object's ETag and Last-Modified (RFC 9110 15.4.5)
 		h.Del("ETag")
 		h.Del("Last-Modified")
 	}
 	h.Del("Content-Length")
-	if ae == ErrNotModified || rq.r.Method == http.MethodHead {
+	if ae == s3err.NotModified || rq.r.Method == http.MethodHead {
 		rq.w.WriteHeader(ae.Status)
 		return
 	}
@@ -152,10 +155,10 @@ func (srv *Server) split(rq *request) error {
 	}
 	if rq.key != "" {
 		if len(rq.key) > 1024 {
-			return ErrKeyTooLong
+			return s3err.KeyTooLong
 		}
 		if !utf8.ValidString(rq.key) || strings.ContainsRune(rq.key, 0) {
-			return ErrInvalidArgument.with("object keys must be UTF-8 without NUL")
+			return s3err.InvalidArgument.With("object keys must be UTF-8 without NUL")
 		}
 	}
 	return nil
@@ -187,14 +190,14 @@ func (srv *Server) route(rq *request) error {
 	m := rq.r.Method
 	if want := rq.r.Header.Get("x-amz-expected-bucket-owner"); want != "" && rq.bucket != "" {
 		if b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
-			return ErrAccessDenied.with("bucket %q is not owned by %q", rq.bucket, want)
+			return s3err.AccessDenied.With("bucket %q is not owned by %q", rq.bucket, want)
 		}
 	}
 	if rq.bucket == "" {
 		if m == http.MethodGet {
 			return srv.listBuckets(rq)
 		}
-		return ErrMethodNotAllowed
+		return s3err.MethodNotAllowed
 	}
 	if rq.key == "" {
 		return srv.routeBucket(rq)
@@ -220,7 +223,7 @@ func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
 func bucketAllows(b *Bucket, uid, perm string) error {
 	if perm == "" {
 		if uid != b.Owner {
-			return ErrAccessDenied.with("only the owner of bucket %q may do this", b.Name)
+			return s3err.AccessDenied.With("only the owner of bucket %q may do this", b.Name)
 		}
 		return nil
 	}
@@ -243,7 +246,7 @@ func (srv *Server) routeBucket(rq *request) error {
 	q := rq.q
 	for _, sub := range unsupportedBucketSubresources {
 		if has(q, sub) {
-			return ErrNotImplemented.with("bucket %s is not supported", sub)
+			return s3err.NotImplemented.With("bucket %s is not supported", sub)
 		}
 	}
 	if has(q, "cors") {
@@ -264,7 +267,7 @@ func (srv *Server) routeBucket(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodPut:
 		if has(q, "versioning") {
-			return ErrNotImplemented.with("bucket versioning is not supported")
+			return s3err.NotImplemented.With("bucket versioning is not supported")
 		}
 		if has(q, "acl") {
 			return srv.putBucketACL(rq)
@@ -322,7 +325,7 @@ func (srv *Server) routeBucket(rq *request) error {
 			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, b.Owner, b.ACL))
 		case has(q, "tagging"):
 			if len(b.Tags) == 0 {
-				return ErrNoSuchTagSet.with("bucket %q has no tags", b.Name)
+				return s3err.NoSuchTagSet.With("bucket %q has no tags", b.Name)
 			}
 			return writeTagging(rq, b.Tags)
 		case has(q, "uploads"):
@@ -332,7 +335,7 @@ func (srv *Server) routeBucket(rq *request) error {
 		}
 		return srv.listObjects(rq, b)
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }
 
 // setBucketTags replaces (put) or removes a bucket's tags (its owner).
@@ -357,7 +360,7 @@ func (srv *Server) setBucketTags(rq *request, put bool) error {
 func (srv *Server) setBucketConfig(rq *request, b *Bucket, status int, set func(nb *Bucket)) error {
 	if _, err := srv.s.updateBucket(rq.r.Context(), b.Name, func(nb *Bucket) error {
 		if nb.ID != b.ID {
-			return ErrNoSuchBucket.with("bucket %q does not exist", b.Name)
+			return s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
 		set(nb)
 		return nil
@@ -377,7 +380,7 @@ func (srv *Server) putBucketACL(rq *request) error {
 		return err
 	}
 	if b.aclsDisabled() {
-		return ErrAccessControlListNotSupported.with("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
+		return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 	}
 	a, err := srv.s.aclFromRequest(ctx, rq.r, b.Owner, b)
 	if err != nil {
@@ -416,18 +419,18 @@ func (srv *Server) routeObject(rq *request) error {
 		}
 	}
 	if has(q, "torrent") && rq.r.Method == http.MethodGet {
-		return ErrNoSuchKey.with("no torrent is kept for object %q", rq.key) // as RGW without torrents
+		return s3err.NoSuchKey.With("no torrent is kept for object %q", rq.key) // as RGW without torrents
 	}
 	for _, sub := range []string{"retention", "legal-hold", "torrent", "restore", "select"} {
 		if has(q, sub) {
-			return ErrNotImplemented.with("object %s is not supported", sub)
+			return s3err.NotImplemented.With("object %s is not supported", sub)
 		}
 	}
 	if has(q, "attributes") && rq.r.Method != http.MethodGet { // GetObjectAttributes only: never a write
-		return ErrMethodNotAllowed
+		return s3err.MethodNotAllowed
 	}
 	if q.Get("versionId") != "" && q.Get("versionId") != "null" {
-		return ErrNotImplemented.with("object versioning is not supported")
+		return s3err.NotImplemented.With("object versioning is not supported")
 	}
 	switch rq.r.Method {
 	case http.MethodPut:
@@ -447,7 +450,7 @@ func (srv *Server) routeObject(rq *request) error {
 				return err
 			}
 			if b.aclsDisabled() {
-				return ErrAccessControlListNotSupported.with("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
+				return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 			}
 			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) (err error) {
 				h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b)
@@ -531,7 +534,7 @@ func (srv *Server) routeObject(rq *request) error {
 			return srv.completeUpload(rq, b)
 		}
 	}
-	return ErrMethodNotAllowed
+	return s3err.MethodNotAllowed
 }
 
 // ---- buckets ----
@@ -552,7 +555,7 @@ func (srv *Server) listBuckets(rq *request) error {
 	if v := q.Get("max-buckets"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxListBuckets {
-			return ErrInvalidArgument.with("max-buckets must be an integer from 1 to %d", maxListBuckets)
+			return s3err.InvalidArgument.With("max-buckets must be an integer from 1 to %d", maxListBuckets)
 		}
 		limit = n
 	}
@@ -560,7 +563,7 @@ func (srv *Server) listBuckets(rq *request) error {
 	if v := q.Get("continuation-token"); v != "" {
 		b, err := base64.RawURLEncoding.DecodeString(v)
 		if err != nil {
-			return ErrInvalidArgument.with("the continuation token is not one this gateway gave")
+			return s3err.InvalidArgument.With("the continuation token is not one this gateway gave")
 		}
 		after = string(b)
 	}
@@ -596,17 +599,17 @@ func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.00
 func (srv *Server) createBucket(rq *request) error {
 	ctx := rq.r.Context()
 	if rq.uid == "" {
-		return ErrAccessDenied.with("anonymous requests may not create buckets")
+		return s3err.AccessDenied.With("anonymous requests may not create buckets")
 	}
 	placement, location := "", ""
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 64<<10))
 	if err != nil {
-		return bodyErr(err)
+		return s3err.Body(err)
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		var c createBucketConfiguration
 		if err := xml.Unmarshal(body, &c); err != nil {
-			return ErrMalformedXML
+			return s3err.MalformedXML
 		}
 		// RGW's form: "ZONEGROUP:PLACEMENT-TARGET"; a bare region is fine
 		location = c.LocationConstraint
@@ -615,7 +618,7 @@ func (srv *Server) createBucket(rq *request) error {
 		}
 	}
 	if rq.r.Header.Get("x-amz-bucket-object-lock-enabled") == "true" {
-		return ErrNotImplemented.with("object lock is not supported")
+		return s3err.NotImplemented.With("object lock is not supported")
 	}
 	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, nil)
 	if err != nil {
@@ -627,16 +630,16 @@ func (srv *Server) createBucket(rq *request) error {
 			return err
 		}
 		if ownership == OwnershipBucketOwnerEnforced && acl.grantsOthers(rq.uid) {
-			return ErrInvalidBucketAclWithObjectOwnership.with("a bucket created with BucketOwnerEnforced object ownership takes no ACL but private")
+			return s3err.InvalidBucketAclWithObjectOwnership.With("a bucket created with BucketOwnerEnforced object ownership takes no ACL but private")
 		}
 	}
 	_, err = srv.s.CreateBucket(ctx, rq.bucket, rq.uid, placement, location, acl, ownership)
-	if errors.Is(err, ErrBucketAlreadyOwnedByYou) {
+	if errors.Is(err, s3err.BucketAlreadyOwnedByYou) {
 		// as RGW (and S3 in us-east-1): creating one's own bucket again
 		// succeeds and changes nothing — unless it asks for another ACL
 		err = nil
 		if old, gerr := srv.s.GetBucket(ctx, rq.bucket); gerr != nil || !slices.Equal(old.ACL.withOwner(rq.uid), acl.withOwner(rq.uid)) {
-			err = ErrBucketAlreadyExists.with("bucket %q exists with another ACL", rq.bucket)
+			err = s3err.BucketAlreadyExists.With("bucket %q exists with another ACL", rq.bucket)
 		}
 	}
 	if err != nil {
@@ -680,7 +683,7 @@ func objectAttrs(r *http.Request) (map[string]string, map[string]string, error) 
 		}
 	}
 	if n > maxMetaSize {
-		return nil, nil, &APIError{"MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size (2 KB)."}
+		return nil, nil, s3err.MetadataTooLarge
 	}
 	return hdr, meta, nil
 }
@@ -694,7 +697,7 @@ func storageClass(r *http.Request) (string, error) {
 		return "STANDARD", nil
 	}
 	if !storageClasses[sc] {
-		return "", ErrInvalidStorageClass
+		return "", s3err.InvalidStorageClass
 	}
 	return sc, nil
 }
@@ -703,7 +706,7 @@ func storageClass(r *http.Request) (string, error) {
 // an aws-chunked body).
 func bodySize(r *http.Request) (int64, error) {
 	if r.ContentLength < 0 {
-		return 0, ErrMissingContentLength
+		return 0, s3err.MissingContentLength
 	}
 	return r.ContentLength, nil
 }
@@ -724,7 +727,7 @@ func contentMD5(r *http.Request) ([]byte, error) {
 	v := r.Header.Get("Content-MD5") // present but empty is invalid
 	d, err := base64.StdEncoding.DecodeString(v)
 	if err != nil || len(d) != md5.Size {
-		return nil, ErrInvalidDigest
+		return nil, s3err.InvalidDigest
 	}
 	return d, nil
 }
@@ -736,7 +739,7 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 		return err
 	}
 	if size > MaxObjectSize {
-		return ErrEntityTooLarge
+		return s3err.EntityTooLarge
 	}
 	sum, err := contentMD5(r)
 	if err != nil {
@@ -783,16 +786,16 @@ func checkConditions(h http.Header, prefix string, etag string, mtime time.Time,
 	get := func(n string) string { return h.Get(prefix + n) }
 	if im := get("If-Match"); im != "" {
 		if !etagMatches(im, etag) {
-			return ErrPreconditionFailed
+			return s3err.PreconditionFailed
 		}
 	} else if ius := get("If-Unmodified-Since"); ius != "" {
 		if t, err := http.ParseTime(ius); err == nil && mtime.After(t) {
-			return ErrPreconditionFailed
+			return s3err.PreconditionFailed
 		}
 	}
-	notModified := ErrNotModified
+	notModified := s3err.NotModified
 	if !read {
-		notModified = ErrPreconditionFailed
+		notModified = s3err.PreconditionFailed
 	}
 	if inm := get("If-None-Match"); inm != "" {
 		if etagMatches(inm, etag) {
@@ -826,7 +829,7 @@ func copySourceRange(v string, size int64) (off, n int64, err error) {
 	first, err1 := strconv.ParseInt(a, 10, 64)
 	last, err2 := strconv.ParseInt(b, 10, 64)
 	if !ok || !ok2 || err1 != nil || err2 != nil || first < 0 || last < first || last >= size {
-		return 0, 0, ErrInvalidRange.with("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object")
+		return 0, 0, s3err.InvalidRange.With("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object")
 	}
 	return first, last - first + 1, nil
 }
@@ -848,7 +851,7 @@ func parseRange(v string, size int64) (off, n int64, ok bool, err error) {
 			return 0, size, false, nil
 		}
 		if k == 0 {
-			return 0, 0, false, ErrInvalidRange
+			return 0, 0, false, s3err.InvalidRange
 		}
 		k = min(k, size)
 		return size - k, k, true, nil
@@ -866,7 +869,7 @@ func parseRange(v string, size int64) (off, n int64, ok bool, err error) {
 		end = min(e, size-1)
 	}
 	if start >= size {
-		return 0, 0, false, ErrInvalidRange
+		return 0, 0, false, s3err.InvalidRange
 	}
 	return start, end - start + 1, true, nil
 }
@@ -899,7 +902,7 @@ var responseOverrides = map[string]string{"response-content-type": "Content-Type
 // the object.
 func (srv *Server) openToRead(rq *request, b *Bucket, withData bool) (*Object, error) {
 	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, withData)
-	if errors.Is(err, ErrNoSuchKey) {
+	if errors.Is(err, s3err.NoSuchKey) {
 		return nil, srv.missingKey(rq, b, rq.key, err)
 	}
 	if err != nil {
@@ -919,10 +922,10 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	if has(rq.q, "partNumber") {
 		var err error
 		if part, err = strconv.Atoi(rq.q.Get("partNumber")); err != nil || part < 1 || part > MaxParts {
-			return ErrInvalidArgument.with("partNumber must be an integer from 1 to %d", MaxParts)
+			return s3err.InvalidArgument.With("partNumber must be an integer from 1 to %d", MaxParts)
 		}
 		if r.Header.Get("Range") != "" {
-			return ErrInvalidRequest.with("Cannot specify both Range header and partNumber query parameter")
+			return s3err.InvalidRequest.With("Cannot specify both Range header and partNumber query parameter")
 		}
 	}
 	o, err := srv.openToRead(rq, b, !headOnly && r.Header.Get("Range") == "" && part == 0)
@@ -932,7 +935,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	defer o.Close()
 	setTagCount(rq.w.Header(), o.Tags())
 	if err := checkConditions(r.Header, "", o.ETag(), o.Mtime(), true); err != nil {
-		if err == ErrNotModified {
+		if err == s3err.NotModified {
 			h := rq.w.Header()
 			h.Set("ETag", o.ETag())
 			h.Set("Last-Modified", o.Mtime().UTC().Format(http.TimeFormat))
@@ -947,7 +950,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	if part > 0 {
 		var ok bool
 		if off, n, ok = o.PartRange(part); !ok {
-			return ErrInvalidPart.with("the object has no part %d", part)
+			return s3err.InvalidPart.With("the object has no part %d", part)
 		}
 		ranged = o.PartsCount() > 0 // a part of a multipart upload is a 206 with its Content-Range, as S3
 	}
@@ -984,15 +987,15 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 func copySource(v string) (bucket, key string, err error) {
 	v, ver, _ := strings.Cut(v, "?")
 	if ver != "" && ver != "versionId=null" {
-		return "", "", ErrNotImplemented.with("copying a version is not supported")
+		return "", "", s3err.NotImplemented.With("copying a version is not supported")
 	}
 	s, uerr := url.PathUnescape(strings.TrimPrefix(v, "/"))
 	if uerr != nil {
-		return "", "", ErrInvalidArgument.with("x-amz-copy-source is not URL-encoded")
+		return "", "", s3err.InvalidArgument.With("x-amz-copy-source is not URL-encoded")
 	}
 	bucket, key, ok := strings.Cut(s, "/")
 	if !ok || bucket == "" || key == "" {
-		return "", "", ErrInvalidArgument.with("x-amz-copy-source must be BUCKET/KEY")
+		return "", "", s3err.InvalidArgument.With("x-amz-copy-source must be BUCKET/KEY")
 	}
 	return bucket, key, nil
 }
@@ -1043,7 +1046,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	switch directive {
 	case "", "COPY":
 		if src.ID == b.ID && o.key == rq.key {
-			return ErrInvalidRequest.with("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+			return s3err.InvalidRequest.With("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 		}
 		hdr, meta = o.Headers(), o.Meta()
 	case "REPLACE":
@@ -1051,14 +1054,14 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 			return err
 		}
 	default:
-		return ErrInvalidArgument.with("Unknown metadata directive.")
+		return s3err.InvalidArgument.With("Unknown metadata directive.")
 	}
 	sc, err := storageClass(rq.r)
 	if err != nil {
 		return err
 	}
 	if o.Size() > MaxObjectSize {
-		return ErrInvalidRequest.with("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
+		return s3err.InvalidRequest.With("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
 	owner, acl, err := srv.s.objectOwnerACL(ctx, rq.r.Header, rq.uid, b)
 	if err != nil {
@@ -1072,7 +1075,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 			return err
 		}
 	default:
-		return ErrInvalidArgument.with("Unknown tagging directive.")
+		return s3err.InvalidArgument.With("Unknown tagging directive.")
 	}
 	// the copy's checksum: of the algorithm asked for, else the source's,
 	// computed over the bytes copied
@@ -1103,26 +1106,26 @@ func (srv *Server) deleteObjects(rq *request) error {
 	}
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 2<<20))
 	if err != nil {
-		return bodyErr(err)
+		return s3err.Body(err)
 	}
 	if want, err := contentMD5(rq.r); err != nil {
 		return err
 	} else if want != nil {
 		if got := md5.Sum(body); !bytes.Equal(got[:], want) {
-			return ErrBadDigest
+			return s3err.BadDigest
 		}
 	}
 	var req deleteRequest
 	if err := xml.Unmarshal(body, &req); err != nil {
-		return ErrMalformedXML
+		return s3err.MalformedXML
 	}
 	if len(req.Objects) > 1000 || len(req.Objects) == 0 {
-		return ErrMalformedXML.with("a multi-object delete names 1 to 1000 keys")
+		return s3err.MalformedXML.With("a multi-object delete names 1 to 1000 keys")
 	}
 	// The keys are removed rgw_multi_obj_del_max_aio at a time, as RGW
 	// does; the answer lists them in the request's order.
 	errs := make([]error, len(req.Objects))
-	parallel(len(req.Objects), srv.s.opt.MultiDelMaxAIO, func(i int) {
+	sem.Parallel(len(req.Objects), srv.s.opt.MultiDelMaxAIO, func(i int) {
 		errs[i] = srv.deleteOneOf(rq, b, req.Objects[i])
 	})
 	res := deleteResult{Xmlns: s3NS}
@@ -1144,7 +1147,7 @@ func (srv *Server) deleteOneOf(rq *request, b *Bucket, o deleteObject) error {
 	cond := deleteCond{ETag: o.ETag, Size: o.Size}
 	if err == nil && o.LastModifiedTime != "" {
 		if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
-			err = ErrInvalidArgument.with("LastModifiedTime %q: %v", o.LastModifiedTime, err)
+			err = s3err.InvalidArgument.With("LastModifiedTime %q: %v", o.LastModifiedTime, err)
 		}
 	}
 	if err == nil {
@@ -1171,7 +1174,7 @@ func maxKeysParam(q url.Values, name string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, ErrInvalidArgument.with("%s must be a non-negative integer", name)
+		return 0, s3err.InvalidArgument.With("%s must be a non-negative integer", name)
 	}
 	return min(n, 1000), nil
 }
@@ -1183,7 +1186,7 @@ func listParams(q url.Values) (maxKeys int, enc string, err error) {
 		return 0, "", err
 	}
 	if enc = q.Get("encoding-type"); enc != "" && enc != "url" {
-		return 0, "", ErrInvalidArgument.with("Invalid Encoding Method specified in Request")
+		return 0, "", s3err.InvalidArgument.With("Invalid Encoding Method specified in Request")
 	}
 	return maxKeys, enc, nil
 }
@@ -1214,7 +1217,7 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 	}
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
 	if q.Get("allow-unordered") == "true" && delim != "" { // RGW's unordered listing: answered in order, which is allowed
-		return ErrInvalidArgument.with("allow-unordered cannot be used with a delimiter")
+		return s3err.InvalidArgument.With("allow-unordered cannot be used with a delimiter")
 	}
 	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: prefix, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
 	if v2 { // V1 answers the prefix as given (the SDKs decode it only in V2)
@@ -1228,7 +1231,7 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 			t := q.Get("continuation-token")
 			d, err := base64.RawURLEncoding.DecodeString(t)
 			if err != nil {
-				return ErrInvalidArgument.with("The continuation token provided is incorrect")
+				return s3err.InvalidArgument.With("The continuation token provided is incorrect")
 			}
 			res.ContToken = &t
 			if t != "" {
@@ -1304,7 +1307,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 func partNumber(q url.Values) (int, error) {
 	n, err := strconv.Atoi(q.Get("partNumber"))
 	if err != nil || n < 1 || n > MaxParts {
-		return 0, ErrInvalidArgument.with("Part number must be an integer between 1 and %d, inclusive", MaxParts)
+		return 0, s3err.InvalidArgument.With("Part number must be an integer between 1 and %d, inclusive", MaxParts)
 	}
 	return n, nil
 }
@@ -1377,11 +1380,11 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 4<<20))
 	if err != nil {
-		return bodyErr(err)
+		return s3err.Body(err)
 	}
 	var c completeMultipartUpload
 	if err := xml.Unmarshal(body, &c); err != nil {
-		return ErrMalformedXML
+		return s3err.MalformedXML
 	}
 	var list []CompletePart
 	for _, p := range c.Parts {
@@ -1405,7 +1408,7 @@ func (srv *Server) listParts(rq *request, b *Bucket) error {
 	marker := 0
 	if v := q.Get("part-number-marker"); v != "" {
 		if marker, err = strconv.Atoi(v); err != nil || marker < 0 {
-			return ErrInvalidArgument.with("part-number-marker must be a non-negative integer")
+			return s3err.InvalidArgument.With("part-number-marker must be a non-negative integer")
 		}
 	}
 	uploadID := q.Get("uploadId")

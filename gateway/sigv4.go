@@ -34,10 +34,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // SecretLookup returns the secret key of an access key id; it returns an
-// error wrapping ErrInvalidAccessKeyID when the key does not exist.
+// error wrapping s3err.InvalidAccessKeyID when the key does not exist.
 type SecretLookup func(ctx context.Context, accessKey string) (secret string, err error)
 
 const (
@@ -77,16 +79,16 @@ const (
 // generic variable: errors.As finds detail (what the client is shown),
 // errors.Is(err, base) holds.
 type sigError struct {
-	detail *APIError
-	base   *APIError
+	detail *s3err.Error
+	base   *s3err.Error
 }
 
 func (e *sigError) Error() string   { return e.detail.Error() }
 func (e *sigError) Unwrap() []error { return []error{e.detail, e.base} }
 
 // sigFail returns base with a specific message.
-func sigFail(base *APIError, format string, args ...any) error {
-	return &sigError{detail: base.with(format, args...), base: base}
+func sigFail(base *s3err.Error, format string, args ...any) error {
+	return &sigError{detail: base.With(format, args...), base: base}
 }
 
 // Authenticate verifies r's AWS Signature Version 4 and returns the access
@@ -97,11 +99,11 @@ func sigFail(base *APIError, format string, args ...any) error {
 //   - the Authorization header "AWS4-HMAC-SHA256
 //     Credential=AK/yyyymmdd/region/s3/aws4_request, SignedHeaders=h1;h2,
 //     Signature=hex", whose date (X-Amz-Date, else Date) must be within 15
-//     minutes of now (else ErrRequestTimeTooSkewed);
+//     minutes of now (else s3err.RequestTimeTooSkewed);
 //   - a presigned URL: the query parameters X-Amz-Algorithm,
 //     X-Amz-Credential, X-Amz-Date, X-Amz-Expires (at most 604800 seconds),
 //     X-Amz-SignedHeaders and X-Amz-Signature; an expired URL gets
-//     ErrExpiredToken;
+//     s3err.ExpiredToken;
 //   - Signature Version 2, the header "Authorization: AWS AK:signature" or
 //     the query parameters AWSAccessKeyId, Signature and Expires, for
 //     path-style requests (its CanonicalizedResource is the request path:
@@ -120,7 +122,7 @@ func sigFail(base *APIError, format string, args ...any) error {
 // else UNSIGNED-PAYLOAD):
 //
 //   - a hex SHA-256: r.Body is replaced by a reader that fails with an error
-//     wrapping ErrXAmzContentSHA256Mismatch at the end if the body hashes
+//     wrapping s3err.XAmzContentSHA256Mismatch at the end if the body hashes
 //     differently;
 //   - UNSIGNED-PAYLOAD: the body is left alone;
 //   - STREAMING-AWS4-HMAC-SHA256-PAYLOAD (and -TRAILER): r.Body is replaced
@@ -134,15 +136,15 @@ func sigFail(base *APIError, format string, args ...any) error {
 // becomes x-amz-decoded-content-length, the aws-chunked token leaves
 // Content-Encoding, and the trailing headers are put in r.Trailer once the
 // body has been read; a trailing x-amz-checksum-crc32, -crc32c, -crc64nvme,
-// -sha1 or -sha256 announced by x-amz-trailer is checked (ErrBadDigest). The
-// decoder fails with an error wrapping ErrSignatureDoesNotMatch on a bad
-// chunk and ErrIncompleteBody on a truncated body. The replaced bodies
+// -sha1 or -sha256 announced by x-amz-trailer is checked (s3err.BadDigest). The
+// decoder fails with an error wrapping s3err.SignatureDoesNotMatch on a bad
+// chunk and s3err.IncompleteBody on a truncated body. The replaced bodies
 // return data before the end of the body is verified: a caller must
 // discard what it read when Read returns an error other than io.EOF.
 //
-// Errors are *APIError values of errors.go, possibly with a more specific
+// Errors are *s3err.Error values of errors.go, possibly with a more specific
 // message, found with errors.As (apiError) and matching the variable with
-// errors.Is; an error of lookup that is no APIError is returned wrapped.
+// errors.Is; an error of lookup that is no s3err.Error is returned wrapped.
 func Authenticate(ctx context.Context, r *http.Request, lookup SecretLookup, now time.Time) (accessKey string, err error) {
 	return sigAuthenticate(ctx, r, lookup, now, "")
 }
@@ -165,7 +167,7 @@ func sigAuthenticate(ctx context.Context, r *http.Request, lookup SecretLookup, 
 	}
 	switch {
 	case mechanisms > 1:
-		return "", sigFail(ErrInvalidArgument, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified")
+		return "", sigFail(s3err.InvalidArgument, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified")
 	case v4Query:
 		return sigV4Query(ctx, r, lookup, now, query)
 	case v2Query:
@@ -184,7 +186,7 @@ func sigAuthenticate(ctx context.Context, r *http.Request, lookup SecretLookup, 
 	case "AWS":
 		return sigV2Header(ctx, r, lookup, now, rest, hostBucket)
 	}
-	return "", sigFail(ErrInvalidArgument, "Unsupported Authorization Type %q", scheme)
+	return "", sigFail(s3err.InvalidArgument, "Unsupported Authorization Type %q", scheme)
 }
 
 // sigV4Auth is what a Signature Version 4 request claims.
@@ -208,7 +210,7 @@ func (a *sigV4Auth) scope() string {
 // sigV4Header authenticates a request signed in its Authorization header
 // ("Authenticating Requests: Using the Authorization Header").
 func sigV4Header(ctx context.Context, r *http.Request, lookup SecretLookup, now time.Time, fields string) (string, error) {
-	malformed := ErrAuthorizationHeaderMalformed
+	malformed := s3err.AuthorizationHeaderMalformed
 	var a sigV4Auth
 	var credential, signedHeaders string
 	seen := map[string]bool{}
@@ -247,13 +249,13 @@ func sigV4Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 	if v := r.Header.Get("X-Amz-Date"); v != "" {
 		t, err := time.Parse(sigISO8601Basic, v)
 		if err != nil {
-			return "", sigFail(ErrAccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
+			return "", sigFail(s3err.AccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
 		}
 		when, a.amzDate = t, v
 	} else {
 		t, ok := sigParseHTTPDate(r.Header.Get("Date"))
 		if !ok {
-			return "", sigFail(ErrAccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
+			return "", sigFail(s3err.AccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
 		}
 		when, a.amzDate = t, t.UTC().Format(sigISO8601Basic)
 	}
@@ -268,7 +270,7 @@ func sigV4Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 	}
 	header := r.Header.Get("X-Amz-Content-Sha256")
 	if header == "" && !sigEmptyBody(r) {
-		return "", sigFail(ErrInvalidRequest, "Missing required header for this request: x-amz-content-sha256")
+		return "", sigFail(s3err.InvalidRequest, "Missing required header for this request: x-amz-content-sha256")
 	}
 	payloadHash, err := sigPayloadHash(r, header, false)
 	if err != nil {
@@ -280,7 +282,7 @@ func sigV4Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 // sigV4Query authenticates a presigned URL ("Authenticating Requests:
 // Using Query Parameters").
 func sigV4Query(ctx context.Context, r *http.Request, lookup SecretLookup, now time.Time, query url.Values) (string, error) {
-	malformed := ErrAuthorizationQueryParametersError
+	malformed := s3err.AuthorizationQueryParametersError
 	params := map[string]string{}
 	for _, name := range []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature"} {
 		values := query[name]
@@ -310,15 +312,15 @@ func sigV4Query(ctx context.Context, r *http.Request, lookup SecretLookup, now t
 	case err != nil:
 		return "", sigFail(malformed, "X-Amz-Expires should be a number")
 	case expires < 0: // refused as RGW refuses it (AWS: 400)
-		return "", sigFail(ErrAccessDenied, "X-Amz-Expires must be non-negative")
+		return "", sigFail(s3err.AccessDenied, "X-Amz-Expires must be non-negative")
 	case expires > sigMaxPresignExpires:
-		return "", sigFail(ErrAccessDenied, "X-Amz-Expires must be less than a week (in seconds) that is 604800")
+		return "", sigFail(s3err.AccessDenied, "X-Amz-Expires must be less than a week (in seconds) that is 604800")
 	}
 	if now.Before(when.Add(-sigMaxSkew)) {
-		return "", sigFail(ErrAccessDenied, "Request is not valid yet")
+		return "", sigFail(s3err.AccessDenied, "Request is not valid yet")
 	}
 	if now.After(when.Add(time.Duration(expires) * time.Second)) {
-		return "", sigFail(ErrExpiredToken, "Request has expired")
+		return "", sigFail(s3err.ExpiredToken, "Request has expired")
 	}
 	if err := sigV4ParseSignedHeaders(&a, params["X-Amz-SignedHeaders"], malformed); err != nil {
 		return "", err
@@ -361,7 +363,7 @@ func sigV4Finish(ctx context.Context, r *http.Request, lookup SecretLookup, a *s
 
 // sigV4ParseCredential parses "AK/yyyymmdd/region/s3/aws4_request" into a.
 // The access key is everything before the last four parts.
-func sigV4ParseCredential(a *sigV4Auth, credential string, malformed *APIError) error {
+func sigV4ParseCredential(a *sigV4Auth, credential string, malformed *s3err.Error) error {
 	parts := strings.Split(credential, "/")
 	n := len(parts)
 	if n < 5 || parts[0] == "" {
@@ -383,7 +385,7 @@ func sigV4ParseCredential(a *sigV4Auth, credential string, malformed *APIError) 
 
 // sigV4ParseSignedHeaders parses the ;-separated SignedHeaders, which must
 // name host.
-func sigV4ParseSignedHeaders(a *sigV4Auth, list string, malformed *APIError) error {
+func sigV4ParseSignedHeaders(a *sigV4Auth, list string, malformed *s3err.Error) error {
 	host := false
 	for name := range strings.SplitSeq(list, ";") {
 		if name == "" || strings.ContainsAny(name, " \t:") {
@@ -400,11 +402,11 @@ func sigV4ParseSignedHeaders(a *sigV4Auth, list string, malformed *APIError) err
 	return nil
 }
 
-// sigCheckSkew fails with ErrRequestTimeTooSkewed when when is more than
+// sigCheckSkew fails with s3err.RequestTimeTooSkewed when when is more than
 // sigMaxSkew away from now.
 func sigCheckSkew(when, now time.Time) error {
 	if d := now.Sub(when); d > sigMaxSkew || d < -sigMaxSkew {
-		return sigFail(ErrRequestTimeTooSkewed, "The difference between the request time (%s) and the server's time (%s) is too large.",
+		return sigFail(s3err.RequestTimeTooSkewed, "The difference between the request time (%s) and the server's time (%s) is too large.",
 			when.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	return nil
@@ -428,7 +430,7 @@ func sigCheckAmzHeadersSigned(r *http.Request, signed []string) error {
 	}
 	if len(unsigned) > 0 {
 		sort.Strings(unsigned)
-		return sigFail(ErrAccessDenied, "There were headers present in the request which were not signed: %s", strings.Join(unsigned, ", "))
+		return sigFail(s3err.AccessDenied, "There were headers present in the request which were not signed: %s", strings.Join(unsigned, ", "))
 	}
 	return nil
 }
@@ -451,11 +453,11 @@ func sigPayloadHash(r *http.Request, v string, presigned bool) (string, error) {
 	case v == "", v == sigUnsignedPayload, v == sigStreamingPayload, v == sigStreamingPayloadTrailer, v == sigStreamingUnsignedTrailer:
 		return v, nil
 	case strings.HasPrefix(v, sigStreamingECDSAPrefix):
-		return "", sigFail(ErrNotImplemented, "x-amz-content-sha256 %s (Signature Version 4A) is not supported", v)
+		return "", sigFail(s3err.NotImplemented, "x-amz-content-sha256 %s (Signature Version 4A) is not supported", v)
 	case len(v) == sha256.Size*2 && sigIsHex(v):
 		return v, nil
 	}
-	return "", sigFail(ErrInvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a valid sha256 value.")
+	return "", sigFail(s3err.InvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a valid sha256 value.")
 }
 
 func sigIsHex(s string) bool {
@@ -484,7 +486,7 @@ func sigV4Verify(ctx context.Context, r *http.Request, lookup SecretLookup, a *s
 	want := sigHMAC(key, stringToSign)
 	got, err := hex.DecodeString(a.signature)
 	if err != nil || !hmac.Equal(want, got) {
-		return nil, sigFail(ErrSignatureDoesNotMatch, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+		return nil, sigFail(s3err.SignatureDoesNotMatch, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
 	}
 	return &sigChunkChain{key: key, amzDate: a.amzDate, scope: a.scope(), previous: hex.EncodeToString(want)}, nil
 }
@@ -493,14 +495,14 @@ func sigV4Verify(ctx context.Context, r *http.Request, lookup SecretLookup, a *s
 func sigLookup(ctx context.Context, lookup SecretLookup, accessKey string) (string, error) {
 	secret, err := lookup(ctx, accessKey)
 	if err != nil {
-		var ae *APIError
+		var ae *s3err.Error
 		if errors.As(err, &ae) {
 			return "", err
 		}
 		return "", fmt.Errorf("gateway: looking up access key %q: %w", accessKey, err)
 	}
 	if secret == "" {
-		return "", sigFail(ErrInvalidAccessKeyID, "The AWS access key Id you provided does not exist in our records.")
+		return "", sigFail(s3err.InvalidAccessKeyID, "The AWS access key Id you provided does not exist in our records.")
 	}
 	return secret, nil
 }
@@ -644,7 +646,7 @@ func sigV4CanonicalQuery(rawQuery string, presigned bool) (string, error) {
 		name, err1 := url.QueryUnescape(rawName)
 		value, err2 := url.QueryUnescape(rawValue)
 		if err1 != nil || err2 != nil {
-			return "", sigFail(ErrInvalidArgument, "The query string parameter %q is not properly encoded.", part)
+			return "", sigFail(s3err.InvalidArgument, "The query string parameter %q is not properly encoded.", part)
 		}
 		if presigned && name == "X-Amz-Signature" {
 			continue
@@ -722,7 +724,7 @@ var sigV2SubResources = map[string]bool{
 func sigV2Header(ctx context.Context, r *http.Request, lookup SecretLookup, now time.Time, credential, hostBucket string) (string, error) {
 	i := strings.LastIndex(credential, ":")
 	if i <= 0 || i == len(credential)-1 {
-		return "", sigFail(ErrInvalidArgument, "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature")
+		return "", sigFail(s3err.InvalidArgument, "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature")
 	}
 	accessKey, signature := strings.TrimSpace(credential[:i]), strings.TrimSpace(credential[i+1:])
 
@@ -734,7 +736,7 @@ func sigV2Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 	}
 	when, ok := sigParseHTTPDate(date)
 	if !ok || when.Before(time.Unix(0, 0)) {
-		return "", sigFail(ErrAccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
+		return "", sigFail(s3err.AccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
 	}
 	if err := sigCheckSkew(when, now); err != nil {
 		return "", err
@@ -747,14 +749,14 @@ func sigV2Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 func sigV2Query(ctx context.Context, r *http.Request, lookup SecretLookup, now time.Time, query url.Values, hostBucket string) (string, error) {
 	accessKeys, signatures, expiries := query["AWSAccessKeyId"], query["Signature"], query["Expires"]
 	if len(accessKeys) != 1 || len(signatures) != 1 || len(expiries) != 1 || accessKeys[0] == "" || signatures[0] == "" {
-		return "", sigFail(ErrAccessDenied, "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters")
+		return "", sigFail(s3err.AccessDenied, "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters")
 	}
 	expires, err := strconv.ParseInt(expiries[0], 10, 64)
 	if err != nil {
-		return "", sigFail(ErrAccessDenied, "Invalid date (should be seconds since epoch): %s", expiries[0])
+		return "", sigFail(s3err.AccessDenied, "Invalid date (should be seconds since epoch): %s", expiries[0])
 	}
 	if now.Unix() > expires {
-		return "", sigFail(ErrExpiredToken, "Request has expired")
+		return "", sigFail(s3err.ExpiredToken, "Request has expired")
 	}
 	// A '+' the client left unescaped was decoded as a space.
 	signature := strings.ReplaceAll(signatures[0], " ", "+")
@@ -796,7 +798,7 @@ func sigV2Verify(ctx context.Context, r *http.Request, lookup SecretLookup, acce
 		}
 	}
 	if !matched {
-		return "", sigFail(ErrSignatureDoesNotMatch, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+		return "", sigFail(s3err.SignatureDoesNotMatch, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
 	}
 	if err := sigPreparePayload(r, payloadHash, nil); err != nil {
 		return "", err
@@ -878,7 +880,7 @@ func sigPreparePayload(r *http.Request, payloadHash string, chain *sigChunkChain
 		return nil
 	case sigStreamingPayload, sigStreamingPayloadTrailer:
 		if chain == nil {
-			return sigFail(ErrAccessDenied, "x-amz-content-sha256 %s needs a request signed with Signature Version 4", payloadHash)
+			return sigFail(s3err.AccessDenied, "x-amz-content-sha256 %s needs a request signed with Signature Version 4", payloadHash)
 		}
 		return sigDecodeChunked(r, chain, payloadHash == sigStreamingPayloadTrailer)
 	case sigStreamingUnsignedTrailer:
@@ -886,12 +888,12 @@ func sigPreparePayload(r *http.Request, payloadHash string, chain *sigChunkChain
 	}
 	want, err := hex.DecodeString(payloadHash)
 	if err != nil || len(want) != sha256.Size {
-		return sigFail(ErrInvalidArgument, "x-amz-content-sha256 %q is not a SHA-256", payloadHash)
+		return sigFail(s3err.InvalidArgument, "x-amz-content-sha256 %q is not a SHA-256", payloadHash)
 	}
 	if sigEmptyBody(r) {
 		empty := sha256.Sum256(nil)
 		if !hmac.Equal(want, empty[:]) {
-			return sigFail(ErrXAmzContentSHA256Mismatch, "The provided 'x-amz-content-sha256' header does not match what was computed: the body is empty.")
+			return sigFail(s3err.XAmzContentSHA256Mismatch, "The provided 'x-amz-content-sha256' header does not match what was computed: the body is empty.")
 		}
 		return nil
 	}
@@ -916,7 +918,7 @@ func (h *sigHashReader) Read(p []byte) (int, error) {
 	h.hash.Write(p[:n])
 	if err == io.EOF {
 		if got := h.hash.Sum(nil); !hmac.Equal(got, h.want) {
-			err = sigFail(ErrXAmzContentSHA256Mismatch, "The provided 'x-amz-content-sha256' header does not match what was computed: the body hashes to %x.", got)
+			err = sigFail(s3err.XAmzContentSHA256Mismatch, "The provided 'x-amz-content-sha256' header does not match what was computed: the body hashes to %x.", got)
 		}
 	}
 	if err != nil {
@@ -964,11 +966,11 @@ func (c *sigChunkChain) trailer(canonical string) []byte {
 func sigDecodeChunked(r *http.Request, chain *sigChunkChain, trailer bool) error {
 	v := r.Header.Get("X-Amz-Decoded-Content-Length")
 	if v == "" {
-		return sigFail(ErrMissingContentLength, "An aws-chunked payload needs the x-amz-decoded-content-length header.")
+		return sigFail(s3err.MissingContentLength, "An aws-chunked payload needs the x-amz-decoded-content-length header.")
 	}
 	declared, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || declared < 0 {
-		return sigFail(ErrInvalidArgument, "x-amz-decoded-content-length %q is not a length.", v)
+		return sigFail(s3err.InvalidArgument, "x-amz-decoded-content-length %q is not a length.", v)
 	}
 	if r.Body == nil {
 		r.Body = http.NoBody
@@ -1087,15 +1089,15 @@ func (c *sigChunkedReader) Read(p []byte) (int, error) {
 func (c *sigChunkedReader) Close() error { return c.body.Close() }
 
 func (c *sigChunkedReader) truncated() error {
-	return sigFail(ErrIncompleteBody, "The aws-chunked body ends in chunk %d, after %d of its %d bytes.", c.chunks, c.total, c.declared)
+	return sigFail(s3err.IncompleteBody, "The aws-chunked body ends in chunk %d, after %d of its %d bytes.", c.chunks, c.total, c.declared)
 }
 
 func (c *sigChunkedReader) malformed(format string, args ...any) error {
-	return sigFail(ErrInvalidRequest, "The aws-chunked body is malformed: "+format+".", args...)
+	return sigFail(s3err.InvalidRequest, "The aws-chunked body is malformed: "+format+".", args...)
 }
 
 func (c *sigChunkedReader) badSignature(format string, args ...any) error {
-	return sigFail(ErrSignatureDoesNotMatch, "The aws-chunked body's signatures do not match: "+format+".", args...)
+	return sigFail(s3err.SignatureDoesNotMatch, "The aws-chunked body's signatures do not match: "+format+".", args...)
 }
 
 // readLine reads a line, without its \r\n (or \n); atEOF tells the body
@@ -1139,7 +1141,7 @@ func (c *sigChunkedReader) startChunk() error {
 		}
 	}
 	if int64(size) > c.declared-c.total {
-		return sigFail(ErrIncompleteBody, "The aws-chunked body is longer than its x-amz-decoded-content-length, %d.", c.declared)
+		return sigFail(s3err.IncompleteBody, "The aws-chunked body is longer than its x-amz-decoded-content-length, %d.", c.declared)
 	}
 	c.chunkHash.Reset()
 	if size == 0 {
@@ -1181,7 +1183,7 @@ func (c *sigChunkedReader) finish() error {
 		return err
 	}
 	if c.total != c.declared {
-		return sigFail(ErrIncompleteBody, "The aws-chunked body has %d bytes, its x-amz-decoded-content-length %d.", c.total, c.declared)
+		return sigFail(s3err.IncompleteBody, "The aws-chunked body has %d bytes, its x-amz-decoded-content-length %d.", c.total, c.declared)
 	}
 	trailers := map[string]string{}
 	var signature []byte
@@ -1244,11 +1246,11 @@ func (c *sigChunkedReader) finish() error {
 	for _, name := range c.announced {
 		value, ok := trailers[name]
 		if !ok {
-			return sigFail(ErrIncompleteBody, "The aws-chunked body lacks the trailing header %s that x-amz-trailer announces.", name)
+			return sigFail(s3err.IncompleteBody, "The aws-chunked body lacks the trailing header %s that x-amz-trailer announces.", name)
 		}
 		if h := c.checksums[name]; h != nil {
 			if got := base64.StdEncoding.EncodeToString(h.Sum(nil)); got != value {
-				return sigFail(ErrBadDigest, "The %s you specified did not match the calculated checksum.", strings.ToUpper(strings.TrimPrefix(name, "x-amz-checksum-")))
+				return sigFail(s3err.BadDigest, "The %s you specified did not match the calculated checksum.", strings.ToUpper(strings.TrimPrefix(name, "x-amz-checksum-")))
 			}
 		}
 	}

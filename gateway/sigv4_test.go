@@ -24,6 +24,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // The example credentials of the AWS documentation.
@@ -41,7 +42,7 @@ func testLookup(_ context.Context, accessKey string) (string, error) {
 	case "OTHERKEY":
 		return "other-secret", nil
 	}
-	return "", fmt.Errorf("test lookup of %q: %w", accessKey, ErrInvalidAccessKeyID)
+	return "", fmt.Errorf("test lookup of %q: %w", accessKey, s3err.InvalidAccessKeyID)
 }
 
 // errCode is the S3 error code of err, "" for nil.
@@ -49,7 +50,7 @@ func errCode(err error) string {
 	if err == nil {
 		return ""
 	}
-	var ae *APIError
+	var ae *s3err.Error
 	if errors.As(err, &ae) {
 		return ae.Code
 	}
@@ -404,7 +405,7 @@ func TestAuthSigV4AWSExamples(t *testing.T) {
 	}
 	// The presigned URL is valid for 86400 seconds.
 	r := httptest.NewRequest("GET", "http://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404", nil)
-	if _, err := Authenticate(context.Background(), r, testLookup, at.Add(86401*time.Second)); !errors.Is(err, ErrExpiredToken) {
+	if _, err := Authenticate(context.Background(), r, testLookup, at.Add(86401*time.Second)); !errors.Is(err, s3err.ExpiredToken) {
 		t.Errorf("expired presigned example: %v", err)
 	}
 }
@@ -754,11 +755,11 @@ func TestChunkAWSExample(t *testing.T) {
 			t.Errorf("%s: reading after the error succeeds", c.name)
 		}
 	}
-	if _, err := io.ReadAll(mustAuth(t, awsChunkRequest(corrupt(88+5, 'b')))); !errors.Is(err, ErrSignatureDoesNotMatch) {
-		t.Errorf("a bad chunk: %v is not ErrSignatureDoesNotMatch", err)
+	if _, err := io.ReadAll(mustAuth(t, awsChunkRequest(corrupt(88+5, 'b')))); !errors.Is(err, s3err.SignatureDoesNotMatch) {
+		t.Errorf("a bad chunk: %v is not s3err.SignatureDoesNotMatch", err)
 	}
-	if _, err := io.ReadAll(mustAuth(t, awsChunkRequest(body[:100]))); !errors.Is(err, ErrIncompleteBody) {
-		t.Errorf("a truncated body: %v is not ErrIncompleteBody", err)
+	if _, err := io.ReadAll(mustAuth(t, awsChunkRequest(body[:100]))); !errors.Is(err, s3err.IncompleteBody) {
+		t.Errorf("a truncated body: %v is not s3err.IncompleteBody", err)
 	}
 
 	// Only the last CRLF missing: every signature has been checked.
@@ -1070,7 +1071,7 @@ func TestChunkTrailerChecksums(t *testing.T) {
 			switch {
 			case good && (err != nil || string(got) != "123456789"):
 				t.Errorf("%s: %q, %v", name, got, err)
-			case !good && !errors.Is(err, ErrBadDigest):
+			case !good && !errors.Is(err, s3err.BadDigest):
 				t.Errorf("%s wrong: %v", name, err)
 			}
 		}
@@ -1173,7 +1174,7 @@ func TestAuthSigV2(t *testing.T) {
 	if err := query(presigned, time.Unix(1175139620, 0)); err != nil {
 		t.Errorf("query string example: %v", err)
 	}
-	if err := query(presigned, time.Unix(1175139621, 0)); !errors.Is(err, ErrExpiredToken) {
+	if err := query(presigned, time.Unix(1175139621, 0)); !errors.Is(err, s3err.ExpiredToken) {
 		t.Errorf("expired query string example: %v", err)
 	}
 	if err := query(strings.Replace(presigned, "1175139620", "1175139720", 1), time.Unix(1175139620, 0)); errCode(err) != "SignatureDoesNotMatch" {
@@ -1207,7 +1208,7 @@ func TestAuthAnonymous(t *testing.T) {
 	if _, err := Authenticate(context.Background(), r, testLookup, testT0); err != nil {
 		t.Errorf("anonymous PUT with a hash: %v", err)
 	}
-	if _, err := io.ReadAll(r.Body); !errors.Is(err, ErrXAmzContentSHA256Mismatch) {
+	if _, err := io.ReadAll(r.Body); !errors.Is(err, s3err.XAmzContentSHA256Mismatch) {
 		t.Errorf("anonymous PUT with a wrong hash: %v", err)
 	}
 	r = httptest.NewRequest("PUT", "http://gateway/bucket/key", strings.NewReader(body))

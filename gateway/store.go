@@ -19,6 +19,7 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -458,7 +459,7 @@ func (s *Store) RemoveUser(ctx context.Context, uid string) error {
 }
 
 // LookupKey returns the user id and secret of an access key, from a cache
-// at most cacheTTL old (ErrInvalidAccessKeyID if unknown).
+// at most cacheTTL old (s3err.InvalidAccessKeyID if unknown).
 func (s *Store) LookupKey(ctx context.Context, access string) (uid, secret string, err error) {
 	now := time.Now()
 	s.mu.Lock()
@@ -469,7 +470,7 @@ func (s *Store) LookupKey(ctx context.Context, access string) (uid, secret strin
 	}
 	b, err := s.meta.Read(ctx, keyPrefix+access, 0, 0)
 	if errors.Is(err, client.ErrNotFound) {
-		return "", "", ErrInvalidAccessKeyID
+		return "", "", s3err.InvalidAccessKeyID
 	}
 	if err != nil {
 		return "", "", err
@@ -531,10 +532,10 @@ func validBucketName(n string) bool {
 
 // CreateBucket creates a bucket owned by uid, with a placement target, the
 // location constraint it was asked for and an ACL (nil: the default).
-// ErrBucketAlreadyOwnedByYou / ErrBucketAlreadyExists if the name is taken.
+// s3err.BucketAlreadyOwnedByYou / s3err.BucketAlreadyExists if the name is taken.
 func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location string, acl ACL, ownership string) (*Bucket, error) {
 	if !validBucketName(name) {
-		return nil, ErrInvalidBucketName.with("bucket name %q is not valid", name)
+		return nil, s3err.InvalidBucketName.With("bucket name %q is not valid", name)
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
@@ -545,7 +546,7 @@ func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location
 	case PlacementIndexless:
 		b.Placement, b.Index = PlacementIndexless, nil
 	default:
-		return nil, ErrInvalidArgument.with("unknown placement target %q (default-placement or indexless)", placement)
+		return nil, s3err.InvalidArgument.With("unknown placement target %q (default-placement or indexless)", placement)
 	}
 	// index shards first: a crash leaves unreferenced shards, not a
 	// bucket without its index
@@ -562,9 +563,9 @@ func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location
 		s.removeShards(ctx, b)
 		old, gerr := s.GetBucket(ctx, name)
 		if gerr == nil && old.Owner == uid {
-			return nil, ErrBucketAlreadyOwnedByYou
+			return nil, s3err.BucketAlreadyOwnedByYou
 		}
-		return nil, ErrBucketAlreadyExists
+		return nil, s3err.BucketAlreadyExists
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", name, err)
@@ -584,11 +585,11 @@ func (s *Store) removeShards(ctx context.Context, b *Bucket) {
 	}
 }
 
-// GetBucket reads a bucket's entry point (ErrNoSuchBucket).
+// GetBucket reads a bucket's entry point (s3err.NoSuchBucket).
 func (s *Store) GetBucket(ctx context.Context, name string) (*Bucket, error) {
 	body, err := s.meta.Read(ctx, bucketObjP+name, 0, 0)
 	if errors.Is(err, client.ErrNotFound) {
-		return nil, ErrNoSuchBucket.with("bucket %q does not exist", name)
+		return nil, s3err.NoSuchBucket.With("bucket %q does not exist", name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", name, err)
@@ -682,7 +683,7 @@ func (s *Store) shardStats(ctx context.Context, oid string, st *BucketStats) err
 	return nil
 }
 
-// DeleteBucket removes an empty bucket (ErrBucketNotEmpty otherwise).
+// DeleteBucket removes an empty bucket (s3err.BucketNotEmpty otherwise).
 func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 	if b.Indexless() {
 		found := false
@@ -694,7 +695,7 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 			return err
 		}
 		if found {
-			return ErrBucketNotEmpty
+			return s3err.BucketNotEmpty
 		}
 	} else {
 		ents, _, err := s.listMerged(ctx, b, "", "", 1)
@@ -702,7 +703,7 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 			return err
 		}
 		if len(ents) > 0 {
-			return ErrBucketNotEmpty
+			return s3err.BucketNotEmpty
 		}
 	}
 	// uploads in progress do not keep a bucket (as S3): abort them

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // Object and bucket tags (the S3 API reference, "PutObjectTagging",
@@ -41,18 +43,18 @@ type tagging struct {
 func checkTags(tags []Tag, max int) error {
 	slices.SortStableFunc(tags, func(a, b Tag) int { return strings.Compare(a.Key, b.Key) })
 	if len(tags) > max {
-		return ErrInvalidTag.with("at most %d tags are allowed, got %d", max, len(tags))
+		return s3err.InvalidTag.With("at most %d tags are allowed, got %d", max, len(tags))
 	}
 	seen := map[string]bool{}
 	for _, t := range tags {
 		if n := utf8.RuneCountInString(t.Key); n < 1 || n > maxTagKey {
-			return ErrInvalidTag.with("a tag key must have 1 to %d characters, %q has %d", maxTagKey, t.Key, n)
+			return s3err.InvalidTag.With("a tag key must have 1 to %d characters, %q has %d", maxTagKey, t.Key, n)
 		}
 		if n := utf8.RuneCountInString(t.Value); n > maxTagValue {
-			return ErrInvalidTag.with("a tag value may have at most %d characters; the value of %q has %d", maxTagValue, t.Key, n)
+			return s3err.InvalidTag.With("a tag value may have at most %d characters; the value of %q has %d", maxTagValue, t.Key, n)
 		}
 		if seen[t.Key] {
-			return ErrInvalidTag.with("tag key %q appears twice", t.Key)
+			return s3err.InvalidTag.With("tag key %q appears twice", t.Key)
 		}
 		seen[t.Key] = true
 	}
@@ -77,7 +79,7 @@ func parseTagQuery(v string) ([]Tag, error) {
 		k, err1 := url.QueryUnescape(k)
 		val, err2 := url.QueryUnescape(val)
 		if err1 != nil || err2 != nil {
-			return nil, ErrInvalidArgument.with("x-amz-tagging must be URL-encoded key=value pairs joined by &")
+			return nil, s3err.InvalidArgument.With("x-amz-tagging must be URL-encoded key=value pairs joined by &")
 		}
 		tags = append(tags, Tag{Key: k, Value: val})
 	}

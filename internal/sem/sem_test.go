@@ -3,6 +3,7 @@ package sem_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,5 +39,33 @@ func TestWeighted(t *testing.T) {
 	s.Release(10, 3)
 	if err := s.Acquire(ctx, 3, 3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Parallel runs every index once, never more than limit at a time, and
+// a limit below one still runs them, one at a time.
+func TestParallel(t *testing.T) {
+	for _, limit := range []int{0, 1, 3} {
+		var mu sync.Mutex
+		running, most := 0, 0
+		ran := make([]int, 20)
+		sem.Parallel(len(ran), limit, func(i int) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			ran[i]++
+			mu.Lock()
+			running--
+			mu.Unlock()
+		})
+		for i, n := range ran {
+			if n != 1 {
+				t.Fatalf("limit %d: fn(%d) ran %d times", limit, i, n)
+			}
+		}
+		if most > max(1, limit) {
+			t.Fatalf("limit %d: %d ran at once", limit, most)
+		}
 	}
 }
