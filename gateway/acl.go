@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
@@ -26,62 +25,6 @@ import (
 // lock itself out. Grantees are users (by ID, or by e-mail address at
 // grant time) and the groups AllUsers (anonymous requests included) and
 // AuthenticatedUsers.
-
-// Permissions.
-const (
-	PermRead        = "READ"
-	PermWrite       = "WRITE"
-	PermReadACP     = "READ_ACP"
-	PermWriteACP    = "WRITE_ACP"
-	PermFullControl = "FULL_CONTROL"
-)
-
-// Grantee groups.
-const (
-	GroupAllUsers      = "http://acs.amazonaws.com/groups/global/AllUsers"
-	GroupAuthenticated = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
-	GroupLogDelivery   = "http://acs.amazonaws.com/groups/s3/LogDelivery"
-)
-
-// Grant gives a grantee — a user (ID) or a group (URI) — a permission.
-type Grant struct {
-	ID    string `json:"id,omitempty"`
-	Email string `json:"email,omitempty"` // the address the grant named (resolved to ID)
-	URI   string `json:"uri,omitempty"`
-	Perm  string `json:"perm"`
-}
-
-// ACL is a bucket's or object's list of grants.
-type ACL []Grant
-
-// allows reports whether uid ("" for an anonymous request) holds perm
-// under the grants of a resource owned by owner.
-func (a ACL) allows(owner, uid, perm string) bool {
-	if uid != "" && uid == owner {
-		return true
-	}
-	for _, g := range a {
-		if g.Perm != perm && g.Perm != PermFullControl {
-			continue
-		}
-		switch {
-		case g.URI == GroupAllUsers,
-			g.URI == GroupAuthenticated && uid != "",
-			g.ID != "" && g.ID == uid:
-			return true
-		}
-	}
-	return false
-}
-
-// withOwner is the ACL as shown: the default (nil) is the owner's
-// FULL_CONTROL.
-func (a ACL) withOwner(owner string) ACL {
-	if a == nil {
-		return ACL{{ID: owner, Perm: PermFullControl}}
-	}
-	return a
-}
 
 // cannedACL is the ACL a canned name (x-amz-acl) stands for, on a
 // resource owned by owner in a bucket owned by bucketOwner.
@@ -123,7 +66,7 @@ var grantHeaders = []struct{ header, perm string }{
 // bucket b (nil: the bucket being created, owned by owner). Both kinds at
 // once are refused, as S3 does, and so is a public ACL in a bucket that
 // blocks them (AccessDenied).
-func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *Bucket) (ACL, error) {
+func (srv *Server) requestACL(ctx context.Context, h http.Header, owner string, b *Bucket) (ACL, error) {
 	bucketOwner := owner
 	if b != nil {
 		bucketOwner = b.Owner
@@ -149,7 +92,7 @@ func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *
 				default:
 					return nil, s3err.InvalidArgument.With("%s: unknown grantee type %q", gh.header, kind)
 				}
-				if err := s.checkGrantee(ctx, &g); err != nil {
+				if err := srv.checkGrantee(ctx, &g); err != nil {
 					return nil, err
 				}
 				grants = append(grants, g)
@@ -164,27 +107,27 @@ func (s *Store) requestACL(ctx context.Context, h http.Header, owner string, b *
 		if err != nil {
 			return nil, err
 		}
-		return a, b.checkPublicACL(a)
+		return a, b.CheckPublicACL(a)
 	}
-	return grants, b.checkPublicACL(grants)
+	return grants, b.CheckPublicACL(grants)
 }
 
 // checkGrantee makes a grant's user exist (resolving an e-mail address
 // to its user) and its group a known one.
-func (s *Store) checkGrantee(ctx context.Context, g *Grant) error {
+func (srv *Server) checkGrantee(ctx context.Context, g *Grant) error {
 	switch {
 	case g.URI != "":
 		if g.URI != GroupAllUsers && g.URI != GroupAuthenticated && g.URI != GroupLogDelivery {
 			return s3err.InvalidArgument.With("unknown grantee group %q", g.URI)
 		}
 	case g.Email != "":
-		uid, err := s.userByEmail(ctx, g.Email)
+		uid, err := srv.s.UserByEmail(ctx, g.Email)
 		if err != nil {
 			return err
 		}
 		g.ID = uid
 	case g.ID != "":
-		if _, err := s.GetUser(ctx, g.ID); errors.Is(err, ErrNoSuchUser) {
+		if _, err := srv.s.GetUser(ctx, g.ID); errors.Is(err, ErrNoSuchUser) {
 			return s3err.InvalidArgument.With("grantee %q is not a user", g.ID)
 		} else if err != nil {
 			return err
@@ -199,53 +142,13 @@ func (s *Store) checkGrantee(ctx context.Context, g *Grant) error {
 	return s3err.MalformedACL.With("unknown permission %q", g.Perm)
 }
 
-// userByEmail finds the user with an e-mail address (UnresolvableGrantByEmailAddress).
-func (s *Store) userByEmail(ctx context.Context, email string) (string, error) {
-	uids, err := s.ListUsers(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, uid := range uids {
-		if u, err := s.GetUser(ctx, uid); err == nil && strings.EqualFold(u.Email, email) {
-			return uid, nil
-		}
-	}
-	return "", s3err.UnresolvableGrantByEmail.With("no user has the address %q", email)
-}
-
-// displayName is a user's display name (its ID if unknown), cached.
-func (s *Store) displayName(ctx context.Context, uid string) string {
-	if uid == "" {
-		return ""
-	}
-	s.mu.Lock()
-	c, ok := s.names[uid]
-	s.mu.Unlock()
-	if ok && time.Since(c.when) < cacheTTL {
-		return c.name
-	}
-	name := uid
-	if u, err := s.GetUser(ctx, uid); err == nil {
-		name = u.DisplayName
-	}
-	s.mu.Lock()
-	s.names[uid] = cachedName{name: name, when: time.Now()}
-	s.mu.Unlock()
-	return name
-}
-
-type cachedName struct {
-	name string
-	when time.Time
-}
-
 // policyXML is an ACL as S3's AccessControlPolicy document.
-func (s *Store) policyXML(ctx context.Context, ownerID string, a ACL) accessControlPolicy {
-	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: ownerID, DisplayName: s.displayName(ctx, ownerID)}}
+func (srv *Server) policyXML(ctx context.Context, ownerID string, a ACL) accessControlPolicy {
+	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: ownerID, DisplayName: srv.s.DisplayName(ctx, ownerID)}}
 	// group grants first, then users (an e-mail grant as the user it
 	// resolved to), each in the order given — as RGW answers
 	var groups, users []grant
-	for _, g := range a.withOwner(ownerID) {
+	for _, g := range a.WithOwner(ownerID) {
 		var x grant
 		x.Grantee.XMLNS = "http://www.w3.org/2001/XMLSchema-instance"
 		x.Permission = g.Perm
@@ -254,7 +157,7 @@ func (s *Store) policyXML(ctx context.Context, ownerID string, a ACL) accessCont
 			groups = append(groups, x)
 			continue
 		}
-		x.Grantee.Type, x.Grantee.ID, x.Grantee.DisplayName = "CanonicalUser", g.ID, s.displayName(ctx, g.ID)
+		x.Grantee.Type, x.Grantee.ID, x.Grantee.DisplayName = "CanonicalUser", g.ID, srv.s.DisplayName(ctx, g.ID)
 		users = append(users, x)
 	}
 	p.Grants = append(groups, users...)
@@ -263,7 +166,7 @@ func (s *Store) policyXML(ctx context.Context, ownerID string, a ACL) accessCont
 
 // parsePolicy reads an AccessControlPolicy document (PUT ?acl) into
 // grants, for a resource owned by ownerID.
-func (s *Store) parsePolicy(ctx context.Context, body []byte, ownerID string) (ACL, error) {
+func (srv *Server) parsePolicy(ctx context.Context, body []byte, ownerID string) (ACL, error) {
 	var p accessControlPolicyIn
 	if err := xml.Unmarshal(body, &p); err != nil {
 		return nil, s3err.MalformedACL.With("%v", err)
@@ -284,7 +187,7 @@ func (s *Store) parsePolicy(ctx context.Context, body []byte, ownerID string) (A
 		default:
 			return nil, s3err.MalformedACL.With("unknown grantee type %q", x.Grantee.Type)
 		}
-		if err := s.checkGrantee(ctx, &g); err != nil {
+		if err := srv.checkGrantee(ctx, &g); err != nil {
 			return nil, err
 		}
 		a = append(a, g)
@@ -317,8 +220,8 @@ func readXMLBody(r *http.Request, v any) error {
 // aclFromRequest is the ACL a PUT ?acl asks for: from its headers, or
 // else from its AccessControlPolicy body; for a resource owned by ownerID
 // in bucket b, whose public access block it obeys.
-func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID string, b *Bucket) (ACL, error) {
-	a, err := s.requestACL(ctx, r.Header, ownerID, b)
+func (srv *Server) aclFromRequest(ctx context.Context, r *http.Request, ownerID string, b *Bucket) (ACL, error) {
+	a, err := srv.requestACL(ctx, r.Header, ownerID, b)
 	if err != nil || a != nil {
 		return a, err
 	}
@@ -329,10 +232,10 @@ func (s *Store) aclFromRequest(ctx context.Context, r *http.Request, ownerID str
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, s3err.MalformedACL.With("PUT ?acl needs x-amz-acl, x-amz-grant-* headers or an AccessControlPolicy body")
 	}
-	if a, err = s.parsePolicy(ctx, body, ownerID); err != nil {
+	if a, err = srv.parsePolicy(ctx, body, ownerID); err != nil {
 		return nil, err
 	}
-	return a, b.checkPublicACL(a)
+	return a, b.CheckPublicACL(a)
 }
 
 // errDenied is AccessDenied for a missing permission.

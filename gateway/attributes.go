@@ -86,19 +86,19 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 	if want["ETag"] {
 		res.ETag = strings.Trim(o.ETag(), `"`)
 	}
-	if c := o.info.Checksum; want["Checksum"] && c != nil {
-		x := c.xml()
+	if c := o.Info.Checksum; want["Checksum"] && c != nil {
+		x := checksumXMLOf(c)
 		res.Checksum = &x
 	}
 	if want["StorageClass"] {
-		res.StorageClass = listedClass(o.info.Class)
+		res.StorageClass = listedClass(o.Info.Class)
 	}
 	if want["ObjectSize"] {
 		size := o.Size()
 		res.ObjectSize = &size
 	}
-	if want["ObjectParts"] && o.info.Parts > 0 && o.info.Parts == len(o.info.Segments) {
-		res.ObjectParts = o.info.partsPage(marker, maxParts)
+	if want["ObjectParts"] && o.Info.Parts > 0 && o.Info.Parts == len(o.Info.Segments) {
+		res.ObjectParts = partsPage(o.Info, marker, maxParts)
 	}
 	rq.w.Header().Set("Last-Modified", o.Mtime().UTC().Format(http.TimeFormat))
 	return writeXML(rq, http.StatusOK, res)
@@ -106,7 +106,7 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 
 // partsPage lists up to max of a multipart object's parts after part
 // number marker.
-func (h *headInfo) partsPage(marker, max int) *objectParts {
+func partsPage(h *HeadInfo, marker, max int) *objectParts {
 	p := &objectParts{TotalPartsCount: h.Parts, PartNumberMarker: marker, MaxParts: max}
 	for num := marker + 1; num <= len(h.Segments); num++ {
 		if len(p.Parts) == max {
@@ -115,7 +115,7 @@ func (h *headInfo) partsPage(marker, max int) *objectParts {
 		}
 		part := objectPart{PartNumber: num, Size: h.Segments[num-1].Size}
 		if c, v := h.Checksum, h.Segments[num-1].Checksum; c != nil && v != "" {
-			part.checksumXML = (&Checksum{Alg: c.Alg, Value: v}).xml()
+			part.checksumXML = checksumXMLOf(&Checksum{Alg: c.Alg, Value: v})
 		}
 		p.Parts = append(p.Parts, part)
 		p.NextPartNumberMarker = num

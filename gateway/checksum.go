@@ -1,19 +1,10 @@
 package gateway
 
 import (
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"hash"
-	"hash/crc32"
-	"hash/crc64"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/shoal-project/shoal/gateway/s3err"
-	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // Additional checksums (the S3 user guide, "Checking object integrity in
@@ -38,77 +29,27 @@ import (
 // is not the object's checksum is BadDigest. An object whose parts were
 // copied (UploadPartCopy keeps no checksum) gets none.
 
-// checksumAlg is one of S3's checksum algorithms.
-type checksumAlg struct {
-	name  string // as S3 spells it: CRC32, CRC32C, CRC64NVME, SHA1, SHA256
-	new   func() hash.Hash
-	poly  uint64 // CRCs: the reflected polynomial (full-object combining); 0 for digests
-	width uint   // CRCs: bits
-}
-
-// header is the algorithm's value header, e.g. x-amz-checksum-crc32c.
-func (a *checksumAlg) header() string { return "x-amz-checksum-" + strings.ToLower(a.name) }
-
-// checksumAlgs by name; the CRCs' polynomials are in hash/crc32 and
-// crc64NVME's form.
-var checksumAlgs = map[string]*checksumAlg{
-	"CRC32":     {name: "CRC32", new: func() hash.Hash { return crc32.NewIEEE() }, poly: crc32.IEEE, width: 32},
-	"CRC32C":    {name: "CRC32C", new: func() hash.Hash { return crc32c.New() }, poly: crc32.Castagnoli, width: 32},
-	"CRC64NVME": {name: "CRC64NVME", new: func() hash.Hash { return crc64.New(crc64NVMETable) }, poly: crc64NVME, width: 64},
-	"SHA1":      {name: "SHA1", new: sha1.New},
-	"SHA256":    {name: "SHA256", new: sha256.New},
-}
-
-// crc64NVME is CRC-64/NVME's polynomial, reflected (initial value and
-// final xor all ones, as hash/crc64 computes with its table).
-const crc64NVME = 0x9a6c9329ac4bc9b5
-
-var crc64NVMETable = crc64.MakeTable(crc64NVME)
-
-// checksumAlgNamed is the algorithm S3 calls name (any case);
-// InvalidRequest if there is none.
-func checksumAlgNamed(name string) (*checksumAlg, error) {
-	if a := checksumAlgs[strings.ToUpper(name)]; a != nil {
-		return a, nil
-	}
-	return nil, s3err.InvalidRequest.With("Checksum algorithm %q is not supported (CRC32, CRC32C, CRC64NVME, SHA1 or SHA256).", name)
-}
-
 // checksumAlgOfHeader is the algorithm whose value header (or trailer)
 // is name, e.g. x-amz-checksum-crc32c (lower case); nil if none.
-func checksumAlgOfHeader(name string) *checksumAlg {
+func checksumAlgOfHeader(name string) *ChecksumAlg {
 	alg, ok := strings.CutPrefix(name, "x-amz-checksum-")
 	if !ok || alg != strings.ToLower(alg) {
 		return nil
 	}
-	return checksumAlgs[strings.ToUpper(alg)]
-}
-
-// Checksum types: of the whole object's bytes, or of a multipart
-// object's parts' checksums.
-const (
-	checksumFullObject = "FULL_OBJECT"
-	checksumComposite  = "COMPOSITE"
-)
-
-// Checksum is an object's or a part's additional checksum.
-type Checksum struct {
-	Alg   string `json:"alg"`  // a checksumAlgs name
-	Type  string `json:"type"` // checksumFullObject or checksumComposite
-	Value string `json:"v"`    // base64 of the big-endian digest; a composite one ends in "-N"
+	return ChecksumAlgs[strings.ToUpper(alg)]
 }
 
 // setHeaders answers c in x-amz-checksum-<alg> and x-amz-checksum-type.
-func (c *Checksum) setHeaders(h http.Header) {
+func setChecksumHeaders(c *Checksum, h http.Header) {
 	if c == nil {
 		return
 	}
-	h.Set(checksumAlgs[c.Alg].header(), c.Value)
+	h.Set(ChecksumAlgs[c.Alg].Header(), c.Value)
 	h.Set("x-amz-checksum-type", c.Type)
 }
 
 // xml is c as the Checksum* elements of S3's documents.
-func (c *Checksum) xml() checksumXML {
+func checksumXMLOf(c *Checksum) checksumXML {
 	var x checksumXML
 	if c == nil {
 		return x
@@ -139,21 +80,12 @@ func (x *checksumXML) field(alg string) *string {
 // values are the checksums the document gives, by algorithm.
 func (x checksumXML) values() map[string]string {
 	out := map[string]string{}
-	for alg := range checksumAlgs {
+	for alg := range ChecksumAlgs {
 		if v := *x.field(alg); v != "" {
 			out[alg] = v
 		}
 	}
 	return out
-}
-
-// ChecksumReq is the checksum an upload's request asks for.
-type ChecksumReq struct {
-	alg  *checksumAlg
-	want string // the value its header gave ("": none)
-	// trailer, when the value comes in the aws-chunked trailer, reads it
-	// once the body has ended (sigv4.go has checked it: no hash here)
-	trailer func() string
 }
 
 // checksumRequest reads the checksum r's upload names (nil: none).
@@ -164,7 +96,7 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 		return nil, s3err.InvalidRequest.With("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 	}
 	for name, v := range values {
-		req = &ChecksumReq{alg: checksumAlgs[name], want: v}
+		req = &ChecksumReq{Alg: ChecksumAlgs[name], Want: v}
 	}
 	for _, v := range r.Header.Values("X-Amz-Trailer") {
 		for name := range strings.SplitSeq(v, ",") {
@@ -185,7 +117,7 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 				return nil, s3err.InvalidRequest.With("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 			}
 			key := http.CanonicalHeaderKey(name)
-			req = &ChecksumReq{alg: a, trailer: func() string { return r.Trailer.Get(key) }}
+			req = &ChecksumReq{Alg: a, Trailer: func() string { return r.Trailer.Get(key) }}
 		}
 	}
 	named := r.Header.Get("x-amz-sdk-checksum-algorithm")
@@ -193,14 +125,14 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 		named = r.Header.Get("x-amz-checksum-algorithm")
 	}
 	if named != "" {
-		a, err := checksumAlgNamed(named)
+		a, err := ChecksumAlgNamed(named)
 		switch {
 		case err != nil:
 			return nil, err
 		case req == nil:
-			req = &ChecksumReq{alg: a}
-		case req.alg != a:
-			return nil, s3err.InvalidRequest.With("The algorithm %s does not match the checksum header %s.", named, req.alg.header())
+			req = &ChecksumReq{Alg: a}
+		case req.Alg != a:
+			return nil, s3err.InvalidRequest.With("The algorithm %s does not match the checksum header %s.", named, req.Alg.Header())
 		}
 	}
 	return req, nil
@@ -210,42 +142,12 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 // algorithm.
 func checksumHeaders(h http.Header) map[string]string {
 	out := map[string]string{}
-	for name, a := range checksumAlgs {
-		if v := h.Get(a.header()); v != "" {
+	for name, a := range ChecksumAlgs {
+		if v := h.Get(a.Header()); v != "" {
 			out[name] = v
 		}
 	}
 	return out
-}
-
-// hash is the hash receive feeds the body to (nil: the value comes in
-// the trailer, already checked).
-func (c *ChecksumReq) hash() hash.Hash {
-	if c == nil || c.trailer != nil {
-		return nil
-	}
-	return c.alg.new()
-}
-
-// result checks the body's digest h (nil for a trailer's value) against
-// the value the request gave and returns the body's checksum; BadDigest
-// if they differ.
-func (c *ChecksumReq) result(h hash.Hash) (*Checksum, error) {
-	if c == nil {
-		return nil, nil
-	}
-	sum := &Checksum{Alg: c.alg.name, Type: checksumFullObject}
-	if h == nil {
-		if sum.Value = c.trailer(); sum.Value == "" { // sigv4.go fails a body without it: a safeguard
-			return nil, s3err.IncompleteBody.With("The aws-chunked body lacks the trailing %s.", c.alg.header())
-		}
-	} else {
-		sum.Value = base64.StdEncoding.EncodeToString(h.Sum(nil))
-	}
-	if c.want != "" && c.want != sum.Value {
-		return nil, s3err.BadDigest.With("The %s you specified did not match the calculated checksum.", c.alg.header())
-	}
-	return sum, nil
 }
 
 // uploadChecksum validates CreateMultipartUpload's x-amz-checksum-algorithm
@@ -260,87 +162,18 @@ func uploadChecksum(h http.Header) (alg, typ string, err error) {
 		}
 		return "", "", nil
 	}
-	a, err := checksumAlgNamed(name)
+	a, err := ChecksumAlgNamed(name)
 	if err != nil {
 		return "", "", err
 	}
 	if typ == "" {
-		typ = checksumComposite
+		typ = ChecksumComposite
 		if name == "CRC64NVME" {
-			typ = checksumFullObject
+			typ = ChecksumFullObject
 		}
 	}
-	if (typ != checksumComposite && typ != checksumFullObject) || (typ == checksumFullObject && a.poly == 0) || (typ == checksumComposite && name == "CRC64NVME") {
+	if (typ != ChecksumComposite && typ != ChecksumFullObject) || (typ == ChecksumFullObject && a.Poly == 0) || (typ == ChecksumComposite && name == "CRC64NVME") {
 		return "", "", s3err.InvalidRequest.With("The %s checksum type is not supported with %s.", typ, name)
 	}
 	return name, typ, nil
-}
-
-// multipartChecksum is a completed upload's checksum of type typ from its
-// parts' checksums (base64) and sizes; nil if a part has none.
-func multipartChecksum(alg, typ string, sums []string, sizes []int64) *Checksum {
-	a := checksumAlgs[alg]
-	if a == nil {
-		return nil
-	}
-	h := a.new()
-	var crc uint64
-	for i, s := range sums {
-		d, err := base64.StdEncoding.DecodeString(s)
-		if s == "" || err != nil {
-			return nil
-		}
-		if typ == checksumComposite {
-			h.Write(d)
-			continue
-		}
-		var part uint64
-		for _, b := range d {
-			part = part<<8 | uint64(b)
-		}
-		if i == 0 {
-			crc = part
-		} else {
-			crc = crcCombine(a.poly, a.width, crc, part, sizes[i])
-		}
-	}
-	if typ == checksumComposite {
-		return &Checksum{Alg: alg, Type: typ, Value: base64.StdEncoding.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(sums))}
-	}
-	d := binary.BigEndian.AppendUint64(nil, crc)[8-a.width/8:]
-	return &Checksum{Alg: alg, Type: typ, Value: base64.StdEncoding.EncodeToString(d)}
-}
-
-// crcCombine is the CRC of A followed by B from crcA, crcB and len(B),
-// for a reflected CRC of width bits (32 or 64) with polynomial poly
-// (reflected), initial value and final xor all ones: zlib's
-// crc32_combine method (Mark Adler), generalised to 64 bits —
-// crc(AB) = crcA·x^(8·lenB) mod P ⊕ crcB.
-func crcCombine(poly uint64, width uint, crcA, crcB uint64, lenB int64) uint64 {
-	top := uint64(1) << (width - 1) // x^0 in the reflected representation
-	mult := func(a, b uint64) uint64 {
-		var p uint64
-		for m := top; m != 0; m >>= 1 {
-			if a&m != 0 {
-				p ^= b
-			}
-			if b&1 != 0 {
-				b = b>>1 ^ poly
-			} else {
-				b >>= 1
-			}
-		}
-		return p
-	}
-	op, sq := top, top>>1 // x^0; x^(2^k), from x^1
-	for k := 0; k < 3; k++ {
-		sq = mult(sq, sq) // x^8 = x^(2^3): one byte
-	}
-	for n := lenB; n != 0; n >>= 1 {
-		if n&1 != 0 {
-			op = mult(sq, op)
-		}
-		sq = mult(sq, sq)
-	}
-	return mult(op, crcA) ^ crcB
 }

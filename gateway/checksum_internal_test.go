@@ -49,8 +49,8 @@ func TestMultipartChecksum(t *testing.T) {
 			for _, p := range parts {
 				sums = append(sums, b64(f(p)))
 			}
-			got := multipartChecksum(alg, checksumFullObject, sums, sizes)
-			if want := b64(f(whole)); got == nil || got.Value != want || got.Type != checksumFullObject {
+			got := multipartChecksum(alg, ChecksumFullObject, sums, sizes)
+			if want := b64(f(whole)); got == nil || got.Value != want || got.Type != ChecksumFullObject {
 				t.Fatalf("%s of parts %v: %+v, want %s", alg, sizes, got, want)
 			}
 		}
@@ -61,12 +61,12 @@ func TestMultipartChecksum(t *testing.T) {
 				d := f(p)
 				sums, cat = append(sums, b64(d)), append(cat, d...)
 			}
-			got := multipartChecksum(alg, checksumComposite, sums, sizes)
+			got := multipartChecksum(alg, ChecksumComposite, sums, sizes)
 			if want := b64(f(cat)) + "-" + strconv.Itoa(len(parts)); got == nil || got.Value != want {
 				t.Fatalf("composite %s of parts %v: %+v, want %s", alg, sizes, got, want)
 			}
 			sums[len(sums)-1] = ""
-			if got := multipartChecksum(alg, checksumComposite, sums, sizes); got != nil {
+			if got := multipartChecksum(alg, ChecksumComposite, sums, sizes); got != nil {
 				t.Fatalf("composite %s with a part lacking its checksum: %+v, want none", alg, got)
 			}
 		}

@@ -22,18 +22,6 @@ import (
 // origin, method and every requested header, 403 otherwise, 400 without
 // Origin or Access-Control-Request-Method.
 
-// CORSRule is one rule of a bucket's CORS configuration. AllowedOrigin
-// and AllowedHeader entries may hold one '*' wildcard; origins match
-// case-sensitively, headers case-insensitively.
-type CORSRule struct {
-	ID             string   `json:"id,omitempty" xml:"ID,omitempty"`
-	AllowedMethods []string `json:"methods" xml:"AllowedMethod"`
-	AllowedOrigins []string `json:"origins" xml:"AllowedOrigin"`
-	AllowedHeaders []string `json:"headers,omitempty" xml:"AllowedHeader,omitempty"`
-	ExposeHeaders  []string `json:"expose,omitempty" xml:"ExposeHeader,omitempty"`
-	MaxAgeSeconds  *int     `json:"max_age,omitempty" xml:"MaxAgeSeconds,omitempty"`
-}
-
 type corsConfiguration struct {
 	XMLName xml.Name   `xml:"CORSConfiguration"`
 	Xmlns   string     `xml:"xmlns,attr,omitempty"`
@@ -92,30 +80,6 @@ func corsRule(rules []CORSRule, origin string) *CORSRule {
 	return nil
 }
 
-func (c *CORSRule) allowsMethod(m string) bool { return slices.Contains(c.AllowedMethods, m) }
-
-// allowsHeaders reports whether every header of the comma-separated list
-// matches one of the rule's AllowedHeader entries.
-func (c *CORSRule) allowsHeaders(list string) bool {
-	for _, h := range strings.Split(list, ",") {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" {
-			continue
-		}
-		ok := false
-		for _, ah := range c.AllowedHeaders {
-			if globMatch(strings.ToLower(ah), h, false) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // setCORSHeaders writes rule's answer to origin for method: the allowed
 // origin ("*" for a rule open to every origin), the method, the requested
 // headers, the exposed headers and the max age.
@@ -147,7 +111,7 @@ func (srv *Server) corsHeaders(rq *request) {
 	if origin == "" || rq.bucket == "" {
 		return
 	}
-	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil || len(b.CORS) == 0 {
 		return
 	}
@@ -159,7 +123,7 @@ func (srv *Server) corsHeaders(rq *request) {
 	if method == "" {
 		method = rq.r.Method
 	}
-	if !rule.allowsMethod(method) {
+	if !corsAllowsMethod(rule, method) {
 		return
 	}
 	setCORSHeaders(rq.w.Header(), rule, origin, method, rq.r.Header.Get("Access-Control-Request-Headers"))
@@ -175,13 +139,13 @@ func (srv *Server) preflight(rq *request) error {
 	if rq.bucket == "" {
 		return s3err.InvalidRequest.With("a CORS preflight names a bucket")
 	}
-	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
 		return err
 	}
 	reqHeaders := rq.r.Header.Get("Access-Control-Request-Headers")
 	rule := corsRule(b.CORS, origin)
-	if rule == nil || !rule.allowsMethod(method) || !rule.allowsHeaders(reqHeaders) {
+	if rule == nil || !corsAllowsMethod(rule, method) || !corsAllowsHeaders(rule, reqHeaders) {
 		return s3err.CORSForbidden
 	}
 	setCORSHeaders(rq.w.Header(), rule, origin, method, reqHeaders)
@@ -220,4 +184,28 @@ func (srv *Server) bucketCORS(rq *request) error {
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.CORS = nil })
 	}
 	return s3err.MethodNotAllowed
+}
+
+func corsAllowsMethod(c *CORSRule, m string) bool { return slices.Contains(c.AllowedMethods, m) }
+
+// corsAllowsHeaders reports whether every header of the comma-separated list
+// matches one of the rule's AllowedHeader entries.
+func corsAllowsHeaders(c *CORSRule, list string) bool {
+	for _, h := range strings.Split(list, ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		ok := false
+		for _, ah := range c.AllowedHeaders {
+			if globMatch(strings.ToLower(ah), h, false) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

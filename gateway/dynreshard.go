@@ -135,7 +135,7 @@ type objLock struct {
 // dies leaves the lock to expire; one that works longer renews it.
 func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (*objLock, error) {
 	host, _ := os.Hostname()
-	l := &objLock{s: s, oid: oid, owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newTag()), ttl: ttl}
+	l := &objLock{s: s, oid: oid, owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), NewTag()), ttl: ttl}
 	rep, err := s.log.Operate(ctx, oid, []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: l.record()}})
 	if err == nil {
 		l.ver = rep.Ver

@@ -35,14 +35,14 @@ type GCEntry struct {
 
 // OIDs lists the entry's tail objects.
 func (e *GCEntry) OIDs() []string {
-	h := headInfo{StripeSize: e.StripeSize, Segments: e.Segments}
+	h := HeadInfo{StripeSize: e.StripeSize, Segments: e.Segments}
 	return h.tailOIDs()
 }
 
 func gcOID(i int) string { return "gc." + strconv.Itoa(i) }
 
 // gcEnqueue queues a version's tails, due after rgw_gc_obj_min_wait.
-func (s *Store) gcEnqueue(ctx context.Context, h *headInfo) {
+func (s *Store) gcEnqueue(ctx context.Context, h *HeadInfo) {
 	s.gcAdd(ctx, &GCEntry{Tag: h.Tag, StripeSize: h.StripeSize, Segments: h.Segments})
 }
 
@@ -102,7 +102,7 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 	removed := 0
 	for _, e := range es {
 		if e.Head != "" {
-			h, _, _, _, err := s.headAt(ctx, e.Head, false)
+			h, _, _, _, err := s.HeadAt(ctx, e.Head, false)
 			if err != nil && !errors.Is(err, s3err.NoSuchKey) {
 				// unknown whether the tails are in use: keep them
 				return removed, fmt.Errorf("gc: %w", err)

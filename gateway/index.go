@@ -25,7 +25,7 @@ import (
 // It returns the last shard's answer.
 func (s *Store) indexCall(ctx context.Context, b *Bucket, key string, u indexUpdate) (*indexUpdate, error) {
 	for attempt := 0; ; attempt++ {
-		cur, err := s.lookupBucket(ctx, b.Name)
+		cur, err := s.LookupBucket(ctx, b.Name)
 		if err != nil || cur.ID != b.ID {
 			return nil, s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
@@ -48,7 +48,7 @@ func (s *Store) indexCall(ctx context.Context, b *Bucket, key string, u indexUpd
 		if !missing {
 			return last, nil
 		}
-		s.forgetBucket(b.Name)
+		s.ForgetBucket(b.Name)
 		if attempt > 0 {
 			return nil, s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
@@ -558,16 +558,16 @@ func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix boo
 }
 
 // readHead reads key's head metadata and version (s3err.NoSuchKey).
-func (s *Store) readHead(ctx context.Context, b *Bucket, key string) (*headInfo, uint64, error) {
-	h, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
+func (s *Store) readHead(ctx context.Context, b *Bucket, key string) (*HeadInfo, uint64, error) {
+	h, _, ver, _, err := s.HeadAt(ctx, HeadOID(b.ID, key), false)
 	return h, ver, err
 }
 
-// headAt reads the head object oid: its metadata, version and, if
+// HeadAt reads the head object oid: its metadata, version and, if
 // withData, its data, in one request. s3err.NoSuchKey if it does not exist.
 // The data aliases the reply's buffer until release is called (nil
 // without data).
-func (s *Store) headAt(ctx context.Context, oid string, withData bool) (h *headInfo, data []byte, ver uint64, release func(), err error) {
+func (s *Store) HeadAt(ctx context.Context, oid string, withData bool) (h *HeadInfo, data []byte, ver uint64, release func(), err error) {
 	ops := []osdop.Op{{Code: osdop.GetXattr, Name: headAttr}}
 	if withData {
 		ops = append(ops, osdop.Op{Code: osdop.Read})
@@ -579,7 +579,7 @@ func (s *Store) headAt(ctx context.Context, oid string, withData bool) (h *headI
 	if err != nil {
 		return nil, nil, 0, nil, fmt.Errorf("head %s: %w", oid, err)
 	}
-	h = &headInfo{}
+	h = &HeadInfo{}
 	if err := json.Unmarshal(rep.Results[0].Data, h); err != nil {
 		rel()
 		return nil, nil, 0, nil, fmt.Errorf("head %s: metadata: %w", oid, err)
@@ -591,7 +591,7 @@ func (s *Store) headAt(ctx context.Context, oid string, withData bool) (h *headI
 	return h, rep.Results[1].Data, rep.Ver, rel, nil
 }
 
-func (h *headInfo) entry() *rgw.Entry {
+func (h *HeadInfo) entry() *rgw.Entry {
 	return &rgw.Entry{Size: h.Size, Mtime: h.Mtime, ETag: h.ETag, Owner: h.Owner, StorageClass: h.Class, ContentType: h.Headers["Content-Type"]}
 }
 
@@ -625,5 +625,5 @@ func (s *Store) dropEntry(ctx context.Context, b *Bucket, key string) error {
 	if err := json.Unmarshal(kvs[0].Value, &e); err != nil {
 		return err
 	}
-	return s.complete(ctx, b, key, newTag(), e.Ver+1, nil)
+	return s.complete(ctx, b, key, NewTag(), e.Ver+1, nil)
 }

@@ -175,3 +175,10 @@ func (b *indexBatcher) call(oid string, q []*indexUpdate) {
 		close(u.done)
 	}
 }
+
+// IndexCounters reports the bucket index calls sent (rgw.batch; each
+// carries one or more updates), the updates they carried, and the index
+// completions sent after their requests were answered, not yet applied.
+func (s *Store) IndexCounters() (calls, updates int64, completionsInFlight int) {
+	return s.batch.calls.Load(), s.batch.updates.Load(), len(s.asyncSlots)
+}

@@ -27,11 +27,11 @@ func (g segment) stripes(stripe int64) int {
 
 func (g segment) oid(i int) string { return g.Prefix + "_" + strconv.Itoa(g.First+i) }
 
-// headInfo is an S3 object's metadata and manifest, kept in the head
+// HeadInfo is an S3 object's metadata and manifest, kept in the head
 // object's headAttr. Bytes [0, HeadSize) are the head object's data; the
 // rest follow in Segments, in order (one for a simple upload, one per
 // part for a multipart upload).
-type headInfo struct {
+type HeadInfo struct {
 	Tag        string            `json:"tag"` // the write that made this version (names its tails)
 	Size       int64             `json:"size"`
 	HeadSize   int64             `json:"hs"`
@@ -57,7 +57,7 @@ type extent struct {
 
 // extents maps [off, off+n) of the object to RADOS objects, in order.
 // headOID names the head object.
-func (h *headInfo) extents(headOID string, off, n int64) []extent {
+func (h *HeadInfo) extents(headOID string, off, n int64) []extent {
 	var out []extent
 	end := off + n
 	if off < h.HeadSize {
@@ -90,7 +90,7 @@ func (h *headInfo) extents(headOID string, off, n int64) []extent {
 
 // tailOIDs lists every tail object of the version (what GC deletes once
 // the version is gone).
-func (h *headInfo) tailOIDs() []string {
+func (h *HeadInfo) tailOIDs() []string {
 	var out []string
 	for _, g := range h.Segments {
 		for i := range g.stripes(h.StripeSize) {
@@ -100,8 +100,8 @@ func (h *headInfo) tailOIDs() []string {
 	return out
 }
 
-// headOID names an object's head in the data pool.
-func headOID(bucketID, key string) string { return bucketID + "_" + key }
+// HeadOID names an object's head in the data pool.
+func HeadOID(bucketID, key string) string { return bucketID + "_" + key }
 
 // shadowPrefix is the tail prefix of one simple upload (tag: the write;
 // "": every simple upload's tails in the bucket).

@@ -1,21 +1,10 @@
 package gateway
 
 import (
-	"context"
-	"encoding/json"
 	"encoding/xml"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway/s3err"
-	"github.com/shoal-project/shoal/internal/periodic"
-	"github.com/shoal-project/shoal/osdop"
 )
 
 // Bucket lifecycle (the S3 API reference, "PutBucketLifecycleConfiguration"
@@ -37,66 +26,6 @@ import (
 // so NoncurrentVersionExpiration and ExpiredObjectDeleteMarker are
 // accepted and have nothing to act on. Transitions need a storage class
 // other than STANDARD, which this gateway does not have: they are refused.
-
-// LifecycleRule is one rule of a lifecycle configuration, as its XML
-// document has it (and stored so: a GET returns what was put).
-type LifecycleRule struct {
-	ID                             string                 `json:"id" xml:"ID"`
-	Prefix                         *string                `json:"prefix,omitempty" xml:"Prefix"` // the older form of Filter.Prefix
-	Filter                         *LifecycleFilter       `json:"filter,omitempty" xml:"Filter"`
-	Status                         string                 `json:"status" xml:"Status"` // Enabled or Disabled
-	Expiration                     *LifecycleExpiration   `json:"expiration,omitempty" xml:"Expiration"`
-	Transitions                    []LifecycleTransition  `json:"transitions,omitempty" xml:"Transition"`
-	NoncurrentVersionTransitions   []LifecycleTransition  `json:"nc_transitions,omitempty" xml:"NoncurrentVersionTransition"`
-	NoncurrentVersionExpiration    *NoncurrentExpiration  `json:"nc_expiration,omitempty" xml:"NoncurrentVersionExpiration"`
-	AbortIncompleteMultipartUpload *AbortIncompleteUpload `json:"abort_mpu,omitempty" xml:"AbortIncompleteMultipartUpload"`
-}
-
-// LifecycleFilter selects the objects a rule applies to: a prefix, one
-// tag, size bounds (bytes), or several of them under And.
-type LifecycleFilter struct {
-	Prefix                *string       `json:"prefix,omitempty" xml:"Prefix"`
-	Tag                   *Tag          `json:"tag,omitempty" xml:"Tag"`
-	ObjectSizeGreaterThan *int64        `json:"gt,omitempty" xml:"ObjectSizeGreaterThan"`
-	ObjectSizeLessThan    *int64        `json:"lt,omitempty" xml:"ObjectSizeLessThan"`
-	And                   *LifecycleAnd `json:"and,omitempty" xml:"And"`
-}
-
-// LifecycleAnd is a filter's conjunction.
-type LifecycleAnd struct {
-	Prefix                *string `json:"prefix,omitempty" xml:"Prefix"`
-	Tags                  []Tag   `json:"tags,omitempty" xml:"Tag"`
-	ObjectSizeGreaterThan *int64  `json:"gt,omitempty" xml:"ObjectSizeGreaterThan"`
-	ObjectSizeLessThan    *int64  `json:"lt,omitempty" xml:"ObjectSizeLessThan"`
-}
-
-// LifecycleExpiration expires current objects Days after their last
-// modification or on Date (midnight UTC, ISO 8601).
-type LifecycleExpiration struct {
-	Days                      *int    `json:"days,omitempty" xml:"Days"`
-	Date                      *string `json:"date,omitempty" xml:"Date"`
-	ExpiredObjectDeleteMarker *bool   `json:"edm,omitempty" xml:"ExpiredObjectDeleteMarker"`
-}
-
-// LifecycleTransition moves objects to another storage class.
-type LifecycleTransition struct {
-	Days           *int    `json:"days,omitempty" xml:"Days"`
-	NoncurrentDays *int    `json:"nc_days,omitempty" xml:"NoncurrentDays"`
-	Date           *string `json:"date,omitempty" xml:"Date"`
-	StorageClass   string  `json:"sc" xml:"StorageClass"`
-}
-
-// NoncurrentExpiration expires noncurrent versions.
-type NoncurrentExpiration struct {
-	NoncurrentDays          *int `json:"days,omitempty" xml:"NoncurrentDays"`
-	NewerNoncurrentVersions *int `json:"newer,omitempty" xml:"NewerNoncurrentVersions"`
-}
-
-// AbortIncompleteUpload aborts multipart uploads DaysAfterInitiation
-// days after they started.
-type AbortIncompleteUpload struct {
-	DaysAfterInitiation *int `json:"days,omitempty" xml:"DaysAfterInitiation"`
-}
 
 type lifecycleConfiguration struct {
 	XMLName xml.Name        `xml:"LifecycleConfiguration"`
@@ -131,7 +60,7 @@ func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
 	for i := range c.Rules {
 		rule := &c.Rules[i]
 		if rule.ID == "" {
-			rule.ID = newTag()
+			rule.ID = NewTag()
 		}
 		if len(rule.ID) > maxLifecycleID {
 			return nil, s3err.InvalidArgument.With("a rule's ID is at most %d characters", maxLifecycleID)
@@ -174,7 +103,7 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 			return err
 		}
 		if e.Date != nil {
-			if _, err := lifecycleDate(*e.Date); err != nil {
+			if _, err := LifecycleDate(*e.Date); err != nil {
 				return s3err.InvalidArgument.With("rule %q: %v", rule.ID, err)
 			}
 		}
@@ -182,7 +111,7 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 	transitions := append(append([]LifecycleTransition{}, rule.Transitions...), rule.NoncurrentVersionTransitions...)
 	for _, t := range transitions {
 		if t.Date != nil {
-			if _, err := lifecycleDate(*t.Date); err != nil {
+			if _, err := LifecycleDate(*t.Date); err != nil {
 				return s3err.InvalidArgument.With("rule %q: transition: %v", rule.ID, err)
 			}
 		}
@@ -215,87 +144,6 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 	return nil
 }
 
-// lifecycleDate parses an Expiration or Transition date: ISO 8601, at
-// midnight UTC.
-func lifecycleDate(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		if t, err = time.Parse("2006-01-02", s); err != nil {
-			return time.Time{}, fmt.Errorf("date %q is not ISO 8601", s)
-		}
-	}
-	if t = t.UTC(); !t.Equal(t.Truncate(24 * time.Hour)) {
-		return time.Time{}, fmt.Errorf("date %q is not at midnight UTC", s)
-	}
-	return t, nil
-}
-
-// prefix is the key prefix the rule applies to.
-func (rule *LifecycleRule) prefix() string {
-	switch f := rule.Filter; {
-	case rule.Prefix != nil:
-		return *rule.Prefix
-	case f == nil:
-	case f.Prefix != nil:
-		return *f.Prefix
-	case f.And != nil && f.And.Prefix != nil:
-		return *f.And.Prefix
-	}
-	return ""
-}
-
-// tags are the tags an object needs for the rule to apply.
-func (rule *LifecycleRule) tags() []Tag {
-	switch f := rule.Filter; {
-	case f == nil:
-	case f.Tag != nil:
-		return []Tag{*f.Tag}
-	case f.And != nil:
-		return f.And.Tags
-	}
-	return nil
-}
-
-// sizeMatches applies the rule's object size bounds.
-func (rule *LifecycleRule) sizeMatches(size int64) bool {
-	f := rule.Filter
-	if f == nil {
-		return true
-	}
-	gt, lt := f.ObjectSizeGreaterThan, f.ObjectSizeLessThan
-	if f.And != nil {
-		gt, lt = f.And.ObjectSizeGreaterThan, f.And.ObjectSizeLessThan
-	}
-	return (gt == nil || size > *gt) && (lt == nil || size < *lt)
-}
-
-// hasTags reports whether have holds every tag of want.
-func hasTags(have, want []Tag) bool {
-	for _, w := range want {
-		found := false
-		for _, h := range have {
-			if h == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// lcDue reports whether something modified at mtime is days old at now:
-// with a positive debug interval a day is that long; otherwise days of
-// 24 h are counted from the start of now's day (UTC), as RGW does.
-func lcDue(mtime, now time.Time, days int, debugInterval time.Duration) bool {
-	if debugInterval > 0 {
-		return now.Sub(mtime) >= time.Duration(days)*debugInterval
-	}
-	return now.UTC().Truncate(24*time.Hour).Sub(mtime) >= time.Duration(days)*24*time.Hour
-}
-
 // bucketLifecycle answers GET, PUT and DELETE ?lifecycle (the bucket's
 // owner).
 func (srv *Server) bucketLifecycle(rq *request) error {
@@ -315,7 +163,7 @@ func (srv *Server) bucketLifecycle(rq *request) error {
 		if err != nil {
 			return err
 		}
-		if err := srv.s.lcRegister(ctx, b); err != nil {
+		if err := srv.s.LCRegister(ctx, b); err != nil {
 			return err
 		}
 		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Lifecycle = rules })
@@ -324,299 +172,4 @@ func (srv *Server) bucketLifecycle(rq *request) error {
 		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Lifecycle = nil })
 	}
 	return s3err.MethodNotAllowed
-}
-
-// lcOID is the log pool object whose omap registers the buckets with a
-// lifecycle configuration (Ceph: the lc.N shards): bucket name → lcEntry.
-const lcOID = "lc"
-
-// lcLockOID keeps two gateways from running lifecycle passes at once. A
-// pass holds it for LCLockTTL (rgw_lc_lock_max_time) at a time and renews
-// it after each bucket and each page of keys or uploads; a gateway killed
-// mid-pass leaves it to expire, and the next pass takes it over and
-// repeats what the killed one had not recorded (its deletions are
-// conditional, so repeating is safe).
-const lcLockOID = "lc_lock"
-
-// LCEntry is a bucket's lifecycle registration and the outcome of its
-// last pass.
-type LCEntry struct {
-	Bucket   string    `json:"-"`
-	BucketID string    `json:"id"`
-	LastRun  time.Time `json:"last_run"` // zero: never
-	Status   string    `json:"status"`   // "UNINITIAL", "COMPLETE" or "FAILED: <error>"
-}
-
-// lcRegister adds b to the lifecycle registry (a registration already
-// there keeps its last run).
-func (s *Store) lcRegister(ctx context.Context, b *Bucket) error {
-	kvs, err := s.log.OmapGet(ctx, lcOID, []string{b.Name})
-	if err != nil && !errors.Is(err, client.ErrNotFound) {
-		return fmt.Errorf("lifecycle: register %s: %w", b.Name, err)
-	}
-	var e LCEntry
-	if len(kvs) == 1 && json.Unmarshal(kvs[0].Value, &e) == nil && e.BucketID == b.ID {
-		return nil
-	}
-	return s.lcPut(ctx, &LCEntry{Bucket: b.Name, BucketID: b.ID, Status: "UNINITIAL"})
-}
-
-func (s *Store) lcPut(ctx context.Context, e *LCEntry) error {
-	v, _ := json.Marshal(e)
-	if err := s.log.OmapSet(ctx, lcOID, []client.KV{{Key: e.Bucket, Value: v}}); err != nil {
-		return fmt.Errorf("lifecycle: record %s: %w", e.Bucket, err)
-	}
-	return nil
-}
-
-// LCList returns the buckets registered for lifecycle processing, by
-// name.
-func (s *Store) LCList(ctx context.Context) ([]*LCEntry, error) {
-	var out []*LCEntry
-	err := omapEach(ctx, s.log, lcOID, "", "", func(kv client.KV) (bool, error) {
-		e := &LCEntry{Bucket: kv.Key}
-		if err := json.Unmarshal(kv.Value, e); err != nil {
-			return false, fmt.Errorf("lifecycle: entry %q: %w", kv.Key, err)
-		}
-		out = append(out, e)
-		return true, nil
-	})
-	if errors.Is(err, client.ErrNotFound) {
-		err = nil
-	}
-	return out, err
-}
-
-// LCResult counts what a lifecycle pass did.
-type LCResult struct {
-	Buckets, Expired, Aborted int
-}
-
-// LCProcess runs a lifecycle pass over the registered buckets whose last
-// pass is a day old (every bucket if all), writing a line per bucket to
-// out. Only one gateway runs a pass at a time (errLocked otherwise).
-func (s *Store) LCProcess(ctx context.Context, all bool, out io.Writer) (LCResult, error) {
-	var res LCResult
-	lk, err := s.lockObject(ctx, lcLockOID, s.opt.LCLockTTL)
-	if err != nil {
-		return res, fmt.Errorf("lifecycle: %w", err)
-	}
-	defer lk.release(ctx)
-	es, err := s.LCList(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, e := range es {
-		now := time.Now()
-		if !all && !e.LastRun.IsZero() && !lcDue(e.LastRun, now, 1, s.opt.LCDebugInterval) {
-			continue
-		}
-		b, err := s.GetBucket(ctx, e.Bucket)
-		if errors.Is(err, s3err.NoSuchBucket) || (err == nil && (b.ID != e.BucketID || len(b.Lifecycle) == 0)) {
-			s.log.OmapRm(ctx, lcOID, []string{e.Bucket}) // deleted, re-created or configuration removed
-			continue
-		}
-		if err != nil {
-			return res, err
-		}
-		expired, aborted, err := s.lcBucket(ctx, lk, b, now)
-		res.Buckets++
-		res.Expired += expired
-		res.Aborted += aborted
-		e.LastRun, e.Status = now, "COMPLETE"
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, err
-			}
-			e.Status = "FAILED: " + err.Error()
-		}
-		fmt.Fprintf(out, "%s: %d expired, %d uploads aborted: %s\n", b.Name, expired, aborted, e.Status)
-		if errors.Is(err, errLocked) {
-			return res, fmt.Errorf("lifecycle: %w", err) // lost: the new holder carries on
-		}
-		if err := s.lcPut(ctx, e); err != nil {
-			return res, err
-		}
-		if err := lk.renew(ctx); err != nil {
-			return res, fmt.Errorf("lifecycle: %w", err)
-		}
-	}
-	return res, nil
-}
-
-// lcBucket applies b's enabled rules as of now, renewing lk as it goes.
-func (s *Store) lcBucket(ctx context.Context, lk *objLock, b *Bucket, now time.Time) (expired, aborted int, err error) {
-	for i := range b.Lifecycle {
-		rule := &b.Lifecycle[i]
-		if rule.Status != "Enabled" {
-			continue
-		}
-		if e := rule.Expiration; e != nil && (e.Days != nil || e.Date != nil) && !b.Indexless() {
-			n, err := s.lcExpire(ctx, lk, b, rule, now)
-			expired += n
-			if err != nil {
-				return expired, aborted, fmt.Errorf("rule %q: %w", rule.ID, err)
-			}
-		}
-		if a := rule.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
-			n, err := s.lcAbortUploads(ctx, lk, b, rule.prefix(), *a.DaysAfterInitiation, now)
-			aborted += n
-			if err != nil {
-				return expired, aborted, fmt.Errorf("rule %q: %w", rule.ID, err)
-			}
-		}
-	}
-	return expired, aborted, nil
-}
-
-// lcExpire deletes the current objects rule's Expiration makes due.
-func (s *Store) lcExpire(ctx context.Context, lk *objLock, b *Bucket, rule *LifecycleRule, now time.Time) (int, error) {
-	e := rule.Expiration
-	if e.Date != nil {
-		d, err := lifecycleDate(*e.Date)
-		if err != nil || now.Before(d) {
-			return 0, err
-		}
-	}
-	prefix, tags, n := rule.prefix(), rule.tags(), 0
-	after := ""
-	for {
-		l, err := s.List(ctx, b, prefix, "", after, 1000)
-		if err != nil {
-			return n, err
-		}
-		for _, ent := range l.Entries {
-			if !rule.sizeMatches(ent.Size) || (e.Days != nil && !lcDue(time.Unix(0, ent.Mtime), now, *e.Days, s.opt.LCDebugInterval)) {
-				continue
-			}
-			ok, err := s.deleteIfCurrent(ctx, b, ent.Key, ent.Tag, tags)
-			if err != nil {
-				return n, err
-			}
-			if ok {
-				n++
-			}
-		}
-		if !l.Truncated {
-			return n, nil
-		}
-		if err := lk.renew(ctx); err != nil {
-			return n, err
-		}
-		after = l.NextMarker
-	}
-}
-
-// deleteIfCurrent deletes key if its current version is still the one
-// the write tagged tag made and carries every tag of want; it reports
-// whether it deleted.
-func (s *Store) deleteIfCurrent(ctx context.Context, b *Bucket, key, tag string, want []Tag) (bool, error) {
-	h, _, ver, _, err := s.headAt(ctx, headOID(b.ID, key), false)
-	if errors.Is(err, s3err.NoSuchKey) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if h.Tag != tag || !hasTags(h.Tags, want) {
-		return false, nil
-	}
-	err = s.deleteObject(ctx, b, key, ver)
-	if errors.Is(err, osdop.ErrVerNewer) || errors.Is(err, osdop.ErrVerOlder) {
-		return false, nil // rewritten meanwhile
-	}
-	return err == nil, err
-}
-
-// lcAbortUploads aborts the uploads under prefix started days ago.
-func (s *Store) lcAbortUploads(ctx context.Context, lk *objLock, b *Bucket, prefix string, days int, now time.Time) (int, error) {
-	n := 0
-	keyMarker, idMarker := "", ""
-	for {
-		ups, truncated, err := s.ListUploads(ctx, b, prefix, keyMarker, idMarker, 1000)
-		if err != nil {
-			return n, err
-		}
-		for _, u := range ups {
-			keyMarker, idMarker = u.Key, u.UploadID
-			if !lcDue(u.Initiated, now, days, s.opt.LCDebugInterval) {
-				continue
-			}
-			err := s.AbortUpload(ctx, b, u.Key, u.UploadID)
-			if errors.Is(err, s3err.NoSuchUpload) {
-				continue // completed or aborted meanwhile
-			}
-			if err != nil {
-				return n, err
-			}
-			n++
-		}
-		if !truncated || len(ups) == 0 {
-			return n, nil
-		}
-		if err := lk.renew(ctx); err != nil {
-			return n, err
-		}
-	}
-}
-
-// RunLC runs lifecycle passes until ctx ends (at once if
-// rgw_enable_lc_threads is false): within the work window
-// (rgw_lifecycle_work_time), checking every 10 minutes for buckets whose
-// last pass is a day old; with a positive rgw_lc_debug_interval, every
-// such interval (at least a second) at any hour, as RGW.
-func (s *Store) RunLC(ctx context.Context) {
-	if s.opt.NoLCThreads {
-		return
-	}
-	period := 10 * time.Minute
-	if d := s.opt.LCDebugInterval; d > 0 {
-		period = max(d, time.Second)
-	}
-	periodic.Every(ctx, nil, period, nil, func() {
-		if s.opt.LCDebugInterval <= 0 && !inWorkTime(time.Now(), s.lcWorkStart, s.lcWorkEnd) {
-			return
-		}
-		res, err := s.LCProcess(ctx, false, io.Discard)
-		switch {
-		case errors.Is(err, errLocked):
-		case err != nil && ctx.Err() == nil:
-			s.opt.Logger.Warn("lifecycle pass failed", "err", err)
-		case res.Expired+res.Aborted > 0:
-			s.opt.Logger.Info("lifecycle pass", "buckets", res.Buckets, "expired", res.Expired, "aborted", res.Aborted)
-		}
-	})
-}
-
-// parseWorkTime parses rgw_lifecycle_work_time, "HH:MM-HH:MM" (local
-// time), into minutes of the day; the window may wrap past midnight.
-func parseWorkTime(s string) (start, end int, err error) {
-	minutes := func(hm string) (int, error) {
-		h, m, ok := strings.Cut(strings.TrimSpace(hm), ":")
-		hh, err1 := strconv.Atoi(h)
-		mm, err2 := strconv.Atoi(m)
-		if !ok || err1 != nil || err2 != nil || hh < 0 || hh > 24 || mm < 0 || mm > 59 || hh*60+mm > 24*60 {
-			return 0, fmt.Errorf("rgw_lifecycle_work_time %q: want HH:MM-HH:MM", s)
-		}
-		return hh*60 + mm, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("rgw_lifecycle_work_time %q: want HH:MM-HH:MM", s)
-	}
-	if start, err = minutes(a); err != nil {
-		return 0, 0, err
-	}
-	end, err = minutes(b)
-	return start, end, err
-}
-
-// inWorkTime reports whether t's local time of day falls in [start, end)
-// minutes (wrapping past midnight when end <= start).
-func inWorkTime(t time.Time, start, end int) bool {
-	m := t.Hour()*60 + t.Minute()
-	if start < end {
-		return m >= start && m < end
-	}
-	return m >= start || m < end
 }

@@ -40,14 +40,14 @@ func TestLifecycleDays(t *testing.T) {
 	if !lcDue(mtime, mtime.Add(2*time.Second), 2, time.Second) || lcDue(mtime, mtime.Add(time.Second), 2, time.Second) {
 		t.Error("debug interval days")
 	}
-	if _, err := lifecycleDate("2017-09-27"); err != nil {
+	if _, err := LifecycleDate("2017-09-27"); err != nil {
 		t.Error(err)
 	}
-	if _, err := lifecycleDate("2017-09-27T00:00:00Z"); err != nil {
+	if _, err := LifecycleDate("2017-09-27T00:00:00Z"); err != nil {
 		t.Error(err)
 	}
 	for _, bad := range []string{"20200101", "1970-08-22T03:28:21Z", "2017-09-27T00:00:00+02:00"} {
-		if _, err := lifecycleDate(bad); err == nil {
+		if _, err := LifecycleDate(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -41,11 +41,11 @@ func newMetrics(s *Store) *metrics {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "rgw", Name: name, Help: help}, fn))
 	}
 	counter("index_calls_total", "Bucket index calls sent (rgw.batch; each carries one or more updates).",
-		func() float64 { return float64(s.batch.calls.Load()) })
+		func() float64 { calls, _, _ := s.IndexCounters(); return float64(calls) })
 	counter("index_updates_total", "Bucket index updates (prepares, completions, cancels) the index calls carried.",
-		func() float64 { return float64(s.batch.updates.Load()) })
+		func() float64 { _, updates, _ := s.IndexCounters(); return float64(updates) })
 	gauge("index_completions_in_flight", "Index completions sent after their requests were answered, not yet applied.",
-		func() float64 { return float64(len(s.asyncSlots)) })
+		func() float64 { _, _, n := s.IndexCounters(); return float64(n) })
 	m.reg.MustRegister(m.requests, m.latency, m.in, m.out)
 	return m
 }

@@ -50,8 +50,8 @@ type Upload struct {
 	ChecksumType string `json:"ck_type,omitempty"`
 }
 
-// initiator is who created the upload.
-func (u *Upload) initiator() string {
+// InitiatedBy is who created the upload.
+func (u *Upload) InitiatedBy() string {
 	if u.Initiator != "" {
 		return u.Initiator
 	}
@@ -77,7 +77,7 @@ func partKey(n int) string { return fmt.Sprintf("part.%05d", n) }
 // newUploadID returns a random upload id, "2~" and a tag, as RGW's look:
 // an id that began with '-' (one tag in 64) was taken for an option by
 // command-line clients (`aws s3api upload-part --upload-id -Xy…` fails).
-func newUploadID() string { return "2~" + newTag() }
+func newUploadID() string { return "2~" + NewTag() }
 
 // validUploadID reports whether a client's upload id can name an upload's
 // objects: not empty, and no '.' (which ends the id in their names:
@@ -137,13 +137,13 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 	if u.ChecksumAlg != "" {
 		switch {
 		case ck == nil:
-			ck = &ChecksumReq{alg: checksumAlgs[u.ChecksumAlg]}
-		case ck.alg.name != u.ChecksumAlg:
-			return nil, s3err.InvalidRequest.With("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.alg.name)
+			ck = &ChecksumReq{Alg: ChecksumAlgs[u.ChecksumAlg]}
+		case ck.Alg.Name != u.ChecksumAlg:
+			return nil, s3err.InvalidRequest.With("The upload's checksum algorithm is %s; this part's is %s.", u.ChecksumAlg, ck.Alg.Name)
 		}
 	}
 	uploadID := u.UploadID
-	tag := newTag()
+	tag := NewTag()
 	seg, etag, cksum, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5, ck, nil)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 		seg.Checksum = cksum.Value
 		cksum.Type = u.ChecksumType
 	}
-	h := &headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
+	h := &HeadInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
 	p := Part{Num: num, Size: size, ETag: etag, Mtime: time.Now().UTC(), Seg: seg, Checksum: cksum}
 	pv, _ := json.Marshal(p)
 	in, _ := json.Marshal(rgw.SwapIn{Key: partKey(num), Value: pv})
@@ -241,7 +241,7 @@ type CompletePart struct {
 // key's current object atomically with the head write, as PutObject's
 // (conditional.go); a refused completion leaves the upload and its parts
 // as they were.
-func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, sums map[string]string, cond writeCond) (*PutResult, error) {
+func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID string, list []CompletePart, sums map[string]string, cond WriteCond) (*PutResult, error) {
 	// the object already is this upload: a retry of a completion that
 	// succeeded (its reply lost) answers as the first did, whatever its
 	// condition, which the first attempt's own head may now fail
@@ -275,7 +275,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 			list = slices.Delete(list, i-1, i)
 		}
 	}
-	h := &headInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL, Tags: u.Tags}
+	h := &HeadInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL, Tags: u.Tags}
 	sum := md5.New()
 	var ckSums []string
 	var sizes []int64
@@ -320,7 +320,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	}
 	res, err := s.commitHead(ctx, b, key, h, nil, cond, false)
 	if err != nil {
-		if cond != (writeCond{}) && (errors.Is(err, s3err.PreconditionFailed) || errors.Is(err, s3err.NoSuchKey)) {
+		if cond != (WriteCond{}) && (errors.Is(err, s3err.PreconditionFailed) || errors.Is(err, s3err.NoSuchKey)) {
 			if res := done(); res != nil {
 				return res, nil
 			}
@@ -358,7 +358,7 @@ func (s *Store) AbortUpload(ctx context.Context, b *Bucket, key, uploadID string
 	for _, p := range all {
 		segs = append(segs, p.Seg)
 	}
-	s.gcAdd(ctx, &GCEntry{Tag: uploadID, Head: headOID(b.ID, key), StripeSize: s.opt.StripeSize, Segments: segs})
+	s.gcAdd(ctx, &GCEntry{Tag: uploadID, Head: HeadOID(b.ID, key), StripeSize: s.opt.StripeSize, Segments: segs})
 	s.removeUpload(ctx, b, key, uploadID)
 	return nil
 }

@@ -278,7 +278,7 @@ type PutInput struct {
 	Owner   string
 	ACL     ACL       // nil: the owner's FULL_CONTROL
 	Tags    []Tag     // x-amz-tagging
-	Cond    writeCond // If-Match, If-None-Match (conditional.go)
+	Cond    WriteCond // If-Match, If-None-Match (conditional.go)
 	// Checksum is the additional checksum the request names (nil: none;
 	// checksum.go): checked, kept and answered.
 	Checksum *ChecksumReq
@@ -311,8 +311,8 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if in.Size > MaxObjectSize {
 		return nil, s3err.EntityTooLarge
 	}
-	tag := newTag()
-	h := &headInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL, Tags: in.Tags}
+	tag := NewTag()
+	h := &HeadInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL, Tags: in.Tags}
 	h.HeadSize = s.opt.ChunkSize
 	if in.Size >= 0 {
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
@@ -424,7 +424,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 		cksum, err = ck.result(ckHash)
 	}
 	if err != nil {
-		s.removeTails((&headInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
+		s.removeTails((&HeadInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
 		return segment{}, "", nil, s3err.Body(err)
 	}
 	return seg, `"` + hex.EncodeToString(digest) + `"`, cksum, nil
@@ -438,17 +438,17 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 // head write surely did not happen; after an error that leaves it
 // unknown (a timeout), the tails stay: a leak, never a head pointing at
 // removed data.
-func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headInfo, data *headBuf, cond writeCond, ownTails bool) (*PutResult, error) {
+func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadInfo, data *headBuf, cond WriteCond, ownTails bool) (*PutResult, error) {
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
-	oid := headOID(b.ID, key)
+	oid := HeadOID(b.ID, key)
 	// One atomic request creates the head or replaces it, after its
 	// first op: reading the version it replaces (absent for a new object:
 	// FailOK); with If-None-Match: * an exclusive create; with a
 	// condition on the ETag, the guard of the head it checked
 	// (conditional.go).
 	var rep *osdop.Reply
-	var old *headInfo
+	var old *HeadInfo
 	sure := true // the head is surely not written if the write failed
 	write := func(first osdop.Op) (err error) {
 		wr := osdop.Op{Code: osdop.WriteFull}
@@ -478,7 +478,7 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 		err = write(osdop.Op{Code: osdop.GetXattr, Name: headAttr, FailOK: true})
 	}
 	if err == nil && len(rep.Results[0].Data) > 0 {
-		old = &headInfo{}
+		old = &HeadInfo{}
 		if json.Unmarshal(rep.Results[0].Data, old) != nil {
 			old = nil
 		}
@@ -502,15 +502,15 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *headIn
 }
 
 // Owner is the object's owner (its writer).
-func (o *Object) Owner() string { return o.info.Owner }
+func (o *Object) Owner() string { return o.Info.Owner }
 
-// updateHead changes key's current head metadata with fn (its ACL, its
+// UpdateHead changes key's current head metadata with fn (its ACL, its
 // tags), atomically with respect to writes of the key: the head is
 // rewritten only if it is still the version read.
-func (s *Store) updateHead(ctx context.Context, b *Bucket, key string, fn func(h *headInfo) error) error {
-	oid := headOID(b.ID, key)
+func (s *Store) UpdateHead(ctx context.Context, b *Bucket, key string, fn func(h *HeadInfo) error) error {
+	oid := HeadOID(b.ID, key)
 	for attempt := 0; ; attempt++ {
-		h, _, ver, _, err := s.headAt(ctx, oid, false)
+		h, _, ver, _, err := s.HeadAt(ctx, oid, false)
 		if errors.Is(err, s3err.NoSuchKey) {
 			return s3err.NoSuchKey.With("key %q does not exist", key)
 		}
@@ -529,14 +529,14 @@ func (s *Store) updateHead(ctx context.Context, b *Bucket, key string, fn func(h
 }
 
 // Tags are the object's tags.
-func (o *Object) Tags() []Tag { return o.info.Tags }
+func (o *Object) Tags() []Tag { return o.Info.Tags }
 
 // Object is an open S3 object version for reading.
 type Object struct {
 	s    *Store
 	b    *Bucket
-	key  string
-	info *headInfo
+	Key  string
+	Info *HeadInfo
 	head []byte // the head's data if it was read with the metadata
 	// release returns head's buffer (it aliases the reply's); Close calls it
 	release func()
@@ -552,34 +552,34 @@ func (o *Object) Close() {
 }
 
 // Size is the object's length in bytes.
-func (o *Object) Size() int64 { return o.info.Size }
+func (o *Object) Size() int64 { return o.Info.Size }
 
 // ETag is the object's quoted entity tag: the MD5 of its bytes, or for a
 // multipart upload the MD5 of its parts' MD5s with "-N".
-func (o *Object) ETag() string { return o.info.ETag }
+func (o *Object) ETag() string { return o.Info.ETag }
 
 // Mtime is when the version was written (the head's commit).
-func (o *Object) Mtime() time.Time { return time.Unix(0, o.info.Mtime) }
+func (o *Object) Mtime() time.Time { return time.Unix(0, o.Info.Mtime) }
 
 // Headers are the stored response headers (Content-Type, Cache-Control, …)
 // by canonical name.
-func (o *Object) Headers() map[string]string { return o.info.Headers }
+func (o *Object) Headers() map[string]string { return o.Info.Headers }
 
 // Meta is the user metadata: x-amz-meta-NAME as lower-case NAME → value.
-func (o *Object) Meta() map[string]string { return o.info.Meta }
+func (o *Object) Meta() map[string]string { return o.Info.Meta }
 
 // StorageClass is the class the object was stored with ("" or STANDARD,
 // …); Shoal stores every class alike.
-func (o *Object) StorageClass() string { return o.info.Class }
+func (o *Object) StorageClass() string { return o.Info.Class }
 
 // PartsCount is the number of parts of a multipart upload (0 otherwise).
-func (o *Object) PartsCount() int { return o.info.Parts }
+func (o *Object) PartsCount() int { return o.Info.Parts }
 
 // PartRange is the byte range [off, off+n) of part (1-based) of a
 // multipart upload as completed; an object PUT whole is its own part 1.
 // ok is false for a part the object does not have.
 func (o *Object) PartRange(part int) (off, n int64, ok bool) {
-	h := o.info
+	h := o.Info
 	if h.Parts == 0 {
 		return 0, h.Size, part == 1
 	}
@@ -593,30 +593,30 @@ func (o *Object) PartRange(part int) (off, n int64, ok bool) {
 	return off, h.Segments[part-1].Size, true
 }
 
-// checksum is the additional checksum of part (0: the whole object; an
+// Checksum is the additional Checksum of part (0: the whole object; an
 // object PUT whole is its own part 1), nil if it has none.
-func (o *Object) checksum(part int) *Checksum {
-	c := o.info.Checksum
-	if c == nil || part == 0 || o.info.Parts == 0 {
+func (o *Object) Checksum(part int) *Checksum {
+	c := o.Info.Checksum
+	if c == nil || part == 0 || o.Info.Parts == 0 {
 		return c
 	}
-	if part > len(o.info.Segments) || o.info.Segments[part-1].Checksum == "" {
+	if part > len(o.Info.Segments) || o.Info.Segments[part-1].Checksum == "" {
 		return nil
 	}
-	return &Checksum{Alg: c.Alg, Type: c.Type, Value: o.info.Segments[part-1].Checksum}
+	return &Checksum{Alg: c.Alg, Type: c.Type, Value: o.Info.Segments[part-1].Checksum}
 }
 
 // OpenObject reads an object's metadata (and, if withData, its head's
 // data in the same request, held until Close). s3err.NoSuchKey if absent.
 func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData bool) (*Object, error) {
-	h, data, _, release, err := s.headAt(ctx, headOID(b.ID, key), withData)
+	h, data, _, release, err := s.HeadAt(ctx, HeadOID(b.ID, key), withData)
 	if errors.Is(err, s3err.NoSuchKey) {
 		return nil, s3err.NoSuchKey.With("key %q does not exist", key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s/%s: %w", b.Name, key, err)
 	}
-	return &Object{s: s, b: b, key: key, info: h, head: data, release: release}, nil
+	return &Object{s: s, b: b, Key: key, Info: h, head: data, release: release}, nil
 }
 
 // WriteRange copies [off, off+n) of the object to w, reading ahead up to
@@ -624,7 +624,7 @@ func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData 
 // truncated copy (the HTTP layer then drops the connection).
 func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) error {
 	s := o.s
-	exts := o.info.extents(headOID(o.b.ID, o.key), off, n)
+	exts := o.Info.extents(HeadOID(o.b.ID, o.Key), off, n)
 	type pending struct {
 		c    *client.Completion
 		data []byte
@@ -645,7 +645,7 @@ func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) erro
 		for next < len(reads) && (len(queue) == 0 || inflight+reads[next].len <= s.opt.WindowSize) {
 			r := reads[next]
 			next++
-			if o.head != nil && r.oid == headOID(o.b.ID, o.key) && r.off+r.len <= int64(len(o.head)) {
+			if o.head != nil && r.oid == HeadOID(o.b.ID, o.Key) && r.off+r.len <= int64(len(o.head)) {
 				queue = append(queue, pending{data: o.head[r.off : r.off+r.len], n: r.len})
 				continue
 			}
@@ -659,12 +659,12 @@ func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) erro
 			rep, err := p.c.Wait()
 			inflight -= p.n
 			if err != nil {
-				return fmt.Errorf("get %s/%s: %w", o.b.Name, o.key, err)
+				return fmt.Errorf("get %s/%s: %w", o.b.Name, o.Key, err)
 			}
 			data = rep.Results[0].Data
 			if int64(len(data)) != p.n {
 				p.c.Release()
-				return fmt.Errorf("get %s/%s: short read of a stripe (%d of %d bytes): %w", o.b.Name, o.key, len(data), p.n, client.ErrCorrupt)
+				return fmt.Errorf("get %s/%s: short read of a stripe (%d of %d bytes): %w", o.b.Name, o.Key, len(data), p.n, client.ErrCorrupt)
 			}
 		}
 		_, err := w.Write(data)
@@ -689,7 +689,7 @@ func (s *Store) DeleteObject(ctx context.Context, b *Bucket, key string) error {
 // deleteObject is DeleteObject of head version ver only, if ver is not 0
 // (osdop.ErrVerOlder or ErrVerNewer if the head is another version).
 func (s *Store) deleteObject(ctx context.Context, b *Bucket, key string, ver uint64) error {
-	tag := newTag()
+	tag := NewTag()
 	if err := s.prepare(ctx, b, key, tag, "del"); err != nil {
 		return err
 	}
@@ -697,7 +697,7 @@ func (s *Store) deleteObject(ctx context.Context, b *Bucket, key string, ver uin
 	if ver != 0 {
 		ops = append([]osdop.Op{{Code: osdop.AssertVersion, Ver: ver}}, ops...)
 	}
-	rep, err := s.data.Operate(ctx, headOID(b.ID, key), ops)
+	rep, err := s.data.Operate(ctx, HeadOID(b.ID, key), ops)
 	if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNoData) {
 		// nothing to remove; clear any stale entry with a newer version
 		s.cancel(ctx, b, key, tag)
@@ -707,7 +707,7 @@ func (s *Store) deleteObject(ctx context.Context, b *Bucket, key string, ver uin
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
 		return fmt.Errorf("delete %s/%s: %w", b.Name, key, err)
 	}
-	old := &headInfo{}
+	old := &HeadInfo{}
 	if json.Unmarshal(rep.Results[len(ops)-2].Data, old) == nil {
 		s.gcEnqueue(context.WithoutCancel(ctx), old)
 	}

@@ -45,7 +45,7 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	if b.Indexless() {
 		return 0, s3err.Indexless
 	}
-	bucketPrefix, shadow, multipart := headOID(b.ID, ""), shadowPrefix(b.ID, ""), multipartPrefix(b.ID)
+	bucketPrefix, shadow, multipart := HeadOID(b.ID, ""), shadowPrefix(b.ID, ""), multipartPrefix(b.ID)
 	tailLike := func(name string) bool {
 		return strings.HasPrefix(name, shadow) || strings.HasPrefix(name, multipart) && !strings.HasSuffix(name, ".meta")
 	}
@@ -84,7 +84,7 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	}
 	used := map[string]bool{}
 	useHead := func(oid string) (bool, error) {
-		h, _, _, _, err := s.headAt(ctx, oid, false)
+		h, _, _, _, err := s.HeadAt(ctx, oid, false)
 		if errors.Is(err, s3err.NoSuchKey) {
 			return false, nil // gone, or not a head
 		}

@@ -23,15 +23,9 @@ import (
 //     while the bucket's ACL grants anyone else anything
 //     (InvalidBucketAclWithObjectOwnership).
 const (
-	OwnershipObjectWriter         = "ObjectWriter"
-	OwnershipBucketOwnerPreferred = "BucketOwnerPreferred"
-	OwnershipBucketOwnerEnforced  = "BucketOwnerEnforced"
-	cannedBucketOwnerFullControl  = "bucket-owner-full-control"
-	objectOwnershipHeader         = "x-amz-object-ownership"
+	cannedBucketOwnerFullControl = "bucket-owner-full-control"
+	objectOwnershipHeader        = "x-amz-object-ownership"
 )
-
-// aclsDisabled reports whether b's object ownership is BucketOwnerEnforced.
-func (b *Bucket) aclsDisabled() bool { return b != nil && b.Ownership == OwnershipBucketOwnerEnforced }
 
 // validOwnership checks an ObjectOwnership value.
 func validOwnership(v string) error {
@@ -42,28 +36,9 @@ func validOwnership(v string) error {
 	return s3err.InvalidArgument.With("ObjectOwnership %q: want ObjectWriter, BucketOwnerPreferred or BucketOwnerEnforced", v)
 }
 
-// grantsOthers reports whether a grants anyone but owner anything.
-func (a ACL) grantsOthers(owner string) bool {
-	for _, g := range a {
-		if g.ID != owner || g.URI != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// objectOwnerACL is o's owner and ACL as they count in b: with ACLs
-// disabled, the bucket's owner and none.
-func (b *Bucket) objectOwnerACL(o *Object) (string, ACL) {
-	if b.aclsDisabled() {
-		return b.Owner, nil
-	}
-	return o.info.Owner, o.info.ACL
-}
-
 // objectOwnerACL is the owner and ACL of an object uid writes into b with
 // the ACL headers of h, under b's object ownership.
-func (s *Store) objectOwnerACL(ctx context.Context, h http.Header, uid string, b *Bucket) (string, ACL, error) {
+func (srv *Server) objectOwnerACL(ctx context.Context, h http.Header, uid string, b *Bucket) (string, ACL, error) {
 	canned := h.Get("x-amz-acl")
 	switch b.Ownership {
 	case OwnershipBucketOwnerEnforced:
@@ -76,7 +51,7 @@ func (s *Store) objectOwnerACL(ctx context.Context, h http.Header, uid string, b
 			return b.Owner, nil, nil
 		}
 	}
-	acl, err := s.requestACL(ctx, h, uid, b)
+	acl, err := srv.requestACL(ctx, h, uid, b)
 	return uid, acl, err
 }
 
@@ -92,10 +67,10 @@ func hasGrantHeaders(h http.Header) bool {
 
 // uploadOwners are a multipart upload's owner (the completed object's)
 // and initiator as listings show them.
-func (s *Store) uploadOwners(ctx context.Context, u *Upload) (own, initiator owner) {
-	own = owner{ID: u.Owner, DisplayName: s.displayName(ctx, u.Owner)}
-	if id := u.initiator(); id != u.Owner {
-		return own, owner{ID: id, DisplayName: s.displayName(ctx, id)}
+func (srv *Server) uploadOwners(ctx context.Context, u *Upload) (own, initiator owner) {
+	own = owner{ID: u.Owner, DisplayName: srv.s.DisplayName(ctx, u.Owner)}
+	if id := u.InitiatedBy(); id != u.Owner {
+		return own, owner{ID: id, DisplayName: srv.s.DisplayName(ctx, id)}
 	}
 	return own, own
 }
@@ -135,7 +110,7 @@ func (srv *Server) bucketOwnership(rq *request) error {
 		if err := validOwnership(v); err != nil {
 			return s3err.MalformedXML.With("%v", err)
 		}
-		if v == OwnershipBucketOwnerEnforced && b.ACL.grantsOthers(b.Owner) {
+		if v == OwnershipBucketOwnerEnforced && b.ACL.GrantsOthers(b.Owner) {
 			return s3err.InvalidBucketAclWithObjectOwnership.With("bucket %q's ACL grants others access: set it to private first", b.Name)
 		}
 		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Ownership = v })

@@ -565,15 +565,6 @@ func requestValues(r *http.Request, uid string, tags func() ([]Tag, bool)) func(
 	}
 }
 
-// PublicAccessBlock is a bucket's public access block configuration (the
-// S3 API reference, "PutPublicAccessBlock").
-type PublicAccessBlock struct {
-	BlockPublicAcls       bool `json:"block_acls" xml:"BlockPublicAcls"`
-	IgnorePublicAcls      bool `json:"ignore_acls" xml:"IgnorePublicAcls"`
-	BlockPublicPolicy     bool `json:"block_policy" xml:"BlockPublicPolicy"`
-	RestrictPublicBuckets bool `json:"restrict" xml:"RestrictPublicBuckets"`
-}
-
 type publicAccessBlockConfiguration struct {
 	XMLName xml.Name `xml:"PublicAccessBlockConfiguration"`
 	Xmlns   string   `xml:"xmlns,attr,omitempty"`
@@ -584,54 +575,6 @@ type policyStatus struct {
 	XMLName  xml.Name `xml:"PolicyStatus"`
 	Xmlns    string   `xml:"xmlns,attr,omitempty"`
 	IsPublic bool     `xml:"IsPublic"`
-}
-
-// isPublic reports whether an ACL grants anything to AllUsers or
-// AuthenticatedUsers.
-func (a ACL) isPublic() bool {
-	for _, g := range a {
-		if g.URI == GroupAllUsers || g.URI == GroupAuthenticated {
-			return true
-		}
-	}
-	return false
-}
-
-// withoutPublic is the ACL without its grants to AllUsers and
-// AuthenticatedUsers (IgnorePublicAcls).
-func (a ACL) withoutPublic() ACL {
-	if !a.isPublic() {
-		return a
-	}
-	out := ACL{}
-	for _, g := range a {
-		if g.URI != GroupAllUsers && g.URI != GroupAuthenticated {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// effectiveACL is acl as b's public access block and object ownership
-// let it count (BucketOwnerEnforced: ACLs grant nothing).
-func (b *Bucket) effectiveACL(acl ACL) ACL {
-	if b.aclsDisabled() {
-		return nil
-	}
-	if b.PublicAccess != nil && b.PublicAccess.IgnorePublicAcls {
-		return acl.withoutPublic()
-	}
-	return acl
-}
-
-// parsedPolicy is b's policy, parsed once per loaded bucket.
-func (b *Bucket) parsedPolicy() *Policy {
-	b.policyOnce.Do(func() {
-		if b.Policy != "" {
-			b.policy, _ = ParsePolicy([]byte(b.Policy), b.Name) // checked when put
-		}
-	})
-	return b.policy
 }
 
 // s3Action is the IAM action a request asks for (the S3 user guide,
@@ -719,7 +662,7 @@ func resourceARN(bucket, key string) string {
 // tags loads the object's current tags for s3:ExistingObjectTag
 // conditions (nil: the request is not about one object).
 func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags func() ([]Tag, bool), aclCheck func() error) error {
-	p := b.parsedPolicy()
+	p := bucketPolicy(b)
 	if p == nil {
 		return aclCheck()
 	}
@@ -728,14 +671,14 @@ func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags fu
 	}
 	if tags == nil && key != "" {
 		tags = func() ([]Tag, bool) {
-			h, _, _, _, err := srv.s.headAt(rq.r.Context(), headOID(b.ID, key), false)
+			h, _, _, _, err := srv.s.HeadAt(rq.r.Context(), HeadOID(b.ID, key), false)
 			if err != nil {
 				return nil, false
 			}
 			return h.Tags, true
 		}
 	}
-	d := b.decide(rq.uid, action, key, requestValues(rq.r, rq.uid, tags))
+	d := decide(b, rq.uid, action, key, requestValues(rq.r, rq.uid, tags))
 	switch d {
 	case decDeny:
 		return s3err.AccessDenied.With("the policy of bucket %q denies %s", b.Name, action)
@@ -749,8 +692,8 @@ func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags fu
 // bucket) with the request's condition values; under
 // RestrictPublicBuckets, a public policy's Allow counts for the owner
 // alone.
-func (b *Bucket) decide(uid, action, key string, value func(string) ([]string, bool)) decision {
-	p := b.parsedPolicy()
+func decide(b *Bucket, uid, action, key string, value func(string) ([]string, bool)) decision {
+	p := bucketPolicy(b)
 	d := p.eval(&policyRequest{uid: uid, action: action, resource: resourceARN(b.Name, key), value: value})
 	if d == decAllow && uid != b.Owner && b.PublicAccess != nil && b.PublicAccess.RestrictPublicBuckets && p.isPublic() {
 		d = decPass
@@ -762,27 +705,18 @@ func (b *Bucket) decide(uid, action, key string, value func(string) ([]string, b
 // of bucket b): the policy, or else perm on the object's ACL.
 func (srv *Server) authorizeObject(rq *request, b *Bucket, o *Object, key, action, perm string) error {
 	return srv.authorize(rq, b, key, action, func() ([]Tag, bool) { return o.Tags(), true }, func() error {
-		owner, acl := b.objectOwnerACL(o)
-		if !b.effectiveACL(acl).allows(owner, rq.uid, perm) {
+		owner, acl := b.ObjectOwnerACL(o)
+		if !b.EffectiveACL(acl).Allows(owner, rq.uid, perm) {
 			return errDenied(rq.uid, perm, fmt.Sprintf("object %q of bucket %q", key, b.Name))
 		}
 		return nil
 	})
 }
 
-// checkPublicACL refuses (AccessDenied) an ACL that grants AllUsers or
-// AuthenticatedUsers anything when b (nil: none yet) blocks public ACLs.
-func (b *Bucket) checkPublicACL(a ACL) error {
-	if b != nil && b.PublicAccess != nil && b.PublicAccess.BlockPublicAcls && a.isPublic() {
-		return s3err.AccessDenied.With("bucket %q blocks public ACLs (BlockPublicAcls)", b.Name)
-	}
-	return nil
-}
-
 // bucketPolicy answers GET, PUT and DELETE ?policy: the bucket's owner
 // alone, whatever the policy says (no policy locks its owner out).
 func (srv *Server) bucketPolicy(rq *request) error {
-	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
 		return err
 	}
@@ -833,7 +767,7 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 		if rq.r.Method != http.MethodGet {
 			return s3err.MethodNotAllowed
 		}
-		public := b.parsedPolicy().isPublic() || b.effectiveACL(b.ACL).isPublic()
+		public := bucketPolicy(b).isPublic() || b.EffectiveACL(b.ACL).IsPublic()
 		return writeXML(rq, http.StatusOK, policyStatus{Xmlns: s3NS, IsPublic: public})
 	}
 	switch rq.r.Method {
@@ -860,7 +794,7 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 // what is absent.
 func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) error {
 	vals := requestValues(rq.r, rq.uid, nil)
-	d := b.decide(rq.uid, "s3:ListBucket", "", func(k string) ([]string, bool) {
+	d := decide(b, rq.uid, "s3:ListBucket", "", func(k string) ([]string, bool) {
 		if strings.EqualFold(k, "s3:prefix") {
 			return []string{key}, true
 		}
@@ -870,4 +804,14 @@ func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) err
 		return err
 	}
 	return s3err.AccessDenied.With("no permission to list bucket %q", b.Name)
+}
+
+// bucketPolicy is b's policy, parsed once per loaded bucket (nil if it
+// has none; a stored policy was checked when it was put).
+func bucketPolicy(b *Bucket) *Policy {
+	p, _ := b.ParsedPolicy(func(doc, bucket string) any {
+		p, _ := ParsePolicy([]byte(doc), bucket)
+		return p
+	}).(*Policy)
+	return p
 }

@@ -340,7 +340,7 @@ func (srv *Server) postObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	owner, acl, err := srv.s.objectOwnerACL(ctx, h, uid, b)
+	owner, acl, err := srv.objectOwnerACL(ctx, h, uid, b)
 	if err != nil {
 		return err
 	}
@@ -349,25 +349,25 @@ func (srv *Server) postObject(rq *request) error {
 		body.min, body.max = pol.minLen, pol.maxLen
 	}
 	var ck *ChecksumReq
-	for _, a := range checksumAlgs {
-		v, ok := f.fields[a.header()]
+	for _, a := range ChecksumAlgs {
+		v, ok := f.fields[a.Header()]
 		if !ok {
 			continue
 		}
-		if d, err := base64.StdEncoding.DecodeString(v); err != nil || len(d) != a.new().Size() {
-			return s3err.InvalidRequest.With("Value for %s is invalid.", a.header())
+		if d, err := base64.StdEncoding.DecodeString(v); err != nil || len(d) != a.New().Size() {
+			return s3err.InvalidRequest.With("Value for %s is invalid.", a.Header())
 		}
 		if ck != nil {
 			return s3err.InvalidRequest.With("Expecting a single x-amz-checksum- field. Multiple checksum Types are not allowed.")
 		}
-		ck = &ChecksumReq{alg: a, want: v}
+		ck = &ChecksumReq{Alg: a, Want: v}
 	}
 	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, Checksum: ck})
 	if err != nil {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
-	res.Checksum.setHeaders(rq.w.Header())
+	setChecksumHeaders(res.Checksum, rq.w.Header())
 	location := "/" + b.Name + "/" + (&url.URL{Path: key}).EscapedPath()
 	rq.w.Header().Set("Location", location)
 	redirect := f.fields["success_action_redirect"]

@@ -43,15 +43,15 @@ import (
 // settle is how long a layout change waits for every gateway to see it.
 var settle = cacheTTL + 2*time.Second
 
-// updateBucket rewrites the bucket's entry point with fn's change if no
+// UpdateBucket rewrites the bucket's entry point with fn's change if no
 // one else changed it meanwhile (else it retries with the newer one).
-func (s *Store) updateBucket(ctx context.Context, name string, fn func(b *Bucket) error) (*Bucket, error) {
+func (s *Store) UpdateBucket(ctx context.Context, name string, fn func(b *Bucket) error) (*Bucket, error) {
 	b, err := updateJSON(ctx, s.meta, bucketObjP+name, fn)
 	if errors.Is(err, client.ErrNotFound) {
 		return nil, s3err.NoSuchBucket.With("bucket %q does not exist", name)
 	}
 	if err == nil {
-		s.forgetBucket(name)
+		s.ForgetBucket(name)
 	}
 	return b, err
 }
@@ -100,7 +100,7 @@ func (s *Store) SplitRange(ctx context.Context, name, at string, out io.Writer) 
 			}
 		}
 	}
-	b, err = s.updateBucket(ctx, name, func(cur *Bucket) error {
+	b, err = s.UpdateBucket(ctx, name, func(cur *Bucket) error {
 		if cur.ID != b.ID || cur.Index.Gen != b.Index.Gen {
 			return fmt.Errorf("reshard %s: the index layout changed meanwhile; run again", name)
 		}
@@ -134,7 +134,7 @@ func (s *Store) finishSplitting(ctx context.Context, b *Bucket, ri int, out io.W
 		}
 	}
 	fmt.Fprintf(out, "  copied %d entries\n", copied)
-	b, err := s.updateBucket(ctx, b.Name, func(cur *Bucket) error {
+	b, err := s.UpdateBucket(ctx, b.Name, func(cur *Bucket) error {
 		i := cur.Index.splitting()
 		if cur.ID != b.ID || i < 0 || cur.Index.Ranges[i].ID != r.ID {
 			return fmt.Errorf("reshard %s: the index layout changed meanwhile", b.Name)
@@ -169,7 +169,7 @@ func (s *Store) removeRetired(ctx context.Context, b *Bucket, out io.Writer) err
 		}
 		gone[r.ID] = true
 	}
-	_, err := s.updateBucket(ctx, b.Name, func(cur *Bucket) error {
+	_, err := s.UpdateBucket(ctx, b.Name, func(cur *Bucket) error {
 		if cur.ID != b.ID {
 			return fmt.Errorf("reshard %s: the bucket was replaced meanwhile", b.Name)
 		}

@@ -28,12 +28,15 @@ import (
 // own: any number of servers on one cluster serve the same buckets.
 type Server struct {
 	s   *Store
+	opt Options // s's
 	now func() time.Time
 	m   *metrics
 }
 
 // NewServer returns the S3 handler over s.
-func NewServer(s *Store) *Server { return &Server{s: s, now: time.Now, m: newMetrics(s)} }
+func NewServer(s *Store) *Server {
+	return &Server{s: s, opt: s.Options(), now: time.Now, m: newMetrics(s)}
+}
 
 // Serve answers S3 requests on ln (TLS if certFile and keyFile are set)
 // and runs the GC, dynamic reshard and lifecycle workers, until ctx ends; then it stops accepting, lets
@@ -103,7 +106,7 @@ func (srv *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 func (srv *Server) writeError(rq *request, err error) {
 	ae := apiError(err)
 	if ae.Status >= 500 {
-		srv.s.opt.Logger.Warn("s3 request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
+		srv.opt.Logger.Warn("s3 request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
 	}
 	h := rq.w.Header()
 	if ae != s3err.NotModified { // a 304 carries the object's ETag and Last-Modified (RFC 9110 15.4.5)
@@ -145,7 +148,7 @@ func (srv *Server) split(rq *request) error {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	if d := srv.s.opt.DNSName; d != "" && strings.HasSuffix(host, "."+d) {
+	if d := srv.opt.DNSName; d != "" && strings.HasSuffix(host, "."+d) {
 		rq.bucket = strings.TrimSuffix(host, "."+d)
 		rq.key = strings.TrimPrefix(path, "/")
 		rq.vhost = true
@@ -189,7 +192,7 @@ func (srv *Server) route(rq *request) error {
 	}
 	m := rq.r.Method
 	if want := rq.r.Header.Get("x-amz-expected-bucket-owner"); want != "" && rq.bucket != "" {
-		if b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
+		if b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
 			return s3err.AccessDenied.With("bucket %q is not owned by %q", rq.bucket, want)
 		}
 	}
@@ -209,7 +212,7 @@ func (srv *Server) route(rq *request) error {
 // the request: the bucket policy, or else perm on the bucket's ACL (""
 // for the owner alone).
 func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
-	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +230,7 @@ func bucketAllows(b *Bucket, uid, perm string) error {
 		}
 		return nil
 	}
-	if !b.effectiveACL(b.ACL).allows(b.Owner, uid, perm) {
+	if !b.EffectiveACL(b.ACL).Allows(b.Owner, uid, perm) {
 		return errDenied(uid, perm, fmt.Sprintf("bucket %q", b.Name))
 	}
 	return nil
@@ -322,7 +325,7 @@ func (srv *Server) routeBucket(rq *request) error {
 		case has(q, "versioning"):
 			return writeXML(rq, http.StatusOK, versioningConfiguration{Xmlns: s3NS})
 		case has(q, "acl"):
-			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, b.Owner, b.ACL))
+			return writeXML(rq, http.StatusOK, srv.policyXML(ctx, b.Owner, b.ACL))
 		case has(q, "tagging"):
 			if len(b.Tags) == 0 {
 				return s3err.NoSuchTagSet.With("bucket %q has no tags", b.Name)
@@ -358,7 +361,7 @@ func (srv *Server) setBucketTags(rq *request, put bool) error {
 // bucket was deleted and re-created meanwhile: NoSuchBucket) and answers
 // status with no body.
 func (srv *Server) setBucketConfig(rq *request, b *Bucket, status int, set func(nb *Bucket)) error {
-	if _, err := srv.s.updateBucket(rq.r.Context(), b.Name, func(nb *Bucket) error {
+	if _, err := srv.s.UpdateBucket(rq.r.Context(), b.Name, func(nb *Bucket) error {
 		if nb.ID != b.ID {
 			return s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
@@ -367,7 +370,7 @@ func (srv *Server) setBucketConfig(rq *request, b *Bucket, status int, set func(
 	}); err != nil {
 		return err
 	}
-	srv.s.forgetBucket(b.Name)
+	srv.s.ForgetBucket(b.Name)
 	rq.w.WriteHeader(status)
 	return nil
 }
@@ -379,10 +382,10 @@ func (srv *Server) putBucketACL(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if b.aclsDisabled() {
+	if b.ACLsDisabled() {
 		return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 	}
-	a, err := srv.s.aclFromRequest(ctx, rq.r, b.Owner, b)
+	a, err := srv.aclFromRequest(ctx, rq.r, b.Owner, b)
 	if err != nil {
 		return err
 	}
@@ -405,7 +408,7 @@ func (srv *Server) openForACL(rq *request, b *Bucket, perm string) (*Object, err
 func (srv *Server) routeObject(rq *request) error {
 	q := rq.q
 	ctx := rq.r.Context()
-	b, err := srv.s.lookupBucket(ctx, rq.bucket)
+	b, err := srv.s.LookupBucket(ctx, rq.bucket)
 	if err != nil {
 		return err
 	}
@@ -439,7 +442,7 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
-			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) error { h.Tags = tags; return nil }); err != nil {
+			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *HeadInfo) error { h.Tags = tags; return nil }); err != nil {
 				return err
 			}
 			rq.w.WriteHeader(http.StatusOK)
@@ -449,11 +452,11 @@ func (srv *Server) routeObject(rq *request) error {
 			if _, err := srv.openForACL(rq, b, PermWriteACP); err != nil {
 				return err
 			}
-			if b.aclsDisabled() {
+			if b.ACLsDisabled() {
 				return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 			}
-			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) (err error) {
-				h.ACL, err = srv.s.aclFromRequest(ctx, rq.r, h.Owner, b)
+			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *HeadInfo) (err error) {
+				h.ACL, err = srv.aclFromRequest(ctx, rq.r, h.Owner, b)
 				return err
 			}); err != nil {
 				return err
@@ -484,8 +487,8 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
-			owner, acl := b.objectOwnerACL(o)
-			return writeXML(rq, http.StatusOK, srv.s.policyXML(ctx, owner, acl))
+			owner, acl := b.ObjectOwnerACL(o)
+			return writeXML(rq, http.StatusOK, srv.policyXML(ctx, owner, acl))
 		}
 		if has(q, "uploadId") {
 			if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
@@ -501,7 +504,7 @@ func (srv *Server) routeObject(rq *request) error {
 		return srv.getObject(rq, b, true)
 	case http.MethodDelete:
 		if has(q, "tagging") {
-			if err := srv.s.updateHead(ctx, b, rq.key, func(h *headInfo) error { h.Tags = nil; return nil }); err != nil {
+			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *HeadInfo) error { h.Tags = nil; return nil }); err != nil {
 				return err
 			}
 			rq.w.WriteHeader(http.StatusNoContent)
@@ -521,7 +524,7 @@ func (srv *Server) routeObject(rq *request) error {
 		if err != nil {
 			return err
 		}
-		if err := srv.s.deleteObjectIf(rq.r.Context(), b, rq.key, cond); err != nil {
+		if err := srv.s.DeleteObjectIf(rq.r.Context(), b, rq.key, cond); err != nil {
 			return err
 		}
 		rq.w.WriteHeader(http.StatusNoContent)
@@ -568,7 +571,7 @@ func (srv *Server) listBuckets(rq *request) error {
 		after = string(b)
 	}
 	prefix := q.Get("prefix")
-	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: srv.s.displayName(ctx, rq.uid)}, Buckets: []bucketEntry{}, Prefix: prefix}
+	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: srv.s.DisplayName(ctx, rq.uid)}, Buckets: []bucketEntry{}, Prefix: prefix}
 	if rq.uid == "" { // anonymous: owns nothing (as RGW)
 		return writeXML(rq, http.StatusOK, res)
 	}
@@ -620,7 +623,7 @@ func (srv *Server) createBucket(rq *request) error {
 	if rq.r.Header.Get("x-amz-bucket-object-lock-enabled") == "true" {
 		return s3err.NotImplemented.With("object lock is not supported")
 	}
-	acl, err := srv.s.requestACL(ctx, rq.r.Header, rq.uid, nil)
+	acl, err := srv.requestACL(ctx, rq.r.Header, rq.uid, nil)
 	if err != nil {
 		return err
 	}
@@ -629,7 +632,7 @@ func (srv *Server) createBucket(rq *request) error {
 		if err := validOwnership(ownership); err != nil {
 			return err
 		}
-		if ownership == OwnershipBucketOwnerEnforced && acl.grantsOthers(rq.uid) {
+		if ownership == OwnershipBucketOwnerEnforced && acl.GrantsOthers(rq.uid) {
 			return s3err.InvalidBucketAclWithObjectOwnership.With("a bucket created with BucketOwnerEnforced object ownership takes no ACL but private")
 		}
 	}
@@ -638,7 +641,7 @@ func (srv *Server) createBucket(rq *request) error {
 		// as RGW (and S3 in us-east-1): creating one's own bucket again
 		// succeeds and changes nothing — unless it asks for another ACL
 		err = nil
-		if old, gerr := srv.s.GetBucket(ctx, rq.bucket); gerr != nil || !slices.Equal(old.ACL.withOwner(rq.uid), acl.withOwner(rq.uid)) {
+		if old, gerr := srv.s.GetBucket(ctx, rq.bucket); gerr != nil || !slices.Equal(old.ACL.WithOwner(rq.uid), acl.WithOwner(rq.uid)) {
 			err = s3err.BucketAlreadyExists.With("bucket %q exists with another ACL", rq.bucket)
 		}
 	}
@@ -753,7 +756,7 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	owner, acl, err := srv.s.objectOwnerACL(r.Context(), r.Header, rq.uid, b)
+	owner, acl, err := srv.objectOwnerACL(r.Context(), r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -766,12 +769,12 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 		return err
 	}
 	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: writeCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck})
+		Cond: WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck})
 	if err != nil {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
-	res.Checksum.setHeaders(rq.w.Header())
+	setChecksumHeaders(res.Checksum, rq.w.Header())
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -785,7 +788,7 @@ func checkConditions(h http.Header, prefix string, etag string, mtime time.Time,
 	mtime = mtime.Truncate(time.Second)
 	get := func(n string) string { return h.Get(prefix + n) }
 	if im := get("If-Match"); im != "" {
-		if !etagMatches(im, etag) {
+		if !ETagMatches(im, etag) {
 			return s3err.PreconditionFailed
 		}
 	} else if ius := get("If-Unmodified-Since"); ius != "" {
@@ -798,7 +801,7 @@ func checkConditions(h http.Header, prefix string, etag string, mtime time.Time,
 		notModified = s3err.PreconditionFailed
 	}
 	if inm := get("If-None-Match"); inm != "" {
-		if etagMatches(inm, etag) {
+		if ETagMatches(inm, etag) {
 			return notModified
 		}
 	} else if ims := get("If-Modified-Since"); ims != "" {
@@ -807,16 +810,6 @@ func checkConditions(h http.Header, prefix string, etag string, mtime time.Time,
 		}
 	}
 	return nil
-}
-
-func etagMatches(list, etag string) bool {
-	for _, e := range strings.Split(list, ",") {
-		e = strings.TrimSpace(e)
-		if e == "*" || strings.Trim(e, `"`) == strings.Trim(etag, `"`) {
-			return true
-		}
-	}
-	return false
 }
 
 // copySourceRange parses x-amz-copy-source-range: exactly
@@ -957,7 +950,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	h := rq.w.Header()
 	setObjectHeaders(h, o)
 	if strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED") && r.Header.Get("Range") == "" {
-		o.checksum(part).setHeaders(h)
+		setChecksumHeaders(o.Checksum(part), h)
 	}
 	for q, hn := range responseOverrides {
 		if v := rq.q.Get(q); v != "" {
@@ -976,7 +969,7 @@ func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
 	}
 	if err := o.WriteRange(ctx, rq.w, off, n); err != nil {
 		// headers are out: the only honest signal left is a cut connection
-		srv.s.opt.Logger.Warn("get failed mid-body; dropping the connection", "bucket", b.Name, "key", rq.key, "err", err)
+		srv.opt.Logger.Warn("get failed mid-body; dropping the connection", "bucket", b.Name, "key", rq.key, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
@@ -1007,7 +1000,7 @@ func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := srv.s.lookupBucket(rq.r.Context(), sb)
+	src, err := srv.s.LookupBucket(rq.r.Context(), sb)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1045,7 +1038,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	var hdr, meta map[string]string
 	switch directive {
 	case "", "COPY":
-		if src.ID == b.ID && o.key == rq.key {
+		if src.ID == b.ID && o.Key == rq.key {
 			return s3err.InvalidRequest.With("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 		}
 		hdr, meta = o.Headers(), o.Meta()
@@ -1063,7 +1056,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	if o.Size() > MaxObjectSize {
 		return s3err.InvalidRequest.With("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
-	owner, acl, err := srv.s.objectOwnerACL(ctx, rq.r.Header, rq.uid, b)
+	owner, acl, err := srv.objectOwnerACL(ctx, rq.r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -1081,26 +1074,26 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	// computed over the bytes copied
 	var ck *ChecksumReq
 	if name := rq.r.Header.Get("x-amz-checksum-algorithm"); name != "" {
-		a, err := checksumAlgNamed(name)
+		a, err := ChecksumAlgNamed(name)
 		if err != nil {
 			return err
 		}
-		ck = &ChecksumReq{alg: a}
-	} else if c := o.info.Checksum; c != nil {
-		ck = &ChecksumReq{alg: checksumAlgs[c.Alg]}
+		ck = &ChecksumReq{Alg: a}
+	} else if c := o.Info.Checksum; c != nil {
+		ck = &ChecksumReq{Alg: ChecksumAlgs[c.Alg]}
 	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
 	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck})
+		Cond: WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck})
 	if err != nil {
 		return err
 	}
-	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag, checksumXML: res.Checksum.xml()})
+	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag, checksumXML: checksumXMLOf(res.Checksum)})
 }
 
 func (srv *Server) deleteObjects(rq *request) error {
-	b, err := srv.s.lookupBucket(rq.r.Context(), rq.bucket) // each key is authorized (s3:DeleteObject)
+	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket) // each key is authorized (s3:DeleteObject)
 	if err != nil {
 		return err
 	}
@@ -1125,7 +1118,7 @@ func (srv *Server) deleteObjects(rq *request) error {
 	// The keys are removed rgw_multi_obj_del_max_aio at a time, as RGW
 	// does; the answer lists them in the request's order.
 	errs := make([]error, len(req.Objects))
-	sem.Parallel(len(req.Objects), srv.s.opt.MultiDelMaxAIO, func(i int) {
+	sem.Parallel(len(req.Objects), srv.opt.MultiDelMaxAIO, func(i int) {
 		errs[i] = srv.deleteOneOf(rq, b, req.Objects[i])
 	})
 	res := deleteResult{Xmlns: s3NS}
@@ -1144,14 +1137,14 @@ func (srv *Server) deleteObjects(rq *request) error {
 // may and its conditions hold.
 func (srv *Server) deleteOneOf(rq *request, b *Bucket, o deleteObject) error {
 	err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) })
-	cond := deleteCond{ETag: o.ETag, Size: o.Size}
+	cond := DeleteCond{ETag: o.ETag, Size: o.Size}
 	if err == nil && o.LastModifiedTime != "" {
 		if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
 			err = s3err.InvalidArgument.With("LastModifiedTime %q: %v", o.LastModifiedTime, err)
 		}
 	}
 	if err == nil {
-		err = srv.s.deleteObjectIf(rq.r.Context(), b, o.Key, cond)
+		err = srv.s.DeleteObjectIf(rq.r.Context(), b, o.Key, cond)
 	}
 	return err
 }
@@ -1251,7 +1244,7 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 	for _, e := range l.Entries {
 		oe := objectEntry{Key: encodeKey(e.Key, enc), LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass)}
 		if fetchOwner {
-			oe.Owner = &owner{ID: e.Owner, DisplayName: srv.s.displayName(rq.r.Context(), e.Owner)}
+			oe.Owner = &owner{ID: e.Owner, DisplayName: srv.s.DisplayName(rq.r.Context(), e.Owner)}
 		}
 		res.Contents = append(res.Contents, oe)
 	}
@@ -1280,7 +1273,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	owner, acl, err := srv.s.objectOwnerACL(rq.r.Context(), rq.r.Header, rq.uid, b)
+	owner, acl, err := srv.objectOwnerACL(rq.r.Context(), rq.r.Header, rq.uid, b)
 	if err != nil {
 		return err
 	}
@@ -1339,7 +1332,7 @@ func (srv *Server) uploadPart(rq *request, b *Bucket) error {
 	}
 	rq.w.Header().Set("ETag", p.ETag)
 	if p.Checksum != nil { // a part's value (S3 names no type for a part)
-		rq.w.Header().Set(checksumAlgs[p.Checksum.Alg].header(), p.Checksum.Value)
+		rq.w.Header().Set(ChecksumAlgs[p.Checksum.Alg].Header(), p.Checksum.Value)
 	}
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
@@ -1372,7 +1365,7 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	res := copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: p.ETag, checksumXML: p.Checksum.xml()}
+	res := copyPartResult{Xmlns: s3NS, LastModified: isoTime(time.Now()), ETag: p.ETag, checksumXML: checksumXMLOf(p.Checksum)}
 	res.Type = "" // a part's value has no type
 	return writeXML(rq, http.StatusOK, res)
 }
@@ -1391,12 +1384,12 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksums: p.checksumXML.values()})
 	}
 	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, checksumHeaders(rq.r.Header),
-		writeCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")})
+		WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")})
 	if err != nil {
 		return err
 	}
 	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag,
-		checksumXML: res.Checksum.xml()})
+		checksumXML: checksumXMLOf(res.Checksum)})
 }
 
 func (srv *Server) listParts(rq *request, b *Bucket) error {
@@ -1420,13 +1413,13 @@ func (srv *Server) listParts(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	o, in := srv.s.uploadOwners(rq.r.Context(), u)
+	o, in := srv.uploadOwners(rq.r.Context(), u)
 	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: in, Owner: o, StorageClass: u.Class,
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more, ChecksumAlgorithm: u.ChecksumAlg, ChecksumType: u.ChecksumType}
 	for _, p := range parts {
 		var ck checksumXML
 		if u.ChecksumAlg != "" {
-			ck = p.Checksum.xml()
+			ck = checksumXMLOf(p.Checksum)
 			ck.Type = ""
 		}
 		res.Parts = append(res.Parts, partEntry{PartNumber: p.Num, LastModified: isoTime(p.Mtime), ETag: p.ETag, Size: p.Size, checksumXML: ck})
@@ -1460,7 +1453,7 @@ func (srv *Server) listUploads(rq *request, b *Bucket) error {
 				continue
 			}
 		}
-		o, in := srv.s.uploadOwners(rq.r.Context(), &u)
+		o, in := srv.uploadOwners(rq.r.Context(), &u)
 		res.Uploads = append(res.Uploads, uploadEntry{Key: u.Key, UploadID: u.UploadID, Initiator: in, Owner: o, StorageClass: u.Class, Initiated: isoTime(u.Initiated)})
 		res.NextKeyMarker, res.NextUploadIDMarker = u.Key, u.UploadID
 	}
@@ -1486,7 +1479,7 @@ func (srv *Server) listVersions(rq *request, b *Bucket) error {
 		VersionIDMarker: q.Get("version-id-marker"), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
 	for _, e := range l.Entries {
 		res.Versions = append(res.Versions, versionEntry{Key: encodeKey(e.Key, enc), VersionID: "null", IsLatest: true,
-			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass), Owner: owner{ID: e.Owner, DisplayName: srv.s.displayName(rq.r.Context(), e.Owner)}})
+			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass), Owner: owner{ID: e.Owner, DisplayName: srv.s.DisplayName(rq.r.Context(), e.Owner)}})
 	}
 	res.CommonPrefixes = commonPrefixes(l, enc)
 	if l.Truncated {

@@ -993,7 +993,7 @@ func sigDecodeChunked(r *http.Request, chain *sigChunkChain, trailer bool) error
 				}
 				c.announced = append(c.announced, name)
 				if a := checksumAlgOfHeader(name); a != nil { // checksum.go
-					c.checksums[name] = a.new()
+					c.checksums[name] = a.New()
 				}
 			}
 		}

@@ -1044,16 +1044,16 @@ func TestChunkTrailerChecksums(t *testing.T) {
 		"x-amz-checksum-sha1":      "f7c3bc1d808e04732adf679965ccc34ca7ae3441",
 		"x-amz-checksum-sha256":    "15e2b0d3c33891ebb0f1ef609ec419420c20e320ce94c65fbc8c3312448eb225",
 	} {
-		h := checksumAlgOfHeader(name).new()
+		h := checksumAlgOfHeader(name).New()
 		h.Write(check)
 		if got := hex.EncodeToString(h.Sum(nil)); got != want {
 			t.Errorf("%s of 123456789 = %s, want %s", name, got, want)
 		}
 	}
-	for _, a := range checksumAlgs {
-		name := a.header()
+	for _, a := range ChecksumAlgs {
+		name := a.Header()
 		for _, good := range []bool{true, false} {
-			h := a.new()
+			h := a.New()
 			h.Write(check)
 			sum := h.Sum(nil)
 			if !good {

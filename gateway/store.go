@@ -251,8 +251,8 @@ func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, err
 // Options returns the options the store runs with (defaults filled in).
 func (s *Store) Options() Options { return s.opt }
 
-// newTag returns a random identifier for one write (names its tails).
-func newTag() string {
+// NewTag returns a random identifier for one write (names its tails).
+func NewTag() string {
 	b := make([]byte, 12)
 	rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -505,7 +505,7 @@ type Bucket struct {
 	Ownership    string             `json:"ownership,omitempty"`     // object ownership, "" if not set (ownership.go)
 
 	policyOnce sync.Once
-	policy     *Policy // Policy, parsed
+	policy     any // Policy, parsed by ParsedPolicy's caller
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).
@@ -601,11 +601,11 @@ func (s *Store) GetBucket(ctx context.Context, name string) (*Bucket, error) {
 	return b, nil
 }
 
-// lookupBucket is GetBucket through a cache. A cached bucket that another
+// LookupBucket is GetBucket through a cache. A cached bucket that another
 // gateway deleted is caught by the index (rgw.prepare fails on a removed
 // shard, and the caller drops the cache entry with forgetBucket);
 // indexless buckets are never cached.
-func (s *Store) lookupBucket(ctx context.Context, name string) (*Bucket, error) {
+func (s *Store) LookupBucket(ctx context.Context, name string) (*Bucket, error) {
 	s.mu.Lock()
 	c, ok := s.buckets[name]
 	s.mu.Unlock()
@@ -624,7 +624,7 @@ func (s *Store) lookupBucket(ctx context.Context, name string) (*Bucket, error) 
 	return b, nil
 }
 
-func (s *Store) forgetBucket(name string) {
+func (s *Store) ForgetBucket(name string) {
 	s.mu.Lock()
 	delete(s.buckets, name)
 	s.mu.Unlock()
@@ -724,7 +724,7 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 	if err := s.meta.Remove(ctx, bucketObjP+b.Name); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return err
 	}
-	s.forgetBucket(b.Name)
+	s.ForgetBucket(b.Name)
 	s.removeShards(ctx, b)
 	s.nonec.Remove(ctx, b.ID+uploadsSuffix)
 	return s.meta.OmapRm(ctx, userPrefix+b.Owner+userBuckets, []string{b.Name})

@@ -18,12 +18,6 @@ import (
 // values of up to 256 Unicode characters, keys unique. An object's tags
 // are kept in its head, a bucket's in its entry point.
 
-// Tag is one key-value tag.
-type Tag struct {
-	Key   string `json:"k" xml:"Key"`
-	Value string `json:"v" xml:"Value"`
-}
-
 // Tag limits.
 const (
 	maxObjectTags = 10
