@@ -10,6 +10,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // GatewayName is the entity name of the gateway `shoal up` runs; its
@@ -97,9 +98,9 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer conn.Close()
-	opt := gateway.OptionsFromConfig(cfg)
+	opt := rgw.OptionsFromConfig(cfg)
 	opt.Logger = log
-	store, err := gateway.OpenStore(cctx, conn, opt)
+	store, err := rgw.OpenStore(cctx, conn, opt)
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)

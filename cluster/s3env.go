@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // AdminUser is the S3 user `shoal up` creates for the operator.
@@ -37,21 +37,21 @@ func startGateway(ctx context.Context, c *Conf, exe string, conn *client.Conn, o
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
-	opt := gateway.OptionsFromConfig(cfg)
+	opt := rgw.OptionsFromConfig(cfg)
 	opt.PoolSize = min(3, osds)
-	store, err := gateway.OpenStore(ctx, conn, opt)
+	store, err := rgw.OpenStore(ctx, conn, opt)
 	if err != nil {
 		return nil, fmt.Errorf("up: gateway pools: %w", err)
 	}
 	u, err := store.GetUser(ctx, AdminUser)
-	if errors.Is(err, gateway.ErrNoSuchUser) {
-		u, err = store.CreateUser(ctx, AdminUser, "Shoal admin", "", gateway.Key{})
+	if errors.Is(err, rgw.ErrNoSuchUser) {
+		u, err = store.CreateUser(ctx, AdminUser, "Shoal admin", "", rgw.Key{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("up: S3 user %s: %w", AdminUser, err)
 	}
 	if len(u.Keys) == 0 {
-		if _, err := store.AddKey(ctx, AdminUser, gateway.Key{}); err != nil {
+		if _, err := store.AddKey(ctx, AdminUser, rgw.Key{}); err != nil {
 			return nil, fmt.Errorf("up: S3 user %s: %w", AdminUser, err)
 		}
 		if u, err = store.GetUser(ctx, AdminUser); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -28,37 +29,37 @@ import (
 
 // cannedACL is the ACL a canned name (x-amz-acl) stands for, on a
 // resource owned by owner in a bucket owned by bucketOwner.
-func cannedACL(name, owner, bucketOwner string) (ACL, error) {
-	own := Grant{ID: owner, Perm: PermFullControl}
+func cannedACL(name, owner, bucketOwner string) (rgw.ACL, error) {
+	own := rgw.Grant{ID: owner, Perm: rgw.PermFullControl}
 	switch name {
 	case "private":
-		return ACL{own}, nil
+		return rgw.ACL{own}, nil
 	case "public-read":
-		return ACL{own, {URI: GroupAllUsers, Perm: PermRead}}, nil
+		return rgw.ACL{own, {URI: rgw.GroupAllUsers, Perm: rgw.PermRead}}, nil
 	case "public-read-write":
-		return ACL{own, {URI: GroupAllUsers, Perm: PermRead}, {URI: GroupAllUsers, Perm: PermWrite}}, nil
+		return rgw.ACL{own, {URI: rgw.GroupAllUsers, Perm: rgw.PermRead}, {URI: rgw.GroupAllUsers, Perm: rgw.PermWrite}}, nil
 	case "authenticated-read":
-		return ACL{own, {URI: GroupAuthenticated, Perm: PermRead}}, nil
+		return rgw.ACL{own, {URI: rgw.GroupAuthenticated, Perm: rgw.PermRead}}, nil
 	case "bucket-owner-read":
 		if bucketOwner == owner {
-			return ACL{own}, nil
+			return rgw.ACL{own}, nil
 		}
-		return ACL{own, {ID: bucketOwner, Perm: PermRead}}, nil
+		return rgw.ACL{own, {ID: bucketOwner, Perm: rgw.PermRead}}, nil
 	case "bucket-owner-full-control":
 		if bucketOwner == owner {
-			return ACL{own}, nil
+			return rgw.ACL{own}, nil
 		}
-		return ACL{own, {ID: bucketOwner, Perm: PermFullControl}}, nil
+		return rgw.ACL{own, {ID: bucketOwner, Perm: rgw.PermFullControl}}, nil
 	case "log-delivery-write":
-		return ACL{own, {URI: GroupLogDelivery, Perm: PermWrite}, {URI: GroupLogDelivery, Perm: PermReadACP}}, nil
+		return rgw.ACL{own, {URI: rgw.GroupLogDelivery, Perm: rgw.PermWrite}, {URI: rgw.GroupLogDelivery, Perm: rgw.PermReadACP}}, nil
 	}
 	return nil, s3err.InvalidArgument.With("unknown canned ACL %q", name)
 }
 
 // grantHeaders are the x-amz-grant-* headers and the permission each gives.
 var grantHeaders = []struct{ header, perm string }{
-	{"x-amz-grant-read", PermRead}, {"x-amz-grant-write", PermWrite}, {"x-amz-grant-read-acp", PermReadACP},
-	{"x-amz-grant-write-acp", PermWriteACP}, {"x-amz-grant-full-control", PermFullControl},
+	{"x-amz-grant-read", rgw.PermRead}, {"x-amz-grant-write", rgw.PermWrite}, {"x-amz-grant-read-acp", rgw.PermReadACP},
+	{"x-amz-grant-write-acp", rgw.PermWriteACP}, {"x-amz-grant-full-control", rgw.PermFullControl},
 }
 
 // requestACL is the ACL a request's x-amz-acl or x-amz-grant-* headers
@@ -66,13 +67,13 @@ var grantHeaders = []struct{ header, perm string }{
 // bucket b (nil: the bucket being created, owned by owner). Both kinds at
 // once are refused, as S3 does, and so is a public ACL in a bucket that
 // blocks them (AccessDenied).
-func (srv *Server) requestACL(ctx context.Context, h http.Header, owner string, b *Bucket) (ACL, error) {
+func (srv *Server) requestACL(ctx context.Context, h http.Header, owner string, b *rgw.Bucket) (rgw.ACL, error) {
 	bucketOwner := owner
 	if b != nil {
 		bucketOwner = b.Owner
 	}
 	canned := h.Get("x-amz-acl")
-	var grants ACL
+	var grants rgw.ACL
 	for _, gh := range grantHeaders {
 		for _, v := range h.Values(gh.header) {
 			for _, item := range strings.Split(v, ",") {
@@ -81,7 +82,7 @@ func (srv *Server) requestACL(ctx context.Context, h http.Header, owner string, 
 				if !ok || val == "" {
 					return nil, s3err.InvalidArgument.With("%s: want id=, uri= or emailAddress= grantees", gh.header)
 				}
-				g := Grant{Perm: gh.perm}
+				g := rgw.Grant{Perm: gh.perm}
 				switch strings.ToLower(strings.TrimSpace(kind)) {
 				case "id":
 					g.ID = val
@@ -114,10 +115,10 @@ func (srv *Server) requestACL(ctx context.Context, h http.Header, owner string, 
 
 // checkGrantee makes a grant's user exist (resolving an e-mail address
 // to its user) and its group a known one.
-func (srv *Server) checkGrantee(ctx context.Context, g *Grant) error {
+func (srv *Server) checkGrantee(ctx context.Context, g *rgw.Grant) error {
 	switch {
 	case g.URI != "":
-		if g.URI != GroupAllUsers && g.URI != GroupAuthenticated && g.URI != GroupLogDelivery {
+		if g.URI != rgw.GroupAllUsers && g.URI != rgw.GroupAuthenticated && g.URI != rgw.GroupLogDelivery {
 			return s3err.InvalidArgument.With("unknown grantee group %q", g.URI)
 		}
 	case g.Email != "":
@@ -127,7 +128,7 @@ func (srv *Server) checkGrantee(ctx context.Context, g *Grant) error {
 		}
 		g.ID = uid
 	case g.ID != "":
-		if _, err := srv.s.GetUser(ctx, g.ID); errors.Is(err, ErrNoSuchUser) {
+		if _, err := srv.s.GetUser(ctx, g.ID); errors.Is(err, rgw.ErrNoSuchUser) {
 			return s3err.InvalidArgument.With("grantee %q is not a user", g.ID)
 		} else if err != nil {
 			return err
@@ -136,14 +137,14 @@ func (srv *Server) checkGrantee(ctx context.Context, g *Grant) error {
 		return s3err.InvalidArgument.With("a grant names no grantee")
 	}
 	switch g.Perm {
-	case PermRead, PermWrite, PermReadACP, PermWriteACP, PermFullControl:
+	case rgw.PermRead, rgw.PermWrite, rgw.PermReadACP, rgw.PermWriteACP, rgw.PermFullControl:
 		return nil
 	}
 	return s3err.MalformedACL.With("unknown permission %q", g.Perm)
 }
 
 // policyXML is an ACL as S3's AccessControlPolicy document.
-func (srv *Server) policyXML(ctx context.Context, ownerID string, a ACL) accessControlPolicy {
+func (srv *Server) policyXML(ctx context.Context, ownerID string, a rgw.ACL) accessControlPolicy {
 	p := accessControlPolicy{Xmlns: s3NS, Owner: owner{ID: ownerID, DisplayName: srv.s.DisplayName(ctx, ownerID)}}
 	// group grants first, then users (an e-mail grant as the user it
 	// resolved to), each in the order given — as RGW answers
@@ -166,7 +167,7 @@ func (srv *Server) policyXML(ctx context.Context, ownerID string, a ACL) accessC
 
 // parsePolicy reads an AccessControlPolicy document (PUT ?acl) into
 // grants, for a resource owned by ownerID.
-func (srv *Server) parsePolicy(ctx context.Context, body []byte, ownerID string) (ACL, error) {
+func (srv *Server) parsePolicy(ctx context.Context, body []byte, ownerID string) (rgw.ACL, error) {
 	var p accessControlPolicyIn
 	if err := xml.Unmarshal(body, &p); err != nil {
 		return nil, s3err.MalformedACL.With("%v", err)
@@ -174,9 +175,9 @@ func (srv *Server) parsePolicy(ctx context.Context, body []byte, ownerID string)
 	if p.Owner.ID != "" && p.Owner.ID != ownerID {
 		return nil, s3err.AccessDenied.With("the policy names owner %q; the owner is %q", p.Owner.ID, ownerID)
 	}
-	a := ACL{}
+	a := rgw.ACL{}
 	for _, x := range p.Grants {
-		g := Grant{Perm: x.Permission}
+		g := rgw.Grant{Perm: x.Permission}
 		switch x.Grantee.Type {
 		case "CanonicalUser":
 			g.ID = x.Grantee.ID
@@ -220,7 +221,7 @@ func readXMLBody(r *http.Request, v any) error {
 // aclFromRequest is the ACL a PUT ?acl asks for: from its headers, or
 // else from its AccessControlPolicy body; for a resource owned by ownerID
 // in bucket b, whose public access block it obeys.
-func (srv *Server) aclFromRequest(ctx context.Context, r *http.Request, ownerID string, b *Bucket) (ACL, error) {
+func (srv *Server) aclFromRequest(ctx context.Context, r *http.Request, ownerID string, b *rgw.Bucket) (rgw.ACL, error) {
 	a, err := srv.requestACL(ctx, r.Header, ownerID, b)
 	if err != nil || a != nil {
 		return a, err
@@ -247,5 +248,5 @@ func errDenied(uid, perm, what string) error {
 	return s3err.AccessDenied.With("%s may not %s %s", who, permVerb[perm], what)
 }
 
-var permVerb = map[string]string{PermRead: "read", PermWrite: "write to", PermReadACP: "read the ACL of",
-	PermWriteACP: "change the ACL of", PermFullControl: "control"}
+var permVerb = map[string]string{rgw.PermRead: "read", rgw.PermWrite: "write to", rgw.PermReadACP: "read the ACL of",
+	rgw.PermWriteACP: "change the ACL of", rgw.PermFullControl: "control"}

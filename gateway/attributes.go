@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -45,7 +46,7 @@ type objectPart struct {
 // objectAttributeNames are the values x-amz-object-attributes may list.
 var objectAttributeNames = []string{"ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"}
 
-func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
+func (srv *Server) getObjectAttributes(rq *request, b *rgw.Bucket) error {
 	h := rq.r.Header
 	want := map[string]bool{}
 	for _, v := range h.Values("x-amz-object-attributes") {
@@ -79,7 +80,7 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 	}
 	defer o.Close()
 	// AWS asks for s3:GetObject as well
-	if err := srv.authorizeObject(rq, b, o, rq.key, "s3:GetObject", PermRead); err != nil {
+	if err := srv.authorizeObject(rq, b, o, rq.key, "s3:GetObject", rgw.PermRead); err != nil {
 		return err
 	}
 	res := objectAttributes{Xmlns: s3NS}
@@ -106,7 +107,7 @@ func (srv *Server) getObjectAttributes(rq *request, b *Bucket) error {
 
 // partsPage lists up to max of a multipart object's parts after part
 // number marker.
-func partsPage(h *HeadInfo, marker, max int) *objectParts {
+func partsPage(h *rgw.HeadInfo, marker, max int) *objectParts {
 	p := &objectParts{TotalPartsCount: h.Parts, PartNumberMarker: marker, MaxParts: max}
 	for num := marker + 1; num <= len(h.Segments); num++ {
 		if len(p.Parts) == max {
@@ -115,7 +116,7 @@ func partsPage(h *HeadInfo, marker, max int) *objectParts {
 		}
 		part := objectPart{PartNumber: num, Size: h.Segments[num-1].Size}
 		if c, v := h.Checksum, h.Segments[num-1].Checksum; c != nil && v != "" {
-			part.checksumXML = checksumXMLOf(&Checksum{Alg: c.Alg, Value: v})
+			part.checksumXML = checksumXMLOf(&rgw.Checksum{Alg: c.Alg, Value: v})
 		}
 		p.Parts = append(p.Parts, part)
 		p.NextPartNumberMarker = num

@@ -9,15 +9,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestGetObjectAttributes: GET ?attributes answers what was asked of a
 // simple object (no parts) and of a multipart one, whose parts page by
 // max-parts and part-number-marker; another user needs read access.
 func TestGetObjectAttributes(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "attrs"

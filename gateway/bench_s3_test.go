@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shoal-project/shoal/bench"
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestBenchS3 drives `shoal bench s3`'s load generator against the
@@ -20,7 +20,7 @@ import (
 // GETs that verify every byte (and catch an object rewritten behind the
 // generator's back), and an indexless bucket made by --location.
 func TestBenchS3(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	sizes, err := bench.ParseSizes("1K-600K")
 	if err != nil {

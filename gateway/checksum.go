@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -31,25 +32,25 @@ import (
 
 // checksumAlgOfHeader is the algorithm whose value header (or trailer)
 // is name, e.g. x-amz-checksum-crc32c (lower case); nil if none.
-func checksumAlgOfHeader(name string) *ChecksumAlg {
+func checksumAlgOfHeader(name string) *rgw.ChecksumAlg {
 	alg, ok := strings.CutPrefix(name, "x-amz-checksum-")
 	if !ok || alg != strings.ToLower(alg) {
 		return nil
 	}
-	return ChecksumAlgs[strings.ToUpper(alg)]
+	return rgw.ChecksumAlgs[strings.ToUpper(alg)]
 }
 
 // setHeaders answers c in x-amz-checksum-<alg> and x-amz-checksum-type.
-func setChecksumHeaders(c *Checksum, h http.Header) {
+func setChecksumHeaders(c *rgw.Checksum, h http.Header) {
 	if c == nil {
 		return
 	}
-	h.Set(ChecksumAlgs[c.Alg].Header(), c.Value)
+	h.Set(rgw.ChecksumAlgs[c.Alg].Header(), c.Value)
 	h.Set("x-amz-checksum-type", c.Type)
 }
 
 // xml is c as the Checksum* elements of S3's documents.
-func checksumXMLOf(c *Checksum) checksumXML {
+func checksumXMLOf(c *rgw.Checksum) checksumXML {
 	var x checksumXML
 	if c == nil {
 		return x
@@ -80,7 +81,7 @@ func (x *checksumXML) field(alg string) *string {
 // values are the checksums the document gives, by algorithm.
 func (x checksumXML) values() map[string]string {
 	out := map[string]string{}
-	for alg := range ChecksumAlgs {
+	for alg := range rgw.ChecksumAlgs {
 		if v := *x.field(alg); v != "" {
 			out[alg] = v
 		}
@@ -89,14 +90,14 @@ func (x checksumXML) values() map[string]string {
 }
 
 // checksumRequest reads the checksum r's upload names (nil: none).
-func checksumRequest(r *http.Request) (*ChecksumReq, error) {
-	var req *ChecksumReq
+func checksumRequest(r *http.Request) (*rgw.ChecksumReq, error) {
+	var req *rgw.ChecksumReq
 	values := checksumHeaders(r.Header)
 	if len(values) > 1 {
 		return nil, s3err.InvalidRequest.With("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 	}
 	for name, v := range values {
-		req = &ChecksumReq{Alg: ChecksumAlgs[name], Want: v}
+		req = &rgw.ChecksumReq{Alg: rgw.ChecksumAlgs[name], Want: v}
 	}
 	for _, v := range r.Header.Values("X-Amz-Trailer") {
 		for name := range strings.SplitSeq(v, ",") {
@@ -117,7 +118,7 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 				return nil, s3err.InvalidRequest.With("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 			}
 			key := http.CanonicalHeaderKey(name)
-			req = &ChecksumReq{Alg: a, Trailer: func() string { return r.Trailer.Get(key) }}
+			req = &rgw.ChecksumReq{Alg: a, Trailer: func() string { return r.Trailer.Get(key) }}
 		}
 	}
 	named := r.Header.Get("x-amz-sdk-checksum-algorithm")
@@ -125,12 +126,12 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 		named = r.Header.Get("x-amz-checksum-algorithm")
 	}
 	if named != "" {
-		a, err := ChecksumAlgNamed(named)
+		a, err := rgw.ChecksumAlgNamed(named)
 		switch {
 		case err != nil:
 			return nil, err
 		case req == nil:
-			req = &ChecksumReq{Alg: a}
+			req = &rgw.ChecksumReq{Alg: a}
 		case req.Alg != a:
 			return nil, s3err.InvalidRequest.With("The algorithm %s does not match the checksum header %s.", named, req.Alg.Header())
 		}
@@ -142,7 +143,7 @@ func checksumRequest(r *http.Request) (*ChecksumReq, error) {
 // algorithm.
 func checksumHeaders(h http.Header) map[string]string {
 	out := map[string]string{}
-	for name, a := range ChecksumAlgs {
+	for name, a := range rgw.ChecksumAlgs {
 		if v := h.Get(a.Header()); v != "" {
 			out[name] = v
 		}
@@ -162,17 +163,17 @@ func uploadChecksum(h http.Header) (alg, typ string, err error) {
 		}
 		return "", "", nil
 	}
-	a, err := ChecksumAlgNamed(name)
+	a, err := rgw.ChecksumAlgNamed(name)
 	if err != nil {
 		return "", "", err
 	}
 	if typ == "" {
-		typ = ChecksumComposite
+		typ = rgw.ChecksumComposite
 		if name == "CRC64NVME" {
-			typ = ChecksumFullObject
+			typ = rgw.ChecksumFullObject
 		}
 	}
-	if (typ != ChecksumComposite && typ != ChecksumFullObject) || (typ == ChecksumFullObject && a.Poly == 0) || (typ == ChecksumComposite && name == "CRC64NVME") {
+	if (typ != rgw.ChecksumComposite && typ != rgw.ChecksumFullObject) || (typ == rgw.ChecksumFullObject && a.Poly == 0) || (typ == rgw.ChecksumComposite && name == "CRC64NVME") {
 		return "", "", s3err.InvalidRequest.With("The %s checksum type is not supported with %s.", typ, name)
 	}
 	return name, typ, nil

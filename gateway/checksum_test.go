@@ -18,8 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 func b64sha256(b []byte) string {
@@ -46,7 +45,7 @@ func b64sha256(b []byte) string {
 //     partNumber GET gives that part's.
 //   - A CRC32C FULL_OBJECT upload's checksum is the CRC of the whole object.
 func TestChecksums(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "sums"
@@ -114,7 +113,7 @@ func TestChecksums(t *testing.T) {
 	}
 
 	// multipart, SHA256 COMPOSITE
-	parts := [][]byte{randBytes(r, gateway.MinPartSize), randBytes(r, gateway.MinPartSize), randBytes(r, 1000)}
+	parts := [][]byte{randBytes(r, rgw.MinPartSize), randBytes(r, rgw.MinPartSize), randBytes(r, 1000)}
 	mkey := aws.String("multi")
 	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: mkey, ChecksumAlgorithm: types.ChecksumAlgorithmSha256})
 	if err != nil || up.ChecksumAlgorithm != types.ChecksumAlgorithmSha256 || up.ChecksumType != types.ChecksumTypeComposite {
@@ -204,7 +203,7 @@ func TestChecksums(t *testing.T) {
 // one is InvalidRequest (net/http would hand over an HTTP trailer
 // unchecked); the right trailer is kept and answered.
 func TestUploadBodyEnd(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "ends"

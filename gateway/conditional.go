@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -19,8 +20,8 @@ import (
 // with If-Match on the same ETag never both succeed.
 
 // deleteCondFrom reads a DeleteObject's conditions from its headers.
-func deleteCondFrom(h http.Header) (DeleteCond, error) {
-	c := DeleteCond{ETag: h.Get("If-Match")}
+func deleteCondFrom(h http.Header) (rgw.DeleteCond, error) {
+	c := rgw.DeleteCond{ETag: h.Get("If-Match")}
 	if v := h.Get("x-amz-if-match-last-modified-time"); v != "" {
 		t, err := parseHTTPOrISOTime(v)
 		if err != nil {

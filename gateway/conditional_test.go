@@ -13,8 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestConditionalWrites: PutObject's If-Match and If-None-Match, and
@@ -24,7 +23,7 @@ import (
 // If-Match on the same ETag exactly one succeeds, and the object holds
 // its body.
 func TestConditionalWrites(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b, key := "cond", "obj"
@@ -193,7 +192,7 @@ func TestConditionalWrites(t *testing.T) {
 // gateway died before removing the upload — answers the same ETag
 // although its If-Match no longer holds.
 func TestConditionalComplete(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "condmp"
@@ -283,7 +282,7 @@ func TestConditionalComplete(t *testing.T) {
 // that fails, answers each key once, in the request's order, with the
 // right outcome, and leaves exactly the refused keys.
 func TestMultiDeleteConcurrent(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, MultiDelMaxAIO: 4})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk, MultiDelMaxAIO: 4})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "multidel"

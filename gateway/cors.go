@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -23,9 +24,9 @@ import (
 // Origin or Access-Control-Request-Method.
 
 type corsConfiguration struct {
-	XMLName xml.Name   `xml:"CORSConfiguration"`
-	Xmlns   string     `xml:"xmlns,attr,omitempty"`
-	Rules   []CORSRule `xml:"CORSRule"`
+	XMLName xml.Name       `xml:"CORSConfiguration"`
+	Xmlns   string         `xml:"xmlns,attr,omitempty"`
+	Rules   []rgw.CORSRule `xml:"CORSRule"`
 }
 
 // maxCORSRules is S3's limit on rules per configuration.
@@ -38,7 +39,7 @@ var corsMethods = map[string]bool{"GET": true, "PUT": true, "HEAD": true, "POST"
 // does not parse or a configuration without rules, InvalidRequest for
 // an unknown method, a rule without origins or methods, or an entry with
 // more than one wildcard.
-func parseCORS(r *http.Request) ([]CORSRule, error) {
+func parseCORS(r *http.Request) ([]rgw.CORSRule, error) {
 	var c corsConfiguration
 	if err := readXMLBody(r, &c); err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func parseCORS(r *http.Request) ([]CORSRule, error) {
 
 // corsRule is the first rule of rules whose AllowedOrigin matches origin
 // (RGW's host_name_rule), or nil.
-func corsRule(rules []CORSRule, origin string) *CORSRule {
+func corsRule(rules []rgw.CORSRule, origin string) *rgw.CORSRule {
 	for i := range rules {
 		for _, o := range rules[i].AllowedOrigins {
 			if globMatch(o, origin, false) {
@@ -83,7 +84,7 @@ func corsRule(rules []CORSRule, origin string) *CORSRule {
 // setCORSHeaders writes rule's answer to origin for method: the allowed
 // origin ("*" for a rule open to every origin), the method, the requested
 // headers, the exposed headers and the max age.
-func setCORSHeaders(h http.Header, rule *CORSRule, origin, method, reqHeaders string) {
+func setCORSHeaders(h http.Header, rule *rgw.CORSRule, origin, method, reqHeaders string) {
 	allow := origin
 	for _, o := range rule.AllowedOrigins {
 		if o == "*" {
@@ -175,22 +176,22 @@ func (srv *Server) bucketCORS(rq *request) error {
 		if err != nil {
 			return err
 		}
-		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.CORS = rules })
+		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { nb.CORS = rules })
 	case http.MethodDelete:
 		b, err := srv.bucketFor(rq, "")
 		if err != nil {
 			return err
 		}
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.CORS = nil })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.CORS = nil })
 	}
 	return s3err.MethodNotAllowed
 }
 
-func corsAllowsMethod(c *CORSRule, m string) bool { return slices.Contains(c.AllowedMethods, m) }
+func corsAllowsMethod(c *rgw.CORSRule, m string) bool { return slices.Contains(c.AllowedMethods, m) }
 
 // corsAllowsHeaders reports whether every header of the comma-separated list
 // matches one of the rule's AllowedHeader entries.
-func corsAllowsHeaders(c *CORSRule, list string) bool {
+func corsAllowsHeaders(c *rgw.CORSRule, list string) bool {
 	for _, h := range strings.Split(list, ",") {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if h == "" {

@@ -9,8 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestCORS: a bucket's CORS rules are stored, shown and removed by its
@@ -19,7 +18,7 @@ import (
 // answered without a signature, refused (403) when no rule allows the
 // origin, method and headers.
 func TestCORS(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "cors"

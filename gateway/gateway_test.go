@@ -36,6 +36,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/memrados"
 	"github.com/shoal-project/shoal/internal/testcluster"
@@ -50,12 +51,12 @@ const gatewayConf = "osd_pool_default_size = 2\n"
 // with small objects).
 type fixture struct {
 	t       testing.TB
-	store   *gateway.Store
+	store   *rgw.Store
 	conn    *client.Conn
 	url     string
 	metrics string // the gateway's /metrics URL
-	admin   gateway.Key
-	other   gateway.Key
+	admin   rgw.Key
+	other   rgw.Key
 }
 
 const (
@@ -67,7 +68,7 @@ const (
 // (internal/memrados: the OSDs' op semantics and object classes, no
 // cluster); benchmarks get a cluster of three OSDs on real stores
 // (MemStore copies an object's omap on every write).
-func startGateway(t testing.TB, opt gateway.Options) *fixture {
+func startGateway(t testing.TB, opt rgw.Options) *fixture {
 	t.Helper()
 	if _, bench := t.(*testing.B); bench {
 		return startGatewayN(t, 3, opt, nil)
@@ -84,7 +85,7 @@ func startGateway(t testing.TB, opt gateway.Options) *fixture {
 // startGatewayN starts a gateway over a cluster of n OSDs (tests that
 // count the OSDs' work); setup runs before the gateway opens its pools
 // (to create some of them differently).
-func startGatewayN(t testing.TB, n int, opt gateway.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
+func startGatewayN(t testing.TB, n int, opt rgw.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
 	t.Helper()
 	_, bench := t.(*testing.B)
 	c := testcluster.Start(t, testcluster.Options{OSDs: n, Conf: gatewayConf, RealStores: bench})
@@ -94,24 +95,24 @@ func startGatewayN(t testing.TB, n int, opt gateway.Options, setup func(ctx cont
 }
 
 // startGatewayOn starts a gateway on conn's cluster.
-func startGatewayOn(t testing.TB, conn *client.Conn, opt gateway.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
+func startGatewayOn(t testing.TB, conn *client.Conn, opt rgw.Options, setup func(ctx context.Context, conn *client.Conn)) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if setup != nil {
 		setup(ctx, conn)
 	}
-	st, err := gateway.OpenStore(ctx, conn, opt)
+	st, err := rgw.OpenStore(ctx, conn, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, store: st, conn: conn}
-	u, err := st.CreateUser(ctx, "tester", "", "", gateway.Key{})
+	u, err := st.CreateUser(ctx, "tester", "", "", rgw.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.admin = u.Keys[0]
-	u2, err := st.CreateUser(ctx, "other", "", "", gateway.Key{})
+	u2, err := st.CreateUser(ctx, "other", "", "", rgw.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func startGatewayOn(t testing.TB, conn *client.Conn, opt gateway.Options, setup 
 	return f
 }
 
-func (f *fixture) s3(k gateway.Key) *s3.Client {
+func (f *fixture) s3(k rgw.Key) *s3.Client {
 	return s3.New(s3.Options{
 		Region:           "default",
 		BaseEndpoint:     aws.String(f.url),
@@ -192,7 +193,7 @@ func get(t *testing.T, c *s3.Client, bucket, key string, rng string) ([]byte, *s
 // its passes) each get the MD5 of their own bytes as ETag, the data
 // reads back, and a wrong Content-MD5 on a large body is BadDigest.
 func TestLargePutETags(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	f := startGateway(t, rgw.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
 	c := f.s3(f.admin)
 	ctx := context.Background()
 	bucket := "large"
@@ -245,7 +246,7 @@ func TestLargePutETags(t *testing.T) {
 }
 
 func TestObjectsRoundTrip(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, WindowSize: 2 * tStripe, IndexShards: 3, GCMinWait: time.Hour})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk, WindowSize: 2 * tStripe, IndexShards: 3, GCMinWait: time.Hour})
 	c := f.s3(f.admin)
 	ctx := context.Background()
 	bucket := "round"
@@ -476,7 +477,7 @@ func checkListing(t *testing.T, c *s3.Client, bucket string, want map[string][]b
 // TestListBucketsPages: ListBuckets in pages of max-buckets, following
 // the continuation token, with a prefix; a bad max-buckets is refused.
 func TestListBucketsPages(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	for _, b := range []string{"pcc", "qaa", "paa", "qbb", "pbb"} {
@@ -523,7 +524,7 @@ func TestListBucketsPages(t *testing.T) {
 }
 
 func TestAuthAndErrors(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c, o := f.s3(f.admin), f.s3(f.other)
 	b := "mine"
@@ -554,11 +555,11 @@ func TestAuthAndErrors(t *testing.T) {
 	if err != nil || len(lb.Buckets) != 0 {
 		t.Fatalf("other's bucket list: %v %v", lb, err)
 	}
-	bad := f.s3(gateway.Key{AccessKey: "NOSUCHKEY0000000000", SecretKey: "x"})
+	bad := f.s3(rgw.Key{AccessKey: "NOSUCHKEY0000000000", SecretKey: "x"})
 	if _, err := bad.ListBuckets(ctx, &s3.ListBucketsInput{}); code(err) != "InvalidAccessKeyId" {
 		t.Fatalf("unknown key: %v", err)
 	}
-	wrong := f.s3(gateway.Key{AccessKey: f.admin.AccessKey, SecretKey: "wrong"})
+	wrong := f.s3(rgw.Key{AccessKey: f.admin.AccessKey, SecretKey: "wrong"})
 	if _, err := wrong.ListBuckets(ctx, &s3.ListBucketsInput{}); code(err) != "SignatureDoesNotMatch" {
 		t.Fatalf("wrong secret: %v", err)
 	}
@@ -616,7 +617,7 @@ func TestAuthAndErrors(t *testing.T) {
 }
 
 func TestMultipart(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10, IndexShards: 2, MaxMultipartSize: 11 << 20})
+	f := startGateway(t, rgw.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10, IndexShards: 2, MaxMultipartSize: 11 << 20})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b, key := "mpu", "big/object"
@@ -849,7 +850,7 @@ func TestMultipart(t *testing.T) {
 // check --fix` completes it from the head, or cancels it and collects its
 // tails if the head was never written.
 func TestIndexlessAndCheck(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	nb := "noindex"
@@ -887,7 +888,7 @@ func TestIndexlessAndCheck(t *testing.T) {
 // `bucket check --fix` completes the second from its head, cancels the
 // first, queueing its tails for GC, and drops the deleted key's entry.
 func TestIndexCrashBetweenPhases(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 2})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 2})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "crash"
@@ -958,10 +959,10 @@ func TestChunkSizeShardWrites(t *testing.T) {
 		writes, each uint64
 	}{{512 << 10, 384, 128 << 10}, {4 << 20, 48, 1 << 20}, {3 << 20, 96, 512 << 10}} {
 		t.Run(fmt.Sprint(tc.chunk>>10, "K"), func(t *testing.T) {
-			pools := gateway.DefaultPools
+			pools := rgw.DefaultPools
 			pools.Data = "ec42"
 			var conn *client.Conn
-			f := startGatewayN(t, 6, gateway.Options{Pools: pools, StripeSize: 4 << 20, ChunkSize: tc.chunk}, func(ctx context.Context, c *client.Conn) {
+			f := startGatewayN(t, 6, rgw.Options{Pools: pools, StripeSize: 4 << 20, ChunkSize: tc.chunk}, func(ctx context.Context, c *client.Conn) {
 				conn = c
 				if _, err := c.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": "p42", "args": "k=4 m=2 crush-failure-domain=osd"}); err != nil {
 					t.Fatal(err)
@@ -1011,9 +1012,9 @@ func TestChunkSizeShardWrites(t *testing.T) {
 // reshard, and afterwards the listing is exactly the model's, served from
 // two ranges.
 func TestReshardOnline(t *testing.T) {
-	gateway.SetSettle(300 * time.Millisecond)
-	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
-	f := startGateway(t, gateway.Options{IndexShards: 3, RangeShards: 3})
+	rgw.SetSettle(300 * time.Millisecond)
+	t.Cleanup(func() { rgw.SetSettle(7 * time.Second) })
+	f := startGateway(t, rgw.Options{IndexShards: 3, RangeShards: 3})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "growing"
@@ -1101,9 +1102,9 @@ func TestReshardOnline(t *testing.T) {
 // bucket deleted through one refuses writes through the other even while
 // the other still has it cached.
 func TestTwoGateways(t *testing.T) {
-	f := startGateway(t, gateway.Options{IndexShards: 2})
+	f := startGateway(t, rgw.Options{IndexShards: 2})
 	ctx := context.Background()
-	st2, err := gateway.OpenStore(ctx, f.conn, gateway.Options{IndexShards: 2})
+	st2, err := rgw.OpenStore(ctx, f.conn, rgw.Options{IndexShards: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1152,9 +1153,9 @@ func TestTwoGateways(t *testing.T) {
 // again finishes the job: writes made in between are listed, and no shard
 // object is left behind or missing.
 func TestReshardResumes(t *testing.T) {
-	gateway.SetSettle(100 * time.Millisecond)
-	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
-	f := startGateway(t, gateway.Options{IndexShards: 2, RangeShards: 2})
+	rgw.SetSettle(100 * time.Millisecond)
+	t.Cleanup(func() { rgw.SetSettle(7 * time.Second) })
+	f := startGateway(t, rgw.Options{IndexShards: 2, RangeShards: 2})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "resumed"
@@ -1214,7 +1215,7 @@ func TestReshardResumes(t *testing.T) {
 		t.Fatalf("after the second split: %d ranges, %d retired\n%s", len(bk.Index.Ranges), len(bk.Index.Retired), out.String())
 	}
 	// exactly the layout's shard objects exist in the index pool
-	idx, err := f.conn.Pool(ctx, gateway.DefaultPools.Index)
+	idx, err := f.conn.Pool(ctx, rgw.DefaultPools.Index)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1245,7 +1246,7 @@ func TestReshardResumes(t *testing.T) {
 // checks that aborting the leftover upload (what an operator or a
 // lifecycle rule would do) leaves the object whole after GC.
 func TestMultipartCompleteCrash(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	f := startGateway(t, rgw.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b, key := "mpcrash", "obj"
@@ -1294,9 +1295,9 @@ func TestMultipartCompleteCrash(t *testing.T) {
 // bucket reshard`), after which the listing and stats are whole; a bucket
 // whose lock another gateway holds stays queued.
 func TestDynamicReshard(t *testing.T) {
-	f := startGateway(t, gateway.Options{IndexShards: 2, RangeShards: 2, MaxObjsPerShard: 30})
-	gateway.SetSettle(100 * time.Millisecond) // one Store: its cache is dropped at each change
-	t.Cleanup(func() { gateway.SetSettle(7 * time.Second) })
+	f := startGateway(t, rgw.Options{IndexShards: 2, RangeShards: 2, MaxObjsPerShard: 30})
+	rgw.SetSettle(100 * time.Millisecond) // one Store: its cache is dropped at each change
+	t.Cleanup(func() { rgw.SetSettle(7 * time.Second) })
 	ctx := context.Background()
 	b, err := f.store.CreateBucket(ctx, "growing", "tester", "", "", nil, "")
 	if err != nil {
@@ -1306,7 +1307,7 @@ func TestDynamicReshard(t *testing.T) {
 	put := func(n int) {
 		for i := len(want); len(want) < n; i++ {
 			key := fmt.Sprintf("logs/%05d", i)
-			if _, err := f.store.PutObject(ctx, b, key, gateway.PutInput{Body: strings.NewReader("x"), Size: 1, Owner: "tester"}); err != nil {
+			if _, err := f.store.PutObject(ctx, b, key, rgw.PutInput{Body: strings.NewReader("x"), Size: 1, Owner: "tester"}); err != nil {
 				t.Fatal(err)
 			}
 			want[key] = true
@@ -1358,7 +1359,7 @@ func TestDynamicReshard(t *testing.T) {
 	}
 	// another gateway's unexpired lock: the bucket stays queued
 	put(400)
-	logPool, err := f.conn.Pool(ctx, gateway.DefaultPools.Log)
+	logPool, err := f.conn.Pool(ctx, rgw.DefaultPools.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1395,7 +1396,7 @@ func TestDynamicReshard(t *testing.T) {
 // pending record left once the completions sent after the answers land,
 // the stats exact.
 func TestIndexBatching(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 1, RangeShards: 1})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 1, RangeShards: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := f.s3(f.admin)
@@ -1464,7 +1465,7 @@ func TestIndexBatching(t *testing.T) {
 // TestMetrics: the gateway's Prometheus metrics count requests by method,
 // target and status, their bytes, and the bucket index calls.
 func TestMetrics(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "metered"
@@ -1535,14 +1536,14 @@ func anon(t *testing.T, method, url string, body string) (int, string) {
 // anonymous requests included — and GetBucketAcl/GetObjectAcl show them
 // with the users' display names.
 func TestACL(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c, o := f.s3(f.admin), f.s3(f.other)
 	other, err := f.store.GetUser(ctx, "other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.CreateUser(ctx, "reader", "Rea Der", "rea@example.com", gateway.Key{}); err != nil {
+	if _, err := f.store.CreateUser(ctx, "reader", "Rea Der", "rea@example.com", rgw.Key{}); err != nil {
 		t.Fatal(err)
 	}
 	// private by default: the owner's FULL_CONTROL, nobody else anything
@@ -1619,7 +1620,7 @@ func TestACL(t *testing.T) {
 	oacl, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: &pub, Key: aws.String("open")})
 	// group grants first (as RGW answers)
 	if err != nil || len(oacl.Grants) != 2 || oacl.Grants[0].Grantee.Type != types.TypeGroup ||
-		*oacl.Grants[0].Grantee.URI != gateway.GroupAllUsers || oacl.Grants[0].Permission != types.PermissionRead ||
+		*oacl.Grants[0].Grantee.URI != rgw.GroupAllUsers || oacl.Grants[0].Permission != types.PermissionRead ||
 		*oacl.Grants[1].Grantee.ID != "tester" {
 		t.Fatalf("public-read object ACL: %+v %v", oacl, err)
 	}
@@ -1704,14 +1705,14 @@ func TestACL(t *testing.T) {
 
 // signed sends a SigV4-signed request (unsigned payload) with k's keys and
 // returns its status and body.
-func (f *fixture) signed(t *testing.T, k gateway.Key, method, path string, hdr map[string]string, body string) (int, string) {
+func (f *fixture) signed(t *testing.T, k rgw.Key, method, path string, hdr map[string]string, body string) (int, string) {
 	t.Helper()
 	return f.signedPayload(t, k, method, path, hdr, body, "UNSIGNED-PAYLOAD")
 }
 
 // signedPayload is signed with x-amz-content-sha256 payload (a hex
 // SHA-256, UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, …).
-func (f *fixture) signedPayload(t *testing.T, k gateway.Key, method, path string, hdr map[string]string, body, payload string) (int, string) {
+func (f *fixture) signedPayload(t *testing.T, k rgw.Key, method, path string, hdr map[string]string, body, payload string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	if err != nil {
@@ -1741,7 +1742,7 @@ func (f *fixture) signedPayload(t *testing.T, k gateway.Key, method, path string
 // InvalidDigest; a part listed twice in a row in a completion counts
 // once, the later entry; ?torrent is NoSuchKey.
 func TestS3Details(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	f := startGateway(t, rgw.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "details"
@@ -1856,7 +1857,7 @@ func sigV2Policy(secret, policy string) string {
 // success status and redirect, the length range and a SHA-256 checksum
 // enforced while the file streams (nothing is stored when they fail).
 func TestPostObject(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 256 << 10, ChunkSize: 64 << 10})
+	f := startGateway(t, rgw.Options{StripeSize: 256 << 10, ChunkSize: 64 << 10})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	pub, priv := "post-public", "post-private"
@@ -1960,7 +1961,7 @@ func sigV4Key(secret, date, policy string) []byte {
 // directives, multipart uploads; bucket tags, NoSuchTagSet without them,
 // and a DELETE ?tagging that removes the tags and not the bucket.
 func TestTagging(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
+	f := startGateway(t, rgw.Options{StripeSize: 1 << 20, ChunkSize: 256 << 10})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "tagged"
@@ -2106,7 +2107,7 @@ func (g *headGate) Read(p []byte) (int, error) {
 // fails returns the prepare's error and leaves no tail object behind.
 func TestPrepareOverlapsHead(t *testing.T) {
 	const chunk = 1 << 20 // the overlap's threshold (prepareOverlapMin)
-	f := startGateway(t, gateway.Options{StripeSize: chunk, ChunkSize: chunk})
+	f := startGateway(t, rgw.Options{StripeSize: chunk, ChunkSize: chunk})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := f.s3(f.admin)
@@ -2124,7 +2125,7 @@ func TestPrepareOverlapsHead(t *testing.T) {
 	release := f.store.HoldIndexCalls()
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.store.PutObject(ctx, bk, "k", gateway.PutInput{Body: g, Size: int64(len(body)), Owner: bk.Owner})
+		_, err := f.store.PutObject(ctx, bk, "k", rgw.PutInput{Body: g, Size: int64(len(body)), Owner: bk.Owner})
 		done <- err
 	}()
 	select {
@@ -2147,7 +2148,7 @@ func TestPrepareOverlapsHead(t *testing.T) {
 	}
 
 	// A prepare that fails: the bucket's index shards are gone.
-	idx, err := f.conn.Pool(ctx, gateway.DefaultPools.Index)
+	idx, err := f.conn.Pool(ctx, rgw.DefaultPools.Index)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2156,7 +2157,7 @@ func TestPrepareOverlapsHead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := f.conn.Pool(ctx, gateway.DefaultPools.Data)
+	data, err := f.conn.Pool(ctx, rgw.DefaultPools.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2172,7 +2173,7 @@ func TestPrepareOverlapsHead(t *testing.T) {
 		return n
 	}
 	before := objects()
-	_, err = f.store.PutObject(ctx, bk, "k2", gateway.PutInput{Body: bytes.NewReader(body), Size: int64(len(body)), Owner: bk.Owner})
+	_, err = f.store.PutObject(ctx, bk, "k2", rgw.PutInput{Body: bytes.NewReader(body), Size: int64(len(body)), Owner: bk.Owner})
 	if !errors.Is(err, s3err.NoSuchBucket) {
 		t.Fatalf("PUT with its index gone: %v, want NoSuchBucket", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"net/http"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -28,9 +29,9 @@ import (
 // other than STANDARD, which this gateway does not have: they are refused.
 
 type lifecycleConfiguration struct {
-	XMLName xml.Name        `xml:"LifecycleConfiguration"`
-	Xmlns   string          `xml:"xmlns,attr,omitempty"`
-	Rules   []LifecycleRule `xml:"Rule"`
+	XMLName xml.Name            `xml:"LifecycleConfiguration"`
+	Xmlns   string              `xml:"xmlns,attr,omitempty"`
+	Rules   []rgw.LifecycleRule `xml:"Rule"`
 }
 
 // S3's limits on a lifecycle configuration.
@@ -45,7 +46,7 @@ const (
 // repeated, days that are not positive, dates not at midnight UTC, and
 // transitions; InvalidRequest for a rule without an action. Rules without
 // an ID get one.
-func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
+func parseLifecycle(r *http.Request) ([]rgw.LifecycleRule, error) {
 	var c lifecycleConfiguration
 	if err := readXMLBody(r, &c); err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
 	for i := range c.Rules {
 		rule := &c.Rules[i]
 		if rule.ID == "" {
-			rule.ID = NewTag()
+			rule.ID = rgw.NewTag()
 		}
 		if len(rule.ID) > maxLifecycleID {
 			return nil, s3err.InvalidArgument.With("a rule's ID is at most %d characters", maxLifecycleID)
@@ -82,7 +83,7 @@ func parseLifecycle(r *http.Request) ([]LifecycleRule, error) {
 	return c.Rules, nil
 }
 
-func checkLifecycleActions(rule *LifecycleRule) error {
+func checkLifecycleActions(rule *rgw.LifecycleRule) error {
 	positive := func(what string, n *int) error {
 		if n != nil && *n <= 0 {
 			return s3err.InvalidArgument.With("rule %q: %s must be a positive integer", rule.ID, what)
@@ -103,15 +104,15 @@ func checkLifecycleActions(rule *LifecycleRule) error {
 			return err
 		}
 		if e.Date != nil {
-			if _, err := LifecycleDate(*e.Date); err != nil {
+			if _, err := rgw.LifecycleDate(*e.Date); err != nil {
 				return s3err.InvalidArgument.With("rule %q: %v", rule.ID, err)
 			}
 		}
 	}
-	transitions := append(append([]LifecycleTransition{}, rule.Transitions...), rule.NoncurrentVersionTransitions...)
+	transitions := append(append([]rgw.LifecycleTransition{}, rule.Transitions...), rule.NoncurrentVersionTransitions...)
 	for _, t := range transitions {
 		if t.Date != nil {
-			if _, err := LifecycleDate(*t.Date); err != nil {
+			if _, err := rgw.LifecycleDate(*t.Date); err != nil {
 				return s3err.InvalidArgument.With("rule %q: transition: %v", rule.ID, err)
 			}
 		}
@@ -166,10 +167,10 @@ func (srv *Server) bucketLifecycle(rq *request) error {
 		if err := srv.s.LCRegister(ctx, b); err != nil {
 			return err
 		}
-		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Lifecycle = rules })
+		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { nb.Lifecycle = rules })
 	case http.MethodDelete:
 		// the registration stays until the next pass finds no rules
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Lifecycle = nil })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.Lifecycle = nil })
 	}
 	return s3err.MethodNotAllowed
 }

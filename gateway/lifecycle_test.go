@@ -10,15 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestLifecycleConfiguration: PUT ?lifecycle refuses what S3 and RGW
 // refuse, with their codes; GET returns what was put (IDs filled in);
 // DELETE answers 204 whether or not there was one.
 func TestLifecycleConfiguration(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "lc-config"
@@ -105,7 +104,7 @@ func TestLifecycleConfiguration(t *testing.T) {
 func TestLifecycleProcess(t *testing.T) {
 	// a lifecycle day of 1 ns: everything written before a pass is days old
 	// and no worker: the test runs the passes
-	f := startGateway(t, gateway.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true})
+	f := startGateway(t, rgw.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "lc-run"
@@ -246,7 +245,7 @@ func tmpExpiry(ctx context.Context, t *testing.T, c *s3.Client, b string, keys .
 // TestLifecycleWorker: a gateway runs lifecycle passes on its own (here
 // with days of a second, rgw_lc_debug_interval, outside any work time).
 func TestLifecycleWorker(t *testing.T) {
-	f := startGateway(t, gateway.Options{LCDebugInterval: time.Second, LCWorkTime: "00:00-00:00"})
+	f := startGateway(t, rgw.Options{LCDebugInterval: time.Second, LCWorkTime: "00:00-00:00"})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "lc-worker"
@@ -273,7 +272,7 @@ func TestLifecycleWorker(t *testing.T) {
 // work, and the dead holder's late release does not remove a lock another
 // holds.
 func TestLifecycleLockTakeover(t *testing.T) {
-	f := startGateway(t, gateway.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true, LCLockTTL: 2 * time.Second})
+	f := startGateway(t, rgw.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true, LCLockTTL: 2 * time.Second})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "lc-lock"
@@ -287,7 +286,7 @@ func TestLifecycleLockTakeover(t *testing.T) {
 		t.Fatalf("a pass while the lock is held: %v", err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	var res gateway.LCResult
+	var res rgw.LCResult
 	for {
 		res, err = f.store.LCProcess(ctx, true, io.Discard)
 		if err == nil {

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // BenchmarkListPage lists pages of 1000 keys of a 20,000-key bucket whose
@@ -22,7 +22,7 @@ func BenchmarkListPage(b *testing.B) {
 		shards, perRange int
 	}{{"1-shard", 1, 1}, {"128-hash-shards", 128, 128}, {"128-shards-16x8-ranges", 128, 8}} {
 		b.Run(tc.name, func(b *testing.B) {
-			f := startGateway(b, gateway.Options{IndexShards: tc.shards, RangeShards: tc.perRange})
+			f := startGateway(b, rgw.Options{IndexShards: tc.shards, RangeShards: tc.perRange})
 			ctx := context.Background()
 			bk, err := f.store.CreateBucket(ctx, "listing", "tester", "", "", nil, "")
 			if err != nil {

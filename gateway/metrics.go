@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // metrics are a gateway's Prometheus metrics (RGW's perf counters:
@@ -23,7 +24,7 @@ type metrics struct {
 	in, out  prometheus.Counter
 }
 
-func newMetrics(s *Store) *metrics {
+func newMetrics(s *rgw.Store) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "rgw", Name: "requests_total",
 		Help: "S3 requests answered, by HTTP method, target (service, bucket or object) and status code."}, []string{"method", "target", "code"})

@@ -13,8 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestOrphanedTails: an overwrite whose gateway stops right after the
@@ -33,7 +32,7 @@ import (
 // stop: each entry is one atomic omap write) leaves the rest to the next
 // run, which queues exactly those.
 func TestOrphanedTails(t *testing.T) {
-	f := startGateway(t, gateway.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "orphans"
@@ -44,7 +43,7 @@ func TestOrphanedTails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := f.conn.Pool(ctx, gateway.DefaultPools.Data)
+	data, err := f.conn.Pool(ctx, rgw.DefaultPools.Data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"net/http"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -30,7 +31,7 @@ const (
 // validOwnership checks an ObjectOwnership value.
 func validOwnership(v string) error {
 	switch v {
-	case OwnershipObjectWriter, OwnershipBucketOwnerPreferred, OwnershipBucketOwnerEnforced:
+	case rgw.OwnershipObjectWriter, rgw.OwnershipBucketOwnerPreferred, rgw.OwnershipBucketOwnerEnforced:
 		return nil
 	}
 	return s3err.InvalidArgument.With("ObjectOwnership %q: want ObjectWriter, BucketOwnerPreferred or BucketOwnerEnforced", v)
@@ -38,15 +39,15 @@ func validOwnership(v string) error {
 
 // objectOwnerACL is the owner and ACL of an object uid writes into b with
 // the ACL headers of h, under b's object ownership.
-func (srv *Server) objectOwnerACL(ctx context.Context, h http.Header, uid string, b *Bucket) (string, ACL, error) {
+func (srv *Server) objectOwnerACL(ctx context.Context, h http.Header, uid string, b *rgw.Bucket) (string, rgw.ACL, error) {
 	canned := h.Get("x-amz-acl")
 	switch b.Ownership {
-	case OwnershipBucketOwnerEnforced:
+	case rgw.OwnershipBucketOwnerEnforced:
 		if (canned != "" && canned != cannedBucketOwnerFullControl) || hasGrantHeaders(h) {
 			return "", nil, s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 		}
 		return b.Owner, nil, nil
-	case OwnershipBucketOwnerPreferred:
+	case rgw.OwnershipBucketOwnerPreferred:
 		if canned == cannedBucketOwnerFullControl {
 			return b.Owner, nil, nil
 		}
@@ -67,7 +68,7 @@ func hasGrantHeaders(h http.Header) bool {
 
 // uploadOwners are a multipart upload's owner (the completed object's)
 // and initiator as listings show them.
-func (srv *Server) uploadOwners(ctx context.Context, u *Upload) (own, initiator owner) {
+func (srv *Server) uploadOwners(ctx context.Context, u *rgw.Upload) (own, initiator owner) {
 	own = owner{ID: u.Owner, DisplayName: srv.s.DisplayName(ctx, u.Owner)}
 	if id := u.InitiatedBy(); id != u.Owner {
 		return own, owner{ID: id, DisplayName: srv.s.DisplayName(ctx, id)}
@@ -110,12 +111,12 @@ func (srv *Server) bucketOwnership(rq *request) error {
 		if err := validOwnership(v); err != nil {
 			return s3err.MalformedXML.With("%v", err)
 		}
-		if v == OwnershipBucketOwnerEnforced && b.ACL.GrantsOthers(b.Owner) {
+		if v == rgw.OwnershipBucketOwnerEnforced && b.ACL.GrantsOthers(b.Owner) {
 			return s3err.InvalidBucketAclWithObjectOwnership.With("bucket %q's ACL grants others access: set it to private first", b.Name)
 		}
-		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Ownership = v })
+		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { nb.Ownership = v })
 	case http.MethodDelete:
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Ownership = "" })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.Ownership = "" })
 	}
 	return s3err.MethodNotAllowed
 }

@@ -8,8 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestObjectOwnership: a bucket's ownership controls are stored, shown and
@@ -19,7 +18,7 @@ import (
 // (BucketOwnerPreferred), or always the bucket's owner, with ACLs refused
 // and granting nothing (BucketOwnerEnforced), set at creation or later.
 func TestObjectOwnership(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c, o := f.s3(f.admin), f.s3(f.other)
 	ownership := func(b string) string {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -504,7 +505,7 @@ func (p *Policy) isPublic() bool {
 
 // requestValues returns the condition keys of an HTTP request by user
 // uid; tags loads the object's current tags (nil: no object).
-func requestValues(r *http.Request, uid string, tags func() ([]Tag, bool)) func(string) ([]string, bool) {
+func requestValues(r *http.Request, uid string, tags func() ([]rgw.Tag, bool)) func(string) ([]string, bool) {
 	return func(key string) ([]string, bool) {
 		lk := strings.ToLower(key)
 		hdr := func(name string) ([]string, bool) {
@@ -568,7 +569,7 @@ func requestValues(r *http.Request, uid string, tags func() ([]Tag, bool)) func(
 type publicAccessBlockConfiguration struct {
 	XMLName xml.Name `xml:"PublicAccessBlockConfiguration"`
 	Xmlns   string   `xml:"xmlns,attr,omitempty"`
-	PublicAccessBlock
+	rgw.PublicAccessBlock
 }
 
 type policyStatus struct {
@@ -661,7 +662,7 @@ func resourceARN(bucket, key string) string {
 // otherwise aclCheck decides. Without a policy it costs aclCheck alone.
 // tags loads the object's current tags for s3:ExistingObjectTag
 // conditions (nil: the request is not about one object).
-func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags func() ([]Tag, bool), aclCheck func() error) error {
+func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tags func() ([]rgw.Tag, bool), aclCheck func() error) error {
 	p := bucketPolicy(b)
 	if p == nil {
 		return aclCheck()
@@ -670,8 +671,8 @@ func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags fu
 		action = s3Action(rq)
 	}
 	if tags == nil && key != "" {
-		tags = func() ([]Tag, bool) {
-			h, _, _, _, err := srv.s.HeadAt(rq.r.Context(), HeadOID(b.ID, key), false)
+		tags = func() ([]rgw.Tag, bool) {
+			h, _, _, _, err := srv.s.HeadAt(rq.r.Context(), rgw.HeadOID(b.ID, key), false)
 			if err != nil {
 				return nil, false
 			}
@@ -692,7 +693,7 @@ func (srv *Server) authorize(rq *request, b *Bucket, key, action string, tags fu
 // bucket) with the request's condition values; under
 // RestrictPublicBuckets, a public policy's Allow counts for the owner
 // alone.
-func decide(b *Bucket, uid, action, key string, value func(string) ([]string, bool)) decision {
+func decide(b *rgw.Bucket, uid, action, key string, value func(string) ([]string, bool)) decision {
 	p := bucketPolicy(b)
 	d := p.eval(&policyRequest{uid: uid, action: action, resource: resourceARN(b.Name, key), value: value})
 	if d == decAllow && uid != b.Owner && b.PublicAccess != nil && b.PublicAccess.RestrictPublicBuckets && p.isPublic() {
@@ -703,8 +704,8 @@ func decide(b *Bucket, uid, action, key string, value func(string) ([]string, bo
 
 // authorizeObject is authorize for a request about open object o (key
 // of bucket b): the policy, or else perm on the object's ACL.
-func (srv *Server) authorizeObject(rq *request, b *Bucket, o *Object, key, action, perm string) error {
-	return srv.authorize(rq, b, key, action, func() ([]Tag, bool) { return o.Tags(), true }, func() error {
+func (srv *Server) authorizeObject(rq *request, b *rgw.Bucket, o *rgw.Object, key, action, perm string) error {
+	return srv.authorize(rq, b, key, action, func() ([]rgw.Tag, bool) { return o.Tags(), true }, func() error {
 		owner, acl := b.ObjectOwnerACL(o)
 		if !b.EffectiveACL(acl).Allows(owner, rq.uid, perm) {
 			return errDenied(rq.uid, perm, fmt.Sprintf("object %q of bucket %q", key, b.Name))
@@ -749,9 +750,9 @@ func (srv *Server) bucketPolicy(rq *request) error {
 		if b.PublicAccess != nil && b.PublicAccess.BlockPublicPolicy && p.isPublic() {
 			return s3err.AccessDenied.With("bucket %q blocks public policies (BlockPublicPolicy)", b.Name)
 		}
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Policy = string(doc) })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.Policy = string(doc) })
 	case http.MethodDelete:
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Policy = "" })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.Policy = "" })
 	}
 	return s3err.MethodNotAllowed
 }
@@ -781,9 +782,9 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 		if err := readXMLBody(rq.r, &c); err != nil {
 			return err
 		}
-		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { pab := c.PublicAccessBlock; nb.PublicAccess = &pab })
+		return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { pab := c.PublicAccessBlock; nb.PublicAccess = &pab })
 	case http.MethodDelete:
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.PublicAccess = nil })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.PublicAccess = nil })
 	}
 	return s3err.MethodNotAllowed
 }
@@ -792,7 +793,7 @@ func (srv *Server) bucketPublicAccess(rq *request) error {
 // err for whom may list the bucket — s3:ListBucket with s3:prefix the key,
 // as RGW evaluates it — and AccessDenied for others, whom S3 does not tell
 // what is absent.
-func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) error {
+func (srv *Server) missingKey(rq *request, b *rgw.Bucket, key string, err error) error {
 	vals := requestValues(rq.r, rq.uid, nil)
 	d := decide(b, rq.uid, "s3:ListBucket", "", func(k string) ([]string, bool) {
 		if strings.EqualFold(k, "s3:prefix") {
@@ -800,7 +801,7 @@ func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) err
 		}
 		return vals(k)
 	})
-	if d == decAllow || (d == decPass && bucketAllows(b, rq.uid, PermRead) == nil) {
+	if d == decAllow || (d == decPass && bucketAllows(b, rq.uid, rgw.PermRead) == nil) {
 		return err
 	}
 	return s3err.AccessDenied.With("no permission to list bucket %q", b.Name)
@@ -808,7 +809,7 @@ func (srv *Server) missingKey(rq *request, b *Bucket, key string, err error) err
 
 // bucketPolicy is b's policy, parsed once per loaded bucket (nil if it
 // has none; a stored policy was checked when it was put).
-func bucketPolicy(b *Bucket) *Policy {
+func bucketPolicy(b *rgw.Bucket) *Policy {
 	p, _ := b.ParsedPolicy(func(doc, bucket string) any {
 		p, _ := ParsePolicy([]byte(doc), bucket)
 		return p

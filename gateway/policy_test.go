@@ -9,8 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // TestBucketPolicy: a bucket policy's Allow grants beyond the ACLs, its
@@ -18,7 +17,7 @@ import (
 // on the request and on the object's tags apply, and only the owner
 // manages the policy.
 func TestBucketPolicy(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c, o := f.s3(f.admin), f.s3(f.other)
 	b := "pol"
@@ -157,7 +156,7 @@ func TestBucketPolicy(t *testing.T) {
 // a public policy to the owner; GetBucketPolicyStatus tells whether a
 // bucket is public.
 func TestPublicAccessBlock(t *testing.T) {
-	f := startGateway(t, gateway.Options{})
+	f := startGateway(t, rgw.Options{})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "pab"

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -302,7 +303,7 @@ func (srv *Server) postObject(rq *request) error {
 			return err
 		}
 	}
-	var tags []Tag
+	var tags []rgw.Tag
 	if v := f.fields["tagging"]; v != "" {
 		var t tagging
 		if err := xml.Unmarshal([]byte(v), &t); err != nil {
@@ -317,7 +318,7 @@ func (srv *Server) postObject(rq *request) error {
 	if len(key) > 1024 {
 		return s3err.KeyTooLong
 	}
-	b, err := srv.bucketFor(rq, PermWrite)
+	b, err := srv.bucketFor(rq, rgw.PermWrite)
 	if err != nil {
 		return err
 	}
@@ -348,8 +349,8 @@ func (srv *Server) postObject(rq *request) error {
 	if pol != nil && pol.hasLenCond {
 		body.min, body.max = pol.minLen, pol.maxLen
 	}
-	var ck *ChecksumReq
-	for _, a := range ChecksumAlgs {
+	var ck *rgw.ChecksumReq
+	for _, a := range rgw.ChecksumAlgs {
 		v, ok := f.fields[a.Header()]
 		if !ok {
 			continue
@@ -360,9 +361,9 @@ func (srv *Server) postObject(rq *request) error {
 		if ck != nil {
 			return s3err.InvalidRequest.With("Expecting a single x-amz-checksum- field. Multiple checksum Types are not allowed.")
 		}
-		ck = &ChecksumReq{Alg: a, Want: v}
+		ck = &rgw.ChecksumReq{Alg: a, Want: v}
 	}
-	res, err := srv.s.PutObject(ctx, b, key, PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, Checksum: ck})
+	res, err := srv.s.PutObject(ctx, b, key, rgw.PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, Checksum: ck})
 	if err != nil {
 		return err
 	}

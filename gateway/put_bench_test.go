@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 // BenchmarkPutObject64K stores 64 KiB objects through the gateway's Store
@@ -23,7 +23,7 @@ func BenchmarkPutObject64K(b *testing.B) {
 		location string
 	}{{"indexed", ""}, {"indexless", "indexless"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			f := startGateway(b, gateway.Options{PoolSize: 3})
+			f := startGateway(b, rgw.Options{PoolSize: 3})
 			ctx := context.Background()
 			bk, err := f.store.CreateBucket(ctx, "put64k", "tester", tc.location, "", nil, "")
 			if err != nil {
@@ -38,7 +38,7 @@ func BenchmarkPutObject64K(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					key := fmt.Sprintf("thumbs/%08d.jpg", n.Add(1))
-					if _, err := f.store.PutObject(ctx, bk, key, gateway.PutInput{Body: bytes.NewReader(body), Size: int64(len(body)), Owner: "tester"}); err != nil {
+					if _, err := f.store.PutObject(ctx, bk, key, rgw.PutInput{Body: bytes.NewReader(body), Size: int64(len(body)), Owner: "tester"}); err != nil {
 						b.Error(err)
 						return
 					}

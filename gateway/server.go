@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/sem"
 )
@@ -27,14 +28,14 @@ import (
 // Server is the S3 HTTP front end over a Store. It holds no state of its
 // own: any number of servers on one cluster serve the same buckets.
 type Server struct {
-	s   *Store
-	opt Options // s's
+	s   *rgw.Store
+	opt rgw.Options // s's
 	now func() time.Time
 	m   *metrics
 }
 
 // NewServer returns the S3 handler over s.
-func NewServer(s *Store) *Server {
+func NewServer(s *rgw.Store) *Server {
 	return &Server{s: s, opt: s.Options(), now: time.Now, m: newMetrics(s)}
 }
 
@@ -211,7 +212,7 @@ func (srv *Server) route(rq *request) error {
 // bucketFor loads the request's bucket and checks that the caller may do
 // the request: the bucket policy, or else perm on the bucket's ACL (""
 // for the owner alone).
-func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
+func (srv *Server) bucketFor(rq *request, perm string) (*rgw.Bucket, error) {
 	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
 	if err != nil {
 		return nil, err
@@ -223,7 +224,7 @@ func (srv *Server) bucketFor(rq *request, perm string) (*Bucket, error) {
 }
 
 // bucketAllows checks that uid holds perm on b ("" for the owner alone).
-func bucketAllows(b *Bucket, uid, perm string) error {
+func bucketAllows(b *rgw.Bucket, uid, perm string) error {
 	if perm == "" {
 		if uid != b.Owner {
 			return s3err.AccessDenied.With("only the owner of bucket %q may do this", b.Name)
@@ -280,7 +281,7 @@ func (srv *Server) routeBucket(rq *request) error {
 		}
 		return srv.createBucket(rq)
 	case http.MethodHead:
-		b, err := srv.bucketFor(rq, PermRead)
+		b, err := srv.bucketFor(rq, rgw.PermRead)
 		if err != nil {
 			return err
 		}
@@ -311,9 +312,9 @@ func (srv *Server) routeBucket(rq *request) error {
 		}
 		return srv.postObject(rq)
 	case http.MethodGet:
-		perm := PermRead
+		perm := rgw.PermRead
 		if has(q, "acl") {
-			perm = PermReadACP
+			perm = rgw.PermReadACP
 		}
 		b, err := srv.bucketFor(rq, perm)
 		if err != nil {
@@ -348,20 +349,20 @@ func (srv *Server) setBucketTags(rq *request, put bool) error {
 		return err
 	}
 	if !put {
-		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *Bucket) { nb.Tags = nil })
+		return srv.setBucketConfig(rq, b, http.StatusNoContent, func(nb *rgw.Bucket) { nb.Tags = nil })
 	}
 	tags, err := bodyTags(rq.r, maxBucketTags)
 	if err != nil {
 		return err
 	}
-	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.Tags = tags })
+	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { nb.Tags = tags })
 }
 
 // setBucketConfig applies set to bucket b's entry point (unless the
 // bucket was deleted and re-created meanwhile: NoSuchBucket) and answers
 // status with no body.
-func (srv *Server) setBucketConfig(rq *request, b *Bucket, status int, set func(nb *Bucket)) error {
-	if _, err := srv.s.UpdateBucket(rq.r.Context(), b.Name, func(nb *Bucket) error {
+func (srv *Server) setBucketConfig(rq *request, b *rgw.Bucket, status int, set func(nb *rgw.Bucket)) error {
+	if _, err := srv.s.UpdateBucket(rq.r.Context(), b.Name, func(nb *rgw.Bucket) error {
 		if nb.ID != b.ID {
 			return s3err.NoSuchBucket.With("bucket %q does not exist", b.Name)
 		}
@@ -378,7 +379,7 @@ func (srv *Server) setBucketConfig(rq *request, b *Bucket, status int, set func(
 // putBucketACL replaces a bucket's ACL (WRITE_ACP).
 func (srv *Server) putBucketACL(rq *request) error {
 	ctx := rq.r.Context()
-	b, err := srv.bucketFor(rq, PermWriteACP)
+	b, err := srv.bucketFor(rq, rgw.PermWriteACP)
 	if err != nil {
 		return err
 	}
@@ -389,12 +390,12 @@ func (srv *Server) putBucketACL(rq *request) error {
 	if err != nil {
 		return err
 	}
-	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *Bucket) { nb.ACL = a })
+	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { nb.ACL = a })
 }
 
 // openForACL opens key for an ACL request: READ_ACP or WRITE_ACP on the
 // object.
-func (srv *Server) openForACL(rq *request, b *Bucket, perm string) (*Object, error) {
+func (srv *Server) openForACL(rq *request, b *rgw.Bucket, perm string) (*rgw.Object, error) {
 	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false)
 	if err != nil {
 		return nil, err
@@ -417,7 +418,7 @@ func (srv *Server) routeObject(rq *request) error {
 	switch {
 	case has(q, "acl"), rq.r.Method == http.MethodGet, rq.r.Method == http.MethodHead:
 	default:
-		if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
+		if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, rgw.PermWrite) }); err != nil {
 			return err
 		}
 	}
@@ -442,20 +443,20 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
-			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *HeadInfo) error { h.Tags = tags; return nil }); err != nil {
+			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) error { h.Tags = tags; return nil }); err != nil {
 				return err
 			}
 			rq.w.WriteHeader(http.StatusOK)
 			return nil
 		}
 		if has(q, "acl") {
-			if _, err := srv.openForACL(rq, b, PermWriteACP); err != nil {
+			if _, err := srv.openForACL(rq, b, rgw.PermWriteACP); err != nil {
 				return err
 			}
 			if b.ACLsDisabled() {
 				return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 			}
-			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *HeadInfo) (err error) {
+			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) (err error) {
 				h.ACL, err = srv.aclFromRequest(ctx, rq.r, h.Owner, b)
 				return err
 			}); err != nil {
@@ -476,14 +477,14 @@ func (srv *Server) routeObject(rq *request) error {
 		return srv.putObject(rq, b)
 	case http.MethodGet:
 		if has(q, "tagging") {
-			o, err := srv.openForACL(rq, b, PermRead)
+			o, err := srv.openForACL(rq, b, rgw.PermRead)
 			if err != nil {
 				return err
 			}
 			return writeTagging(rq, o.Tags())
 		}
 		if has(q, "acl") {
-			o, err := srv.openForACL(rq, b, PermReadACP)
+			o, err := srv.openForACL(rq, b, rgw.PermReadACP)
 			if err != nil {
 				return err
 			}
@@ -491,7 +492,7 @@ func (srv *Server) routeObject(rq *request) error {
 			return writeXML(rq, http.StatusOK, srv.policyXML(ctx, owner, acl))
 		}
 		if has(q, "uploadId") {
-			if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) }); err != nil {
+			if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, rgw.PermWrite) }); err != nil {
 				return err
 			}
 			return srv.listParts(rq, b)
@@ -504,7 +505,7 @@ func (srv *Server) routeObject(rq *request) error {
 		return srv.getObject(rq, b, true)
 	case http.MethodDelete:
 		if has(q, "tagging") {
-			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *HeadInfo) error { h.Tags = nil; return nil }); err != nil {
+			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) error { h.Tags = nil; return nil }); err != nil {
 				return err
 			}
 			rq.w.WriteHeader(http.StatusNoContent)
@@ -632,7 +633,7 @@ func (srv *Server) createBucket(rq *request) error {
 		if err := validOwnership(ownership); err != nil {
 			return err
 		}
-		if ownership == OwnershipBucketOwnerEnforced && acl.GrantsOthers(rq.uid) {
+		if ownership == rgw.OwnershipBucketOwnerEnforced && acl.GrantsOthers(rq.uid) {
 			return s3err.InvalidBucketAclWithObjectOwnership.With("a bucket created with BucketOwnerEnforced object ownership takes no ACL but private")
 		}
 	}
@@ -735,13 +736,13 @@ func contentMD5(r *http.Request) ([]byte, error) {
 	return d, nil
 }
 
-func (srv *Server) putObject(rq *request, b *Bucket) error {
+func (srv *Server) putObject(rq *request, b *rgw.Bucket) error {
 	r := rq.r
 	size, err := streamSize(r)
 	if err != nil {
 		return err
 	}
-	if size > MaxObjectSize {
+	if size > rgw.MaxObjectSize {
 		return s3err.EntityTooLarge
 	}
 	sum, err := contentMD5(r)
@@ -768,8 +769,8 @@ func (srv *Server) putObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	res, err := srv.s.PutObject(r.Context(), b, rq.key, PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck})
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, rgw.PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
+		Cond: rgw.WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck})
 	if err != nil {
 		return err
 	}
@@ -788,7 +789,7 @@ func checkConditions(h http.Header, prefix string, etag string, mtime time.Time,
 	mtime = mtime.Truncate(time.Second)
 	get := func(n string) string { return h.Get(prefix + n) }
 	if im := get("If-Match"); im != "" {
-		if !ETagMatches(im, etag) {
+		if !rgw.ETagMatches(im, etag) {
 			return s3err.PreconditionFailed
 		}
 	} else if ius := get("If-Unmodified-Since"); ius != "" {
@@ -801,7 +802,7 @@ func checkConditions(h http.Header, prefix string, etag string, mtime time.Time,
 		notModified = s3err.PreconditionFailed
 	}
 	if inm := get("If-None-Match"); inm != "" {
-		if ETagMatches(inm, etag) {
+		if rgw.ETagMatches(inm, etag) {
 			return notModified
 		}
 	} else if ims := get("If-Modified-Since"); ims != "" {
@@ -867,7 +868,7 @@ func parseRange(v string, size int64) (off, n int64, ok bool, err error) {
 	return start, end - start + 1, true, nil
 }
 
-func setObjectHeaders(h http.Header, o *Object) {
+func setObjectHeaders(h http.Header, o *rgw.Object) {
 	h.Set("ETag", o.ETag())
 	h.Set("Last-Modified", o.Mtime().UTC().Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")
@@ -893,7 +894,7 @@ var responseOverrides = map[string]string{"response-content-type": "Content-Type
 // for a read the request's own action and READ on the object allow: a
 // missing key is answered as missingKey answers it. The caller closes
 // the object.
-func (srv *Server) openToRead(rq *request, b *Bucket, withData bool) (*Object, error) {
+func (srv *Server) openToRead(rq *request, b *rgw.Bucket, withData bool) (*rgw.Object, error) {
 	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, withData)
 	if errors.Is(err, s3err.NoSuchKey) {
 		return nil, srv.missingKey(rq, b, rq.key, err)
@@ -901,21 +902,21 @@ func (srv *Server) openToRead(rq *request, b *Bucket, withData bool) (*Object, e
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.authorizeObject(rq, b, o, rq.key, "", PermRead); err != nil {
+	if err := srv.authorizeObject(rq, b, o, rq.key, "", rgw.PermRead); err != nil {
 		o.Close()
 		return nil, err
 	}
 	return o, nil
 }
 
-func (srv *Server) getObject(rq *request, b *Bucket, headOnly bool) error {
+func (srv *Server) getObject(rq *request, b *rgw.Bucket, headOnly bool) error {
 	r := rq.r
 	ctx := r.Context()
 	part := 0
 	if has(rq.q, "partNumber") {
 		var err error
-		if part, err = strconv.Atoi(rq.q.Get("partNumber")); err != nil || part < 1 || part > MaxParts {
-			return s3err.InvalidArgument.With("partNumber must be an integer from 1 to %d", MaxParts)
+		if part, err = strconv.Atoi(rq.q.Get("partNumber")); err != nil || part < 1 || part > rgw.MaxParts {
+			return s3err.InvalidArgument.With("partNumber must be an integer from 1 to %d", rgw.MaxParts)
 		}
 		if r.Header.Get("Range") != "" {
 			return s3err.InvalidRequest.With("Cannot specify both Range header and partNumber query parameter")
@@ -995,7 +996,7 @@ func copySource(v string) (bucket, key string, err error) {
 
 // openCopySource opens the source object of a copy, checking the caller
 // may read it and the x-amz-copy-source-if-* conditions.
-func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
+func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error) {
 	sb, sk, err := copySource(rq.r.Header.Get("x-amz-copy-source"))
 	if err != nil {
 		return nil, nil, err
@@ -1008,7 +1009,7 @@ func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := srv.authorizeObject(rq, src, o, sk, "s3:GetObject", PermRead); err != nil {
+	if err := srv.authorizeObject(rq, src, o, sk, "s3:GetObject", rgw.PermRead); err != nil {
 		o.Close()
 		return nil, nil, err
 	}
@@ -1022,13 +1023,13 @@ func (srv *Server) openCopySource(rq *request) (*Bucket, *Object, error) {
 // pipeRange streams [off, off+n) of o through a pipe (the reader side is
 // the body of a new upload); the goroutine ends when the copy ends or the
 // reader is closed.
-func pipeRange(ctx context.Context, o *Object, off, n int64) *io.PipeReader {
+func pipeRange(ctx context.Context, o *rgw.Object, off, n int64) *io.PipeReader {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(o.WriteRange(ctx, pw, off, n)) }()
 	return pr
 }
 
-func (srv *Server) copyObject(rq *request, b *Bucket) error {
+func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	ctx := rq.r.Context()
 	src, o, err := srv.openCopySource(rq)
 	if err != nil {
@@ -1053,7 +1054,7 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	if o.Size() > MaxObjectSize {
+	if o.Size() > rgw.MaxObjectSize {
 		return s3err.InvalidRequest.With("The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
 	}
 	owner, acl, err := srv.objectOwnerACL(ctx, rq.r.Header, rq.uid, b)
@@ -1072,20 +1073,20 @@ func (srv *Server) copyObject(rq *request, b *Bucket) error {
 	}
 	// the copy's checksum: of the algorithm asked for, else the source's,
 	// computed over the bytes copied
-	var ck *ChecksumReq
+	var ck *rgw.ChecksumReq
 	if name := rq.r.Header.Get("x-amz-checksum-algorithm"); name != "" {
-		a, err := ChecksumAlgNamed(name)
+		a, err := rgw.ChecksumAlgNamed(name)
 		if err != nil {
 			return err
 		}
-		ck = &ChecksumReq{Alg: a}
+		ck = &rgw.ChecksumReq{Alg: a}
 	} else if c := o.Info.Checksum; c != nil {
-		ck = &ChecksumReq{Alg: ChecksumAlgs[c.Alg]}
+		ck = &rgw.ChecksumReq{Alg: rgw.ChecksumAlgs[c.Alg]}
 	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
-	res, err := srv.s.PutObject(ctx, b, rq.key, PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck})
+	res, err := srv.s.PutObject(ctx, b, rq.key, rgw.PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
+		Cond: rgw.WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck})
 	if err != nil {
 		return err
 	}
@@ -1135,9 +1136,9 @@ func (srv *Server) deleteObjects(rq *request) error {
 
 // deleteOneOf removes one key of a multi-object delete, if the requester
 // may and its conditions hold.
-func (srv *Server) deleteOneOf(rq *request, b *Bucket, o deleteObject) error {
-	err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, PermWrite) })
-	cond := DeleteCond{ETag: o.ETag, Size: o.Size}
+func (srv *Server) deleteOneOf(rq *request, b *rgw.Bucket, o deleteObject) error {
+	err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, rgw.PermWrite) })
+	cond := rgw.DeleteCond{ETag: o.ETag, Size: o.Size}
 	if err == nil && o.LastModifiedTime != "" {
 		if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
 			err = s3err.InvalidArgument.With("LastModifiedTime %q: %v", o.LastModifiedTime, err)
@@ -1185,7 +1186,7 @@ func listParams(q url.Values) (maxKeys int, enc string, err error) {
 }
 
 // commonPrefixes is a listing's CommonPrefixes, encoded as asked.
-func commonPrefixes(l *Listing, enc string) []commonPrefix {
+func commonPrefixes(l *rgw.Listing, enc string) []commonPrefix {
 	var out []commonPrefix
 	for _, p := range l.Prefixes {
 		out = append(out, commonPrefix{Prefix: encodeKey(p, enc)})
@@ -1201,7 +1202,7 @@ func listedClass(sc string) string {
 	return sc
 }
 
-func (srv *Server) listObjects(rq *request, b *Bucket) error {
+func (srv *Server) listObjects(rq *request, b *rgw.Bucket) error {
 	q := rq.q
 	v2 := q.Get("list-type") == "2"
 	maxKeys, enc, err := listParams(q)
@@ -1264,7 +1265,7 @@ func (srv *Server) listObjects(rq *request, b *Bucket) error {
 
 // ---- multipart ----
 
-func (srv *Server) createUpload(rq *request, b *Bucket) error {
+func (srv *Server) createUpload(rq *request, b *rgw.Bucket) error {
 	hdr, meta, err := objectAttrs(rq.r)
 	if err != nil {
 		return err
@@ -1285,7 +1286,7 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags,
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, rgw.Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags,
 		ChecksumAlg: alg, ChecksumType: typ})
 	if err != nil {
 		return err
@@ -1299,13 +1300,13 @@ func (srv *Server) createUpload(rq *request, b *Bucket) error {
 
 func partNumber(q url.Values) (int, error) {
 	n, err := strconv.Atoi(q.Get("partNumber"))
-	if err != nil || n < 1 || n > MaxParts {
-		return 0, s3err.InvalidArgument.With("Part number must be an integer between 1 and %d, inclusive", MaxParts)
+	if err != nil || n < 1 || n > rgw.MaxParts {
+		return 0, s3err.InvalidArgument.With("Part number must be an integer between 1 and %d, inclusive", rgw.MaxParts)
 	}
 	return n, nil
 }
 
-func (srv *Server) uploadPart(rq *request, b *Bucket) error {
+func (srv *Server) uploadPart(rq *request, b *rgw.Bucket) error {
 	num, err := partNumber(rq.q)
 	if err != nil {
 		return err
@@ -1332,13 +1333,13 @@ func (srv *Server) uploadPart(rq *request, b *Bucket) error {
 	}
 	rq.w.Header().Set("ETag", p.ETag)
 	if p.Checksum != nil { // a part's value (S3 names no type for a part)
-		rq.w.Header().Set(ChecksumAlgs[p.Checksum.Alg].Header(), p.Checksum.Value)
+		rq.w.Header().Set(rgw.ChecksumAlgs[p.Checksum.Alg].Header(), p.Checksum.Value)
 	}
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }
 
-func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
+func (srv *Server) uploadPartCopy(rq *request, b *rgw.Bucket) error {
 	ctx := rq.r.Context()
 	num, err := partNumber(rq.q)
 	if err != nil {
@@ -1370,7 +1371,7 @@ func (srv *Server) uploadPartCopy(rq *request, b *Bucket) error {
 	return writeXML(rq, http.StatusOK, res)
 }
 
-func (srv *Server) completeUpload(rq *request, b *Bucket) error {
+func (srv *Server) completeUpload(rq *request, b *rgw.Bucket) error {
 	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 4<<20))
 	if err != nil {
 		return s3err.Body(err)
@@ -1379,12 +1380,12 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 	if err := xml.Unmarshal(body, &c); err != nil {
 		return s3err.MalformedXML
 	}
-	var list []CompletePart
+	var list []rgw.CompletePart
 	for _, p := range c.Parts {
-		list = append(list, CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksums: p.checksumXML.values()})
+		list = append(list, rgw.CompletePart{Num: p.PartNumber, ETag: p.ETag, Checksums: p.checksumXML.values()})
 	}
 	res, err := srv.s.CompleteUpload(rq.r.Context(), b, rq.key, rq.q.Get("uploadId"), list, checksumHeaders(rq.r.Header),
-		WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")})
+		rgw.WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")})
 	if err != nil {
 		return err
 	}
@@ -1392,7 +1393,7 @@ func (srv *Server) completeUpload(rq *request, b *Bucket) error {
 		checksumXML: checksumXMLOf(res.Checksum)})
 }
 
-func (srv *Server) listParts(rq *request, b *Bucket) error {
+func (srv *Server) listParts(rq *request, b *rgw.Bucket) error {
 	q := rq.q
 	maxParts, err := maxKeysParam(q, "max-parts", 1000)
 	if err != nil {
@@ -1428,7 +1429,7 @@ func (srv *Server) listParts(rq *request, b *Bucket) error {
 	return writeXML(rq, http.StatusOK, res)
 }
 
-func (srv *Server) listUploads(rq *request, b *Bucket) error {
+func (srv *Server) listUploads(rq *request, b *rgw.Bucket) error {
 	q := rq.q
 	maxUploads, err := maxKeysParam(q, "max-uploads", 1000)
 	if err != nil {
@@ -1464,7 +1465,7 @@ func (srv *Server) listUploads(rq *request, b *Bucket) error {
 // listVersions is ListObjectVersions on an unversioned bucket: every
 // object is its only version, "null" (as S3 answers for buckets that never
 // had versioning enabled).
-func (srv *Server) listVersions(rq *request, b *Bucket) error {
+func (srv *Server) listVersions(rq *request, b *rgw.Bucket) error {
 	q := rq.q
 	maxKeys, enc, err := listParams(q)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -1050,7 +1051,7 @@ func TestChunkTrailerChecksums(t *testing.T) {
 			t.Errorf("%s of 123456789 = %s, want %s", name, got, want)
 		}
 	}
-	for _, a := range ChecksumAlgs {
+	for _, a := range rgw.ChecksumAlgs {
 		name := a.Header()
 		for _, good := range []bool{true, false} {
 			h := a.New()

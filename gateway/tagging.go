@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -27,15 +28,15 @@ const (
 )
 
 type tagging struct {
-	XMLName xml.Name `xml:"Tagging"`
-	Xmlns   string   `xml:"xmlns,attr,omitempty"`
-	TagSet  []Tag    `xml:"TagSet>Tag"`
+	XMLName xml.Name  `xml:"Tagging"`
+	Xmlns   string    `xml:"xmlns,attr,omitempty"`
+	TagSet  []rgw.Tag `xml:"TagSet>Tag"`
 }
 
 // checkTags enforces the limits (InvalidTag) and sorts the tags by key,
 // the order RGW keeps and returns them in.
-func checkTags(tags []Tag, max int) error {
-	slices.SortStableFunc(tags, func(a, b Tag) int { return strings.Compare(a.Key, b.Key) })
+func checkTags(tags []rgw.Tag, max int) error {
+	slices.SortStableFunc(tags, func(a, b rgw.Tag) int { return strings.Compare(a.Key, b.Key) })
 	if len(tags) > max {
 		return s3err.InvalidTag.With("at most %d tags are allowed, got %d", max, len(tags))
 	}
@@ -56,7 +57,7 @@ func checkTags(tags []Tag, max int) error {
 }
 
 // headerTags reads x-amz-tagging (URL query form: k1=v1&k2=v2).
-func headerTags(h http.Header) ([]Tag, error) {
+func headerTags(h http.Header) ([]rgw.Tag, error) {
 	v := h.Get("x-amz-tagging")
 	if v == "" {
 		return nil, nil
@@ -64,8 +65,8 @@ func headerTags(h http.Header) ([]Tag, error) {
 	return parseTagQuery(v)
 }
 
-func parseTagQuery(v string) ([]Tag, error) {
-	var tags []Tag
+func parseTagQuery(v string) ([]rgw.Tag, error) {
+	var tags []rgw.Tag
 	for v != "" {
 		var kv string
 		kv, v, _ = strings.Cut(v, "&")
@@ -75,13 +76,13 @@ func parseTagQuery(v string) ([]Tag, error) {
 		if err1 != nil || err2 != nil {
 			return nil, s3err.InvalidArgument.With("x-amz-tagging must be URL-encoded key=value pairs joined by &")
 		}
-		tags = append(tags, Tag{Key: k, Value: val})
+		tags = append(tags, rgw.Tag{Key: k, Value: val})
 	}
 	return tags, checkTags(tags, maxObjectTags)
 }
 
 // bodyTags reads a Tagging document.
-func bodyTags(r *http.Request, max int) ([]Tag, error) {
+func bodyTags(r *http.Request, max int) ([]rgw.Tag, error) {
 	var t tagging
 	if err := readXMLBody(r, &t); err != nil {
 		return nil, err
@@ -90,13 +91,13 @@ func bodyTags(r *http.Request, max int) ([]Tag, error) {
 }
 
 // writeTagging answers a GET ?tagging.
-func writeTagging(rq *request, tags []Tag) error {
-	return writeXML(rq, http.StatusOK, tagging{Xmlns: s3NS, TagSet: append([]Tag{}, tags...)})
+func writeTagging(rq *request, tags []rgw.Tag) error {
+	return writeXML(rq, http.StatusOK, tagging{Xmlns: s3NS, TagSet: append([]rgw.Tag{}, tags...)})
 }
 
 // setTagCount adds x-amz-tagging-count to a GET or HEAD of an object
 // with tags.
-func setTagCount(h http.Header, tags []Tag) {
+func setTagCount(h http.Header, tags []rgw.Tag) {
 	if len(tags) > 0 {
 		h.Set("x-amz-tagging-count", strconv.Itoa(len(tags)))
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-project/shoal/cluster"
-	"github.com/shoal-project/shoal/gateway"
+	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
 func gatewayCmd() *cobra.Command {
@@ -42,10 +42,10 @@ HTTPS. Users come from ` + "`shoal user create`" + `.`,
 }
 
 // withStore runs fn with the gateway store of the cluster.
-func withStore(fn func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
+func withStore(fn func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			st, err := gateway.OpenStore(ctx, s.conn, gateway.OptionsFromConfig(s.conf.For(cluster.GatewayName)))
+			st, err := rgw.OpenStore(ctx, s.conn, rgw.OptionsFromConfig(s.conf.For(cluster.GatewayName)))
 			if err != nil {
 				return err
 			}
@@ -67,8 +67,8 @@ func userCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "user", Short: "S3 users and their keys (radosgw-admin user ...)"}
 	var display, email, access, secret string
 	create := &cobra.Command{Use: "create UID", Short: "Create a user with one access key (generated unless given)", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
-			u, err := st.CreateUser(ctx, args[0], display, email, gateway.Key{AccessKey: access, SecretKey: secret})
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+			u, err := st.CreateUser(ctx, args[0], display, email, rgw.Key{AccessKey: access, SecretKey: secret})
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ func userCmd() *cobra.Command {
 	create.Flags().StringVar(&access, "access-key", "", "access key id (default generated)")
 	create.Flags().StringVar(&secret, "secret", "", "secret key (default generated)")
 	info := &cobra.Command{Use: "info UID", Short: "Show a user and its keys", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			u, err := st.GetUser(ctx, args[0])
 			if err != nil {
 				return err
@@ -87,7 +87,7 @@ func userCmd() *cobra.Command {
 			return printJSON(out, u)
 		})}
 	ls := &cobra.Command{Use: "ls", Short: "List user ids", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			ids, err := st.ListUsers(ctx)
 			if err != nil {
 				return err
@@ -98,14 +98,14 @@ func userCmd() *cobra.Command {
 			return nil
 		})}
 	rm := &cobra.Command{Use: "rm UID", Short: "Remove a user (it must own no buckets)", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			return st.RemoveUser(ctx, args[0])
 		})}
 	key := &cobra.Command{Use: "key", Short: "Add or revoke a user's access keys"}
 	var kAccess, kSecret string
 	kc := &cobra.Command{Use: "create UID", Short: "Give the user another access key (generated unless given)", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
-			k, err := st.AddKey(ctx, args[0], gateway.Key{AccessKey: kAccess, SecretKey: kSecret})
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+			k, err := st.AddKey(ctx, args[0], rgw.Key{AccessKey: kAccess, SecretKey: kSecret})
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func userCmd() *cobra.Command {
 	kc.Flags().StringVar(&kAccess, "access-key", "", "access key id (default generated)")
 	kc.Flags().StringVar(&kSecret, "secret", "", "secret key (default generated)")
 	krm := &cobra.Command{Use: "rm UID ACCESS_KEY", Short: "Revoke an access key", Args: cobra.ExactArgs(2),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			return st.RemoveKey(ctx, args[0], args[1])
 		})}
 	key.AddCommand(kc, krm)
@@ -126,7 +126,7 @@ func bucketCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bucket", Short: "S3 buckets (radosgw-admin bucket ...)"}
 	var uid string
 	ls := &cobra.Command{Use: "ls", Short: "List buckets (of --uid, default every user's)", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			uids := []string{uid}
 			if uid == "" {
 				var err error
@@ -157,7 +157,7 @@ func bucketCmd() *cobra.Command {
 		})}
 	ls.Flags().StringVar(&uid, "uid", "", "only this user's buckets")
 	stats := &cobra.Command{Use: "stats BUCKET", Short: "Objects, bytes and pending index operations of a bucket", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			b, err := st.GetBucket(ctx, args[0])
 			if err != nil {
 				return err
@@ -167,14 +167,14 @@ func bucketCmd() *cobra.Command {
 				return err
 			}
 			return printJSON(out, struct {
-				*gateway.Bucket
-				Usage gateway.BucketStats `json:"usage"`
+				*rgw.Bucket
+				Usage rgw.BucketStats `json:"usage"`
 			}{b, s})
 		})}
 	var fix, full, orphans bool
 	var orphanGrace time.Duration
 	check := &cobra.Command{Use: "check BUCKET", Short: "Reconcile the bucket index with the objects (--fix to repair; --check-objects: every entry; --check-orphans: leaked tails)", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			b, err := st.GetBucket(ctx, args[0])
 			if err != nil {
 				return err
@@ -196,7 +196,7 @@ func bucketCmd() *cobra.Command {
 	check.Flags().DurationVar(&orphanGrace, "orphan-grace", 24*time.Hour, "with --check-orphans, only tails older than this (radosgw-admin's --orphan-stale-secs)")
 	var at string
 	reshard := &cobra.Command{Use: "reshard BUCKET", Short: "Split a bucket index range online (the fullest range at its median key, or the range holding --at)", Args: cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			return st.SplitRange(ctx, args[0], at, out)
 		})}
 	reshard.Flags().StringVar(&at, "at", "", "split at this key (it starts the upper half)")
@@ -208,7 +208,7 @@ func gcCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "gc", Short: "The gateway's garbage collection queue (tails of overwritten and deleted objects)"}
 	var all bool
 	list := &cobra.Command{Use: "list", Short: "List queued garbage (due entries; --include-all: every entry)", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			es, err := st.GCList(ctx, all)
 			if err != nil {
 				return err
@@ -223,7 +223,7 @@ func gcCmd() *cobra.Command {
 	list.Flags().BoolVar(&all, "include-all", false, "also entries not yet due (rgw_gc_obj_min_wait)")
 	var pall bool
 	process := &cobra.Command{Use: "process", Short: "Delete due garbage now (--include-all: everything queued)", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			n, err := st.GCProcess(ctx, pall)
 			fmt.Fprintf(out, "removed %d objects\n", n)
 			return err
@@ -236,7 +236,7 @@ func gcCmd() *cobra.Command {
 func lcCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "lc", Short: "Bucket lifecycle: the buckets with a lifecycle configuration and their passes (radosgw-admin lc)"}
 	list := &cobra.Command{Use: "list", Short: "List the buckets registered for lifecycle processing and their last pass", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			es, err := st.LCList(ctx)
 			if err != nil {
 				return err
@@ -253,7 +253,7 @@ func lcCmd() *cobra.Command {
 			return tw.Flush()
 		})}
 	process := &cobra.Command{Use: "process", Short: "Run a lifecycle pass over every registered bucket now (fails if a gateway is running one)", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st *gateway.Store, out io.Writer, args []string) error {
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
 			res, err := st.LCProcess(ctx, true, out)
 			fmt.Fprintf(out, "%d buckets: %d objects expired, %d uploads aborted\n", res.Buckets, res.Expired, res.Aborted)
 			return err

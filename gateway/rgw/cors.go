@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 // CORSRule is one rule of a bucket's CORS configuration. AllowedOrigin
 // and AllowedHeader entries may hold one '*' wildcard; origins match

@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 // Tag is one key-value tag.
 type Tag struct {

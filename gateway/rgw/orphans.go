@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -68,8 +68,8 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	}
 	tags := map[string]bool{} // PUTs in flight
 	for _, oid := range b.Index.allShards(b.ID) {
-		err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
-			if _, tag, ok := rgw.SplitPendingKey(kv.Key); ok {
+		err := omapEach(ctx, s.index, oid, "", clsrgw.PendingPrefix, func(kv client.KV) (bool, error) {
+			if _, tag, ok := clsrgw.SplitPendingKey(kv.Key); ok {
 				tags[tag] = true
 			}
 			return true, nil

@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
@@ -203,8 +203,8 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 		return shards[len(shards)-1]
 	}
 	var pending []client.KV
-	err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
-		if key, _, ok := rgw.SplitPendingKey(kv.Key); ok {
+	err := omapEach(ctx, s.index, oid, "", clsrgw.PendingPrefix, func(kv client.KV) (bool, error) {
+		if key, _, ok := clsrgw.SplitPendingKey(kv.Key); ok {
 			pending = append(pending, kv)
 			return true, s.index.OmapSet(ctx, half(key), []client.KV{kv})
 		}
@@ -224,7 +224,7 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 			return 0, err
 		}
 		if len(still) == 0 {
-			key, _, _ := rgw.SplitPendingKey(kv.Key)
+			key, _, _ := clsrgw.SplitPendingKey(kv.Key)
 			if err := s.index.OmapRm(ctx, half(key), []string{kv.Key}); err != nil {
 				return 0, err
 			}
@@ -234,7 +234,7 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 	// rgw.complete_batch call to a half's shard, each key once per call
 	n := 0
 	type batch struct {
-		ins  []rgw.CompleteIn
+		ins  []clsrgw.CompleteIn
 		keys map[string]bool
 	}
 	batches := map[string]*batch{}
@@ -248,7 +248,7 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 		bt.ins, bt.keys = bt.ins[:0], map[string]bool{}
 		return err
 	}
-	copyAs := func(in rgw.CompleteIn) (bool, error) {
+	copyAs := func(in clsrgw.CompleteIn) (bool, error) {
 		oid := half(in.Key)
 		bt := batches[oid]
 		if bt == nil {
@@ -268,8 +268,8 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 		}
 		return true, nil
 	}
-	err = omapEach(ctx, s.index, oid, "", rgw.TombstonePrefix, func(kv client.KV) (bool, error) {
-		in := rgw.CompleteIn{Key: kv.Key[len(rgw.TombstonePrefix):], Tag: "reshard"}
+	err = omapEach(ctx, s.index, oid, "", clsrgw.TombstonePrefix, func(kv client.KV) (bool, error) {
+		in := clsrgw.CompleteIn{Key: kv.Key[len(clsrgw.TombstonePrefix):], Tag: "reshard"}
 		if json.Unmarshal(kv.Value, &in.Ver) != nil {
 			return true, nil
 		}
@@ -278,12 +278,12 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 	if err != nil {
 		return n, err
 	}
-	err = omapEach(ctx, s.index, oid, rgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
-		var e rgw.Entry
+	err = omapEach(ctx, s.index, oid, clsrgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
+		var e clsrgw.Entry
 		if json.Unmarshal(kv.Value, &e) != nil {
 			return true, nil
 		}
-		return copyAs(rgw.CompleteIn{Key: kv.Key, Tag: e.Tag, Ver: e.Ver, Entry: &e})
+		return copyAs(clsrgw.CompleteIn{Key: kv.Key, Tag: e.Tag, Ver: e.Ver, Entry: &e})
 	})
 	for oid := range batches {
 		if ferr := flush(oid); err == nil {
@@ -316,8 +316,8 @@ func (s *Store) pickSplit(ctx context.Context, b *Bucket) (int, string, error) {
 	// walk the range in key order to its median
 	r := b.Index.Ranges[best]
 	after, seen := r.Start, int64(0)
-	if after < rgw.EntriesAfter {
-		after = rgw.EntriesAfter
+	if after < clsrgw.EntriesAfter {
+		after = clsrgw.EntriesAfter
 	}
 	for {
 		ents, _, err := s.listRange(ctx, b, &r, after, "", 1000)

@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -156,7 +156,7 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 	h := &HeadInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}
 	p := Part{Num: num, Size: size, ETag: etag, Mtime: time.Now().UTC(), Seg: seg, Checksum: cksum}
 	pv, _ := json.Marshal(p)
-	in, _ := json.Marshal(rgw.SwapIn{Key: partKey(num), Value: pv})
+	in, _ := json.Marshal(clsrgw.SwapIn{Key: partKey(num), Value: pv})
 	old, err := s.nonec.Exec(ctx, uploadMetaOID(b.ID, uploadID), "rgw.omap_swap", in)
 	if err != nil {
 		s.removeTails(h.tailOIDs())

@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/osdop"
@@ -72,17 +72,17 @@ func (s *Store) prepare(ctx context.Context, b *Bucket, key, tag, op string) err
 	if b.Indexless() {
 		return nil
 	}
-	_, err := s.indexCall(ctx, b, key, indexUpdate{prepare: &rgw.PrepareIn{Key: key, Tag: tag, Op: op, Mtime: time.Now().UnixNano()}})
+	_, err := s.indexCall(ctx, b, key, indexUpdate{prepare: &clsrgw.PrepareIn{Key: key, Tag: tag, Op: op, Mtime: time.Now().UnixNano()}})
 	return err
 }
 
 // complete records the outcome of a prepared operation (phase two): e is
 // the new entry of a put, nil for a delete; ver the head's version.
-func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver uint64, e *rgw.Entry) error {
+func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver uint64, e *clsrgw.Entry) error {
 	if b.Indexless() {
 		return nil
 	}
-	out, err := s.indexCall(ctx, b, key, indexUpdate{complete: &rgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()}})
+	out, err := s.indexCall(ctx, b, key, indexUpdate{complete: &clsrgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()}})
 	if err == nil && s.opt.MaxObjsPerShard > 0 && out.objects > s.opt.MaxObjsPerShard {
 		s.queueReshard(b.Name)
 	}
@@ -97,7 +97,7 @@ func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver ui
 // completion lost with its gateway is finished by `shoal bucket check
 // --fix`. At most maxAsyncCompletions are outstanding (then the caller
 // waits for room); Flush waits for them.
-func (s *Store) completeAsync(b *Bucket, key, tag string, ver uint64, e *rgw.Entry) {
+func (s *Store) completeAsync(b *Bucket, key, tag string, ver uint64, e *clsrgw.Entry) {
 	if b.Indexless() {
 		return
 	}
@@ -144,7 +144,7 @@ func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 	if b.Indexless() {
 		return
 	}
-	if _, err := s.indexCall(ctx, b, key, indexUpdate{cancel: &rgw.CancelIn{Key: key, Tag: tag}}); err != nil {
+	if _, err := s.indexCall(ctx, b, key, indexUpdate{cancel: &clsrgw.CancelIn{Key: key, Tag: tag}}); err != nil {
 		s.opt.Logger.Warn("index cancel failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
 	}
 }
@@ -152,7 +152,7 @@ func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 // listEntry is an index entry with its key.
 type listEntry struct {
 	Key string
-	rgw.Entry
+	clsrgw.Entry
 }
 
 // listMerged returns up to n entries after `after` (exclusive) with the
@@ -165,8 +165,8 @@ func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string,
 		return nil, false, s3err.Indexless
 	}
 	start := after
-	if start < rgw.EntriesAfter {
-		start = rgw.EntriesAfter
+	if start < clsrgw.EntriesAfter {
+		start = clsrgw.EntriesAfter
 	}
 	l := b.Index
 	var all []listEntry
@@ -278,7 +278,7 @@ func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, 
 // the last raw entry read (kvs may have lost or gained keys in it).
 func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix string, n int) (kvs []client.KV, more bool, err error) {
 	ops := []osdop.Op{{Code: osdop.OmapList, Name: after, Prefix: prefix, Max: uint32(n)},
-		{Code: osdop.OmapList, Name: pendingAfter(after), Prefix: rgw.PendingPrefix + prefix, Max: pendingBatch}}
+		{Code: osdop.OmapList, Name: pendingAfter(after), Prefix: clsrgw.PendingPrefix + prefix, Max: pendingBatch}}
 	rep, err := s.index.Operate(ctx, oid, ops)
 	if errors.Is(err, client.ErrNotFound) {
 		return nil, false, nil
@@ -296,7 +296,7 @@ func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix str
 	for {
 		last := ""
 		for _, kv := range pend {
-			k, _, ok := rgw.SplitPendingKey(kv.Key)
+			k, _, ok := clsrgw.SplitPendingKey(kv.Key)
 			if !ok || (more && k > bound) {
 				pmore = false
 				break
@@ -309,7 +309,7 @@ func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix str
 		if !pmore {
 			break
 		}
-		if pend, pmore, err = s.index.OmapList(ctx, oid, last, rgw.PendingPrefix+prefix, pendingBatch); err != nil {
+		if pend, pmore, err = s.index.OmapList(ctx, oid, last, clsrgw.PendingPrefix+prefix, pendingBatch); err != nil {
 			return nil, false, err
 		}
 	}
@@ -327,10 +327,10 @@ const pendingBatch = 256
 // pendingAfter is the omap start-after of the pending records of keys
 // after `after` (an entry start-after).
 func pendingAfter(after string) string {
-	if after <= rgw.EntriesAfter {
+	if after <= clsrgw.EntriesAfter {
 		return ""
 	}
-	return rgw.PendingPrefix + after + "\x00\xff" // past every record of `after` itself
+	return clsrgw.PendingPrefix + after + "\x00\xff" // past every record of `after` itself
 }
 
 // reconcile makes entries kvs (sorted) agree with the heads of keys
@@ -481,13 +481,13 @@ func (s *Store) CheckBucket(ctx context.Context, b *Bucket, fix, full bool) (*Ch
 }
 
 func (s *Store) checkShard(ctx context.Context, b *Bucket, oid string, fix, full bool, now time.Time, rep *CheckReport) error {
-	err := omapEach(ctx, s.index, oid, "", rgw.PendingPrefix, func(kv client.KV) (bool, error) {
+	err := omapEach(ctx, s.index, oid, "", clsrgw.PendingPrefix, func(kv client.KV) (bool, error) {
 		return true, s.checkPending(ctx, b, kv, fix, now, rep)
 	})
 	if err != nil || !full {
 		return err
 	}
-	return omapEach(ctx, s.index, oid, rgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
+	return omapEach(ctx, s.index, oid, clsrgw.EntriesAfter, "", func(kv client.KV) (bool, error) {
 		return true, s.checkEntry(ctx, b, kv, fix, rep)
 	})
 }
@@ -496,11 +496,11 @@ func (s *Store) checkShard(ctx context.Context, b *Bucket, oid string, fix, full
 // completed from the head if its write landed, else cancelled (a put's
 // tails queued for GC).
 func (s *Store) checkPending(ctx context.Context, b *Bucket, kv client.KV, fix bool, now time.Time, rep *CheckReport) error {
-	key, tag, ok := rgw.SplitPendingKey(kv.Key)
+	key, tag, ok := clsrgw.SplitPendingKey(kv.Key)
 	if !ok {
 		return nil
 	}
-	var p rgw.Pending
+	var p clsrgw.Pending
 	json.Unmarshal(kv.Value, &p)
 	if now.Sub(time.Unix(0, p.Mtime)) < s.pendingGrace {
 		return nil
@@ -536,7 +536,7 @@ func (s *Store) checkPending(ctx context.Context, b *Bucket, kv client.KV, fix b
 // checkEntry compares one listing entry with its head: an entry without
 // a head is dropped, one naming another version is rewritten from the head.
 func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix bool, rep *CheckReport) error {
-	var e rgw.Entry
+	var e clsrgw.Entry
 	if json.Unmarshal(kv.Value, &e) != nil {
 		return nil
 	}
@@ -591,8 +591,8 @@ func (s *Store) HeadAt(ctx context.Context, oid string, withData bool) (h *HeadI
 	return h, rep.Results[1].Data, rep.Ver, rel, nil
 }
 
-func (h *HeadInfo) entry() *rgw.Entry {
-	return &rgw.Entry{Size: h.Size, Mtime: h.Mtime, ETag: h.ETag, Owner: h.Owner, StorageClass: h.Class, ContentType: h.Headers["Content-Type"]}
+func (h *HeadInfo) entry() *clsrgw.Entry {
+	return &clsrgw.Entry{Size: h.Size, Mtime: h.Mtime, ETag: h.ETag, Owner: h.Owner, StorageClass: h.Class, ContentType: h.Headers["Content-Type"]}
 }
 
 // orphanTails finds the tails an interrupted simple upload (tag) left:
@@ -621,7 +621,7 @@ func (s *Store) dropEntry(ctx context.Context, b *Bucket, key string) error {
 	if err != nil || len(kvs) == 0 {
 		return err
 	}
-	var e rgw.Entry
+	var e clsrgw.Entry
 	if err := json.Unmarshal(kvs[0].Value, &e); err != nil {
 		return err
 	}

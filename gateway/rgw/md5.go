@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"crypto/md5"

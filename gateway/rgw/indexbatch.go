@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 )
 
 // indexBatcher coalesces bucket index updates per shard object, as a
@@ -41,9 +41,9 @@ type indexBatcher struct {
 // prepare, complete and cancel.
 type indexUpdate struct {
 	ctx      context.Context
-	prepare  *rgw.PrepareIn
-	complete *rgw.CompleteIn
-	cancel   *rgw.CancelIn
+	prepare  *clsrgw.PrepareIn
+	complete *clsrgw.CompleteIn
+	cancel   *clsrgw.CancelIn
 
 	done    chan struct{} // closed once out and err are set
 	applied bool          // a completion changed the listing
@@ -110,7 +110,7 @@ func (b *indexBatcher) send(oid string) {
 
 // call sends one rgw.batch with the updates of q whose callers still wait.
 func (b *indexBatcher) call(oid string, q []*indexUpdate) {
-	var in rgw.BatchIn
+	var in clsrgw.BatchIn
 	var live []*indexUpdate
 	var completes []*indexUpdate
 	for _, u := range q {
@@ -159,7 +159,7 @@ func (b *indexBatcher) call(oid string, q []*indexUpdate) {
 		}
 	}
 	raw, err := b.pool.Exec(ctx, oid, "rgw.batch", body)
-	var out rgw.BatchOut
+	var out clsrgw.BatchOut
 	if err == nil {
 		if jerr := json.Unmarshal(raw, &out); jerr != nil || len(out.Applied) != len(completes) {
 			err = fmt.Errorf("index shard %s: rgw.batch answered %q: %v", oid, raw, jerr)

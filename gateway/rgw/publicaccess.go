@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import "github.com/shoal-project/shoal/gateway/s3err"
 

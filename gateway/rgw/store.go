@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/osdop"
@@ -664,8 +664,8 @@ func (s *Store) Stats(ctx context.Context, b *Bucket) (BucketStats, error) {
 
 func (s *Store) shardStats(ctx context.Context, oid string, st *BucketStats) error {
 	// the totals and the pending records, in one request
-	rep, err := s.index.Operate(ctx, oid, []osdop.Op{{Code: osdop.OmapGet, Keys: []string{rgw.StatsKey}},
-		{Code: osdop.OmapList, Prefix: rgw.PendingPrefix, Max: 1000}})
+	rep, err := s.index.Operate(ctx, oid, []osdop.Op{{Code: osdop.OmapGet, Keys: []string{clsrgw.StatsKey}},
+		{Code: osdop.OmapList, Prefix: clsrgw.PendingPrefix, Max: 1000}})
 	if errors.Is(err, client.ErrNotFound) {
 		return nil
 	}
@@ -673,7 +673,7 @@ func (s *Store) shardStats(ctx context.Context, oid string, st *BucketStats) err
 		return fmt.Errorf("shard %s: %w", oid, err)
 	}
 	for _, kv := range rep.Results[0].KVs {
-		var x rgw.Stats
+		var x clsrgw.Stats
 		if json.Unmarshal(kv.Value, &x) == nil {
 			st.Objects += x.Objects
 			st.Bytes += x.Bytes

@@ -1,11 +1,14 @@
-package gateway
+// Hooks for tests (failpoints, counters, holds): the tests of this package
+// and of the S3 edge drive the layer with them; nothing else calls them.
+
+package rgw
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/shoal-project/shoal/cls/rgw"
+	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 )
 
 // SetFailpoint makes the store stop where a crashed gateway would: a PUT
@@ -25,7 +28,7 @@ func SetSettle(d time.Duration) { settle = d }
 // IndexPut records key in the bucket's index as if a PUT of size bytes at
 // version ver completed (no data is written).
 func (s *Store) IndexPut(ctx context.Context, b *Bucket, key string, size int64, ver uint64) error {
-	return s.complete(ctx, b, key, "bench", ver, &rgw.Entry{Size: size, ETag: `"x"`})
+	return s.complete(ctx, b, key, "bench", ver, &clsrgw.Entry{Size: size, ETag: `"x"`})
 }
 
 // ListReads counts the index shard reads listings made.

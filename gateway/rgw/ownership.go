@@ -1,4 +1,4 @@
-package gateway
+package rgw
 
 // ACLsDisabled reports whether b's object ownership is BucketOwnerEnforced.
 func (b *Bucket) ACLsDisabled() bool { return b != nil && b.Ownership == OwnershipBucketOwnerEnforced }
