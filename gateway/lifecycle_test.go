@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/jonboulle/clockwork"
 	"github.com/shoal-project/shoal/gateway/rgw"
 )
 
@@ -242,37 +243,75 @@ func tmpExpiry(ctx context.Context, t *testing.T, c *s3.Client, b string, keys .
 	}
 }
 
-// TestLifecycleWorker: a gateway runs lifecycle passes on its own (here
-// with days of a second, rgw_lc_debug_interval, outside any work time).
+// TestLifecycleWorker: a gateway runs lifecycle passes on its own, on
+// its clock: with real days inside the work window (a pass an hour in
+// expires nothing, one two days in expires the rule's key), and with days
+// of a second (rgw_lc_debug_interval) outside any work time. The GC,
+// reshard and lifecycle loops wait on the fake clock, so the test knows
+// when a pass has ended (the three wait again) without polling; it hangs
+// to its deadline, and fails, if a loop reads real time.
 func TestLifecycleWorker(t *testing.T) {
-	f := startGateway(t, rgw.Options{LCDebugInterval: time.Second, LCWorkTime: "00:00-00:00"})
-	ctx := context.Background()
-	c := f.s3(f.admin)
-	b := "lc-worker"
-	tmpExpiry(ctx, t, c, b, "tmp/a", "keep")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("tmp/a")})
-		if code(err) == "NotFound" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tmp/a not expired after 30 s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond) // polling the worker's effect
-	}
-	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("keep")}); err != nil {
-		t.Fatalf("keep: %v", err)
+	for _, tc := range []struct {
+		name       string
+		opt        rgw.Options
+		early, due time.Duration
+	}{
+		{"days", rgw.Options{LCWorkTime: "00:00-24:00"}, time.Hour, 49 * time.Hour},
+		{"debug-interval", rgw.Options{LCDebugInterval: time.Minute, LCWorkTime: "00:00-00:00"}, 0, 2 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clockwork.NewFakeClock()
+			tc.opt.Clock = fc
+			f := startGateway(t, tc.opt)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := f.s3(f.admin)
+			b := "lc-worker"
+			tmpExpiry(ctx, t, c, b, "tmp/a", "keep")
+			const loops = 3 // GC, dynamic reshard, lifecycle
+			pass := func(d time.Duration) {
+				t.Helper()
+				if err := fc.BlockUntilContext(ctx, loops); err != nil {
+					t.Fatalf("waiting for the workers to wait on the clock: %v", err)
+				}
+				fc.Advance(d)
+				if err := fc.BlockUntilContext(ctx, loops); err != nil {
+					t.Fatalf("waiting for the passes to end: %v", err)
+				}
+			}
+			exists := func(key string) bool {
+				_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String(key)})
+				if err != nil && code(err) != "NotFound" {
+					t.Fatalf("%s: %v", key, err)
+				}
+				return err == nil
+			}
+			if tc.early > 0 {
+				pass(tc.early)
+				if !exists("tmp/a") {
+					t.Fatalf("tmp/a expired %v after its write, under a 1-day rule", tc.early)
+				}
+			}
+			pass(tc.due)
+			if exists("tmp/a") {
+				t.Fatalf("tmp/a not expired %v after its write", tc.due)
+			}
+			if !exists("keep") {
+				t.Fatal("keep, outside the rule's prefix, expired")
+			}
+		})
 	}
 }
 
 // TestLifecycleLockTakeover: a pass killed mid-way (its lock held, never
 // renewed) keeps others off only until the lock expires
-// (rgw_lc_lock_max_time); the next pass then takes it over and does the
+// (rgw_lc_lock_max_time, 2 s on the store's fake clock: still held at
+// 1 s, expired at 2.5 s); the next pass then takes it over and does the
 // work, and the dead holder's late release does not remove a lock another
 // holds.
 func TestLifecycleLockTakeover(t *testing.T) {
-	f := startGateway(t, rgw.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true, LCLockTTL: 2 * time.Second})
+	fc := clockwork.NewFakeClock()
+	f := startGateway(t, rgw.Options{LCDebugInterval: time.Nanosecond, NoLCThreads: true, LCLockTTL: 2 * time.Second, Clock: fc})
 	ctx := context.Background()
 	c := f.s3(f.admin)
 	b := "lc-lock"
@@ -285,17 +324,14 @@ func TestLifecycleLockTakeover(t *testing.T) {
 	if _, err := f.store.LCProcess(ctx, true, io.Discard); !locked(err) {
 		t.Fatalf("a pass while the lock is held: %v", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	var res rgw.LCResult
-	for {
-		res, err = f.store.LCProcess(ctx, true, io.Discard)
-		if err == nil {
-			break
-		}
-		if !locked(err) || time.Now().After(deadline) {
-			t.Fatalf("a pass after the lock's expiry: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the expiry
+	fc.Advance(time.Second)
+	if _, err := f.store.LCProcess(ctx, true, io.Discard); !locked(err) {
+		t.Fatalf("a pass 1 s into the lock's 2 s: %v", err)
+	}
+	fc.Advance(1500 * time.Millisecond)
+	res, err := f.store.LCProcess(ctx, true, io.Discard)
+	if err != nil {
+		t.Fatalf("a pass after the lock's expiry: %v", err)
 	}
 	if res.Expired != 1 {
 		t.Errorf("the pass that took the lock over expired %d objects, want 1", res.Expired)

@@ -45,7 +45,7 @@ func (s *Store) ReshardQueued() []string {
 
 // RunReshard runs ReshardPass every ReshardPeriod until ctx ends.
 func (s *Store) RunReshard(ctx context.Context) {
-	periodic.Every(ctx, nil, s.opt.ReshardPeriod, nil, func() {
+	periodic.Every(ctx, s.opt.Clock, s.opt.ReshardPeriod, nil, func() {
 		if n, err := s.ReshardPass(ctx, io.Discard); err != nil && ctx.Err() == nil {
 			s.opt.Logger.Warn("dynamic reshard pass failed", "split", n, "err", err)
 		}
@@ -149,7 +149,7 @@ func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (
 		return nil, fmt.Errorf("lock %s: %w", oid, err)
 	}
 	var held lockRecord
-	if json.Unmarshal(rep.Results[0].Data, &held) == nil && time.Now().Before(held.Expires) {
+	if json.Unmarshal(rep.Results[0].Data, &held) == nil && s.opt.Clock.Now().Before(held.Expires) {
 		return nil, errLocked
 	}
 	// expired: take it over, unless someone else just did
@@ -161,7 +161,7 @@ func (s *Store) lockObject(ctx context.Context, oid string, ttl time.Duration) (
 }
 
 func (l *objLock) record() []byte {
-	rec, _ := json.Marshal(lockRecord{Owner: l.owner, Expires: time.Now().Add(l.ttl)})
+	rec, _ := json.Marshal(lockRecord{Owner: l.owner, Expires: l.s.opt.Clock.Now().Add(l.ttl)})
 	return rec
 }
 

@@ -59,7 +59,7 @@ func (s *Store) gcPut(ctx context.Context, e *GCEntry) error {
 	if len(e.Segments) == 0 {
 		return nil
 	}
-	due := time.Now().Add(s.opt.GCMinWait)
+	due := s.opt.Clock.Now().Add(s.opt.GCMinWait)
 	v, _ := json.Marshal(e)
 	shard := int(crc32c.Checksum([]byte(e.Tag)) % gcShards)
 	key := fmt.Sprintf("%020d_%s", due.UnixNano(), e.Tag)
@@ -69,7 +69,7 @@ func (s *Store) gcPut(ctx context.Context, e *GCEntry) error {
 // GCList returns the queued entries (only the due ones unless all).
 func (s *Store) GCList(ctx context.Context, all bool) ([]*GCEntry, error) {
 	var out []*GCEntry
-	now := time.Now()
+	now := s.opt.Clock.Now()
 	for i := range gcShards {
 		err := omapEach(ctx, s.log, gcOID(i), "", "", func(kv client.KV) (bool, error) {
 			e := &GCEntry{shard: i, key: kv.Key}
@@ -133,7 +133,7 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 
 // RunGC processes the queue every GCPeriod until ctx ends.
 func (s *Store) RunGC(ctx context.Context) {
-	periodic.Every(ctx, nil, s.opt.GCPeriod, nil, func() {
+	periodic.Every(ctx, s.opt.Clock, s.opt.GCPeriod, nil, func() {
 		if n, err := s.GCProcess(ctx, false); err != nil && ctx.Err() == nil {
 			s.opt.Logger.Warn("gc pass failed", "removed", n, "err", err)
 		} else if n > 0 {

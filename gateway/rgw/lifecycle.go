@@ -223,7 +223,7 @@ func (s *Store) LCProcess(ctx context.Context, all bool, out io.Writer) (LCResul
 		return res, err
 	}
 	for _, e := range es {
-		now := time.Now()
+		now := s.opt.Clock.Now()
 		if !all && !e.LastRun.IsZero() && !lcDue(e.LastRun, now, 1, s.opt.LCDebugInterval) {
 			continue
 		}
@@ -389,8 +389,8 @@ func (s *Store) RunLC(ctx context.Context) {
 	if d := s.opt.LCDebugInterval; d > 0 {
 		period = max(d, time.Second)
 	}
-	periodic.Every(ctx, nil, period, nil, func() {
-		if s.opt.LCDebugInterval <= 0 && !inWorkTime(time.Now(), s.lcWorkStart, s.lcWorkEnd) {
+	periodic.Every(ctx, s.opt.Clock, period, nil, func() {
+		if s.opt.LCDebugInterval <= 0 && !inWorkTime(s.opt.Clock.Now(), s.lcWorkStart, s.lcWorkEnd) {
 			return
 		}
 		res, err := s.LCProcess(ctx, false, io.Discard)

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/shoal-project/shoal/client"
 	clsrgw "github.com/shoal-project/shoal/cls/rgw"
 	"github.com/shoal-project/shoal/config"
@@ -85,6 +86,12 @@ type Options struct {
 	// a pass killed mid-way keeps others from starting.
 	LCLockTTL time.Duration
 	Logger    *slog.Logger
+	// Clock times the background passes (GC, lifecycle, dynamic
+	// resharding), GC due times, the lifecycle's "now" and work window,
+	// and the cluster-wide locks' leases; nil: the real clock. Object,
+	// upload and bucket timestamps, caches and the index's pending grace
+	// keep real time.
+	Clock clockwork.Clock
 }
 
 // DefaultIndexShards is the shard count of a new bucket's index when
@@ -166,6 +173,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
 	}
 }
 
