@@ -67,7 +67,7 @@ type ChecksumReq struct {
 	Alg  *ChecksumAlg
 	Want string // the value its header gave ("": none)
 	// Trailer, when the value comes in the aws-chunked Trailer, reads it
-	// once the body has ended (sigv4.go has checked it: no hash here)
+	// once the body has ended (the gateway's sigv4.go has checked it: no hash here)
 	Trailer func() string
 }
 
@@ -89,7 +89,7 @@ func (c *ChecksumReq) result(h hash.Hash) (*Checksum, error) {
 	}
 	sum := &Checksum{Alg: c.Alg.Name, Type: ChecksumFullObject}
 	if h == nil {
-		if sum.Value = c.Trailer(); sum.Value == "" { // sigv4.go fails a body without it: a safeguard
+		if sum.Value = c.Trailer(); sum.Value == "" { // the gateway's sigv4.go fails a body without it: a safeguard
 			return nil, s3err.IncompleteBody.With("The aws-chunked body lacks the trailing %s.", c.Alg.Header())
 		}
 	} else {

@@ -19,7 +19,7 @@
 //
 // An S3 object is a head RADOS object "BUCKETID_KEY" holding the first
 // rgw_max_chunk_size bytes and, in its "rgw.head" xattr, the metadata and
-// manifest (headInfo), plus tail objects of rgw_obj_stripe_size bytes
+// manifest (HeadInfo), plus tail objects of rgw_obj_stripe_size bytes
 // named after the write that made them ("BUCKETID__shadow_TAG_N"; a
 // multipart part: "BUCKETID__multipart_UPLOAD.PART~TAG_N"). A PUT writes
 // the tails first, in writes of at most rgw_max_chunk_size with up to

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// headAttr is the xattr of a head object that holds its headInfo.
+// headAttr is the xattr of a head object that holds its HeadInfo.
 const headAttr = "rgw.head"
 
 // segment is a run of tail objects: stripe i (from First) is the RADOS

@@ -37,7 +37,7 @@ type Upload struct {
 	Key       string            `json:"key"`
 	UploadID  string            `json:"upload_id"`
 	Initiated time.Time         `json:"initiated"`
-	Owner     string            `json:"owner"`               // the completed object's (ownership.go)
+	Owner     string            `json:"owner"`               // the completed object's (the gateway's ownership.go)
 	Initiator string            `json:"initiator,omitempty"` // who created the upload ("": Owner)
 	Headers   map[string]string `json:"hdr,omitempty"`
 	Meta      map[string]string `json:"meta,omitempty"`

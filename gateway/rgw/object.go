@@ -402,7 +402,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 	}
 	// The body must end here (a longer body is a client error). Reading
 	// its end is what checks a signed payload's hash, an aws-chunked
-	// body's last chunk signature and trailer (sigv4.go): its error fails
+	// body's last chunk signature and trailer (the gateway's sigv4.go): its error fails
 	// the upload.
 	if n, rerr := io.Copy(io.Discard, io.LimitReader(body, 1)); err == nil {
 		switch {
@@ -431,7 +431,7 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 }
 
 // commitHead writes the head object (data's bytes, none if data is nil,
-// and headInfo) replacing any previous version atomically if cond holds,
+// and HeadInfo) replacing any previous version atomically if cond holds,
 // completes the index and queues the previous version's tails for GC.
 // On failure it removes the tails (ownTails: they are this write's alone,
 // not a multipart upload's parts, which stay with the upload) when the

@@ -182,7 +182,7 @@ func (o *Options) setDefaults() {
 // Store is the gateway's view of the cluster: users, buckets, objects,
 // their index and the GC queue. It keeps no state a second gateway could
 // contradict beyond short-lived caches that the bucket index validates
-// (see lookupBucket). Safe for concurrent use.
+// (see LookupBucket). Safe for concurrent use.
 type Store struct {
 	conn                          *client.Conn
 	opt                           Options
@@ -510,8 +510,8 @@ type Bucket struct {
 	Tags         []Tag              `json:"tags,omitempty"`          // PutBucketTagging's (tagging.go)
 	CORS         []CORSRule         `json:"cors,omitempty"`          // PutBucketCors's (cors.go)
 	Lifecycle    []LifecycleRule    `json:"lifecycle,omitempty"`     // PutBucketLifecycleConfiguration's (lifecycle.go)
-	Policy       string             `json:"policy,omitempty"`        // PutBucketPolicy's document, as put (policy.go)
-	PublicAccess *PublicAccessBlock `json:"public_access,omitempty"` // PutPublicAccessBlock's (policy.go)
+	Policy       string             `json:"policy,omitempty"`        // PutBucketPolicy's document, as put (the gateway parses it: ParsedPolicy)
+	PublicAccess *PublicAccessBlock `json:"public_access,omitempty"` // PutPublicAccessBlock's (publicaccess.go)
 	Ownership    string             `json:"ownership,omitempty"`     // object ownership, "" if not set (ownership.go)
 
 	policyOnce sync.Once
