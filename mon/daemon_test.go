@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/internal/testcluster"
-	"github.com/shoal-project/shoal/internal/testnet"
-	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 )
@@ -80,23 +79,17 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	}
 }
 
-// oneMon starts a one-MON cluster with the given [global] options and a
-// client of it; must runs a command, failing the test on an error. The
-// MON, the client and ctx (60 s) end with the test.
+// oneMon starts a one-MON test cluster (testcluster.Start, no OSDs)
+// with the given [global] options and a client of it; must runs a
+// command, failing the test on an error. The MON, the client and ctx
+// (60 s) end with the test.
 func oneMon(t *testing.T, global map[string]string) (ctx context.Context, c *monc.Client, must func(prefix string, args map[string]string) monc.Result) {
 	t.Helper()
-	kr := testcluster.Key
-	addr := testnet.FreePortPair(t)
-	cfg := config.NewFile(map[string]map[string]string{"global": global})
-	d, err := mon.Start(mon.Options{Addr: addr, Peers: []string{addr}, DataDir: t.TempDir(), FSID: "f", Keyring: kr, Name: "mon.a", Config: cfg})
-	if err != nil {
-		t.Fatal(err)
+	var conf strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(global)) {
+		fmt.Fprintf(&conf, "%s = %s\n", k, global[k])
 	}
-	t.Cleanup(func() { d.Close() })
-	if c, err = monc.New([]string{addr}, kr, msgr.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c = testcluster.Start(t, testcluster.Options{Conf: conf.String()}).MonClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	must = func(prefix string, args map[string]string) monc.Result {
