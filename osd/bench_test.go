@@ -3,50 +3,26 @@ package osd_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/config"
-	"github.com/shoal-project/shoal/internal/testnet"
-	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/internal/testcluster"
 	"github.com/shoal-project/shoal/objectstore"
-	"github.com/shoal-project/shoal/osd"
 )
 
-// benchCluster is an in-process MON and three OSDs on BlockStores.
+// benchCluster is a test cluster's MON (testcluster.Start) and three
+// OSDs on BlockStores of 8 GiB.
 func benchCluster(b *testing.B) (*client.Pool, []*objectstore.BlockStore) {
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
-	if err != nil {
-		b.Fatal(err)
-	}
-	a := testnet.FreePortPair(b)
-	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: b.TempDir(), FSID: "bench", Keyring: testKey, Config: conf, Name: "mon.a"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close() })
+	c := testcluster.Start(b, testcluster.Options{Conf: osdConf})
 	var stores []*objectstore.BlockStore
 	for range 3 {
-		dir := b.TempDir()
-		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 8 << 30})
-		if err != nil {
-			b.Fatal(err)
-		}
+		o, st := startBlockOSD(b, c.MonAddrs, b.TempDir(), "", objectstore.Options{Size: 8 << 30})
 		stores = append(stores, st)
-		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
-		if err != nil {
-			b.Fatal(err)
-		}
 		b.Cleanup(func() { o.Close() })
 	}
 	ctx := context.Background()
-	cl, err := client.Connect(ctx, client.Config{MonAddrs: []string{a}, Keyring: testKey})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(cl.Close)
+	cl := c.Client(ctx)
 	if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": "3", "pg_num": "32"}); err != nil {
 		b.Fatal(err)
 	}

@@ -20,8 +20,6 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/internal/testcluster"
-	"github.com/shoal-project/shoal/internal/testnet"
-	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd"
@@ -271,33 +269,34 @@ func blockMon(t *testing.T) (addr string, start func(dir string) *osd.OSD) {
 
 // blockMonWith is blockMon whose start also takes configuration to add
 // to testConf and the store's data cache size (0: the default; -1: none),
-// and returns the OSD's store with it.
+// and returns the OSD's store with it. The MON is a test cluster's
+// (testcluster.Start, no OSDs).
 func blockMonWith(t *testing.T) (addr string, start func(dir, extraConf string, dataCache int64) (*osd.OSD, *objectstore.BlockStore)) {
-	a := testnet.FreePortPair(t)
-	conf, err := config.Parse(strings.NewReader(testConf), "test.conf")
+	c := testcluster.Start(t, testcluster.Options{Conf: osdConf})
+	return c.MonAddrs[0], func(dir, extraConf string, dataCache int64) (*osd.OSD, *objectstore.BlockStore) {
+		return startBlockOSD(t, c.MonAddrs, dir, extraConf, objectstore.Options{Size: 256 << 20, CacheSize: 8 << 20, DataCacheSize: dataCache})
+	}
+}
+
+// startBlockOSD starts an OSD of the MONs at monAddrs on a BlockStore in
+// dir/store opened with so (its Dir set here), with extraConf added to
+// testConf. The OSD closes the store when it stops.
+func startBlockOSD(t testing.TB, monAddrs []string, dir, extraConf string, so objectstore.Options) (*osd.OSD, *objectstore.BlockStore) {
+	t.Helper()
+	conf, err := config.Parse(strings.NewReader(testConf+extraConf), "test.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mon.Start(mon.Options{Addr: a, Peers: []string{a}, DataDir: t.TempDir(), FSID: "test", Keyring: testKey, Config: conf, Name: "mon.a"})
+	so.Dir = dir + "/store"
+	st, err := objectstore.Open(so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
-	return a, func(dir, extraConf string, dataCache int64) (*osd.OSD, *objectstore.BlockStore) {
-		conf, err := config.Parse(strings.NewReader(testConf+extraConf), "test.conf")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := objectstore.Open(objectstore.Options{Dir: dir + "/store", Size: 256 << 20, CacheSize: 8 << 20, DataCacheSize: dataCache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{a}, Keyring: testKey, Config: conf, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o, st
+	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: monAddrs, Keyring: testKey, Config: conf, Store: st})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return o, st
 }
 
 // dataPool connects a client to the MON at a and creates a 3-replica
