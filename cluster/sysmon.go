@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"syscall"
 
@@ -41,8 +42,9 @@ const sysmonPolling = "schedtrace=2147483647"
 // schedtrace (an operator's own setting wins, and the re-executed daemon
 // finds its own). Call it first thing in a daemon, before it opens files
 // or starts goroutines; a CPU profile already started is stopped, since
-// its timer would outlive the exec (the re-executed daemon starts it
-// again; if the exec fails, the profile ends here). It returns only when
+// its timer would outlive the exec, and so is an execution trace (the
+// re-executed daemon starts them again; if the exec fails, they end
+// here). It returns only when
 // it did not re-execute; if the exec failed, it says why on stderr (the
 // daemon's log under `shoal up`) and the daemon runs on with Go's
 // default.
@@ -57,6 +59,7 @@ func keepSysmonPolling(cfg *config.Config, name string) {
 	exe, err := os.Executable()
 	if err == nil {
 		pprof.StopCPUProfile()
+		trace.Stop()
 		err = syscall.Exec(exe, os.Args, env) // returns only on failure
 	}
 	fmt.Fprintf(os.Stderr, "%s: daemon_sysmon_poll: re-execute: %v; running with Go's default\n", name, err)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/trace"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,5 +135,28 @@ func TestCLI(t *testing.T) {
 	}
 	if _, err := run(t, "up", "--mons", "2", "--data", t.TempDir()); err == nil || !strings.Contains(err.Error(), "1, 3 or 5") {
 		t.Fatalf("up --mons 2: %v", err)
+	}
+}
+
+// TestTraceFlag: --trace writes a Go execution trace of the command to
+// its file, %p replaced by the pid, which go tool trace can read (its
+// header names the Go version).
+func TestTraceFlag(t *testing.T) {
+	dir := t.TempDir()
+	mapPath := filepath.Join(dir, "m1.txt")
+	if err := os.WriteFile(mapPath, []byte(m1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { traceFile = "" }()
+	if _, err := run(t, "--trace", filepath.Join(dir, "t-%p.trace"), "crush", "decompile", "-i", mapPath); err != nil {
+		t.Fatal(err)
+	}
+	trace.Stop() // as main does once the command returns
+	b, err := os.ReadFile(filepath.Join(dir, "t-"+strconv.Itoa(os.Getpid())+".trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("go 1.")) || !bytes.Contains(b[:16], []byte(" trace")) {
+		t.Fatalf("not an execution trace: %q", b[:min(len(b), 16)])
 	}
 }
