@@ -160,7 +160,7 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 	p := cd.Profile()
 	x := &ecWrite{pg: pg, ctx: ctx, cd: cd, o: o, w: uint64(p.StripeWidth()), u: uint64(p.StripeUnit),
 		allow: pool.Flags&osdmap.FlagECOverwrites != 0, exists: o.Exists, size: o.Size, zeroFrom: o.Size}
-	res := &prepared{Prepared: opexec.Prepared{Results: make([]osdop.Result, len(req.Ops))}}
+	res := &prepared{Prepared: &opexec.Prepared{Results: make([]osdop.Result, len(req.Ops))}}
 	maxSize := pg.osd.conf().Size("osd_max_object_size")
 	for i := range req.Ops {
 		op := &req.Ops[i]

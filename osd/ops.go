@@ -14,7 +14,7 @@ import (
 // prepared is a write request turned into a transaction: one for every
 // copy (replicated), or one per shard (erasure-coded, shards).
 type prepared struct {
-	opexec.Prepared
+	*opexec.Prepared
 	shards []*objectstore.Transaction // erasure-coded: each shard's, by position
 }
 
@@ -34,7 +34,7 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prepared{Prepared: *x}, nil
+	return &prepared{Prepared: x}, nil
 }
 
 // read serves a request of reads only. The data of its Read ops is in

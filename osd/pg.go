@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/keylock"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
@@ -38,8 +39,8 @@ type PG struct {
 	recorded monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
 	epoch    osdmap.Epoch
 	log      *pgLog
-	applied  Version // the newest write submitted to the store, in log order
-	objLocks map[string]*objLock
+	applied  Version            // the newest write submitted to the store, in log order
+	objLocks *keylock.Table     // by object name, guarded by mu
 	cancel   context.CancelFunc // of the running peering
 	// erasure-coded PGs (ps.Interval.EC): this OSD's shard (its position
 	// in acting), and on the primary the seqs of writes not yet on every
@@ -55,14 +56,11 @@ type PG struct {
 	rec *recovery
 }
 
-type objLock struct {
-	mu   sync.RWMutex
-	refs int
-}
-
 func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
-	return &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
-		objLocks: map[string]*objLock{}, ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{}}
+	pg := &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
+		ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{}}
+	pg.objLocks = keylock.New(&pg.mu) // blockChunk lists them with the scrub bounds it sets
+	return pg
 }
 
 // setShard records which shard of an erasure-coded PG this OSD holds
@@ -185,29 +183,7 @@ func (pg *PG) lockObject(oid string) func() { return pg.objectLock(oid, false) }
 // applied (its size and its bytes from the same version).
 func (pg *PG) rlockObject(oid string) func() { return pg.objectLock(oid, true) }
 
-func (pg *PG) objectLock(oid string, shared bool) func() {
-	pg.mu.Lock()
-	l := pg.objLocks[oid]
-	if l == nil {
-		l = &objLock{}
-		pg.objLocks[oid] = l
-	}
-	l.refs++
-	pg.mu.Unlock()
-	lock, unlock := l.mu.Lock, l.mu.Unlock
-	if shared {
-		lock, unlock = l.mu.RLock, l.mu.RUnlock
-	}
-	lock()
-	return func() {
-		unlock()
-		pg.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(pg.objLocks, oid)
-		}
-		pg.mu.Unlock()
-	}
-}
+func (pg *PG) objectLock(oid string, shared bool) func() { return pg.objLocks.Lock(oid, shared) }
 
 // write runs a client's write request: the backend builds the
 // transaction (one per shard on an erasure-coded PG) from the object's

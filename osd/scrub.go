@@ -264,11 +264,11 @@ func (pg *PG) blockChunk(iv uint64, from, to string) error {
 	}
 	pg.scrub.from, pg.scrub.to, pg.scrub.blocked = from, to, make(chan struct{})
 	var inflight []string
-	for oid := range pg.objLocks {
+	pg.objLocks.Each(func(oid string) {
 		if inChunk(oid, from, to) {
 			inflight = append(inflight, oid)
 		}
-	}
+	})
 	pg.mu.Unlock()
 	for _, oid := range inflight {
 		pg.lockObject(oid)() // one object per write: no lock order to keep

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -23,40 +24,34 @@ func main() {
 	}
 }
 
-// cpuProfile is --cpuprofile: where to write a CPU profile of this run.
-var cpuProfile string
+// cpuProfile and traceFile are --cpuprofile and --trace: where to write
+// a Go CPU profile and a Go execution trace of this run ("": none).
+var cpuProfile, traceFile string
 
-// startCPUProfile starts the --cpuprofile profile; %p in the path becomes
-// the process id, so daemons that inherit SHOAL_CPUPROFILE from `shoal up`
-// write one file each. The profile is written when the command returns
-// (daemons: on SIGTERM/SIGINT, as `shoal down` stops them).
-func startCPUProfile() error {
-	if cpuProfile == "" {
-		return nil
+// startProfiles starts the --cpuprofile profile and the --trace execution
+// trace. %p in either path becomes the process id, so daemons that
+// inherit SHOAL_CPUPROFILE or SHOAL_TRACE from `shoal up` write one file
+// each. Both are complete when the command returns (daemons: on
+// SIGTERM/SIGINT, as `shoal down` stops them). `go tool trace
+// -pprof=sync|syscall|net|sched FILE` turns a trace into off-CPU
+// profiles: where goroutines waited, and for how long.
+func startProfiles() error {
+	for _, p := range []struct {
+		flag, path string
+		start      func(io.Writer) error
+	}{{"--cpuprofile", cpuProfile, pprof.StartCPUProfile}, {"--trace", traceFile, trace.Start}} {
+		if p.path == "" {
+			continue
+		}
+		f, err := os.Create(strings.ReplaceAll(p.path, "%p", strconv.Itoa(os.Getpid())))
+		if err == nil {
+			err = p.start(f)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.flag, err)
+		}
 	}
-	f, err := os.Create(strings.ReplaceAll(cpuProfile, "%p", strconv.Itoa(os.Getpid())))
-	if err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return pprof.StartCPUProfile(f)
-}
-
-// traceFile is --trace: where to write a Go execution trace of this run.
-var traceFile string
-
-// startTrace starts the --trace execution trace, named as --cpuprofile's
-// profile (%p: the pid) and written as it runs. `go tool trace
-// -pprof=sync|syscall|net|sched FILE` turns it into off-CPU profiles:
-// where goroutines waited, and for how long.
-func startTrace() error {
-	if traceFile == "" {
-		return nil
-	}
-	f, err := os.Create(strings.ReplaceAll(traceFile, "%p", strconv.Itoa(os.Getpid())))
-	if err != nil {
-		return fmt.Errorf("--trace: %w", err)
-	}
-	return trace.Start(f)
+	return nil
 }
 
 func newRoot() *cobra.Command {
@@ -70,12 +65,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVarP(&clientName, "name", "n", "client.admin", "entity to connect as")
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", os.Getenv("SHOAL_CPUPROFILE"), "write a Go CPU profile of this command to `FILE` (%p: the pid; default $SHOAL_CPUPROFILE)")
 	root.PersistentFlags().StringVar(&traceFile, "trace", os.Getenv("SHOAL_TRACE"), "write a Go execution trace of this command to `FILE` (%p: the pid; default $SHOAL_TRACE): where it waited, for off-CPU profiles")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if err := startCPUProfile(); err != nil {
-			return err
-		}
-		return startTrace()
-	}
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return startProfiles() }
 	root.PersistentFlags().StringVarP(&keyringPath, "keyring", "k", "", "keyring file with the entity's key (default the configuration's keyring)")
 	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), benchCmd(),
 		gatewayCmd(), userCmd(), bucketCmd(), gcCmd(), lcCmd(), pgCmd())

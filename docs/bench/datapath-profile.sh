@@ -75,23 +75,15 @@ cpu_of() { # cpu_of PID,PID... -> their CPU ticks
   echo "$total"
 }
 
-echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per phase, -t 16, 4 MiB objects, $("$SHOAL" --version 2>/dev/null || echo "$SHOAL")"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per phase, -t 16, 4 MiB objects, $SHOAL"
 IFS=';' read -ra shapes <<< "${SHAPES:-rep 3;ec 2 1 3;ec 4 2 6}"
 for s in "${shapes[@]}"; do
   set -- $s
   rm -rf "$DIR"
-  if [ "$1" = rep ]; then
-    name=rep3 pool=data n=$2
-    "$SHOAL" up --detach --data "$DIR" --osds "$n" --osd-size 16G --no-gateway > /dev/null
-    export SHOAL_CONF=$DIR/shoal.conf
-  else
-    name=ec$2$3 pool=ec$2$3 n=$4
-    "$SHOAL" up --detach --data "$DIR" --osds "$n" --osd-size 16G --no-gateway > /dev/null
-    export SHOAL_CONF=$DIR/shoal.conf
-    "$SHOAL" osd erasure-code-profile set "ec$2$3" k="$2" m="$3" crush-failure-domain=osd > /dev/null
-    "$SHOAL" pool create "$pool" erasure "ec$2$3" > /dev/null
-  fi
-  for _ in $(seq 120); do "$SHOAL" health | grep -q HEALTH_OK && break; sleep 1; done
+  if [ "$1" = rep ]; then name=rep3 pool=data n=$2; else name=ec$2$3 pool=ec$2$3 n=$4; fi
+  "$SHOAL" up --detach --data "$DIR" --osds "$n" --osd-size 16G --no-gateway > /dev/null
+  export SHOAL_CONF=$DIR/shoal.conf
+  if [ "$1" = ec ]; then shoal_ec_pool "$SHOAL" "$2" "$3"; fi
   "$SHOAL" down --data "$DIR" > /dev/null
   mkdir -p "$OUT/$name"
   phase "$name" "$pool" write

@@ -46,9 +46,7 @@ for shape in "${shapes[@]}"; do
   rm -rf "$SHOAL_DIR"
   "$SHOAL" up --detach --data "$SHOAL_DIR" --osds "$N" --osd-size 16G > /tmp/shoal-bench-ec-up.log
   export SHOAL_CONF=$SHOAL_DIR/shoal.conf
-  "$SHOAL" osd erasure-code-profile set ec$K$M k=$K m=$M crush-failure-domain=osd > /dev/null
-  "$SHOAL" pool create ec$K$M erasure ec$K$M > /dev/null
-  for _ in $(seq 120); do "$SHOAL" health | grep -q HEALTH_OK && break; sleep 1; done
+  shoal_ec_pool "$SHOAL" "$K" "$M"
   S="$SHOAL bench rados -p ec$K$M"
   run "shoal  EC $K+$M 4M write" "$SHOAL_DIR/run" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
   run "shoal  EC $K+$M 4M seq"   "$SHOAL_DIR/run" $S seq -t 16 --seconds "$SECS"

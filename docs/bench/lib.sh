@@ -82,3 +82,20 @@ shoal_rados() {
   run "$l 4K rand" "$rundir" $S rand -t 16 --seconds "$SECS"
   "$shoal" rados -p data cleanup > /dev/null
 }
+
+# shoal_ec_pool SHOAL K M -> creates, on the cluster $SHOAL_CONF names, the
+# erasure-code profile and pool "ecKM" (K+M shards, failure domain osd),
+# and waits up to 120 s for HEALTH_OK
+shoal_ec_pool() {
+  local shoal=$1 k=$2 m=$3
+  "$shoal" osd erasure-code-profile set "ec$k$m" k="$k" m="$m" crush-failure-domain=osd > /dev/null
+  "$shoal" pool create "ec$k$m" erasure "ec$k$m" > /dev/null
+  shoal_healthy "$shoal"
+}
+
+# shoal_healthy SHOAL -> waits up to 120 s for the cluster $SHOAL_CONF
+# names to report HEALTH_OK
+shoal_healthy() {
+  for _ in $(seq 120); do "$1" health | grep -q HEALTH_OK && return; sleep 1; done
+}
+

@@ -57,7 +57,7 @@ const (
 
 // Checksum is an object's or a part's additional checksum.
 type Checksum struct {
-	Alg   string `json:"alg"`  // a checksumAlgs name
+	Alg   string `json:"alg"`  // a ChecksumAlgs name
 	Type  string `json:"type"` // checksumFullObject or checksumComposite
 	Value string `json:"v"`    // base64 of the big-endian digest; a composite one ends in "-N"
 }

@@ -138,6 +138,9 @@ func (s *Store) DeleteObjectIf(ctx context.Context, b *Bucket, key string, c Del
 	})
 }
 
+// ETagMatches reports whether list — an If-Match or If-None-Match value:
+// "*" or ETags separated by commas, quoted or not (RFC 9110 section
+// 13.1.1) — names etag, compared without their quotes; "*" matches any.
 func ETagMatches(list, etag string) bool {
 	for _, e := range strings.Split(list, ",") {
 		e = strings.TrimSpace(e)

@@ -613,7 +613,7 @@ func (s *Store) GetBucket(ctx context.Context, name string) (*Bucket, error) {
 
 // LookupBucket is GetBucket through a cache. A cached bucket that another
 // gateway deleted is caught by the index (rgw.prepare fails on a removed
-// shard, and the caller drops the cache entry with forgetBucket);
+// shard, and the caller drops the cache entry with ForgetBucket);
 // indexless buckets are never cached.
 func (s *Store) LookupBucket(ctx context.Context, name string) (*Bucket, error) {
 	s.mu.Lock()
@@ -634,6 +634,9 @@ func (s *Store) LookupBucket(ctx context.Context, name string) (*Bucket, error) 
 	return b, nil
 }
 
+// ForgetBucket drops bucket name from this Store's bucket cache, so the
+// next LookupBucket reads its entry point again (after a change this
+// gateway made; other gateways see it once their entry expires, cacheTTL).
 func (s *Store) ForgetBucket(name string) {
 	s.mu.Lock()
 	delete(s.buckets, name)

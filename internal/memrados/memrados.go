@@ -27,6 +27,7 @@ import (
 
 	_ "github.com/shoal-project/shoal/cls/rgw" // the bucket index methods, as every OSD serves them
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/keylock"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/objectstore"
@@ -41,17 +42,12 @@ type Cluster struct {
 	mu    sync.Mutex
 	state *mon.State
 	store *objectstore.MemStore
-	locks map[string]*objLock // by collection/object
-	seq   map[int64]uint64    // by pool: the last write's version
+	locks *keylock.Table   // by collection/object (its own mutex)
+	seq   map[int64]uint64 // by pool: the last write's version
 	// maxSize is osd_max_object_size in bytes, maxName
 	// osd_max_object_name_len (the OSDs' defaults, or conf's).
 	maxSize uint64
 	maxName int
-}
-
-type objLock struct {
-	mu   sync.RWMutex
-	refs int
 }
 
 // New returns an empty cluster: no pools, one CRUSH host, and the
@@ -72,7 +68,7 @@ func New(conf map[string]map[string]string) (*Cluster, error) {
 			st.Config[who][k] = v
 		}
 	}
-	return &Cluster{state: st, store: objectstore.NewMemStore(), locks: map[string]*objLock{}, seq: map[int64]uint64{},
+	return &Cluster{state: st, store: objectstore.NewMemStore(), locks: keylock.New(nil), seq: map[int64]uint64{},
 		maxSize: uint64(st.ConfigFor("osd").Size("osd_max_object_size")), maxName: int(st.ConfigFor("osd").Int("osd_max_object_name_len"))}, nil
 }
 
@@ -124,28 +120,7 @@ func coll(pool int64) objectstore.Coll { return objectstore.Coll(strconv.FormatI
 // lock takes oid's lock in pool (shared for reads) and returns its
 // release.
 func (c *Cluster) lock(pool int64, oid string, shared bool) func() {
-	key := string(coll(pool)) + "/" + oid
-	c.mu.Lock()
-	l := c.locks[key]
-	if l == nil {
-		l = &objLock{}
-		c.locks[key] = l
-	}
-	l.refs++
-	c.mu.Unlock()
-	lock, unlock := l.mu.Lock, l.mu.Unlock
-	if shared {
-		lock, unlock = l.mu.RLock, l.mu.RUnlock
-	}
-	lock()
-	return func() {
-		unlock()
-		c.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(c.locks, key)
-		}
-		c.mu.Unlock()
-	}
+	return c.locks.Lock(string(coll(pool))+"/"+oid, shared)
 }
 
 // Operate executes a request on object oid of pool, as a PG's primary
