@@ -26,6 +26,16 @@ import (
 // and an LRU list each; budget bounds the units' memory. Writes do not
 // fill the cache (BlueStore's bluestore_default_buffered_write = false).
 //
+// A read fills the cache only with units read before (fill): the first
+// read of a unit records its number alone in a ghost queue, as 2Q's A1out
+// (Johnson and Shasha, "2Q: A Low Overhead High Performance Buffer
+// Management Replacement Algorithm", VLDB 1994), which holds as many
+// numbers as the shard holds units; a read of a unit still in the queue
+// stores its blocks. A stream read once — the sequential read of large
+// objects — therefore costs no copy into the cache and evicts nothing,
+// while data read again within the queue's reach is cached from its
+// second read on.
+//
 // A zero-copy reader (getRef) gets slices of the units' buffers and
 // pins the units until it has sent them; a pinned unit's buffer is never
 // written again nor reused: put copies it first (copy-on-write), and an
@@ -47,6 +57,43 @@ type cacheShard struct {
 	units  map[uint64]*list.Element // unit number → *cacheUnit in lru
 	lru    list.List                // front: most recent
 	budget int                      // units this shard may hold
+	ghost  ghostQueue               // units read once, not stored
+}
+
+// ghostQueue is a FIFO of at most len(ring) unit numbers with a set for
+// lookups; a unit taken out of the set early leaves its ring slot, which
+// is recognized as stale by its sequence number when the ring wraps.
+type ghostQueue struct {
+	ring []ghostSlot
+	next uint64            // sequence number of the next insertion
+	set  map[uint64]uint64 // unit number → sequence number of its slot
+}
+
+type ghostSlot struct{ unit, seq uint64 }
+
+// reset empties the queue and sizes it to n units.
+func (g *ghostQueue) reset(n int) {
+	g.ring, g.next, g.set = make([]ghostSlot, n), 0, make(map[uint64]uint64, n)
+}
+
+// take reports whether unit is queued, removing it if so.
+func (g *ghostQueue) take(unit uint64) bool {
+	if _, ok := g.set[unit]; !ok {
+		return false
+	}
+	delete(g.set, unit)
+	return true
+}
+
+// add queues unit, forgetting the oldest unit if the queue is full.
+func (g *ghostQueue) add(unit uint64) {
+	slot := &g.ring[g.next%uint64(len(g.ring))]
+	if seq, ok := g.set[slot.unit]; ok && seq == slot.seq && g.next >= uint64(len(g.ring)) {
+		delete(g.set, slot.unit)
+	}
+	*slot = ghostSlot{unit: unit, seq: g.next}
+	g.set[unit] = g.next
+	g.next++
 }
 
 type cacheUnit struct {
@@ -67,6 +114,7 @@ func newDataCache(budget int64) *dataCache {
 	for i := range c.shards {
 		c.shards[i].units = map[uint64]*list.Element{}
 		c.shards[i].budget = per
+		c.shards[i].ghost.reset(per)
 	}
 	return c
 }
@@ -152,9 +200,22 @@ func unpin(pins []*cacheUnit) {
 	}
 }
 
+// fill offers the cache device blocks [phys, phys+len(data)/BlockSize)
+// that a reader holding the store's lock shared read and verified: it
+// stores those in units already cached or read before (in the ghost
+// queue) and queues the others' unit numbers (see dataCache).
+func (c *dataCache) fill(phys uint64, data []byte) {
+	c.store(phys, data, true)
+}
+
 // put stores device blocks [phys, phys+len(data)/BlockSize), read and
-// verified by a reader holding the store's lock shared.
+// verified by a reader holding the store's lock shared, whether or not
+// they were read before.
 func (c *dataCache) put(phys uint64, data []byte) {
+	c.store(phys, data, false)
+}
+
+func (c *dataCache) store(phys uint64, data []byte, admit bool) {
 	if c == nil {
 		return
 	}
@@ -163,6 +224,7 @@ func (c *dataCache) put(phys uint64, data []byte) {
 		sh := c.shard(u)
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
+		defer func() { off += count * BlockSize }()
 		var cu *cacheUnit
 		if e, ok := sh.units[u]; ok {
 			cu = e.Value.(*cacheUnit)
@@ -171,6 +233,10 @@ func (c *dataCache) put(phys uint64, data []byte) {
 				cu.buf = append(make([]byte, 0, unitBytes), cu.buf...)
 			}
 		} else {
+			if admit && !sh.ghost.take(u) { // read once so far: remember the unit, not its bytes
+				sh.ghost.add(u)
+				return true
+			}
 			if sh.lru.Len() >= sh.budget { // evict the least recent unit, reusing its buffer if no reader holds it
 				cu = sh.evictOldest()
 				if cu.pins.Load() > 0 {
@@ -184,7 +250,6 @@ func (c *dataCache) put(phys uint64, data []byte) {
 		}
 		copy(cu.buf[first*BlockSize:(first+count)*BlockSize], data[off:off+count*BlockSize])
 		cu.mask |= unitMask(first, count)
-		off += count * BlockSize
 		return true
 	})
 }
@@ -234,6 +299,7 @@ func (c *dataCache) resize(budget int64) {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		sh.budget = per
+		sh.ghost.reset(per)
 		for sh.lru.Len() > per {
 			sh.evictOldest()
 		}

@@ -104,7 +104,7 @@ func (s *BlockStore) read(c Coll, oid string, off, length uint64, cache *dataCac
 		if err := s.readDevice(c, oid, x, from, to, dst); err != nil {
 			return nil, err
 		}
-		cache.put(phys, dst)
+		cache.fill(phys, dst)
 	}
 	return buf[off-b0*BlockSize : end-b0*BlockSize], nil
 }
@@ -153,7 +153,7 @@ func (s *BlockStore) ReadVec(c Coll, oid string, off, length uint64) ([][]byte, 
 			v.release()
 			return nil, nil, nil, err
 		}
-		s.dcache.put(phys, buf)
+		s.dcache.fill(phys, buf)
 		v.parts, v.starts = append(v.parts, buf), append(v.starts, from)
 	}
 	v.zeros(next, b1)
