@@ -62,8 +62,7 @@ func (b ecBackend) prepare(ctx context.Context, req *osdop.Request) (*prepared, 
 }
 
 func (b ecBackend) read(ctx context.Context, req *osdop.Request) (*osdop.Reply, func(), error) {
-	rep, err := b.pg.readEC(ctx, b.cd, req)
-	return rep, nil, err
+	return b.pg.readEC(ctx, b.cd, req)
 }
 
 func (b ecBackend) recoverObject(ctx context.Context, r *recovery, iv uint64, oid string) error {

@@ -13,6 +13,10 @@ import (
 	"sync"
 
 	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/internal/bufpool"
+	"github.com/shoal-project/shoal/internal/crc32c"
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osd/peering"
@@ -20,74 +24,93 @@ import (
 	"github.com/shoal-project/shoal/osdop"
 )
 
-// readEC serves a read request on an erasure-coded PG.
-func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*osdop.Reply, error) {
+// readEC serves a read request on an erasure-coded PG. The data of its
+// Read ops lies in the shards' buffers: release gives them back once the
+// reply is sent.
+func (pg *PG) readEC(ctx context.Context, cd *ec.Codec, req *osdop.Request) (rep *osdop.Reply, release func(), err error) {
 	iv, err := pg.waitReadable(ctx)
 	if err != nil {
-		return nil, err
+		return nil, noRelease, err
 	}
-	rep, err := pg.readECLocked(ctx, cd, req)
+	rep, release, err = pg.readECLocked(ctx, cd, req)
 	if lerr := pg.stillReadable(iv); lerr != nil { // its outcome, found or not, needs the lease
-		return nil, lerr
+		release()
+		return nil, noRelease, lerr
 	}
-	return rep, err
+	return rep, release, err
 }
 
 // readECLocked is readEC's work once the PG is readable.
-func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request) (*osdop.Reply, error) {
+func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request) (rep *osdop.Reply, release func(), err error) {
 	if err := pg.recoverForRead(ctx, req.OID); err != nil {
-		return nil, err
+		return nil, noRelease, err
 	}
 	// a write holds the object until every shard committed: under the
 	// lock, all shards agree
 	unlock := pg.lockObject(req.OID)
 	defer unlock()
 	if err := pg.checkNotMissing(req.OID, osdop.ErrRetry); err != nil {
-		return nil, err
+		return nil, noRelease, err
 	}
 	o, err := pg.loadECObject(req.OID)
 	if err != nil {
-		return nil, err
+		return nil, noRelease, err
 	}
-	rep := &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	rep = &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}
 	for i := range req.Ops {
-		r, err := pg.readOpEC(ctx, cd, o, &req.Ops[i])
+		r, rel, err := pg.readOpEC(ctx, cd, o, &req.Ops[i])
+		releases = append(releases, rel)
 		if err != nil {
 			if !opexec.FailOK(&req.Ops[i], err) {
-				return nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
+				release()
+				return nil, noRelease, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
 			}
 			r = osdop.Result{}
 		}
 		rep.Results[i] = r
 	}
-	return rep, nil
+	return rep, release, nil
 }
 
-func (pg *PG) readOpEC(ctx context.Context, cd *ec.Codec, o *object, op *osdop.Op) (osdop.Result, error) {
+func (pg *PG) readOpEC(ctx context.Context, cd *ec.Codec, o *object, op *osdop.Op) (osdop.Result, func(), error) {
 	switch op.Code {
 	case osdop.Read:
 		if !o.Exists {
-			return osdop.Result{}, osdop.ErrNotFound
+			return osdop.Result{}, noRelease, osdop.ErrNotFound
 		}
 		if op.Off >= o.Size {
-			return osdop.Result{}, nil
+			return osdop.Result{}, noRelease, nil
 		}
 		n := op.Len
 		if n == 0 || n > o.Size-op.Off {
 			n = o.Size - op.Off
 		}
-		data, err := pg.readRange(ctx, cd, o, op.Off, n)
-		return osdop.Result{Data: data}, err
+		parts, release, err := pg.readRange(ctx, cd, o, op.Off, n)
+		if err != nil {
+			return osdop.Result{}, noRelease, err
+		}
+		return osdop.Result{Vec: parts}, release, nil
 	case osdop.OmapGet, osdop.OmapList:
-		return osdop.Result{}, fmt.Errorf("%w: %s on an erasure-coded pool", osdop.ErrUnsupported, op.Code)
+		return osdop.Result{}, noRelease, fmt.Errorf("%w: %s on an erasure-coded pool", osdop.ErrUnsupported, op.Code)
 	}
-	return pg.readOp(o, op) // stat and xattrs: every shard holds them
+	r, err := pg.readOp(o, op) // stat and xattrs: every shard holds them
+	return r, noRelease, err
 }
 
 // readRange reads logical bytes [off, off+n) of an object (within its
 // size): the data shards the range covers, then, if any fails, others
-// until k have answered, decoding the missing ones.
-func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uint64) ([]byte, error) {
+// until k have answered, decoding the missing ones. The data is parts,
+// in order, that lie in the shards' buffers — a stripe unit each at most,
+// not copied into one buffer (a client's reply is written from them);
+// release (never nil) gives the buffers back once the parts are done
+// with.
+func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uint64) (parts [][]byte, release func(), err error) {
 	p := cd.Profile()
 	k, u := p.K, uint64(p.StripeUnit)
 	w := uint64(k) * u
@@ -103,6 +126,14 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 	shards := make([][]byte, k+p.M)
 	errs := make([]error, k+p.M)
 	tried := make([]bool, k+p.M)
+	releases := make([]func(), k+p.M) // the remote shards' receive buffers
+	release = func() {
+		for _, r := range releases {
+			if r != nil {
+				r()
+			}
+		}
+	}
 	fetch := func(want []int) {
 		var wg sync.WaitGroup
 		for _, i := range want {
@@ -114,7 +145,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				shards[i], errs[i] = pg.readShard(ctx, acting[i], addrs[i], iv, o, sOff, sLen)
+				shards[i], releases[i], errs[i] = pg.readShard(ctx, acting[i], addrs[i], iv, o, sOff, sLen)
 				if errs[i] == nil { // a client read's shard reads (a scrub's are not counted)
 					pg.osd.perf.shardR.Add(1)
 					pg.osd.perf.shardRBytes.Add(sLen)
@@ -164,82 +195,134 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, osdop.ErrRetry) }) {
 				kind = osdop.ErrRetry // the interval changed under the read: resend it
 			}
-			return nil, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", kind, pg.id, o.OID, strings.Join(failed, "; "), err)
+			release()
+			return nil, noRelease, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", kind, pg.id, o.OID, strings.Join(failed, "; "), err)
 		}
 		pg.osd.perf.ecReconstruct.Add(1)
 		if corrupt {
 			pg.repairShards(ctx, acting, addrs, iv, o, sOff, shards, errs)
 		}
 	}
-	out := make([]byte, n)
+	parts = make([][]byte, 0, (n+u-1)/u+1)
 	for pos := off; pos < off+n; {
 		s, in := pos/w, pos%w
 		j, c := in/u, in%u
-		pos += uint64(copy(out[pos-off:], shards[j][(s-s0)*u+c:(s-s0+1)*u]))
+		part := shards[j][(s-s0)*u+c : (s-s0+1)*u]
+		part = part[:min(uint64(len(part)), off+n-pos):min(uint64(len(part)), off+n-pos)]
+		parts = append(parts, part)
+		pos += uint64(len(part))
 	}
-	return out, nil
+	return parts, release, nil
 }
 
 // readShard reads [off, off+n) of an object's shard on osd (this one or
-// another) and checks that it holds the expected version.
-func (pg *PG) readShard(ctx context.Context, osd int32, addr string, iv uint64, o *object, off, n uint64) ([]byte, error) {
+// another) and checks that it holds the expected version. A remote
+// shard is read in place in the reply's receive buffer: the caller calls
+// release (never nil) once done with the data.
+func (pg *PG) readShard(ctx context.Context, osd int32, addr string, iv uint64, o *object, off, n uint64) (data []byte, release func(), err error) {
 	d := pg.osd
-	var data []byte
 	var ver Version
+	release = noRelease
 	if osd == d.id {
-		var err error
-		if data, ver, err = pg.readLocalShard(o.OID, off, n); err != nil {
-			return nil, err
+		var parts [][]byte
+		if parts, _, release, ver, err = pg.readLocalShard(o.OID, off, n); err != nil {
+			return nil, noRelease, err
 		}
+		data, release = flatten(parts, release)
 	} else {
-		b, err := d.call(ctx, osd, addr, msgECRead, (&peerMsg{PG: pg.id, Interval: iv, OID: o.OID, Off: off, Len: n}).encode())
+		rep, err := d.callRef(ctx, osd, addr, msgECRead, (&peerMsg{PG: pg.id, Interval: iv, OID: o.OID, Off: off, Len: n}).encode())
 		if err != nil {
-			return nil, err
+			return nil, noRelease, err
 		}
-		pm, err := decodePeerMsg(b)
-		if err != nil {
-			return nil, err
+		pm, err := decodePeerMsg(rep.Payload)
+		switch {
+		case err != nil:
+			rep.Release()
+			return nil, noRelease, fmt.Errorf("osd.%d: %w", osd, err)
+		case pm.Obj == nil:
+			rep.Release()
+			return nil, noRelease, fmt.Errorf("osd.%d: %w", osd, osdop.ErrNotFound)
 		}
-		if pm.Obj == nil {
-			return nil, fmt.Errorf("osd.%d: %w", osd, osdop.ErrNotFound)
-		}
-		data, ver = pm.Obj.Data, pm.Prev
+		data, ver, release = pm.Obj.Data, pm.Prev, rep.Release
 	}
 	if ver.Seq != o.Version {
-		return nil, fmt.Errorf("osd.%d holds version %d, not %d", osd, ver.Seq, o.Version)
+		release()
+		return nil, noRelease, fmt.Errorf("osd.%d holds version %d, not %d", osd, ver.Seq, o.Version)
 	}
-	if uint64(len(data)) < n { // past the shard's end: padding
-		data = append(data, make([]byte, n-uint64(len(data)))...)
+	if uint64(len(data)) < n { // past the shard's end: padding, in a buffer of its own
+		padded := make([]byte, n)
+		copy(padded, data)
+		release()
+		data, release = padded, noRelease
 	}
-	return data, nil
+	return data, release, nil
 }
 
-func (pg *PG) readLocalShard(oid string, off, n uint64) ([]byte, Version, error) {
+func noRelease() {}
+
+// readLocalShard reads [off, off+n) of this OSD's shard of an object
+// as the store's parts (its read buffers and cached blocks, not copies;
+// see objectstore.ReadVec), with their checksums and its version;
+// release gives the parts back.
+func (pg *PG) readLocalShard(oid string, off, n uint64) (parts [][]byte, sums []crc32c.Sum, release func(), ver Version, err error) {
 	s := pg.osd.store
 	b, err := s.GetAttr(pg.coll, oid, attrVersion)
 	if err != nil {
-		return nil, Version{}, storeErr(err)
+		return nil, nil, noRelease, Version{}, storeErr(err)
 	}
-	data, err := s.Read(pg.coll, oid, off, n)
+	parts, sums, release, err = s.ReadVec(pg.coll, oid, off, n)
 	if err != nil {
-		return nil, Version{}, storeErr(err)
+		return nil, nil, noRelease, Version{}, storeErr(err)
 	}
-	return data, peering.VersionFrom(b), nil
+	return parts, sums, release, peering.VersionFrom(b), nil
 }
 
-// handleECRead serves a primary's read of this OSD's shard.
-func (pg *PG) handleECRead(pm *peerMsg) ([]byte, error) {
+// flatten is parts as one slice: the part itself if there is one, or a
+// pooled buffer they are copied into; release gives back what the
+// result lies in (the parts' release is called).
+func flatten(parts [][]byte, release func()) ([]byte, func()) {
+	switch len(parts) {
+	case 0:
+		release()
+		return nil, noRelease
+	case 1:
+		return parts[0], release
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	buf := bufpool.Get(n)
+	at := buf
+	for _, p := range parts {
+		at = at[copy(at, p):]
+	}
+	release()
+	return buf, func() { bufpool.Put(buf) }
+}
+
+// handleECRead serves a primary's read of this OSD's shard: the reply
+// is m's, written from the store's read buffers (ReadVec) without a copy
+// into the message, its checksum combined from the stored block ones.
+func (pg *PG) handleECRead(pm *peerMsg, m *msgr.Message) error {
 	if err := pg.checkMember(pm); err != nil {
-		return nil, err
+		return err
 	}
 	if err := pg.checkNotMissing(pm.OID, osdop.ErrUnreadable); err != nil { // not ErrRetry, which is for a changed interval
-		return nil, err
+		return err
 	}
-	data, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)
+	parts, sums, release, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return (&peerMsg{PG: pg.id, Prev: ver, Obj: &objState{Exists: true, Data: data}}).encode(), nil
+	if parts == nil {
+		parts = [][]byte{}
+	}
+	e := wire.NewVecEncoder(vecPartMin)
+	(&peerMsg{PG: pg.id, Prev: ver, Obj: &objState{Exists: true, DataVec: parts}}).encodeTo(e)
+	out := e.Parts()
+	m.ReplyVecThen(out, e.PartSums(out, parts, sums), release)
+	return nil
 }
 
 // repairShards rewrites the chunks of shards that failed their checksum

@@ -5,6 +5,7 @@ package osd
 // layout and the protocol).
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -73,11 +74,15 @@ func (x *ecWrite) cover(a, b uint64) error {
 		if start >= end {
 			return nil
 		}
-		data, err := x.pg.readRange(x.ctx, x.cd, x.o, start, end-start)
+		parts, release, err := x.pg.readRange(x.ctx, x.cd, x.o, start, end-start)
 		if err != nil {
 			return err
 		}
-		copy(buf[start-s0*x.w:], data)
+		at := buf[start-s0*x.w:]
+		for _, p := range parts {
+			at = at[copy(at, p):]
+		}
+		release()
 		return nil
 	}
 	if len(x.win) == 0 {
@@ -218,7 +223,11 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 			}
 			continue
 		default: // reads see the state before the request
-			r, err := pg.readOpEC(ctx, cd, o, op)
+			r, release, err := pg.readOpEC(ctx, cd, o, op)
+			if r.Vec != nil { // the reply outlives the shards' buffers
+				r.Data, r.Vec = bytes.Join(r.Vec, nil), nil
+			}
+			release()
 			if err != nil {
 				if !opexec.FailOK(op, err) {
 					return fail(err)

@@ -76,8 +76,12 @@ type peerMsg struct {
 type objState struct {
 	Exists bool
 	Data   []byte
-	Attrs  []omap.KV
-	Omap   []omap.KV
+	// DataVec, if not nil, is the data as parts instead of Data, for the
+	// sender only (a shard read's reply references the store's read
+	// buffers; the receiver gets Data).
+	DataVec [][]byte
+	Attrs   []omap.KV
+	Omap    []omap.KV
 }
 
 func (m *peerMsg) encode() []byte {
@@ -122,7 +126,11 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 	e.Bool(m.Obj != nil)
 	if m.Obj != nil {
 		e.Bool(m.Obj.Exists)
-		e.AlignedBlob(m.Obj.Data)
+		if m.Obj.DataVec != nil {
+			e.AlignedBlobVec(m.Obj.DataVec)
+		} else {
+			e.AlignedBlob(m.Obj.Data)
+		}
 		omap.Encode(e, m.Obj.Attrs)
 		omap.Encode(e, m.Obj.Omap)
 	}

@@ -76,21 +76,39 @@ func (d *OSD) callVec(ctx context.Context, id int32, addr string, typ uint16, pa
 	return d.answer(id, addr, rep, err)
 }
 
+// callRef is call returning the reply itself, whose payload the caller
+// reads in place and then releases (rep.Release): a large reply (a shard
+// read) is not copied out of the receive buffer.
+func (d *OSD) callRef(ctx context.Context, id int32, addr string, typ uint16, payload []byte) (*msgr.Message, error) {
+	rep, err := d.peer(id, addr).Call(ctx, typ, payload)
+	if err != nil {
+		return nil, d.callErr(id, addr, err)
+	}
+	return rep, nil
+}
+
 // answer is a peer call's reply payload (copied) or error.
 func (d *OSD) answer(id int32, addr string, rep *msgr.Message, err error) ([]byte, error) {
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
-			d.reportFailure(id, d.frontAddr(id, addr), true)
-		}
-		var re *msgr.RemoteError
-		if errors.As(err, &re) {
-			return nil, osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
-		}
-		return nil, fmt.Errorf("osd.%d: %w", id, err)
+		return nil, d.callErr(id, addr, err)
 	}
 	out := append([]byte(nil), rep.Payload...)
 	rep.Release()
 	return out, nil
+}
+
+// callErr is the error of a failed peer call: the peer's own error as
+// the osdop error it names, or the call's with the peer's id; a refused
+// connection is reported to the MONs at once.
+func (d *OSD) callErr(id int32, addr string, err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) && d.conf().Bool("osd_fast_fail_on_connection_refused") {
+		d.reportFailure(id, d.frontAddr(id, addr), true)
+	}
+	var re *msgr.RemoteError
+	if errors.As(err, &re) {
+		return osdop.FromErrno(syscall.Errno(re.Code), re.Msg)
+	}
+	return fmt.Errorf("osd.%d: %w", id, err)
 }
 
 // frontAddr is the public address of OSD id reached at addr: the MONs

@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/internal/wire"
@@ -816,46 +817,66 @@ func (pg *PG) checkParity(ctx context.Context, iv uint64, pool *osdmap.Pool, act
 		n := (o.Size + w - 1) / w * u
 		shards := make([][]byte, len(acting))
 		whole := true
+		var releases []func()
 		for i, osd := range acting {
 			if osd == osdmap.NoOSD {
 				whole = false
 				break
 			}
-			if shards[i], err = pg.readShard(ctx, osd, addrs[i], iv, o, 0, n); err != nil {
+			var release func()
+			if shards[i], release, err = pg.readShard(ctx, osd, addrs[i], iv, o, 0, n); err != nil {
 				whole = false // read errors are the scrub maps' to report
 				break
 			}
+			releases = append(releases, release)
 		}
 		if !whole {
+			for _, r := range releases {
+				r()
+			}
 			continue
 		}
 		d.charge(mclock.BestEffort, len(acting), n*uint64(len(acting)))
-		if ok, err := cd.Verify(shards); err != nil || ok {
-			continue
+		inc, bad := ecInconsistent(cd, d.id, so.OID, acting, shards)
+		for _, r := range releases {
+			r()
 		}
-		var bad []int
-		for i := range shards {
-			trial := slices.Clone(shards)
-			trial[i] = nil
-			if cd.Reconstruct(trial) != nil {
-				continue
-			}
-			if ok, err := cd.Verify(trial); err == nil && ok {
-				bad = append(bad, i)
-			}
+		if bad {
+			out = append(out, inc)
 		}
-		inc := osdop.Inconsistent{Object: so.OID, AuthOSD: d.id, UnionErrors: []string{"ec_hash_error"}}
-		for i, osd := range acting {
-			sh := osdop.ScrubShard{OSD: osd, Shard: i, Size: uint64(len(shards[i]))}
-			if len(bad) == 1 && bad[0] == i || len(bad) != 1 {
-				sh.Errors = []string{"ec_hash_error"}
-			}
-			inc.Shards = append(inc.Shards, sh)
-		}
-		if len(bad) == 1 && acting[bad[0]] == d.id {
-			inc.AuthOSD = acting[(bad[0]+1)%len(acting)]
-		}
-		out = append(out, inc)
 	}
 	return out, nil
+}
+
+// ecInconsistent checks an object's whole shards (one per acting set
+// member, from this OSD, self) against its code: if they do not verify,
+// it reports them inconsistent, naming the one shard whose
+// reconstruction from the others verifies, if exactly one does.
+func ecInconsistent(cd *ec.Codec, self int32, oid string, acting []int32, shards [][]byte) (osdop.Inconsistent, bool) {
+	if ok, err := cd.Verify(shards); err != nil || ok {
+		return osdop.Inconsistent{}, false
+	}
+	var bad []int
+	for i := range shards {
+		trial := slices.Clone(shards)
+		trial[i] = nil
+		if cd.Reconstruct(trial) != nil {
+			continue
+		}
+		if ok, err := cd.Verify(trial); err == nil && ok {
+			bad = append(bad, i)
+		}
+	}
+	inc := osdop.Inconsistent{Object: oid, AuthOSD: self, UnionErrors: []string{"ec_hash_error"}}
+	for i, osd := range acting {
+		sh := osdop.ScrubShard{OSD: osd, Shard: i, Size: uint64(len(shards[i]))}
+		if len(bad) == 1 && bad[0] == i || len(bad) != 1 {
+			sh.Errors = []string{"ec_hash_error"}
+		}
+		inc.Shards = append(inc.Shards, sh)
+	}
+	if len(bad) == 1 && acting[bad[0]] == self {
+		inc.AuthOSD = acting[(bad[0]+1)%len(acting)]
+	}
+	return inc, true
 }

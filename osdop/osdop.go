@@ -288,31 +288,17 @@ func (r *Reply) EncodeVec(minData int) (parts [][]byte, sums []crc32c.Sum) {
 	e := wire.NewVecEncoder(minData)
 	r.Encode(e)
 	parts = e.Parts()
-	j := 0 // the parts that are data come in the results' order
+	var data [][]byte
+	var known []crc32c.Sum
 	for i := range r.Results {
 		x := &r.Results[i]
 		for k, v := range x.Vec {
-			if len(v) < max(minData, 1) || k >= len(x.VecSums) {
-				continue
+			if k < len(x.VecSums) {
+				data, known = append(data, v), append(known, x.VecSums[k])
 			}
-			for ; j < len(parts); j++ {
-				if p := parts[j]; len(p) == len(v) && &p[0] == &v[0] {
-					break
-				}
-			}
-			if j == len(parts) {
-				return parts, sums
-			}
-			if x.VecSums[k].Valid {
-				if sums == nil {
-					sums = make([]crc32c.Sum, len(parts))
-				}
-				sums[j] = x.VecSums[k]
-			}
-			j++
 		}
 	}
-	return parts, sums
+	return parts, e.PartSums(parts, data, known)
 }
 
 // DecodeReply reads a Reply; data slices alias b.

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // ErrCorrupt marks undecodable input: truncated, oversized lengths or a
@@ -106,6 +108,57 @@ func (e *Encoder) AlignedBlob(b []byte) {
 }
 
 var zeros [BlockAlign]byte
+
+// AlignedBlobVec appends the concatenation of parts as AlignedBlob would
+// append it, each large part referenced in vector mode.
+func (e *Encoder) AlignedBlobVec(parts [][]byte) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	e.U32(uint32(n))
+	pad := 0
+	if n >= alignedMin {
+		pad = (BlockAlign - (e.Offset()+4)%BlockAlign) % BlockAlign
+	}
+	e.U32(uint32(pad))
+	e.buf = append(e.buf, zeros[:pad]...)
+	for _, p := range parts {
+		e.raw(p)
+	}
+}
+
+// PartSums returns, for the parts Parts returns, the known checksums of
+// those that are referenced blobs: data[i] (whose checksum is sums[i], if
+// Valid), the blobs' parts in the order they were encoded, matched by
+// address and length; the other parts' are unknown. It returns nil if
+// none is known. (For msgr.Message.ReplyVecThen, which then checksums
+// only the rest.)
+func (e *Encoder) PartSums(parts, data [][]byte, sums []crc32c.Sum) []crc32c.Sum {
+	var out []crc32c.Sum
+	j := 0
+	for i, v := range data {
+		if e.min == 0 || len(v) < e.min || i >= len(sums) { // copied, not referenced
+			continue
+		}
+		for ; j < len(parts); j++ {
+			if p := parts[j]; len(p) == len(v) && &p[0] == &v[0] {
+				break
+			}
+		}
+		if j == len(parts) {
+			return out
+		}
+		if sums[i].Valid {
+			if out == nil {
+				out = make([]crc32c.Sum, len(parts))
+			}
+			out[j] = sums[i]
+		}
+		j++
+	}
+	return out
+}
 
 // AlignedBlobRef reads what AlignedBlob wrote, without copying.
 func (d *Decoder) AlignedBlobRef() []byte {

@@ -3,6 +3,9 @@ package wire
 import (
 	"bytes"
 	"testing"
+	"unsafe"
+
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // encodeSample writes every kind of field, two nested sections and blobs
@@ -94,5 +97,62 @@ func TestVecEncoder(t *testing.T) {
 	dd.AlignedBlobRef()
 	if dd.Err() == nil {
 		t.Fatal("a pad of BlockAlign bytes decoded")
+	}
+}
+
+// TestAlignedBlobVec: a blob given as parts encodes as AlignedBlob of
+// their concatenation, in either encoder, its large parts referenced;
+// PartSums places each referenced part's known checksum at that part and
+// leaves copied parts and encoded bytes unknown.
+func TestAlignedBlobVec(t *testing.T) {
+	data := [][]byte{bytes.Repeat([]byte("a"), 8192), []byte("small"), bytes.Repeat([]byte("b"), 20000), bytes.Repeat([]byte("c"), 4096)}
+	sums := []crc32c.Sum{{CRC: 1, Valid: true}, {CRC: 2, Valid: true}, {}, {CRC: 4, Valid: true}}
+	for _, lead := range []int{0, 3, 4095} { // where the blob starts
+		plain := NewEncoder(nil)
+		plain.buf = append(plain.buf, zeros[:lead]...)
+		plain.AlignedBlob(bytes.Join(data, nil))
+		v := NewVecEncoder(4096)
+		v.buf = append(v.buf, zeros[:lead]...)
+		v.AlignedBlobVec(data)
+		v.U8(9)
+		parts := v.Parts()
+		if got := bytes.Join(parts, nil); !bytes.Equal(got, append(plain.Bytes(), 9)) {
+			t.Fatalf("lead %d: AlignedBlobVec's %d bytes differ from AlignedBlob's", lead, len(got))
+		}
+		p := NewEncoder(nil)
+		p.buf = append(p.buf, zeros[:lead]...)
+		p.AlignedBlobVec(data)
+		if !bytes.Equal(p.Bytes(), plain.Bytes()) {
+			t.Fatalf("lead %d: a plain encoder's AlignedBlobVec differs", lead)
+		}
+		ps := v.PartSums(parts, data, sums)
+		if len(ps) != len(parts) {
+			t.Fatalf("lead %d: %d sums for %d parts", lead, len(ps), len(parts))
+		}
+		want := map[uintptr]crc32c.Sum{}
+		for i, d := range data {
+			if len(d) >= 4096 {
+				want[uintptr(unsafe.Pointer(&d[0]))] = sums[i]
+			}
+		}
+		found := 0
+		for i, part := range parts {
+			s, ok := crc32c.Sum{}, false
+			if len(part) > 0 {
+				s, ok = want[uintptr(unsafe.Pointer(&part[0]))]
+			}
+			if ok {
+				found++
+			}
+			if ps[i] != s {
+				t.Fatalf("lead %d: part %d (%d bytes): sum %+v, want %+v", lead, i, len(part), ps[i], s)
+			}
+		}
+		if found != 3 {
+			t.Fatalf("lead %d: %d parts referenced, want 3", lead, found)
+		}
+	}
+	if NewEncoder(nil).PartSums([][]byte{{1}}, data, sums) != nil {
+		t.Fatal("a plain encoder's parts have known sums")
 	}
 }
