@@ -40,6 +40,14 @@ type Target interface {
 	Remove(ctx context.Context, oid string) error
 }
 
+// RefReader is a Target that can read without copying (the client
+// library's pool handle: Pool.ReadRef): data stays valid until release.
+// The benchmark checks read data in place, as rados bench checks the
+// buffer librados read into, and then releases it.
+type RefReader interface {
+	ReadRef(ctx context.Context, oid string, off, length uint64) (data []byte, release func(), err error)
+}
+
 // Mode is the benchmark to run: ModeWrite, ModeSeq or ModeRand, the
 // `rados bench SECONDS write|seq|rand` argument.
 type Mode string

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -349,6 +350,50 @@ func TestSeqDetectsCorruption(t *testing.T) {
 				t.Fatalf("output does not name the object:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// refTarget is memTarget read in place (a RefReader): it counts the
+// reads it handed out and the releases, and poisons a released buffer,
+// as a reused receive buffer would be.
+type refTarget struct {
+	*memTarget
+	out, released atomic.Int64
+}
+
+func (r *refTarget) ReadRef(ctx context.Context, oid string, off, length uint64) ([]byte, func(), error) {
+	b, err := r.Read(ctx, oid, off, length)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.out.Add(1)
+	var once atomic.Bool
+	return b, func() {
+		if once.Swap(true) {
+			panic("released twice")
+		}
+		clear(b)
+		r.released.Add(1)
+	}, nil
+}
+
+// TestSeqReadsInPlace: a target that reads in place (RefReader) has every
+// read checked before its buffer is released, and released once; a bad
+// object is still found.
+func TestSeqReadsInPlace(t *testing.T) {
+	r := &refTarget{memTarget: newMem()}
+	mustWrite(t, r.memTarget, writeOpts(nil, 20))
+	res, err := Run(context.Background(), r, Options{Mode: ModeSeq, Concurrency: 4, Duration: time.Hour, Out: io.Discard})
+	if err != nil || res.Ops != 20 || res.VerifyFailures != 0 {
+		t.Fatalf("seq: %v, %+v", err, res)
+	}
+	if r.out.Load() < 20 || r.released.Load() != r.out.Load() {
+		t.Fatalf("%d reads in place, %d released", r.out.Load(), r.released.Load())
+	}
+	bad := ObjectName(testPrefix, 5)
+	r.mutate(t, bad, func(b []byte) []byte { b[100] ^= 1; return b })
+	if _, err := Run(context.Background(), r, Options{Mode: ModeSeq, Concurrency: 4, Duration: time.Hour, Out: io.Discard}); !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("a bad object read in place: %v", err)
 	}
 }
 

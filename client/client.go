@@ -651,6 +651,21 @@ func (p *Pool) Read(ctx context.Context, oid string, off, length uint64) ([]byte
 	return r.Data, err
 }
 
+// ReadRef is Read without copying the data out of the reply's receive
+// buffer: data stays valid until the caller calls release (once; nil on
+// error) and must not be used after it (see OperateRef).
+func (p *Pool) ReadRef(ctx context.Context, oid string, off, length uint64) (data []byte, release func(), err error) {
+	r, release, err := p.OperateRef(ctx, oid, []osdop.Op{{Code: osdop.Read, Off: off, Len: length}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(r.Results) == 0 {
+		release()
+		return nil, nil, fmt.Errorf("%s: %w: reply without results", oid, ErrInvalid)
+	}
+	return r.Results[0].Data, release, nil
+}
+
 // ObjectStat is an object's size, modification time and version.
 type ObjectStat struct {
 	Size    uint64

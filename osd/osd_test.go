@@ -611,6 +611,14 @@ func TestCompoundAndAsyncOps(t *testing.T) {
 	if _, release, err := p.OperateRef(ctx, "nope", []osdop.Op{{Code: osdop.Read}}); !errors.Is(err, client.ErrNotFound) || release != nil {
 		t.Fatalf("OperateRef of a missing object: %v", err)
 	}
+	if data, release, err := p.ReadRef(ctx, "a9", 0, 0); err != nil || string(data) != "9" {
+		t.Fatalf("ReadRef: %q %v", data, err)
+	} else {
+		release()
+	}
+	if _, release, err := p.ReadRef(ctx, "nope", 0, 0); !errors.Is(err, client.ErrNotFound) || release != nil {
+		t.Fatalf("ReadRef of a missing object: %v", err)
+	}
 	ac := p.OperateRefAsync(ctx, "a8", []osdop.Op{{Code: osdop.Read}})
 	if r, err := ac.Wait(); err != nil || string(r.Results[0].Data) != "8" {
 		t.Fatalf("OperateRefAsync: %v", err)
