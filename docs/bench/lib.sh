@@ -13,9 +13,22 @@ cpu() { # cpu RUNDIR -> total CPU ticks of the daemons whose pids are there
   echo "$total"
 }
 
+osdrss() { # osdrss RUNDIR -> the largest peak RSS (VmHWM, MiB) of the
+  # OSDs whose pids are there (osd.N.pid, Shoal's and Ceph's name): the
+  # most any one OSD held since it started
+  local f pid m=0 k
+  for f in "$1"/osd.*.pid; do
+    pid=$(cat "$f")
+    k=$(awk '/^VmHWM:/{print $2}' "/proc/$pid/status" 2>/dev/null) || continue
+    [ -n "$k" ] && [ "$k" -gt "$m" ] && m=$k
+  done
+  echo $((m / 1024))
+}
+
 # run NAME RUNDIR CMD... -> the bench summary line (rados bench and shoal
-# bench print the same fields), with the daemons' CPU seconds and, for
-# writes and reads of OBJ_BYTES-sized objects, CPU seconds per GB moved
+# bench print the same fields), with the daemons' CPU seconds, for
+# writes and reads of OBJ_BYTES-sized objects CPU seconds per GB moved,
+# and the largest peak RSS of one OSD so far (osdrss)
 run() {
   local name=$1 rundir=$2; shift 2
   local c0 c1 out
@@ -31,8 +44,10 @@ run() {
   printf '%-34s %10s MB/s %8s IOPS  avg lat %8ss  ops %7s  daemon CPU %6.1f s' "$name" "$bw" "$iops" "$lat" "$ops" "$secs"
   if [ -n "${OBJ_BYTES:-}" ] && [ -n "$ops" ] && [ "$ops" != 0 ]; then
     printf '  %5.2f s/GB' "$(echo "$secs / ($ops * $OBJ_BYTES / 1000000000)" | bc -l)"
+  elif [ -n "$ops" ] && [ "$ops" != 0 ]; then
+    printf '  %5.2f s/1k ops' "$(echo "$secs * 1000 / $ops" | bc -l)"
   fi
-  echo
+  printf '  OSD peak RSS %5d MiB\n' "$(osdrss "$rundir")"
 }
 
 busy() { # busy -> CPU ticks the whole machine spent busy (all processes,
@@ -75,8 +90,8 @@ print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU 
 shoal_rados() {
   local l=$1 rundir=$2 shoal=$3
   local S="$shoal bench rados -p data"
-  run "$l 4M write" "$rundir" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
-  run "$l 4M seq" "$rundir" $S seq -t 16 --seconds "$SECS"
+  OBJ_BYTES=4194304 run "$l 4M write" "$rundir" $S write -b 4M -t 16 --seconds "$SECS" --no-cleanup
+  OBJ_BYTES=4194304 run "$l 4M seq" "$rundir" $S seq -t 16 --seconds "$SECS"
   "$shoal" rados -p data cleanup > /dev/null
   run "$l 4K write" "$rundir" $S write -b 4K -t 16 --seconds "$SECS" --no-cleanup
   run "$l 4K rand" "$rundir" $S rand -t 16 --seconds "$SECS"

@@ -11,6 +11,11 @@
 # 4 KiB writes and 4 KiB random reads at 16 threads, with one load
 # generator for both sides (NEW_BINARY's `shoal bench rados`), printing
 # MB/s, IOPS, latency and the daemons' CPU (lib.sh).
+#
+# CONF_A and CONF_B, when set, are lines appended to side A's or B's
+# shoal.conf before its daemons start (one binary under two settings):
+#   CONF_A='daemon_sysmon_poll = true' CONF_B='daemon_sysmon_poll = false' \
+#     docs/bench/rados-ab.sh ./shoal ./shoal 2 10
 set -euo pipefail
 OLD=$1 NEW=$2 ROUNDS=${3:-3} SECS=${4:-10}
 DIR=/var/tmp/shoal-bench-rados-ab
@@ -24,6 +29,12 @@ for round in $(seq "$ROUNDS"); do
     [ "$side" = B ] && bin=$NEW
     rm -rf "$DIR"
     "$bin" up --detach --data "$DIR" --osds 3 --osd-size "${OSD_SIZE:-20G}" --no-gateway > /dev/null
+    conf=${CONF_A:-}; [ "$side" = B ] && conf=${CONF_B:-}
+    if [ -n "$conf" ]; then
+      "$bin" down --data "$DIR" > /dev/null
+      printf '%s\n' "$conf" >> "$DIR/shoal.conf"
+      "$bin" up --detach --data "$DIR" --no-gateway > /dev/null
+    fi
     export SHOAL_CONF=$DIR/shoal.conf
     shoal_rados "$side r$round" "$DIR/run" "$NEW"
     "$bin" down --data "$DIR" > /dev/null

@@ -25,8 +25,8 @@ if [ -z "${SKIP_CEPH:-}" ]; then
   "$REF/up.sh" "$CEPH_DIR" > /tmp/ceph-ref-up.log 2>&1
   export CEPH_CONF=$CEPH_DIR/ceph.conf
   R="rados -c $CEPH_CONF -p rbench"
-  run "ceph   4M write" "$CEPH_DIR/run" $R bench "$SECS" write -b 4194304 -t 16 --no-cleanup
-  run "ceph   4M seq"   "$CEPH_DIR/run" $R bench "$SECS" seq -t 16
+  OBJ_BYTES=4194304 run "ceph   4M write" "$CEPH_DIR/run" $R bench "$SECS" write -b 4194304 -t 16 --no-cleanup
+  OBJ_BYTES=4194304 run "ceph   4M seq"   "$CEPH_DIR/run" $R bench "$SECS" seq -t 16
   $R cleanup > /dev/null 2>&1
   run "ceph   4K write" "$CEPH_DIR/run" $R bench "$SECS" write -b 4096 -t 16 --no-cleanup
   run "ceph   4K rand"  "$CEPH_DIR/run" $R bench "$SECS" rand -t 16
