@@ -9,7 +9,9 @@
 # Each round starts a fresh `shoal up --osds 3` from each binary in turn
 # and runs 64 KiB PUTs, then GETs, 16 at a time, for SECS seconds each,
 # with B_BINARY's load generator for both (its own calls are counted
-# too, alike on both sides). Needs perf (linux-perf) and root.
+# too, alike on both sides). Needs perf (linux-perf) and root. CONF_A and
+# CONF_B, when set, are lines appended to that side's shoal.conf before
+# its daemons start (see s3-ab.sh).
 set -euo pipefail
 A=$1 B=$2 ROUNDS=${3:-3} SECS=${4:-10}
 DIR=/var/tmp/shoal-bench-syscalls
@@ -22,6 +24,12 @@ for r in $(seq "$ROUNDS"); do
     [ "$side" = B ] && bin=$B
     rm -rf "$DIR"
     "$bin" up --detach --data "$DIR" --osds 3 --osd-size 16G > /dev/null
+    conf=${CONF_A:-}; [ "$side" = B ] && conf=${CONF_B:-}
+    if [ -n "$conf" ]; then # one binary under two settings, as s3-ab.sh
+      "$bin" down --data "$DIR" > /dev/null
+      printf '%s\n' "$conf" >> "$DIR/shoal.conf"
+      "$bin" up --detach --data "$DIR" > /dev/null
+    fi
     for op in put get; do
       out=$(perf stat -a -x, -e raw_syscalls:sys_enter,context-switches -o "$STAT" -- \
         "$B" bench s3 -c "$DIR/shoal.conf" --op "$op" --size 64K --concurrency 16 \
