@@ -26,15 +26,17 @@ import (
 // and an LRU list each; budget bounds the units' memory. Writes do not
 // fill the cache (BlueStore's bluestore_default_buffered_write = false).
 //
-// A read fills the cache only with units read before (fill): the first
-// read of a unit records its number alone in a ghost queue, as 2Q's A1out
-// (Johnson and Shasha, "2Q: A Low Overhead High Performance Buffer
-// Management Replacement Algorithm", VLDB 1994), which holds as many
-// numbers as the shard holds units; a read of a unit still in the queue
-// stores its blocks. A stream read once — the sequential read of large
-// objects — therefore costs no copy into the cache and evicts nothing,
-// while data read again within the queue's reach is cached from its
-// second read on.
+// A read fills the cache only with blocks read before (fill): the first
+// read of a unit records its number and the blocks read, not their
+// bytes, in a ghost queue, as 2Q's A1out (Johnson and Shasha, "2Q: A Low
+// Overhead High Performance Buffer Management Replacement Algorithm",
+// VLDB 1994), which holds as many units as the shard does; a read of any
+// of those blocks while the unit is still queued stores the unit's blocks
+// it read. Reads of other blocks of a queued unit (the neighbouring
+// objects that share it) only add to its record. A stream read once —
+// the sequential read of objects of any size — therefore costs no copy
+// into the cache and evicts nothing, while data read again within the
+// queue's reach is cached from its second read on.
 //
 // A zero-copy reader (getRef) gets slices of the units' buffers and
 // pins the units until it has sent them; a pinned unit's buffer is never
@@ -60,40 +62,60 @@ type cacheShard struct {
 	ghost  ghostQueue               // units read once, not stored
 }
 
-// ghostQueue is a FIFO of at most len(ring) unit numbers with a set for
-// lookups; a unit taken out of the set early leaves its ring slot, which
-// is recognized as stale by its sequence number when the ring wraps.
+// ghostQueue is a FIFO of at most len(ring) units, each with the mask
+// of its blocks read, and a set for lookups; a unit taken out of the set
+// early leaves its ring slot, which is recognized as stale by its
+// sequence number when the ring wraps.
 type ghostQueue struct {
 	ring []ghostSlot
-	next uint64            // sequence number of the next insertion
-	set  map[uint64]uint64 // unit number → sequence number of its slot
+	next uint64               // sequence number of the next insertion
+	set  map[uint64]ghostNote // unit number → its slot and blocks read
 }
 
 type ghostSlot struct{ unit, seq uint64 }
 
+type ghostNote struct {
+	seq  uint64 // of the unit's slot
+	mask uint16 // blocks read
+}
+
 // reset empties the queue and sizes it to n units.
 func (g *ghostQueue) reset(n int) {
-	g.ring, g.next, g.set = make([]ghostSlot, n), 0, make(map[uint64]uint64, n)
+	g.ring, g.next, g.set = make([]ghostSlot, n), 0, make(map[uint64]ghostNote, n)
 }
 
-// take reports whether unit is queued, removing it if so.
-func (g *ghostQueue) take(unit uint64) bool {
-	if _, ok := g.set[unit]; !ok {
+// note records a read of blocks mask of unit. It reports whether any of
+// them was read before while the unit is queued, taking the unit out of
+// the queue if so; otherwise it adds them to the unit's record, queuing
+// the unit (and forgetting the oldest if the queue is full) if it was
+// not queued.
+func (g *ghostQueue) note(unit uint64, mask uint16) bool {
+	if n, ok := g.set[unit]; ok {
+		if n.mask&mask != 0 {
+			delete(g.set, unit)
+			return true
+		}
+		n.mask |= mask
+		g.set[unit] = n
 		return false
 	}
-	delete(g.set, unit)
-	return true
-}
-
-// add queues unit, forgetting the oldest unit if the queue is full.
-func (g *ghostQueue) add(unit uint64) {
 	slot := &g.ring[g.next%uint64(len(g.ring))]
-	if seq, ok := g.set[slot.unit]; ok && seq == slot.seq && g.next >= uint64(len(g.ring)) {
+	if n, ok := g.set[slot.unit]; ok && n.seq == slot.seq && g.next >= uint64(len(g.ring)) {
 		delete(g.set, slot.unit)
 	}
 	*slot = ghostSlot{unit: unit, seq: g.next}
-	g.set[unit] = g.next
+	g.set[unit] = ghostNote{seq: g.next, mask: mask}
 	g.next++
+	return false
+}
+
+// forget removes blocks mask from unit's record (they were freed: a
+// read of what is written there next is a first read).
+func (g *ghostQueue) forget(unit uint64, mask uint16) {
+	if n, ok := g.set[unit]; ok {
+		n.mask &^= mask
+		g.set[unit] = n
+	}
 }
 
 type cacheUnit struct {
@@ -233,8 +255,7 @@ func (c *dataCache) store(phys uint64, data []byte, admit bool) {
 				cu.buf = append(make([]byte, 0, unitBytes), cu.buf...)
 			}
 		} else {
-			if admit && !sh.ghost.take(u) { // read once so far: remember the unit, not its bytes
-				sh.ghost.add(u)
+			if admit && !sh.ghost.note(u, unitMask(first, count)) { // read once so far: remember which blocks, not their bytes
 				return true
 			}
 			if sh.lru.Len() >= sh.budget { // evict the least recent unit, reusing its buffer if no reader holds it
@@ -275,6 +296,7 @@ func (c *dataCache) drop(phys, n uint64) {
 		sh := c.shard(u)
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
+		sh.ghost.forget(u, unitMask(first, count))
 		if e, ok := sh.units[u]; ok {
 			cu := e.Value.(*cacheUnit)
 			if cu.mask &^= unitMask(first, count); cu.mask == 0 {
@@ -298,8 +320,10 @@ func (c *dataCache) resize(budget int64) {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
+		if per != sh.budget {
+			sh.ghost.reset(per)
+		}
 		sh.budget = per
-		sh.ghost.reset(per)
 		for sh.lru.Len() > per {
 			sh.evictOldest()
 		}

@@ -106,43 +106,55 @@ func TestDataCachePins(t *testing.T) {
 	}
 }
 
-// TestDataCacheAdmission: a read fills the cache only with units read
-// before within the ghost queue's reach (as many units as the shard
-// holds): a unit read once is not stored; read again it is; a scan of
-// more units than the queue holds, each read once, stores nothing and
-// evicts nothing, and pushes the oldest noted units out of the queue.
+// TestDataCacheAdmission: a read fills the cache only with blocks read
+// before while their unit is in the ghost queue (as many units as the
+// shard holds): blocks read once are not stored, nor are a unit's other
+// blocks read once each (neighbouring objects in one unit); blocks read
+// again are; freed blocks count as never read; a scan of more units than
+// the queue holds, each read once, stores nothing and evicts nothing,
+// and pushes the oldest noted units out of the queue.
 func TestDataCacheAdmission(t *testing.T) {
 	c := newDataCache(2 * cacheShards * unitBytes) // two units per shard
 	one := make([]byte, BlockSize)
-	c.fill(0, blocks(1, 'a'))
-	if c.get(0, 1, one) || c.bytes() != 0 {
-		t.Fatal("a unit read once was stored")
+	c.fill(0, blocks(2, 'a')) // blocks 0 and 1 of unit 0
+	c.fill(2, blocks(1, 'b')) // its neighbour, read once too
+	if c.get(0, 1, one) || c.get(2, 1, one) || c.bytes() != 0 {
+		t.Fatal("blocks read once were stored")
 	}
-	c.fill(1, blocks(1, 'b')) // another block of unit 0: its second read
-	if !c.get(1, 1, one) || one[0] != 'b' {
-		t.Fatal("a unit read twice was not stored")
+	c.fill(1, blocks(1, 'a')) // read again
+	if !c.get(1, 1, one) || one[0] != 'a' {
+		t.Fatal("a block read twice was not stored")
 	}
 	if c.get(0, 1, one) {
-		t.Fatal("a block never offered after the unit was noted hit")
+		t.Fatal("a block not offered again hit")
 	}
-	c.fill(0, blocks(1, 'a')) // unit 0 is cached: stored at once
-	if !c.get(0, 1, one) || one[0] != 'a' {
+	c.fill(3, blocks(1, 'c')) // unit 0 is cached: stored at once
+	if !c.get(3, 1, one) || one[0] != 'c' {
 		t.Fatal("a block of a cached unit was not stored")
 	}
+	// freed and reused blocks: their next read is a first read
+	u := uint64(cacheShards * unitBlocks) // unit 16, shard 0
+	c.fill(u, blocks(1, 'x'))
+	c.drop(u, 1)
+	c.fill(u, blocks(1, 'y'))
+	if c.get(u, 1, one) {
+		t.Fatal("the first read of a freed and reused block was stored")
+	}
+	c.drop(u, 1)
 	// shard 0 holds units 0, 16, 32...: a scan of three of them, each read
 	// once, leaves unit 0 cached and notes only the last two
 	for i := uint64(1); i <= 3; i++ {
-		c.fill(i*cacheShards*unitBlocks, blocks(1, 'x'))
+		c.fill(i*cacheShards*unitBlocks+5, blocks(1, 'x'))
 	}
-	if c.bytes() != unitBytes || !c.get(0, 1, one) {
-		t.Fatalf("after a scan: %d bytes held, unit 0 cached %v; want only unit 0", c.bytes(), c.get(0, 1, one))
+	if c.bytes() != unitBytes || !c.get(1, 1, one) {
+		t.Fatalf("after a scan: %d bytes held; want only unit 0", c.bytes())
 	}
-	c.fill(cacheShards*unitBlocks, blocks(1, 'y')) // the oldest of the scan: forgotten, noted again
-	if c.get(cacheShards*unitBlocks, 1, one) {
+	c.fill(u+5, blocks(1, 'y')) // the oldest of the scan: forgotten, noted again
+	if c.get(u+5, 1, one) {
 		t.Fatal("a unit pushed out of the ghost queue was stored on its next read")
 	}
-	c.fill(3*cacheShards*unitBlocks, blocks(1, 'z')) // still queued: stored
-	if !c.get(3*cacheShards*unitBlocks, 1, one) || one[0] != 'z' {
+	c.fill(3*u+5, blocks(1, 'z')) // still queued: stored
+	if !c.get(3*u+5, 1, one) || one[0] != 'z' {
 		t.Fatal("a unit still in the ghost queue was not stored on its second read")
 	}
 }
