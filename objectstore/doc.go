@@ -86,8 +86,10 @@
 // not change while an onode refers to it, readers add only blocks of
 // committed onodes (holding the store's lock shared), and the committer
 // drops freed blocks in the locked step that returns them to the
-// allocator. Writes do not fill it. ReadDevice bypasses it: deep scrub
-// checks the device.
+// allocator. Writes do not fill it, and neither does a first read: a
+// block is cached from its second read while its unit is still in a
+// ghost queue (2Q's A1out), so a stream read once costs no copy and
+// evicts nothing. ReadDevice bypasses it: deep scrub checks the device.
 //
 // # Why this layout and not append-only segments
 //
