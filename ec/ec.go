@@ -177,12 +177,27 @@ func (c *Codec) Profile() Profile { return c.p }
 // zeros) and returns k+m shards of ShardSize(len(data)) bytes each, the m
 // coding shards still zero. It copies data once.
 func (c *Codec) Split(data []byte) [][]byte {
+	return c.split(data, make([]byte, c.EncodedLen(len(data))))
+}
+
+// EncodedLen is the bytes the k+m shards of an object of size bytes
+// take together: the buffer EncodeInto needs.
+func (c *Codec) EncodedLen(size int) int {
+	return int(c.p.ShardSize(int64(size))) * (c.p.K + c.p.M)
+}
+
+// split is Split into buf (EncodedLen(len(data)) bytes, any contents).
+func (c *Codec) split(data, buf []byte) [][]byte {
 	u, k := c.p.StripeUnit, c.p.K
 	n := int(c.p.ShardSize(int64(len(data))))
-	buf := make([]byte, n*(k+c.p.M))
 	shards := make([][]byte, k+c.p.M)
 	for i := range shards {
 		shards[i] = buf[i*n : (i+1)*n : (i+1)*n]
+	}
+	if n > 0 { // the last stripe's data chunks past the data read as zeros
+		for j := range k {
+			clear(shards[j][n-u:])
+		}
 	}
 	for off, s := 0, 0; off < len(data); s++ {
 		for j := 0; j < k && off < len(data); j++ {
@@ -194,7 +209,17 @@ func (c *Codec) Split(data []byte) [][]byte {
 
 // Encode returns the k+m shards of data: Split, then the coding shards.
 func (c *Codec) Encode(data []byte) ([][]byte, error) {
-	shards := c.Split(data)
+	return c.EncodeInto(data, make([]byte, c.EncodedLen(len(data))))
+}
+
+// EncodeInto is Encode with the shards in buf, which must hold
+// EncodedLen(len(data)) bytes; its contents do not matter (a pooled
+// buffer: nothing of them survives), and the shards alias it.
+func (c *Codec) EncodeInto(data, buf []byte) ([][]byte, error) {
+	if len(buf) != c.EncodedLen(len(data)) {
+		return nil, fmt.Errorf("ec: encode: a buffer of %d bytes for shards of %d", len(buf), c.EncodedLen(len(data)))
+	}
+	shards := c.split(data, buf)
 	if len(data) == 0 {
 		return shards, nil // an empty object has empty shards
 	}

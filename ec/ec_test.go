@@ -206,3 +206,41 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestEncodeIntoDirtyBuffer: shards encoded into a buffer full of other
+// bytes (a pooled one) equal those Encode makes in a fresh one — the
+// padding of the last stripe included — for sizes around the stripe unit
+// and width; a buffer of the wrong size is refused.
+func TestEncodeIntoDirtyBuffer(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, km := range [][2]int{{2, 1}, {4, 2}} {
+		c, err := ec.NewCodec(profile(t, fmt.Sprintf("k=%d", km[0]), fmt.Sprintf("m=%d", km[1]), "stripe_unit=4096"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := 4096 * km[0]
+		for _, n := range []int{0, 1, 4095, 4096, 4097, w - 1, w, w + 1, 3*w + 100} {
+			data := make([]byte, n)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			want, err := c.Encode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := bytes.Repeat([]byte{0xff}, c.EncodedLen(n))
+			got, err := c.EncodeInto(data, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("%d+%d, %d bytes: shard %d differs in a dirty buffer", km[0], km[1], n, i)
+				}
+			}
+			if _, err := c.EncodeInto(data, make([]byte, c.EncodedLen(n)+1)); err == nil {
+				t.Fatalf("%d+%d, %d bytes: a buffer one byte too long was taken", km[0], km[1], n)
+			}
+		}
+	}
+}

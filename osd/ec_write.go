@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/internal/bufpool"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd/opexec"
@@ -287,10 +288,15 @@ func (x *ecWrite) shardTxns(res *prepared, c objectstore.Coll, oid string) error
 	}
 	var chunks [][]byte
 	if len(x.win) > 0 {
+		// the shards go into a pooled buffer: PG.write gives it back once
+		// every shard's write has committed (res.release)
+		buf := bufpool.Get(x.cd.EncodedLen(len(x.win)))
 		var err error
-		if chunks, err = x.cd.Encode(x.win); err != nil {
+		if chunks, err = x.cd.EncodeInto(x.win, buf); err != nil {
+			bufpool.Put(buf)
 			return err
 		}
+		res.release = func() { bufpool.Put(buf) }
 	}
 	oldShard := uint64(p.ShardSize(int64(x.o.Size)))
 	if x.removed || !x.o.Exists {

@@ -16,6 +16,11 @@ import (
 type prepared struct {
 	*opexec.Prepared
 	shards []*objectstore.Transaction // erasure-coded: each shard's, by position
+	// release (nil: none) gives back the pooled buffer the shards' data
+	// lies in; called only once every write of it committed, so that no
+	// message still queued to a member (a call that timed out) can be
+	// sent from a reused buffer. Left to the collector otherwise.
+	release func()
 }
 
 // object is the state of the request's object before it.

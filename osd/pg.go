@@ -363,6 +363,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 		delete(pg.pending, v.Seq)
 		pg.mu.Unlock()
 	}
+	if x.release != nil { // every member committed: no one reads the shards' data any more
+		x.release()
+	}
 	return &osdop.Reply{Ver: v.Seq, Results: x.Results}, nil
 }
 
