@@ -225,28 +225,16 @@ func unpin(pins []*cacheUnit) {
 // fill offers the cache device blocks [phys, phys+len(data)/BlockSize)
 // that a reader holding the store's lock shared read and verified: it
 // stores those in units already cached or read before (in the ghost
-// queue) and queues the others' unit numbers (see dataCache).
+// queue) and notes the others in the queue (see dataCache).
 func (c *dataCache) fill(phys uint64, data []byte) {
-	c.store(phys, data, true)
-}
-
-// put stores device blocks [phys, phys+len(data)/BlockSize), read and
-// verified by a reader holding the store's lock shared, whether or not
-// they were read before.
-func (c *dataCache) put(phys uint64, data []byte) {
-	c.store(phys, data, false)
-}
-
-func (c *dataCache) store(phys uint64, data []byte, admit bool) {
 	if c == nil {
 		return
 	}
-	off := uint64(0)
 	span(phys, uint64(len(data))/BlockSize, func(u, first, count uint64) bool {
 		sh := c.shard(u)
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
-		defer func() { off += count * BlockSize }()
+		off := (u*unitBlocks + first - phys) * BlockSize // of these blocks in data
 		var cu *cacheUnit
 		if e, ok := sh.units[u]; ok {
 			cu = e.Value.(*cacheUnit)
@@ -255,7 +243,7 @@ func (c *dataCache) store(phys uint64, data []byte, admit bool) {
 				cu.buf = append(make([]byte, 0, unitBytes), cu.buf...)
 			}
 		} else {
-			if admit && !sh.ghost.note(u, unitMask(first, count)) { // read once so far: remember which blocks, not their bytes
+			if !sh.ghost.note(u, unitMask(first, count)) { // read once so far: remember which blocks, not their bytes
 				return true
 			}
 			if sh.lru.Len() >= sh.budget { // evict the least recent unit, reusing its buffer if no reader holds it

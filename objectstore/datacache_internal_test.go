@@ -7,6 +7,13 @@ import (
 
 func blocks(n int, fill byte) []byte { return bytes.Repeat([]byte{fill}, n*BlockSize) }
 
+// put stores device blocks as a second read of them does (fill twice:
+// the first read only notes them unless their unit is cached).
+func (c *dataCache) put(phys uint64, data []byte) {
+	c.fill(phys, data)
+	c.fill(phys, data)
+}
+
 // TestDataCacheUnits: runs that cross unit boundaries are stored and
 // returned whole; a run is a hit only if every block is held; dropped
 // blocks miss while their unit's other blocks still hit; the budget

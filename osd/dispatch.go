@@ -237,8 +237,9 @@ const vecReplyMin = 64 << 10
 // vecPartMin is the size from which a vectored reply's data part (a
 // cache unit's blocks, a pooled read buffer, an erasure-coded read's
 // stripe unit in a shard's buffer) is written from where it lies rather
-// than copied into the reply's encoded bytes. Measured on a 4 MiB EC 2+1
-// read with 4 KiB stripe units, 1,024 iovecs per reply cost the OSDs
-// 0.85× the CPU per GB of copying the units into one buffer
-// (perf-log/datapath-2026-11-28.md).
+// than copied into the reply's encoded bytes. Replying to a 4 MiB EC read
+// from its 4 KiB stripe units in place (1,024 iovecs), with the local
+// shard in the store's read buffer, cost the OSDs 0.84× (2+1) and 0.86×
+// (4+2) the CPU per GB of reassembling the object into a new buffer
+// (perf-log/datapath-2026-11-28.md, "An EC read copies no object bytes").
 const vecPartMin = 4 << 10

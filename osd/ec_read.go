@@ -56,26 +56,21 @@ func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request
 	if err != nil {
 		return nil, noRelease, err
 	}
-	var releases []func()
-	release = func() {
-		for _, r := range releases {
-			r()
-		}
-	}
+	var held releases
 	rep = &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}
 	for i := range req.Ops {
 		r, rel, err := pg.readOpEC(ctx, cd, o, &req.Ops[i])
-		releases = append(releases, rel)
+		held = append(held, rel)
 		if err != nil {
 			if !opexec.FailOK(&req.Ops[i], err) {
-				release()
+				held.release()
 				return nil, noRelease, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
 			}
 			r = osdop.Result{}
 		}
 		rep.Results[i] = r
 	}
-	return rep, release, nil
+	return rep, held.release, nil
 }
 
 func (pg *PG) readOpEC(ctx context.Context, cd *ec.Codec, o *object, op *osdop.Op) (osdop.Result, func(), error) {
@@ -126,14 +121,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 	shards := make([][]byte, k+p.M)
 	errs := make([]error, k+p.M)
 	tried := make([]bool, k+p.M)
-	releases := make([]func(), k+p.M) // the remote shards' receive buffers
-	release = func() {
-		for _, r := range releases {
-			if r != nil {
-				r()
-			}
-		}
-	}
+	held := make(releases, k+p.M) // by shard: the buffers each lies in
 	fetch := func(want []int) {
 		var wg sync.WaitGroup
 		for _, i := range want {
@@ -145,7 +133,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				shards[i], releases[i], errs[i] = pg.readShard(ctx, acting[i], addrs[i], iv, o, sOff, sLen)
+				shards[i], held[i], errs[i] = pg.readShard(ctx, acting[i], addrs[i], iv, o, sOff, sLen)
 				if errs[i] == nil { // a client read's shard reads (a scrub's are not counted)
 					pg.osd.perf.shardR.Add(1)
 					pg.osd.perf.shardRBytes.Add(sLen)
@@ -195,7 +183,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 			if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, osdop.ErrRetry) }) {
 				kind = osdop.ErrRetry // the interval changed under the read: resend it
 			}
-			release()
+			held.release()
 			return nil, noRelease, fmt.Errorf("%w: pg %s object %s: cannot decode (%s): %v", kind, pg.id, o.OID, strings.Join(failed, "; "), err)
 		}
 		pg.osd.perf.ecReconstruct.Add(1)
@@ -212,7 +200,7 @@ func (pg *PG) readRange(ctx context.Context, cd *ec.Codec, o *object, off, n uin
 		parts = append(parts, part)
 		pos += uint64(len(part))
 	}
-	return parts, release, nil
+	return parts, held.release, nil
 }
 
 // readShard reads [off, off+n) of an object's shard on osd (this one or
@@ -314,9 +302,6 @@ func (pg *PG) handleECRead(pm *peerMsg, m *msgr.Message) error {
 	parts, sums, release, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)
 	if err != nil {
 		return err
-	}
-	if parts == nil {
-		parts = [][]byte{}
 	}
 	e := wire.NewVecEncoder(vecPartMin)
 	(&peerMsg{PG: pg.id, Prev: ver, Obj: &objState{Exists: true, DataVec: parts}}).encodeTo(e)

@@ -23,6 +23,20 @@ type prepared struct {
 	release func()
 }
 
+// releases are the functions that give back the buffers a reply's data
+// lies in (pooled read buffers, pinned cache units, receive buffers);
+// nil entries are skipped.
+type releases []func()
+
+// release calls them all.
+func (rs releases) release() {
+	for _, r := range rs {
+		if r != nil {
+			r()
+		}
+	}
+}
+
 // object is the state of the request's object before it.
 type object = opexec.Object
 
@@ -73,36 +87,31 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Re
 	if err != nil {
 		return nil, nil, err
 	}
-	var releases []func()
-	release = func() {
-		for _, r := range releases {
-			r()
-		}
-	}
+	var held releases
 	rep = &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}
 	for i := range req.Ops {
 		if op := &req.Ops[i]; op.Code == osdop.Read && o.Exists {
 			// into a pooled buffer, returned once the reply is written
 			parts, sums, rel, err := pg.readData(o, op)
 			if err != nil {
-				release()
+				held.release()
 				return nil, nil, fmt.Errorf("%w (op %d %s on %s)", err, i, op.Code, req.OID)
 			}
-			releases = append(releases, rel)
+			held = append(held, rel)
 			rep.Results[i].Vec, rep.Results[i].VecSums = parts, sums
 			continue
 		}
 		r, err := pg.readOp(o, &req.Ops[i])
 		if err != nil {
 			if !opexec.FailOK(&req.Ops[i], err) {
-				release()
+				held.release()
 				return nil, nil, fmt.Errorf("%w (op %d %s on %s)", err, i, req.Ops[i].Code, req.OID)
 			}
 			r = osdop.Result{}
 		}
 		rep.Results[i] = r
 	}
-	return rep, release, nil
+	return rep, held.release, nil
 }
 
 // readData is a Read op of an existing object (as readOp reads it) as

@@ -817,7 +817,7 @@ func (pg *PG) checkParity(ctx context.Context, iv uint64, pool *osdmap.Pool, act
 		n := (o.Size + w - 1) / w * u
 		shards := make([][]byte, len(acting))
 		whole := true
-		var releases []func()
+		var held releases
 		for i, osd := range acting {
 			if osd == osdmap.NoOSD {
 				whole = false
@@ -828,19 +828,15 @@ func (pg *PG) checkParity(ctx context.Context, iv uint64, pool *osdmap.Pool, act
 				whole = false // read errors are the scrub maps' to report
 				break
 			}
-			releases = append(releases, release)
+			held = append(held, release)
 		}
 		if !whole {
-			for _, r := range releases {
-				r()
-			}
+			held.release()
 			continue
 		}
 		d.charge(mclock.BestEffort, len(acting), n*uint64(len(acting)))
 		inc, bad := ecInconsistent(cd, d.id, so.OID, acting, shards)
-		for _, r := range releases {
-			r()
-		}
+		held.release()
 		if bad {
 			out = append(out, inc)
 		}

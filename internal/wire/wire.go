@@ -96,16 +96,7 @@ const alignedMin = 8 << 10
 // multiple of BlockAlign from the encoding's start. A receiver that reads
 // the encoding into page-aligned memory can then hand the blob to an
 // O_DIRECT write without copying it into an aligned buffer.
-func (e *Encoder) AlignedBlob(b []byte) {
-	e.U32(uint32(len(b)))
-	pad := 0
-	if len(b) >= alignedMin {
-		pad = (BlockAlign - (e.Offset()+4)%BlockAlign) % BlockAlign
-	}
-	e.U32(uint32(pad))
-	e.buf = append(e.buf, zeros[:pad]...)
-	e.raw(b)
-}
+func (e *Encoder) AlignedBlob(b []byte) { e.AlignedBlobVec([][]byte{b}) }
 
 var zeros [BlockAlign]byte
 
