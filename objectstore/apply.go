@@ -368,16 +368,12 @@ func (g *group) clone(c Coll, src, dst string) error {
 	for k, v := range so.Attrs {
 		no.Attrs[k] = append([]byte(nil), v...)
 	}
-	for _, x := range so.Extents {
-		buf := make([]byte, x.blocks()*BlockSize)
-		for i := uint64(0); i < x.blocks(); i++ {
-			if err := g.readBlock(so, x.Logical+i, buf[i*BlockSize:(i+1)*BlockSize]); err != nil {
-				return err
-			}
-		}
-		if err := g.place(no, x.Logical, buf); err != nil {
-			return err
-		}
+	// the clone names the source's blocks (refs.go): no data is copied
+	no.Extents = make([]extent, len(so.Extents))
+	for i, x := range so.Extents {
+		g.share(x.Phys, x.blocks())
+		x.CRCs = append([]uint32(nil), x.CRCs...)
+		no.Extents[i] = x
 	}
 	k := objKey(c, dst)
 	if _, seen := g.onodes[k]; !seen {
@@ -514,13 +510,6 @@ func (g *group) punch(o *onode, lb, n uint64) {
 		}
 	}
 	o.Extents = out
-}
-
-func (g *group) free(start, n uint64) {
-	if n == 0 {
-		return
-	}
-	g.freed = append(g.freed, run{start, n})
 }
 
 // pendingBlock returns physical block phys's new bytes if this group

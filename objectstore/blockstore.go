@@ -112,6 +112,9 @@ type BlockStore struct {
 	onodes                  *onodeCache   // decoded onodes, refreshed by the committer
 	dcache                  *dataCache    // device blocks reads fetched (nil: none)
 	colls                   map[Coll]bool // committed collections; owned by the committer
+	// refs holds the extra reference counts of shared blocks by region
+	// (refs.go); owned by the committer.
+	refs map[uint64]refRegion
 }
 
 type request struct {
@@ -246,6 +249,9 @@ func (s *BlockStore) load(opts Options) error {
 	}
 	s.alloc.settle()
 	s.used.Store(s.alloc.used)
+	if s.refs, err = loadRefs(s.db); err != nil {
+		return err
+	}
 	s.colls = map[Coll]bool{}
 	cs, err := s.Collections()
 	if err != nil {
@@ -415,8 +421,9 @@ type group struct {
 	b       *pebble.Batch
 	alloced []run
 	freed   []run
-	writes  []pendingWrite    // in allocation order; freed runs may cover parts again
-	onodes  map[string]*onode // this transaction's loaded onodes; nil = removed
+	writes  []pendingWrite       // in allocation order; freed runs may cover parts again
+	refs    map[uint64]refRegion // regions of the reference table the group changed (copies)
+	onodes  map[string]*onode    // this transaction's loaded onodes; nil = removed
 	order   []string
 	// committed holds each onode the group changed, as last written (nil:
 	// removed); it refreshes the onode cache after the commit.
@@ -480,6 +487,7 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 			s.onodes.put(k, o)
 		}
 		s.mu.Unlock()
+		g.installRefs()
 		for c, live := range g.colls {
 			if live {
 				s.colls[c] = true
@@ -519,6 +527,9 @@ func (g *group) persist() error {
 				return err
 			}
 		}
+	}
+	if err := g.persistRefs(); err != nil {
+		return err
 	}
 	// Write the allocated runs from the buffers they were placed from,
 	// skipping blocks freed again within the group; runs that end where
@@ -766,21 +777,9 @@ func (g *group) blocksNeeded(o *op) (uint64, error) {
 	case opTruncate:
 		return 1 + ceilBlocks(inlineMax), nil
 	case opClone, opStash:
-		// a source made earlier in this transaction is not in the batch
-		// yet; its writes were counted, and a shortfall in applying fails
-		// the group with ErrNoSpace, changing nothing
-		cur, err := g.s.readOnode(g.b, o.coll, o.oid)
-		if errors.Is(err, ErrNotFound) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		var stored uint64
-		for _, x := range cur.Extents {
-			stored += x.blocks()
-		}
-		return stored, nil
+		// a clone shares the source's blocks (refs.go); an inline source's
+		// bytes stay inline
+		return 0, nil
 	}
 	return 0, nil
 }

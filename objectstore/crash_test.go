@@ -71,6 +71,12 @@ func TestCrashChild(t *testing.T) {
 					txn.Remove(crashColl, name)
 					say("BEGIN %s rm", name)
 				} else {
+					if rng.Intn(3) == 0 {
+						// keep the version being replaced as a clone
+						// sharing its blocks (refs.go), as a snapshot does
+						txn.Touch(crashColl, name)
+						txn.Clone(crashColl, name, name+crashSnap)
+					}
 					crashWrite(&txn, name, v)
 					say("BEGIN %s %d", name, v)
 				}
@@ -89,6 +95,10 @@ func TestCrashChild(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// crashSnap ends the name of the clone a crash test's write may keep of
+// the version it replaces.
+const crashSnap = "~snap"
 
 // crashPlain marks the names of the crash tests' objects without omap
 // entries: their removals write no range deletion.
@@ -215,6 +225,19 @@ func TestCrashKill9(t *testing.T) {
 				t.Fatalf("round %d: %s at version %d; acknowledged %d, in flight %d", round, name, got, st.acked, st.inflight)
 			}
 			st.acked, st.inflight = got, got
+			// a clone holds a whole version: its attribute's, or none
+			snap, err := s.Read(crashColl, name+crashSnap, 0, 0)
+			if errors.Is(err, objectstore.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("round %d: %s%s: %v", round, name, crashSnap, err)
+			}
+			a, err := s.GetAttr(crashColl, name+crashSnap, "v")
+			v, _ := strconv.Atoi(string(a))
+			if (err != nil && len(snap) != 0) || (err == nil && !bytes.Equal(snap, versionData(name, v))) {
+				t.Fatalf("round %d: %s%s: %d bytes, not version %q's (%v)", round, name, crashSnap, len(snap), a, err)
+			}
 		}
 		s.Close()
 		t.Logf("round %d: killed after %d acknowledged transactions; %d objects verified", round, acks, len(want))

@@ -75,6 +75,18 @@
 // sync and one log sync serve the whole group, so concurrent writers share
 // them (group commit).
 //
+// # Clones share blocks
+//
+// Clone and StashForRollback give the new object the source's extents:
+// no data is read or written, and both onodes name the same blocks. A
+// block named by more than one extent has an entry in a reference table
+// ('R' keys per 16 MiB region, kept in memory and changed in the group's
+// batch, refs.go); freeing a block with extra references only lowers the
+// count. Copy-on-write does the rest: neither owner ever writes a shared
+// block in place. A snapshot's clone of a 4 MiB object, then a 4 KiB
+// overwrite of the head, costs one new block (TestCloneSharesBlocks).
+// Fsck counts each block's owners and checks them against the table.
+//
 // # Data cache
 //
 // Blocks that reads fetch from the device are kept in a data cache
@@ -119,7 +131,7 @@
 // # Limits
 //
 // Object names up to 2048 bytes, collections up to 255, object size up to
-// 1 TiB. Clone copies data (no shared extents yet). An I/O error on the
+// 1 TiB. An I/O error on the
 // metadata log is fatal to the process, as in Ceph: Pebble cannot continue
 // past a failed log write, and an OSD that stops is recovered by its peers.
 package objectstore

@@ -10,16 +10,17 @@ import (
 )
 
 // Fsck checks the store's consistency: every onode decodes, extents are
-// sorted, in range and never share a device block, every referenced block
-// is marked used in the allocation bitmap and no block is marked used that
-// nothing references (a leak). With deep set it also reads every block and
+// sorted and in range, every referenced block is marked used in the
+// allocation bitmap, no block is marked used that nothing references (a
+// leak), and a block named by more than one extent has exactly that many
+// owners in the reference table (refs.go), which names no other block. With deep set it also reads every block and
 // checks its crc32c. Reads continue meanwhile; transactions wait.
 func (s *BlockStore) Fsck(deep bool) error {
 	s.commitMu.Lock() // no commit group in flight: the bitmap is settled
 	defer s.commitMu.Unlock()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	owner := map[uint64]string{}
+	owners := map[uint64]uint32{}
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: []byte{pOnode}, UpperBound: []byte{pOnode + 1}})
 	if err != nil {
 		return err
@@ -45,10 +46,10 @@ func (s *BlockStore) Fsck(deep bool) error {
 				return fmt.Errorf("fsck: onode %s: extent %d+%d at %d out of range", name, x.Logical, x.blocks(), x.Phys)
 			}
 			for b := x.Phys; b < x.Phys+x.blocks(); b++ {
-				if prev, dup := owner[b]; dup {
-					return fmt.Errorf("fsck: block %d used by %s and %s", b, prev, name)
+				owners[b]++
+				if owners[b] > 1 {
+					continue // checked with the reference table below
 				}
-				owner[b] = name
 				if !s.alloc.isUsed(b) {
 					return fmt.Errorf("fsck: block %d of %s is free in the bitmap", b, name)
 				}
@@ -66,8 +67,27 @@ func (s *BlockStore) Fsck(deep bool) error {
 	if err := it.Error(); err != nil {
 		return err
 	}
-	if used := s.used.Load(); used != uint64(len(owner)) {
-		return fmt.Errorf("fsck: bitmap marks %d blocks used, onodes reference %d (leak)", used, len(owner))
+	if used := s.used.Load(); used != uint64(len(owners)) {
+		return fmt.Errorf("fsck: bitmap marks %d blocks used, onodes reference %d (leak)", used, len(owners))
+	}
+	persisted, err := loadRefs(snap)
+	if err != nil {
+		return fmt.Errorf("fsck: %w", err)
+	}
+	for _, refs := range []map[uint64]refRegion{s.refs, persisted} {
+		for reg, r := range refs {
+			for off, extra := range r {
+				b := reg*regionBlocks + uint64(off)
+				if owners[b] != extra+1 {
+					return fmt.Errorf("fsck: block %d: %d owners, reference table says %d", b, owners[b], extra+1)
+				}
+			}
+		}
+		for b, n := range owners {
+			if n > 1 && refs[b/regionBlocks][uint16(b%regionBlocks)] == 0 {
+				return fmt.Errorf("fsck: block %d has %d owners and no reference table entry", b, n)
+			}
+		}
 	}
 	return fsckOmap(snap)
 }

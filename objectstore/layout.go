@@ -16,12 +16,14 @@ import (
 //	'O' u16(len coll) coll oid           onode
 //	'M' u16(len coll) coll u32(len oid) oid key   omap entry
 //	'F' u64be(region)                    allocation bitmap region
+//	'R' u64be(region)                    shared blocks' reference counts (refs.go)
 const (
 	pSuper  = 'S'
 	pColl   = 'C'
 	pOnode  = 'O'
 	pOmap   = 'M'
 	pBitmap = 'F'
+	pRefs   = 'R'
 )
 
 func collKey(c Coll) []byte { return append([]byte{pColl}, c...) }

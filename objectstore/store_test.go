@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -481,5 +482,79 @@ func TestTransactionEncodeRoundTrip(t *testing.T) {
 	bad := e.Bytes()
 	if _, err := objectstore.DecodeTransaction(wire.NewDecoder(bad[:len(bad)-3])); err == nil {
 		t.Fatal("truncated transaction decoded")
+	}
+}
+
+// TestCloneSharesBlocks: a clone of a 4 MiB object costs no data blocks,
+// a 4 KiB overwrite of the source afterwards costs one, each object reads
+// its own bytes, and the blocks come back as each owner lets go — across
+// a reopen (the reference table is persisted).
+func TestCloneSharesBlocks(t *testing.T) {
+	dir := t.TempDir()
+	opts := objectstore.Options{Size: 64 << 20}
+	s := openStore(t, dir, opts)
+	defer func() { s.Close() }()
+	used := func() uint64 {
+		t.Helper()
+		st, err := s.StatFS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Used
+	}
+	apply := func(f func(tx *objectstore.Transaction)) {
+		t.Helper()
+		var tx objectstore.Transaction
+		f(&tx)
+		if err := s.Apply(&tx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Fsck(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const c = objectstore.Coll("1.0")
+	head := make([]byte, 4<<20)
+	rand.New(rand.NewSource(1)).Read(head)
+	apply(func(tx *objectstore.Transaction) { tx.CreateCollection(c); tx.WriteFull(c, "head", head) })
+	base := used()
+	apply(func(tx *objectstore.Transaction) { tx.Clone(c, "head", "clone") })
+	if got := used(); got != base {
+		t.Fatalf("clone of a 4 MiB object: %d bytes used, want %d (no data copied)", got, base)
+	}
+	over := bytes.Repeat([]byte{0xab}, 4096)
+	apply(func(tx *objectstore.Transaction) { tx.Write(c, "head", 8192, over) })
+	if got := used(); got != base+4096 {
+		t.Fatalf("4 KiB overwrite after a clone: %d bytes used, want %d", got, base+4096)
+	}
+	if blocks, extra := s.SharedBlocks(); blocks != 1023 || extra != 1023 {
+		t.Fatalf("shared blocks %d (extra references %d), want 1023 each", blocks, extra)
+	}
+	newHead := slices.Clone(head)
+	copy(newHead[8192:], over)
+	check := func(oid string, want []byte) {
+		t.Helper()
+		if got, err := s.Read(c, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, err %v: not its data", oid, len(got), err)
+		}
+	}
+	check("head", newHead)
+	check("clone", head)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, opts)
+	check("clone", head)
+	apply(func(tx *objectstore.Transaction) { tx.Remove(c, "head") })
+	check("clone", head)
+	if got := used(); got != base {
+		t.Fatalf("after removing the head: %d bytes used, want %d (the clone's)", got, base)
+	}
+	if blocks, _ := s.SharedBlocks(); blocks != 0 {
+		t.Fatalf("%d blocks still shared with one owner left", blocks)
+	}
+	apply(func(tx *objectstore.Transaction) { tx.Remove(c, "clone") })
+	if got := used(); got != 0 {
+		t.Fatalf("after removing both: %d bytes used", got)
 	}
 }
