@@ -339,11 +339,18 @@ func (c *Conn) Pool(ctx context.Context, name string) (*Pool, error) {
 	return &Pool{c: c, id: p.ID, name: name}, nil
 }
 
-// Pool is a handle on one pool (librados' IoCtx).
+// Pool is a handle on one pool (librados' IoCtx). A handle that reads at
+// a snap (AtSnap) or writes with a SnapContext (WithSnapContext) is a
+// copy; the handle itself never changes, so goroutines may share it.
 type Pool struct {
 	c    *Conn
 	id   int64
 	name string
+	// snap is the snap id reads see (0: the head); snapSeq and snaps
+	// the SnapContext writes carry (snaps.go)
+	snap    uint64
+	snapSeq uint64
+	snaps   []uint64
 }
 
 // Name is the pool's name.
@@ -435,10 +442,17 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if _, err := p.c.local.Map().Pool(p.id); err != nil {
 			return nil, nil, fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
 		}
+		if p.snap != 0 || p.snapSeq != 0 {
+			return nil, nil, fmt.Errorf("%w: snapshots in an in-memory cluster", osdop.ErrUnsupported)
+		}
 		r, err := p.c.local.Operate(ctx, p.id, oid, ops)
 		return r, nil, err
 	}
 	req := osdop.Request{Pool: p.id, OID: oid, Client: p.c.nonce, Tid: p.c.tid.Add(1), Ops: ops}
+	req.Snap = p.snap // a write at a snap is refused (osdop.ErrReadOnly)
+	if req.IsWrite() {
+		req.SnapSeq, req.Snaps = p.snapSeq, p.snaps
+	}
 	size := 64 + len(oid)
 	for i := range ops {
 		size += 64 + len(ops[i].Data) + len(ops[i].Name)
@@ -778,26 +792,26 @@ func (p *Pool) List(ctx context.Context, fn func(name string) bool) error {
 	for seed := uint32(0); seed < pool.PGNum; seed++ {
 		after := ""
 		for {
-			names, err := p.listPG(ctx, seed, after)
+			page, err := p.listPG(ctx, seed, after)
 			if err != nil {
 				return err
 			}
-			for _, n := range names {
+			for _, n := range page.Names {
 				if !fn(n) {
 					return nil
 				}
 			}
-			if len(names) < 1000 {
+			if page.Next == "" {
 				break
 			}
-			after = names[len(names)-1]
+			after = page.Next
 		}
 	}
 	return nil
 }
 
-func (p *Pool) listPG(ctx context.Context, seed uint32, after string) ([]string, error) {
-	req := (&osdop.ListRequest{Pool: p.id, Seed: seed, After: after, Max: 1000}).Encode()
+func (p *Pool) listPG(ctx context.Context, seed uint32, after string) (*osdop.ListReply, error) {
+	req := (&osdop.ListRequest{Pool: p.id, Seed: seed, After: after, Max: 1000, Snap: p.snap}).Encode()
 	for {
 		m := p.c.Map()
 		mp, err := m.MapPG(osdmap.PGID{Pool: p.id, Seed: seed})
@@ -808,7 +822,7 @@ func (p *Pool) listPG(ctx context.Context, seed uint32, after string) ([]string,
 			rep, err := p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgList, req)
 			if err == nil {
 				defer rep.Release()
-				return osdop.DecodeNames(rep.Payload)
+				return osdop.DecodeListReply(rep.Payload)
 			}
 			var re *msgr.RemoteError
 			if errors.As(err, &re) && syscall.Errno(re.Code) != syscall.EAGAIN {

@@ -409,6 +409,15 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 		raw, _ = json.Marshal(c)
 		data, _ = json.Marshal(map[string]string{"entity": c.Args["entity"], "key": c.Args["key"]})
 	}
+	if c.Prefix == "osd pool mksnap" && c.Args["stamp"] == "" { // the leader takes the time; the log carries it
+		args := maps.Clone(c.Args)
+		if args == nil {
+			args = map[string]string{}
+		}
+		args["stamp"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+		c.Args = args
+		raw, _ = json.Marshal(c)
+	}
 	if _, err := Translate(c); err != nil { // refuse bad commands before they reach the log
 		return monc.Result{}, err
 	}

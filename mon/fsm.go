@@ -274,6 +274,9 @@ func (s snapshot) Release() {}
 //	osd crush rule create-replicated name root type [class]
 //	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
 //	pool rm name                            pool set name key value
+//	osd pool mksnap pool snap [stamp]       osd pool rmsnap pool snap
+//	osd pool selfmanaged-snap create pool   (message: the new snap id)
+//	osd pool selfmanaged-snap rm pool snapid
 //	config set who option value             config rm who option
 //	osd erasure-code-profile set name args [force]   osd erasure-code-profile rm name
 //
@@ -388,6 +391,14 @@ func Translate(c monc.Command) (Command, error) {
 		cmd = PoolDelete{Name: a["name"]}
 	case "pool set":
 		cmd = PoolSet{Name: a["name"], Key: a["key"], Value: a["value"]}
+	case "osd pool mksnap":
+		cmd = PoolSnapCreate{Pool: a["pool"], Snap: a["snap"], Stamp: n("stamp")}
+	case "osd pool rmsnap":
+		cmd = PoolSnapRemove{Pool: a["pool"], Snap: a["snap"]}
+	case "osd pool selfmanaged-snap create":
+		cmd = SelfManagedSnapCreate{Pool: a["pool"]}
+	case "osd pool selfmanaged-snap rm":
+		cmd = SelfManagedSnapRemove{Pool: a["pool"], ID: uint64(n("snapid"))}
 	case "config set":
 		cmd = ConfigSet{Who: a["who"], Option: a["option"], Value: a["value"]}
 	case "config rm":

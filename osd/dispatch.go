@@ -8,13 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osd/opexec"
-	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -72,14 +70,14 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err := pg.checkComplete(); err != nil {
 			return nil, err
 		}
-		names, err := d.store.List(pg.coll, req.After, int(min(max(req.Max, 1), 10000)))
+		rep, err := pg.listPage(req)
 		if err != nil {
-			return nil, storeErr(err)
+			return nil, err
 		}
 		if err := pg.stillReadable(iv); err != nil {
 			return nil, err
 		}
-		return osdop.EncodeNames(slices.DeleteFunc(names, peering.IsInternal)), nil
+		return rep.Encode(), nil
 	}
 	pm, err := decodePeerMsg(m.Payload)
 	if err != nil {
@@ -165,6 +163,9 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 		return nil, fmt.Errorf("%w: pool %d does not exist", osdop.ErrNotFound, req.Pool)
 	}
 	if err := opexec.CheckName(req.OID, int(d.conf().Int("osd_max_object_name_len"))); err != nil {
+		return nil, err
+	}
+	if err := snapContext(pool, req); err != nil {
 		return nil, err
 	}
 	pgid, _ := m.ObjectToPG(pool.ID, req.OID, "")

@@ -82,6 +82,15 @@ type objState struct {
 	DataVec [][]byte
 	Attrs   []omap.KV
 	Omap    []omap.KV
+	// Clones are a head's snapshot clones (its SnapSet's), whole; a
+	// clone has none of its own.
+	Clones []cloneState
+}
+
+// cloneState is clone ID of a head, whole.
+type cloneState struct {
+	ID  uint64
+	Obj *objState
 }
 
 func (m *peerMsg) encode() []byte {
@@ -159,6 +168,17 @@ func (m *peerMsg) encodeTo(e *wire.Encoder) {
 	}
 	e.I32(int32(m.Prio))
 	e.Bool(m.Preempt)
+	var clones []cloneState
+	if m.Obj != nil {
+		clones = m.Obj.Clones
+	}
+	e.U32(uint32(len(clones)))
+	for _, c := range clones {
+		e.U64(c.ID)
+		e.AlignedBlob(c.Obj.Data)
+		omap.Encode(e, c.Obj.Attrs)
+		omap.Encode(e, c.Obj.Omap)
+	}
 }
 
 // decodePeerMsg reads a peerMsg; byte slices alias b.
@@ -201,6 +221,17 @@ func decodePeerMsg(b []byte) (*peerMsg, error) {
 	}
 	if d.Remaining() >= 5 { // absent from an OSD before remote recovery reservations
 		m.Prio, m.Preempt = int(d.I32()), d.Bool()
+	}
+	if d.Remaining() >= 4 { // absent from an OSD before snapshots
+		for n := d.Count(16); n > 0 && d.Err() == nil; n-- {
+			c := cloneState{ID: d.U64(), Obj: &objState{Exists: true, Data: d.AlignedBlobRef()}}
+			c.Obj.Attrs, c.Obj.Omap = omap.Decode(d), omap.Decode(d)
+			if m.Obj == nil {
+				d.Fail("clones without an object")
+			} else {
+				m.Obj.Clones = append(m.Obj.Clones, c)
+			}
+		}
 	}
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osd message: %w", err)

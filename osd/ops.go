@@ -40,16 +40,36 @@ func (rs releases) release() {
 // object is the state of the request's object before it.
 type object = opexec.Object
 
-func (pg *PG) loadObject(oid string) (*object, error) { return opexec.Load(pg.osd.store, pg.coll, oid) }
+// loadObject loads oid's state, with its snapshot state in a pool that
+// has (or had) snapshots.
+func (pg *PG) loadObject(oid string) (*object, error) {
+	o, err := opexec.Load(pg.osd.store, pg.coll, oid)
+	if err != nil || !pg.snapsOn() {
+		return o, err
+	}
+	return o, o.LoadSnapSet()
+}
+
+// snapsOn reports whether the PG's pool has given out snap ids: only then
+// may its objects have clones.
+func (pg *PG) snapsOn() bool {
+	m, _ := pg.osd.curMap()
+	if m == nil {
+		return false
+	}
+	p := m.Pools[pg.id.Pool]
+	return p != nil && p.SnapSeq > 0
+}
 
 // prepare executes a write request's ops against the object's current
-// state (the object lock is held) and builds the transaction.
+// state (the object lock is held) and builds the transaction; the
+// request's SnapContext is the one handleOp checked (snapContext).
 func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 	o, err := pg.loadObject(req.OID)
 	if err != nil {
 		return nil, err
 	}
-	x, err := opexec.Prepare(o, req.Ops, pg.osd.conf().Size("osd_max_object_size"))
+	x, err := opexec.Prepare(o, req.Ops, pg.osd.conf().Size("osd_max_object_size"), opexec.SnapContext{Seq: req.SnapSeq, Snaps: req.Snaps})
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +106,11 @@ func (pg *PG) readLocked(ctx context.Context, req *osdop.Request) (rep *osdop.Re
 	o, err := pg.loadObject(req.OID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if req.Snap != 0 {
+		if o, err = o.AtSnap(req.Snap); err != nil {
+			return nil, nil, err
+		}
 	}
 	var held releases
 	rep = &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}

@@ -12,6 +12,7 @@ import (
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -63,8 +64,46 @@ func (pg *PG) push(ctx context.Context, iv uint64, m memberInfo, oid string, obj
 	return nil
 }
 
-// readWhole reads an object with its attributes and omap.
+// readWhole reads an object with its attributes and omap, and the
+// clones its SnapSet names (snapshots travel with their head).
 func (pg *PG) readWhole(oid string) (*objState, error) {
+	obj, err := pg.readOne(oid)
+	if err != nil || !obj.Exists {
+		return obj, err
+	}
+	ss, err := snapSetOf(obj.Attrs)
+	if err != nil || ss == nil {
+		return obj, err
+	}
+	for _, c := range ss.Clones {
+		coid := opexec.CloneOID(oid, c.ID)
+		co, err := pg.readOne(coid)
+		if err != nil {
+			return nil, fmt.Errorf("clone %d of %s: %w", c.ID, oid, err)
+		}
+		if co.Exists {
+			obj.Clones = append(obj.Clones, cloneState{ID: c.ID, Obj: co})
+		}
+	}
+	return obj, nil
+}
+
+// snapSetOf decodes the SnapSet among an object's attributes (nil: none).
+func snapSetOf(attrs []omap.KV) (*osdop.SnapSet, error) {
+	for _, a := range attrs {
+		if a.Key == opexec.AttrSnapSet {
+			ss, err := osdop.DecodeSnapSet(a.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", osdop.ErrCorrupt, err)
+			}
+			return ss, nil
+		}
+	}
+	return nil, nil
+}
+
+// readOne reads one object of the store with its attributes and omap.
+func (pg *PG) readOne(oid string) (*objState, error) {
 	s := pg.osd.store
 	data, err := s.Read(pg.coll, oid, 0, 0)
 	if errors.Is(err, objectstore.ErrNotFound) {
@@ -106,16 +145,31 @@ func (pg *PG) install(oid string, obj *objState, at Version) error {
 	}
 	t := &objectstore.Transaction{}
 	if _, err := pg.osd.store.Stat(pg.coll, oid); err == nil {
+		// the local copy's clones go with it
+		attrs, err := pg.osd.store.Attrs(pg.coll, oid)
+		if err != nil {
+			return fmt.Errorf("install %s: %w", oid, storeErr(err))
+		}
+		kvs := make([]omap.KV, 0, len(attrs))
+		for k, v := range attrs {
+			kvs = append(kvs, omap.KV{Key: k, Value: v})
+		}
+		if ss, err := snapSetOf(kvs); err != nil {
+			return fmt.Errorf("install %s: %w", oid, err)
+		} else if ss != nil {
+			for _, c := range ss.Clones {
+				coid := opexec.CloneOID(oid, c.ID)
+				if _, err := pg.osd.store.Stat(pg.coll, coid); err == nil {
+					t.Remove(pg.coll, coid)
+				}
+			}
+		}
 		t.Remove(pg.coll, oid)
 	}
 	if obj.Exists {
-		t.Touch(pg.coll, oid)
-		t.Write(pg.coll, oid, 0, obj.Data)
-		for _, a := range obj.Attrs {
-			t.SetAttr(pg.coll, oid, a.Key, a.Value)
-		}
-		if len(obj.Omap) > 0 {
-			t.OmapSet(pg.coll, oid, obj.Omap)
+		writeObject(t, pg.coll, oid, obj)
+		for _, c := range obj.Clones {
+			writeObject(t, pg.coll, opexec.CloneOID(oid, c.ID), c.Obj)
 		}
 	}
 	pg.mu.Lock()
@@ -147,6 +201,19 @@ func (pg *PG) install(oid string, obj *objState, at Version) error {
 	pg.osd.perf.recoveryOps.Add(1)
 	pg.osd.perf.recoveryBytes.Add(uint64(len(obj.Data)))
 	return nil
+}
+
+// writeObject adds to t the creation of oid as obj (data, attributes,
+// omap).
+func writeObject(t *objectstore.Transaction, c objectstore.Coll, oid string, obj *objState) {
+	t.Touch(c, oid)
+	t.Write(c, oid, 0, obj.Data)
+	for _, a := range obj.Attrs {
+		t.SetAttr(c, oid, a.Key, a.Value)
+	}
+	if len(obj.Omap) > 0 {
+		t.OmapSet(c, oid, obj.Omap)
+	}
 }
 
 func (pg *PG) handlePull(pm *peerMsg) ([]byte, error) {

@@ -31,8 +31,10 @@ func upmapCompat(n int) uint8 {
 	return 1
 }
 
+// Pool encoding versions: v2 appends the snapshot fields (snap_seq, pool
+// snapshots, removed snaps), which a v1 reader skips.
 func encodePool(e *wire.Encoder, p *Pool) {
-	mark := e.Begin(1, 1)
+	mark := e.Begin(2, 1)
 	e.I64(p.ID)
 	e.String(p.Name)
 	e.U8(uint8(p.Type))
@@ -44,14 +46,40 @@ func encodePool(e *wire.Encoder, p *Pool) {
 	e.String(p.ECProfile)
 	e.U64(p.Flags)
 	e.U8(p.ObjectHash)
+	e.U64(p.SnapSeq)
+	snaps := p.SortedSnaps()
+	e.U32(uint32(len(snaps)))
+	for _, s := range snaps {
+		e.U64(s.ID)
+		e.String(s.Name)
+		e.I64(s.Stamp)
+	}
+	e.U32(uint32(len(p.RemovedSnaps)))
+	for _, r := range p.RemovedSnaps {
+		e.U64(r.First)
+		e.U64(r.Last)
+	}
 	e.End(mark)
 }
 
 func decodePool(d *wire.Decoder) *Pool {
-	_, end := d.Begin("pool", 1)
+	v, end := d.Begin("pool", 1)
 	p := &Pool{ID: d.I64(), Name: d.String(), Type: PoolType(d.U8()), Size: int(d.U32()),
 		MinSize: int(d.U32()), PGNum: d.U32(), PGPNum: d.U32(), CrushRule: int(d.I32()),
 		ECProfile: d.String(), Flags: d.U64(), ObjectHash: d.U8()}
+	if v >= 2 {
+		p.SnapSeq = d.U64()
+		for n := d.Count(20); n > 0 && d.Err() == nil; n-- {
+			s := PoolSnap{ID: d.U64(), Name: d.String(), Stamp: d.I64()}
+			if p.Snaps == nil {
+				p.Snaps = map[uint64]PoolSnap{}
+			}
+			p.Snaps[s.ID] = s
+		}
+		for n := d.Count(16); n > 0 && d.Err() == nil; n-- {
+			p.RemovedSnaps = append(p.RemovedSnaps, SnapRange{First: d.U64(), Last: d.U64()})
+		}
+	}
 	d.End("pool", end)
 	if d.Err() == nil {
 		if err := p.validate(); err != nil {

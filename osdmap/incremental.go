@@ -169,7 +169,7 @@ func (p *Pool) validate() error {
 	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:
 		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
 	}
-	return nil
+	return p.validateSnaps()
 }
 
 // cloneLists deep-copies a map of PG → OSD list (never nil).

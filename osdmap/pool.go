@@ -55,6 +55,13 @@ type Pool struct {
 	ECProfile  string // erasure-code profile name for erasure pools
 	Flags      uint64
 	ObjectHash uint8
+	// SnapSeq is the newest snap id given out in the pool (pool or
+	// self-managed snapshots; 0: none yet). Snaps are its pool snapshots
+	// by id; RemovedSnaps the ids removed, sorted disjoint intervals
+	// (snaps.go).
+	SnapSeq      uint64
+	Snaps        map[uint64]PoolSnap
+	RemovedSnaps []SnapRange
 }
 
 // CanShiftOSDs reports whether OSDs may move positions in the acting set:

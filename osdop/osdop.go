@@ -52,13 +52,19 @@ const (
 	GetXattrs                     // → KVs
 	OmapGet                       // Keys → KVs (absent keys omitted)
 	OmapList                      // after Name (start-after), with Prefix, up to Max → KVs, More
+	// Rollback makes the object what it was at snap Ver (Ceph's
+	// CEPH_OSD_OP_ROLLBACK): that snap's clone, or absent if it did not
+	// exist then. A write.
+	Rollback
+	ListSnaps // → Data: the object's SnapSet (EncodeSnapSet); Ceph's CEPH_OSD_OP_LIST_SNAPS
 	lastCode
 )
 
 var names = map[Code]string{WriteFull: "writefull", Write: "write", Append: "append", Truncate: "truncate", Zero: "zero",
 	Remove: "remove", Create: "create", SetXattr: "setxattr", RmXattr: "rmxattr", OmapSet: "omap-set", OmapRm: "omap-rm",
 	OmapClear: "omap-clear", Call: "call", AssertVersion: "assert-version", Read: "read", Stat: "stat",
-	GetXattr: "getxattr", GetXattrs: "getxattrs", OmapGet: "omap-get", OmapList: "omap-list"}
+	GetXattr: "getxattr", GetXattrs: "getxattrs", OmapGet: "omap-get", OmapList: "omap-list",
+	Rollback: "rollback", ListSnaps: "list-snaps"}
 
 func (c Code) String() string {
 	if n, ok := names[c]; ok {
@@ -69,7 +75,7 @@ func (c Code) String() string {
 
 // IsWrite reports whether the op changes the object (Call counts as a
 // write: a method may change the object, so it runs on the write path).
-func (c Code) IsWrite() bool { return c <= AssertVersion }
+func (c Code) IsWrite() bool { return c <= AssertVersion || c == Rollback }
 
 // KV is an omap entry or an xattr.
 type KV = omap.KV
@@ -128,6 +134,17 @@ type Request struct {
 	Client uint64 // random per client instance; with Tid, identifies the request across resends
 	Tid    uint64
 	Ops    []Op
+	// SnapSeq and Snaps are a write's SnapContext (Ceph's SnapContext):
+	// the newest snap id the writer knows of in a pool with self-managed
+	// snapshots, and the live snap ids, newest first. The OSD clones the
+	// object before the first write after a snap newer than the object's
+	// SnapSet knows. Zero: no snapshots. A pool with pool snapshots
+	// ignores them and uses the pool's.
+	SnapSeq uint64
+	Snaps   []uint64
+	// Snap, for a read, is the snap id to read at (0: the head, the
+	// object as it is now); reads only.
+	Snap uint64
 }
 
 // AddsData reports whether any op may store more than the object held
@@ -137,7 +154,7 @@ type Request struct {
 func (r *Request) AddsData() bool {
 	for _, o := range r.Ops {
 		switch o.Code {
-		case WriteFull, Write, Append, Create, SetXattr, OmapSet, Call:
+		case WriteFull, Write, Append, Create, SetXattr, OmapSet, Call, Rollback:
 			return true
 		}
 	}
@@ -165,8 +182,11 @@ type Reply struct {
 // multiple of 4 KiB from the start of the encoding, so an OSD that reads
 // the request into page-aligned memory writes it to its device with
 // O_DIRECT without copying it (wire.Encoder.AlignedBlob).
+//
+// Version 3 appends the SnapContext and the read snap (a version 2
+// reader skips them).
 func (r *Request) Encode(e *wire.Encoder) {
-	m := e.Begin(2, 2)
+	m := e.Begin(3, 2)
 	e.I64(r.Pool)
 	e.U32(r.Seed)
 	e.String(r.OID)
@@ -187,6 +207,12 @@ func (r *Request) Encode(e *wire.Encoder) {
 		omap.Encode(e, o.KVs)
 		e.Strings(o.Keys)
 	}
+	e.U64(r.SnapSeq)
+	e.U32(uint32(len(r.Snaps)))
+	for _, s := range r.Snaps {
+		e.U64(s)
+	}
+	e.U64(r.Snap)
 	e.End(m)
 }
 
@@ -219,7 +245,7 @@ func opFlags(o *Op) uint8 {
 // DecodeRequest reads a Request; data slices alias b.
 func DecodeRequest(b []byte) (*Request, error) {
 	d := wire.NewDecoder(b)
-	_, end := d.Begin("osd op", 2)
+	v, end := d.Begin("osd op", 2)
 	r := &Request{Pool: d.I64(), Seed: d.U32(), OID: d.String(), Client: d.U64(), Tid: d.U64()}
 	n := d.Count(40)
 	r.Ops = make([]Op, n)
@@ -241,6 +267,13 @@ func DecodeRequest(b []byte) (*Request, error) {
 		if o.Code == 0 || o.Code >= lastCode {
 			d.Fail("unknown op code %d", o.Code)
 		}
+	}
+	if v >= 3 {
+		r.SnapSeq = d.U64()
+		for n := d.Count(8); n > 0 && d.Err() == nil; n-- {
+			r.Snaps = append(r.Snaps, d.U64())
+		}
+		r.Snap = d.U64()
 	}
 	d.End("osd op", end)
 	if err := d.Err(); err != nil {
@@ -347,6 +380,8 @@ var (
 	// ErrBusy: an OSD has no slot free for the work asked (a scrub
 	// reservation); the asker tries again later.
 	ErrBusy = errors.New("busy")
+	// ErrReadOnly: a write to a snapshot (Ceph: EROFS).
+	ErrReadOnly = errors.New("snapshots are read-only")
 )
 
 var errnos = []struct {
@@ -357,7 +392,7 @@ var errnos = []struct {
 	{ErrInvalid, syscall.EINVAL}, {ErrUnsupported, syscall.EOPNOTSUPP}, {ErrPermission, syscall.EACCES},
 	{ErrTooLarge, syscall.EFBIG}, {ErrNameTooLong, syscall.ENAMETOOLONG}, {ErrNoData, syscall.ENODATA},
 	{ErrVerOlder, syscall.ERANGE}, {ErrVerNewer, syscall.EOVERFLOW}, {ErrCorrupt, syscall.EIO}, {ErrRetry, syscall.EAGAIN},
-	{ErrUnreadable, syscall.EREMOTEIO}, {ErrBusy, syscall.EBUSY},
+	{ErrUnreadable, syscall.EREMOTEIO}, {ErrBusy, syscall.EBUSY}, {ErrReadOnly, syscall.EROFS},
 }
 
 // Errno returns err's code (EIO for errors without one).
@@ -542,6 +577,7 @@ type ListRequest struct {
 	Seed  uint32
 	After string
 	Max   uint32
+	Snap  uint64 // list the objects that existed at this snap (0: those that exist now)
 }
 
 // Encode is the wire form.
@@ -551,6 +587,7 @@ func (r *ListRequest) Encode() []byte {
 	e.U32(r.Seed)
 	e.String(r.After)
 	e.U32(r.Max)
+	e.U64(r.Snap)
 	return e.Bytes()
 }
 
@@ -558,20 +595,33 @@ func (r *ListRequest) Encode() []byte {
 func DecodeListRequest(b []byte) (*ListRequest, error) {
 	d := wire.NewDecoder(b)
 	r := &ListRequest{Pool: d.I64(), Seed: d.U32(), After: d.String(), Max: d.U32()}
+	if d.Remaining() >= 8 { // absent from a client before snapshots
+		r.Snap = d.U64()
+	}
 	return r, d.Err()
 }
 
-// EncodeNames and DecodeNames are the wire form of a list of object names
-// (ListReply).
-func EncodeNames(names []string) []byte {
+// ListReply is a page of a PG's object names, in name order. Next, when
+// not empty, is where the next page starts (the request's After): the
+// OSD examined Max names, of which some may not be listed (internal
+// objects, removed heads kept for their snapshots), so a short page does
+// not mean the end.
+type ListReply struct {
+	Names []string
+	Next  string
+}
+
+// Encode is the wire form.
+func (r *ListReply) Encode() []byte {
 	e := wire.NewEncoder(nil)
-	e.Strings(names)
+	e.Strings(r.Names)
+	e.String(r.Next)
 	return e.Bytes()
 }
 
-// DecodeNames reads EncodeNames's output.
-func DecodeNames(b []byte) ([]string, error) {
+// DecodeListReply reads ListReply.Encode's output.
+func DecodeListReply(b []byte) (*ListReply, error) {
 	d := wire.NewDecoder(b)
-	out := d.Strings()
-	return out, d.Err()
+	r := &ListReply{Names: d.Strings(), Next: d.String()}
+	return r, d.Err()
 }

@@ -305,6 +305,7 @@ func osdCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the OSD's data directory")
+	cmd.AddCommand(poolCmd()) // `shoal osd pool …`, as Ceph spells it; `shoal pool …` too
 	ids := func(a []string) (map[string]string, error) {
 		return map[string]string{"ids": strings.Join(a, ",")}, nil
 	}
@@ -525,7 +526,22 @@ func poolCmd() *cobra.Command {
 		}}
 	rm := &cobra.Command{Use: "rm NAME", Short: "Remove a pool and its data", Args: cobra.ExactArgs(1),
 		RunE: monCommand("pool rm", func(a []string) (map[string]string, error) { return map[string]string{"name": a[0]}, nil })}
-	cmd.AddCommand(create, ls, set, get, rm)
+	poolSnap := func(a []string) (map[string]string, error) { return map[string]string{"pool": a[0], "snap": a[1]}, nil }
+	mksnap := &cobra.Command{Use: "mksnap POOL SNAP", Short: "Take a pool snapshot: every object as it is now, readable with `rados -p POOL --snap SNAP`", Args: cobra.ExactArgs(2),
+		RunE: monCommand("osd pool mksnap", poolSnap)}
+	rmsnap := &cobra.Command{Use: "rmsnap POOL SNAP", Short: "Remove a pool snapshot", Args: cobra.ExactArgs(2),
+		RunE: monCommand("osd pool rmsnap", poolSnap)}
+	lssnap := &cobra.Command{Use: "lssnap POOL", Short: "List a pool's snapshots: id, name, time taken", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Pool(ctx, a[0])
+				if err != nil {
+					return err
+				}
+				return listPoolSnaps(p, out)
+			})(cmd, a)
+		}}
+	cmd.AddCommand(create, ls, set, get, rm, mksnap, rmsnap, lssnap)
 	return cmd
 }
 

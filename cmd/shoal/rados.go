@@ -20,12 +20,13 @@ import (
 
 // radosCmd is `shoal rados`, with the verbs of Ceph's rados tool.
 func radosCmd() *cobra.Command {
-	var pool, runName string
+	var pool, runName, snap string
 	cmd := &cobra.Command{
 		Use:   "rados -p POOL VERB ARGS...",
-		Short: "Object operations, as Ceph's rados tool (put, get, rm, stat, ls, append, truncate, xattrs, omap, cleanup)",
+		Short: "Object operations, as Ceph's rados tool (put, get, rm, stat, ls, append, truncate, xattrs, omap, snapshots, cleanup)",
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "", "pool")
+	cmd.PersistentFlags().StringVarP(&snap, "snap", "s", "", "read at this pool snapshot (a name, or a snap id)")
 	verb := func(use, short string, nargs int, fn func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error) {
 		cmd.AddCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs),
 			RunE: func(c *cobra.Command, a []string) error {
@@ -36,6 +37,13 @@ func radosCmd() *cobra.Command {
 					p, err := s.conn.Pool(ctx, pool)
 					if err != nil {
 						return err
+					}
+					if snap != "" {
+						id, err := snapID(p, snap)
+						if err != nil {
+							return err
+						}
+						p = p.AtSnap(id)
 					}
 					return fn(ctx, p, a, out)
 				})(c, a)
@@ -158,6 +166,60 @@ func radosCmd() *cobra.Command {
 	}
 	verb("listomapkeys OBJECT", "List omap keys", 1, omapList(false))
 	verb("listomapvals OBJECT", "List omap keys and values", 1, omapList(true))
+	verb("mksnap SNAP", "Take a pool snapshot (as `shoal pool mksnap`)", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		if err := p.SnapCreate(ctx, a[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "created pool %s snap %s\n", p.Name(), a[0])
+		return nil
+	})
+	verb("rmsnap SNAP", "Remove a pool snapshot", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		if err := p.SnapRemove(ctx, a[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "removed pool %s snap %s\n", p.Name(), a[0])
+		return nil
+	})
+	verb("lssnap", "List the pool's snapshots", 0, func(ctx context.Context, p *client.Pool, _ []string, out io.Writer) error {
+		return listPoolSnaps(p, out)
+	})
+	verb("rollback OBJECT SNAP", "Make the object what it was at pool snapshot SNAP (absent if it did not exist then)", 2, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		id, err := snapID(p, a[1])
+		if err != nil {
+			return err
+		}
+		if err := p.Rollback(ctx, a[0], id); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "rolled back pool %s to snapshot %s\n", p.Name(), a[1])
+		return nil
+	})
+	verb("listsnaps OBJECT", "Show the object's clones: the snaps each serves, its size and what it shares with the next", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		ss, err := p.ListSnaps(ctx, a[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s:\ncloneid\tsnaps\tsize\toverlap\n", a[0])
+		for _, c := range ss.Clones {
+			snaps := make([]string, len(c.Snaps))
+			for i, s := range c.Snaps {
+				snaps[len(snaps)-1-i] = strconv.FormatUint(s, 10)
+			}
+			ov := make([]string, len(c.Overlap))
+			for i, x := range c.Overlap {
+				ov[i] = fmt.Sprintf("%d~%d", x.Off, x.Len)
+			}
+			fmt.Fprintf(out, "%d\t%s\t%d\t[%s]\n", c.ID, strings.Join(snaps, ","), c.Size, strings.Join(ov, ","))
+		}
+		if ss.HeadExists {
+			st, err := p.Stat(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "head\t-\t%d\n", st.Size)
+		}
+		return nil
+	})
 	cleanup := &cobra.Command{Use: "cleanup", Short: "Remove the objects a `bench rados write --no-cleanup` left", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
@@ -178,6 +240,32 @@ func radosCmd() *cobra.Command {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, client.ErrNotFound) }
+
+// snapID is the id of pool snapshot name, or name itself if it is a
+// number (a self-managed snap id).
+func snapID(p *client.Pool, name string) (uint64, error) {
+	id, err := p.SnapLookup(name)
+	if err == nil {
+		return id, nil
+	}
+	if n, perr := strconv.ParseUint(name, 10, 64); perr == nil && n > 0 {
+		return n, nil
+	}
+	return 0, err
+}
+
+// listPoolSnaps prints the pool's snapshots as `rados lssnap` does.
+func listPoolSnaps(p *client.Pool, out io.Writer) error {
+	snaps, err := p.Snaps()
+	if err != nil {
+		return err
+	}
+	for _, s := range snaps {
+		fmt.Fprintf(out, "%d\t%s\t%s\n", s.ID, s.Name, time.Unix(0, s.Stamp).Format("2006.01.02 15:04:05"))
+	}
+	fmt.Fprintf(out, "%d snaps\n", len(snaps))
+	return nil
+}
 
 // benchCmd is `shoal bench rados`.
 func benchCmd() *cobra.Command {

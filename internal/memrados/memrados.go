@@ -164,7 +164,7 @@ func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osd
 		}
 		return rep, nil
 	}
-	x, err := opexec.Prepare(o, ops, c.maxSize)
+	x, err := opexec.Prepare(o, ops, c.maxSize, opexec.SnapContext{})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,11 @@ type Object struct {
 	Exists  bool              // false: absent (Size and Version 0)
 	Size    uint64            // logical size in bytes
 	Version uint64            // the seq of the write that made it (AttrVersion)
+	// SnapSet and Whiteout are its snapshot state, once LoadSnapSet
+	// loaded it (snaps.go): its clones (nil: none), and whether the head
+	// is a removed object's whiteout (Exists is then false).
+	SnapSet  *osdop.SnapSet
+	Whiteout bool
 }
 
 // Load reads the state of oid in collection c of s (absent: Exists false).
@@ -99,13 +104,21 @@ type Prepared struct {
 // o (the caller holds the object's lock, so that the state is still o's
 // when the transaction applies) and builds the transaction; maxSize is
 // osd_max_object_size in bytes. Nothing is applied, and the version and
-// time are not stamped (Stamp). Errors are osdop's, wrapped with the op
-// that failed.
-func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
+// time are not stamped (Stamp). snapc is the write's SnapContext (zero
+// without snapshots); o's SnapSet must be loaded (LoadSnapSet) in a pool
+// with snapshots. Errors are osdop's, wrapped with the op that failed.
+func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Prepared, error) {
 	t := &objectstore.Transaction{}
 	c, oid := o.Coll, o.OID
 	exists, size := o.Exists, o.Size
 	x := &Prepared{T: t, Results: make([]osdop.Result, len(ops)), Existed: o.Exists}
+	ss := makeWriteable(o, t, snapc)
+	written := func(off, n uint64) { // the head's bytes [off, off+n) change
+		if ss != nil {
+			ss.Written(off, n)
+		}
+	}
+	const all = ^uint64(0)
 	for i := range ops {
 		op := &ops[i]
 		fail := func(err error) (*Prepared, error) {
@@ -117,21 +130,26 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
 			t.Truncate(c, oid, 0)
 			t.WriteSums(c, oid, 0, op.Data, op.DataSums)
 			size = uint64(len(op.Data))
+			written(0, all)
 		case osdop.Write:
 			if end < op.Off {
 				return fail(osdop.ErrInvalid)
 			}
 			t.WriteSums(c, oid, op.Off, op.Data, op.DataSums)
 			size = max(size, end)
+			written(op.Off, uint64(len(op.Data)))
 		case osdop.Append:
 			t.WriteSums(c, oid, size, op.Data, op.DataSums)
+			written(size, uint64(len(op.Data)))
 			size += uint64(len(op.Data))
 		case osdop.Truncate:
 			t.Truncate(c, oid, op.Off)
+			written(min(op.Off, size), all)
 			size = op.Off
 		case osdop.Zero:
 			if op.Off < size {
 				t.Zero(c, oid, op.Off, min(op.Len, size-op.Off))
+				written(op.Off, op.Len)
 			} else if !exists {
 				t.Touch(c, oid)
 			}
@@ -141,7 +159,31 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
 			}
 			t.Remove(c, oid)
 			exists, size = false, 0
+			written(0, all)
 			continue
+		case osdop.Rollback:
+			if op.Ver == 0 {
+				return fail(fmt.Errorf("%w: rollback to snap 0", osdop.ErrInvalid))
+			}
+			var at osdop.SnapSet // no SnapSet: the head is the object at every snap
+			if ss != nil {
+				at = *ss
+			}
+			k, head, ok := at.Resolve(op.Ver)
+			switch {
+			case head:
+				continue
+			case !ok: // the object did not exist at the snap
+				if exists {
+					t.Remove(c, oid)
+				}
+				exists, size = false, 0
+				written(0, all)
+				continue
+			}
+			t.Clone(c, CloneOID(oid, at.Clones[k].ID), oid) // data, attributes and omap
+			size = at.Clones[k].Size
+			written(0, all)
 		case osdop.Create:
 			if exists && op.Exclusive {
 				return fail(osdop.ErrExists)
@@ -193,6 +235,9 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
 				return fail(err)
 			}
 			x.Results[i].Data = out
+			if co.removed || co.dataChanged {
+				written(0, all)
+			}
 			if co.removed {
 				exists, size = false, 0
 			}
@@ -206,6 +251,9 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
 				continue
 			}
 		default: // a read inside a write request sees the state before it
+			if op.Code == osdop.ListSnaps {
+				return fail(fmt.Errorf("%w: list-snaps in a write", osdop.ErrInvalid))
+			}
 			r, err := ReadOp(o, op)
 			if err != nil {
 				if !FailOK(op, err) {
@@ -224,6 +272,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64) (*Prepared, error) {
 		}
 	}
 	x.ExistsAfter = exists
+	finishSnaps(o, t, ss, exists)
 	switch {
 	case exists && !o.Exists:
 		x.DObjects = 1
@@ -264,6 +313,9 @@ func AssertVersion(exists bool, have, want uint64) error {
 func ReadOp(o *Object, op *osdop.Op) (osdop.Result, error) {
 	s, c := o.Store, o.Coll
 	var r osdop.Result
+	if op.Code == osdop.ListSnaps {
+		return listSnaps(o)
+	}
 	if !o.Exists {
 		return r, osdop.ErrNotFound
 	}
@@ -322,11 +374,12 @@ func ReadOp(o *Object, op *osdop.Op) (osdop.Result, error) {
 
 // clsObject is an object-class method's view of the request's object.
 type clsObject struct {
-	o       *Object
-	t       *objectstore.Transaction
-	wrote   bool
-	removed bool
-	size    int64 // -1: unknown change
+	o           *Object
+	t           *objectstore.Transaction
+	wrote       bool
+	removed     bool
+	dataChanged bool  // Write or WriteFull
+	size        int64 // -1: unknown change
 }
 
 func (c *clsObject) Exists() bool { return c.o.Exists }
@@ -353,11 +406,11 @@ func (c *clsObject) OmapList(after, prefix string, max int) ([]omap.KV, bool, er
 }
 func (c *clsObject) Write(off uint64, data []byte) {
 	c.t.Write(c.o.Coll, c.o.OID, off, data)
-	c.wrote, c.size = true, int64(max(c.o.Size, off+uint64(len(data))))
+	c.wrote, c.dataChanged, c.size = true, true, int64(max(c.o.Size, off+uint64(len(data))))
 }
 func (c *clsObject) WriteFull(data []byte) {
 	c.t.WriteFull(c.o.Coll, c.o.OID, data)
-	c.wrote, c.size = true, int64(len(data))
+	c.wrote, c.dataChanged, c.size = true, true, int64(len(data))
 }
 func (c *clsObject) SetXattr(name string, v []byte) {
 	c.t.SetAttr(c.o.Coll, c.o.OID, UserAttr+name, v)

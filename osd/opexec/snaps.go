@@ -1,0 +1,166 @@
+package opexec
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Snapshots, as Ceph's OSD keeps them (doc/dev/osd_internals/snaps.rst,
+// PrimaryLogPG::make_writeable): before the first change to an object
+// after a snap newer than its SnapSet's seq, the head is cloned — a
+// metadata-only copy in the object store, which shares the head's blocks
+// until either is written — and the clone is recorded in the head's
+// SnapSet (AttrSnapSet). A read at a snap resolves to the head or one
+// clone (osdop.SnapSet.Resolve). Removing a head that has clones leaves
+// a whiteout: an empty head that keeps the SnapSet (AttrWhiteout), which
+// reads and listings treat as absent.
+
+// Attributes of a head with snapshots.
+const (
+	AttrSnapSet  = "s.ss" // the encoded osdop.SnapSet
+	AttrWhiteout = "s.wo" // present: the head was removed and is kept for its clones
+)
+
+// SnapContext is a write's snapshot context: the newest snap id the
+// writer knows of and the live snaps, newest first (Ceph's SnapContext).
+type SnapContext struct {
+	Seq   uint64
+	Snaps []uint64
+}
+
+// CloneOID names clone id of object oid in its PG's collection: an
+// internal name (leading NUL byte, peering.IsInternal) that sorts beside
+// the other clones of oid.
+func CloneOID(oid string, id uint64) string {
+	return fmt.Sprintf("\x00s%s\x00%016x", oid, id)
+}
+
+// LoadSnapSet adds the object's snapshot state to o: its SnapSet (nil if
+// it has none) and whether the head is a whiteout (then Exists is false).
+// Callers load it for pools that have snapshots, where any object may.
+func (o *Object) LoadSnapSet() error {
+	if !o.Exists {
+		return nil
+	}
+	b, err := o.Store.GetAttr(o.Coll, o.OID, AttrSnapSet)
+	switch {
+	case errors.Is(err, objectstore.ErrNotFound):
+		return nil
+	case err != nil:
+		return StoreErr(err)
+	}
+	if o.SnapSet, err = osdop.DecodeSnapSet(b); err != nil {
+		return fmt.Errorf("%w: %s: %v", osdop.ErrCorrupt, o.OID, err)
+	}
+	if _, err := o.Store.GetAttr(o.Coll, o.OID, AttrWhiteout); err == nil {
+		o.Whiteout, o.Exists, o.Size, o.Version = true, false, 0, 0
+	}
+	return nil
+}
+
+// AtSnap returns the object as of snap: the head itself, or the clone
+// that holds it (loaded as an Object of its own). ErrNotFound if the
+// object did not exist then.
+func (o *Object) AtSnap(snap uint64) (*Object, error) {
+	if o.SnapSet == nil {
+		if !o.Exists {
+			return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, o.OID)
+		}
+		return o, nil
+	}
+	i, head, ok := o.SnapSet.Resolve(snap)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: %s did not exist at snap %d", osdop.ErrNotFound, o.OID, snap)
+	case head && !o.Exists:
+		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, o.OID)
+	case head:
+		return o, nil
+	}
+	c, err := Load(o.Store, o.Coll, CloneOID(o.OID, o.SnapSet.Clones[i].ID))
+	if err != nil {
+		return nil, err
+	}
+	if !c.Exists {
+		return nil, fmt.Errorf("%w: %s: clone %d of snap %d is missing", osdop.ErrNotFound, o.OID, o.SnapSet.Clones[i].ID, snap)
+	}
+	return c, nil
+}
+
+// makeWriteable clones the head before a write whose SnapContext is newer
+// than the object's SnapSet (Ceph's make_writeable), and returns the
+// SnapSet the write leaves (nil: the object has none and needs none).
+// The clone serves the snaps of the context newer than the SnapSet's seq;
+// none (all removed) makes no clone.
+func makeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *osdop.SnapSet {
+	if o.SnapSet == nil && snapc.Seq == 0 {
+		return nil
+	}
+	ss := &osdop.SnapSet{}
+	if o.SnapSet != nil {
+		ss.Seq = o.SnapSet.Seq
+		for _, c := range o.SnapSet.Clones {
+			c.Snaps, c.Overlap = slices.Clone(c.Snaps), slices.Clone(c.Overlap)
+			ss.Clones = append(ss.Clones, c)
+		}
+	}
+	if snapc.Seq <= ss.Seq {
+		return ss
+	}
+	var snaps []uint64
+	for _, s := range snapc.Snaps {
+		if s > ss.Seq {
+			snaps = append(snaps, s)
+		}
+	}
+	if o.Exists && len(snaps) > 0 {
+		coid := CloneOID(o.OID, snapc.Seq)
+		t.Clone(o.Coll, o.OID, coid)
+		t.RmAttr(o.Coll, coid, AttrSnapSet)
+		c := osdop.CloneInfo{ID: snapc.Seq, Snaps: snaps, Size: o.Size}
+		if o.Size > 0 {
+			c.Overlap = []osdop.Extent{{Off: 0, Len: o.Size}}
+		}
+		ss.Clones = append(ss.Clones, c)
+	}
+	ss.Seq = snapc.Seq
+	return ss
+}
+
+// finishSnaps records the SnapSet a write leaves: on the head if it
+// exists after the write, or on a whiteout head if the write removed an
+// object that has clones.
+func finishSnaps(o *Object, t *objectstore.Transaction, ss *osdop.SnapSet, exists bool) {
+	if ss == nil {
+		return
+	}
+	c, oid := o.Coll, o.OID
+	switch {
+	case exists:
+		t.SetAttr(c, oid, AttrSnapSet, ss.Bytes())
+		if o.Whiteout {
+			t.RmAttr(c, oid, AttrWhiteout)
+		}
+	case len(ss.Clones) > 0:
+		t.Touch(c, oid) // after the head's removal: an empty object without attributes or omap
+		t.SetAttr(c, oid, AttrSnapSet, ss.Bytes())
+		t.SetAttr(c, oid, AttrWhiteout, nil)
+	}
+}
+
+// listSnaps is the ListSnaps op: the SnapSet (empty if none) and whether
+// the head exists.
+func listSnaps(o *Object) (osdop.Result, error) {
+	if !o.Exists && o.SnapSet == nil {
+		return osdop.Result{}, osdop.ErrNotFound
+	}
+	ss := osdop.SnapSet{HeadExists: o.Exists}
+	if o.SnapSet != nil {
+		ss.Seq, ss.Clones = o.SnapSet.Seq, o.SnapSet.Clones
+	}
+	return osdop.Result{Data: ss.Bytes()}, nil
+}
