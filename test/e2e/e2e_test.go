@@ -140,7 +140,13 @@ func (c *tcluster) kill9(name string) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		c.t.Fatalf("kill %s (%d): %v", name, pid, err)
 	}
-	// the process is not our child: wait until its pid is gone
+	c.waitGone(name, pid)
+}
+
+// waitGone waits until daemon name's process pid, killed, is gone: it is
+// not our child, and until it is reaped `shoal up` takes it for running.
+func (c *tcluster) waitGone(name string, pid int) {
+	c.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
