@@ -261,7 +261,8 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(9)
+	d.wg.Add(10)
+	go d.snapTrimLoop()
 	go d.beaconLoop()
 	go d.pgTempLoop()
 	go d.historyLoop()

@@ -48,6 +48,8 @@ type PG struct {
 	shard   int
 	pending map[uint64]bool
 	scrub   pgScrub
+	// snaptrim is the snap trimmer's progress (snaptrim.go)
+	snaptrim pgSnapTrim
 	// notified is the interval in which this OSD, a stray, told the
 	// primary it holds a copy (msgNotify)
 	notified uint64
@@ -250,9 +252,10 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 	if isEC {
 		txns = x.shards
 	}
-	if !x.ExistsAfter {
+	switch {
+	case !x.ExistsAfter && !x.Whiteout:
 		entry.Op = logDelete
-	} else {
+	case x.ExistsAfter:
 		now := time.Now()
 		for _, t := range txns {
 			opexec.Stamp(t, pg.coll, req.OID, v, now)
@@ -516,7 +519,7 @@ func (pg *PG) stateOf(n, misplaced int64) string {
 		return pg.ps.State.Name()
 	}
 	if !pg.ps.Interval.Undersized() && n == 0 && len(pg.ps.Interval.Backfill.OSDs) == 0 && slices.Equal(pg.ps.Interval.Acting, pg.ps.Interval.Up) {
-		return "active+clean"
+		return "active+clean" + pg.snapTrimState()
 	}
 	s, backfill := "active", ""
 	r := pg.rec

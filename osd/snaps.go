@@ -19,6 +19,9 @@ import (
 func snapContext(pool *osdmap.Pool, req *osdop.Request) error {
 	uses := req.SnapSeq != 0 || req.Snap != 0 || len(req.Snaps) > 0
 	for _, op := range req.Ops {
+		if op.Code == osdop.TrimSnaps {
+			return fmt.Errorf("%w: %s is the snap trimmer's own op", osdop.ErrInvalid, op.Code)
+		}
 		uses = uses || op.Code == osdop.Rollback || op.Code == osdop.ListSnaps
 	}
 	if !uses && !pool.PoolSnapsMode() {

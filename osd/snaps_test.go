@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/internal/snapmodel"
+	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -20,9 +21,13 @@ import (
 // OSD misses part of it and catches up (its clones come with their
 // heads), then serves everything alone.
 func TestSelfManagedSnapshots(t *testing.T) {
-	a, start := blockMon(t)
+	a, start := blockMonWith(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	osds := []*osd.OSD{start(dirs[0]), start(dirs[1]), start(dirs[2])}
+	osds := make([]*osd.OSD, 3)
+	stores := make([]*objectstore.BlockStore, 3)
+	for i := range osds {
+		osds[i], stores[i] = start(dirs[i], "", 0)
+	}
 	defer func() {
 		for _, o := range osds {
 			o.Close()
@@ -48,7 +53,7 @@ func TestSelfManagedSnapshots(t *testing.T) {
 	}
 	run(100)
 	m.Check(ctx, t, p, "osd.2 down")
-	osds[2] = start(dirs[2])
+	osds[2], stores[2] = start(dirs[2], "", 0)
 	waitClean(ctx, t, cl, p.ID())
 	for _, i := range []int{0, 1} {
 		osds[i].Close()
@@ -60,7 +65,20 @@ func TestSelfManagedSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Check(ctx, t, p, "osd.2 alone after catching up")
-	osds[0], osds[1] = start(dirs[0]), start(dirs[1])
+	for _, i := range []int{0, 1} {
+		osds[i], stores[i] = start(dirs[i], "", 0)
+	}
+	waitClean(ctx, t, cl, p.ID())
+	// trimming: every snap removed, every clone goes and its blocks with it
+	m.RemoveAllSnaps(ctx, t, p)
+	waitClean(ctx, t, cl, p.ID()) // snaptrim_wait, snaptrim, then clean
+	m.CheckNoClones(ctx, t, p)
+	m.Check(ctx, t, p, "after trimming")
+	for i, s := range stores {
+		if blocks, _ := s.SharedBlocks(); blocks != 0 {
+			t.Fatalf("osd.%d: %d blocks still shared after every clone was trimmed", i, blocks)
+		}
+	}
 	t.Logf("steps: %v", m.Steps)
 }
 

@@ -57,6 +57,10 @@ const (
 	// exist then. A write.
 	Rollback
 	ListSnaps // → Data: the object's SnapSet (EncodeSnapSet); Ceph's CEPH_OSD_OP_LIST_SNAPS
+	// TrimSnaps is the snap trimmer's write (internal: refused from
+	// clients): take the snap ids in Data (8 bytes little-endian each)
+	// out of the object's clones, removing clones that serve no snap.
+	TrimSnaps
 	lastCode
 )
 
@@ -64,7 +68,7 @@ var names = map[Code]string{WriteFull: "writefull", Write: "write", Append: "app
 	Remove: "remove", Create: "create", SetXattr: "setxattr", RmXattr: "rmxattr", OmapSet: "omap-set", OmapRm: "omap-rm",
 	OmapClear: "omap-clear", Call: "call", AssertVersion: "assert-version", Read: "read", Stat: "stat",
 	GetXattr: "getxattr", GetXattrs: "getxattrs", OmapGet: "omap-get", OmapList: "omap-list",
-	Rollback: "rollback", ListSnaps: "list-snaps"}
+	Rollback: "rollback", ListSnaps: "list-snaps", TrimSnaps: "trim-snaps"}
 
 func (c Code) String() string {
 	if n, ok := names[c]; ok {
@@ -75,7 +79,7 @@ func (c Code) String() string {
 
 // IsWrite reports whether the op changes the object (Call counts as a
 // write: a method may change the object, so it runs on the write path).
-func (c Code) IsWrite() bool { return c <= AssertVersion || c == Rollback }
+func (c Code) IsWrite() bool { return c <= AssertVersion || c == Rollback || c == TrimSnaps }
 
 // KV is an omap entry or an xattr.
 type KV = omap.KV
@@ -480,6 +484,9 @@ type Perf struct {
 	// RecoveryPreempted counts recovery reservations this OSD's PGs gave
 	// back to PGs of higher priority (degraded before misplaced).
 	RecoveryPreempted uint64 `json:"recovery_preempted"`
+	// SnapTrimmed counts the objects this OSD's snap trimmer rewrote as
+	// primary (removed snaps taken out of their clones).
+	SnapTrimmed uint64 `json:"snaptrim_objects"`
 	// MClockCapacityIOPS is the random 4 KiB write capacity the I/O
 	// scheduler charges operations against: measured at the OSD's first
 	// start, or osd_mclock_max_capacity_iops_* (a gauge, not a counter).

@@ -154,3 +154,37 @@ func (m *Model) Step(ctx context.Context, t testing.TB, rng *rand.Rand, p *clien
 	}
 	m.Steps[kind]++
 }
+
+// RemoveAllSnaps removes every live snap, as the pool's trimmer will
+// then remove every clone.
+func (m *Model) RemoveAllSnaps(ctx context.Context, t testing.TB, p *client.Pool) {
+	t.Helper()
+	for _, id := range m.live {
+		if err := p.SelfManagedSnapRemove(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		delete(m.snaps, id)
+		m.gone = append(m.gone, id)
+	}
+	m.live = nil
+}
+
+// CheckNoClones fails unless no object has a clone left, and an object
+// removed at the head is gone (not kept as a whiteout): what trimming
+// every snap leaves.
+func (m *Model) CheckNoClones(ctx context.Context, t testing.TB, p *client.Pool) {
+	t.Helper()
+	for i := range m.Objects {
+		oid := "o" + strconv.Itoa(i)
+		ss, err := p.ListSnaps(ctx, oid)
+		if m.head[oid] == nil {
+			if !errors.Is(err, osdop.ErrNotFound) {
+				t.Fatalf("%s, removed, after trimming: %+v, %v", oid, ss, err)
+			}
+			continue
+		}
+		if err != nil || len(ss.Clones) != 0 || !ss.HeadExists {
+			t.Fatalf("%s after trimming: %+v, %v", oid, ss, err)
+		}
+	}
+}

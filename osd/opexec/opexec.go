@@ -98,6 +98,9 @@ type Prepared struct {
 	ExistsAfter bool                     // and after it (false: the request removed it)
 	DObjects    int64                    // the change in the PG's object count (-1, 0, 1)
 	DBytes      int64                    // the change in the object's size
+	// Whiteout: the head does not exist after the request but stays in
+	// the store as a whiteout, for its clones (snaps.go).
+	Whiteout bool
 }
 
 // Prepare executes a write request's ops against the state of its object
@@ -108,6 +111,9 @@ type Prepared struct {
 // without snapshots); o's SnapSet must be loaded (LoadSnapSet) in a pool
 // with snapshots. Errors are osdop's, wrapped with the op that failed.
 func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Prepared, error) {
+	if len(ops) == 1 && ops[0].Code == osdop.TrimSnaps {
+		return trimSnaps(o, ops[0].Data)
+	}
 	t := &objectstore.Transaction{}
 	c, oid := o.Coll, o.OID
 	exists, size := o.Exists, o.Size
@@ -272,7 +278,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 		}
 	}
 	x.ExistsAfter = exists
-	finishSnaps(o, t, ss, exists)
+	x.Whiteout = finishSnaps(o, t, ss, exists)
 	switch {
 	case exists && !o.Exists:
 		x.DObjects = 1

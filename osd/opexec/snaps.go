@@ -1,6 +1,7 @@
 package opexec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -132,11 +133,11 @@ func makeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *os
 }
 
 // finishSnaps records the SnapSet a write leaves: on the head if it
-// exists after the write, or on a whiteout head if the write removed an
-// object that has clones.
-func finishSnaps(o *Object, t *objectstore.Transaction, ss *osdop.SnapSet, exists bool) {
+// exists after the write, or on a whiteout head (whiteout true) if the
+// write removed an object that has clones.
+func finishSnaps(o *Object, t *objectstore.Transaction, ss *osdop.SnapSet, exists bool) (whiteout bool) {
 	if ss == nil {
-		return
+		return false
 	}
 	c, oid := o.Coll, o.OID
 	switch {
@@ -149,7 +150,88 @@ func finishSnaps(o *Object, t *objectstore.Transaction, ss *osdop.SnapSet, exist
 		t.Touch(c, oid) // after the head's removal: an empty object without attributes or omap
 		t.SetAttr(c, oid, AttrSnapSet, ss.Bytes())
 		t.SetAttr(c, oid, AttrWhiteout, nil)
+		return true
 	}
+	return false
+}
+
+// EncodeSnapIDs is the data of a TrimSnaps op: snap ids, 8 bytes
+// little-endian each.
+func EncodeSnapIDs(ids []uint64) []byte {
+	b := make([]byte, 0, 8*len(ids))
+	for _, id := range ids {
+		b = binary.LittleEndian.AppendUint64(b, id)
+	}
+	return b
+}
+
+// trimSnaps is the TrimSnaps op (Ceph's snap trimmer, one object's
+// part): the removed snap ids in data leave every clone's snaps; a
+// clone left serving none is removed, and what its older neighbour
+// shared with it and it with its newer one is what the neighbour shares
+// now (the overlaps' intersection); a whiteout head left without clones
+// goes too. An object without clones is left alone.
+func trimSnaps(o *Object, data []byte) (*Prepared, error) {
+	if len(data)%8 != 0 {
+		return nil, fmt.Errorf("%w: trim-snaps data of %d bytes", osdop.ErrInvalid, len(data))
+	}
+	removed := map[uint64]bool{}
+	for i := 0; i < len(data); i += 8 {
+		removed[binary.LittleEndian.Uint64(data[i:])] = true
+	}
+	t := &objectstore.Transaction{}
+	x := &Prepared{T: t, Results: make([]osdop.Result, 1), Existed: o.Exists, ExistsAfter: o.Exists, Whiteout: o.Whiteout}
+	if o.SnapSet == nil {
+		return x, nil
+	}
+	ss := &osdop.SnapSet{Seq: o.SnapSet.Seq}
+	for _, c := range o.SnapSet.Clones {
+		c.Snaps = slices.DeleteFunc(slices.Clone(c.Snaps), func(s uint64) bool { return removed[s] })
+		c.Overlap = slices.Clone(c.Overlap)
+		if len(c.Snaps) > 0 {
+			ss.Clones = append(ss.Clones, c)
+			continue
+		}
+		t.Remove(o.Coll, CloneOID(o.OID, c.ID))
+		if k := len(ss.Clones); k > 0 {
+			ss.Clones[k-1].Overlap = intersect(ss.Clones[k-1].Overlap, c.Overlap)
+		}
+	}
+	switch {
+	case o.Whiteout && len(ss.Clones) == 0:
+		t.Remove(o.Coll, o.OID)
+		x.Whiteout = false
+	case t.Len() > 0 || !sameSnaps(ss, o.SnapSet):
+		t.SetAttr(o.Coll, o.OID, AttrSnapSet, ss.Bytes())
+	}
+	return x, nil
+}
+
+func sameSnaps(a, b *osdop.SnapSet) bool {
+	for i := range a.Clones {
+		if !slices.Equal(a.Clones[i].Snaps, b.Clones[i].Snaps) {
+			return false
+		}
+	}
+	return true
+}
+
+// intersect is the bytes both a and b cover (each sorted and disjoint).
+func intersect(a, b []osdop.Extent) []osdop.Extent {
+	var out []osdop.Extent
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo := max(a[i].Off, b[j].Off)
+		ae, be := a[i].Off+a[i].Len, b[j].Off+b[j].Len
+		if hi := min(ae, be); lo < hi {
+			out = append(out, osdop.Extent{Off: lo, Len: hi - lo})
+		}
+		if ae < be {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
 }
 
 // listSnaps is the ListSnaps op: the SnapSet (empty if none) and whether

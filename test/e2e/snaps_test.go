@@ -20,8 +20,10 @@ import (
 // every snap) on real daemons: the primary of some objects is killed with
 // SIGKILL while the model writes, it goes on degraded, the OSD returns
 // and catches up (clones with their heads), a deep scrub of every PG is
-// clean, and after SIGKILL of every daemon and a restart every object
-// still reads back at every snap.
+// clean; every snap is removed and the same OSD killed as the PGs start
+// to trim, and once it is back the trim finishes (no clone, no whiteout
+// left, deep scrub clean); after SIGKILL of every daemon and a restart
+// every object still reads back.
 func TestSnapshotsSurviveKill9(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -54,6 +56,14 @@ func TestSnapshotsSurviveKill9(t *testing.T) {
 	c.up() // restarts it; it catches up from the PG logs
 	c.waitHealth("HEALTH_OK", 90*time.Second)
 	m.Check(ctx, t, p, victim+" back")
+	deepScrubAll(ctx, t, conn, p.ID())
+	// every snap removed, and an OSD killed as its PGs start to trim
+	m.RemoveAllSnaps(ctx, t, p)
+	c.kill9(victim)
+	c.up()
+	c.waitClean(90 * time.Second) // snaptrim_wait and snaptrim are not clean
+	m.CheckNoClones(ctx, t, p)
+	m.Check(ctx, t, p, "after trimming")
 	deepScrubAll(ctx, t, conn, p.ID())
 	for _, n := range []string{"osd.0", "osd.1", "osd.2", "mon.a"} {
 		c.kill9(n)
