@@ -76,15 +76,16 @@ func (s *BlockStore) Fsck(deep bool) error {
 	}
 	for _, refs := range []map[uint64]refRegion{s.refs, persisted} {
 		for reg, r := range refs {
-			for off, extra := range r {
-				b := reg*regionBlocks + uint64(off)
-				if owners[b] != extra+1 {
-					return fmt.Errorf("fsck: block %d: %d owners, reference table says %d", b, owners[b], extra+1)
+			for _, x := range r {
+				for b := reg*regionBlocks + uint64(x.off); b < reg*regionBlocks+uint64(x.off+x.n); b++ {
+					if owners[b] != x.extra+1 {
+						return fmt.Errorf("fsck: block %d: %d owners, reference table says %d", b, owners[b], x.extra+1)
+					}
 				}
 			}
 		}
 		for b, n := range owners {
-			if n > 1 && refs[b/regionBlocks][uint16(b%regionBlocks)] == 0 {
+			if n > 1 && refs[b/regionBlocks].get(uint32(b%regionBlocks)) == 0 {
 				return fmt.Errorf("fsck: block %d has %d owners and no reference table entry", b, n)
 			}
 		}

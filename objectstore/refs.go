@@ -3,8 +3,8 @@ package objectstore
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
+	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -32,33 +32,33 @@ import (
 // written in the same Pebble batch as the onodes that change the counts.
 
 // refRegion holds the extra reference counts of one region's shared
-// blocks, by offset in the region.
-type refRegion map[uint16]uint32
+// blocks: runs of consecutive blocks with equal counts, sorted by offset,
+// disjoint, neighbours of equal counts merged. A clone of a contiguous
+// object adds one run; writes to either owner split it.
+type refRegion []refRun
+
+// refRun is blocks [off, off+n) of a region with extra references each.
+type refRun struct {
+	off, n uint32
+	extra  uint32
+}
 
 func refKey(region uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{pRefs}, region)
 }
 
-// encode writes the region's counts as runs of consecutive blocks with
-// equal counts.
 func (r refRegion) encode() []byte {
-	offs := slices.Sorted(maps.Keys(r))
 	var b []byte
-	for i := 0; i < len(offs); {
-		j := i + 1
-		for j < len(offs) && offs[j] == offs[j-1]+1 && r[offs[j]] == r[offs[i]] {
-			j++
-		}
-		b = binary.AppendUvarint(b, uint64(offs[i]))
-		b = binary.AppendUvarint(b, uint64(j-i))
-		b = binary.AppendUvarint(b, uint64(r[offs[i]]))
-		i = j
+	for _, x := range r {
+		b = binary.AppendUvarint(b, uint64(x.off))
+		b = binary.AppendUvarint(b, uint64(x.n))
+		b = binary.AppendUvarint(b, uint64(x.extra))
 	}
 	return b
 }
 
 func decodeRefRegion(b []byte) (refRegion, error) {
-	r := refRegion{}
+	var r refRegion
 	for len(b) > 0 {
 		var v [3]uint64
 		for i := range v {
@@ -69,17 +69,78 @@ func decodeRefRegion(b []byte) (refRegion, error) {
 			v[i], b = x, b[n:]
 		}
 		off, n, extra := v[0], v[1], v[2]
-		if off+n > regionBlocks || extra == 0 || extra > 1<<31 {
+		if n == 0 || off+n > regionBlocks || extra == 0 || extra > 1<<31 || (len(r) > 0 && uint64(r[len(r)-1].off+r[len(r)-1].n) > off) {
 			return nil, fmt.Errorf("objectstore: %w: reference table run %d+%d ×%d", ErrCorrupt, off, n, extra)
 		}
-		for b := off; b < off+n; b++ {
-			r[uint16(b)] = uint32(extra)
-		}
+		r = append(r, refRun{uint32(off), uint32(n), uint32(extra)})
 	}
 	return r, nil
 }
 
-// region returns the group's copy of a region's counts to change (made
+// get is block off's extra references.
+func (r refRegion) get(off uint32) uint32 {
+	i := sort.Search(len(r), func(i int) bool { return r[i].off+r[i].n > off })
+	if i < len(r) && r[i].off <= off {
+		return r[i].extra
+	}
+	return 0
+}
+
+// apply sets the count of every block of [lo, hi) to f(its count) and
+// returns the region so changed, a new slice (r is not changed): run by
+// run, so a clone's range costs O(runs), not O(blocks).
+func (r refRegion) apply(lo, hi uint32, f func(uint32) uint32) refRegion {
+	i := sort.Search(len(r), func(i int) bool { return r[i].off+r[i].n > lo })
+	out := make(refRegion, i, len(r)+2)
+	copy(out, r[:i])
+	emit := func(s, e, c uint32) {
+		if v := f(c); v != 0 && e > s {
+			out = out.push(refRun{s, e - s, v})
+		}
+	}
+	at, j := lo, i
+	for ; j < len(r) && r[j].off < hi; j++ {
+		x := r[j]
+		if x.off < lo { // its part before lo stays as it is
+			out = append(out, refRun{x.off, lo - x.off, x.extra})
+		}
+		emit(at, max(x.off, at), 0) // the gap before it
+		s, e := max(x.off, lo), min(x.off+x.n, hi)
+		emit(s, e, x.extra)
+		at = e
+	}
+	emit(at, hi, 0)
+	if j > i { // the last overlapped run's part after hi
+		if x := r[j-1]; x.off+x.n > hi {
+			out = out.push(refRun{hi, x.off + x.n - hi, x.extra})
+		}
+	}
+	for _, x := range r[j:] {
+		out = out.push(x)
+	}
+	return out
+}
+
+// push appends x, merging it into the last run if it continues it with
+// the same count.
+func (r refRegion) push(x refRun) refRegion {
+	if k := len(r) - 1; k >= 0 && r[k].off+r[k].n == x.off && r[k].extra == x.extra {
+		r[k].n += x.n
+		return r
+	}
+	return append(r, x)
+}
+
+// blocks counts the region's shared blocks and their extra references.
+func (r refRegion) blocks() (n, extra uint64) {
+	for _, x := range r {
+		n += uint64(x.n)
+		extra += uint64(x.n) * uint64(x.extra)
+	}
+	return n, extra
+}
+
+// refRegion returns the group's copy of a region's counts to change (made
 // from the committed table on first use).
 func (g *group) refRegion(reg uint64) refRegion {
 	if r, ok := g.refs[reg]; ok {
@@ -88,22 +149,9 @@ func (g *group) refRegion(reg uint64) refRegion {
 	if g.refs == nil {
 		g.refs = map[uint64]refRegion{}
 	}
-	r := maps.Clone(g.s.refs[reg])
-	if r == nil {
-		r = refRegion{}
-	}
+	r := slices.Clone(g.s.refs[reg])
 	g.refs[reg] = r
 	return r
-}
-
-// extraRefs is the count of block b's extra references as the group sees
-// it.
-func (g *group) extraRefs(b uint64) uint32 {
-	reg, off := b/regionBlocks, uint16(b%regionBlocks)
-	if r, ok := g.refs[reg]; ok {
-		return r[off]
-	}
-	return g.s.refs[reg][off]
 }
 
 // share adds a reference to blocks [start, start+n): a second extent now
@@ -111,11 +159,9 @@ func (g *group) extraRefs(b uint64) uint32 {
 func (g *group) share(start, n uint64) {
 	for b := start; b < start+n; {
 		reg := b / regionBlocks
-		r := g.refRegion(reg)
 		end := min(start+n, (reg+1)*regionBlocks)
-		for ; b < end; b++ {
-			r[uint16(b%regionBlocks)]++
-		}
+		g.refs[reg] = g.refRegion(reg).apply(uint32(b%regionBlocks), uint32(end-reg*regionBlocks), func(c uint32) uint32 { return c + 1 })
+		b = end
 	}
 }
 
@@ -125,25 +171,35 @@ func (g *group) free(start, n uint64) {
 	if n == 0 {
 		return
 	}
-	if len(g.s.refs) == 0 && len(g.refs) == 0 { // nothing is shared
-		g.freed = append(g.freed, run{start, n})
-		return
-	}
-	for b := start; b < start+n; b++ {
-		if g.extraRefs(b) == 0 {
-			if k := len(g.freed) - 1; k >= 0 && g.freed[k].start+g.freed[k].n == b {
-				g.freed[k].n++
-			} else {
-				g.freed = append(g.freed, run{b, 1})
-			}
+	for b := start; b < start+n; {
+		reg := b / regionBlocks
+		end := min(start+n, (reg+1)*regionBlocks)
+		r, changed := g.refs[reg]
+		if !changed {
+			r = g.s.refs[reg]
+		}
+		if len(r) == 0 { // nothing shared in this region
+			g.freeRun(b, end-b)
+			b = end
 			continue
 		}
-		r := g.refRegion(b / regionBlocks)
-		off := uint16(b % regionBlocks)
-		if r[off]--; r[off] == 0 {
-			delete(r, off)
+		for blk := b; blk < end; blk++ {
+			if r.get(uint32(blk%regionBlocks)) == 0 {
+				g.freeRun(blk, 1)
+			}
 		}
+		g.refs[reg] = g.refRegion(reg).apply(uint32(b%regionBlocks), uint32(end-reg*regionBlocks), func(c uint32) uint32 { return max(c, 1) - 1 })
+		b = end
 	}
+}
+
+// freeRun frees blocks [start, start+n), merging with the run freed last.
+func (g *group) freeRun(start, n uint64) {
+	if k := len(g.freed) - 1; k >= 0 && g.freed[k].start+g.freed[k].n == start {
+		g.freed[k].n += n
+		return
+	}
+	g.freed = append(g.freed, run{start, n})
 }
 
 // persistRefs writes the regions whose counts the group changed.
@@ -180,10 +236,8 @@ func (s *BlockStore) SharedBlocks() (blocks, extra uint64) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	for _, r := range s.refs {
-		for _, n := range r {
-			blocks++
-			extra += uint64(n)
-		}
+		n, e := r.blocks()
+		blocks, extra = blocks+n, extra+e
 	}
 	return blocks, extra
 }

@@ -12,8 +12,14 @@ import (
 )
 
 // benchCluster is a test cluster's MON (testcluster.Start) and three
-// OSDs on BlockStores of 8 GiB.
+// OSDs on BlockStores of 8 GiB, with the pool "data" on them.
 func benchCluster(b *testing.B) (*client.Pool, []*objectstore.BlockStore) {
+	p, stores, _ := benchClusterConn(b)
+	return p, stores
+}
+
+// benchClusterConn is benchCluster with the client connection too.
+func benchClusterConn(b *testing.B) (*client.Pool, []*objectstore.BlockStore, *client.Conn) {
 	c := testcluster.Start(b, testcluster.Options{Conf: osdConf})
 	var stores []*objectstore.BlockStore
 	for range 3 {
@@ -30,7 +36,7 @@ func benchCluster(b *testing.B) (*client.Pool, []*objectstore.BlockStore) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return p, stores
+	return p, stores, cl
 }
 
 // BenchmarkReplicatedWrite measures 3-replica writes through the whole

@@ -77,6 +77,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 	d.m = m
 	close(d.mapCh)
 	d.mapCh = make(chan struct{})
+	d.snapTrimKick.kick() // removed snaps may have grown, PGs become clean
 	if d.id >= 0 && d.id < m.MaxOSD() && (!m.OSDs[d.id].Up || m.OSDs[d.id].Addr != d.addr) {
 		wasUp := old != nil && d.id < old.MaxOSD() && old.OSDs[d.id].Up && old.OSDs[d.id].Addr == d.addr
 		wait := d.markedDown(d.clock.Now(), wasUp)

@@ -111,9 +111,11 @@ type OSD struct {
 	// starts): what heartbeats answer by, without waiting for mu.
 	installed atomic.Pointer[osdmap.Map]
 
-	scrubKick  wake         // wakes the scrub loop for a requested scrub
-	recovering sem.Weighted // object copies of recovery in flight (osd_recovery_max_active)
-	reserver   reserver     // PGs recovering with this OSD as primary (osd_max_backfills), by priority
+	scrubKick wake // wakes the scrub loop for a requested scrub
+	// snapTrimKick wakes the snap trimmer for a new map
+	snapTrimKick wake
+	recovering   sem.Weighted // object copies of recovery in flight (osd_recovery_max_active)
+	reserver     reserver     // PGs recovering with this OSD as primary (osd_max_backfills), by priority
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
@@ -202,7 +204,7 @@ func Start(o Options) (*OSD, error) {
 		o.Clock = clockwork.NewRealClock()
 	}
 	d := &OSD{o: o, clock: o.Clock, id: id, store: store, log: o.Logger, ctx: ctx, cancel: cancel, name: name,
-		mapCh: make(chan struct{}), scrubKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable(o.Clock.Now())}
+		mapCh: make(chan struct{}), scrubKick: newWake(), snapTrimKick: newWake(), pgTemp: pgTempRequests{kick: newWake()}, history: historyRecords{kick: newWake()}, pgs: map[osdmap.PGID]*PG{}, removing: map[osdmap.PGID]*pgRemoval{}, codecs: map[int64]*ec.Codec{}, peers: map[string]*msgr.Client{}, lastHB: map[string]time.Time{}, leases: newLeaseTable(o.Clock.Now())}
 	d.cfg.Store(cfg)
 	d.mem = memory(cfg, mem.MetaCache)
 	d.qos.class = o.Class

@@ -57,7 +57,7 @@ func (pg *PG) snapTrimState() string {
 // snapTrimLoop trims, one PG at a time, until the OSD stops.
 func (d *OSD) snapTrimLoop() {
 	defer d.wg.Done()
-	periodic.Every(d.ctx, d.clock, time.Second, nil, func() {
+	periodic.Every(d.ctx, d.clock, time.Second, d.snapTrimKick, func() {
 		d.mu.RLock()
 		pgs := make([]*PG, 0, len(d.pgs))
 		for _, pg := range d.pgs {
