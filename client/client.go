@@ -53,6 +53,7 @@ var (
 	ErrNoData       = osdop.ErrNoData
 	ErrUnreadable   = osdop.ErrUnreadable
 	ErrCorrupt      = osdop.ErrCorrupt
+	ErrBlocklisted  = osdop.ErrBlocklisted
 	ErrPermission   = errors.New("permission denied (wrong key?)")
 	ErrTimeout      = errors.New("operation timed out")
 	ErrPoolNotFound = errors.New("no such pool")

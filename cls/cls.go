@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/shoal-project/shoal/omap"
 )
@@ -25,8 +26,15 @@ type Object interface {
 	Size() uint64
 	Read(off, length uint64) ([]byte, error)
 	GetXattr(name string) ([]byte, error)
+	Xattrs() []string // the names of its extended attributes, sorted
 	OmapGet(keys []string) (map[string][]byte, error)
 	OmapList(startAfter, prefix string, max int) ([]omap.KV, bool, error)
+
+	// Caller is the client instance that sent the request
+	// ("client.NAME/NONCE", osdmap.InstanceName); empty for the OSD's own
+	// requests. Now is the primary's clock.
+	Caller() string
+	Now() time.Time
 
 	Write(off uint64, data []byte)
 	WriteFull(data []byte)
@@ -38,8 +46,8 @@ type Object interface {
 
 // Method runs with the object and the caller's input and returns output
 // for the caller. Its error fails the whole request (nothing is applied);
-// wrap ErrInvalid, ErrNotFound or ErrExists to choose the code the client
-// sees.
+// wrap ErrInvalid, ErrNotFound, ErrExists or ErrBusy to choose the code
+// the client sees.
 type Method func(o Object, in []byte) ([]byte, error)
 
 // Errors methods return to choose the client's error code.
@@ -47,6 +55,7 @@ var (
 	ErrInvalid  = errors.New("invalid input")
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("exists")
+	ErrBusy     = errors.New("busy")
 )
 
 var (

@@ -409,13 +409,21 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 		raw, _ = json.Marshal(c)
 		data, _ = json.Marshal(map[string]string{"entity": c.Args["entity"], "key": c.Args["key"]})
 	}
-	if c.Prefix == "osd pool mksnap" && c.Args["stamp"] == "" { // the leader takes the time; the log carries it
-		args := maps.Clone(c.Args)
-		if args == nil {
-			args = map[string]string{}
+	// the leader takes the time; the log carries it
+	if c.Prefix == "osd pool mksnap" && c.Args["stamp"] == "" {
+		c.Args = withArg(c.Args, "stamp", strconv.FormatInt(time.Now().UnixNano(), 10))
+		raw, _ = json.Marshal(c)
+	}
+	if c.Prefix == "osd blocklist add" && c.Args["until"] == "" {
+		expire := osdmap.BlocklistDefaultExpire
+		if s := c.Args["expire"]; s != "" {
+			secs, err := strconv.ParseFloat(s, 64)
+			if err != nil || secs <= 0 {
+				return monc.Result{}, fmt.Errorf("%w: blocklist expiry %q: want a positive number of seconds", ErrInvalid, s)
+			}
+			expire = time.Duration(secs * float64(time.Second))
 		}
-		args["stamp"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-		c.Args = args
+		c.Args = withArg(c.Args, "until", strconv.FormatInt(time.Now().Add(expire).UnixNano(), 10))
 		raw, _ = json.Marshal(c)
 	}
 	if _, err := Translate(c); err != nil { // refuse bad commands before they reach the log
@@ -655,4 +663,14 @@ type logWriter struct{ l *slog.Logger }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.l.Warn(string(p))
 	return len(p), nil
+}
+
+// withArg returns a copy of args with k set to v.
+func withArg(args map[string]string, k, v string) map[string]string {
+	out := maps.Clone(args)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[k] = v
+	return out
 }

@@ -277,6 +277,7 @@ func (s snapshot) Release() {}
 //	osd pool mksnap pool snap [stamp]       osd pool rmsnap pool snap
 //	osd pool selfmanaged-snap create pool   (message: the new snap id)
 //	osd pool selfmanaged-snap rm pool snapid
+//	osd blocklist add entry [until|expire]  osd blocklist rm entry
 //	config set who option value             config rm who option
 //	osd erasure-code-profile set name args [force]   osd erasure-code-profile rm name
 //
@@ -399,6 +400,10 @@ func Translate(c monc.Command) (Command, error) {
 		cmd = SelfManagedSnapCreate{Pool: a["pool"]}
 	case "osd pool selfmanaged-snap rm":
 		cmd = SelfManagedSnapRemove{Pool: a["pool"], ID: uint64(n("snapid"))}
+	case "osd blocklist add":
+		cmd = BlocklistAdd{Entry: a["entry"], Until: n("until")}
+	case "osd blocklist rm":
+		cmd = BlocklistRm{Entry: a["entry"]}
 	case "config set":
 		cmd = ConfigSet{Who: a["who"], Option: a["option"], Value: a["value"]}
 	case "config rm":

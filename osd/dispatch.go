@@ -165,6 +165,10 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	if err := opexec.CheckName(req.OID, int(d.conf().Int("osd_max_object_name_len"))); err != nil {
 		return nil, err
 	}
+	req.From = msg.From
+	if m.Blocklisted(msg.From, req.Client, time.Now()) {
+		return nil, fmt.Errorf("%w: %s", osdop.ErrBlocklisted, osdmap.InstanceName(msg.From, req.Client))
+	}
 	if err := snapContext(pool, req); err != nil {
 		return nil, err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	_ "github.com/shoal-project/shoal/cls/rgw" // the bucket index methods every OSD serves
+	_ "github.com/shoal-project/shoal/cls/lock" // advisory object locks
+	_ "github.com/shoal-project/shoal/cls/rgw"  // the bucket index methods every OSD serves
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/opexec"
+	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -68,6 +70,9 @@ func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
 	o, err := pg.loadObject(req.OID)
 	if err != nil {
 		return nil, err
+	}
+	if req.From != "" {
+		o.Caller = osdmap.InstanceName(req.From, req.Client)
 	}
 	x, err := opexec.Prepare(o, req.Ops, pg.osd.conf().Size("osd_max_object_size"), opexec.SnapContext{Seq: req.SnapSeq, Snaps: req.Snaps})
 	if err != nil {

@@ -10,14 +10,15 @@ import (
 
 // Encoding versions. Map v1 and Incremental v1 are the first; v2 appends
 // the cluster flags and the OSDs' extra state (AutoOut, Fullness), v3
-// their cluster addresses, v4 their UpFrom, v5 the pg_upmap entries. A
+// their cluster addresses, v4 their UpFrom, v5 the pg_upmap entries, v6
+// the blocklist. A
 // reader accepts newer versions whose compat is 1 and skips fields it
 // does not know. A map or incremental that holds pg_upmap entries has
 // compat 5: they change where PGs map, so a reader that would skip them
 // must refuse it (as Ceph requires luminous clients for pg_upmap).
 const (
-	mapVersion         = 5
-	incrementalVersion = 5
+	mapVersion         = 6
+	incrementalVersion = 6
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
@@ -208,9 +209,35 @@ func (m *Map) Encode() []byte {
 		ids[i] = int32(i)
 	}
 	encodeOSDFields(&e, ids, func(id int32) OSD { return m.OSDs[id] })
-	encodePGTemp(&e, m.PGUpmap) // v5
+	encodePGTemp(&e, m.PGUpmap)      // v5
+	encodeBlocklist(&e, m.Blocklist) // v6
 	e.End(mark)
 	return e.Bytes()
+}
+
+func encodeBlocklist(e *wire.Encoder, b map[string]int64) {
+	keys := make([]string, 0, len(b))
+	for k := range b {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.U32(uint32(len(keys)))
+	for _, k := range keys {
+		e.String(k)
+		e.I64(b[k])
+	}
+}
+
+func decodeBlocklist(d *wire.Decoder) map[string]int64 {
+	var b map[string]int64
+	for n := d.Count(12); n > 0 && d.Err() == nil; n-- {
+		if b == nil {
+			b = map[string]int64{}
+		}
+		k := d.String()
+		b[k] = d.I64()
+	}
+	return b
 }
 
 // extraState packs the OSD fields of encoding v2: bit 0 AutoOut, bits
@@ -341,6 +368,9 @@ func Decode(b []byte) (*Map, error) {
 	if v >= 5 {
 		m.PGUpmap = decodePGTemp(d)
 	}
+	if v >= 6 {
+		m.Blocklist = decodeBlocklist(d)
+	}
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -379,7 +409,9 @@ func (inc *Incremental) Encode() []byte {
 		e.U32(uint32(*inc.NewFlags))
 	}
 	encodeOSDFields(&e, sortedIDs(inc.NewOSDs), func(id int32) OSD { return inc.NewOSDs[id] })
-	encodePGTemp(&e, inc.NewPGUpmap) // v5
+	encodePGTemp(&e, inc.NewPGUpmap)      // v5
+	encodeBlocklist(&e, inc.NewBlocklist) // v6
+	e.Strings(inc.OldBlocklist)
 	e.End(mark)
 	return e.Bytes()
 }
@@ -425,6 +457,10 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 	})
 	if v >= 5 {
 		inc.NewPGUpmap = decodePGTemp(d)
+	}
+	if v >= 6 {
+		inc.NewBlocklist = decodeBlocklist(d)
+		inc.OldBlocklist = d.Strings()
 	}
 	d.End("incremental", end)
 	if err := d.Err(); err != nil {

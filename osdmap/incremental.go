@@ -32,6 +32,10 @@ type Incremental struct {
 	NewPGUpmap map[PGID][]int32
 	// NewFlags replaces the cluster flags when non-nil.
 	NewFlags *Flags
+	// NewBlocklist adds (or extends) blocklist entries; OldBlocklist
+	// removes them.
+	NewBlocklist map[string]int64
+	OldBlocklist []string
 }
 
 // Clone returns a deep copy of the map that shares only the immutable CRUSH
@@ -50,6 +54,7 @@ func (m *Map) Clone() *Map {
 	if n.PrimaryTemp == nil {
 		n.PrimaryTemp = map[PGID]int32{}
 	}
+	n.Blocklist = maps.Clone(m.Blocklist)
 	n.crushWeights = nil
 	return &n
 }
@@ -130,6 +135,18 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 	}
 	if inc.NewFlags != nil {
 		n.Flags = *inc.NewFlags
+	}
+	if len(inc.NewBlocklist)+len(inc.OldBlocklist) > 0 && n.Blocklist == nil {
+		n.Blocklist = map[string]int64{}
+	}
+	for _, k := range inc.OldBlocklist {
+		delete(n.Blocklist, k)
+	}
+	for k, until := range inc.NewBlocklist {
+		if err := ParseBlocklistEntry(k); err != nil {
+			return nil, fmt.Errorf("osdmap: epoch %d: %w", inc.Epoch, err)
+		}
+		n.Blocklist[k] = until
 	}
 	n.crushWeights = n.computeWeights()
 	return n, nil

@@ -122,6 +122,9 @@ type Map struct {
 	// that each keeps its shard (mon.positionalUpmaps).
 	PGUpmap map[PGID][]int32
 	Flags   Flags // cluster-wide flags (`shoal osd set`)
+	// Blocklist holds the refused clients: entry → until when, Unix
+	// nanoseconds (blocklist.go).
+	Blocklist map[string]int64
 
 	// crushWeights caches weights() for maps made by Apply or Decode,
 	// which are never modified afterwards.

@@ -396,7 +396,7 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
 	grown := append([]byte(nil), b[:hdr]...)
-	grown = append(grown, 6, 1) // version 6 (one past this reader's), compat 1
+	grown = append(grown, 7, 1) // version 7 (one past this reader's), compat 1
 	n := uint32(len(b)-hdr-6) + 3
 	grown = append(grown, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	grown = append(grown, b[hdr+6:]...)
@@ -408,22 +408,22 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	if !bytes.Equal(m2.Encode(), b) {
 		t.Fatal("newer map decoded to different content")
 	}
-	grown[hdr+1] = 6 // compat 6: needs a newer reader
+	grown[hdr+1] = 7 // compat 7: needs a newer reader
 	if _, err := osdmap.Decode(grown); !errors.Is(err, wire.ErrCorrupt) {
-		t.Fatalf("compat 6: err %v, want ErrCorrupt", err)
+		t.Fatalf("compat 7: err %v, want ErrCorrupt", err)
 	}
 }
 
-// A map written before pg_upmap (v4: no entries field) still decodes; a
-// map with pg_upmap entries demands a reader that knows them (compat 5),
-// one without does not.
+// A map written before pg_upmap and the blocklist (v4: neither field)
+// still decodes; a map with pg_upmap entries demands a reader that knows
+// them (compat 5), one without does not.
 func TestDecodeBeforeUpmap(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
-	if b[hdr] != 5 || b[hdr+1] != 1 || !bytes.Equal(b[len(b)-4:], []byte{0, 0, 0, 0}) {
-		t.Fatalf("header % x, tail % x: not a v5 map without pg_upmap", b[hdr:hdr+2], b[len(b)-4:])
+	if b[hdr] != 6 || b[hdr+1] != 1 || !bytes.Equal(b[len(b)-8:], make([]byte, 8)) {
+		t.Fatalf("header % x, tail % x: not a v6 map without pg_upmap and blocklist", b[hdr:hdr+2], b[len(b)-8:])
 	}
-	old := slices.Clone(b[:len(b)-4]) // without the empty pg_upmap count
+	old := slices.Clone(b[:len(b)-8]) // without the empty pg_upmap and blocklist counts
 	old[hdr] = 4
 	n := uint32(len(old) - hdr - 6)
 	old[hdr+2], old[hdr+3], old[hdr+4], old[hdr+5] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)

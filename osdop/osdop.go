@@ -149,6 +149,9 @@ type Request struct {
 	// Snap, for a read, is the snap id to read at (0: the head, the
 	// object as it is now); reads only.
 	Snap uint64
+	// From is the sender's authenticated entity name, set by the OSD
+	// that received the request (msgr.Message.From). Not encoded.
+	From string
 }
 
 // AddsData reports whether any op may store more than the object held
@@ -386,6 +389,9 @@ var (
 	ErrBusy = errors.New("busy")
 	// ErrReadOnly: a write to a snapshot (Ceph: EROFS).
 	ErrReadOnly = errors.New("snapshots are read-only")
+	// ErrBlocklisted: the client is in the OSD map's blocklist (Ceph's
+	// EBLOCKLISTED, which is ESHUTDOWN).
+	ErrBlocklisted = errors.New("client is blocklisted")
 )
 
 var errnos = []struct {
@@ -397,6 +403,7 @@ var errnos = []struct {
 	{ErrTooLarge, syscall.EFBIG}, {ErrNameTooLong, syscall.ENAMETOOLONG}, {ErrNoData, syscall.ENODATA},
 	{ErrVerOlder, syscall.ERANGE}, {ErrVerNewer, syscall.EOVERFLOW}, {ErrCorrupt, syscall.EIO}, {ErrRetry, syscall.EAGAIN},
 	{ErrUnreadable, syscall.EREMOTEIO}, {ErrBusy, syscall.EBUSY}, {ErrReadOnly, syscall.EROFS},
+	{ErrBlocklisted, syscall.ESHUTDOWN},
 }
 
 // Errno returns err's code (EIO for errors without one).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoal-project/shoal/cls"
 	"github.com/shoal-project/shoal/omap"
@@ -27,6 +28,9 @@ func (m *memShard) Exists() bool                            { return m.exists }
 func (m *memShard) Size() uint64                            { return 0 }
 func (m *memShard) Read(off, length uint64) ([]byte, error) { return nil, nil }
 func (m *memShard) GetXattr(string) ([]byte, error)         { return nil, cls.ErrNotFound }
+func (m *memShard) Xattrs() []string                        { return nil }
+func (m *memShard) Caller() string                          { return "" }
+func (m *memShard) Now() time.Time                          { return time.Time{} }
 func (m *memShard) OmapGet(keys []string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, k := range keys {

@@ -306,6 +306,7 @@ func osdCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the OSD's data directory")
 	cmd.AddCommand(poolCmd()) // `shoal osd pool …`, as Ceph spells it; `shoal pool …` too
+	cmd.AddCommand(blocklistCmd())
 	ids := func(a []string) (map[string]string, error) {
 		return map[string]string{"ids": strings.Join(a, ",")}, nil
 	}
@@ -709,5 +710,35 @@ func pgCmd() *cobra.Command {
 		})}
 	ls.Flags().StringVar(&format, "format", "plain", "plain or json")
 	cmd.AddCommand(ls)
+	return cmd
+}
+
+// blocklistCmd is `shoal osd blocklist`, as `ceph osd blocklist`.
+func blocklistCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "blocklist", Short: "Fence clients: every OSD refuses a blocklisted client (an entity, or one instance as `rados lock info` lists it)"}
+	cmd.AddCommand(&cobra.Command{Use: "add ENTITY[/NONCE] [SECONDS]", Short: "Blocklist a client for SECONDS (default 3600)", Args: cobra.RangeArgs(1, 2),
+		RunE: monCommand("osd blocklist add", func(a []string) (map[string]string, error) {
+			m := map[string]string{"entry": a[0]}
+			if len(a) == 2 {
+				if v, err := strconv.ParseFloat(a[1], 64); err != nil || v <= 0 {
+					return nil, fmt.Errorf("blocklist add: %q is not a positive number of seconds", a[1])
+				}
+				m["expire"] = a[1]
+			}
+			return m, nil
+		})})
+	cmd.AddCommand(&cobra.Command{Use: "rm ENTITY[/NONCE]", Short: "Let a blocklisted client in again", Args: cobra.ExactArgs(1),
+		RunE: monCommand("osd blocklist rm", func(a []string) (map[string]string, error) { return map[string]string{"entry": a[0]}, nil })})
+	cmd.AddCommand(&cobra.Command{Use: "ls", Short: "List the blocklist entries in force and until when", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			m := s.conn.Map()
+			now := time.Now()
+			entries := m.BlocklistEntries(now)
+			for _, e := range entries {
+				fmt.Fprintf(out, "%s %s\n", e, time.Unix(0, m.Blocklist[e]).UTC().Format("2006-01-02T15:04:05.000000Z"))
+			}
+			fmt.Fprintf(out, "listed %d entries\n", len(entries))
+			return nil
+		})})
 	return cmd
 }

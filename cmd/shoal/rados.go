@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/shoal-project/shoal/bench"
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cls/lock"
 	"github.com/shoal-project/shoal/cluster"
 )
 
@@ -220,6 +222,7 @@ func radosCmd() *cobra.Command {
 		}
 		return nil
 	})
+	cmd.AddCommand(lockCmd(&pool))
 	cleanup := &cobra.Command{Use: "cleanup", Short: "Remove the objects a `bench rados write --no-cleanup` left", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
@@ -402,4 +405,75 @@ func s3Env() map[string]string {
 		}
 	}
 	return env
+}
+
+// lockCmd is `shoal rados lock`, as `rados lock`: advisory object locks
+// (the OSDs' lock class). A lock taken by `lock get` is held by that
+// command's client instance, which ends with it: like Ceph's, the lock
+// stays until it expires, is unlocked by that instance or broken.
+func lockCmd(pool *string) *cobra.Command {
+	cmd := &cobra.Command{Use: "lock", Short: "Advisory object locks: get, info, list, break"}
+	var cookie, tag, typ, desc string
+	var duration float64
+	run := func(fn func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
+		return func(c *cobra.Command, a []string) error {
+			if *pool == "" {
+				return fmt.Errorf("rados lock: -p POOL is required")
+			}
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Pool(ctx, *pool)
+				if err != nil {
+					return err
+				}
+				return fn(ctx, p, a, out)
+			})(c, a)
+		}
+	}
+	get := &cobra.Command{Use: "get OBJECT NAME", Short: "Take the lock (exclusive unless --lock-type shared)", Args: cobra.ExactArgs(2),
+		RunE: run(func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+			d := time.Duration(duration * float64(time.Second))
+			switch typ {
+			case "exclusive":
+				return p.LockExclusive(ctx, a[0], a[1], cookie, desc, d, false)
+			case "shared":
+				return p.LockShared(ctx, a[0], a[1], cookie, tag, desc, d, false)
+			}
+			return fmt.Errorf("rados lock get: --lock-type %q: exclusive or shared", typ)
+		})}
+	get.Flags().StringVar(&cookie, "lock-cookie", "", "the holder's cookie")
+	get.Flags().StringVar(&tag, "lock-tag", "", "shared locks: every holder's tag must match")
+	get.Flags().StringVar(&typ, "lock-type", "exclusive", "exclusive or shared")
+	get.Flags().StringVar(&desc, "lock-description", "", "a description kept with the hold")
+	get.Flags().Float64Var(&duration, "lock-duration", 0, "seconds until the hold expires (0: never)")
+	info := &cobra.Command{Use: "info OBJECT NAME", Short: "Show the lock's type, tag and holders (JSON)", Args: cobra.ExactArgs(2),
+		RunE: run(func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+			li, err := p.LockInfo(ctx, a[0], a[1])
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(struct {
+				Name string `json:"name"`
+				*lock.Info
+			}{a[1], li})
+			fmt.Fprintf(out, "%s\n", b)
+			return nil
+		})}
+	list := &cobra.Command{Use: "list OBJECT", Short: "List the object's locks", Args: cobra.ExactArgs(1),
+		RunE: run(func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+			names, err := p.ListLocks(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(map[string]any{"objname": a[0], "locks": names})
+			fmt.Fprintf(out, "%s\n", b)
+			return nil
+		})}
+	var breakCookie string
+	brk := &cobra.Command{Use: "break OBJECT NAME LOCKER", Short: "Remove LOCKER's hold (a client instance, as info lists it; --lock-cookie its cookie)", Args: cobra.ExactArgs(3),
+		RunE: run(func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+			return p.BreakLock(ctx, a[0], a[1], a[2], breakCookie)
+		})}
+	brk.Flags().StringVar(&breakCookie, "lock-cookie", "", "the holder's cookie")
+	cmd.AddCommand(get, info, list, brk)
+	return cmd
 }

@@ -49,6 +49,9 @@ type Object struct {
 	// is a removed object's whiteout (Exists is then false).
 	SnapSet  *osdop.SnapSet
 	Whiteout bool
+	// Caller is the client instance that sent the request, for object
+	// classes (cls.Object.Caller): set by the caller of Prepare.
+	Caller string
 }
 
 // Load reads the state of oid in collection c of s (absent: Exists false).
@@ -237,6 +240,8 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 					err = fmt.Errorf("%w: %v", osdop.ErrExists, err)
 				case errors.Is(err, cls.ErrInvalid):
 					err = fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+				case errors.Is(err, cls.ErrBusy):
+					err = fmt.Errorf("%w: %v", osdop.ErrBusy, err)
 				}
 				return fail(err)
 			}
@@ -388,8 +393,10 @@ type clsObject struct {
 	size        int64 // -1: unknown change
 }
 
-func (c *clsObject) Exists() bool { return c.o.Exists }
-func (c *clsObject) Size() uint64 { return c.o.Size }
+func (c *clsObject) Exists() bool   { return c.o.Exists }
+func (c *clsObject) Caller() string { return c.o.Caller }
+func (c *clsObject) Now() time.Time { return time.Now() }
+func (c *clsObject) Size() uint64   { return c.o.Size }
 func (c *clsObject) Read(off, n uint64) ([]byte, error) {
 	r, err := ReadOp(c.o, &osdop.Op{Code: osdop.Read, Off: off, Len: n})
 	return r.Data, err
@@ -397,6 +404,17 @@ func (c *clsObject) Read(off, n uint64) ([]byte, error) {
 func (c *clsObject) GetXattr(name string) ([]byte, error) {
 	r, err := ReadOp(c.o, &osdop.Op{Code: osdop.GetXattr, Name: name})
 	return r.Data, err
+}
+func (c *clsObject) Xattrs() []string {
+	r, err := ReadOp(c.o, &osdop.Op{Code: osdop.GetXattrs})
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(r.KVs))
+	for i, kv := range r.KVs {
+		names[i] = kv.Key
+	}
+	return names
 }
 func (c *clsObject) OmapGet(keys []string) (map[string][]byte, error) {
 	if !c.o.Exists {

@@ -1,0 +1,68 @@
+package osdmap
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The blocklist (Ceph's OSDMap blocklist, `ceph osd blocklist`): clients
+// the OSDs refuse, each until a time. An entry names a client entity —
+// "client.NAME", every instance of it — or one instance,
+// "client.NAME/NONCE", NONCE being the hexadecimal instance nonce its
+// connection sends with every request (client.Conn.Instance). Breaking a
+// dead client's lock and blocklisting it fences it: whatever it still
+// sends is refused (osdop.ErrBlocklisted).
+
+// BlocklistDefaultExpire is how long an entry lasts unless the command
+// says (Ceph's mon_osd_blocklist_default_expire, one hour).
+const BlocklistDefaultExpire = time.Hour
+
+// InstanceName is the blocklist name of a client instance: its entity
+// name and its nonce in hexadecimal.
+func InstanceName(entity string, nonce uint64) string {
+	return entity + "/" + strconv.FormatUint(nonce, 16)
+}
+
+// ParseBlocklistEntry checks an entry: a client entity or one instance.
+func ParseBlocklistEntry(s string) error {
+	entity, nonce, inst := strings.Cut(s, "/")
+	if !strings.HasPrefix(entity, "client.") || len(entity) == len("client.") {
+		return fmt.Errorf("blocklist entry %q: want client.NAME or client.NAME/NONCE (only clients can be blocklisted)", s)
+	}
+	if inst {
+		if _, err := strconv.ParseUint(nonce, 16, 64); err != nil || nonce == "" {
+			return fmt.Errorf("blocklist entry %q: instance nonce %q is not hexadecimal", s, nonce)
+		}
+	}
+	return nil
+}
+
+// Blocklisted reports whether the map refuses client instance nonce of
+// entity at time now: its entity or the instance is listed, until a
+// later time.
+func (m *Map) Blocklisted(entity string, nonce uint64, now time.Time) bool {
+	if len(m.Blocklist) == 0 {
+		return false
+	}
+	t := now.UnixNano()
+	if until, ok := m.Blocklist[entity]; ok && until > t {
+		return true
+	}
+	until, ok := m.Blocklist[InstanceName(entity, nonce)]
+	return ok && until > t
+}
+
+// BlocklistEntries returns the entries in force at now, sorted.
+func (m *Map) BlocklistEntries(now time.Time) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.Blocklist)) {
+		if m.Blocklist[k] > now.UnixNano() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
