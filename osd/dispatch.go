@@ -47,6 +47,12 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
 		}
 		return d.handleOp(ctx, m, req)
+	case osdop.MsgWatchPoll:
+		poll, err := osdop.DecodeWatchPoll(m.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
+		}
+		return d.handleWatchPoll(ctx, m.From, poll)
 	case osdop.MsgStats:
 		return json.Marshal(d.stats())
 	case osdop.MsgPGCommand:
@@ -188,7 +194,13 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	release := func() {} // gives back pooled read buffers once the reply is out
 	start := time.Now()
 	defer d.ops.end(d.ops.begin(start))
-	if req.IsWrite() {
+	if code := req.Ops[0].Code; len(req.Ops) == 1 && (code == osdop.Notify || code == osdop.NotifyAck) {
+		if code == osdop.Notify {
+			rep, err = pg.watchNotify(ctx, req)
+		} else {
+			rep, err = pg.notifyAck(req)
+		}
+	} else if req.IsWrite() {
 		for i := range req.Ops {
 			if op := &req.Ops[i]; op.Code == osdop.Write || op.Code == osdop.WriteFull || op.Code == osdop.Append {
 				op.DataSums = msg.BlockSums(op.Data)
@@ -196,6 +208,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 		}
 		rep, err = pg.write(ctx, req, be)
 		if err == nil {
+			pg.watchWritten(req)
 			d.perf.opW.Add(1)
 			for i := range req.Ops {
 				d.perf.opWBytes.Add(uint64(len(req.Ops[i].Data)))

@@ -114,6 +114,7 @@ type OSD struct {
 	scrubKick wake // wakes the scrub loop for a requested scrub
 	// snapTrimKick wakes the snap trimmer for a new map
 	snapTrimKick wake
+	notifyID     atomic.Uint64 // the last notify id given out (watch.go)
 	recovering   sem.Weighted // object copies of recovery in flight (osd_recovery_max_active)
 	reserver     reserver     // PGs recovering with this OSD as primary (osd_max_backfills), by priority
 	// object data held by recovery (osd_memory_target / 8)
@@ -263,8 +264,9 @@ func (d *OSD) start() error {
 		}
 	}
 	d.handleMap(m)
-	d.wg.Add(10)
+	d.wg.Add(11)
 	go d.snapTrimLoop()
+	go d.watchLoop()
 	go d.beaconLoop()
 	go d.pgTempLoop()
 	go d.historyLoop()

@@ -50,6 +50,8 @@ type PG struct {
 	scrub   pgScrub
 	// snaptrim is the snap trimmer's progress (snaptrim.go)
 	snaptrim pgSnapTrim
+	// watch is the primary's live watch/notify state (watch.go)
+	watch pgWatch
 	// notified is the interval in which this OSD, a stray, told the
 	// primary it holds a copy (msgNotify)
 	notified uint64

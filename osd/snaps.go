@@ -19,8 +19,8 @@ import (
 func snapContext(pool *osdmap.Pool, req *osdop.Request) error {
 	uses := req.SnapSeq != 0 || req.Snap != 0 || len(req.Snaps) > 0
 	for _, op := range req.Ops {
-		if op.Code == osdop.TrimSnaps {
-			return fmt.Errorf("%w: %s is the snap trimmer's own op", osdop.ErrInvalid, op.Code)
+		if op.Code == osdop.TrimSnaps || op.Code == osdop.WatchExpire {
+			return fmt.Errorf("%w: %s is the OSD's own op", osdop.ErrInvalid, op.Code)
 		}
 		uses = uses || op.Code == osdop.Rollback || op.Code == osdop.ListSnaps
 	}

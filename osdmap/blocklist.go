@@ -27,6 +27,17 @@ func InstanceName(entity string, nonce uint64) string {
 	return entity + "/" + strconv.FormatUint(nonce, 16)
 }
 
+// ParseInstance splits an InstanceName into its entity and nonce; ok is
+// false if s is not one.
+func ParseInstance(s string) (entity string, nonce uint64, ok bool) {
+	entity, hex, found := strings.Cut(s, "/")
+	if !found {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(hex, 16, 64)
+	return entity, n, err == nil
+}
+
 // ParseBlocklistEntry checks an entry: a client entity or one instance.
 func ParseBlocklistEntry(s string) error {
 	entity, nonce, inst := strings.Cut(s, "/")

@@ -61,6 +61,22 @@ const (
 	// clients): take the snap ids in Data (8 bytes little-endian each)
 	// out of the object's clones, removing clones that serve no snap.
 	TrimSnaps
+	// Watch registers the sender as a watcher of the object under cookie
+	// Ver with a timeout of Len seconds (0: osd_client_watch_timeout),
+	// as Ceph's CEPH_OSD_OP_WATCH; a write (watchers are kept with the
+	// object). Unwatch removes the sender's watch Ver. WatchExpire is the
+	// primary's own removal of a timed-out watch (internal: refused from
+	// clients), the watcher's instance in Name and cookie in Ver.
+	Watch
+	Unwatch
+	WatchExpire
+	// Notify sends Data to every watcher and waits up to Len milliseconds
+	// (0: 30 s) for their acknowledgements → Data: a NotifyResult (JSON).
+	// NotifyAck acknowledges notify Ver for the sender's watch Off with
+	// reply Data. ListWatchers → Data: the watchers ([]WatcherInfo, JSON).
+	Notify
+	NotifyAck
+	ListWatchers
 	lastCode
 )
 
@@ -68,7 +84,8 @@ var names = map[Code]string{WriteFull: "writefull", Write: "write", Append: "app
 	Remove: "remove", Create: "create", SetXattr: "setxattr", RmXattr: "rmxattr", OmapSet: "omap-set", OmapRm: "omap-rm",
 	OmapClear: "omap-clear", Call: "call", AssertVersion: "assert-version", Read: "read", Stat: "stat",
 	GetXattr: "getxattr", GetXattrs: "getxattrs", OmapGet: "omap-get", OmapList: "omap-list",
-	Rollback: "rollback", ListSnaps: "list-snaps", TrimSnaps: "trim-snaps"}
+	Rollback: "rollback", ListSnaps: "list-snaps", TrimSnaps: "trim-snaps", Watch: "watch", Unwatch: "unwatch",
+	WatchExpire: "watch-expire", Notify: "notify", NotifyAck: "notify-ack", ListWatchers: "list-watchers"}
 
 func (c Code) String() string {
 	if n, ok := names[c]; ok {
@@ -79,7 +96,9 @@ func (c Code) String() string {
 
 // IsWrite reports whether the op changes the object (Call counts as a
 // write: a method may change the object, so it runs on the write path).
-func (c Code) IsWrite() bool { return c <= AssertVersion || c == Rollback || c == TrimSnaps }
+func (c Code) IsWrite() bool {
+	return c <= AssertVersion || c == Rollback || c == TrimSnaps || c == Watch || c == Unwatch || c == WatchExpire
+}
 
 // KV is an omap entry or an xattr.
 type KV = omap.KV
@@ -392,6 +411,9 @@ var (
 	// ErrBlocklisted: the client is in the OSD map's blocklist (Ceph's
 	// EBLOCKLISTED, which is ESHUTDOWN).
 	ErrBlocklisted = errors.New("client is blocklisted")
+	// ErrNotConnected: a poll for a watch the object does not have (Ceph
+	// reports a lost watch as ENOTCONN): watch again.
+	ErrNotConnected = errors.New("watch not registered")
 )
 
 var errnos = []struct {
@@ -403,7 +425,7 @@ var errnos = []struct {
 	{ErrTooLarge, syscall.EFBIG}, {ErrNameTooLong, syscall.ENAMETOOLONG}, {ErrNoData, syscall.ENODATA},
 	{ErrVerOlder, syscall.ERANGE}, {ErrVerNewer, syscall.EOVERFLOW}, {ErrCorrupt, syscall.EIO}, {ErrRetry, syscall.EAGAIN},
 	{ErrUnreadable, syscall.EREMOTEIO}, {ErrBusy, syscall.EBUSY}, {ErrReadOnly, syscall.EROFS},
-	{ErrBlocklisted, syscall.ESHUTDOWN},
+	{ErrBlocklisted, syscall.ESHUTDOWN}, {ErrNotConnected, syscall.ENOTCONN},
 }
 
 // Errno returns err's code (EIO for errors without one).

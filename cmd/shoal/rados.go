@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -223,6 +224,63 @@ func radosCmd() *cobra.Command {
 		return nil
 	})
 	cmd.AddCommand(lockCmd(&pool))
+	verb("watch OBJECT", "Watch the object: print each notify it receives (acknowledged with an empty reply) until interrupted", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		var mu sync.Mutex
+		w, err := p.Watch(ctx, a[0], 0, func(n client.Notification) []byte {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(out, "NOTIFY notify_id %d from %s: %s\n", n.ID, n.Notifier, n.Payload)
+			return nil
+		}, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(os.Stderr, "watch error: %v\n", err)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "press ctrl-c to exit\n")
+		<-ctx.Done()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return w.Close(cctx)
+	})
+	var notifyTimeout float64
+	notify := &cobra.Command{Use: "notify OBJECT MESSAGE", Short: "Send MESSAGE to the object's watchers; print who answered and who did not in time", Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, a []string) error {
+			if pool == "" {
+				return fmt.Errorf("rados: -p POOL is required")
+			}
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Pool(ctx, pool)
+				if err != nil {
+					return err
+				}
+				r, err := p.Notify(ctx, a[0], []byte(a[1]), time.Duration(notifyTimeout*float64(time.Second)))
+				if err != nil {
+					return err
+				}
+				for _, ack := range r.Acks {
+					fmt.Fprintf(out, "reply client=%s cookie=%d : %d bytes %q\n", ack.Instance, ack.Cookie, len(ack.Reply), ack.Reply)
+				}
+				for _, to := range r.Timeouts {
+					fmt.Fprintf(out, "timeout client=%s cookie=%d\n", to.Instance, to.Cookie)
+				}
+				return nil
+			})(c, a)
+		}}
+	notify.Flags().Float64Var(&notifyTimeout, "timeout", 30, "seconds to wait for the watchers")
+	cmd.AddCommand(notify)
+	verb("listwatchers OBJECT", "List the object's watchers", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+		ws, err := p.ListWatchers(ctx, a[0])
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			fmt.Fprintf(out, "watcher=%s cookie=%d\n", w.Instance, w.Cookie)
+		}
+		return nil
+	})
 	cleanup := &cobra.Command{Use: "cleanup", Short: "Remove the objects a `bench rados write --no-cleanup` left", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, out io.Writer) error {

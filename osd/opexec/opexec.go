@@ -170,6 +170,14 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 			exists, size = false, 0
 			written(0, all)
 			continue
+		case osdop.Watch, osdop.Unwatch, osdop.WatchExpire:
+			if !exists {
+				return fail(osdop.ErrNotFound)
+			}
+			if err := watchOp(o, t, op); err != nil {
+				return fail(err)
+			}
+			continue
 		case osdop.Rollback:
 			if op.Ver == 0 {
 				return fail(fmt.Errorf("%w: rollback to snap 0", osdop.ErrInvalid))
@@ -191,6 +199,11 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 				continue
 			}
 			t.Clone(c, CloneOID(oid, at.Clones[k].ID), oid) // data, attributes and omap
+			if exists { // the head's watchers stay
+				if b, err := o.Store.GetAttr(c, oid, AttrWatchers); err == nil {
+					t.SetAttr(c, oid, AttrWatchers, b)
+				}
+			}
 			size = at.Clones[k].Size
 			written(0, all)
 		case osdop.Create:
@@ -329,6 +342,9 @@ func ReadOp(o *Object, op *osdop.Op) (osdop.Result, error) {
 	}
 	if !o.Exists {
 		return r, osdop.ErrNotFound
+	}
+	if op.Code == osdop.ListWatchers {
+		return listWatchers(o)
 	}
 	var err error
 	switch op.Code {

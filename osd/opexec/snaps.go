@@ -122,6 +122,7 @@ func makeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *os
 		coid := CloneOID(o.OID, snapc.Seq)
 		t.Clone(o.Coll, o.OID, coid)
 		t.RmAttr(o.Coll, coid, AttrSnapSet)
+		t.RmAttr(o.Coll, coid, AttrWatchers) // a clone has no watchers
 		c := osdop.CloneInfo{ID: snapc.Seq, Snaps: snaps, Size: o.Size}
 		if o.Size > 0 {
 			c.Overlap = []osdop.Extent{{Off: 0, Len: o.Size}}
