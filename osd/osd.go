@@ -115,8 +115,8 @@ type OSD struct {
 	// snapTrimKick wakes the snap trimmer for a new map
 	snapTrimKick wake
 	notifyID     atomic.Uint64 // the last notify id given out (watch.go)
-	recovering   sem.Weighted // object copies of recovery in flight (osd_recovery_max_active)
-	reserver     reserver     // PGs recovering with this OSD as primary (osd_max_backfills), by priority
+	recovering   sem.Weighted  // object copies of recovery in flight (osd_recovery_max_active)
+	reserver     reserver      // PGs recovering with this OSD as primary (osd_max_backfills), by priority
 	// object data held by recovery (osd_memory_target / 8)
 	recoveryMem sem.Weighted
 	qos         qos // the I/O scheduler (osd_op_queue)
