@@ -44,6 +44,7 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/mclock"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -132,6 +133,7 @@ func (pg *PG) scrubMapLocal(from, to string, deep bool) ([]scrubObj, error) {
 			}
 			if !peering.IsInternal(n) {
 				objs = append(objs, pg.scrubObject(n, deep))
+				objs = append(objs, pg.scrubClones(n, deep)...)
 			}
 		}
 		if len(names) < 1024 {
@@ -139,6 +141,30 @@ func (pg *PG) scrubMapLocal(from, to string, deep bool) ([]scrubObj, error) {
 		}
 		after = names[len(names)-1]
 	}
+}
+
+// scrubClones describes the clones head names (its snapshots): they are
+// scrubbed with their head, in its chunk, so a write that makes a clone
+// waits for the chunk like any write to the head. A clone a copy lacks
+// is missing there; repair rewrites the head with its clones.
+func (pg *PG) scrubClones(head string, deep bool) []scrubObj {
+	b, err := pg.osd.store.GetAttr(pg.coll, head, opexec.AttrSnapSet)
+	if err != nil {
+		return nil // no SnapSet (a read error shows in the head's entry)
+	}
+	ss, err := osdop.DecodeSnapSet(b)
+	if err != nil {
+		return nil // the head's attribute digest differs, if the copies do
+	}
+	objs := make([]scrubObj, 0, len(ss.Clones))
+	for _, c := range ss.Clones {
+		coid := opexec.CloneOID(head, c.ID)
+		if _, err := pg.osd.store.Stat(pg.coll, coid); errors.Is(err, objectstore.ErrNotFound) {
+			continue // missing here
+		}
+		objs = append(objs, pg.scrubObject(coid, deep))
+	}
+	return objs
 }
 
 // scrubObject describes one local object; read failures are in Err.
@@ -577,6 +603,9 @@ func compareScrubMaps(acting []int32, primary int, smaps [][]scrubObj, dataToo b
 func (pg *PG) repairObject(ctx context.Context, iv uint64, acting []int32, addrs []string, pool *osdmap.Pool, inc osdop.Inconsistent) error {
 	if inc.AuthOSD < 0 {
 		return fmt.Errorf("no copy of %s is good: nothing to repair from", inc.Object)
+	}
+	if head, ok := opexec.CloneHead(inc.Object); ok { // a clone is repaired with its head
+		inc.Object = head
 	}
 	defer pg.lockObject(inc.Object)() // no read sees a copy half rewritten
 	var targets []int

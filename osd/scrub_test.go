@@ -16,6 +16,7 @@ import (
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -534,5 +535,62 @@ func TestScrubAutoRepair(t *testing.T) {
 	got, err := c.Stores[replica].Read(coll, "obj4", 0, 0)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("osd.%d obj4 after the automatic repair: %v (equal %v)", replica, err, bytes.Equal(got, data))
+	}
+}
+
+// TestScrubClones: a deep scrub compares snapshot clones too — one whose
+// bytes changed on a replica and one a replica lost are found — and
+// repair rewrites them with their heads, after which every copy of each
+// clone holds what the head held at the snap.
+func TestScrubClones(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, cl := scrubCluster(ctx, t, "")
+	p, pgid, acting := onePGPool(ctx, t, cl)
+	before := map[string][]byte{}
+	for i := range 4 {
+		oid := fmt.Sprintf("obj%02d", i)
+		before[oid] = bytes.Repeat([]byte{byte(i + 1)}, 100<<10)
+		if err := p.WriteFull(ctx, oid, before[oid]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := p.SelfManagedSnapCreate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.WithSnapContext(id, []uint64{id})
+	for oid := range before {
+		if err := w.Write(ctx, oid, []byte("after the snap"), 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coll := objectstore.Coll(pgid.String())
+	c1, c2 := opexec.CloneOID("obj01", id), opexec.CloneOID("obj02", id)
+	flipped := slices.Clone(before["obj01"])
+	flipped[5000] ^= 0xff
+	c.damage(acting[1], func(tx *objectstore.Transaction) { tx.Write(coll, c1, 0, flipped) })
+	c.damage(acting[2], func(tx *objectstore.Transaction) { tx.Remove(coll, c2) })
+	want := map[string][]string{
+		c1: {fmt.Sprintf("osd.%d:data_digest_mismatch", acting[1])},
+		c2: {fmt.Sprintf("osd.%d:missing", acting[2])},
+	}
+	if got := errorsByObject(scrubPG(ctx, t, cl, pgid, "deep-scrub")); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("deep scrub found %v, want %v", got, want)
+	}
+	scrubPG(ctx, t, cl, pgid, "repair")
+	if got := scrubPG(ctx, t, cl, pgid, "deep-scrub"); len(got.Inconsistents) != 0 {
+		t.Fatalf("deep scrub after repair: %+v", got.Inconsistents)
+	}
+	for _, o := range acting {
+		for oid, b := range before {
+			got, err := c.Stores[o].Read(coll, opexec.CloneOID(oid, id), 0, 0)
+			if err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("osd.%d: clone of %s after repair: %v (%d bytes)", o, oid, err, len(got))
+			}
+		}
+	}
+	if got, err := p.AtSnap(id).Read(ctx, "obj02", 0, 0); err != nil || !bytes.Equal(got, before["obj02"]) {
+		t.Fatalf("obj02 at the snap after repair: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdop"
@@ -38,6 +39,16 @@ type SnapContext struct {
 // the other clones of oid.
 func CloneOID(oid string, id uint64) string {
 	return fmt.Sprintf("\x00s%s\x00%016x", oid, id)
+}
+
+// CloneHead returns the head of clone name coid (CloneOID's inverse); ok
+// is false if coid is not a clone's name.
+func CloneHead(coid string) (head string, ok bool) {
+	rest, ok := strings.CutPrefix(coid, "\x00s")
+	if !ok || len(rest) < 17 || rest[len(rest)-17] != 0 {
+		return "", false
+	}
+	return rest[:len(rest)-17], true
 }
 
 // LoadSnapSet adds the object's snapshot state to o: its SnapSet (nil if
