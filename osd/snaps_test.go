@@ -6,9 +6,11 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/internal/snapmodel"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
@@ -69,11 +71,13 @@ func TestSelfManagedSnapshots(t *testing.T) {
 		osds[i], stores[i] = start(dirs[i], "", 0)
 	}
 	waitClean(ctx, t, cl, p.ID())
+	checkUsage(ctx, t, cl, p, m, "with snapshots")
 	// trimming: every snap removed, every clone goes and its blocks with it
 	m.RemoveAllSnaps(ctx, t, p)
 	waitClean(ctx, t, cl, p.ID()) // snaptrim_wait, snaptrim, then clean
 	m.CheckNoClones(ctx, t, p)
 	m.Check(ctx, t, p, "after trimming")
+	checkUsage(ctx, t, cl, p, m, "after trimming")
 	for i, s := range stores {
 		if blocks, _ := s.SharedBlocks(); blocks != 0 {
 			t.Fatalf("osd.%d: %d blocks still shared after every clone was trimmed", i, blocks)
@@ -130,5 +134,27 @@ func TestSnapshotErrors(t *testing.T) {
 	}
 	if got, err := p.Read(ctx, "x", 0, 0); err != nil || string(got) != "after" {
 		t.Fatalf("after the refused requests: %q %v", got, err)
+	}
+}
+
+// checkUsage compares the pool's statistics (its PGs' as their primaries
+// report them) with what the model says they should count.
+func checkUsage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool, m *snapmodel.Model, stage string) {
+	t.Helper()
+	wantObjects, wantBytes := m.Usage(ctx, t, p)
+	var objects, bytes int64
+	for o := range cl.Map().OSDs {
+		st, err := cl.OSDStats(ctx, int32(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pg := range st.PGs {
+			if strings.HasPrefix(pg.PGID, strconv.FormatInt(p.ID(), 10)+".") {
+				objects, bytes = objects+pg.Objects, bytes+pg.Bytes
+			}
+		}
+	}
+	if objects != wantObjects || bytes != wantBytes {
+		t.Fatalf("%s: pool statistics count %d objects, %d bytes; want %d, %d", stage, objects, bytes, wantObjects, wantBytes)
 	}
 }

@@ -188,3 +188,32 @@ func (m *Model) CheckNoClones(ctx context.Context, t testing.TB, p *client.Pool)
 		}
 	}
 }
+
+// Usage is what the pool's statistics should count: every head and
+// clone as an object, and the heads' bytes plus the bytes each clone
+// does not share with the next newer clone or the head (Ceph's num_bytes
+// with clones), the clones as the OSDs list them.
+func (m *Model) Usage(ctx context.Context, t testing.TB, p *client.Pool) (objects, bytes int64) {
+	t.Helper()
+	for i := range m.Objects {
+		oid := "o" + strconv.Itoa(i)
+		if h := m.head[oid]; h != nil {
+			objects, bytes = objects+1, bytes+int64(len(h))
+		}
+		ss, err := p.ListSnaps(ctx, oid)
+		if errors.Is(err, osdop.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ss.Clones {
+			shared := uint64(0)
+			for _, x := range c.Overlap {
+				shared += x.Len
+			}
+			objects, bytes = objects+1, bytes+int64(c.Size-shared)
+		}
+	}
+	return objects, bytes
+}

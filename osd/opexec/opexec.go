@@ -304,6 +304,10 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 		x.DObjects = -1
 	}
 	x.DBytes = int64(size) - int64(o.Size)
+	if ss != nil { // clones count as objects, their bytes the head no longer shares (Ceph's get_clone_bytes)
+		x.DObjects += int64(len(ss.Clones) - cloneCount(o.SnapSet))
+		x.DBytes += int64(cloneBytes(ss)) - int64(cloneBytes(o.SnapSet))
+	}
 	if !exists && !o.Exists {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrNotFound, oid)
 	}

@@ -209,6 +209,8 @@ func trimSnaps(o *Object, data []byte) (*Prepared, error) {
 			ss.Clones[k-1].Overlap = intersect(ss.Clones[k-1].Overlap, c.Overlap)
 		}
 	}
+	x.DObjects = int64(len(ss.Clones) - len(o.SnapSet.Clones))
+	x.DBytes = int64(cloneBytes(ss)) - int64(cloneBytes(o.SnapSet))
 	switch {
 	case o.Whiteout && len(ss.Clones) == 0:
 		t.Remove(o.Coll, o.OID)
@@ -217,6 +219,32 @@ func trimSnaps(o *Object, data []byte) (*Prepared, error) {
 		t.SetAttr(o.Coll, o.OID, AttrSnapSet, ss.Bytes())
 	}
 	return x, nil
+}
+
+// cloneCount is the number of clones ss records (0 for nil).
+func cloneCount(ss *osdop.SnapSet) int {
+	if ss == nil {
+		return 0
+	}
+	return len(ss.Clones)
+}
+
+// cloneBytes is the bytes of ss's clones that no newer clone or head
+// shares: what the clones add to the PG's stored bytes (Ceph's
+// SnapSet::get_clone_bytes summed). 0 for nil.
+func cloneBytes(ss *osdop.SnapSet) uint64 {
+	if ss == nil {
+		return 0
+	}
+	var n uint64
+	for _, c := range ss.Clones {
+		shared := uint64(0)
+		for _, x := range c.Overlap {
+			shared += x.Len
+		}
+		n += c.Size - min(shared, c.Size)
+	}
+	return n
 }
 
 func sameSnaps(a, b *osdop.SnapSet) bool {
