@@ -569,3 +569,15 @@ func storeCommitWindow(cfg *config.Config) time.Duration {
 	}
 	return d
 }
+
+// pgList is a snapshot of the PGs the OSD holds, for a background pass
+// over them (scrub, snap trimming, watch expiry).
+func (d *OSD) pgList() []*PG {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	pgs := make([]*PG, 0, len(d.pgs))
+	for _, pg := range d.pgs {
+		pgs = append(pgs, pg)
+	}
+	return pgs
+}

@@ -741,12 +741,7 @@ func (d *OSD) scrubLoop() {
 func (d *OSD) nextScrub(now time.Time) (pg *PG, kind int, requested bool) {
 	m, _ := d.curMap()
 	cfg := d.conf()
-	d.mu.RLock()
-	pgs := make([]*PG, 0, len(d.pgs))
-	for _, pg := range d.pgs {
-		pgs = append(pgs, pg)
-	}
-	d.mu.RUnlock()
+	pgs := d.pgList()
 	sec := func(name string) time.Duration { return time.Duration(cfg.Seconds(name) * float64(time.Second)) }
 	minI, maxI, deepI := sec("osd_scrub_min_interval"), sec("osd_scrub_max_interval"), sec("osd_deep_scrub_interval")
 	allowed := scrubHours(now.Hour(), int(cfg.Int("osd_scrub_begin_hour")), int(cfg.Int("osd_scrub_end_hour"))) &&

@@ -58,12 +58,7 @@ func (pg *PG) snapTrimState() string {
 func (d *OSD) snapTrimLoop() {
 	defer d.wg.Done()
 	periodic.Every(d.ctx, d.clock, time.Second, d.snapTrimKick, func() {
-		d.mu.RLock()
-		pgs := make([]*PG, 0, len(d.pgs))
-		for _, pg := range d.pgs {
-			pgs = append(pgs, pg)
-		}
-		d.mu.RUnlock()
+		pgs := d.pgList()
 		for _, pg := range pgs {
 			if d.ctx.Err() != nil {
 				return

@@ -299,12 +299,7 @@ func (d *OSD) watchLoop() {
 	periodic.Every(d.ctx, d.clock, time.Second, nil, func() {
 		m, _ := d.curMap()
 		now := time.Now()
-		d.mu.RLock()
-		pgs := make([]*PG, 0, len(d.pgs))
-		for _, pg := range d.pgs {
-			pgs = append(pgs, pg)
-		}
-		d.mu.RUnlock()
+		pgs := d.pgList()
 		for _, pg := range pgs {
 			var expired []watchKey
 			pg.mu.Lock()

@@ -1,6 +1,7 @@
 package osdmap
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -55,7 +56,7 @@ func (p *Pool) SortedSnaps() []PoolSnap {
 	for _, s := range p.Snaps {
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b PoolSnap) int { return cmpU64(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b PoolSnap) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -66,7 +67,7 @@ func (p *Pool) PoolSnapContext() (seq uint64, snaps []uint64) {
 	for _, s := range p.Snaps {
 		snaps = append(snaps, s.ID)
 	}
-	slices.SortFunc(snaps, func(a, b uint64) int { return cmpU64(b, a) })
+	slices.SortFunc(snaps, func(a, b uint64) int { return cmp.Compare(b, a) })
 	return p.SnapSeq, snaps
 }
 
@@ -120,14 +121,4 @@ func (p *Pool) validateSnaps() error {
 		}
 	}
 	return nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

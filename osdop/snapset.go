@@ -1,6 +1,7 @@
 package osdop
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -41,7 +42,7 @@ func (ss *SnapSet) Resolve(snap uint64) (clone int, head, ok bool) {
 	if snap > ss.Seq {
 		return 0, true, true
 	}
-	i, _ := slices.BinarySearchFunc(ss.Clones, snap, func(c CloneInfo, s uint64) int { return cmpU64(c.ID, s) })
+	i, _ := slices.BinarySearchFunc(ss.Clones, snap, func(c CloneInfo, s uint64) int { return cmp.Compare(c.ID, s) })
 	if i == len(ss.Clones) || !slices.Contains(ss.Clones[i].Snaps, snap) {
 		return 0, false, false
 	}
@@ -130,14 +131,4 @@ func DecodeSnapSet(b []byte) (*SnapSet, error) {
 		return nil, fmt.Errorf("snapset: %w", err)
 	}
 	return ss, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

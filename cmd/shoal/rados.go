@@ -30,27 +30,8 @@ func radosCmd() *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "", "pool")
 	cmd.PersistentFlags().StringVarP(&snap, "snap", "s", "", "read at this pool snapshot (a name, or a snap id)")
-	verb := func(use, short string, nargs int, fn func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error) {
-		cmd.AddCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs),
-			RunE: func(c *cobra.Command, a []string) error {
-				if pool == "" {
-					return fmt.Errorf("rados: -p POOL is required")
-				}
-				return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-					p, err := s.conn.Pool(ctx, pool)
-					if err != nil {
-						return err
-					}
-					if snap != "" {
-						id, err := snapID(p, snap)
-						if err != nil {
-							return err
-						}
-						p = p.AtSnap(id)
-					}
-					return fn(ctx, p, a, out)
-				})(c, a)
-			}})
+	verb := func(use, short string, nargs int, fn poolFunc) {
+		cmd.AddCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs), RunE: withPool(&pool, &snap, fn)})
 	}
 	readIn := func(path string) ([]byte, error) {
 		if path == "-" {
@@ -247,28 +228,19 @@ func radosCmd() *cobra.Command {
 	})
 	var notifyTimeout float64
 	notify := &cobra.Command{Use: "notify OBJECT MESSAGE", Short: "Send MESSAGE to the object's watchers; print who answered and who did not in time", Args: cobra.ExactArgs(2),
-		RunE: func(c *cobra.Command, a []string) error {
-			if pool == "" {
-				return fmt.Errorf("rados: -p POOL is required")
+		RunE: withPool(&pool, &snap, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
+			r, err := p.Notify(ctx, a[0], []byte(a[1]), time.Duration(notifyTimeout*float64(time.Second)))
+			if err != nil {
+				return err
 			}
-			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-				p, err := s.conn.Pool(ctx, pool)
-				if err != nil {
-					return err
-				}
-				r, err := p.Notify(ctx, a[0], []byte(a[1]), time.Duration(notifyTimeout*float64(time.Second)))
-				if err != nil {
-					return err
-				}
-				for _, ack := range r.Acks {
-					fmt.Fprintf(out, "reply client=%s cookie=%d : %d bytes %q\n", ack.Instance, ack.Cookie, len(ack.Reply), ack.Reply)
-				}
-				for _, to := range r.Timeouts {
-					fmt.Fprintf(out, "timeout client=%s cookie=%d\n", to.Instance, to.Cookie)
-				}
-				return nil
-			})(c, a)
-		}}
+			for _, ack := range r.Acks {
+				fmt.Fprintf(out, "reply client=%s cookie=%d : %d bytes %q\n", ack.Instance, ack.Cookie, len(ack.Reply), ack.Reply)
+			}
+			for _, to := range r.Timeouts {
+				fmt.Fprintf(out, "timeout client=%s cookie=%d\n", to.Instance, to.Cookie)
+			}
+			return nil
+		})}
 	notify.Flags().Float64Var(&notifyTimeout, "timeout", 30, "seconds to wait for the watchers")
 	cmd.AddCommand(notify)
 	verb("listwatchers OBJECT", "List the object's watchers", 1, func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
@@ -301,6 +273,33 @@ func radosCmd() *cobra.Command {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, client.ErrNotFound) }
+
+// poolFunc is a `shoal rados` verb on an open pool.
+type poolFunc func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error
+
+// withPool runs fn on pool *pool, read at snapshot *snap if it is set
+// (`-p POOL [--snap SNAP]`).
+func withPool(pool, snap *string, fn poolFunc) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, a []string) error {
+		if *pool == "" {
+			return fmt.Errorf("rados: -p POOL is required")
+		}
+		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			p, err := s.conn.Pool(ctx, *pool)
+			if err != nil {
+				return err
+			}
+			if *snap != "" {
+				id, err := snapID(p, *snap)
+				if err != nil {
+					return err
+				}
+				p = p.AtSnap(id)
+			}
+			return fn(ctx, p, a, out)
+		})(c, a)
+	}
+}
 
 // snapID is the id of pool snapshot name, or name itself if it is a
 // number (a self-managed snap id).
@@ -473,20 +472,8 @@ func lockCmd(pool *string) *cobra.Command {
 	cmd := &cobra.Command{Use: "lock", Short: "Advisory object locks: get, info, list, break"}
 	var cookie, tag, typ, desc string
 	var duration float64
-	run := func(fn func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
-		return func(c *cobra.Command, a []string) error {
-			if *pool == "" {
-				return fmt.Errorf("rados lock: -p POOL is required")
-			}
-			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-				p, err := s.conn.Pool(ctx, *pool)
-				if err != nil {
-					return err
-				}
-				return fn(ctx, p, a, out)
-			})(c, a)
-		}
-	}
+	noSnap := ""
+	run := func(fn poolFunc) func(*cobra.Command, []string) error { return withPool(pool, &noSnap, fn) }
 	get := &cobra.Command{Use: "get OBJECT NAME", Short: "Take the lock (exclusive unless --lock-type shared)", Args: cobra.ExactArgs(2),
 		RunE: run(func(ctx context.Context, p *client.Pool, a []string, out io.Writer) error {
 			d := time.Duration(duration * float64(time.Second))
