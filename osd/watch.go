@@ -62,6 +62,14 @@ type pendingNotify struct {
 // again at once never expires.
 const watchPollMax = 5 * time.Second
 
+// init makes the maps on first use (pg.mu held).
+func (pw *pgWatch) init() {
+	if pw.watchers == nil {
+		pw.watchers = map[watchKey]*liveWatch{}
+		pw.notifies = map[uint64]*pendingNotify{}
+	}
+}
+
 func (w *liveWatch) signal() {
 	close(w.wake)
 	w.wake = make(chan struct{})
@@ -79,10 +87,7 @@ func (d *OSD) watchTimeout(secs uint32) time.Duration {
 // liveWatchLocked returns the live state of watch id on oid, creating it
 // from the object's record (info) if the primary has none (pg.mu held).
 func (pg *PG) liveWatchLocked(oid string, info osdop.WatcherInfo, now time.Time) *liveWatch {
-	if pg.watch.watchers == nil {
-		pg.watch.watchers = map[watchKey]*liveWatch{}
-		pg.watch.notifies = map[uint64]*pendingNotify{}
-	}
+	pg.watch.init()
 	k := watchKey{oid, info.WatcherID}
 	w := pg.watch.watchers[k]
 	if w == nil {
@@ -233,6 +238,7 @@ func (pg *PG) watchNotify(ctx context.Context, req *osdop.Request) (*osdop.Reply
 	n := &pendingNotify{waiting: map[osdop.WatcherID]bool{}, done: make(chan struct{})}
 	ev := osdop.WatchEvent{NotifyID: id, Notifier: osdmap.InstanceName(req.From, req.Client), Payload: op.Data}
 	pg.mu.Lock()
+	pg.watch.init()
 	for _, info := range ws {
 		if entity, nonce, ok := osdmap.ParseInstance(info.Instance); ok && m.Blocklisted(entity, nonce, now) {
 			continue // its watch goes with the next expiry pass

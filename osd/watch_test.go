@@ -79,6 +79,10 @@ func TestWatchNotify(t *testing.T) {
 	if err := p.WriteFull(ctx, "obj", []byte("watched")); err != nil {
 		t.Fatal(err)
 	}
+	// no watcher yet: answered at once, with nobody in it
+	if r, err := p.Notify(ctx, "obj", []byte("nobody"), 30*time.Second); err != nil || len(r.Acks)+len(r.Timeouts) != 0 {
+		t.Fatalf("notify without watchers: %+v, %v", r, err)
+	}
 	w1 := watchObject(ctx, t, c.Client(ctx), "obj", "one", 0)
 	w2 := watchObject(ctx, t, c.Client(ctx), "obj", "two", 0)
 	deadConn, err := client.Connect(ctx, client.Config{MonAddrs: c.MonAddrs, Keyring: testcluster.Key})
