@@ -70,6 +70,9 @@ func (pw *pgWatch) init() {
 	}
 }
 
+// maxNotifyTimeout bounds how long a notify may wait for its watchers.
+const maxNotifyTimeout = time.Hour
+
 func (w *liveWatch) signal() {
 	close(w.wake)
 	w.wake = make(chan struct{})
@@ -227,9 +230,9 @@ func (pg *PG) watchNotify(ctx context.Context, req *osdop.Request) (*osdop.Reply
 	if err != nil {
 		return nil, err
 	}
-	timeout := time.Duration(op.Len) * time.Millisecond
-	if timeout == 0 {
-		timeout = 30 * time.Second
+	timeout := 30 * time.Second
+	if op.Len > 0 {
+		timeout = time.Duration(min(op.Len, uint64(maxNotifyTimeout/time.Millisecond))) * time.Millisecond
 	}
 	d := pg.osd
 	m, _ := d.curMap()
