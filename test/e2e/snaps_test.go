@@ -6,13 +6,16 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/internal/snapmodel"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // TestSnapshotsSurviveKill9 runs the snapshot model (random writes,
@@ -71,4 +74,58 @@ func TestSnapshotsSurviveKill9(t *testing.T) {
 	c.up()
 	m.Check(ctx, t, c.pool(ctx), "after kill -9 of every daemon")
 	t.Logf("steps: %v", m.Steps)
+}
+
+// TestNotifyAcrossKill9: two watchers (each its own client) answer a
+// notify; the primary of the watched object is killed with SIGKILL; the
+// next notify reaches both through the new primary, and a watcher whose
+// client closed is reported as timed out.
+func TestNotifyAcrossKill9(t *testing.T) {
+	c := up(t, "--osds", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, p := c.connPool(ctx)
+	if err := p.WriteFull(ctx, "watched", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	var watches []*client.Watch
+	var conns []*client.Conn
+	for i, reply := range []string{"a", "b", "gone"} {
+		conn, wp := c.connPool(ctx)
+		timeout := time.Duration(0)
+		if reply == "gone" {
+			timeout = 2 * time.Second
+		}
+		w, err := wp.Watch(ctx, "watched", timeout, func(client.Notification) []byte { return []byte(reply) }, nil)
+		if err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+		watches, conns = append(watches, w), append(conns, conn)
+	}
+	replies := func(r *osdop.NotifyResult) []string {
+		var out []string
+		for _, a := range r.Acks {
+			out = append(out, string(a.Reply))
+		}
+		slices.Sort(out)
+		return out
+	}
+	r, err := p.Notify(ctx, "watched", []byte("one"), 10*time.Second)
+	if err != nil || !slices.Equal(replies(r), []string{"a", "b", "gone"}) {
+		t.Fatalf("first notify: %+v, %v", r, err)
+	}
+	conns[2].Close() // the third watcher's client goes away
+	c.kill9(fmt.Sprintf("osd.%d", c.osdMap("data", "watched").ActingPrimary))
+	r, err = p.Notify(ctx, "watched", []byte("two"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := replies(r); !slices.Equal(got, []string{"a", "b"}) || len(r.Timeouts) != 1 || r.Timeouts[0].Instance != conns[2].Instance() {
+		t.Fatalf("after the primary was killed: replies %v, timeouts %v", got, r.Timeouts)
+	}
+	for _, w := range watches[:2] {
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
