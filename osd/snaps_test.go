@@ -14,6 +14,7 @@ import (
 	"github.com/shoal-project/shoal/internal/snapmodel"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -81,6 +82,16 @@ func TestSelfManagedSnapshots(t *testing.T) {
 	for i, s := range stores {
 		if blocks, _ := s.SharedBlocks(); blocks != 0 {
 			t.Fatalf("osd.%d: %d blocks still shared after every clone was trimmed", i, blocks)
+		}
+		colls, err := s.Collections()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range colls { // the snap mapper is empty
+			kvs, _, err := s.OmapList(c, opexec.SnapMapperOID, "", "", 10)
+			if err != nil && !errors.Is(err, objectstore.ErrNotFound) || len(kvs) != 0 {
+				t.Fatalf("osd.%d %s: snap mapper after trimming: %v %v", i, c, kvs, err)
+			}
 		}
 	}
 	t.Logf("steps: %v", m.Steps)

@@ -9,20 +9,23 @@ package osd
 // admitted by the I/O scheduler as best-effort background work, and the
 // PG shows snaptrim_wait, then snaptrim.
 //
-// Objects are found by walking the PG's heads and reading their
-// SnapSets: there is no snap → object index yet (Ceph's SnapMapper), so
-// a trim costs a read of every head's metadata (from the onode cache
-// when it is warm). What was trimmed is kept in memory: a primary that
-// restarts, or a new one, walks its PGs once more, finding nothing left
-// to do where the trim had finished.
+// Objects are found in the snap mapper (opexec.SnapMapperOID, Ceph's
+// SnapMapper): an index of clones by snap that the writes making and
+// trimming clones, and recovery installing them, keep in the PG's own
+// collection. The first trim of a PG after the OSD starts walks every
+// head instead and reads its SnapSet, so that a clone the index might
+// lack is trimmed too. What was trimmed is kept in memory.
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shoal-project/shoal/internal/periodic"
+	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osd/peering"
@@ -33,6 +36,7 @@ import (
 // pgSnapTrim is a PG's trimming state on its primary (guarded by pg.mu).
 type pgSnapTrim struct {
 	done    []osdmap.SnapRange // the pool's removed snaps as of the last finished trim
+	scanned bool               // a trim walked every head since the OSD started
 	running bool
 }
 
@@ -91,16 +95,91 @@ func (d *OSD) snapTrimLoop() {
 }
 
 // snapTrim trims the PG's objects for pool's removed snaps, returning how
-// many it rewrote.
+// many it rewrote. The first trim of the PG on this OSD walks every head
+// (clones made before the index, or an index this OSD's copy lacks,
+// cannot hide from it); after that, the snaps removed since the last
+// trim are looked up in the snap mapper (opexec.SnapMapperOID), unless
+// there are more than snapTrimIndexMax of them.
 func (pg *PG) snapTrim(ctx context.Context, pool *osdmap.Pool) (int, error) {
-	d := pg.osd
-	be, err := pg.backend(ctx, pool)
-	if err != nil {
-		return 0, err
+	pg.mu.Lock()
+	done, scanned := pg.snaptrim.done, pg.snaptrim.scanned
+	pg.mu.Unlock()
+	if scanned {
+		if ids, ok := newlyRemoved(done, pool); ok {
+			return pg.snapTrimIndexed(ctx, pool, ids)
+		}
 	}
+	n, err := pg.snapTrimScan(ctx, pool)
+	if err == nil {
+		pg.mu.Lock()
+		pg.snaptrim.scanned = true
+		pg.mu.Unlock()
+	}
+	return n, err
+}
+
+// snapTrimIndexMax is the most newly removed snaps a trim looks up one by
+// one in the snap mapper; more, and it walks every head instead.
+const snapTrimIndexMax = 4096
+
+// newlyRemoved lists the snap ids the pool removed that done does not
+// hold; ok is false if there are more than snapTrimIndexMax.
+func newlyRemoved(done []osdmap.SnapRange, pool *osdmap.Pool) (ids []uint64, ok bool) {
+	was := &osdmap.Pool{RemovedSnaps: done}
+	for _, r := range pool.RemovedSnaps {
+		for id := r.First; id <= r.Last; id++ {
+			if !was.IsRemovedSnap(id) {
+				if ids = append(ids, id); len(ids) > snapTrimIndexMax {
+					return nil, false
+				}
+			}
+		}
+	}
+	return ids, true
+}
+
+// snapTrimIndexed trims the objects the snap mapper lists under ids.
+func (pg *PG) snapTrimIndexed(ctx context.Context, pool *osdmap.Pool, ids []uint64) (int, error) {
+	heads := map[string]bool{}
+	for _, id := range ids {
+		prefix, after := opexec.SnapMapperPrefix(id), ""
+		for {
+			kvs, more, err := pg.osd.store.OmapList(pg.coll, opexec.SnapMapperOID, after, prefix, 1024)
+			if errors.Is(err, objectstore.ErrNotFound) {
+				return 0, nil // no clone was ever made in this PG
+			}
+			if err != nil {
+				return 0, storeErr(err)
+			}
+			for _, kv := range kvs {
+				heads[strings.TrimPrefix(kv.Key, prefix)] = true
+				after = kv.Key
+			}
+			if !more || len(kvs) == 0 {
+				break
+			}
+		}
+	}
+	n := 0
+	for _, oid := range slices.Sorted(maps.Keys(heads)) {
+		o, err := pg.loadObject(oid)
+		if err != nil {
+			return n, err
+		}
+		if err := pg.trimObject(ctx, pool, oid, append(removedIn(o.SnapSet, pool), ids...)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// snapTrimScan trims every head of the PG whose clones serve a removed
+// snap.
+func (pg *PG) snapTrimScan(ctx context.Context, pool *osdmap.Pool) (int, error) {
 	n, after := 0, ""
 	for {
-		names, err := d.store.List(pg.coll, after, 1024)
+		names, err := pg.osd.store.List(pg.coll, after, 1024)
 		if err != nil {
 			return n, storeErr(err)
 		}
@@ -116,21 +195,36 @@ func (pg *PG) snapTrim(ctx context.Context, pool *osdmap.Pool) (int, error) {
 			if len(ids) == 0 {
 				continue
 			}
-			if err := d.throttle(ctx, mclock.BestEffort, 1, 0); err != nil {
-				return n, err
-			}
-			req := &osdop.Request{Pool: pool.ID, OID: oid, Ops: []osdop.Op{{Code: osdop.TrimSnaps, Data: opexec.EncodeSnapIDs(ids)}}}
-			if _, err := pg.write(ctx, req, be); err != nil {
+			if err := pg.trimObject(ctx, pool, oid, ids); err != nil {
 				return n, err
 			}
 			n++
-			d.perf.snapTrimmed.Add(1)
 		}
 		if len(names) < 1024 {
 			return n, nil
 		}
 		after = names[len(names)-1]
 	}
+}
+
+// trimObject takes snap ids out of oid's clones through the write path,
+// as best-effort background work.
+func (pg *PG) trimObject(ctx context.Context, pool *osdmap.Pool, oid string, ids []uint64) error {
+	d := pg.osd
+	be, err := pg.backend(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if err := d.throttle(ctx, mclock.BestEffort, 1, 0); err != nil {
+		return err
+	}
+	slices.Sort(ids)
+	req := &osdop.Request{Pool: pool.ID, OID: oid, Ops: []osdop.Op{{Code: osdop.TrimSnaps, Data: opexec.EncodeSnapIDs(slices.Compact(ids))}}}
+	if _, err := pg.write(ctx, req, be); err != nil {
+		return err
+	}
+	d.perf.snapTrimmed.Add(1)
+	return nil
 }
 
 // removedIn is the removed snaps of pool that ss's clones still serve.

@@ -162,14 +162,24 @@ func (pg *PG) install(oid string, obj *objState, at Version) error {
 				if _, err := pg.osd.store.Stat(pg.coll, coid); err == nil {
 					t.Remove(pg.coll, coid)
 				}
+				opexec.UnindexClone(t, pg.coll, oid, c.Snaps)
 			}
 		}
 		t.Remove(pg.coll, oid)
 	}
 	if obj.Exists {
 		writeObject(t, pg.coll, oid, obj)
+		ss, err := snapSetOf(obj.Attrs)
+		if err != nil {
+			return fmt.Errorf("install %s: %w", oid, err)
+		}
 		for _, c := range obj.Clones {
 			writeObject(t, pg.coll, opexec.CloneOID(oid, c.ID), c.Obj)
+		}
+		if ss != nil { // the snap mapper indexes the clones the head records
+			for _, c := range ss.Clones {
+				opexec.IndexClone(t, pg.coll, oid, c.Snaps)
+			}
 		}
 	}
 	pg.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -32,6 +33,39 @@ const (
 type SnapContext struct {
 	Seq   uint64
 	Snaps []uint64
+}
+
+// SnapMapperOID is the internal object of a PG's collection whose omap
+// indexes its clones by snap (Ceph's SnapMapper): a key
+// SnapMapperKey(snap, head) for every snap a clone of head serves. The
+// writes that make and trim clones keep it, in their transactions, so
+// every copy has it; the snap trimmer finds a removed snap's objects in
+// it instead of reading every head.
+const SnapMapperOID = "\x00snapmapper"
+
+// SnapMapperKey is the index key of head's clone serving snap.
+func SnapMapperKey(snap uint64, head string) string { return SnapMapperPrefix(snap) + head }
+
+// SnapMapperPrefix begins the index keys of snap.
+func SnapMapperPrefix(snap uint64) string { return fmt.Sprintf("%016x/", snap) }
+
+// IndexClone adds to t the index keys of head's clone serving snaps.
+func IndexClone(t *objectstore.Transaction, c objectstore.Coll, head string, snaps []uint64) {
+	kvs := make([]omap.KV, len(snaps))
+	for i, s := range snaps {
+		kvs[i] = omap.KV{Key: SnapMapperKey(s, head)}
+	}
+	t.OmapSet(c, SnapMapperOID, kvs)
+}
+
+// UnindexClone adds to t the removal of head's index keys for snaps.
+func UnindexClone(t *objectstore.Transaction, c objectstore.Coll, head string, snaps []uint64) {
+	keys := make([]string, len(snaps))
+	for i, s := range snaps {
+		keys[i] = SnapMapperKey(s, head)
+	}
+	t.Touch(c, SnapMapperOID) // an index made before any clone: removing from it needs it there
+	t.OmapRm(c, SnapMapperOID, keys)
 }
 
 // CloneOID names clone id of object oid in its PG's collection: an
@@ -134,6 +168,7 @@ func makeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *os
 		t.Clone(o.Coll, o.OID, coid)
 		t.RmAttr(o.Coll, coid, AttrSnapSet)
 		t.RmAttr(o.Coll, coid, AttrWatchers) // a clone has no watchers
+		IndexClone(t, o.Coll, o.OID, snaps)
 		c := osdop.CloneInfo{ID: snapc.Seq, Snaps: snaps, Size: o.Size}
 		if o.Size > 0 {
 			c.Overlap = []osdop.Extent{{Off: 0, Len: o.Size}}
@@ -193,6 +228,12 @@ func trimSnaps(o *Object, data []byte) (*Prepared, error) {
 	}
 	t := &objectstore.Transaction{}
 	x := &Prepared{T: t, Results: make([]osdop.Result, 1), Existed: o.Exists, ExistsAfter: o.Exists, Whiteout: o.Whiteout}
+	ids := make([]uint64, 0, len(removed))
+	for id := range removed {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	UnindexClone(t, o.Coll, o.OID, ids) // and keys the index had but no clone matched go too
 	if o.SnapSet == nil {
 		return x, nil
 	}
