@@ -246,17 +246,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 			co := &clsObject{o: o, t: t}
 			out, err := m(co, op.Data)
 			if err != nil {
-				switch {
-				case errors.Is(err, cls.ErrNotFound):
-					err = fmt.Errorf("%w: %v", osdop.ErrNotFound, err)
-				case errors.Is(err, cls.ErrExists):
-					err = fmt.Errorf("%w: %v", osdop.ErrExists, err)
-				case errors.Is(err, cls.ErrInvalid):
-					err = fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
-				case errors.Is(err, cls.ErrBusy):
-					err = fmt.Errorf("%w: %v", osdop.ErrBusy, err)
-				}
-				return fail(err)
+				return fail(clsErr(err))
 			}
 			x.Results[i].Data = out
 			if co.removed || co.dataChanged {
@@ -479,6 +469,20 @@ func (c *clsObject) mark() {
 	if !c.wrote {
 		c.wrote, c.size = true, int64(c.o.Size)
 	}
+}
+
+// clsErr maps an object-class method's error to the op protocol's,
+// without repeating the sentinel's text.
+func clsErr(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{cls.ErrNotFound, osdop.ErrNotFound}, {cls.ErrExists, osdop.ErrExists},
+		{cls.ErrInvalid, osdop.ErrInvalid}, {cls.ErrBusy, osdop.ErrBusy},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w: %s", m.to, strings.TrimPrefix(err.Error(), m.from.Error()+": "))
+		}
+	}
+	return err
 }
 
 // StoreErr maps an object store's error to the op protocol's (osdop).
