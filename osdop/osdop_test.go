@@ -94,6 +94,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	e := wire.NewEncoder(nil)
 	(&osdop.Request{Pool: 1, OID: "o", Ops: []osdop.Op{{Code: osdop.Write, Data: []byte("abc")}, {Code: osdop.OmapRm, Keys: []string{"k"}}}}).Encode(e)
 	f.Add(e.Bytes())
+	e = wire.NewEncoder(nil)
+	(&osdop.Request{Pool: 2, OID: "s", SnapSeq: 9, Snaps: []uint64{9, 4}, Snap: 3, Ops: []osdop.Op{{Code: osdop.Rollback, Ver: 4}, {Code: osdop.Watch, Ver: 7, Len: 30}}}).Encode(e)
+	f.Add(e.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := osdop.DecodeRequest(b)
 		if err != nil {
@@ -104,6 +107,35 @@ func FuzzDecodeRequest(f *testing.F) {
 		r2, err := osdop.DecodeRequest(e.Bytes())
 		if err != nil || !reflect.DeepEqual(normalize(r), normalize(r2)) {
 			t.Fatalf("re-encode differs: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeSnapSet: any input either fails to decode or decodes to a
+// SnapSet whose encoding decodes to the same, with clones in increasing
+// id order at most its seq.
+func FuzzDecodeSnapSet(f *testing.F) {
+	f.Add((&osdop.SnapSet{Seq: 7, HeadExists: true, Clones: []osdop.CloneInfo{{ID: 3, Snaps: []uint64{3, 1}, Size: 10, Overlap: []osdop.Extent{{0, 4}}}, {ID: 7, Snaps: []uint64{7}}}}).Bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ss, err := osdop.DecodeSnapSet(b)
+		if err != nil {
+			return
+		}
+		for i, c := range ss.Clones {
+			if c.ID > ss.Seq || (i > 0 && c.ID <= ss.Clones[i-1].ID) {
+				t.Fatalf("decoded clones out of order: %+v", ss)
+			}
+		}
+		ss2, err := osdop.DecodeSnapSet(ss.Bytes())
+		if err != nil || !reflect.DeepEqual(ss, ss2) {
+			t.Fatalf("re-encode differs: %v", err)
+		}
+		for _, c := range ss.Clones { // every snap a clone serves resolves to it, or to an older one serving it too
+			for _, snap := range c.Snaps {
+				if k, head, ok := ss.Resolve(snap); ok && !head && (k >= len(ss.Clones) || ss.Clones[k].ID > c.ID) {
+					t.Fatalf("snap %d of clone %d resolves to clone index %d", snap, c.ID, k)
+				}
+			}
 		}
 	})
 }

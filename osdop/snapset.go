@@ -107,7 +107,8 @@ func (ss *SnapSet) Bytes() []byte {
 }
 
 // DecodeSnapSet reads a SnapSet written by Encode; clones must be in
-// increasing id order.
+// increasing id order, at most seq, each with its snaps newest first and
+// at most its id.
 func DecodeSnapSet(b []byte) (*SnapSet, error) {
 	d := wire.NewDecoder(b)
 	_, end := d.Begin("snapset", 1)
@@ -123,6 +124,12 @@ func DecodeSnapSet(b []byte) (*SnapSet, error) {
 		}
 		if k := len(ss.Clones); k > 0 && ss.Clones[k-1].ID >= c.ID || c.ID > ss.Seq {
 			d.Fail("clone %d out of order or above seq %d", c.ID, ss.Seq)
+		}
+		for i, snap := range c.Snaps {
+			if snap == 0 || snap > c.ID || (i > 0 && snap >= c.Snaps[i-1]) {
+				d.Fail("clone %d: snaps %v not newest first within (0, %d]", c.ID, c.Snaps, c.ID)
+				break
+			}
 		}
 		ss.Clones = append(ss.Clones, c)
 	}
