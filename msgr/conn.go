@@ -182,9 +182,12 @@ func (c *conn) reader(keepSums bool, deliver func(h header, payload []byte, sums
 // Message is a received request or reply. Payload stays valid until
 // Release; a handler must copy what it keeps beyond its return.
 type Message struct {
-	Type    uint16
-	Epoch   uint32 // the sender's OSD map epoch
-	From    string // the peer's authenticated entity name
+	Type  uint16
+	Epoch uint32 // the sender's OSD map epoch
+	From  string // the peer's authenticated entity name
+	// FromIP is the peer's network address without the port, on a
+	// server (for an IP blocklist); empty on a client.
+	FromIP  string
 	Payload []byte
 	buf     []byte
 	sums    []uint32     // crc32c of Payload's whole 4 KiB blocks, if the reader kept them

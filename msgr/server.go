@@ -85,6 +85,10 @@ func (s *Server) serve(nc net.Conn) {
 	}
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
+	ip := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(ip); err == nil {
+		ip = host
+	}
 	var handlers sync.WaitGroup
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); c.writer() }()
@@ -97,7 +101,7 @@ func (s *Server) serve(nc net.Conn) {
 		handlers.Add(1)
 		go func() {
 			defer handlers.Done()
-			m := &Message{Type: h.typ, Epoch: h.epoch, From: peer, Payload: payload, buf: buf, sums: sums}
+			m := &Message{Type: h.typ, Epoch: h.epoch, From: peer, FromIP: ip, Payload: payload, buf: buf, sums: sums}
 			reply, err := s.h(s.ctx, m)
 			out := &outFrame{h: header{flags: flagReply, typ: h.typ, reqID: h.reqID, epoch: s.cfg.epoch()}, payload: reply}
 			switch {

@@ -52,7 +52,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", osdop.ErrInvalid, err)
 		}
-		return d.handleWatchPoll(ctx, m.From, poll)
+		return d.handleWatchPoll(ctx, m.From, m.FromIP, poll)
 	case osdop.MsgStats:
 		return json.Marshal(d.stats())
 	case osdop.MsgPGCommand:
@@ -172,7 +172,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 		return nil, err
 	}
 	req.From = msg.From
-	if m.Blocklisted(msg.From, req.Client, time.Now()) {
+	if m.Blocklisted(msg.From, req.Client, msg.FromIP, time.Now()) {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrBlocklisted, osdmap.InstanceName(msg.From, req.Client))
 	}
 	if err := snapContext(pool, req); err != nil {

@@ -83,4 +83,14 @@ func TestBrokenLockAndBlocklist(t *testing.T) {
 	if err := pA.WriteFull(ctx, "img", []byte("A again")); err != nil {
 		t.Fatalf("after the entry was removed: %v", err)
 	}
+	// by address: every client connecting from it (these connect from 127.0.0.1)
+	if err := clB.BlocklistAdd(ctx, "127.0.0.1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := pB.WriteFull(ctx, "img", []byte("B")); !errors.Is(err, client.ErrBlocklisted) {
+		t.Fatalf("a client from a blocklisted address: %v, want blocklisted", err)
+	}
+	if err := clB.BlocklistRm(ctx, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -141,9 +141,9 @@ func (pg *PG) watchWritten(req *osdop.Request) {
 
 // handleWatchPoll serves a watcher's poll: the notifications queued for
 // its watch, at once or when one arrives, or none after a while.
-func (d *OSD) handleWatchPoll(ctx context.Context, from string, poll *osdop.WatchPoll) ([]byte, error) {
+func (d *OSD) handleWatchPoll(ctx context.Context, from, fromIP string, poll *osdop.WatchPoll) ([]byte, error) {
 	m, _ := d.curMap()
-	if m.Blocklisted(from, poll.Client, time.Now()) {
+	if m.Blocklisted(from, poll.Client, fromIP, time.Now()) {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrBlocklisted, osdmap.InstanceName(from, poll.Client))
 	}
 	pgid, err := m.ObjectToPG(poll.Pool, poll.OID, "")
@@ -243,7 +243,7 @@ func (pg *PG) watchNotify(ctx context.Context, req *osdop.Request) (*osdop.Reply
 	pg.mu.Lock()
 	pg.watch.init()
 	for _, info := range ws {
-		if entity, nonce, ok := osdmap.ParseInstance(info.Instance); ok && m.Blocklisted(entity, nonce, now) {
+		if entity, nonce, ok := osdmap.ParseInstance(info.Instance); ok && m.Blocklisted(entity, nonce, "", now) {
 			continue // its watch goes with the next expiry pass
 		}
 		w := pg.liveWatchLocked(req.OID, info, now)
@@ -318,7 +318,7 @@ func (d *OSD) watchLoop() {
 				switch {
 				case !primary: // another primary serves the watch now
 					pg.dropWatchLocked(k)
-				case m.Blocklisted(entity, nonce, now) || (w.polls == 0 && now.Sub(w.lastSeen) > w.timeout):
+				case m.Blocklisted(entity, nonce, "", now) || (w.polls == 0 && now.Sub(w.lastSeen) > w.timeout):
 					pg.dropWatchLocked(k)
 					expired = append(expired, k)
 				}

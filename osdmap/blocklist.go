@@ -3,6 +3,7 @@ package osdmap
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +14,8 @@ import (
 // the OSDs refuse, each until a time. An entry names a client entity —
 // "client.NAME", every instance of it — or one instance,
 // "client.NAME/NONCE", NONCE being the hexadecimal instance nonce its
-// connection sends with every request (client.Conn.Instance). Breaking a
+// connection sends with every request (client.Conn.Instance), or an IP
+// address, every client connecting from it (Ceph blocklists addresses). Breaking a
 // dead client's lock and blocklisting it fences it: whatever it still
 // sends is refused (osdop.ErrBlocklisted).
 
@@ -38,11 +40,15 @@ func ParseInstance(s string) (entity string, nonce uint64, ok bool) {
 	return entity, n, err == nil
 }
 
-// ParseBlocklistEntry checks an entry: a client entity or one instance.
+// ParseBlocklistEntry checks an entry: a client entity, one instance, or
+// an IP address.
 func ParseBlocklistEntry(s string) error {
+	if _, err := netip.ParseAddr(s); err == nil {
+		return nil
+	}
 	entity, nonce, inst := strings.Cut(s, "/")
 	if !strings.HasPrefix(entity, "client.") || len(entity) == len("client.") {
-		return fmt.Errorf("blocklist entry %q: want client.NAME or client.NAME/NONCE (only clients can be blocklisted)", s)
+		return fmt.Errorf("blocklist entry %q: want client.NAME, client.NAME/NONCE or an IP address (only clients can be blocklisted)", s)
 	}
 	if inst {
 		if _, err := strconv.ParseUint(nonce, 16, 64); err != nil || nonce == "" {
@@ -53,18 +59,19 @@ func ParseBlocklistEntry(s string) error {
 }
 
 // Blocklisted reports whether the map refuses client instance nonce of
-// entity at time now: its entity or the instance is listed, until a
-// later time.
-func (m *Map) Blocklisted(entity string, nonce uint64, now time.Time) bool {
+// entity, connecting from address ip (empty: unknown), at time now: its
+// entity, the instance or the address is listed, until a later time.
+func (m *Map) Blocklisted(entity string, nonce uint64, ip string, now time.Time) bool {
 	if len(m.Blocklist) == 0 {
 		return false
 	}
 	t := now.UnixNano()
-	if until, ok := m.Blocklist[entity]; ok && until > t {
-		return true
+	for _, k := range []string{entity, InstanceName(entity, nonce), ip} {
+		if until, ok := m.Blocklist[k]; ok && k != "" && until > t {
+			return true
+		}
 	}
-	until, ok := m.Blocklist[InstanceName(entity, nonce)]
-	return ok && until > t
+	return false
 }
 
 // BlocklistEntries returns the entries in force at now, sorted.

@@ -715,8 +715,8 @@ func pgCmd() *cobra.Command {
 
 // blocklistCmd is `shoal osd blocklist`, as `ceph osd blocklist`.
 func blocklistCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "blocklist", Short: "Fence clients: every OSD refuses a blocklisted client (an entity, or one instance as `rados lock info` lists it)"}
-	cmd.AddCommand(&cobra.Command{Use: "add ENTITY[/NONCE] [SECONDS]", Short: "Blocklist a client for SECONDS (default 3600)", Args: cobra.RangeArgs(1, 2),
+	cmd := &cobra.Command{Use: "blocklist", Short: "Fence clients: every OSD refuses a blocklisted client (an entity, one instance as `rados lock info` lists it, or an IP address)"}
+	cmd.AddCommand(&cobra.Command{Use: "add ENTITY[/NONCE]|IP [SECONDS]", Short: "Blocklist a client for SECONDS (default 3600)", Args: cobra.RangeArgs(1, 2),
 		RunE: monCommand("osd blocklist add", func(a []string) (map[string]string, error) {
 			m := map[string]string{"entry": a[0]}
 			if len(a) == 2 {
@@ -727,7 +727,7 @@ func blocklistCmd() *cobra.Command {
 			}
 			return m, nil
 		})})
-	cmd.AddCommand(&cobra.Command{Use: "rm ENTITY[/NONCE]", Short: "Let a blocklisted client in again", Args: cobra.ExactArgs(1),
+	cmd.AddCommand(&cobra.Command{Use: "rm ENTITY[/NONCE]|IP", Short: "Let a blocklisted client in again", Args: cobra.ExactArgs(1),
 		RunE: monCommand("osd blocklist rm", func(a []string) (map[string]string, error) { return map[string]string{"entry": a[0]}, nil })})
 	cmd.AddCommand(&cobra.Command{Use: "ls", Short: "List the blocklist entries in force and until when", Args: cobra.NoArgs,
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
