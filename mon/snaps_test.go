@@ -67,3 +67,16 @@ func TestPoolSnapCommands(t *testing.T) {
 		t.Fatalf("rbd: removed %v", p.RemovedSnaps)
 	}
 }
+
+// Snapshots of erasure-coded pools are refused, of either kind, for now.
+func TestErasurePoolSnapsRefused(t *testing.T) {
+	s := newState(t)
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1", "crush-failure-domain=osd"}})
+	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p21", PGNum: 8})
+	for _, c := range []mon.Command{mon.PoolSnapCreate{Pool: "ec", Snap: "s"}, mon.SelfManagedSnapCreate{Pool: "ec"}} {
+		epoch := s.Map.Epoch
+		if _, _, err := s.Commit(c); !errors.Is(err, monc.ErrInvalid) || s.Map.Epoch != epoch {
+			t.Fatalf("%T on an erasure-coded pool: %v", c, err)
+		}
+	}
+}
