@@ -140,6 +140,12 @@ func TestECRoundTrip(t *testing.T) {
 	if err := p.OmapSet(ctx, "o1", []client.KV{{Key: "a", Value: []byte("b")}}); !errors.Is(err, client.ErrUnsupported) {
 		t.Fatalf("omap on an EC pool: %v", err)
 	}
+	if _, err := p.Watch(ctx, "o1", 0, func(client.Notification) []byte { return nil }, nil); !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("watch on an EC pool: %v", err)
+	}
+	if _, err := p.ListSnaps(ctx, "o1"); !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("list-snaps on an EC pool: %v", err)
+	}
 	check("o" + strconv.Itoa(w))
 	c.poolSet(ctx, cl, "ec21", "allow_ec_overwrites", "true")
 	big := "o" + strconv.Itoa(3<<20+5)

@@ -218,6 +218,8 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 			x.rmAttrs = append(x.rmAttrs, userAttr+op.Name)
 		case osdop.OmapSet, osdop.OmapRm, osdop.OmapClear, osdop.Call:
 			return fail(fmt.Errorf("%w: %s on an erasure-coded pool (keep omap data in a replicated pool)", osdop.ErrUnsupported, op.Code))
+		case osdop.Watch, osdop.Unwatch, osdop.WatchExpire:
+			return fail(fmt.Errorf("%w: %s on an erasure-coded pool (watch objects of a replicated pool)", osdop.ErrUnsupported, op.Code))
 		case osdop.AssertVersion:
 			if err := opexec.AssertVersion(x.exists, o.Version, op.Ver); err != nil {
 				return fail(err)
