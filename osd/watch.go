@@ -17,6 +17,7 @@ package osd
 // re-established.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -239,7 +240,9 @@ func (pg *PG) watchNotify(ctx context.Context, req *osdop.Request) (*osdop.Reply
 	now := time.Now()
 	id := d.notifyID.Add(1)
 	n := &pendingNotify{waiting: map[osdop.WatcherID]bool{}, done: make(chan struct{})}
-	ev := osdop.WatchEvent{NotifyID: id, Notifier: osdmap.InstanceName(req.From, req.Client), Payload: op.Data}
+	// the payload aliases the request's receive buffer, which is reused
+	// once the notify is answered: a watcher that polls later needs its own
+	ev := osdop.WatchEvent{NotifyID: id, Notifier: osdmap.InstanceName(req.From, req.Client), Payload: bytes.Clone(op.Data)}
 	pg.mu.Lock()
 	pg.watch.init()
 	for _, info := range ws {

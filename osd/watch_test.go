@@ -135,8 +135,11 @@ func TestWatchNotify(t *testing.T) {
 		if got := w.payloads(); !slices.Equal(got, []string{"first", "second"}) {
 			t.Fatalf("watcher %d got %q", i+1, got)
 		}
-		if n := w.got[0]; n.Notifier != cl.Instance() {
-			t.Fatalf("notifier %q, want %q", n.Notifier, cl.Instance())
+		w.mu.Lock()
+		notifier := w.got[0].Notifier
+		w.mu.Unlock()
+		if notifier != cl.Instance() {
+			t.Fatalf("notifier %q, want %q", notifier, cl.Instance())
 		}
 	}
 
