@@ -22,10 +22,11 @@ import (
 // allows: a shared block is never written in place, so nothing needs to
 // know which objects share it.
 //
-// The table is kept in memory (it holds only blocks that are shared: a
-// snapshot's clone of a 4 MiB object adds at most 1,024 entries, and
-// they go as the clone or the head lets go of them) and persisted per
-// region of regionBlocks blocks, like the allocation bitmap:
+// The table is kept in memory (it holds only blocks that are shared, as
+// runs: a snapshot's clone of a 4 MiB object written in one piece adds
+// one run of 1,024 blocks, which overwrites of either owner split and
+// shrink) and persisted per region of regionBlocks blocks, like the
+// allocation bitmap:
 //
 //	'R' u64be(region) → runs of uvarint(offset in region), uvarint(length), uvarint(extra)
 //

@@ -194,13 +194,12 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	release := func() {} // gives back pooled read buffers once the reply is out
 	start := time.Now()
 	defer d.ops.end(d.ops.begin(start))
-	if code := req.Ops[0].Code; len(req.Ops) == 1 && (code == osdop.Notify || code == osdop.NotifyAck) {
-		if code == osdop.Notify {
-			rep, err = pg.watchNotify(ctx, req)
-		} else {
-			rep, err = pg.notifyAck(req)
-		}
-	} else if req.IsWrite() {
+	switch code := onlyOp(req); {
+	case code == osdop.Notify:
+		rep, err = pg.watchNotify(ctx, req)
+	case code == osdop.NotifyAck:
+		rep, err = pg.notifyAck(req)
+	case req.IsWrite():
 		for i := range req.Ops {
 			if op := &req.Ops[i]; op.Code == osdop.Write || op.Code == osdop.WriteFull || op.Code == osdop.Append {
 				op.DataSums = msg.BlockSums(op.Data)
@@ -215,7 +214,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 			}
 			d.perf.opWLat.Observe(time.Since(start).Seconds())
 		}
-	} else {
+	default:
 		var rel func()
 		if rep, rel, err = be.read(ctx, req); rel != nil {
 			release = rel
@@ -245,6 +244,15 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	rep.Encode(e)
 	release()
 	return e.Bytes(), nil
+}
+
+// onlyOp is the code of a request's one op (0 for none or several):
+// notify and its acknowledgement travel alone.
+func onlyOp(req *osdop.Request) osdop.Code {
+	if len(req.Ops) != 1 {
+		return 0
+	}
+	return req.Ops[0].Code
 }
 
 // vecReplyMin is the reply size from which read data goes to the

@@ -148,13 +148,9 @@ func (pg *PG) scrubMapLocal(from, to string, deep bool) ([]scrubObj, error) {
 // waits for the chunk like any write to the head. A clone a copy lacks
 // is missing there; repair rewrites the head with its clones.
 func (pg *PG) scrubClones(head string, deep bool) []scrubObj {
-	b, err := pg.osd.store.GetAttr(pg.coll, head, opexec.AttrSnapSet)
-	if err != nil {
-		return nil // no SnapSet (a read error shows in the head's entry)
-	}
-	ss, err := osdop.DecodeSnapSet(b)
-	if err != nil {
-		return nil // the head's attribute digest differs, if the copies do
+	ss, err := opexec.ReadSnapSet(pg.osd.store, pg.coll, head)
+	if err != nil || ss == nil {
+		return nil // none, or unreadable: the head's own entry shows that
 	}
 	objs := make([]scrubObj, 0, len(ss.Clones))
 	for _, c := range ss.Clones {

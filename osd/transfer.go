@@ -146,15 +146,7 @@ func (pg *PG) install(oid string, obj *objState, at Version) error {
 	t := &objectstore.Transaction{}
 	if _, err := pg.osd.store.Stat(pg.coll, oid); err == nil {
 		// the local copy's clones go with it
-		attrs, err := pg.osd.store.Attrs(pg.coll, oid)
-		if err != nil {
-			return fmt.Errorf("install %s: %w", oid, storeErr(err))
-		}
-		kvs := make([]omap.KV, 0, len(attrs))
-		for k, v := range attrs {
-			kvs = append(kvs, omap.KV{Key: k, Value: v})
-		}
-		if ss, err := snapSetOf(kvs); err != nil {
+		if ss, err := opexec.ReadSnapSet(pg.osd.store, pg.coll, oid); err != nil {
 			return fmt.Errorf("install %s: %w", oid, err)
 		} else if ss != nil {
 			for _, c := range ss.Clones {

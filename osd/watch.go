@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shoal-project/shoal/internal/periodic"
@@ -56,6 +57,24 @@ type pendingNotify struct {
 	acks     []osdop.NotifyAckInfo
 	timeouts []osdop.WatcherID
 	done     chan struct{} // closed once nothing is waited for
+}
+
+// answer takes watcher id off the notify's list — with its reply if
+// ack, as timed out otherwise — and ends the wait once no one is left
+// (pg.mu held). A watcher not waited for is ignored.
+func (n *pendingNotify) answer(id osdop.WatcherID, ack bool, reply []byte) {
+	if !n.waiting[id] {
+		return
+	}
+	delete(n.waiting, id)
+	if ack {
+		n.acks = append(n.acks, osdop.NotifyAckInfo{WatcherID: id, Reply: reply})
+	} else {
+		n.timeouts = append(n.timeouts, id)
+	}
+	if len(n.waiting) == 0 {
+		close(n.done)
+	}
 }
 
 // watchPollMax is the longest a poll waits with nothing to deliver; a
@@ -112,19 +131,17 @@ func (pg *PG) dropWatchLocked(k watchKey) {
 	w.gone = true
 	w.signal()
 	for _, n := range pg.watch.notifies {
-		if n.waiting[k.id] {
-			delete(n.waiting, k.id)
-			n.timeouts = append(n.timeouts, k.id)
-			if len(n.waiting) == 0 {
-				close(n.done)
-			}
-		}
+		n.answer(k.id, false, nil)
 	}
 }
 
 // watchWritten updates the live state after a Watch or Unwatch op of the
-// request was committed.
+// request was committed; a request without one (nearly every write)
+// costs a pass over its ops, not the PG's lock.
 func (pg *PG) watchWritten(req *osdop.Request) {
+	if !slices.ContainsFunc(req.Ops, func(op osdop.Op) bool { return op.Code == osdop.Watch || op.Code == osdop.Unwatch }) {
+		return
+	}
 	instance := osdmap.InstanceName(req.From, req.Client)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
@@ -168,12 +185,7 @@ func (d *OSD) handleWatchPoll(ctx context.Context, from, fromIP string, poll *os
 		if err != nil {
 			return nil, err
 		}
-		i := -1
-		for k := range ws {
-			if ws[k].WatcherID == id {
-				i = k
-			}
-		}
+		i := slices.IndexFunc(ws, func(w osdop.WatcherInfo) bool { return w.WatcherID == id })
 		if i < 0 {
 			return nil, fmt.Errorf("%w: %s on %s", osdop.ErrNotConnected, id, poll.OID)
 		}
@@ -246,7 +258,7 @@ func (pg *PG) watchNotify(ctx context.Context, req *osdop.Request) (*osdop.Reply
 	pg.mu.Lock()
 	pg.watch.init()
 	for _, info := range ws {
-		if entity, nonce, ok := osdmap.ParseInstance(info.Instance); ok && m.Blocklisted(entity, nonce, "", now) {
+		if m.InstanceBlocklisted(info.Instance, now) {
 			continue // its watch goes with the next expiry pass
 		}
 		w := pg.liveWatchLocked(req.OID, info, now)
@@ -294,13 +306,7 @@ func (pg *PG) notifyAck(req *osdop.Request) (*osdop.Reply, error) {
 	if n == nil {
 		return nil, fmt.Errorf("%w: notify %d is over (or on another primary)", osdop.ErrNotFound, op.Ver)
 	}
-	if n.waiting[id] {
-		delete(n.waiting, id)
-		n.acks = append(n.acks, osdop.NotifyAckInfo{WatcherID: id, Reply: append([]byte(nil), op.Data...)})
-		if len(n.waiting) == 0 {
-			close(n.done)
-		}
-	}
+	n.answer(id, true, bytes.Clone(op.Data)) // the reply outlives the request's buffer
 	return &osdop.Reply{Results: make([]osdop.Result, len(req.Ops))}, nil
 }
 
@@ -317,11 +323,10 @@ func (d *OSD) watchLoop() {
 			pg.mu.Lock()
 			primary := pg.ps.Interval.Primary == d.id && pg.ps.State.IsActive()
 			for k, w := range pg.watch.watchers {
-				entity, nonce, _ := osdmap.ParseInstance(k.id.Instance)
 				switch {
 				case !primary: // another primary serves the watch now
 					pg.dropWatchLocked(k)
-				case m.Blocklisted(entity, nonce, "", now) || (w.polls == 0 && now.Sub(w.lastSeen) > w.timeout):
+				case m.InstanceBlocklisted(k.id.Instance, now) || (w.polls == 0 && now.Sub(w.lastSeen) > w.timeout):
 					pg.dropWatchLocked(k)
 					expired = append(expired, k)
 				}

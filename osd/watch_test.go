@@ -170,3 +170,18 @@ func TestWatchNotify(t *testing.T) {
 		t.Fatalf("after unwatch: %+v %v", ws, err)
 	}
 }
+
+// TestEmptyRequest: a request with no ops is answered (with no results)
+// and leaves the primary serving.
+func TestEmptyRequest(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, p := c.pool(ctx, "data")
+	if rep, err := p.Operate(ctx, "x", nil); err != nil || len(rep.Results) != 0 {
+		t.Fatalf("no ops: %+v, %v", rep, err)
+	}
+	if err := p.WriteFull(ctx, "x", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -74,6 +74,14 @@ func (m *Map) Blocklisted(entity string, nonce uint64, ip string, now time.Time)
 	return false
 }
 
+// InstanceBlocklisted is Blocklisted for a client instance by its
+// InstanceName (its address unknown); a name that is not one is not
+// refused.
+func (m *Map) InstanceBlocklisted(instance string, now time.Time) bool {
+	entity, nonce, ok := ParseInstance(instance)
+	return ok && m.Blocklisted(entity, nonce, "", now)
+}
+
 // BlocklistEntries returns the entries in force at now, sorted.
 func (m *Map) BlocklistEntries(now time.Time) []string {
 	var out []string

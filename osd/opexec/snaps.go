@@ -85,6 +85,24 @@ func CloneHead(coid string) (head string, ok bool) {
 	return rest[:len(rest)-17], true
 }
 
+// ReadSnapSet reads the SnapSet of object oid of collection c in s: nil
+// if it has none (or does not exist); osdop.ErrCorrupt if the attribute
+// does not decode.
+func ReadSnapSet(s objectstore.Store, c objectstore.Coll, oid string) (*osdop.SnapSet, error) {
+	b, err := s.GetAttr(c, oid, AttrSnapSet)
+	switch {
+	case errors.Is(err, objectstore.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, StoreErr(err)
+	}
+	ss, err := osdop.DecodeSnapSet(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", osdop.ErrCorrupt, oid, err)
+	}
+	return ss, nil
+}
+
 // LoadSnapSet adds the object's snapshot state to o: its SnapSet (nil if
 // it has none) and whether the head is a whiteout (then Exists is false).
 // Callers load it for pools that have snapshots, where any object may.
@@ -92,15 +110,9 @@ func (o *Object) LoadSnapSet() error {
 	if !o.Exists {
 		return nil
 	}
-	b, err := o.Store.GetAttr(o.Coll, o.OID, AttrSnapSet)
-	switch {
-	case errors.Is(err, objectstore.ErrNotFound):
-		return nil
-	case err != nil:
-		return StoreErr(err)
-	}
-	if o.SnapSet, err = osdop.DecodeSnapSet(b); err != nil {
-		return fmt.Errorf("%w: %s: %v", osdop.ErrCorrupt, o.OID, err)
+	var err error
+	if o.SnapSet, err = ReadSnapSet(o.Store, o.Coll, o.OID); err != nil || o.SnapSet == nil {
+		return err
 	}
 	if _, err := o.Store.GetAttr(o.Coll, o.OID, AttrWhiteout); err == nil {
 		o.Whiteout, o.Exists, o.Size, o.Version = true, false, 0, 0
@@ -217,7 +229,9 @@ func EncodeSnapIDs(ids []uint64) []byte {
 // clone left serving none is removed, and what its older neighbour
 // shared with it and it with its newer one is what the neighbour shares
 // now (the overlaps' intersection); a whiteout head left without clones
-// goes too. An object without clones is left alone.
+// goes too. The snap mapper's keys of (snap, object) go for every snap
+// in data, whether or not a clone still named it; of an object without
+// clones nothing else changes.
 func trimSnaps(o *Object, data []byte) (*Prepared, error) {
 	if len(data)%8 != 0 {
 		return nil, fmt.Errorf("%w: trim-snaps data of %d bytes", osdop.ErrInvalid, len(data))
@@ -252,11 +266,10 @@ func trimSnaps(o *Object, data []byte) (*Prepared, error) {
 	}
 	x.DObjects = int64(len(ss.Clones) - len(o.SnapSet.Clones))
 	x.DBytes = int64(cloneBytes(ss)) - int64(cloneBytes(o.SnapSet))
-	switch {
-	case o.Whiteout && len(ss.Clones) == 0:
+	if o.Whiteout && len(ss.Clones) == 0 {
 		t.Remove(o.Coll, o.OID)
 		x.Whiteout = false
-	case t.Len() > 0 || !sameSnaps(ss, o.SnapSet):
+	} else {
 		t.SetAttr(o.Coll, o.OID, AttrSnapSet, ss.Bytes())
 	}
 	return x, nil
@@ -286,15 +299,6 @@ func cloneBytes(ss *osdop.SnapSet) uint64 {
 		n += c.Size - min(shared, c.Size)
 	}
 	return n
-}
-
-func sameSnaps(a, b *osdop.SnapSet) bool {
-	for i := range a.Clones {
-		if !slices.Equal(a.Clones[i].Snaps, b.Clones[i].Snaps) {
-			return false
-		}
-	}
-	return true
 }
 
 // intersect is the bytes both a and b cover (each sorted and disjoint).

@@ -23,10 +23,11 @@ import (
 // every snap) on real daemons: the primary of some objects is killed with
 // SIGKILL while the model writes, it goes on degraded, the OSD returns
 // and catches up (clones with their heads), a deep scrub of every PG is
-// clean; every snap is removed and the same OSD killed as the PGs start
-// to trim, and once it is back the trim finishes (no clone, no whiteout
-// left, deep scrub clean); after SIGKILL of every daemon and a restart
-// every object still reads back.
+// clean; every snap is removed and the same OSD killed right after (its
+// PGs' trims may not have started, or may be done: the kill is not
+// synchronised with them), and once it is back the trim finishes (no
+// clone, no whiteout left, deep scrub clean); after SIGKILL of every
+// daemon and a restart every object still reads back.
 func TestSnapshotsSurviveKill9(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -60,7 +61,7 @@ func TestSnapshotsSurviveKill9(t *testing.T) {
 	c.waitHealth("HEALTH_OK", 90*time.Second)
 	m.Check(ctx, t, p, victim+" back")
 	deepScrubAll(ctx, t, conn, p.ID())
-	// every snap removed, and an OSD killed as its PGs start to trim
+	// every snap removed, and an OSD killed right after
 	m.RemoveAllSnaps(ctx, t, p)
 	c.kill9(victim)
 	c.up()
@@ -79,7 +80,9 @@ func TestSnapshotsSurviveKill9(t *testing.T) {
 // TestNotifyAcrossKill9: two watchers (each its own client) answer a
 // notify; the primary of the watched object is killed with SIGKILL; the
 // next notify reaches both through the new primary, and a watcher whose
-// client closed is reported as timed out.
+// client closed is reported as timed out. A lock taken on the object
+// before the kill (a write through the lock class) is still held after
+// it.
 func TestNotifyAcrossKill9(t *testing.T) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -114,6 +117,10 @@ func TestNotifyAcrossKill9(t *testing.T) {
 	if err != nil || !slices.Equal(replies(r), []string{"a", "b", "gone"}) {
 		t.Fatalf("first notify: %+v, %v", r, err)
 	}
+	holder, hp := c.connPool(ctx)
+	if err := hp.LockExclusive(ctx, "watched", "excl", "cookie", "held across the kill", 0, false); err != nil {
+		t.Fatal(err)
+	}
 	conns[2].Close() // the third watcher's client goes away
 	c.kill9(fmt.Sprintf("osd.%d", c.osdMap("data", "watched").ActingPrimary))
 	r, err = p.Notify(ctx, "watched", []byte("two"), 10*time.Second)
@@ -122,6 +129,10 @@ func TestNotifyAcrossKill9(t *testing.T) {
 	}
 	if got := replies(r); !slices.Equal(got, []string{"a", "b"}) || len(r.Timeouts) != 1 || r.Timeouts[0].Instance != conns[2].Instance() {
 		t.Fatalf("after the primary was killed: replies %v, timeouts %v", got, r.Timeouts)
+	}
+	info, err := p.LockInfo(ctx, "watched", "excl")
+	if err != nil || len(info.Lockers) != 1 || info.Lockers[0].Name != holder.Instance() || info.Lockers[0].Cookie != "cookie" {
+		t.Fatalf("lock after the primary was killed: %+v, %v", info, err)
 	}
 	for _, w := range watches[:2] {
 		if err := w.Close(ctx); err != nil {
