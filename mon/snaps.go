@@ -31,8 +31,6 @@ func (c PoolSnapCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 		return nil, "", fmt.Errorf("pool %q: %w: empty snapshot name", c.Pool, ErrInvalid)
 	case p.SelfManagedSnapsMode():
 		return nil, "", fmt.Errorf("pool %q: %w: the pool has self-managed snapshots (pool snapshots and self-managed ones cannot be mixed)", c.Pool, ErrInvalid)
-	case p.Type == osdmap.PoolErasure:
-		return nil, "", fmt.Errorf("pool %q: %w: snapshots of erasure-coded pools are not supported yet", c.Pool, ErrInvalid)
 	}
 	if _, ok := p.SnapByName(c.Snap); ok {
 		return nil, "", fmt.Errorf("pool %q snapshot %q: %w", c.Pool, c.Snap, ErrExists)
@@ -81,8 +79,6 @@ func (c SelfManagedSnapCreate) Apply(s *State) (*osdmap.Incremental, string, err
 	switch {
 	case p.PoolSnapsMode():
 		return nil, "", fmt.Errorf("pool %q: %w: the pool has pool snapshots (pool snapshots and self-managed ones cannot be mixed)", c.Pool, ErrInvalid)
-	case p.Type == osdmap.PoolErasure:
-		return nil, "", fmt.Errorf("pool %q: %w: snapshots of erasure-coded pools are not supported yet", c.Pool, ErrInvalid)
 	}
 	np := p.CloneSnaps()
 	np.SnapSeq++

@@ -68,15 +68,25 @@ func TestPoolSnapCommands(t *testing.T) {
 	}
 }
 
-// Snapshots of erasure-coded pools are refused, of either kind, for now.
-func TestErasurePoolSnapsRefused(t *testing.T) {
+// Erasure-coded pools take snapshots of either kind, one kind per pool,
+// as replicated ones do.
+func TestErasurePoolSnaps(t *testing.T) {
 	s := newState(t)
 	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1", "crush-failure-domain=osd"}})
 	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p21", PGNum: 8})
-	for _, c := range []mon.Command{mon.PoolSnapCreate{Pool: "ec", Snap: "s"}, mon.SelfManagedSnapCreate{Pool: "ec"}} {
+	commit(t, s, mon.PoolCreate{Name: "ec2", Erasure: true, ECProfile: "p21", PGNum: 8})
+	commit(t, s, mon.PoolSnapCreate{Pool: "ec", Snap: "s"})
+	commit(t, s, mon.SelfManagedSnapCreate{Pool: "ec2"})
+	if p, _ := s.Map.PoolByName("ec"); !p.PoolSnapsMode() || p.SnapSeq != 1 {
+		t.Fatalf("ec after mksnap: flags %x snap_seq %d", p.Flags, p.SnapSeq)
+	}
+	if p, _ := s.Map.PoolByName("ec2"); !p.SelfManagedSnapsMode() || p.SnapSeq != 1 {
+		t.Fatalf("ec2 after selfmanaged-snap create: flags %x snap_seq %d", p.Flags, p.SnapSeq)
+	}
+	for _, c := range []mon.Command{mon.SelfManagedSnapCreate{Pool: "ec"}, mon.PoolSnapCreate{Pool: "ec2", Snap: "s"}} {
 		epoch := s.Map.Epoch
 		if _, _, err := s.Commit(c); !errors.Is(err, monc.ErrInvalid) || s.Map.Epoch != epoch {
-			t.Fatalf("%T on an erasure-coded pool: %v", c, err)
+			t.Fatalf("%T mixing snapshot kinds on an erasure-coded pool: %v", c, err)
 		}
 	}
 }

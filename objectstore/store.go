@@ -3,6 +3,7 @@ package objectstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	crc "github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/omap"
@@ -139,6 +140,31 @@ func (t *Transaction) DataLen() uint64 {
 		}
 	}
 	return n
+}
+
+// Objects are the names of the objects of collection c that t changes,
+// each once, in the order t first names them (a clone's destination
+// included).
+func (t *Transaction) Objects(c Coll) []string {
+	var out []string
+	add := func(oid string) { // a transaction names few objects: no map
+		if !slices.Contains(out, oid) {
+			out = append(out, oid)
+		}
+	}
+	for i := range t.ops {
+		o := &t.ops[i]
+		if o.coll != c || o.code == opCreateColl || o.code == opRemoveColl {
+			continue
+		}
+		switch o.code {
+		case opClone, opStash:
+			add(o.oid2) // the source is read, not changed
+		default:
+			add(o.oid)
+		}
+	}
+	return out
 }
 
 // CreateCollection creates an empty collection (ErrExists if it exists).

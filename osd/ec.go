@@ -14,7 +14,9 @@ package osd
 // committed.
 //
 // Rollback: before a write changes an object, each shard keeps the
-// object's previous state as a stash object (stashName), until the
+// object's previous state as a stash object (stashName), and that of
+// the other objects the write changes — the head's snapshot clones it
+// makes or trims (ec_rollback.go) — until the
 // primary knows the write is on every shard and rolls it forward (the next
 // write carries that point, Info.RolledForward). If a primary dies mid-write
 // some shards may hold the new version and others the old; peering then

@@ -56,6 +56,17 @@ func (pg *PG) readECLocked(ctx context.Context, cd *ec.Codec, req *osdop.Request
 	if err != nil {
 		return nil, noRelease, err
 	}
+	if req.Snap != 0 { // the head or the clone that holds the snap
+		at, err := o.AtSnap(req.Snap)
+		if err != nil {
+			return nil, noRelease, err
+		}
+		if at != o {
+			if o, err = pg.loadECObject(at.OID); err != nil {
+				return nil, noRelease, err
+			}
+		}
+	}
 	var held releases
 	rep = &osdop.Reply{Ver: o.Version, Results: make([]osdop.Result, len(req.Ops))}
 	for i := range req.Ops {
@@ -296,7 +307,11 @@ func (pg *PG) handleECRead(pm *peerMsg, m *msgr.Message) error {
 	if err := pg.checkMember(pm); err != nil {
 		return err
 	}
-	if err := pg.checkNotMissing(pm.OID, osdop.ErrUnreadable); err != nil { // not ErrRetry, which is for a changed interval
+	head := pm.OID
+	if h, ok := opexec.CloneHead(head); ok { // a clone is recovered with its head
+		head = h
+	}
+	if err := pg.checkNotMissing(head, osdop.ErrUnreadable); err != nil { // not ErrRetry, which is for a changed interval
 		return err
 	}
 	parts, sums, release, ver, err := pg.readLocalShard(pm.OID, pm.Off, pm.Len)

@@ -196,7 +196,7 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, srcs []sha
 		exists bool
 		ver    uint64
 	}
-	groups := map[key][][]byte{}
+	groups := map[key][]*objState{} // by shard position
 	answered := 0
 	for _, src := range srcs {
 		if filling(fills, src.m.ID) {
@@ -214,21 +214,18 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, srcs []sha
 				k.ver = peering.VersionFrom(a.Value).Seq
 			}
 		}
-		shards := groups[k]
-		if shards == nil {
-			shards = make([][]byte, p.K+p.M)
+		objs := groups[k]
+		if objs == nil {
+			objs = make([]*objState, p.K+p.M)
 		}
-		if shards[src.pos] != nil {
+		if objs[src.pos] != nil {
 			continue // this position answered already (an acting member and its target)
 		}
-		shards[src.pos] = obj.Data
-		if obj.Data == nil {
-			shards[src.pos] = []byte{}
-		}
-		groups[k] = shards
+		objs[src.pos] = obj
+		groups[k] = objs
 		n := 0
-		for _, b := range shards {
-			if b != nil {
+		for _, o := range objs {
+			if o != nil {
 				n++
 			}
 		}
@@ -236,15 +233,47 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, srcs []sha
 			continue
 		}
 		out := &objState{Exists: k.exists, Attrs: obj.Attrs}
-		if k.exists && len(obj.Data) > 0 { // an empty object has empty shards
-			if err := cd.Reconstruct(shards); err != nil {
+		var shards [][]byte
+		if k.exists {
+			if shards, err = rebuildShards(cd, objs, func(o *objState) *objState { return o }); err != nil {
 				return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
+			}
+		}
+		// the clones the head's SnapSet names, each rebuilt as the head is
+		// (clones never change: every shard holding one holds the same)
+		ss, err := snapSetOf(obj.Attrs)
+		if err != nil {
+			return fmt.Errorf("pg %s: rebuild %s: %w", pg.id, oid, err)
+		}
+		var clones [][][]byte
+		var cloneAttrs [][]omap.KV
+		if k.exists && ss != nil {
+			for _, c := range ss.Clones {
+				of := func(o *objState) *objState {
+					for _, cs := range o.Clones {
+						if cs.ID == c.ID {
+							return cs.Obj
+						}
+					}
+					return nil
+				}
+				cs, err := rebuildShards(cd, objs, of)
+				if err != nil {
+					return fmt.Errorf("pg %s: rebuild clone %d of %s: %w", pg.id, c.ID, oid, err)
+				}
+				clones = append(clones, cs)
+				cloneAttrs = append(cloneAttrs, of(obj).Attrs)
+				out.Clones = append(out.Clones, cloneState{ID: c.ID})
 			}
 		}
 		for _, f := range fills {
 			o := *out
 			if k.exists {
 				o.Data = shards[f.pos]
+				o.Clones = slices.Clone(out.Clones)
+				for i := range o.Clones {
+					o.Clones[i].Obj = &objState{Exists: true, Data: clones[i][f.pos], Attrs: cloneAttrs[i]}
+				}
 			}
 			if err := pg.push(ctx, iv, f.m, oid, &o); err != nil {
 				return err
@@ -253,4 +282,38 @@ func (pg *PG) recoverEC(ctx context.Context, cd *ec.Codec, iv uint64, srcs []sha
 		return nil
 	}
 	return fmt.Errorf("%w: pg %s: object %s is %w: %d shards answered, no k=%d of them agree on its version", osdop.ErrRetry, pg.id, oid, errUnfound, answered, p.K)
+}
+
+// rebuildShards decodes every shard of one object from the sources that
+// hold it (objs by shard position; of picks the object from a source's
+// state: the head itself, or one of its clones; nil where a source does
+// not hold it). An empty object has empty shards.
+func rebuildShards(cd *ec.Codec, objs []*objState, of func(*objState) *objState) ([][]byte, error) {
+	shards := make([][]byte, len(objs))
+	n, size := 0, 0
+	for i, src := range objs {
+		if src == nil {
+			continue
+		}
+		if o := of(src); o != nil && o.Exists {
+			shards[i] = o.Data
+			if shards[i] == nil {
+				shards[i] = []byte{}
+			}
+			n, size = n+1, max(size, len(o.Data))
+		}
+	}
+	if n < cd.Profile().K {
+		return nil, fmt.Errorf("%d shards of it answered, fewer than k=%d", n, cd.Profile().K)
+	}
+	if size == 0 {
+		for i := range shards {
+			shards[i] = []byte{}
+		}
+		return shards, nil
+	}
+	if err := cd.Reconstruct(shards); err != nil {
+		return nil, err
+	}
+	return shards, nil
 }

@@ -6,19 +6,37 @@ package osd
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdop"
 )
 
-// stash adds to t, before a write of e to an object that exists, the
-// keeping of its current state for rollback, and marks e (an
-// erasure-coded PG's write). The caller knows whether the object exists
-// (the primary from the request's execution, a shard from a Stat before it
-// takes the PG lock: the object's previous write committed before this one
-// was prepared).
+// stash adds to t, before a write of e, the keeping of what the write
+// changes for rollback, and marks e (an erasure-coded PG's write): the
+// state of e.OID if it exists (Stash), and of every other object the
+// write changes — a head's snapshot clones, made or trimmed — that
+// exists (Stashed; the others are Created). The snap mapper's index is
+// not stashed: a rollback indexes the clones it restores (undo). The
+// caller knows whether e.OID exists (the primary from the request's
+// execution, a shard from a Stat before it takes the PG lock: the
+// object's previous write committed before this one was prepared); the
+// other objects, which only snapshot writes touch, are looked up here.
 func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry, exists bool, write *objectstore.Transaction) {
+	for _, oid := range write.Objects(pg.coll) {
+		if oid == e.OID || oid == opexec.SnapMapperOID {
+			continue
+		}
+		if _, err := pg.osd.store.Stat(pg.coll, oid); errors.Is(err, objectstore.ErrNotFound) {
+			e.Created = append(e.Created, oid)
+			continue
+		}
+		t.Clone(pg.coll, oid, extraStashName(e.Ver.Seq, len(e.Stashed)))
+		e.Stashed = append(e.Stashed, oid)
+	}
 	if !exists {
 		return
 	}
@@ -31,6 +49,30 @@ func (pg *PG) stash(t *objectstore.Transaction, e *LogEntry, exists bool, write 
 	t.Clone(pg.coll, e.OID, stashName(e.Ver.Seq))
 }
 
+// extraStashName names the stash of e.Stashed[i] for the write of seq.
+func extraStashName(seq uint64, i int) string {
+	return stashName(seq) + "." + strconv.Itoa(i+1)
+}
+
+// stashNames are the stash objects write e left on this copy.
+func stashNames(e LogEntry) []string {
+	var names []string
+	if e.Stash {
+		names = append(names, stashName(e.Ver.Seq))
+	}
+	for i := range e.Stashed {
+		names = append(names, extraStashName(e.Ver.Seq, i))
+	}
+	return names
+}
+
+// dropStashes adds to t the removal of e's stashes.
+func dropStashes(t *objectstore.Transaction, c objectstore.Coll, e LogEntry) {
+	for _, n := range stashNames(e) {
+		t.Remove(c, n)
+	}
+}
+
 // rollForward drops the stashes of writes up to seq, which every shard
 // holds (pg.mu is held).
 func (pg *PG) rollForward(t *objectstore.Transaction, seq uint64) {
@@ -38,8 +80,8 @@ func (pg *PG) rollForward(t *objectstore.Transaction, seq uint64) {
 		return
 	}
 	for _, e := range pg.log.entries {
-		if e.Stash && e.Ver.Seq > pg.log.info.RolledForward && e.Ver.Seq <= seq {
-			t.Remove(pg.coll, stashName(e.Ver.Seq))
+		if e.Ver.Seq > pg.log.info.RolledForward && e.Ver.Seq <= seq {
+			dropStashes(t, pg.coll, e)
 		}
 	}
 	pg.log.info.RolledForward = seq
@@ -56,22 +98,25 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	var t objectstore.Transaction
 	entries := pg.log.entries
 	i := len(entries)
-	attrNames := map[string]map[string]bool{} // per object: every attribute it may hold at this point of t
+	u := &undoState{pg: pg, live: map[string]bool{}, attrNames: map[string]map[string]bool{}}
 	// the PG's object and byte counts follow the objects rolled back: from
 	// their state now to the one before their oldest write undone
 	var dObjects, dBytes int64
-	rolledTo := map[string]undone{}
+	rolledTo, was := map[string]undone{}, map[string]undone{}
 	for i > 0 && v.Less(entries[i-1].Ver) {
 		e := entries[i-1]
 		if e.Ver.Seq <= pg.log.info.RolledForward {
 			return fmt.Errorf("pg %s: cannot roll back %s on osd.%d: it was on every shard (rolled forward to %d)", pg.id, e.Ver, pg.osd.id, pg.log.info.RolledForward)
 		}
 		if _, seen := rolledTo[e.OID]; !seen {
-			if o, err := pg.loadECObject(e.OID); err == nil && o.Exists {
-				dObjects, dBytes = dObjects-1, dBytes-int64(o.Size)
+			now, err := pg.usageNow(e.OID)
+			if err != nil {
+				return err
 			}
+			dObjects, dBytes = dObjects-now.objects(), dBytes-now.bytes()
+			was[e.OID] = now
 		}
-		before, err := pg.undo(&t, e, attrNames)
+		before, err := u.undo(&t, e)
 		if err != nil {
 			return err
 		}
@@ -81,9 +126,18 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	if i == len(entries) {
 		return nil
 	}
-	for _, u := range rolledTo {
-		if u.exists {
-			dObjects, dBytes = dObjects+1, dBytes+int64(u.size)
+	for oid, b := range rolledTo {
+		dObjects, dBytes = dObjects+b.objects(), dBytes+b.bytes()
+		// the snap mapper indexes the clones restored, not those undone
+		if now := was[oid].snaps; now != nil {
+			for _, c := range now.Clones {
+				opexec.UnindexClone(&t, pg.coll, oid, c.Snaps)
+			}
+		}
+		if b.snaps != nil {
+			for _, c := range b.snaps.Clones {
+				opexec.IndexClone(&t, pg.coll, oid, c.Snaps)
+			}
 		}
 	}
 	pg.osd.log.Info("rolling back writes no k shards hold", "pg", pg.id, "from", pg.log.info.LastUpdate, "to", v, "entries", len(entries)-i)
@@ -100,66 +154,150 @@ func (pg *PG) rollback(iv uint64, v Version) error {
 	return nil
 }
 
-// undone is an object's state a rollback restores: whether it exists,
-// and its logical size.
+// undone is an object's state a rollback restores, as the PG's counts
+// see it: whether it exists (not a whiteout), its logical size, and its
+// SnapSet (nil: none), whose clones count too.
 type undone struct {
 	exists bool
 	size   uint64
+	snaps  *osdop.SnapSet
 }
 
-// undo adds to t what restores e.OID to its state before e, and returns
-// that state: its stash (a clone, or for appends the metadata: truncate
-// and restore attributes), or no object. attrNames collects the
-// attribute names the object may have in t so far, so a metadata
-// restore removes the ones set since.
-func (pg *PG) undo(t *objectstore.Transaction, e LogEntry, attrNames map[string]map[string]bool) (undone, error) {
-	st, stash := pg.osd.store, stashName(e.Ver.Seq)
-	names := attrNames[e.OID]
+func (u undone) objects() int64 {
+	n, _ := opexec.CloneUsage(u.snaps)
+	if u.exists {
+		n++
+	}
+	return n
+}
+
+func (u undone) bytes() int64 {
+	_, n := opexec.CloneUsage(u.snaps)
+	if u.exists {
+		n += int64(u.size)
+	}
+	return n
+}
+
+// usageNow is oid's state on this copy now, as undone describes it.
+func (pg *PG) usageNow(oid string) (undone, error) {
+	st := pg.osd.store
+	var now undone
+	if _, err := st.Stat(pg.coll, oid); err != nil {
+		return now, nil
+	}
+	attrs, err := st.Attrs(pg.coll, oid)
+	if err != nil {
+		return now, fmt.Errorf("pg %s: rollback: %s: %w", pg.id, oid, storeErr(err))
+	}
+	return usageOf(attrs), nil
+}
+
+// usageOf reads undone's fields from an object's attributes (a corrupt
+// SnapSet counts as none: the rollback restores the bytes regardless).
+func usageOf(attrs map[string][]byte) undone {
+	_, whiteout := attrs[opexec.AttrWhiteout]
+	u := undone{exists: !whiteout}
+	if b := attrs[attrECSize]; len(b) == 8 {
+		u.size = binary.LittleEndian.Uint64(b)
+	}
+	if b, ok := attrs[opexec.AttrSnapSet]; ok {
+		u.snaps, _ = osdop.DecodeSnapSet(b)
+	}
+	return u
+}
+
+// undoState is what a rollback's transaction has done so far to the
+// objects it touches: whether each exists at this point of it (live),
+// and per object the attribute names it may hold (attrNames), so that a
+// metadata restore removes the ones set since.
+type undoState struct {
+	pg        *PG
+	live      map[string]bool
+	attrNames map[string]map[string]bool
+}
+
+func (u *undoState) exists(oid string) bool {
+	if v, ok := u.live[oid]; ok {
+		return v
+	}
+	_, err := u.pg.osd.store.Stat(u.pg.coll, oid)
+	u.live[oid] = err == nil
+	return err == nil
+}
+
+// remove adds oid's removal to t if it exists at this point of t.
+func (u *undoState) remove(t *objectstore.Transaction, oid string) {
+	if u.exists(oid) {
+		t.Remove(u.pg.coll, oid)
+	}
+	u.live[oid] = false
+}
+
+// restore replaces oid with its stash (a whole clone) and drops the stash.
+func (u *undoState) restore(t *objectstore.Transaction, oid, stash string) {
+	u.remove(t, oid)
+	t.Clone(u.pg.coll, stash, oid)
+	t.Remove(u.pg.coll, stash)
+	u.live[oid] = true
+}
+
+// undo adds to t what restores the objects e changed to their state
+// before e, and returns e.OID's: the other objects (clones) from their
+// stashes or removed if e made them; e.OID from its stash (a clone, or
+// for appends the metadata: truncate and restore attributes), or
+// removed if it did not exist.
+func (u *undoState) undo(t *objectstore.Transaction, e LogEntry) (undone, error) {
+	pg := u.pg
+	st, stash, c := pg.osd.store, stashName(e.Ver.Seq), pg.coll
+	for i, oid := range e.Stashed {
+		u.restore(t, oid, extraStashName(e.Ver.Seq, i))
+	}
+	for _, oid := range e.Created {
+		u.remove(t, oid)
+	}
+	names := u.attrNames[e.OID]
 	if names == nil {
 		names = map[string]bool{}
-		attrNames[e.OID] = names
-		cur, _ := st.Attrs(pg.coll, e.OID) // none if it does not exist
+		u.attrNames[e.OID] = names
+		cur, _ := st.Attrs(c, e.OID) // none if it does not exist
 		for k := range cur {
 			names[k] = true
 		}
 	}
 	if !e.Stash {
-		t.Remove(pg.coll, e.OID)
+		u.remove(t, e.OID)
 		clear(names)
 		return undone{}, nil
 	}
-	saved, err := st.Attrs(pg.coll, stash)
+	saved, err := st.Attrs(c, stash)
 	if err != nil {
 		return undone{}, fmt.Errorf("pg %s: rollback %s: stash of %s: %w", pg.id, e.Ver, e.OID, storeErr(err))
 	}
-	before := undone{exists: true}
-	if b := saved[attrECSize]; len(b) == 8 {
-		before.size = binary.LittleEndian.Uint64(b)
-	}
 	size, meta := saved[objectstore.StashMetaAttr]
 	delete(saved, objectstore.StashMetaAttr)
+	before := usageOf(saved)
 	if !meta {
-		t.Remove(pg.coll, e.OID)
-		t.Clone(pg.coll, stash, e.OID)
+		u.restore(t, e.OID, stash)
 	} else {
 		if len(size) != 8 {
 			return undone{}, fmt.Errorf("pg %s: rollback %s: stash of %s: bad size record", pg.id, e.Ver, e.OID)
 		}
-		t.Truncate(pg.coll, e.OID, binary.LittleEndian.Uint64(size))
+		t.Truncate(c, e.OID, binary.LittleEndian.Uint64(size))
 		for k := range names {
 			if _, ok := saved[k]; !ok {
-				t.RmAttr(pg.coll, e.OID, k)
+				t.RmAttr(c, e.OID, k)
 			}
 		}
 		for k, v := range saved {
-			t.SetAttr(pg.coll, e.OID, k, v)
+			t.SetAttr(c, e.OID, k, v)
 		}
+		t.Remove(c, stash)
 	}
 	clear(names)
 	for k := range saved {
 		names[k] = true
 	}
-	t.Remove(pg.coll, stash)
 	return before, nil
 }
 

@@ -38,6 +38,11 @@ type ecWrite struct {
 	aliased  bool   // win is the client's buffer (a stripe-aligned write to the end)
 	attrs    []omap.KV
 	rmAttrs  []string
+	// snapshots: pre is what every shard does first (the clone of the
+	// head a newer SnapContext asks for, osdop's make_writeable), and
+	// rollbackTo, if not nil, the clone a rollback op makes the head
+	pre        *objectstore.Transaction
+	rollbackTo *osdop.CloneInfo
 }
 
 func (x *ecWrite) hi() uint64 { return x.lo + (uint64(len(x.win))+x.w-1)/x.w }
@@ -164,9 +169,20 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 		return nil, err
 	}
 	p := cd.Profile()
+	if len(req.Ops) == 1 && req.Ops[0].Code == osdop.TrimSnaps {
+		return trimSnapsEC(o, req, p.K+p.M)
+	}
 	x := &ecWrite{pg: pg, ctx: ctx, cd: cd, o: o, w: uint64(p.StripeWidth()), u: uint64(p.StripeUnit),
-		allow: pool.Flags&osdmap.FlagECOverwrites != 0, exists: o.Exists, size: o.Size, zeroFrom: o.Size}
-	res := &prepared{Prepared: &opexec.Prepared{Results: make([]osdop.Result, len(req.Ops))}}
+		allow: pool.Flags&osdmap.FlagECOverwrites != 0, exists: o.Exists, size: o.Size, zeroFrom: o.Size,
+		pre: &objectstore.Transaction{}}
+	ss := opexec.MakeWriteable(o, x.pre, opexec.SnapContext{Seq: req.SnapSeq, Snaps: req.Snaps})
+	const all = ^uint64(0)
+	written := func(off, n uint64) { // the head's bytes [off, off+n) change
+		if ss != nil {
+			ss.Written(off, n)
+		}
+	}
+	res := &prepared{Prepared: &opexec.Prepared{Results: make([]osdop.Result, len(req.Ops))}, stored: o.Exists || o.Whiteout}
 	maxSize := pg.osd.conf().Size("osd_max_object_size")
 	for i := range req.Ops {
 		op := &req.Ops[i]
@@ -178,29 +194,55 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 		case osdop.WriteFull:
 			x.zeroFrom, x.size, x.win, x.aliased = 0, 0, nil, false
 			err = x.write(0, op.Data)
+			written(0, all)
 		case osdop.Write:
 			if op.Off+uint64(len(op.Data)) < op.Off {
 				return fail(osdop.ErrInvalid)
 			}
 			err = x.write(op.Off, op.Data)
+			written(op.Off, uint64(len(op.Data)))
 		case osdop.Append:
+			written(x.size, uint64(len(op.Data)))
 			err = x.write(x.size, op.Data)
 		case osdop.Truncate:
 			if op.Off != x.size && !x.allow {
 				return fail(fmt.Errorf("%w: truncate on an erasure-coded pool needs allow_ec_overwrites", osdop.ErrUnsupported))
 			}
+			written(min(op.Off, x.size), all)
 			err = x.truncate(op.Off)
 		case osdop.Zero:
 			if !x.allow {
 				return fail(fmt.Errorf("%w: zero on an erasure-coded pool needs allow_ec_overwrites", osdop.ErrUnsupported))
 			}
+			written(op.Off, op.Len)
 			err = x.zero(op.Off, op.Len)
 		case osdop.Remove:
 			if !x.exists {
 				return fail(osdop.ErrNotFound)
 			}
-			x.exists, x.removed, x.size, x.zeroFrom, x.win, x.aliased = false, true, 0, 0, nil, false
-			x.attrs, x.rmAttrs = nil, nil
+			x.remove()
+			written(0, all)
+			continue
+		case osdop.Rollback:
+			if len(req.Ops) != 1 {
+				return fail(fmt.Errorf("%w: on an erasure-coded pool, rollback is a request of its own", osdop.ErrUnsupported))
+			}
+			if op.Ver == 0 {
+				return fail(fmt.Errorf("%w: rollback to snap 0", osdop.ErrInvalid))
+			}
+			clone, head := opexec.RollbackTarget(ss, op.Ver)
+			switch {
+			case head: // the head is the object at that snap: nothing changes
+			case clone == nil: // the object did not exist at the snap
+				if x.exists {
+					x.remove()
+				}
+				written(0, all)
+			default:
+				x.rollbackTo = clone
+				x.exists, x.size = true, clone.Size
+				written(0, all)
+			}
 			continue
 		case osdop.Create:
 			if x.exists && op.Exclusive {
@@ -259,8 +301,40 @@ func (pg *PG) prepareEC(ctx context.Context, cd *ec.Codec, pool *osdmap.Pool, re
 		res.DObjects = -1
 	}
 	res.DBytes = int64(x.size) - int64(o.Size)
+	if ss != nil { // clones count as objects, their bytes the head no longer shares
+		nowN, nowB := opexec.CloneUsage(ss)
+		wasN, wasB := opexec.CloneUsage(o.SnapSet)
+		res.DObjects += nowN - wasN
+		res.DBytes += nowB - wasB
+	}
 	if err := x.shardTxns(res, pg.coll, req.OID); err != nil {
 		return nil, err
+	}
+	for _, t := range res.shards { // every shard keeps the SnapSet, or a whiteout
+		res.Whiteout = opexec.FinishSnaps(o, t, ss, x.exists)
+	}
+	return res, nil
+}
+
+// remove is a Remove op: the shards start again from nothing.
+func (x *ecWrite) remove() {
+	x.exists, x.removed, x.size, x.zeroFrom, x.win, x.aliased = false, true, 0, 0, nil, false
+	x.attrs, x.rmAttrs = nil, nil
+}
+
+// trimSnapsEC is the snap trimmer's TrimSnaps op on an erasure-coded
+// object: metadata only (clones removed, the SnapSet and the snap
+// mapper updated), so every one of the n shards applies the same
+// transaction.
+func trimSnapsEC(o *object, req *osdop.Request, n int) (*prepared, error) {
+	x, err := opexec.Prepare(o, req.Ops, 0, opexec.SnapContext{})
+	if err != nil {
+		return nil, err
+	}
+	res := &prepared{Prepared: x, shards: make([]*objectstore.Transaction, n), stored: o.Exists || o.Whiteout}
+	for i := range res.shards {
+		res.shards[i] = &objectstore.Transaction{}
+		res.shards[i].Append(x.T)
 	}
 	return res, nil
 }
@@ -272,6 +346,13 @@ func (x *ecWrite) shardTxns(res *prepared, c objectstore.Coll, oid string) error
 	res.shards = make([]*objectstore.Transaction, n)
 	for i := range res.shards {
 		res.shards[i] = &objectstore.Transaction{}
+		res.shards[i].Append(x.pre)
+	}
+	if x.rollbackTo != nil { // each shard's clone replaces its head: data and attributes
+		for _, t := range res.shards {
+			t.Clone(c, opexec.CloneOID(oid, x.rollbackTo.ID), oid)
+		}
+		return nil
 	}
 	if !x.exists {
 		for _, t := range res.shards {

@@ -18,6 +18,10 @@ import (
 type prepared struct {
 	*opexec.Prepared
 	shards []*objectstore.Transaction // erasure-coded: each shard's, by position
+	// stored (erasure-coded): the object was in the store before the
+	// request — it existed, or was a whiteout kept for its clones — so
+	// the shards stash it for rollback
+	stored bool
 	// release (nil: none) gives back the pooled buffer the shards' data
 	// lies in; called only once every write of it committed, so that no
 	// message still queued to a member (a call that timed out) can be

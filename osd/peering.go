@@ -382,31 +382,32 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 	}
 	// this copy's shard and rollback state stay its own
 	info.Shard, info.RolledForward = pg.log.info.Shard, pg.log.info.RolledForward
-	stashed := map[Version]bool{}
+	local := map[Version]LogEntry{} // this copy's entries: their stashes are its own
 	if pg.ps.Interval.EC && pg.log.info.Shard != int32(pg.shard) {
 		// a copy of another shard: none of its history or stashes apply
 		pg.osd.log.Warn("holding another shard of the pg now: its copy will be rebuilt", "pg", pg.id, "was", pg.log.info.Shard, "now", pg.shard)
 		info.Shard, info.RolledForward = int32(pg.shard), 0
 	} else {
 		for _, e := range pg.log.entries {
-			stashed[e.Ver] = e.Stash
+			local[e.Ver] = e
 		}
 	}
 	entries = slices.Clone(entries)
-	kept := map[uint64]bool{} // the stashes the adopted log still names
+	kept := map[uint64]bool{} // the writes whose stashes the adopted log still names
 	for i := range entries {
-		entries[i].Stash = stashed[entries[i].Ver]
-		kept[entries[i].Ver.Seq] = entries[i].Stash
+		l, ok := local[entries[i].Ver]
+		entries[i].Stash, entries[i].Stashed, entries[i].Created = l.Stash, l.Stashed, l.Created
+		kept[entries[i].Ver.Seq] = ok
 	}
 	var t objectstore.Transaction
 	// The stashes of writes the adopted log does not carry (divergent
 	// ones, or all of another shard's copy) can never be rolled back to
 	// again: remove them, or they stay for the PG's life on this OSD.
 	for _, e := range pg.log.entries {
-		// (a Stash entry past RolledForward has its stash, as rollForward
+		// (an entry past RolledForward has its stashes, as rollForward
 		// and the log's trimming rely on)
-		if e.Stash && e.Ver.Seq > pg.log.info.RolledForward && !kept[e.Ver.Seq] {
-			t.Remove(pg.coll, stashName(e.Ver.Seq))
+		if e.Ver.Seq > pg.log.info.RolledForward && !kept[e.Ver.Seq] {
+			dropStashes(&t, pg.coll, e)
 		}
 	}
 	pg.log.replace(&t, pg.coll, info, entries, missing)

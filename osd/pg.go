@@ -301,7 +301,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 		}
 		pg.pending[v.Seq] = true
 		pg.rollForward(&meta, pm.RollForward)
-		pg.stash(local, &entry, x.Existed, mine)
+		pg.stash(local, &entry, x.stored, mine)
 	}
 	pg.log.info.Objects += x.DObjects
 	pg.log.info.Bytes += x.DBytes

@@ -93,8 +93,8 @@ func (l *pgLog) add(t *objectstore.Transaction, c objectstore.Coll, e LogEntry, 
 		for i, d := range drop {
 			keys[i] = logKey(d.Ver.Seq)
 			delete(l.reqs, [2]uint64{d.Client, d.Tid})
-			if d.Stash && d.Ver.Seq > l.info.RolledForward {
-				t.Remove(c, stashName(d.Ver.Seq))
+			if d.Ver.Seq > l.info.RolledForward {
+				dropStashes(t, c, d)
 			}
 		}
 		l.info.LogTail = drop[len(drop)-1].Ver

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // TestRollback: a shard's writes after a version are undone from their
@@ -218,5 +220,99 @@ func TestAdoptLogDropsStashes(t *testing.T) {
 				t.Fatalf("objects after adopting the log: %q, want %q", names, want)
 			}
 		})
+	}
+}
+
+// TestRollbackSnapshots: an erasure-coded shard's writes that make,
+// trim and keep clones (a snapshot's first write, a trim, a removal that
+// leaves a whiteout) roll back with the clones: a clone a write made goes,
+// a clone it trimmed comes back with its data and its snap mapper keys.
+func TestRollbackSnapshots(t *testing.T) {
+	pg := rollbackPG(t)
+	pg.ps.Interval.EC = true
+	st, c := pg.osd.store, pg.coll
+	write := func(seq uint64, build func(o *opexec.Object, w *objectstore.Transaction)) {
+		t.Helper()
+		o, err := opexec.Load(st, c, "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.LoadSnapSet(); err != nil {
+			t.Fatal(err)
+		}
+		var w objectstore.Transaction
+		build(o, &w)
+		applyShardWrite(t, pg, seq, "h", &w)
+	}
+	put := func(o *opexec.Object, w *objectstore.Transaction, snapc opexec.SnapContext, data string) {
+		ss := opexec.MakeWriteable(o, w, snapc)
+		w.WriteFull(c, "h", []byte(data))
+		w.SetAttr(c, "h", attrECSize, binary.LittleEndian.AppendUint64(nil, uint64(len(data))))
+		if ss != nil {
+			ss.Written(0, ^uint64(0))
+		}
+		opexec.FinishSnaps(o, w, ss, true)
+	}
+	write(1, func(o *opexec.Object, w *objectstore.Transaction) { put(o, w, opexec.SnapContext{}, "v1") })
+	write(2, func(o *opexec.Object, w *objectstore.Transaction) { // snap 1 taken: h is cloned
+		put(o, w, opexec.SnapContext{Seq: 1, Snaps: []uint64{1}}, "v2")
+	})
+	write(3, func(o *opexec.Object, w *objectstore.Transaction) { // snap 1 removed: its clone trimmed
+		x, err := opexec.Prepare(o, []osdop.Op{{Code: osdop.TrimSnaps, Data: opexec.EncodeSnapIDs([]uint64{1})}}, 0, opexec.SnapContext{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Append(x.T)
+	})
+	write(4, func(o *opexec.Object, w *objectstore.Transaction) { // snap 2 taken, h removed: a whiteout
+		ss := opexec.MakeWriteable(o, w, opexec.SnapContext{Seq: 2, Snaps: []uint64{2}})
+		w.Remove(c, "h")
+		ss.Written(0, ^uint64(0))
+		opexec.FinishSnaps(o, w, ss, false)
+	})
+	clone1, clone2 := opexec.CloneOID("h", 1), opexec.CloneOID("h", 2)
+	state := func() string { // the objects, each with its data, and the snap mapper's keys
+		t.Helper()
+		names, _ := st.List(c, "", 100)
+		var out []string
+		for _, n := range names {
+			if strings.HasPrefix(n, stashPrefix) { // of the writes not rolled back
+				continue
+			}
+			if n == opexec.SnapMapperOID {
+				kvs, _, _ := st.OmapList(c, n, "", "", 100)
+				for _, kv := range kvs {
+					out = append(out, "key "+kv.Key)
+				}
+				continue
+			}
+			b, _ := st.Read(c, n, 0, 0)
+			name := map[string]string{"h": "h", clone1: "clone1", clone2: "clone2"}[n]
+			if name == "" {
+				name = fmt.Sprintf("%q", n)
+			}
+			if _, err := st.GetAttr(c, n, opexec.AttrWhiteout); err == nil {
+				name += "(whiteout)"
+			}
+			out = append(out, name+"="+string(b))
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	key := func(snap uint64) string { return "key " + opexec.SnapMapperKey(snap, "h") }
+	for _, step := range []struct {
+		to   uint64
+		want string
+	}{
+		{3, "h=v2"},
+		{2, "clone1=v1 h=v2 " + key(1)},
+		{1, "h=v1"},
+	} {
+		if err := pg.rollback(7, Version{Epoch: 1, Seq: step.to}); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(); got != step.want {
+			t.Fatalf("rolled back to 1'%d: %s, want %s", step.to, got, step.want)
+		}
 	}
 }

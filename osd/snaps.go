@@ -12,9 +12,8 @@ import (
 // snapContext checks a request's use of snapshots against its pool and
 // sets the SnapContext its writes apply: the pool's in a pool with pool
 // snapshots (the client's is ignored, as Ceph's OSD does), else the
-// client's without removed snaps (Ceph's filter_snapc). Snapshots of
-// erasure-coded pools are not supported yet (ErrUnsupported); a write to
-// a snap is ErrReadOnly; a read or rollback at a snap the pool never gave
+// client's without removed snaps (Ceph's filter_snapc). A write to a
+// snap is ErrReadOnly; a read or rollback at a snap the pool never gave
 // out or removed is ErrNotFound; a malformed SnapContext is ErrInvalid.
 func snapContext(pool *osdmap.Pool, req *osdop.Request) error {
 	uses := req.SnapSeq != 0 || req.Snap != 0 || len(req.Snaps) > 0
@@ -26,9 +25,6 @@ func snapContext(pool *osdmap.Pool, req *osdop.Request) error {
 	}
 	if !uses && !pool.PoolSnapsMode() {
 		return nil
-	}
-	if pool.Type == osdmap.PoolErasure {
-		return fmt.Errorf("%w: snapshots of erasure-coded pool %q are not supported yet", osdop.ErrUnsupported, pool.Name)
 	}
 	known := func(snap uint64) error {
 		if snap == 0 || snap > pool.SnapSeq || pool.IsRemovedSnap(snap) {

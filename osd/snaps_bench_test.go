@@ -71,51 +71,58 @@ func storeUsed(b *testing.B, stores []*objectstore.BlockStore) uint64 {
 }
 
 // BenchmarkSnapOverwrite measures 4 KiB random overwrites of 4 MiB
-// objects in a 3-replica pool, 16 in flight, without snapshots (head) and
-// right after a snapshot, where every write is its object's first since
-// the snap and clones it (after-snap: a new self-managed snap before
-// each round over the 64 objects, taken with the timer stopped). It
-// reports the data bytes each clone cost on each OSD (clone-B/op): the
-// object store's growth over the clones made, per copy.
+// objects, 16 in flight, in a 3-replica pool (rep3) and in an
+// erasure-coded 2+1 pool with overwrites and a 4 KiB stripe unit (ec21),
+// without snapshots (head) and right after a snapshot, where every write
+// is its object's first since the snap and clones it (after-snap: a new
+// self-managed snap before each round over the 64 objects, taken with
+// the timer stopped). It reports the data bytes each clone cost on each
+// OSD (clone-B/op): the object stores' growth over the clones made, per
+// copy or shard.
 //
 //	go test -run XXX -bench SnapOverwrite -benchtime 2048x ./osd
 func BenchmarkSnapOverwrite(b *testing.B) {
-	for _, snap := range []bool{false, true} {
-		name := "head"
-		if snap {
-			name = "after-snap"
-		}
-		b.Run(name, func(b *testing.B) {
-			p, stores := benchCluster(b)
-			prefill(b, p, snapBenchObjects, 4<<20)
-			rng := rand.New(rand.NewSource(2))
-			w := p
-			var seq uint64
-			var live []uint64
-			before := storeUsed(b, stores)
-			rounds := (b.N + snapBenchObjects - 1) / snapBenchObjects
-			b.ResetTimer()
-			for range rounds {
-				if snap {
-					b.StopTimer()
-					id, err := p.SelfManagedSnapCreate(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
-					seq, live = id, append([]uint64{id}, live...)
-					w = p.WithSnapContext(seq, live)
-					b.StartTimer()
-				}
-				overwriteRound(b, w, rng, snapBenchObjects, 4<<20)
-			}
-			b.StopTimer()
-			writes := float64(rounds * snapBenchObjects)
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/writes, "µs/write")
+	for _, pool := range []string{"rep3", "ec21"} {
+		for _, snap := range []bool{false, true} {
+			name := pool + "/head"
 			if snap {
-				grown := float64(storeUsed(b, stores) - before)
-				b.ReportMetric(grown/writes/float64(len(stores)), "clone-B/op")
+				name = pool + "/after-snap"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				p, stores, cl := benchClusterConn(b)
+				if pool == "ec21" {
+					p = ec21Pool(context.Background(), b, cl, "ec21", 32, 0)
+				}
+				prefill(b, p, snapBenchObjects, 4<<20)
+				rng := rand.New(rand.NewSource(2))
+				w := p
+				var seq uint64
+				var live []uint64
+				before := storeUsed(b, stores)
+				rounds := (b.N + snapBenchObjects - 1) / snapBenchObjects
+				b.ResetTimer()
+				for range rounds {
+					if snap {
+						b.StopTimer()
+						id, err := p.SelfManagedSnapCreate(context.Background())
+						if err != nil {
+							b.Fatal(err)
+						}
+						seq, live = id, append([]uint64{id}, live...)
+						w = p.WithSnapContext(seq, live)
+						b.StartTimer()
+					}
+					overwriteRound(b, w, rng, snapBenchObjects, 4<<20)
+				}
+				b.StopTimer()
+				writes := float64(rounds * snapBenchObjects)
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/writes, "µs/write")
+				if snap {
+					grown := float64(storeUsed(b, stores) - before)
+					b.ReportMetric(grown/writes/float64(len(stores)), "clone-B/op")
+				}
+			})
+		}
 	}
 }
 

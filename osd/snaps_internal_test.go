@@ -15,7 +15,7 @@ func TestSnapContextChecks(t *testing.T) {
 		RemovedSnaps: []osdmap.SnapRange{{First: 2, Last: 3}}}
 	pools := &osdmap.Pool{Name: "data", Type: osdmap.PoolReplicated, SnapSeq: 4, Flags: osdmap.FlagPoolSnaps,
 		Snaps: map[uint64]osdmap.PoolSnap{1: {ID: 1, Name: "a"}, 4: {ID: 4, Name: "b"}}}
-	ec := &osdmap.Pool{Name: "ec", Type: osdmap.PoolErasure}
+	ec := &osdmap.Pool{Name: "ec", Type: osdmap.PoolErasure, SnapSeq: 1, Flags: osdmap.FlagSelfManagedSnaps}
 	write := []osdop.Op{{Code: osdop.Write, Data: []byte("x")}}
 	read := []osdop.Op{{Code: osdop.Read}}
 	for _, c := range []struct {
@@ -35,7 +35,7 @@ func TestSnapContextChecks(t *testing.T) {
 		{"a rollback to a removed snap", self, osdop.Request{Ops: []osdop.Op{{Code: osdop.Rollback, Ver: 3}}}, osdop.ErrNotFound, 0, nil},
 		{"the trimmer's op from a client", self, osdop.Request{Ops: []osdop.Op{{Code: osdop.TrimSnaps}}}, osdop.ErrInvalid, 0, nil},
 		{"the pool's context in a pool-snaps pool", pools, osdop.Request{Ops: write, SnapSeq: 1, Snaps: []uint64{1}}, nil, 4, []uint64{4, 1}},
-		{"a snap on an erasure-coded pool", ec, osdop.Request{Ops: write, SnapSeq: 1, Snaps: []uint64{1}}, osdop.ErrUnsupported, 0, nil},
+		{"a snap on an erasure-coded pool", ec, osdop.Request{Ops: write, SnapSeq: 1, Snaps: []uint64{1}}, nil, 1, []uint64{1}},
 		{"no snapshots at all", ec, osdop.Request{Ops: write}, nil, 0, nil},
 	} {
 		req := c.req

@@ -14,7 +14,6 @@ import (
 	"github.com/shoal-project/shoal/internal/snapmodel"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd"
-	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -24,53 +23,26 @@ import (
 // OSD misses part of it and catches up (its clones come with their
 // heads), then serves everything alone.
 func TestSelfManagedSnapshots(t *testing.T) {
-	a, start := blockMonWith(t)
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	osds := make([]*osd.OSD, 3)
-	stores := make([]*objectstore.BlockStore, 3)
-	for i := range osds {
-		osds[i], stores[i] = start(dirs[i], "", 0)
-	}
-	defer func() {
-		for _, o := range osds {
-			o.Close()
-		}
-	}()
+	r := newSnapRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cl, p := dataPool(ctx, t, a)
-	seed := int64(os.Getpid())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
-	m := snapmodel.New(8, 600_000)
-	run := func(n int) {
-		for i := 0; i < n; i++ {
-			m.Step(ctx, t, rng, p)
-		}
-	}
+	cl, p := dataPool(ctx, t, r.a)
+	m, run := snapRun(ctx, t, p, 600_000)
 	run(150)
 	m.Check(ctx, t, p, "all up")
-	osds[2].Close()
-	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": "2"}); err != nil {
-		t.Fatal(err)
-	}
+	r.down(ctx, cl, 2)
 	run(100)
 	m.Check(ctx, t, p, "osd.2 down")
-	osds[2], stores[2] = start(dirs[2], "", 0)
+	r.up(2)
 	waitClean(ctx, t, cl, p.ID())
-	for _, i := range []int{0, 1} {
-		osds[i].Close()
-		if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": strconv.Itoa(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.down(ctx, cl, 0)
+	r.down(ctx, cl, 1)
 	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "data", "key": "min_size", "value": "1"}); err != nil {
 		t.Fatal(err)
 	}
 	m.Check(ctx, t, p, "osd.2 alone after catching up")
-	for _, i := range []int{0, 1} {
-		osds[i], stores[i] = start(dirs[i], "", 0)
-	}
+	r.up(0)
+	r.up(1)
 	waitClean(ctx, t, cl, p.ID())
 	checkUsage(ctx, t, cl, p, m, "with snapshots")
 	// trimming: every snap removed, every clone goes and its blocks with it
@@ -79,22 +51,64 @@ func TestSelfManagedSnapshots(t *testing.T) {
 	m.CheckNoClones(ctx, t, p)
 	m.Check(ctx, t, p, "after trimming")
 	checkUsage(ctx, t, cl, p, m, "after trimming")
-	for i, s := range stores {
+	checkNoSnapLeft(t, r.stores)
+	for i, s := range r.stores { // and their blocks went with them
 		if blocks, _ := s.SharedBlocks(); blocks != 0 {
 			t.Fatalf("osd.%d: %d blocks still shared after every clone was trimmed", i, blocks)
 		}
-		colls, err := s.Collections()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range colls { // the snap mapper is empty
-			kvs, _, err := s.OmapList(c, opexec.SnapMapperOID, "", "", 10)
-			if err != nil && !errors.Is(err, objectstore.ErrNotFound) || len(kvs) != 0 {
-				t.Fatalf("osd.%d %s: snap mapper after trimming: %v %v", i, c, kvs, err)
-			}
-		}
 	}
 	t.Logf("steps: %v", m.Steps)
+}
+
+// snapRig is three OSDs on block stores under one MON, for the snapshot
+// model's tests; they stop when the test ends.
+type snapRig struct {
+	a      string // the MON's address
+	start  func(dir, extraConf string, dataCache int64) (*osd.OSD, *objectstore.BlockStore)
+	dirs   []string
+	osds   []*osd.OSD
+	stores []*objectstore.BlockStore
+	t      *testing.T
+}
+
+func newSnapRig(t *testing.T) *snapRig {
+	r := &snapRig{t: t, dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}, osds: make([]*osd.OSD, 3), stores: make([]*objectstore.BlockStore, 3)}
+	r.a, r.start = blockMonWith(t)
+	for i := range r.osds {
+		r.up(i)
+	}
+	t.Cleanup(func() {
+		for _, o := range r.osds {
+			o.Close()
+		}
+	})
+	return r
+}
+
+// up starts osd.i on its store.
+func (r *snapRig) up(i int) { r.osds[i], r.stores[i] = r.start(r.dirs[i], "", 0) }
+
+// down stops osd.i and marks it down.
+func (r *snapRig) down(ctx context.Context, cl *client.Conn, i int) {
+	r.osds[i].Close()
+	if _, err := cl.MonCommand(ctx, "osd down", map[string]string{"ids": strconv.Itoa(i)}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// snapRun is a snapshot model of 8 objects of up to maxSize bytes on p,
+// seeded by the process id (logged), and the function that runs n of its
+// random steps.
+func snapRun(ctx context.Context, t *testing.T, p *client.Pool, maxSize int) (*snapmodel.Model, func(n int)) {
+	seed := int64(os.Getpid())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	m := snapmodel.New(8, maxSize)
+	return m, func(n int) {
+		for range n {
+			m.Step(ctx, t, rng, p)
+		}
+	}
 }
 
 // TestSnapshotErrors: bad snapshot requests fail with a clear error and

@@ -43,7 +43,7 @@ type pgSnapTrim struct {
 // snapTrimPending reports whether the PG, on its primary, has removed
 // snaps still to trim (pg.mu held).
 func (pg *PG) snapTrimPending() bool {
-	return pg.pool != nil && pg.ps.Interval.Primary == pg.osd.id && pg.pool.Type == osdmap.PoolReplicated &&
+	return pg.pool != nil && pg.ps.Interval.Primary == pg.osd.id &&
 		!slices.Equal(pg.snaptrim.done, pg.pool.RemovedSnaps)
 }
 

@@ -121,7 +121,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 	c, oid := o.Coll, o.OID
 	exists, size := o.Exists, o.Size
 	x := &Prepared{T: t, Results: make([]osdop.Result, len(ops)), Existed: o.Exists}
-	ss := makeWriteable(o, t, snapc)
+	ss := MakeWriteable(o, t, snapc)
 	written := func(off, n uint64) { // the head's bytes [off, off+n) change
 		if ss != nil {
 			ss.Written(off, n)
@@ -182,15 +182,11 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 			if op.Ver == 0 {
 				return fail(fmt.Errorf("%w: rollback to snap 0", osdop.ErrInvalid))
 			}
-			var at osdop.SnapSet // no SnapSet: the head is the object at every snap
-			if ss != nil {
-				at = *ss
-			}
-			k, head, ok := at.Resolve(op.Ver)
+			clone, head := RollbackTarget(ss, op.Ver)
 			switch {
 			case head:
 				continue
-			case !ok: // the object did not exist at the snap
+			case clone == nil: // the object did not exist at the snap
 				if exists {
 					t.Remove(c, oid)
 				}
@@ -198,13 +194,13 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 				written(0, all)
 				continue
 			}
-			t.Clone(c, CloneOID(oid, at.Clones[k].ID), oid) // data, attributes and omap
+			t.Clone(c, CloneOID(oid, clone.ID), oid) // data, attributes and omap
 			if exists {                                     // the head's watchers stay
 				if b, err := o.Store.GetAttr(c, oid, AttrWatchers); err == nil {
 					t.SetAttr(c, oid, AttrWatchers, b)
 				}
 			}
-			size = at.Clones[k].Size
+			size = clone.Size
 			written(0, all)
 		case osdop.Create:
 			if exists && op.Exclusive {
@@ -286,7 +282,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 		}
 	}
 	x.ExistsAfter = exists
-	x.Whiteout = finishSnaps(o, t, ss, exists)
+	x.Whiteout = FinishSnaps(o, t, ss, exists)
 	switch {
 	case exists && !o.Exists:
 		x.DObjects = 1

@@ -149,12 +149,12 @@ func (o *Object) AtSnap(snap uint64) (*Object, error) {
 	return c, nil
 }
 
-// makeWriteable clones the head before a write whose SnapContext is newer
+// MakeWriteable clones the head before a write whose SnapContext is newer
 // than the object's SnapSet (Ceph's make_writeable), and returns the
 // SnapSet the write leaves (nil: the object has none and needs none).
 // The clone serves the snaps of the context newer than the SnapSet's seq;
 // none (all removed) makes no clone.
-func makeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *osdop.SnapSet {
+func MakeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *osdop.SnapSet {
 	if o.SnapSet == nil && snapc.Seq == 0 {
 		return nil
 	}
@@ -191,10 +191,26 @@ func makeWriteable(o *Object, t *objectstore.Transaction, snapc SnapContext) *os
 	return ss
 }
 
-// finishSnaps records the SnapSet a write leaves: on the head if it
+// RollbackTarget resolves a rollback op to snap against the SnapSet the
+// write leaves so far (nil: the object has none, and the head is the
+// object at every snap): head (nothing changes), or the clone to copy
+// back, or neither (the object did not exist at snap: it is removed).
+func RollbackTarget(ss *osdop.SnapSet, snap uint64) (clone *osdop.CloneInfo, head bool) {
+	var at osdop.SnapSet
+	if ss != nil {
+		at = *ss
+	}
+	k, head, ok := at.Resolve(snap)
+	if head || !ok {
+		return nil, head
+	}
+	return &at.Clones[k], false
+}
+
+// FinishSnaps records the SnapSet a write leaves: on the head if it
 // exists after the write, or on a whiteout head (whiteout true) if the
 // write removed an object that has clones.
-func finishSnaps(o *Object, t *objectstore.Transaction, ss *osdop.SnapSet, exists bool) (whiteout bool) {
+func FinishSnaps(o *Object, t *objectstore.Transaction, ss *osdop.SnapSet, exists bool) (whiteout bool) {
 	if ss == nil {
 		return false
 	}
@@ -273,6 +289,12 @@ func trimSnaps(o *Object, data []byte) (*Prepared, error) {
 		t.SetAttr(o.Coll, o.OID, AttrSnapSet, ss.Bytes())
 	}
 	return x, nil
+}
+
+// CloneUsage is what ss's clones add to a PG's counts: their number,
+// and the bytes of them no newer clone or head shares (0, 0 for nil).
+func CloneUsage(ss *osdop.SnapSet) (objects, bytes int64) {
+	return int64(cloneCount(ss)), int64(cloneBytes(ss))
 }
 
 // cloneCount is the number of clones ss records (0 for nil).

@@ -68,6 +68,12 @@ type LogEntry struct {
 	// object's state before the write was kept for rollback, until the
 	// primary rolls the write forward.
 	Stash bool
+	// Stashed and Created (erasure-coded PGs, one OSD's copy only) are
+	// the other objects of the PG the write changed — a head's snapshot
+	// clones it made or trimmed: Stashed existed before it, and their
+	// state then is kept for rollback as Stash keeps OID's; Created did
+	// not, and a rollback removes them.
+	Stashed, Created []string
 }
 
 // Encode appends the entry's wire form.
@@ -79,11 +85,19 @@ func (l *LogEntry) Encode(e *wire.Encoder) {
 	e.U64(l.Client)
 	e.U64(l.Tid)
 	e.Bool(l.Stash)
+	e.Strings(l.Stashed)
+	e.Strings(l.Created)
 }
 
-// DecodeLogEntry reads what Encode wrote (an error stays in d).
+// DecodeLogEntry reads what Encode wrote (an error stays in d). An
+// entry stored before Stashed and Created existed ends at Stash: a
+// stored entry is the whole of its record, so nothing remains then.
 func DecodeLogEntry(d *wire.Decoder) LogEntry {
-	return LogEntry{Ver: Version{Epoch: d.U32(), Seq: d.U64()}, Op: d.U8(), OID: d.String(), Client: d.U64(), Tid: d.U64(), Stash: d.Bool()}
+	e := LogEntry{Ver: Version{Epoch: d.U32(), Seq: d.U64()}, Op: d.U8(), OID: d.String(), Client: d.U64(), Tid: d.U64(), Stash: d.Bool()}
+	if d.Remaining() > 0 {
+		e.Stashed, e.Created = d.Strings(), d.Strings()
+	}
+	return e
 }
 
 // Info is a PG's persistent summary on one OSD (Ceph's pg_info_t): the

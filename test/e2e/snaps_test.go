@@ -27,12 +27,37 @@ import (
 // PGs' trims may not have started, or may be done: the kill is not
 // synchronised with them), and once it is back the trim finishes (no
 // clone, no whiteout left, deep scrub clean); after SIGKILL of every
-// daemon and a restart every object still reads back.
+// daemon and a restart every object still reads back. It runs on the
+// replicated pool "data", and on an erasure-coded 2+1 pool with overwrites
+// (the killed OSD's writes that fewer than k shards hold are rolled back
+// with the clones they made or trimmed; its shards and their clones are
+// rebuilt by decoding).
 func TestSnapshotsSurviveKill9(t *testing.T) {
+	t.Run("replicated", func(t *testing.T) { snapshotsSurviveKill9(t, false) })
+	t.Run("erasure", func(t *testing.T) { snapshotsSurviveKill9(t, true) })
+}
+
+func snapshotsSurviveKill9(t *testing.T, erasure bool) {
 	c := up(t, "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	conn, p := c.connPool(ctx)
+	pool := "data"
+	if erasure {
+		pool = "ec"
+		c.must("osd", "erasure-code-profile", "set", "p21", "k=2", "m=1", "crush-failure-domain=osd")
+		c.must("pool", "create", "ec", "erasure", "p21")
+		c.must("pool", "set", "ec", "allow_ec_overwrites", "true")
+		c.must("pool", "set", "ec", "min_size", "2") // serve with a shard missing
+	}
+	open := func() (*client.Conn, *client.Pool) {
+		conn := c.connect(ctx)
+		p, err := conn.Pool(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn, p
+	}
+	conn, p := open()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
@@ -43,7 +68,7 @@ func TestSnapshotsSurviveKill9(t *testing.T) {
 		}
 	}
 	run(80)
-	victim := fmt.Sprintf("osd.%d", c.osdMap("data", "o0").ActingPrimary)
+	victim := fmt.Sprintf("osd.%d", c.osdMap(pool, "o0").ActingPrimary)
 	b, err := os.ReadFile(filepath.Join(c.data, "run", victim+".pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +98,8 @@ func TestSnapshotsSurviveKill9(t *testing.T) {
 		c.kill9(n)
 	}
 	c.up()
-	m.Check(ctx, t, c.pool(ctx), "after kill -9 of every daemon")
+	_, p = open()
+	m.Check(ctx, t, p, "after kill -9 of every daemon")
 	t.Logf("steps: %v", m.Steps)
 }
 
