@@ -195,7 +195,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 				continue
 			}
 			t.Clone(c, CloneOID(oid, clone.ID), oid) // data, attributes and omap
-			if exists {                                     // the head's watchers stay
+			if exists {                              // the head's watchers stay
 				if b, err := o.Store.GetAttr(c, oid, AttrWatchers); err == nil {
 					t.SetAttr(c, oid, AttrWatchers, b)
 				}
