@@ -85,6 +85,13 @@ func newSnapRig(t *testing.T) *snapRig {
 	return r
 }
 
+// add starts one more OSD on a store of its own (the next id).
+func (r *snapRig) add() {
+	r.dirs = append(r.dirs, r.t.TempDir())
+	r.osds, r.stores = append(r.osds, nil), append(r.stores, nil)
+	r.up(len(r.osds) - 1)
+}
+
 // up starts osd.i on its store.
 func (r *snapRig) up(i int) { r.osds[i], r.stores[i] = r.start(r.dirs[i], "", 0) }
 
