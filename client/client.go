@@ -360,6 +360,9 @@ func (p *Pool) Name() string { return p.name }
 // ID is the pool's id.
 func (p *Pool) ID() int64 { return p.id }
 
+// Conn is the connection the handle uses.
+func (p *Pool) Conn() *Conn { return p.c }
+
 // vecRequestMin is the request size from which op data is written to the
 // connection from the caller's buffers instead of being copied into the
 // encoded request.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	_ "github.com/shoal-project/shoal/cls/lock" // advisory object locks
+	_ "github.com/shoal-project/shoal/cls/rbd"  // block image headers and the image directory
 	_ "github.com/shoal-project/shoal/cls/rgw"  // the bucket index methods every OSD serves
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/objectstore"

@@ -1,0 +1,441 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-project/shoal/bench"
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/rbd"
+)
+
+// rbdCmd is `shoal rbd`, with the verbs of Ceph's rbd tool. Images are
+// named [POOL/]IMAGE[@SNAP]; the pool defaults to -p, then "rbd".
+func rbdCmd() *cobra.Command {
+	var pool string
+	cmd := &cobra.Command{
+		Use:   "rbd VERB [POOL/]IMAGE[@SNAP] ...",
+		Short: "Block images, as Ceph's rbd tool (create, ls, info, du, resize, rm, mv, snap, export, import, bench)",
+	}
+	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "rbd", "the pool of images named without one")
+	// image runs fn on the image spec a[0], opened (at its snapshot if it
+	// names one)
+	image := func(fn func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
+		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[0])
+			if err != nil {
+				return err
+			}
+			img, err := rbd.Open(ctx, p, name, snap)
+			if err != nil {
+				return err
+			}
+			defer img.Close(context.WithoutCancel(ctx))
+			return fn(ctx, img, s.args, out)
+		})
+	}
+
+	var size, objectSize, stripeUnit, dataPool string
+	var stripeCount uint64
+	create := &cobra.Command{Use: "create [POOL/]IMAGE --size SIZE", Short: "Create an empty (thin) image", Args: cobra.ExactArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[0])
+			if err != nil {
+				return err
+			}
+			if snap != "" {
+				return fmt.Errorf("rbd create: %q names a snapshot", s.args[0])
+			}
+			o := rbd.Options{StripeCount: stripeCount}
+			if o.Size, err = parseBytes("--size", size, "M"); err != nil {
+				return err
+			}
+			if objectSize != "" {
+				n, err := parseBytes("--object-size", objectSize, "")
+				if err != nil {
+					return err
+				}
+				if n&(n-1) != 0 {
+					return fmt.Errorf("rbd create: --object-size %s is not a power of two", objectSize)
+				}
+				for o.Order = 0; uint64(1)<<o.Order < n; o.Order++ {
+				}
+			}
+			if stripeUnit != "" {
+				if o.StripeUnit, err = parseBytes("--stripe-unit", stripeUnit, ""); err != nil {
+					return err
+				}
+			}
+			if dataPool != "" {
+				if o.DataPool, err = s.conn.Pool(ctx, dataPool); err != nil {
+					return err
+				}
+			}
+			return rbd.Create(ctx, p, name, o)
+		})}
+	create.Flags().StringVarP(&size, "size", "s", "", "image size (M if no unit: 1024, 10G, 1T)")
+	create.Flags().StringVar(&objectSize, "object-size", "", "object size, a power of two from 4K to 32M (default 4M)")
+	create.Flags().StringVar(&stripeUnit, "stripe-unit", "", "stripe unit, dividing the object size (default: the object size)")
+	create.Flags().Uint64Var(&stripeCount, "stripe-count", 0, "objects a stripe spans (default 1)")
+	create.Flags().StringVar(&dataPool, "data-pool", "", "keep the data objects in this pool (an erasure-coded pool needs allow_ec_overwrites)")
+	create.MarkFlagRequired("size")
+
+	ls := &cobra.Command{Use: "ls [POOL]", Short: "List the pool's images", Args: cobra.MaximumNArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			name := pool
+			if len(s.args) == 1 {
+				name = s.args[0]
+			}
+			p, err := s.conn.Pool(ctx, name)
+			if err != nil {
+				return err
+			}
+			names, err := rbd.List(ctx, p)
+			for _, n := range names {
+				fmt.Fprintln(out, n)
+			}
+			return err
+		})}
+
+	info := &cobra.Command{Use: "info [POOL/]IMAGE[@SNAP]", Short: "Show an image's size, layout and snapshots", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			in := img.Info()
+			fmt.Fprintf(out, "rbd image '%s':\n", in.Name)
+			fmt.Fprintf(out, "\tsize %s in %d objects\n", iecBytes(in.Size), in.Objects)
+			fmt.Fprintf(out, "\torder %d (%s objects)\n", in.Order, iecBytes(in.ObjectSize))
+			fmt.Fprintf(out, "\tsnapshot_count: %d\n", len(in.Snapshots))
+			fmt.Fprintf(out, "\tid: %s\n", in.ID)
+			if in.DataPool != "" {
+				fmt.Fprintf(out, "\tdata_pool: %s\n", in.DataPool)
+			}
+			fmt.Fprintf(out, "\tblock_name_prefix: %s\n", in.ObjectPrefix)
+			fmt.Fprintf(out, "\tformat: 2\n")
+			if in.StripeUnit != in.ObjectSize || in.StripeCount != 1 {
+				fmt.Fprintf(out, "\tstripe unit: %s\n\tstripe count: %d\n", iecBytes(in.StripeUnit), in.StripeCount)
+			}
+			return nil
+		})}
+
+	du := &cobra.Command{Use: "du [POOL/]IMAGE[@SNAP]", Short: "Show an image's provisioned and used bytes (reads every object's size)", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error {
+			used, err := img.Used(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "NAME\tPROVISIONED\tUSED\n%s\t%s\t%s\n", a[0], iecBytes(img.Size()), iecBytes(used))
+			return tw.Flush()
+		})}
+
+	var allowShrink bool
+	resize := &cobra.Command{Use: "resize [POOL/]IMAGE --size SIZE", Short: "Grow or (with --allow-shrink) shrink an image", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			n, err := parseBytes("--size", size, "M")
+			if err != nil {
+				return err
+			}
+			if err := img.Resize(ctx, n, allowShrink); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "Resizing image: 100% complete...done.")
+			return nil
+		})}
+	resize.Flags().StringVarP(&size, "size", "s", "", "new size (M if no unit)")
+	resize.Flags().BoolVar(&allowShrink, "allow-shrink", false, "allow shrinking (the data past the new end is discarded)")
+	resize.MarkFlagRequired("size")
+
+	rm := &cobra.Command{Use: "rm [POOL/]IMAGE", Short: "Remove an image and its data (refused while it has snapshots or is open)", Args: cobra.ExactArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[0])
+			if err != nil {
+				return err
+			}
+			if err := rbd.Remove(ctx, p, name); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "Removing image: 100% complete...done.")
+			return nil
+		})}
+
+	mv := &cobra.Command{Use: "mv [POOL/]SRC DST", Short: "Rename an image (within its pool)", Args: cobra.ExactArgs(2),
+		RunE: withSession(func(ctx context.Context, s *session, _ io.Writer) error {
+			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[0])
+			if err != nil {
+				return err
+			}
+			_, dst, _, err := imageSpec(ctx, s.conn, p.Name(), s.args[1])
+			if err != nil {
+				return err
+			}
+			return rbd.Rename(ctx, p, name, dst)
+		})}
+
+	export := &cobra.Command{Use: "export [POOL/]IMAGE[@SNAP] FILE", Short: "Write the image (or a snapshot) to FILE (- for stdout), holes as sparse regions", Args: cobra.ExactArgs(2),
+		RunE: image(func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error {
+			w := out
+			if a[1] != "-" {
+				f, err := os.Create(a[1])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return exportImage(ctx, img, w)
+		})}
+
+	imp := &cobra.Command{Use: "import FILE [POOL/]IMAGE", Short: "Create an image from FILE (- for stdin); 4 KiB blocks of zeros stay unallocated", Args: cobra.ExactArgs(2),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[1])
+			if err != nil {
+				return err
+			}
+			return importImage(ctx, p, name, s.args[0])
+		})}
+
+	snapCmd := &cobra.Command{Use: "snap", Short: "Image snapshots: create, ls, rm, rollback, purge"}
+	snapOf := func(verb, short string, fn func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error) *cobra.Command {
+		return &cobra.Command{Use: verb + " [POOL/]IMAGE@SNAP", Short: short, Args: cobra.ExactArgs(1),
+			RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[0])
+				if err != nil {
+					return err
+				}
+				if snap == "" {
+					return fmt.Errorf("rbd snap %s: %q names no snapshot (IMAGE@SNAP)", verb, s.args[0])
+				}
+				img, err := rbd.Open(ctx, p, name, "")
+				if err != nil {
+					return err
+				}
+				defer img.Close(context.WithoutCancel(ctx))
+				return fn(ctx, img, snap, out)
+			})}
+	}
+	snapCmd.AddCommand(
+		snapOf("create", "Take a snapshot", func(ctx context.Context, img *rbd.Image, snap string, _ io.Writer) error {
+			return img.SnapCreate(ctx, snap)
+		}),
+		snapOf("rm", "Remove a snapshot (its space returns as the OSDs trim it)", func(ctx context.Context, img *rbd.Image, snap string, _ io.Writer) error {
+			return img.SnapRemove(ctx, snap)
+		}),
+		snapOf("rollback", "Make the image what it was at the snapshot (stop its writers first)", func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error {
+			if err := img.SnapRollback(ctx, snap); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "Rolling back to snapshot: 100% complete...done.")
+			return nil
+		}),
+		&cobra.Command{Use: "ls [POOL/]IMAGE", Short: "List an image's snapshots", Args: cobra.ExactArgs(1),
+			RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SNAPID\tNAME\tSIZE")
+				for _, s := range img.Snapshots() {
+					fmt.Fprintf(tw, "%d\t%s\t%s\n", s.ID, s.Name, iecBytes(s.Size))
+				}
+				return tw.Flush()
+			})},
+		&cobra.Command{Use: "purge [POOL/]IMAGE", Short: "Remove every snapshot of an image", Args: cobra.ExactArgs(1),
+			RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+				for _, s := range img.Snapshots() {
+					if err := img.SnapRemove(ctx, s.Name); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintln(out, "Removing all snapshots: 100% complete...done.")
+				return nil
+			})},
+	)
+
+	var bo bench.BlockOptions
+	var ioSize, ioTotal string
+	benchC := &cobra.Command{Use: "bench [POOL/]IMAGE --io-type read|write|readwrite", Short: "Drive an image with rbd bench's load (writes overwrite its data)", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			n, err := parseBytes("--io-size", ioSize, "")
+			if err != nil {
+				return err
+			}
+			bo.IOSize = int(n)
+			if bo.Total, err = parseBytes("--io-total", ioTotal, ""); err != nil {
+				return err
+			}
+			_, err = bench.RunBlock(ctx, img, bo, out)
+			return err
+		})}
+	benchC.Flags().StringVar(&bo.IOType, "io-type", "", "read, write or readwrite")
+	benchC.Flags().StringVar(&ioSize, "io-size", "4K", "bytes per I/O")
+	benchC.Flags().IntVar(&bo.Threads, "io-threads", 16, "I/Os in flight")
+	benchC.Flags().StringVar(&ioTotal, "io-total", "1G", "bytes to transfer")
+	benchC.Flags().StringVar(&bo.Pattern, "io-pattern", "seq", "seq or rand")
+	benchC.Flags().IntVar(&bo.RWMixRead, "rw-mix-read", 50, "readwrite: percentage of reads")
+	benchC.MarkFlagRequired("io-type")
+
+	cmd.AddCommand(create, ls, info, du, resize, rm, mv, export, imp, snapCmd, benchC)
+	return cmd
+}
+
+// imageSpec resolves [POOL/]IMAGE[@SNAP], the pool defaulting to def.
+func imageSpec(ctx context.Context, conn *client.Conn, def, spec string) (p *client.Pool, name, snap string, err error) {
+	pool := def
+	if i := strings.IndexByte(spec, '/'); i >= 0 {
+		pool, spec = spec[:i], spec[i+1:]
+	}
+	name, snap, _ = strings.Cut(spec, "@")
+	if name == "" {
+		return nil, "", "", fmt.Errorf("rbd: no image name in %q", spec)
+	}
+	p, err = conn.Pool(ctx, pool)
+	return p, name, snap, err
+}
+
+// parseBytes parses a size option: a number with an optional IEC suffix
+// (K, M, G, T), or with none, of unit (rbd's --size is in MiB).
+func parseBytes(flag, s, unit string) (uint64, error) {
+	if s != "" && s[len(s)-1] >= '0' && s[len(s)-1] <= '9' {
+		s += unit
+	}
+	n, err := config.ParseSize(s)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("%s %q: want a positive size such as 4096, 64K, 10G", flag, s)
+	}
+	return n, nil
+}
+
+// iecBytes formats a byte count as rbd does ("10 GiB", "4 MiB").
+func iecBytes(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	f, i := float64(n), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f == float64(int64(f)) {
+		return fmt.Sprintf("%d %s", int64(f), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+// exportChunk is the bytes export and import move at once.
+const exportChunk = 4 << 20
+
+// exportImage writes the image to w. Zero blocks of a file are skipped
+// (left as holes), so an export of a thin image to a file is sparse.
+func exportImage(ctx context.Context, img *rbd.Image, w io.Writer) error {
+	size := img.Size()
+	buf := make([]byte, exportChunk)
+	seeker, sparse := w.(*os.File)
+	var written uint64
+	start := time.Now()
+	for off := uint64(0); off < size; off += exportChunk {
+		n := min(exportChunk, size-off)
+		if err := img.ReadAt(ctx, buf[:n], off); err != nil {
+			return err
+		}
+		if sparse && isZero(buf[:n]) {
+			if _, err := seeker.Seek(int64(n), io.SeekCurrent); err != nil {
+				sparse = false // a pipe: write the zeros
+			} else {
+				continue
+			}
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		written += n
+	}
+	if sparse {
+		if err := seeker.Truncate(int64(size)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "Exporting image: 100%% complete...done (%s, %s of data, %s).\n", iecBytes(size), iecBytes(written), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// importImage creates image name in p from file path ("-": stdin), of
+// the file's size (stdin: read whole first), writing only the 4 KiB
+// blocks that are not all zeros (rbd import's default sparse size).
+func importImage(ctx context.Context, p *client.Pool, name, path string) error {
+	var r io.Reader
+	var size uint64
+	if path == "-" {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		r, size = strings.NewReader(string(b)), uint64(len(b))
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		r, size = f, uint64(st.Size())
+	}
+	if err := rbd.Create(ctx, p, name, rbd.Options{Size: size}); err != nil {
+		return err
+	}
+	img, err := rbd.Open(ctx, p, name, "")
+	if err != nil {
+		return err
+	}
+	defer img.Close(context.WithoutCancel(ctx))
+	buf := make([]byte, exportChunk)
+	for off := uint64(0); off < size; {
+		n, err := io.ReadFull(r, buf[:min(exportChunk, size-off)])
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("import %s: %w", path, err)
+		}
+		for _, r := range dataRuns(buf[:n]) {
+			if err := img.WriteAt(ctx, buf[r[0]:r[1]], off+uint64(r[0])); err != nil {
+				return err
+			}
+		}
+		off += uint64(n)
+	}
+	fmt.Fprintln(os.Stderr, "Importing image: 100% complete...done.")
+	return nil
+}
+
+// sparseSize is the block import checks for zeros.
+const sparseSize = 4096
+
+// dataRuns are the ranges [from, to) of b made of sparseSize blocks that
+// are not all zeros, adjacent ones merged.
+func dataRuns(b []byte) [][2]int {
+	var runs [][2]int
+	for at := 0; at < len(b); at += sparseSize {
+		end := min(at+sparseSize, len(b))
+		if isZero(b[at:end]) {
+			continue
+		}
+		if k := len(runs) - 1; k >= 0 && runs[k][1] == at {
+			runs[k][1] = end
+		} else {
+			runs = append(runs, [2]int{at, end})
+		}
+	}
+	return runs
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

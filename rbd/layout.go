@@ -1,0 +1,86 @@
+package rbd
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// layout maps an image's bytes to its data objects, as Ceph's Striper
+// (src/osdc/Striper.cc, file_to_extents; doc/dev/file-striping.rst):
+// stripe unit su bytes go round-robin over sc objects of objSize bytes;
+// once each of the sc objects is full, the next object set begins.
+type layout struct {
+	prefix  string // data object names: prefix + ".%016x"
+	objSize uint64
+	su, sc  uint64
+}
+
+// extent is a piece of an image range within one object: bytes
+// [objOff, objOff+length) of object number object, which are bytes
+// [bufOff, bufOff+length) of the range.
+type extent struct {
+	object         uint64
+	objOff, length uint64
+	bufOff         uint64
+}
+
+func (l layout) objectName(n uint64) string { return fmt.Sprintf("%s.%016x", l.prefix, n) }
+
+// extents cuts [off, off+n) into per-object pieces, in image order; a
+// piece never crosses a stripe unit, and consecutive units landing
+// back to back in one object are merged.
+func (l layout) extents(off, n uint64) []extent {
+	var out []extent
+	perObject := l.objSize / l.su // stripe units per object
+	for done := uint64(0); done < n; {
+		pos := off + done
+		block := pos / l.su
+		stripe, stripePos := block/l.sc, block%l.sc
+		object := stripe/perObject*l.sc + stripePos
+		objOff := stripe%perObject*l.su + pos%l.su
+		length := min(l.su-pos%l.su, n-done)
+		if k := len(out) - 1; k >= 0 && out[k].object == object && out[k].objOff+out[k].length == objOff {
+			out[k].length += length
+		} else {
+			out = append(out, extent{object: object, objOff: objOff, length: length, bufOff: done})
+		}
+		done += length
+	}
+	return out
+}
+
+// coalesce merges the extents of each object that lie back to back in
+// it, whatever their order in the image (a striped range visits each
+// object once per stripe): for discards, whose extents carry no data.
+// The merged extents' bufOff is meaningless.
+func coalesce(exts []extent) []extent {
+	s := slices.Clone(exts)
+	slices.SortFunc(s, func(a, b extent) int {
+		if c := cmp.Compare(a.object, b.object); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.objOff, b.objOff)
+	})
+	var out []extent
+	for _, e := range s {
+		if k := len(out) - 1; k >= 0 && out[k].object == e.object && out[k].objOff+out[k].length == e.objOff {
+			out[k].length += e.length
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// objectCount is how many data objects an image of size bytes may use:
+// every object of every object set the size reaches.
+func (l layout) objectCount(size uint64) uint64 {
+	if size == 0 {
+		return 0
+	}
+	setBytes := l.objSize * l.sc
+	sets := (size + setBytes - 1) / setBytes
+	last := size - (sets-1)*setBytes // bytes in the last set: its first units each start an object
+	return (sets-1)*l.sc + min(l.sc, (last+l.su-1)/l.su)
+}

@@ -1,0 +1,659 @@
+// Package rbd is Shoal's block images, librbd's role over the client
+// library: thin-provisioned virtual disks striped over RADOS objects, in
+// RBD's format-2 layout (cls/rbd has the objects and the header's keys),
+// so an RBD user finds the same objects, names and verbs.
+//
+// An image of Size bytes is cut into objects of 2^Order bytes (default
+// order 22, 4 MiB) named ObjectPrefix + ".%016x" in its data pool — the
+// image's own pool, or a separate one (an erasure-coded pool with
+// allow_ec_overwrites, as RBD's --data-pool) while the header stays in
+// the image's pool. With striping (StripeUnit smaller than the object
+// size, StripeCount objects per stripe) consecutive stripe units go
+// round-robin over StripeCount objects, as Ceph's Striper lays out files
+// (doc/dev/file-striping.rst). An object exists once written: holes read
+// as zeros, and discarding or zeroing removes, truncates or zeroes the
+// objects it covers, never creating one.
+//
+// Snapshots are self-managed snaps of the data pool: the id comes from the
+// MONs, the header records it (with the image's size then), and every
+// write carries the image's SnapContext, so the OSDs clone an object
+// before its first change after a snapshot. An image opened at a
+// snapshot reads the data objects at that snap id and refuses writes.
+// Every open image watches its header: a snapshot created or removed, or
+// a resize, by anyone is notified to every watcher, which reloads the
+// header before it acknowledges — the creator returns only once every
+// writer writes with the new SnapContext.
+package rbd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	clsrbd "github.com/shoal-project/shoal/cls/rbd"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// Errors callers branch on (errors.Is); the client's errors pass through
+// wrapped.
+var (
+	ErrNotFound = client.ErrNotFound // no such image or snapshot
+	ErrExists   = client.ErrExists   // the image or snapshot name is taken
+	ErrInvalid  = client.ErrInvalid  // bad options or an I/O past the image's end
+	ErrReadOnly = osdop.ErrReadOnly  // a write to an image opened at a snapshot
+	ErrBusy     = osdop.ErrBusy      // removal of an image that is open or has snapshots
+)
+
+// Defaults and limits (rbd's --object-size range: 4 KiB to 32 MiB).
+const (
+	DefaultOrder = 22
+	MinOrder     = 12
+	MaxOrder     = 25
+)
+
+// Options are an image's layout at creation.
+type Options struct {
+	Size        uint64       // bytes
+	Order       uint8        // objects of 2^Order bytes; 0: DefaultOrder
+	StripeUnit  uint64       // bytes, dividing the object size; 0: the object size
+	StripeCount uint64       // objects a stripe spans; 0: 1
+	DataPool    *client.Pool // nil: the image's own pool
+}
+
+// Create makes image name in pool, empty (no data object exists). The
+// name is claimed first (its id object, created exclusively), then the
+// header is written and the image entered in the pool's directory; a
+// failure after the claim removes what was made.
+func Create(ctx context.Context, pool *client.Pool, name string, o Options) error {
+	if o.Order == 0 {
+		o.Order = DefaultOrder
+	}
+	objSize := uint64(1) << o.Order
+	if o.StripeUnit == 0 {
+		o.StripeUnit = objSize
+	}
+	if o.StripeCount == 0 {
+		o.StripeCount = 1
+	}
+	switch {
+	case name == "":
+		return fmt.Errorf("rbd: %w: empty image name", ErrInvalid)
+	case o.Order < MinOrder || o.Order > MaxOrder:
+		return fmt.Errorf("rbd: %w: object size 2^%d (4 KiB to 32 MiB: order %d to %d)", ErrInvalid, o.Order, MinOrder, MaxOrder)
+	case objSize%o.StripeUnit != 0 || o.StripeUnit < 4096:
+		return fmt.Errorf("rbd: %w: stripe unit %d must be at least 4 KiB and divide the object size %d", ErrInvalid, o.StripeUnit, objSize)
+	}
+	dataPoolID := int64(-1)
+	if o.DataPool != nil && o.DataPool.ID() != pool.ID() {
+		if err := checkDataPool(pool.Conn().Map(), o.DataPool.ID()); err != nil {
+			return err
+		}
+		dataPoolID = o.DataPool.ID()
+	}
+	if err := checkDataPool(pool.Conn().Map(), pool.ID()); err != nil && dataPoolID < 0 {
+		return err
+	}
+	id := newID()
+	idObj := clsrbd.IDObjectPrefix + name
+	if err := pool.Create(ctx, idObj, true); err != nil {
+		if errors.Is(err, client.ErrExists) {
+			return fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, ErrExists)
+		}
+		return fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
+	}
+	undo := func(err error) error {
+		pool.Remove(context.WithoutCancel(ctx), clsrbd.HeaderObjectPrefix+id)
+		pool.Remove(context.WithoutCancel(ctx), idObj)
+		return fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
+	}
+	if err := pool.WriteFull(ctx, idObj, []byte(id)); err != nil {
+		return undo(err)
+	}
+	h := clsrbd.Header{Size: o.Size, Order: o.Order, ObjectPrefix: clsrbd.DataObjectPrefix + id,
+		StripeUnit: o.StripeUnit, StripeCount: o.StripeCount, DataPoolID: dataPoolID}
+	if _, err := exec(ctx, pool, clsrbd.HeaderObjectPrefix+id, "create", h); err != nil {
+		return undo(err)
+	}
+	if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_add_image", clsrbd.DirInput{Name: name, ID: id}); err != nil {
+		return undo(err)
+	}
+	return nil
+}
+
+// checkDataPool refuses a pool that cannot hold an image's data: one with
+// pool snapshots (images take self-managed ones, which Ceph, too, will
+// not mix), or an erasure-coded one without allow_ec_overwrites.
+func checkDataPool(m *osdmap.Map, id int64) error {
+	p := m.Pools[id]
+	switch {
+	case p == nil:
+		return fmt.Errorf("rbd: data pool %d: %w", id, ErrNotFound)
+	case p.PoolSnapsMode():
+		return fmt.Errorf("rbd: pool %s: %w: it has pool snapshots; images need self-managed ones", p.Name, ErrInvalid)
+	case p.Type == osdmap.PoolErasure && p.Flags&osdmap.FlagECOverwrites == 0:
+		return fmt.Errorf("rbd: pool %s: %w: an erasure-coded data pool needs allow_ec_overwrites (shoal pool set %s allow_ec_overwrites true)", p.Name, ErrInvalid, p.Name)
+	}
+	return nil
+}
+
+// newID is a new image id: 12 hex digits, as librbd's.
+func newID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// exec calls an rbd class method with in (JSON) on oid.
+func exec(ctx context.Context, pool *client.Pool, oid, method string, in any) ([]byte, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	return pool.Exec(ctx, oid, "rbd."+method, b)
+}
+
+// List is the names of pool's images, sorted.
+func List(ctx context.Context, pool *client.Pool) ([]string, error) {
+	b, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_list", struct{}{})
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rbd: list %s: %w", pool.Name(), err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("rbd: list %s: %w", pool.Name(), err)
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// imageID reads image name's id from its id object.
+func imageID(ctx context.Context, pool *client.Pool, name string) (string, error) {
+	b, err := pool.Read(ctx, clsrbd.IDObjectPrefix+name, 0, 0)
+	if errors.Is(err, client.ErrNotFound) {
+		return "", fmt.Errorf("rbd: image %s/%s does not exist (%w)", pool.Name(), name, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, err)
+	}
+	return string(b), nil
+}
+
+// Remove deletes image name: its data objects, header, directory entry
+// and id object, in that order, so an interrupted removal can be run
+// again. It refuses (ErrBusy) an image with snapshots or one another
+// client has open (a watcher on its header), as rbd rm does.
+func Remove(ctx context.Context, pool *client.Pool, name string) error {
+	img, err := open(ctx, pool, name, "", false)
+	if err != nil {
+		return err
+	}
+	if len(img.h.Snapshots) > 0 {
+		return fmt.Errorf("rbd: image %s/%s: %w: it has %d snapshots (shoal rbd snap purge first)", pool.Name(), name, ErrBusy, len(img.h.Snapshots))
+	}
+	ws, err := pool.ListWatchers(ctx, img.headerOID())
+	if err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, err)
+	}
+	if len(ws) > 0 {
+		return fmt.Errorf("rbd: image %s/%s: %w: still open by %s (and %d more)", pool.Name(), name, ErrBusy, ws[0].Instance, len(ws)-1)
+	}
+	if err := img.forObjects(ctx, img.objectCount(img.h.Size), func(oid string) error {
+		if err := img.data.Remove(ctx, oid); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("rbd: remove %s/%s: data: %w", pool.Name(), name, err)
+	}
+	if err := pool.Remove(ctx, img.headerOID()); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: remove %s/%s: header: %w", pool.Name(), name, err)
+	}
+	if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_remove_image", clsrbd.DirInput{Name: name, ID: img.id}); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: remove %s/%s: directory: %w", pool.Name(), name, err)
+	}
+	if err := pool.Remove(ctx, clsrbd.IDObjectPrefix+name); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: remove %s/%s: %w", pool.Name(), name, err)
+	}
+	return nil
+}
+
+// Rename renames image src to dst in pool (rbd mv): the directory entry
+// changes atomically, then the id object moves.
+func Rename(ctx context.Context, pool *client.Pool, src, dst string) error {
+	id, err := imageID(ctx, pool, src)
+	if err != nil {
+		return err
+	}
+	if err := pool.Create(ctx, clsrbd.IDObjectPrefix+dst, true); err != nil {
+		if errors.Is(err, client.ErrExists) {
+			return fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), dst, ErrExists)
+		}
+		return fmt.Errorf("rbd: rename %s/%s: %w", pool.Name(), src, err)
+	}
+	if err := pool.WriteFull(ctx, clsrbd.IDObjectPrefix+dst, []byte(id)); err != nil {
+		return fmt.Errorf("rbd: rename %s/%s: %w", pool.Name(), src, err)
+	}
+	if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_rename_image", clsrbd.RenameInput{Src: src, Dst: dst, ID: id}); err != nil {
+		pool.Remove(context.WithoutCancel(ctx), clsrbd.IDObjectPrefix+dst)
+		return fmt.Errorf("rbd: rename %s/%s: %w", pool.Name(), src, err)
+	}
+	if err := pool.Remove(ctx, clsrbd.IDObjectPrefix+src); err != nil {
+		return fmt.Errorf("rbd: rename %s/%s: %w", pool.Name(), src, err)
+	}
+	return nil
+}
+
+// Image is an open image. Its methods may be called from several
+// goroutines at once.
+type Image struct {
+	pool, data *client.Pool
+	name, id   string
+	snap       *clsrbd.Snapshot // opened at this snapshot (read-only), or nil
+	watch      *client.Watch
+
+	mu sync.RWMutex
+	h  clsrbd.Header
+	wr *client.Pool // the data pool with the image's SnapContext
+}
+
+// Open opens image name of pool at its head (snap "") or at snapshot
+// snap (read-only). Close it when done: an open image at its head
+// watches its header.
+func Open(ctx context.Context, pool *client.Pool, name, snap string) (*Image, error) {
+	return open(ctx, pool, name, snap, snap == "")
+}
+
+func open(ctx context.Context, pool *client.Pool, name, snap string, watch bool) (*Image, error) {
+	id, err := imageID(ctx, pool, name)
+	if err != nil {
+		return nil, err
+	}
+	img := &Image{pool: pool, data: pool, name: name, id: id}
+	if err := img.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if img.h.DataPoolID >= 0 {
+		p := pool.Conn().Map().Pools[img.h.DataPoolID]
+		if p == nil {
+			return nil, fmt.Errorf("rbd: image %s/%s: data pool %d: %w", pool.Name(), name, img.h.DataPoolID, ErrNotFound)
+		}
+		if img.data, err = pool.Conn().Pool(ctx, p.Name); err != nil {
+			return nil, fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, err)
+		}
+		img.setContext()
+	}
+	if snap != "" {
+		i := slices.IndexFunc(img.h.Snapshots, func(s clsrbd.Snapshot) bool { return s.Name == snap })
+		if i < 0 {
+			return nil, fmt.Errorf("rbd: image %s/%s@%s: %w", pool.Name(), name, snap, ErrNotFound)
+		}
+		s := img.h.Snapshots[i]
+		img.snap = &s
+		return img, nil
+	}
+	if watch {
+		img.watch, err = pool.Watch(ctx, img.headerOID(), 0, img.handleNotify, nil)
+		if err != nil {
+			return nil, fmt.Errorf("rbd: image %s/%s: watch header: %w", pool.Name(), name, err)
+		}
+	}
+	return img, nil
+}
+
+// handleNotify reloads the header when another client (or this one)
+// announces a change, before the notify is acknowledged.
+func (img *Image) handleNotify(client.Notification) []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	img.refresh(ctx) // a failed reload leaves the old header; the next I/O error shows it
+	return nil
+}
+
+// refresh reloads the header.
+func (img *Image) refresh(ctx context.Context) error {
+	b, err := exec(ctx, img.pool, img.headerOID(), "get_header", struct{}{})
+	if err != nil {
+		if errors.Is(err, client.ErrNotFound) {
+			err = ErrNotFound
+		}
+		return fmt.Errorf("rbd: image %s/%s: header: %w", img.pool.Name(), img.name, err)
+	}
+	var h clsrbd.Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return fmt.Errorf("rbd: image %s/%s: header: %w", img.pool.Name(), img.name, err)
+	}
+	img.mu.Lock()
+	img.h = h
+	img.mu.Unlock()
+	img.setContext()
+	return nil
+}
+
+// setContext sets the handle writes go through: the data pool with the
+// image's SnapContext (its snap_seq and snapshot ids, newest first).
+func (img *Image) setContext() {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	ids := make([]uint64, len(img.h.Snapshots))
+	for i, s := range img.h.Snapshots {
+		ids[i] = s.ID
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	img.wr = img.data.WithSnapContext(img.h.SnapSeq, ids)
+}
+
+// notifyChange tells every client with the image open to reload its
+// header, and waits for their answers.
+func (img *Image) notifyChange(ctx context.Context) error {
+	if _, err := img.pool.Notify(ctx, img.headerOID(), []byte("header_update"), 10*time.Second); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: image %s/%s: notify: %w", img.pool.Name(), img.name, err)
+	}
+	return img.refresh(ctx)
+}
+
+// Close stops watching the header.
+func (img *Image) Close(ctx context.Context) error {
+	if img.watch == nil {
+		return nil
+	}
+	return img.watch.Close(ctx)
+}
+
+func (img *Image) headerOID() string { return clsrbd.HeaderObjectPrefix + img.id }
+
+// Info is an image's description (rbd info).
+type Info struct {
+	Name         string
+	ID           string
+	Size         uint64 // bytes; at the snapshot, for an image opened at one
+	ObjectSize   uint64
+	Order        uint8
+	Objects      uint64 // data objects the size spans
+	ObjectPrefix string // "rbd_data.ID"
+	StripeUnit   uint64
+	StripeCount  uint64
+	DataPool     string // "" if the image's own pool
+	Snapshots    []clsrbd.Snapshot
+}
+
+// Info describes the image as its header stands.
+func (img *Image) Info() Info {
+	img.mu.RLock()
+	defer img.mu.RUnlock()
+	in := Info{Name: img.name, ID: img.id, Size: img.sizeLocked(), ObjectSize: uint64(1) << img.h.Order, Order: img.h.Order,
+		ObjectPrefix: img.h.ObjectPrefix, StripeUnit: img.h.StripeUnit, StripeCount: img.h.StripeCount,
+		Snapshots: slices.Clone(img.h.Snapshots)}
+	in.Objects = img.objectCountLocked(in.Size)
+	if img.data.ID() != img.pool.ID() {
+		in.DataPool = img.data.Name()
+	}
+	return in
+}
+
+// Size is the image's size in bytes (at its snapshot, if opened at one).
+func (img *Image) Size() uint64 {
+	img.mu.RLock()
+	defer img.mu.RUnlock()
+	return img.sizeLocked()
+}
+
+func (img *Image) sizeLocked() uint64 {
+	if img.snap != nil {
+		return img.snap.Size
+	}
+	return img.h.Size
+}
+
+// ReadAt reads len(p) bytes at off into p; holes read as zeros. A read
+// past the end is ErrInvalid.
+func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
+	img.mu.RLock()
+	size, lay, src := img.sizeLocked(), img.layoutLocked(), img.data
+	img.mu.RUnlock()
+	if img.snap != nil {
+		src = img.data.AtSnap(img.snap.ID)
+	}
+	if err := checkRange(off, uint64(len(p)), size); err != nil {
+		return err
+	}
+	exts := lay.extents(off, uint64(len(p)))
+	comps := make([]*client.Completion, len(exts))
+	for i, e := range exts {
+		comps[i] = src.ReadAsync(ctx, lay.objectName(e.object), e.objOff, e.length)
+	}
+	var first error
+	for i, c := range comps {
+		rep, err := c.Wait()
+		dst := p[exts[i].bufOff : exts[i].bufOff+exts[i].length]
+		switch {
+		case errors.Is(err, client.ErrNotFound): // a hole
+			clear(dst)
+		case err != nil:
+			if first == nil {
+				first = fmt.Errorf("rbd: read %s at %d: %w", lay.objectName(exts[i].object), exts[i].objOff, err)
+			}
+		default:
+			var data []byte
+			if len(rep.Results) > 0 {
+				data = rep.Results[0].Data
+			}
+			clear(dst[copy(dst, data):]) // past the object's end: zeros
+		}
+	}
+	return first
+}
+
+// WriteAt writes p at off. A write past the end is ErrInvalid; at a
+// snapshot, ErrReadOnly.
+func (img *Image) WriteAt(ctx context.Context, p []byte, off uint64) error {
+	return img.mutate(ctx, off, uint64(len(p)), 0, false, func(w *client.Pool, oid string, e extent) *client.Completion {
+		return w.OperateAsync(ctx, oid, []osdop.Op{{Code: osdop.Write, Off: e.objOff, Data: p[e.bufOff : e.bufOff+e.length]}})
+	})
+}
+
+// Discard deallocates [off, off+n): objects it covers whole are removed,
+// the rest truncated or zeroed; it reads as zeros afterwards, and an
+// object that does not exist is left so (Ceph's discard, with
+// write-zeroes' guarantee).
+func (img *Image) Discard(ctx context.Context, off, n uint64) error {
+	return img.discard(ctx, off, n, 0)
+}
+
+// discard is Discard within the image's size, or, if limit is not 0,
+// within limit bytes.
+func (img *Image) discard(ctx context.Context, off, n, limit uint64) error {
+	img.mu.RLock()
+	objSize := uint64(1) << img.h.Order
+	img.mu.RUnlock()
+	return img.mutate(ctx, off, n, limit, true, func(w *client.Pool, oid string, e extent) *client.Completion {
+		// a stat first: on an absent object the request fails (ENOENT,
+		// nothing to discard) instead of creating it
+		ops := []osdop.Op{{Code: osdop.Stat}}
+		switch {
+		case e.objOff == 0 && e.length == objSize:
+			ops = append(ops, osdop.Op{Code: osdop.Remove})
+		case e.objOff+e.length == objSize:
+			ops = append(ops, osdop.Op{Code: osdop.Truncate, Off: e.objOff})
+		default:
+			ops = append(ops, osdop.Op{Code: osdop.Zero, Off: e.objOff, Len: e.length})
+		}
+		return w.OperateAsync(ctx, oid, ops)
+	})
+}
+
+// WriteZeroes makes [off, off+n) read as zeros, as Discard does.
+func (img *Image) WriteZeroes(ctx context.Context, off, n uint64) error {
+	return img.Discard(ctx, off, n)
+}
+
+// mutate runs op on every object extent of [off, off+n) at once and
+// waits for all; ENOENT counts as done (discards of absent objects). The
+// range must lie within the image's size, or limit bytes if not 0. With
+// merge, each object's extents are coalesced first (discards).
+func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, op func(w *client.Pool, oid string, e extent) *client.Completion) error {
+	if img.snap != nil {
+		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	}
+	img.mu.RLock()
+	size, lay, w := img.h.Size, img.layoutLocked(), img.wr
+	img.mu.RUnlock()
+	if limit != 0 {
+		size = limit
+	}
+	if err := checkRange(off, n, size); err != nil {
+		return err
+	}
+	exts := lay.extents(off, n)
+	if merge {
+		exts = coalesce(exts)
+	}
+	comps := make([]*client.Completion, len(exts))
+	for i, e := range exts {
+		comps[i] = op(w, lay.objectName(e.object), e)
+	}
+	var first error
+	for i, c := range comps {
+		if _, err := c.Wait(); err != nil && !errors.Is(err, client.ErrNotFound) && first == nil {
+			first = fmt.Errorf("rbd: %s at %d: %w", lay.objectName(exts[i].object), exts[i].objOff, err)
+		}
+	}
+	return first
+}
+
+// Flush returns once every write acknowledged so far is durable: writes
+// are acknowledged only when every acting OSD committed them, so there
+// is nothing to wait for.
+func (img *Image) Flush(context.Context) error { return nil }
+
+func checkRange(off, n, size uint64) error {
+	if off+n < off || off+n > size {
+		return fmt.Errorf("rbd: %w: %d bytes at %d past the image's end (%d bytes)", ErrInvalid, n, off, size)
+	}
+	return nil
+}
+
+// Resize changes the image's size (rbd resize). Shrinking needs
+// allowShrink: the data past the new end is discarded first, then the
+// header changes, so an interrupted shrink never leaves stale data
+// beyond the end that a later grow could expose.
+func (img *Image) Resize(ctx context.Context, size uint64, allowShrink bool) error {
+	if img.snap != nil {
+		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	}
+	cur := img.Size()
+	if size < cur {
+		if !allowShrink {
+			return fmt.Errorf("rbd: image %s/%s: %w: shrinking from %d to %d bytes needs allow-shrink", img.pool.Name(), img.name, ErrInvalid, cur, size)
+		}
+		// to the end of the last object set, so that each object past the
+		// new end is covered whole and removed, not zeroed
+		img.mu.RLock()
+		set := uint64(1) << img.h.Order * img.h.StripeCount
+		img.mu.RUnlock()
+		end := (cur + set - 1) / set * set
+		if err := img.discard(ctx, size, end-size, end); err != nil {
+			return err
+		}
+	}
+	if _, err := exec(ctx, img.pool, img.headerOID(), "set_size", clsrbd.SizeInput{Size: size}); err != nil {
+		return fmt.Errorf("rbd: resize %s/%s: %w", img.pool.Name(), img.name, err)
+	}
+	return img.notifyChange(ctx)
+}
+
+// Used counts the bytes the image's data objects hold (rbd du's USED):
+// provisioned is the image's size.
+func (img *Image) Used(ctx context.Context) (uint64, error) {
+	img.mu.RLock()
+	size, lay, src := img.sizeLocked(), img.layoutLocked(), img.data
+	img.mu.RUnlock()
+	if img.snap != nil {
+		src = img.data.AtSnap(img.snap.ID)
+	}
+	var mu sync.Mutex
+	var used uint64
+	err := img.forObjects(ctx, lay.objectCount(size), func(oid string) error {
+		st, err := src.Stat(ctx, oid)
+		if errors.Is(err, client.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		used += st.Size
+		mu.Unlock()
+		return nil
+	})
+	return used, err
+}
+
+// forObjects calls fn for the names of data objects 0 … n-1, 16 at a
+// time; the first error stops it.
+func (img *Image) forObjects(ctx context.Context, n uint64, fn func(oid string) error) error {
+	img.mu.RLock()
+	lay := img.layoutLocked()
+	img.mu.RUnlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan uint64)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(lay.objectName(i)); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func (img *Image) objectCount(size uint64) uint64 {
+	img.mu.RLock()
+	defer img.mu.RUnlock()
+	return img.objectCountLocked(size)
+}
+
+func (img *Image) objectCountLocked(size uint64) uint64 { return img.layoutLocked().objectCount(size) }
+
+func (img *Image) layoutLocked() layout {
+	return layout{prefix: img.h.ObjectPrefix, objSize: uint64(1) << img.h.Order, su: img.h.StripeUnit, sc: img.h.StripeCount}
+}

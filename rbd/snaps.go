@@ -1,0 +1,99 @@
+package rbd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/shoal-project/shoal/client"
+	clsrbd "github.com/shoal-project/shoal/cls/rbd"
+)
+
+// SnapCreate takes snapshot name of the image (rbd snap create): a
+// self-managed snap id from the data pool's MONs, recorded in the
+// header with the image's size; every client with the image open reloads
+// its header before this returns, so their later writes clone.
+func (img *Image) SnapCreate(ctx context.Context, name string) error {
+	if img.snap != nil {
+		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	}
+	if name == "" {
+		return fmt.Errorf("rbd: %w: empty snapshot name", ErrInvalid)
+	}
+	id, err := img.data.SelfManagedSnapCreate(ctx)
+	if err != nil {
+		return fmt.Errorf("rbd: snap create %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	}
+	if _, err := exec(ctx, img.pool, img.headerOID(), "snapshot_add", clsrbd.Snapshot{ID: id, Name: name, Size: img.Size()}); err != nil {
+		img.data.SelfManagedSnapRemove(context.WithoutCancel(ctx), id)
+		if errors.Is(err, client.ErrExists) {
+			err = ErrExists
+		}
+		return fmt.Errorf("rbd: snap create %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	}
+	return img.notifyChange(ctx)
+}
+
+// Snapshots lists the image's snapshots, oldest first.
+func (img *Image) Snapshots() []clsrbd.Snapshot { return img.Info().Snapshots }
+
+// snapshot finds snapshot name (ErrNotFound).
+func (img *Image) snapshot(name string) (clsrbd.Snapshot, error) {
+	img.mu.RLock()
+	defer img.mu.RUnlock()
+	i := slices.IndexFunc(img.h.Snapshots, func(s clsrbd.Snapshot) bool { return s.Name == name })
+	if i < 0 {
+		return clsrbd.Snapshot{}, fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, name, ErrNotFound)
+	}
+	return img.h.Snapshots[i], nil
+}
+
+// SnapRemove removes snapshot name (rbd snap rm): it leaves the header,
+// then its snap id is removed from the data pool, and the OSDs trim its
+// clones in the background.
+func (img *Image) SnapRemove(ctx context.Context, name string) error {
+	s, err := img.snapshot(name)
+	if err != nil {
+		return err
+	}
+	if _, err := exec(ctx, img.pool, img.headerOID(), "snapshot_remove", clsrbd.SnapIDInput{ID: s.ID}); err != nil {
+		return fmt.Errorf("rbd: snap rm %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	}
+	if err := img.notifyChange(ctx); err != nil {
+		return err
+	}
+	if err := img.data.SelfManagedSnapRemove(ctx, s.ID); err != nil {
+		return fmt.Errorf("rbd: snap rm %s/%s@%s: release snap id %d: %w", img.pool.Name(), img.name, name, s.ID, err)
+	}
+	return nil
+}
+
+// SnapRollback makes the image's head what it was at snapshot name (rbd
+// snap rollback): every data object is rolled back to the snap (removed
+// if it did not exist then), then the size is set back. Other clients
+// should not write meanwhile, as with rbd.
+func (img *Image) SnapRollback(ctx context.Context, name string) error {
+	if img.snap != nil {
+		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	}
+	s, err := img.snapshot(name)
+	if err != nil {
+		return err
+	}
+	img.mu.RLock()
+	w, n := img.wr, img.objectCountLocked(max(img.h.Size, s.Size))
+	img.mu.RUnlock()
+	if err := img.forObjects(ctx, n, func(oid string) error {
+		if err := w.Rollback(ctx, oid, s.ID); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	}
+	if _, err := exec(ctx, img.pool, img.headerOID(), "set_size", clsrbd.SizeInput{Size: s.Size}); err != nil {
+		return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	}
+	return img.notifyChange(ctx)
+}

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRBDCLI drives `shoal rbd` as an operator would: an image created
+// thin, a file imported and exported back (sparse), snapshots listed,
+// read and rolled back, a resize, a short bench, and removal — each
+// verb's output and refusals checked.
+func TestRBDCLI(t *testing.T) {
+	c := up(t, "--osds", "3")
+	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
+	c.must("rbd", "create", "disk", "--size", "64") // MiB, as rbd's --size
+	if out := c.must("rbd", "ls"); out != "disk\n" {
+		t.Fatalf("rbd ls: %q", out)
+	}
+	info := c.must("rbd", "info", "rbd/disk")
+	for _, want := range []string{"size 64 MiB in 16 objects", "order 22 (4 MiB objects)", "format: 2", "block_name_prefix: rbd_data."} {
+		if !strings.Contains(info, want) {
+			t.Fatalf("rbd info lacks %q:\n%s", want, info)
+		}
+	}
+	if out := c.must("rbd", "du", "disk"); !strings.Contains(out, "64 MiB") || !strings.Contains(out, "0 B") {
+		t.Fatalf("rbd du of a new image: %q", out)
+	}
+	// a 10 MiB file with data in its first and last MiB only
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	payload := make([]byte, 10<<20)
+	rng := rand.New(rand.NewSource(1))
+	rng.Read(payload[:1<<20])
+	rng.Read(payload[9<<20:])
+	if err := os.WriteFile(in, payload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.must("rbd", "import", in, "rbd/file")
+	// used: object 0 holds 1 MiB; object 2 (8–12 MiB) ends where the
+	// data ends, 2 MiB in; object 1, all zeros, was never written
+	if out := c.must("rbd", "du", "file"); !strings.Contains(out, "10 MiB") || !strings.Contains(out, " 3 MiB") {
+		t.Fatalf("rbd du of an import with 8 MiB of zeros: %q", out)
+	}
+	c.must("rbd", "snap", "create", "file@v1")
+	// refused: it has a snapshot
+	if out, err := c.run("rbd", "rm", "file"); err == nil || !strings.Contains(out, "snapshots") {
+		t.Fatalf("rbd rm of an image with snapshots: %v %q", err, out)
+	}
+	// the bench overwrites the image's data; the snapshot keeps it
+	b := c.must("rbd", "bench", "file", "--io-type", "write", "--io-size", "64K", "--io-total", "4M", "--io-pattern", "rand")
+	if !strings.Contains(b, "bench  type write io_size 65536 io_threads 16 bytes 4194304 pattern random") || !strings.Contains(b, "ops: 64 ") {
+		t.Fatalf("rbd bench output:\n%s", b)
+	}
+	out := filepath.Join(dir, "out")
+	c.must("rbd", "export", "file@v1", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatalf("export of the snapshot: %d bytes, differs from the import", len(got))
+	}
+	if ls := c.must("rbd", "snap", "ls", "file"); !strings.Contains(ls, "v1") || !strings.Contains(ls, "10 MiB") {
+		t.Fatalf("rbd snap ls: %q", ls)
+	}
+	c.must("rbd", "snap", "rollback", "file@v1")
+	c.must("rbd", "export", "file", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("after rollback the image differs from its snapshot")
+	}
+	if o, err := c.run("rbd", "resize", "file", "--size", "4"); err == nil || !strings.Contains(o, "allow-shrink") {
+		t.Fatalf("shrink without --allow-shrink: %v %q", err, o)
+	}
+	c.must("rbd", "resize", "file", "--size", "4", "--allow-shrink")
+	if info := c.must("rbd", "info", "file"); !strings.Contains(info, "size 4 MiB in 1 objects") {
+		t.Fatalf("after shrinking: %s", info)
+	}
+	c.must("rbd", "snap", "purge", "file")
+	c.must("rbd", "mv", "file", "old")
+	c.must("rbd", "rm", "old")
+	c.must("rbd", "rm", "disk")
+	if out := c.must("rbd", "ls"); out != "" {
+		t.Fatalf("rbd ls after rm: %q", out)
+	}
+	if o, err := c.run("rbd", "info", "nope"); err == nil || !strings.Contains(o, "image rbd/nope does not exist") {
+		t.Fatalf("rbd info of no image: %v %q", err, o)
+	}
+}
