@@ -26,7 +26,7 @@ type BlockOptions struct {
 	Threads   int    // I/Os in flight; default 16
 	Total     uint64 // bytes to transfer in all; default 1 GiB
 	Pattern   string // "seq" or "rand"; default "seq"
-	RWMixRead int    // readwrite: the percentage of reads; default 50
+	RWMixRead int    // readwrite: the percentage of reads (rbd bench's default, 50, is the CLI's)
 }
 
 // BlockResult is a block benchmark's outcome.
@@ -57,9 +57,6 @@ func RunBlock(ctx context.Context, dev Device, o BlockOptions, out io.Writer) (*
 	}
 	if o.Pattern == "" {
 		o.Pattern = "seq"
-	}
-	if o.RWMixRead == 0 && o.IOType == "readwrite" {
-		o.RWMixRead = 50
 	}
 	size := dev.Size()
 	switch {
