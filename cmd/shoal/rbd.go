@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 	"github.com/shoal-project/shoal/bench"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
+	"github.com/shoal-project/shoal/nbd"
 	"github.com/shoal-project/shoal/rbd"
 )
 
@@ -279,7 +281,59 @@ func rbdCmd() *cobra.Command {
 	benchC.Flags().IntVar(&bo.RWMixRead, "rw-mix-read", 50, "readwrite: percentage of reads")
 	benchC.MarkFlagRequired("io-type")
 
-	cmd.AddCommand(create, ls, info, du, resize, rm, mv, export, imp, snapCmd, benchC)
+	var socket, listen string
+	var readOnly bool
+	serve := &cobra.Command{Use: "serve [POOL/]IMAGE[@SNAP]... (--socket PATH | --listen ADDR)",
+		Short: "Export images over NBD (fio's nbd engine, nbdinfo, nbdcopy, nbdfuse, qemu-img, nbd-client) until Ctrl-C",
+		Long: "Serves each image as the NBD export of its name (an image at a snapshot read-only), on a Unix socket or a TCP address:\n" +
+			"  fio --ioengine=nbd --uri='nbd+unix:///IMAGE?socket=PATH' ...\n  nbdinfo 'nbd+unix:///IMAGE?socket=PATH'\n" +
+			"On a host with the kernel's nbd module: nbd-client -unix PATH /dev/nbd0 -N IMAGE.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			if (socket == "") == (listen == "") {
+				return fmt.Errorf("rbd nbd serve: give one of --socket PATH and --listen ADDR")
+			}
+			var exports []nbd.Export
+			for _, spec := range s.args {
+				p, name, snap, err := imageSpec(ctx, s.conn, pool, spec)
+				if err != nil {
+					return err
+				}
+				img, err := rbd.Open(ctx, p, name, snap)
+				if err != nil {
+					return err
+				}
+				defer img.Close(context.WithoutCancel(ctx))
+				export := name
+				if snap != "" {
+					export += "@" + snap
+				}
+				exports = append(exports, nbd.Export{Name: export, Description: p.Name() + "/" + export, Device: img, ReadOnly: readOnly || snap != ""})
+			}
+			network, addr := "tcp", listen
+			if socket != "" {
+				network, addr = "unix", socket
+				os.Remove(socket) // a socket left by a server that was killed
+			}
+			l, err := net.Listen(network, addr)
+			if err != nil {
+				return fmt.Errorf("rbd nbd serve: %w", err)
+			}
+			if socket != "" {
+				defer os.Remove(socket)
+			}
+			for _, e := range exports {
+				fmt.Fprintf(out, "serving %s (%s, %s) on %s %s\n", e.Name, e.Description, iecBytes(e.Device.Size()), network, l.Addr())
+			}
+			return (&nbd.Server{Exports: exports}).Serve(ctx, l)
+		})}
+	serve.Flags().StringVar(&socket, "socket", "", "listen on this Unix socket")
+	serve.Flags().StringVar(&listen, "listen", "", "listen on this TCP address (HOST:PORT)")
+	serve.Flags().BoolVar(&readOnly, "read-only", false, "refuse writes")
+	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
+	nbdCmd.AddCommand(serve)
+
+	cmd.AddCommand(create, ls, info, du, resize, rm, mv, export, imp, snapCmd, benchC, nbdCmd)
 	return cmd
 }
 
