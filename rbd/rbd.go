@@ -279,6 +279,14 @@ func Open(ctx context.Context, pool *client.Pool, name, snap string) (*Image, er
 	return open(ctx, pool, name, snap, snap == "")
 }
 
+// OpenHeader opens image name for its header alone — its description,
+// watchers and locks — without watching the header (so without
+// appearing as a client with the image open): its data writes are
+// refused (ErrReadOnly), as they would not learn of others' snapshots.
+func OpenHeader(ctx context.Context, pool *client.Pool, name string) (*Image, error) {
+	return open(ctx, pool, name, "", false)
+}
+
 func open(ctx context.Context, pool *client.Pool, name, snap string, watch bool) (*Image, error) {
 	id, err := imageID(ctx, pool, name)
 	if err != nil {
@@ -377,6 +385,23 @@ func (img *Image) Close(ctx context.Context) error {
 }
 
 func (img *Image) headerOID() string { return clsrbd.HeaderObjectPrefix + img.id }
+
+// Watchers are the clients with the image open at its head (rbd
+// status): the watchers of its header.
+func (img *Image) Watchers(ctx context.Context) ([]osdop.WatcherInfo, error) {
+	ws, err := img.pool.ListWatchers(ctx, img.headerOID())
+	if err != nil {
+		return nil, fmt.Errorf("rbd: image %s/%s: watchers: %w", img.pool.Name(), img.name, err)
+	}
+	return ws, nil
+}
+
+// HeaderOID is the name of the image's header object, which advisory
+// locks (rbd lock) are taken on.
+func (img *Image) HeaderOID() string { return img.headerOID() }
+
+// Pool is the image's pool (its header's).
+func (img *Image) Pool() *client.Pool { return img.pool }
 
 // Info is an image's description (rbd info).
 type Info struct {
@@ -508,8 +533,8 @@ func (img *Image) WriteZeroes(ctx context.Context, off, n uint64) error {
 // range must lie within the image's size, or limit bytes if not 0. With
 // merge, each object's extents are coalesced first (discards).
 func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, op func(w *client.Pool, oid string, e extent) *client.Completion) error {
-	if img.snap != nil {
-		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	if err := img.checkWritable(); err != nil {
+		return err
 	}
 	img.mu.RLock()
 	size, lay, w := img.h.Size, img.layoutLocked(), img.wr
@@ -541,6 +566,18 @@ func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, 
 // are acknowledged only when every acting OSD committed them, so there
 // is nothing to wait for.
 func (img *Image) Flush(context.Context) error { return nil }
+
+// checkWritable refuses data changes through an image opened at a
+// snapshot, or without its header watch (OpenHeader; Remove's own open).
+func (img *Image) checkWritable() error {
+	switch {
+	case img.snap != nil:
+		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	case img.watch == nil:
+		return fmt.Errorf("rbd: image %s/%s: %w: opened for its header only", img.pool.Name(), img.name, ErrReadOnly)
+	}
+	return nil
+}
 
 func checkRange(off, n, size uint64) error {
 	if off+n < off || off+n > size {

@@ -227,6 +227,9 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 		t.Fatal(err)
 	}
 	other.Close(ctx)
+	if ws, err := img.Watchers(ctx); err != nil || len(ws) != 1 {
+		t.Fatalf("watchers with one client left: %v %v", ws, err)
+	}
 	m.snaps["by-other"] = slices.Clone(m.head)
 	if err := img.WriteAt(ctx, bytes.Repeat([]byte{7}, 4096), 0); err != nil {
 		t.Fatal(err)
@@ -236,6 +239,13 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 		t.Fatal(err)
 	}
 	check(ctx, t, rng, at, m.snaps["by-other"], "a snapshot another client took")
+	if err := img.SnapProtect(ctx, "by-other", true); err != nil {
+		t.Fatal(err)
+	}
+	hdr, err := rbd.OpenHeader(ctx, p, "img")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// bad input changes nothing
 	for _, c := range []struct {
 		what string
@@ -247,6 +257,8 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 		{"a snapshot name taken", img.SnapCreate(ctx, "by-other"), rbd.ErrExists},
 		{"rollback to no snapshot", img.SnapRollback(ctx, "nope"), rbd.ErrNotFound},
 		{"removal while open", rbd.Remove(ctx, p, "img"), rbd.ErrBusy},
+		{"removal of a protected snapshot", img.SnapRemove(ctx, "by-other"), rbd.ErrBusy},
+		{"a write through a header-only open", hdr.WriteAt(ctx, []byte("x"), 0), rbd.ErrReadOnly},
 	} {
 		if !errors.Is(c.err, c.want) {
 			t.Fatalf("%s: %v, want %v", c.what, c.err, c.want)
@@ -271,6 +283,9 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 		t.Fatal(err)
 	}
 	check(ctx, t, rng, img, append([]byte{}, append(bytes.Repeat([]byte{7}, 4096), m.head[4096:]...)...), "after mv")
+	if err := img.SnapProtect(ctx, "by-other", false); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range img.Snapshots() {
 		if err := img.SnapRemove(ctx, s.Name); err != nil {
 			t.Fatal(err)

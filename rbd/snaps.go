@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	clsrbd "github.com/shoal-project/shoal/cls/rbd"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // SnapCreate takes snapshot name of the image (rbd snap create): a
@@ -51,13 +52,16 @@ func (img *Image) snapshot(name string) (clsrbd.Snapshot, error) {
 
 // SnapRemove removes snapshot name (rbd snap rm): it leaves the header,
 // then its snap id is removed from the data pool, and the OSDs trim its
-// clones in the background.
+// clones in the background. A protected snapshot is ErrBusy.
 func (img *Image) SnapRemove(ctx context.Context, name string) error {
 	s, err := img.snapshot(name)
 	if err != nil {
 		return err
 	}
 	if _, err := exec(ctx, img.pool, img.headerOID(), "snapshot_remove", clsrbd.SnapIDInput{ID: s.ID}); err != nil {
+		if errors.Is(err, osdop.ErrBusy) {
+			err = fmt.Errorf("%w: it is protected (shoal rbd snap unprotect first)", ErrBusy)
+		}
 		return fmt.Errorf("rbd: snap rm %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 	}
 	if err := img.notifyChange(ctx); err != nil {
@@ -67,6 +71,19 @@ func (img *Image) SnapRemove(ctx context.Context, name string) error {
 		return fmt.Errorf("rbd: snap rm %s/%s@%s: release snap id %d: %w", img.pool.Name(), img.name, name, s.ID, err)
 	}
 	return nil
+}
+
+// SnapProtect protects snapshot name from removal (rbd snap protect),
+// or with protect false lifts that (rbd snap unprotect).
+func (img *Image) SnapProtect(ctx context.Context, name string, protect bool) error {
+	s, err := img.snapshot(name)
+	if err != nil {
+		return err
+	}
+	if _, err := exec(ctx, img.pool, img.headerOID(), "set_protection_status", clsrbd.ProtectInput{ID: s.ID, Protected: protect}); err != nil {
+		return fmt.Errorf("rbd: snap protect %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	}
+	return img.notifyChange(ctx)
 }
 
 // SnapRollback makes the image's head what it was at snapshot name (rbd

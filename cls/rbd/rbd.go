@@ -21,7 +21,8 @@
 //	get_header       {}            → Header              ENOENT no such image
 //	set_size         SizeInput                           ENOENT
 //	snapshot_add     Snapshot                            EEXIST name taken; EINVAL id not newer than snap_seq
-//	snapshot_remove  SnapIDInput                         ENOENT no such snapshot
+//	snapshot_remove  SnapIDInput                         ENOENT no such snapshot; EBUSY protected
+//	set_protection_status ProtectInput                   ENOENT no such snapshot
 //	dir_add_image    DirInput                            EEXIST the name or the id is taken
 //	dir_remove_image DirInput                            ENOENT the name does not map to the id
 //	dir_rename_image RenameInput                         ENOENT no such name; EEXIST the new one is taken
@@ -67,6 +68,15 @@ type Snapshot struct {
 	ID   uint64 `json:"id"`
 	Name string `json:"name"`
 	Size uint64 `json:"size"`
+	// Protected snapshots cannot be removed (rbd snap protect; Ceph's
+	// RBD_PROTECTION_STATUS_PROTECTED, what clones of it will need).
+	Protected bool `json:"protected,omitempty"`
+}
+
+// ProtectInput sets snapshot ID's protection.
+type ProtectInput struct {
+	ID        uint64 `json:"id"`
+	Protected bool   `json:"protected"`
 }
 
 // SizeInput is set_size's input.
@@ -111,7 +121,8 @@ func init() {
 	for name, m := range map[string]cls.Method{
 		"create": create, "get_header": getHeader, "set_size": setSize,
 		"snapshot_add": snapshotAdd, "snapshot_remove": snapshotRemove,
-		"dir_add_image": dirAdd, "dir_remove_image": dirRemove,
+		"set_protection_status": setProtection,
+		"dir_add_image":         dirAdd, "dir_remove_image": dirRemove,
 		"dir_rename_image": dirRename, "dir_list": dirList,
 	} {
 		cls.Register("rbd", name, m)
@@ -253,10 +264,34 @@ func snapshotRemove(o cls.Object, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(h.Snapshots, func(x Snapshot) bool { return x.ID == s.ID }) {
+	i := slices.IndexFunc(h.Snapshots, func(x Snapshot) bool { return x.ID == s.ID })
+	switch {
+	case i < 0:
 		return nil, fmt.Errorf("%w: snapshot id %d", cls.ErrNotFound, s.ID)
+	case h.Snapshots[i].Protected:
+		return nil, fmt.Errorf("%w: snapshot %q is protected (unprotect it first)", cls.ErrBusy, h.Snapshots[i].Name)
 	}
 	o.OmapRm([]string{snapKey(s.ID)})
+	return nil, nil
+}
+
+func setProtection(o cls.Object, in []byte) ([]byte, error) {
+	var p ProtectInput
+	if err := decode(in, &p); err != nil {
+		return nil, err
+	}
+	h, err := read(o)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(h.Snapshots, func(x Snapshot) bool { return x.ID == p.ID })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: snapshot id %d", cls.ErrNotFound, p.ID)
+	}
+	s := h.Snapshots[i]
+	s.Protected = p.Protected
+	rec, _ := json.Marshal(s)
+	o.OmapSet([]omap.KV{{Key: snapKey(s.ID), Value: rec}})
 	return nil, nil
 }
 

@@ -230,6 +230,12 @@ func rbdCmd() *cobra.Command {
 		snapOf("rm", "Remove a snapshot (its space returns as the OSDs trim it)", func(ctx context.Context, img *rbd.Image, snap string, _ io.Writer) error {
 			return img.SnapRemove(ctx, snap)
 		}),
+		snapOf("protect", "Protect a snapshot from removal", func(ctx context.Context, img *rbd.Image, snap string, _ io.Writer) error {
+			return img.SnapProtect(ctx, snap, true)
+		}),
+		snapOf("unprotect", "Let a protected snapshot be removed again", func(ctx context.Context, img *rbd.Image, snap string, _ io.Writer) error {
+			return img.SnapProtect(ctx, snap, false)
+		}),
 		snapOf("rollback", "Make the image what it was at the snapshot (stop its writers first)", func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error {
 			if err := img.SnapRollback(ctx, snap); err != nil {
 				return err
@@ -240,13 +246,13 @@ func rbdCmd() *cobra.Command {
 		&cobra.Command{Use: "ls [POOL/]IMAGE", Short: "List an image's snapshots", Args: cobra.ExactArgs(1),
 			RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SNAPID\tNAME\tSIZE")
+				fmt.Fprintln(tw, "SNAPID\tNAME\tSIZE\tPROTECTED")
 				for _, s := range img.Snapshots() {
-					fmt.Fprintf(tw, "%d\t%s\t%s\n", s.ID, s.Name, iecBytes(s.Size))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, s.Name, iecBytes(s.Size), map[bool]string{true: "yes"}[s.Protected])
 				}
 				return tw.Flush()
 			})},
-		&cobra.Command{Use: "purge [POOL/]IMAGE", Short: "Remove every snapshot of an image", Args: cobra.ExactArgs(1),
+		&cobra.Command{Use: "purge [POOL/]IMAGE", Short: "Remove every snapshot of an image (fails on a protected one)", Args: cobra.ExactArgs(1),
 			RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
 				for _, s := range img.Snapshots() {
 					if err := img.SnapRemove(ctx, s.Name); err != nil {
@@ -255,6 +261,51 @@ func rbdCmd() *cobra.Command {
 				}
 				fmt.Fprintln(out, "Removing all snapshots: 100% complete...done.")
 				return nil
+			})},
+	)
+
+	status := &cobra.Command{Use: "status [POOL/]IMAGE", Short: "Show the clients that have the image open (its header's watchers)", Args: cobra.ExactArgs(1),
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[0])
+			if err != nil {
+				return err
+			}
+			return imageStatus(ctx, p, name, out)
+		})}
+	lockCmd := &cobra.Command{Use: "lock", Short: "Advisory locks on an image (its header): add, ls, rm"}
+	var lockTag string
+	lockAdd := &cobra.Command{Use: "add [POOL/]IMAGE LOCK-ID", Short: "Take an exclusive lock (or a shared one with --shared TAG)", Args: cobra.ExactArgs(2),
+		RunE: headerLock(&pool, func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
+			if lockTag != "" {
+				return img.Pool().LockShared(ctx, img.HeaderOID(), rbdLockName, a[1], lockTag, "", 0, false)
+			}
+			return img.Pool().LockExclusive(ctx, img.HeaderOID(), rbdLockName, a[1], "", 0, false)
+		})}
+	lockAdd.Flags().StringVar(&lockTag, "shared", "", "take a shared lock with this tag")
+	lockCmd.AddCommand(lockAdd,
+		&cobra.Command{Use: "ls [POOL/]IMAGE", Short: "List the image's lockers", Args: cobra.ExactArgs(1),
+			RunE: headerLock(&pool, func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+				in, err := img.Pool().LockInfo(ctx, img.HeaderOID(), rbdLockName)
+				if errors.Is(err, client.ErrNotFound) || (err == nil && len(in.Lockers) == 0) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "There is %d %s lock on this image.\n", len(in.Lockers), in.Type)
+				if in.Tag != "" {
+					fmt.Fprintf(out, "Lock tag: %s\n", in.Tag)
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "Locker\tID")
+				for _, l := range in.Lockers {
+					fmt.Fprintf(tw, "%s\t%s\n", l.Name, l.Cookie)
+				}
+				return tw.Flush()
+			})},
+		&cobra.Command{Use: "rm [POOL/]IMAGE LOCK-ID LOCKER", Short: "Break a lock (LOCKER as lock ls shows it; fence the holder with shoal osd blocklist add)", Args: cobra.ExactArgs(3),
+			RunE: headerLock(&pool, func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
+				return img.Pool().BreakLock(ctx, img.HeaderOID(), rbdLockName, a[2], a[1])
 			})},
 	)
 
@@ -333,8 +384,49 @@ func rbdCmd() *cobra.Command {
 	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
 	nbdCmd.AddCommand(serve)
 
-	cmd.AddCommand(create, ls, info, du, resize, rm, mv, export, imp, snapCmd, benchC, nbdCmd)
+	cmd.AddCommand(create, ls, info, du, resize, rm, mv, export, imp, snapCmd, status, lockCmd, benchC, nbdCmd)
 	return cmd
+}
+
+// rbdLockName is the lock rbd lock add takes on an image's header
+// (librbd's RBD_LOCK_NAME).
+const rbdLockName = "rbd_lock"
+
+// headerLock runs fn on image a[0] opened for its header alone
+// (rbd.OpenHeader).
+func headerLock(pool *string, fn func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
+	return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+		p, name, _, err := imageSpec(ctx, s.conn, *pool, s.args[0])
+		if err != nil {
+			return err
+		}
+		img, err := rbd.OpenHeader(ctx, p, name)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, img, s.args, out)
+	})
+}
+
+// imageStatus prints rbd status: the image's watchers.
+func imageStatus(ctx context.Context, p *client.Pool, name string, out io.Writer) error {
+	img, err := rbd.OpenHeader(ctx, p, name)
+	if err != nil {
+		return err
+	}
+	ws, err := img.Watchers(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		fmt.Fprintln(out, "Watchers: none")
+		return nil
+	}
+	fmt.Fprintln(out, "Watchers:")
+	for _, w := range ws {
+		fmt.Fprintf(out, "\twatcher=%s cookie=%d\n", w.Instance, w.Cookie)
+	}
+	return nil
 }
 
 // imageSpec resolves [POOL/]IMAGE[@SNAP], the pool defaulting to def.

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -74,6 +75,30 @@ func TestRBDCLI(t *testing.T) {
 	c.must("rbd", "resize", "file", "--size", "4", "--allow-shrink")
 	if info := c.must("rbd", "info", "file"); !strings.Contains(info, "size 4 MiB in 1 objects") {
 		t.Fatalf("after shrinking: %s", info)
+	}
+	c.must("rbd", "snap", "protect", "file@v1")
+	if ls := c.must("rbd", "snap", "ls", "file"); !strings.Contains(ls, "yes") {
+		t.Fatalf("rbd snap ls after protect: %q", ls)
+	}
+	if o, err := c.run("rbd", "snap", "rm", "file@v1"); err == nil || !strings.Contains(o, "protected") {
+		t.Fatalf("rbd snap rm of a protected snapshot: %v %q", err, o)
+	}
+	c.must("rbd", "snap", "unprotect", "file@v1")
+	if st := c.must("rbd", "status", "file"); st != "Watchers: none\n" {
+		t.Fatalf("rbd status of an image nobody has open: %q", st)
+	}
+	c.must("rbd", "lock", "add", "file", "mylock")
+	locks := c.must("rbd", "lock", "ls", "file")
+	m := regexp.MustCompile(`(client\.\S+)\s+mylock`).FindStringSubmatch(locks)
+	if m == nil || !strings.Contains(locks, "There is 1 exclusive lock on this image.") {
+		t.Fatalf("rbd lock ls: %q", locks)
+	}
+	if o, err := c.run("rbd", "lock", "add", "file", "other"); err == nil {
+		t.Fatalf("a second exclusive lock was taken: %q", o)
+	}
+	c.must("rbd", "lock", "rm", "file", "mylock", m[1])
+	if locks := c.must("rbd", "lock", "ls", "file"); locks != "" {
+		t.Fatalf("rbd lock ls after rm: %q", locks)
 	}
 	c.must("rbd", "snap", "purge", "file")
 	c.must("rbd", "mv", "file", "old")
