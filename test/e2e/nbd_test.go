@@ -261,3 +261,104 @@ func TestNBDSurvivesKill9(t *testing.T) {
 	c.up() // the OSD back: it catches up
 	verify(victim+" back", false)
 }
+
+// TestRBDSnapshotUnderLoad: two NBD servers (two processes) have one
+// image open, each with a writer filling its own region block after
+// block; a third process takes a snapshot meanwhile. Each server learns
+// of it through the header's watch before the snapshot command returns,
+// so the snapshot is a consistent point of both writers: in each region
+// the blocks written form a prefix (no later block without every earlier
+// one), holding at least what was acknowledged before the command
+// started and at most what was acknowledged by its return, plus the one
+// write then in flight. The head keeps every acknowledged write.
+func TestRBDSnapshotUnderLoad(t *testing.T) {
+	c := up(t, "--osds", "3")
+	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
+	c.must("rbd", "create", "disk", "--size", "16")
+	dir := t.TempDir()
+	socks := []string{filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock")}
+	for _, s := range socks {
+		c.serveNBD(s, "disk")
+	}
+	const region = 1024 // blocks of 4 KiB: writer w fills blocks [w*2*region, w*2*region+region)
+	content := func(block int) []byte {
+		b := make([]byte, 4096)
+		rand.New(rand.NewSource(int64(block))).Read(b)
+		return b
+	}
+	var acked [2]atomic.Int64
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	for w, sock := range socks {
+		go func() {
+			cl, err := nbd.Dial("unix", sock, "disk")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			for i := range region {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				block := w*2*region + i
+				if err := cl.WriteAt(content(block), uint64(block)*4096, false); err != nil {
+					errs <- err
+					return
+				}
+				acked[w].Add(1)
+			}
+			errs <- nil
+		}()
+	}
+	waitAcked := func(n int64) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for acked[0].Load() < n || acked[1].Load() < n {
+			if ctx.Err() != nil {
+				t.Fatalf("writers stalled at %d, %d blocks", acked[0].Load(), acked[1].Load())
+			}
+			time.Sleep(time.Millisecond) // polling counters the writers advance
+		}
+	}
+	waitAcked(150)
+	before := [2]int64{acked[0].Load(), acked[1].Load()}
+	c.must("rbd", "snap", "create", "disk@mid")
+	after := [2]int64{acked[0].Load(), acked[1].Load()}
+	waitAcked(after[0] + 100)
+	close(stop)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("acknowledged before the snapshot %v, by its return %v", before, after)
+	check := func(spec string, lo, hi [2]int64) {
+		path := filepath.Join(dir, "export")
+		c.must("rbd", "export", spec, path)
+		img, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := range 2 {
+			n := int64(0) // the prefix of written blocks
+			for n < region && bytes.Equal(img[(int64(w*2*region)+n)*4096:][:4096], content(w*2*region+int(n))) {
+				n++
+			}
+			for i := n; i < region; i++ {
+				if blk := img[(int64(w*2*region)+i)*4096:][:4096]; !bytes.Equal(blk, make([]byte, 4096)) {
+					t.Fatalf("%s: writer %d's block %d is written but block %d is not: not a consistent point", spec, w, i, n)
+				}
+			}
+			if n < lo[w] || n > hi[w] {
+				t.Fatalf("%s: writer %d's region holds %d blocks, want %d to %d", spec, w, n, lo[w], hi[w])
+			}
+		}
+	}
+	check("disk@mid", before, [2]int64{after[0] + 1, after[1] + 1})
+	final := [2]int64{acked[0].Load(), acked[1].Load()}
+	check("disk", final, [2]int64{final[0] + 1, final[1] + 1})
+}
