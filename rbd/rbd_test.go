@@ -234,6 +234,7 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 	if err := img.WriteAt(ctx, bytes.Repeat([]byte{7}, 4096), 0); err != nil {
 		t.Fatal(err)
 	}
+	copy(m.head, bytes.Repeat([]byte{7}, 4096))
 	at, err := rbd.Open(ctx, p, "img", "by-other")
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +283,23 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(ctx, t, rng, img, append([]byte{}, append(bytes.Repeat([]byte{7}, 4096), m.head[4096:]...)...), "after mv")
+	check(ctx, t, rng, img, m.head, "after mv")
+	// a copy: the same bytes, no more data objects than the source
+	if err := img.Copy(ctx, p, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := rbd.Open(ctx, p, "copy", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ctx, t, rng, cp, m.head, "copy")
+	if src, dst := dataObjects(ctx, t, data, info.ObjectPrefix), dataObjects(ctx, t, data, cp.Info().ObjectPrefix); len(dst) > len(src) {
+		t.Fatalf("the copy has %d data objects, the source %d", len(dst), len(src))
+	}
+	cp.Close(ctx)
+	if err := rbd.Remove(ctx, p, "copy"); err != nil {
+		t.Fatal(err)
+	}
 	if err := img.SnapProtect(ctx, "by-other", false); err != nil {
 		t.Fatal(err)
 	}

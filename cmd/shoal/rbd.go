@@ -195,6 +195,23 @@ func rbdCmd() *cobra.Command {
 			return exportImage(ctx, img, w)
 		})}
 
+	cp := &cobra.Command{Use: "cp [POOL/]SRC[@SNAP] [POOL/]DST", Short: "Copy an image (or a snapshot) into a new one, as thin as its data", Args: cobra.ExactArgs(2),
+		RunE: image(func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error {
+			conn := img.Pool().Conn()
+			p, name, snap, err := imageSpec(ctx, conn, pool, a[1])
+			if err != nil {
+				return err
+			}
+			if snap != "" {
+				return fmt.Errorf("rbd cp: the destination %q names a snapshot", a[1])
+			}
+			if err := img.Copy(ctx, p, name); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "Image copy: 100% complete...done.")
+			return nil
+		})}
+
 	imp := &cobra.Command{Use: "import FILE [POOL/]IMAGE", Short: "Create an image from FILE (- for stdin); 4 KiB blocks of zeros stay unallocated", Args: cobra.ExactArgs(2),
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
 			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[1])
@@ -384,7 +401,7 @@ func rbdCmd() *cobra.Command {
 	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
 	nbdCmd.AddCommand(serve)
 
-	cmd.AddCommand(create, ls, info, du, resize, rm, mv, export, imp, snapCmd, status, lockCmd, benchC, nbdCmd)
+	cmd.AddCommand(create, ls, info, du, resize, rm, mv, cp, export, imp, snapCmd, status, lockCmd, benchC, nbdCmd)
 	return cmd
 }
 
@@ -509,7 +526,8 @@ func exportImage(ctx context.Context, img *rbd.Image, w io.Writer) error {
 
 // importImage creates image name in p from file path ("-": stdin), of
 // the file's size (stdin: read whole first), writing only the 4 KiB
-// blocks that are not all zeros (rbd import's default sparse size).
+// blocks that are not all zeros (rbd import's default sparse size;
+// rbd.Image.WriteSparse).
 func importImage(ctx context.Context, p *client.Pool, name, path string) error {
 	var r io.Reader
 	var size uint64
@@ -545,36 +563,13 @@ func importImage(ctx context.Context, p *client.Pool, name, path string) error {
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("import %s: %w", path, err)
 		}
-		for _, r := range dataRuns(buf[:n]) {
-			if err := img.WriteAt(ctx, buf[r[0]:r[1]], off+uint64(r[0])); err != nil {
-				return err
-			}
+		if err := img.WriteSparse(ctx, buf[:n], off); err != nil {
+			return err
 		}
 		off += uint64(n)
 	}
 	fmt.Fprintln(os.Stderr, "Importing image: 100% complete...done.")
 	return nil
-}
-
-// sparseSize is the block import checks for zeros.
-const sparseSize = 4096
-
-// dataRuns are the ranges [from, to) of b made of sparseSize blocks that
-// are not all zeros, adjacent ones merged.
-func dataRuns(b []byte) [][2]int {
-	var runs [][2]int
-	for at := 0; at < len(b); at += sparseSize {
-		end := min(at+sparseSize, len(b))
-		if isZero(b[at:end]) {
-			continue
-		}
-		if k := len(runs) - 1; k >= 0 && runs[k][1] == at {
-			runs[k][1] = end
-		} else {
-			runs = append(runs, [2]int{at, end})
-		}
-	}
-	return runs
 }
 
 func isZero(b []byte) bool {

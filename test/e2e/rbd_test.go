@@ -64,6 +64,12 @@ func TestRBDCLI(t *testing.T) {
 	if ls := c.must("rbd", "snap", "ls", "file"); !strings.Contains(ls, "v1") || !strings.Contains(ls, "10 MiB") {
 		t.Fatalf("rbd snap ls: %q", ls)
 	}
+	c.must("rbd", "cp", "file@v1", "copy")
+	c.must("rbd", "export", "copy", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("a copy of the snapshot differs from it")
+	}
+	c.must("rbd", "rm", "copy")
 	c.must("rbd", "snap", "rollback", "file@v1")
 	c.must("rbd", "export", "file", out)
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
