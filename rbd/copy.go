@@ -16,21 +16,25 @@ const SparseBlock = 4096
 // thin image a zero block need not be written — it reads as zeros — so
 // an import or copy allocates only the data.
 func (img *Image) WriteSparse(ctx context.Context, p []byte, off uint64) error {
-	start := -1
-	for at := 0; at <= len(p); at += SparseBlock {
-		end := min(at+SparseBlock, len(p))
-		data := at < len(p) && !isZero(p[at:end])
-		switch {
-		case data && start < 0:
-			start = at
-		case !data && start >= 0:
-			if err := img.WriteAt(ctx, p[start:at], off+uint64(start)); err != nil {
-				return err
+	start := -1 // the first block of the run of data blocks being gathered
+	flush := func(end int) error {
+		if start < 0 {
+			return nil
+		}
+		err := img.WriteAt(ctx, p[start:end], off+uint64(start))
+		start = -1
+		return err
+	}
+	for at := 0; at < len(p); at += SparseBlock {
+		if !isZero(p[at:min(at+SparseBlock, len(p))]) {
+			if start < 0 {
+				start = at
 			}
-			start = -1
+		} else if err := flush(at); err != nil {
+			return err
 		}
 	}
-	return nil
+	return flush(len(p))
 }
 
 func isZero(b []byte) bool {

@@ -92,6 +92,9 @@ func Create(ctx context.Context, pool *client.Pool, name string, o Options) erro
 	case objSize%o.StripeUnit != 0 || o.StripeUnit < 4096:
 		return fmt.Errorf("rbd: %w: stripe unit %d must be at least 4 KiB and divide the object size %d", ErrInvalid, o.StripeUnit, objSize)
 	}
+	if p := pool.Conn().Map().Pools[pool.ID()]; p != nil && p.Type == osdmap.PoolErasure {
+		return fmt.Errorf("rbd: pool %s: %w: an image's header needs a replicated pool (omap); keep the image there and its data here with --data-pool %s", pool.Name(), ErrInvalid, pool.Name())
+	}
 	dataPoolID := int64(-1)
 	if o.DataPool != nil && o.DataPool.ID() != pool.ID() {
 		if err := checkDataPool(pool.Conn().Map(), o.DataPool.ID()); err != nil {

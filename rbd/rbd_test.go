@@ -107,6 +107,9 @@ func TestImages(t *testing.T) {
 				if err := rbd.Create(ctx, p, "img", rbd.Options{Size: 1 << 20, DataPool: dp}); !errors.Is(err, rbd.ErrInvalid) {
 					t.Fatalf("an EC data pool without overwrites: %v", err)
 				}
+				if err := rbd.Create(ctx, dp, "img", rbd.Options{Size: 1 << 20}); !errors.Is(err, rbd.ErrInvalid) {
+					t.Fatalf("an image (its header) in an EC pool: %v", err)
+				}
 				if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "ecdata", "key": "allow_ec_overwrites", "value": "true"}); err != nil {
 					t.Fatal(err)
 				}
