@@ -30,6 +30,36 @@ func TestRBDCLI(t *testing.T) {
 	if out := c.must("rbd", "du", "disk"); !strings.Contains(out, "64 MiB") || !strings.Contains(out, "0 B") {
 		t.Fatalf("rbd du of a new image: %q", out)
 	}
+	// layout flags, and a data pool that is erasure-coded
+	c.must("rbd", "create", "striped", "--size", "16", "--object-size", "1M", "--stripe-unit", "64K", "--stripe-count", "4")
+	info = c.must("rbd", "info", "striped")
+	for _, want := range []string{"order 20 (1 MiB objects)", "stripe unit: 64 KiB", "stripe count: 4"} {
+		if !strings.Contains(info, want) {
+			t.Fatalf("rbd info of a striped image lacks %q:\n%s", want, info)
+		}
+	}
+	for _, bad := range [][]string{{"--object-size", "3M"}, {"--stripe-unit", "3K"}, {"--size", "0"}} {
+		args := append([]string{"rbd", "create", "bad", "--size", "16"}, bad...)
+		if o, err := c.run(args...); err == nil {
+			t.Fatalf("rbd create %v accepted: %q", bad, o)
+		}
+	}
+	c.must("osd", "erasure-code-profile", "set", "p21", "k=2", "m=1", "crush-failure-domain=osd")
+	c.must("pool", "create", "ecdata", "erasure", "p21")
+	if o, err := c.run("rbd", "create", "ecimg", "--size", "16", "--data-pool", "ecdata"); err == nil || !strings.Contains(o, "allow_ec_overwrites") {
+		t.Fatalf("an EC data pool without overwrites: %v %q", err, o)
+	}
+	c.must("pool", "set", "ecdata", "allow_ec_overwrites", "true")
+	c.must("rbd", "create", "ecimg", "--size", "16", "--data-pool", "ecdata")
+	if info := c.must("rbd", "info", "ecimg"); !strings.Contains(info, "data_pool: ecdata") {
+		t.Fatalf("rbd info of an image with a data pool:\n%s", info)
+	}
+	c.must("rbd", "bench", "ecimg", "--io-type", "write", "--io-size", "64K", "--io-total", "2M")
+	if out := c.must("rbd", "du", "ecimg"); strings.Contains(out, " 0 B") {
+		t.Fatalf("rbd du after writes to an EC data pool: %q", out)
+	}
+	c.must("rbd", "rm", "ecimg")
+	c.must("rbd", "rm", "striped")
 	// a 10 MiB file with data in its first and last MiB only
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
