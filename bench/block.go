@@ -31,12 +31,12 @@ type BlockOptions struct {
 
 // BlockResult is a block benchmark's outcome.
 type BlockResult struct {
-	Elapsed              time.Duration
-	Ops, ReadOps         uint64
-	Bytes, ReadBytes     uint64
+	Elapsed              time.Duration // from the first I/O issued to the last completed
+	Ops, ReadOps         uint64        // I/Os completed, all and reads
+	Bytes, ReadBytes     uint64        // bytes they moved
 	Mean, P99, P999      time.Duration // per-I/O latency over every I/O
-	ReadMean, WriteMean  time.Duration
-	OpsPerSec, BytesPerS float64
+	ReadMean, WriteMean  time.Duration // mean latency of reads and of writes
+	OpsPerSec, BytesPerS float64       // Ops and Bytes over Elapsed
 }
 
 // RunBlock runs rbd bench's loop on dev: o.Threads workers each issue

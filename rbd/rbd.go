@@ -296,19 +296,20 @@ func open(ctx context.Context, pool *client.Pool, name, snap string, watch bool)
 		return nil, err
 	}
 	img := &Image{pool: pool, data: pool, name: name, id: id}
-	if err := img.refresh(ctx); err != nil {
+	h, err := img.loadHeader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if img.h.DataPoolID >= 0 {
-		p := pool.Conn().Map().Pools[img.h.DataPoolID]
+	if h.DataPoolID >= 0 {
+		p := pool.Conn().Map().Pools[h.DataPoolID]
 		if p == nil {
-			return nil, fmt.Errorf("rbd: image %s/%s: data pool %d: %w", pool.Name(), name, img.h.DataPoolID, ErrNotFound)
+			return nil, fmt.Errorf("rbd: image %s/%s: data pool %d: %w", pool.Name(), name, h.DataPoolID, ErrNotFound)
 		}
 		if img.data, err = pool.Conn().Pool(ctx, p.Name); err != nil {
 			return nil, fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, err)
 		}
-		img.setContext()
 	}
+	img.setHeader(h)
 	if snap != "" {
 		i := slices.IndexFunc(img.h.Snapshots, func(s clsrbd.Snapshot) bool { return s.Name == snap })
 		if i < 0 {
@@ -338,36 +339,45 @@ func (img *Image) handleNotify(client.Notification) []byte {
 
 // refresh reloads the header.
 func (img *Image) refresh(ctx context.Context) error {
+	h, err := img.loadHeader(ctx)
+	if err != nil {
+		return err
+	}
+	img.setHeader(h)
+	return nil
+}
+
+// loadHeader reads the header (ErrNotFound if the image is gone).
+func (img *Image) loadHeader(ctx context.Context) (clsrbd.Header, error) {
+	var h clsrbd.Header
 	b, err := exec(ctx, img.pool, img.headerOID(), "get_header", struct{}{})
 	if err != nil {
 		if errors.Is(err, client.ErrNotFound) {
 			err = ErrNotFound
 		}
-		return fmt.Errorf("rbd: image %s/%s: header: %w", img.pool.Name(), img.name, err)
+		return h, fmt.Errorf("rbd: image %s/%s: header: %w", img.pool.Name(), img.name, err)
 	}
-	var h clsrbd.Header
 	if err := json.Unmarshal(b, &h); err != nil {
-		return fmt.Errorf("rbd: image %s/%s: header: %w", img.pool.Name(), img.name, err)
+		return h, fmt.Errorf("rbd: image %s/%s: header: %w", img.pool.Name(), img.name, err)
 	}
-	img.mu.Lock()
-	img.h = h
-	img.mu.Unlock()
-	img.setContext()
-	return nil
+	return h, nil
 }
 
-// setContext sets the handle writes go through: the data pool with the
-// image's SnapContext (its snap_seq and snapshot ids, newest first).
-func (img *Image) setContext() {
-	img.mu.Lock()
-	defer img.mu.Unlock()
-	ids := make([]uint64, len(img.h.Snapshots))
-	for i, s := range img.h.Snapshots {
+// setHeader installs h, and with it the handle writes go through: the
+// data pool with the image's SnapContext (its snap_seq and snapshot ids,
+// newest first) — together, so no write pairs one header with the other's
+// context.
+func (img *Image) setHeader(h clsrbd.Header) {
+	ids := make([]uint64, len(h.Snapshots))
+	for i, s := range h.Snapshots {
 		ids[i] = s.ID
 	}
 	slices.Sort(ids)
 	slices.Reverse(ids)
-	img.wr = img.data.WithSnapContext(img.h.SnapSeq, ids)
+	wr := img.data.WithSnapContext(h.SnapSeq, ids)
+	img.mu.Lock()
+	img.h, img.wr = h, wr
+	img.mu.Unlock()
 }
 
 // notifyChange tells every client with the image open to reload its

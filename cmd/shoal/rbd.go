@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"strings"
@@ -26,17 +27,23 @@ func rbdCmd() *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
 		Use:   "rbd VERB [POOL/]IMAGE[@SNAP] ...",
-		Short: "Block images, as Ceph's rbd tool (create, ls, info, du, resize, rm, mv, snap, export, import, bench)",
+		Short: "Block images, as Ceph's rbd tool (create, ls, info, du, resize, rm, mv, cp, snap, export, import, status, lock, bench, nbd serve)",
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "rbd", "the pool of images named without one")
-	// image runs fn on the image spec a[0], opened (at its snapshot if it
-	// names one)
-	image := func(fn func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
+	// named runs fn on the image spec in argument arg, resolved
+	named := func(arg int, fn func(ctx context.Context, s *session, p *client.Pool, name, snap string, out io.Writer) error) func(*cobra.Command, []string) error {
 		return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[0])
+			p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[arg])
 			if err != nil {
 				return err
 			}
+			return fn(ctx, s, p, name, snap, out)
+		})
+	}
+	// image runs fn on the image spec a[0], opened (at its snapshot if it
+	// names one)
+	image := func(fn func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
+		return named(0, func(ctx context.Context, s *session, p *client.Pool, name, snap string, out io.Writer) error {
 			img, err := rbd.Open(ctx, p, name, snap)
 			if err != nil {
 				return err
@@ -45,19 +52,27 @@ func rbdCmd() *cobra.Command {
 			return fn(ctx, img, s.args, out)
 		})
 	}
+	// header runs fn on image a[0] opened for its header alone
+	// (rbd.OpenHeader: no watch of its own)
+	header := func(fn func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
+		return named(0, func(ctx context.Context, s *session, p *client.Pool, name, _ string, out io.Writer) error {
+			img, err := rbd.OpenHeader(ctx, p, name)
+			if err != nil {
+				return err
+			}
+			return fn(ctx, img, s.args, out)
+		})
+	}
 
 	var size, objectSize, stripeUnit, dataPool string
 	var stripeCount uint64
 	create := &cobra.Command{Use: "create [POOL/]IMAGE --size SIZE", Short: "Create an empty (thin) image", Args: cobra.ExactArgs(1),
-		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[0])
-			if err != nil {
-				return err
-			}
+		RunE: named(0, func(ctx context.Context, s *session, p *client.Pool, name, snap string, _ io.Writer) error {
 			if snap != "" {
 				return fmt.Errorf("rbd create: %q names a snapshot", s.args[0])
 			}
 			o := rbd.Options{StripeCount: stripeCount}
+			var err error
 			if o.Size, err = parseBytes("--size", size, "M"); err != nil {
 				return err
 			}
@@ -69,8 +84,7 @@ func rbdCmd() *cobra.Command {
 				if n&(n-1) != 0 {
 					return fmt.Errorf("rbd create: --object-size %s is not a power of two", objectSize)
 				}
-				for o.Order = 0; uint64(1)<<o.Order < n; o.Order++ {
-				}
+				o.Order = uint8(bits.TrailingZeros64(n))
 			}
 			if stripeUnit != "" {
 				if o.StripeUnit, err = parseBytes("--stripe-unit", stripeUnit, ""); err != nil {
@@ -156,11 +170,7 @@ func rbdCmd() *cobra.Command {
 	resize.MarkFlagRequired("size")
 
 	rm := &cobra.Command{Use: "rm [POOL/]IMAGE", Short: "Remove an image and its data (refused while it has snapshots or is open)", Args: cobra.ExactArgs(1),
-		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[0])
-			if err != nil {
-				return err
-			}
+		RunE: named(0, func(ctx context.Context, _ *session, p *client.Pool, name, _ string, out io.Writer) error {
 			if err := rbd.Remove(ctx, p, name); err != nil {
 				return err
 			}
@@ -169,11 +179,7 @@ func rbdCmd() *cobra.Command {
 		})}
 
 	mv := &cobra.Command{Use: "mv [POOL/]SRC DST", Short: "Rename an image (within its pool)", Args: cobra.ExactArgs(2),
-		RunE: withSession(func(ctx context.Context, s *session, _ io.Writer) error {
-			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[0])
-			if err != nil {
-				return err
-			}
+		RunE: named(0, func(ctx context.Context, s *session, p *client.Pool, name, _ string, _ io.Writer) error {
 			_, dst, _, err := imageSpec(ctx, s.conn, p.Name(), s.args[1])
 			if err != nil {
 				return err
@@ -213,22 +219,14 @@ func rbdCmd() *cobra.Command {
 		})}
 
 	imp := &cobra.Command{Use: "import FILE [POOL/]IMAGE", Short: "Create an image from FILE (- for stdin); 4 KiB blocks of zeros stay unallocated", Args: cobra.ExactArgs(2),
-		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[1])
-			if err != nil {
-				return err
-			}
+		RunE: named(1, func(ctx context.Context, s *session, p *client.Pool, name, _ string, _ io.Writer) error {
 			return importImage(ctx, p, name, s.args[0])
 		})}
 
 	snapCmd := &cobra.Command{Use: "snap", Short: "Image snapshots: create, ls, rm, rollback, purge"}
 	snapOf := func(verb, short string, fn func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error) *cobra.Command {
 		return &cobra.Command{Use: verb + " [POOL/]IMAGE@SNAP", Short: short, Args: cobra.ExactArgs(1),
-			RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-				p, name, snap, err := imageSpec(ctx, s.conn, pool, s.args[0])
-				if err != nil {
-					return err
-				}
+			RunE: named(0, func(ctx context.Context, s *session, p *client.Pool, name, snap string, out io.Writer) error {
 				if snap == "" {
 					return fmt.Errorf("rbd snap %s: %q names no snapshot (IMAGE@SNAP)", verb, s.args[0])
 				}
@@ -282,17 +280,25 @@ func rbdCmd() *cobra.Command {
 	)
 
 	status := &cobra.Command{Use: "status [POOL/]IMAGE", Short: "Show the clients that have the image open (its header's watchers)", Args: cobra.ExactArgs(1),
-		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			p, name, _, err := imageSpec(ctx, s.conn, pool, s.args[0])
+		RunE: header(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			ws, err := img.Watchers(ctx)
 			if err != nil {
 				return err
 			}
-			return imageStatus(ctx, p, name, out)
+			if len(ws) == 0 {
+				fmt.Fprintln(out, "Watchers: none")
+				return nil
+			}
+			fmt.Fprintln(out, "Watchers:")
+			for _, w := range ws {
+				fmt.Fprintf(out, "\twatcher=%s cookie=%d\n", w.Instance, w.Cookie)
+			}
+			return nil
 		})}
 	lockCmd := &cobra.Command{Use: "lock", Short: "Advisory locks on an image (its header): add, ls, rm"}
 	var lockTag string
 	lockAdd := &cobra.Command{Use: "add [POOL/]IMAGE LOCK-ID", Short: "Take an exclusive lock (or a shared one with --shared TAG)", Args: cobra.ExactArgs(2),
-		RunE: headerLock(&pool, func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
+		RunE: header(func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
 			if lockTag != "" {
 				return img.Pool().LockShared(ctx, img.HeaderOID(), rbdLockName, a[1], lockTag, "", 0, false)
 			}
@@ -301,7 +307,7 @@ func rbdCmd() *cobra.Command {
 	lockAdd.Flags().StringVar(&lockTag, "shared", "", "take a shared lock with this tag")
 	lockCmd.AddCommand(lockAdd,
 		&cobra.Command{Use: "ls [POOL/]IMAGE", Short: "List the image's lockers", Args: cobra.ExactArgs(1),
-			RunE: headerLock(&pool, func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			RunE: header(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
 				in, err := img.Pool().LockInfo(ctx, img.HeaderOID(), rbdLockName)
 				if errors.Is(err, client.ErrNotFound) || (err == nil && len(in.Lockers) == 0) {
 					return nil
@@ -321,7 +327,7 @@ func rbdCmd() *cobra.Command {
 				return tw.Flush()
 			})},
 		&cobra.Command{Use: "rm [POOL/]IMAGE LOCK-ID LOCKER", Short: "Break a lock (LOCKER as lock ls shows it; fence the holder with shoal osd blocklist add)", Args: cobra.ExactArgs(3),
-			RunE: headerLock(&pool, func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
+			RunE: header(func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
 				return img.Pool().BreakLock(ctx, img.HeaderOID(), rbdLockName, a[2], a[1])
 			})},
 	)
@@ -408,43 +414,6 @@ func rbdCmd() *cobra.Command {
 // rbdLockName is the lock rbd lock add takes on an image's header
 // (librbd's RBD_LOCK_NAME).
 const rbdLockName = "rbd_lock"
-
-// headerLock runs fn on image a[0] opened for its header alone
-// (rbd.OpenHeader).
-func headerLock(pool *string, fn func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error) func(*cobra.Command, []string) error {
-	return withSession(func(ctx context.Context, s *session, out io.Writer) error {
-		p, name, _, err := imageSpec(ctx, s.conn, *pool, s.args[0])
-		if err != nil {
-			return err
-		}
-		img, err := rbd.OpenHeader(ctx, p, name)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, img, s.args, out)
-	})
-}
-
-// imageStatus prints rbd status: the image's watchers.
-func imageStatus(ctx context.Context, p *client.Pool, name string, out io.Writer) error {
-	img, err := rbd.OpenHeader(ctx, p, name)
-	if err != nil {
-		return err
-	}
-	ws, err := img.Watchers(ctx)
-	if err != nil {
-		return err
-	}
-	if len(ws) == 0 {
-		fmt.Fprintln(out, "Watchers: none")
-		return nil
-	}
-	fmt.Fprintln(out, "Watchers:")
-	for _, w := range ws {
-		fmt.Fprintf(out, "\twatcher=%s cookie=%d\n", w.Instance, w.Cookie)
-	}
-	return nil
-}
 
 // imageSpec resolves [POOL/]IMAGE[@SNAP], the pool defaulting to def.
 func imageSpec(ctx context.Context, conn *client.Conn, def, spec string) (p *client.Pool, name, snap string, err error) {

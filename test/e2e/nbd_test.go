@@ -64,6 +64,18 @@ func (s *nbdServer) kill() {
 	}
 }
 
+// reached polls done — counters the test's writers advance — until it
+// holds (true) or ctx ends (false).
+func reached(ctx context.Context, done func() bool) bool {
+	for !done() {
+		if ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
 // TestRBDNBD exports an image over NBD to the tools the guides use:
 // nbdinfo describes it, nbdcopy writes a file into it and reads it back,
 // fio's nbd engine runs random writes with crc32c verification; an
@@ -80,9 +92,12 @@ func TestRBDNBD(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "disk.sock")
 	c.serveNBD(sock, "disk")
 	uri := "nbd+unix:///disk?socket=" + sock
+	work := t.TempDir() // fio leaves its verify state in its working directory
 	tool := func(name string, args ...string) string {
 		t.Helper()
-		out, err := exec.Command(name, args...).CombinedOutput()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = work
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
@@ -221,11 +236,8 @@ func TestNBDSurvivesKill9(t *testing.T) {
 	go func() { done <- run(stop) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for writes.Load() < 500 {
-		if ctx.Err() != nil {
-			t.Fatal("500 writes did not finish")
-		}
-		time.Sleep(time.Millisecond) // polling a counter the writers advance
+	if !reached(ctx, func() bool { return writes.Load() >= 500 }) {
+		t.Fatal("500 writes did not finish")
 	}
 	srv.kill()
 	if err := <-done; err == nil {
@@ -239,19 +251,13 @@ func TestNBDSurvivesKill9(t *testing.T) {
 	stop = make(chan struct{})
 	go func() { done <- run(stop) }()
 	from := writes.Load()
-	for writes.Load() < from+300 {
-		if ctx.Err() != nil {
-			t.Fatal("300 writes did not finish")
-		}
-		time.Sleep(time.Millisecond)
+	if !reached(ctx, func() bool { return writes.Load() >= from+300 }) {
+		t.Fatal("300 writes did not finish")
 	}
 	c.kill9(victim)
-	for writes.Load() < from+900 { // across the failover
-		if ctx.Err() != nil {
-			close(stop)
-			t.Fatalf("writes stalled after %s was killed: %v", victim, <-done)
-		}
-		time.Sleep(time.Millisecond)
+	if !reached(ctx, func() bool { return writes.Load() >= from+900 }) { // across the failover
+		close(stop)
+		t.Fatalf("writes stalled after %s was killed: %v", victim, <-done)
 	}
 	close(stop)
 	if err := <-done; err != nil {
@@ -317,11 +323,8 @@ func TestRBDSnapshotUnderLoad(t *testing.T) {
 	waitAcked := func(n int64) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		for acked[0].Load() < n || acked[1].Load() < n {
-			if ctx.Err() != nil {
-				t.Fatalf("writers stalled at %d, %d blocks", acked[0].Load(), acked[1].Load())
-			}
-			time.Sleep(time.Millisecond) // polling counters the writers advance
+		if !reached(ctx, func() bool { return acked[0].Load() >= n && acked[1].Load() >= n }) {
+			t.Fatalf("writers stalled at %d, %d blocks", acked[0].Load(), acked[1].Load())
 		}
 	}
 	waitAcked(150)
