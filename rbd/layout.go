@@ -84,3 +84,16 @@ func (l layout) objectCount(size uint64) uint64 {
 	last := size - (sets-1)*setBytes // bytes in the last set: its first units each start an object
 	return (sets-1)*l.sc + min(l.sc, (last+l.su-1)/l.su)
 }
+
+// unitOffset is where stripe unit u of object n lies in the image: the
+// object's bytes [u*su, (u+1)*su) are the image's [unitOffset, +su). It
+// grows with u.
+func (l layout) unitOffset(n, u uint64) uint64 {
+	perObject := l.objSize / l.su
+	set, pos := n/l.sc, n%l.sc
+	return ((set*perObject+u)*l.sc + pos) * l.su
+}
+
+// underParent reports whether object n holds any of the image's first
+// overlap bytes (a clone's object its parent shows through).
+func (l layout) underParent(n, overlap uint64) bool { return l.unitOffset(n, 0) < overlap }

@@ -84,3 +84,29 @@ func TestLayoutTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutUnits checks unitOffset, the inverse map copy-up uses,
+// against extents: every stripe unit of an object, mapped to the image
+// and back, is that unit of that object, and underParent agrees with the
+// lowest image byte the object holds.
+func TestLayoutUnits(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for range 300 {
+		objSize := uint64(1) << (4 + rng.Intn(5))
+		su := objSize >> rng.Intn(3)
+		l := layout{objSize: objSize, su: su, sc: 1 + uint64(rng.Intn(4))}
+		n := uint64(rng.Intn(20))
+		lowest := ^uint64(0)
+		for u := range objSize / su {
+			at := l.unitOffset(n, u)
+			lowest = min(lowest, at)
+			got := l.extents(at, su)
+			if want := (extent{object: n, objOff: u * su, length: su}); len(got) != 1 || got[0] != want {
+				t.Fatalf("%+v: unit %d of object %d at image byte %d maps to %+v", l, u, n, at, got)
+			}
+		}
+		if l.underParent(n, lowest) || !l.underParent(n, lowest+1) {
+			t.Fatalf("%+v: object %d starts at image byte %d; underParent disagrees", l, n, lowest)
+		}
+	}
+}

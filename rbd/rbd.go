@@ -23,6 +23,14 @@
 // a resize, by anyone is notified to every watcher, which reloads the
 // header before it acknowledges — the creator returns only once every
 // writer writes with the new SnapContext.
+//
+// A clone (layering, clone.go) is an image whose header names a parent:
+// a protected snapshot of another image, whose first Parent.Overlap bytes
+// show through every data object the clone has not written. The first
+// change to such an object copies the parent's bytes up into it, in the
+// same request as the change (the request creates the object exclusively,
+// so two writers never both copy up); a discard there leaves the object
+// existing, empty or zeroed, so the parent never shows through again.
 package rbd
 
 import (
@@ -74,6 +82,13 @@ type Options struct {
 // header is written and the image entered in the pool's directory; a
 // failure after the claim removes what was made.
 func Create(ctx context.Context, pool *client.Pool, name string, o Options) error {
+	_, err := create(ctx, pool, name, o, nil)
+	return err
+}
+
+// create is Create, of a clone of parent if not nil; it returns the new
+// image's id.
+func create(ctx context.Context, pool *client.Pool, name string, o Options, parent *clsrbd.Parent) (string, error) {
 	if o.Order == 0 {
 		o.Order = DefaultOrder
 	}
@@ -86,50 +101,50 @@ func Create(ctx context.Context, pool *client.Pool, name string, o Options) erro
 	}
 	switch {
 	case name == "":
-		return fmt.Errorf("rbd: %w: empty image name", ErrInvalid)
+		return "", fmt.Errorf("rbd: %w: empty image name", ErrInvalid)
 	case o.Order < MinOrder || o.Order > MaxOrder:
-		return fmt.Errorf("rbd: %w: object size 2^%d (4 KiB to 32 MiB: order %d to %d)", ErrInvalid, o.Order, MinOrder, MaxOrder)
+		return "", fmt.Errorf("rbd: %w: object size 2^%d (4 KiB to 32 MiB: order %d to %d)", ErrInvalid, o.Order, MinOrder, MaxOrder)
 	case objSize%o.StripeUnit != 0 || o.StripeUnit < 4096:
-		return fmt.Errorf("rbd: %w: stripe unit %d must be at least 4 KiB and divide the object size %d", ErrInvalid, o.StripeUnit, objSize)
+		return "", fmt.Errorf("rbd: %w: stripe unit %d must be at least 4 KiB and divide the object size %d", ErrInvalid, o.StripeUnit, objSize)
 	}
 	if p := pool.Conn().Map().Pools[pool.ID()]; p != nil && p.Type == osdmap.PoolErasure {
-		return fmt.Errorf("rbd: pool %s: %w: an image's header needs a replicated pool (omap); keep the image there and its data here with --data-pool %s", pool.Name(), ErrInvalid, pool.Name())
+		return "", fmt.Errorf("rbd: pool %s: %w: an image's header needs a replicated pool (omap); keep the image there and its data here with --data-pool %s", pool.Name(), ErrInvalid, pool.Name())
 	}
 	dataPoolID := int64(-1)
 	if o.DataPool != nil && o.DataPool.ID() != pool.ID() {
 		if err := checkDataPool(pool.Conn().Map(), o.DataPool.ID()); err != nil {
-			return err
+			return "", err
 		}
 		dataPoolID = o.DataPool.ID()
 	}
 	if err := checkDataPool(pool.Conn().Map(), pool.ID()); err != nil && dataPoolID < 0 {
-		return err
+		return "", err
 	}
 	id := newID()
 	idObj := clsrbd.IDObjectPrefix + name
 	if err := pool.Create(ctx, idObj, true); err != nil {
 		if errors.Is(err, client.ErrExists) {
-			return fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, ErrExists)
+			return "", fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, ErrExists)
 		}
-		return fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
+		return "", fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
 	}
-	undo := func(err error) error {
+	undo := func(err error) (string, error) {
 		pool.Remove(context.WithoutCancel(ctx), clsrbd.HeaderObjectPrefix+id)
 		pool.Remove(context.WithoutCancel(ctx), idObj)
-		return fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
+		return "", fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
 	}
 	if err := pool.WriteFull(ctx, idObj, []byte(id)); err != nil {
 		return undo(err)
 	}
 	h := clsrbd.Header{Size: o.Size, Order: o.Order, ObjectPrefix: clsrbd.DataObjectPrefix + id,
-		StripeUnit: o.StripeUnit, StripeCount: o.StripeCount, DataPoolID: dataPoolID}
+		StripeUnit: o.StripeUnit, StripeCount: o.StripeCount, DataPoolID: dataPoolID, Parent: parent}
 	if _, err := exec(ctx, pool, clsrbd.HeaderObjectPrefix+id, "create", h); err != nil {
 		return undo(err)
 	}
 	if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_add_image", clsrbd.DirInput{Name: name, ID: id}); err != nil {
 		return undo(err)
 	}
-	return nil
+	return id, nil
 }
 
 // checkDataPool refuses a pool that cannot hold an image's data: one with
@@ -197,9 +212,9 @@ func imageID(ctx context.Context, pool *client.Pool, name string) (string, error
 	return string(b), nil
 }
 
-// Remove deletes image name: its data objects, header, directory entry
-// and id object, in that order, so an interrupted removal can be run
-// again. It refuses (ErrBusy) an image with snapshots or one another
+// Remove deletes image name: its data objects, its entry among its
+// parent's children (a clone's), header, directory entry and id object,
+// in that order, so an interrupted removal can be run again. It refuses (ErrBusy) an image with snapshots or one another
 // client has open (a watcher on its header), as rbd rm does.
 func Remove(ctx context.Context, pool *client.Pool, name string) error {
 	img, err := open(ctx, pool, name, "", false)
@@ -216,13 +231,18 @@ func Remove(ctx context.Context, pool *client.Pool, name string) error {
 	if len(ws) > 0 {
 		return fmt.Errorf("rbd: image %s/%s: %w: still open by %s (and %d more)", pool.Name(), name, ErrBusy, ws[0].Instance, len(ws)-1)
 	}
-	if err := img.forObjects(ctx, img.objectCount(img.h.Size), func(oid string) error {
+	if err := img.forObjects(ctx, img.objectCount(img.h.Size), func(_ uint64, oid string) error {
 		if err := img.data.Remove(ctx, oid); err != nil && !errors.Is(err, client.ErrNotFound) {
 			return err
 		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("rbd: remove %s/%s: data: %w", pool.Name(), name, err)
+	}
+	if p := img.h.Parent; p != nil {
+		if err := pool.OmapRm(ctx, clsrbd.ChildrenOID, []string{clsrbd.ChildKey(*p, img.id)}); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return fmt.Errorf("rbd: remove %s/%s: unlist as a child: %w", pool.Name(), name, err)
+		}
 	}
 	if err := pool.Remove(ctx, img.headerOID()); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("rbd: remove %s/%s: header: %w", pool.Name(), name, err)
@@ -273,6 +293,11 @@ type Image struct {
 	mu sync.RWMutex
 	h  clsrbd.Header
 	wr *client.Pool // the data pool with the image's SnapContext
+	// parent is a clone's parent, opened at its snapshot (for this
+	// image's head, or for the snapshot it is opened at); overlap is how
+	// many of the parent's bytes show through. nil, 0 if not a clone.
+	parent  *Image
+	overlap uint64
 }
 
 // Open opens image name of pool at its head (snap "") or at snapshot
@@ -295,6 +320,22 @@ func open(ctx context.Context, pool *client.Pool, name, snap string, watch bool)
 	if err != nil {
 		return nil, err
 	}
+	return openID(ctx, pool, name, id, func(ss []clsrbd.Snapshot) int {
+		if snap == "" {
+			return -1
+		}
+		if i := slices.IndexFunc(ss, func(s clsrbd.Snapshot) bool { return s.Name == snap }); i >= 0 {
+			return i
+		}
+		err = fmt.Errorf("rbd: image %s/%s@%s: %w", pool.Name(), name, snap, ErrNotFound)
+		return -2
+	}, &err, watch)
+}
+
+// openID opens image id (named name, for messages) of pool, at the
+// snapshot whose index in the header's list pick returns (-1: the head;
+// -2: fail with *perr), watching the header if watch (at the head).
+func openID(ctx context.Context, pool *client.Pool, name, id string, pick func([]clsrbd.Snapshot) int, perr *error, watch bool) (*Image, error) {
 	img := &Image{pool: pool, data: pool, name: name, id: id}
 	h, err := img.loadHeader(ctx)
 	if err != nil {
@@ -309,14 +350,17 @@ func open(ctx context.Context, pool *client.Pool, name, snap string, watch bool)
 			return nil, fmt.Errorf("rbd: image %s/%s: %w", pool.Name(), name, err)
 		}
 	}
-	img.setHeader(h)
-	if snap != "" {
-		i := slices.IndexFunc(img.h.Snapshots, func(s clsrbd.Snapshot) bool { return s.Name == snap })
-		if i < 0 {
-			return nil, fmt.Errorf("rbd: image %s/%s@%s: %w", pool.Name(), name, snap, ErrNotFound)
-		}
-		s := img.h.Snapshots[i]
+	switch i := pick(h.Snapshots); {
+	case i == -2:
+		return nil, *perr
+	case i >= 0:
+		s := h.Snapshots[i]
 		img.snap = &s
+	}
+	if err := img.install(ctx, h); err != nil {
+		return nil, err
+	}
+	if img.snap != nil {
 		return img, nil
 	}
 	if watch {
@@ -343,8 +387,7 @@ func (img *Image) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	img.setHeader(h)
-	return nil
+	return img.install(ctx, h)
 }
 
 // loadHeader reads the header (ErrNotFound if the image is gone).
@@ -363,11 +406,13 @@ func (img *Image) loadHeader(ctx context.Context) (clsrbd.Header, error) {
 	return h, nil
 }
 
-// setHeader installs h, and with it the handle writes go through: the
+// install installs h, and with it the handle writes go through — the
 // data pool with the image's SnapContext (its snap_seq and snapshot ids,
-// newest first) — together, so no write pairs one header with the other's
-// context.
-func (img *Image) setHeader(h clsrbd.Header) {
+// newest first) — and the parent a clone reads through (the header's,
+// or the snapshot's the image is opened at; opened anew only if it
+// changed): all together, so no I/O pairs one header with another's
+// context or parent.
+func (img *Image) install(ctx context.Context, h clsrbd.Header) error {
 	ids := make([]uint64, len(h.Snapshots))
 	for i, s := range h.Snapshots {
 		ids[i] = s.ID
@@ -375,9 +420,30 @@ func (img *Image) setHeader(h clsrbd.Header) {
 	slices.Sort(ids)
 	slices.Reverse(ids)
 	wr := img.data.WithSnapContext(h.SnapSeq, ids)
+	spec := h.Parent
+	if img.snap != nil {
+		spec = img.snap.Parent
+	}
+	img.mu.RLock()
+	parent := img.parent
+	img.mu.RUnlock()
+	var overlap uint64
+	switch {
+	case spec == nil:
+		parent = nil
+	case parent == nil || !parent.is(*spec):
+		var err error
+		if parent, err = openParent(ctx, img.pool.Conn(), *spec); err != nil {
+			return fmt.Errorf("rbd: image %s/%s: %w", img.pool.Name(), img.name, err)
+		}
+		fallthrough
+	default:
+		overlap = spec.Overlap
+	}
 	img.mu.Lock()
-	img.h, img.wr = h, wr
+	img.h, img.wr, img.parent, img.overlap = h, wr, parent, overlap
 	img.mu.Unlock()
+	return nil
 }
 
 // notifyChange tells every client with the image open to reload its
@@ -429,6 +495,13 @@ type Info struct {
 	StripeCount  uint64
 	DataPool     string // "" if the image's own pool
 	Snapshots    []clsrbd.Snapshot
+	Parent       *ParentInfo // a clone's parent (for the head or the snapshot opened); nil if none
+}
+
+// ParentInfo names a clone's parent (rbd info's parent and overlap).
+type ParentInfo struct {
+	Pool, Image, Snap string
+	Overlap           uint64 // bytes of the parent that show through
 }
 
 // Info describes the image as its header stands.
@@ -441,6 +514,9 @@ func (img *Image) Info() Info {
 	in.Objects = img.objectCountLocked(in.Size)
 	if img.data.ID() != img.pool.ID() {
 		in.DataPool = img.data.Name()
+	}
+	if p := img.parent; p != nil {
+		in.Parent = &ParentInfo{Pool: p.pool.Name(), Image: p.name, Snap: p.snap.Name, Overlap: img.overlap}
 	}
 	return in
 }
@@ -463,7 +539,7 @@ func (img *Image) sizeLocked() uint64 {
 // past the end is ErrInvalid.
 func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 	img.mu.RLock()
-	size, lay, src := img.sizeLocked(), img.layoutLocked(), img.data
+	size, lay, src, parent, overlap := img.sizeLocked(), img.layoutLocked(), img.data, img.parent, img.overlap
 	img.mu.RUnlock()
 	if img.snap != nil {
 		src = img.data.AtSnap(img.snap.ID)
@@ -477,12 +553,17 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 		comps[i] = src.ReadAsync(ctx, lay.objectName(e.object), e.objOff, e.length)
 	}
 	var first error
+	var fromParent []extent // holes of a clone that its parent shows through
 	for i, c := range comps {
 		rep, err := c.Wait()
 		dst := p[exts[i].bufOff : exts[i].bufOff+exts[i].length]
 		switch {
 		case errors.Is(err, client.ErrNotFound): // a hole
 			clear(dst)
+			if e := exts[i]; parent != nil && off+e.bufOff < overlap {
+				e.length = min(e.length, overlap-(off+e.bufOff))
+				fromParent = append(fromParent, e)
+			}
 		case err != nil:
 			if first == nil {
 				first = fmt.Errorf("rbd: read %s at %d: %w", lay.objectName(exts[i].object), exts[i].objOff, err)
@@ -495,21 +576,50 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 			clear(dst[copy(dst, data):]) // past the object's end: zeros
 		}
 	}
+	if first == nil && len(fromParent) > 0 {
+		first = parallel(len(fromParent), func(i int) error {
+			e := fromParent[i]
+			return parent.ReadAt(ctx, p[e.bufOff:e.bufOff+e.length], off+e.bufOff)
+		})
+	}
 	return first
+}
+
+// parallel runs fn(0) … fn(n-1), 16 at a time, and returns their
+// errors, joined.
+func parallel(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // WriteAt writes p at off. A write past the end is ErrInvalid; at a
 // snapshot, ErrReadOnly.
 func (img *Image) WriteAt(ctx context.Context, p []byte, off uint64) error {
-	return img.mutate(ctx, off, uint64(len(p)), 0, false, func(w *client.Pool, oid string, e extent) *client.Completion {
-		return w.OperateAsync(ctx, oid, []osdop.Op{{Code: osdop.Write, Off: e.objOff, Data: p[e.bufOff : e.bufOff+e.length]}})
+	return img.mutate(ctx, off, uint64(len(p)), 0, false, func(e extent, cloned bool) ([]osdop.Op, bool) {
+		return []osdop.Op{{Code: osdop.Write, Off: e.objOff, Data: p[e.bufOff : e.bufOff+e.length]}}, cloned
 	})
 }
 
 // Discard deallocates [off, off+n): objects it covers whole are removed,
 // the rest truncated or zeroed; it reads as zeros afterwards, and an
 // object that does not exist is left so (Ceph's discard, with
-// write-zeroes' guarantee).
+// write-zeroes' guarantee). In a clone, an object its parent shows
+// through is emptied instead of removed (created empty if absent), and
+// copied up before a part of it is zeroed.
 func (img *Image) Discard(ctx context.Context, off, n uint64) error {
 	return img.discard(ctx, off, n, 0)
 }
@@ -520,19 +630,17 @@ func (img *Image) discard(ctx context.Context, off, n, limit uint64) error {
 	img.mu.RLock()
 	objSize := uint64(1) << img.h.Order
 	img.mu.RUnlock()
-	return img.mutate(ctx, off, n, limit, true, func(w *client.Pool, oid string, e extent) *client.Completion {
-		// a stat first: on an absent object the request fails (ENOENT,
-		// nothing to discard) instead of creating it
-		ops := []osdop.Op{{Code: osdop.Stat}}
+	return img.mutate(ctx, off, n, limit, true, func(e extent, cloned bool) ([]osdop.Op, bool) {
 		switch {
+		case e.objOff == 0 && e.length == objSize && cloned:
+			return []osdop.Op{{Code: osdop.Create}, {Code: osdop.Truncate}}, false
 		case e.objOff == 0 && e.length == objSize:
-			ops = append(ops, osdop.Op{Code: osdop.Remove})
+			return []osdop.Op{{Code: osdop.Remove}}, true
 		case e.objOff+e.length == objSize:
-			ops = append(ops, osdop.Op{Code: osdop.Truncate, Off: e.objOff})
+			return []osdop.Op{{Code: osdop.Truncate, Off: e.objOff}}, true
 		default:
-			ops = append(ops, osdop.Op{Code: osdop.Zero, Off: e.objOff, Len: e.length})
+			return []osdop.Op{{Code: osdop.Zero, Off: e.objOff, Len: e.length}}, true
 		}
-		return w.OperateAsync(ctx, oid, ops)
 	})
 }
 
@@ -541,16 +649,21 @@ func (img *Image) WriteZeroes(ctx context.Context, off, n uint64) error {
 	return img.Discard(ctx, off, n)
 }
 
-// mutate runs op on every object extent of [off, off+n) at once and
-// waits for all; ENOENT counts as done (discards of absent objects). The
-// range must lie within the image's size, or limit bytes if not 0. With
-// merge, each object's extents are coalesced first (discards).
-func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, op func(w *client.Pool, oid string, e extent) *client.Completion) error {
+// mutate changes every object extent of [off, off+n) at once and waits
+// for all. The range must lie within the image's size, or limit bytes if
+// not 0; with merge, each object's extents are coalesced first
+// (discards). change gives an extent's ops — cloned tells that the
+// object is a clone's with parent data under it — and whether they
+// apply only to an existing object: those go after a Stat, and an
+// absent object is left alone (a discard's ENOENT counts as done) or,
+// if cloned, copied up with the ops in one request. A change to a
+// cloned object that depends on its data must be ifExists.
+func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, change func(e extent, cloned bool) (ops []osdop.Op, ifExists bool)) error {
 	if err := img.checkWritable(); err != nil {
 		return err
 	}
 	img.mu.RLock()
-	size, lay, w := img.h.Size, img.layoutLocked(), img.wr
+	size, lay, w, parent, overlap := img.h.Size, img.layoutLocked(), img.wr, img.parent, img.overlap
 	img.mu.RUnlock()
 	if limit != 0 {
 		size = limit
@@ -562,13 +675,30 @@ func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, 
 	if merge {
 		exts = coalesce(exts)
 	}
-	comps := make([]*client.Completion, len(exts))
+	type pending struct {
+		ops    []osdop.Op // without the Stat
+		cloned bool
+		c      *client.Completion
+	}
+	reqs := make([]pending, len(exts))
 	for i, e := range exts {
-		comps[i] = op(w, lay.objectName(e.object), e)
+		r := &reqs[i]
+		r.cloned = parent != nil && lay.underParent(e.object, overlap)
+		var ifExists bool
+		r.ops, ifExists = change(e, r.cloned)
+		ops := r.ops
+		if ifExists {
+			ops = append([]osdop.Op{{Code: osdop.Stat}}, ops...)
+		}
+		r.c = w.OperateAsync(ctx, lay.objectName(e.object), ops)
 	}
 	var first error
-	for i, c := range comps {
-		if _, err := c.Wait(); err != nil && !errors.Is(err, client.ErrNotFound) && first == nil {
+	for i, r := range reqs {
+		_, err := r.c.Wait()
+		if errors.Is(err, client.ErrNotFound) && r.cloned {
+			err = copyUp(ctx, w, lay, parent, overlap, exts[i].object, r.ops)
+		}
+		if err != nil && !errors.Is(err, client.ErrNotFound) && first == nil {
 			first = fmt.Errorf("rbd: %s at %d: %w", lay.objectName(exts[i].object), exts[i].objOff, err)
 		}
 	}
@@ -616,7 +746,16 @@ func (img *Image) Resize(ctx context.Context, size uint64, allowShrink bool) err
 		// new end is covered whole and removed, not zeroed
 		img.mu.RLock()
 		set := uint64(1) << img.h.Order * img.h.StripeCount
+		overlap := img.overlap
 		img.mu.RUnlock()
+		if overlap > size { // a clone's parent stops showing past the new end first
+			if _, err := exec(ctx, img.pool, img.headerOID(), "set_parent_overlap", clsrbd.OverlapInput{Overlap: size}); err != nil {
+				return fmt.Errorf("rbd: resize %s/%s: %w", img.pool.Name(), img.name, err)
+			}
+			if err := img.notifyChange(ctx); err != nil {
+				return err
+			}
+		}
 		end := (cur + set - 1) / set * set
 		if err := img.discard(ctx, size, end-size, end); err != nil {
 			return err
@@ -639,7 +778,7 @@ func (img *Image) Used(ctx context.Context) (uint64, error) {
 	}
 	var mu sync.Mutex
 	var used uint64
-	err := img.forObjects(ctx, lay.objectCount(size), func(oid string) error {
+	err := img.forObjects(ctx, lay.objectCount(size), func(_ uint64, oid string) error {
 		st, err := src.Stat(ctx, oid)
 		if errors.Is(err, client.ErrNotFound) {
 			return nil
@@ -655,9 +794,9 @@ func (img *Image) Used(ctx context.Context) (uint64, error) {
 	return used, err
 }
 
-// forObjects calls fn for the names of data objects 0 … n-1, 16 at a
+// forObjects calls fn for data objects 0 … n-1 (number, name), 16 at a
 // time; the first error stops it.
-func (img *Image) forObjects(ctx context.Context, n uint64, fn func(oid string) error) error {
+func (img *Image) forObjects(ctx context.Context, n uint64, fn func(n uint64, oid string) error) error {
 	img.mu.RLock()
 	lay := img.layoutLocked()
 	img.mu.RUnlock()
@@ -671,7 +810,7 @@ func (img *Image) forObjects(ctx context.Context, n uint64, fn func(oid string) 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := fn(lay.objectName(i)); err != nil {
+				if err := fn(i, lay.objectName(i)); err != nil {
 					errs <- err
 					cancel()
 					return

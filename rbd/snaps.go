@@ -70,18 +70,43 @@ func (img *Image) SnapRemove(ctx context.Context, name string) error {
 	if err := img.data.SelfManagedSnapRemove(ctx, s.ID); err != nil {
 		return fmt.Errorf("rbd: snap rm %s/%s@%s: release snap id %d: %w", img.pool.Name(), img.name, name, s.ID, err)
 	}
+	if s.Parent != nil { // the last snapshot of a flattened clone lets its parent go
+		return img.unlinkIfUnused(ctx, *s.Parent)
+	}
 	return nil
 }
 
-// SnapProtect protects snapshot name from removal (rbd snap protect),
-// or with protect false lifts that (rbd snap unprotect).
+// SnapProtect protects snapshot name from removal (rbd snap protect), so
+// that it can be cloned, or with protect false lifts that (rbd snap
+// unprotect) — ErrBusy while it has clones. Unprotecting is Ceph's three
+// steps: mark the snapshot unprotecting (no new clone will keep it),
+// look for its clones in every pool, then unprotect it, or, if one was
+// found, protect it again.
 func (img *Image) SnapProtect(ctx context.Context, name string, protect bool) error {
 	s, err := img.snapshot(name)
 	if err != nil {
 		return err
 	}
-	if _, err := exec(ctx, img.pool, img.headerOID(), "set_protection_status", clsrbd.ProtectInput{ID: s.ID, Protected: protect}); err != nil {
-		return fmt.Errorf("rbd: snap protect %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+	set := func(in clsrbd.ProtectInput) error {
+		if _, err := exec(ctx, img.pool, img.headerOID(), "set_protection_status", in); err != nil {
+			return fmt.Errorf("rbd: snap protect %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+		}
+		return nil
+	}
+	if !protect {
+		if err := set(clsrbd.ProtectInput{ID: s.ID, Protected: true, Unprotecting: true}); err != nil {
+			return err
+		}
+		kids, err := children(ctx, img.pool.Conn(), img.pool.ID(), img.id, s.ID)
+		if err == nil && len(kids) > 0 {
+			err = fmt.Errorf("rbd: snap unprotect %s/%s@%s: %w: it has %d clones (%s first; shoal rbd children lists them)", img.pool.Name(), img.name, name, ErrBusy, len(kids), kids[0])
+		}
+		if err != nil {
+			return errors.Join(err, set(clsrbd.ProtectInput{ID: s.ID, Protected: true}))
+		}
+	}
+	if err := set(clsrbd.ProtectInput{ID: s.ID, Protected: protect}); err != nil {
+		return err
 	}
 	return img.notifyChange(ctx)
 }
@@ -99,9 +124,16 @@ func (img *Image) SnapRollback(ctx context.Context, name string) error {
 		return err
 	}
 	img.mu.RLock()
-	w, n := img.wr, img.objectCountLocked(max(img.h.Size, s.Size))
+	w, n, parent := img.wr, img.objectCountLocked(max(img.h.Size, s.Size)), img.h.Parent
 	img.mu.RUnlock()
-	if err := img.forObjects(ctx, n, func(oid string) error {
+	in := clsrbd.SizeInput{Size: s.Size}
+	if s.Parent != nil {
+		if !sameParent(parent, s.Parent) {
+			return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w: the image was flattened after the snapshot, whose unwritten objects read its former parent", img.pool.Name(), img.name, name, ErrInvalid)
+		}
+		in.ParentOverlap = &s.Parent.Overlap
+	}
+	if err := img.forObjects(ctx, n, func(_ uint64, oid string) error {
 		if err := w.Rollback(ctx, oid, s.ID); err != nil && !errors.Is(err, client.ErrNotFound) {
 			return err
 		}
@@ -109,7 +141,7 @@ func (img *Image) SnapRollback(ctx context.Context, name string) error {
 	}); err != nil {
 		return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 	}
-	if _, err := exec(ctx, img.pool, img.headerOID(), "set_size", clsrbd.SizeInput{Size: s.Size}); err != nil {
+	if _, err := exec(ctx, img.pool, img.headerOID(), "set_size", in); err != nil {
 		return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 	}
 	return img.notifyChange(ctx)

@@ -11,18 +11,23 @@
 // HeaderObjectPrefix+ID keeps the image in its omap, one key per field as
 // cls_rbd names them: "size", "order", "features", "stripe_unit",
 // "stripe_count", "data_pool_id" and "snap_seq" (8-byte little-endian
-// integers), "object_prefix" (the data objects' name prefix), and
+// integers), "object_prefix" (the data objects' name prefix),
 // "snapshot_%016x" per snapshot (a JSON Snapshot record; Ceph encodes its
-// cls_rbd_snap there).
+// cls_rbd_snap there) and, for a clone, "parent" (a JSON Parent; Ceph's
+// cls_rbd_parent). A clone's pool lists it in ChildrenOID's omap under
+// ChildKey(parent, id), so a parent's snapshot knows its children (Ceph's
+// rbd_children, clone format 1).
 //
 // Methods ("rbd.METHOD", inputs and outputs JSON):
 //
 //	create           Header (snapshot fields ignored)   EEXIST the header exists
 //	get_header       {}            → Header              ENOENT no such image
 //	set_size         SizeInput                           ENOENT
-//	snapshot_add     Snapshot                            EEXIST name taken; EINVAL id not newer than snap_seq
+//	snapshot_add     Snapshot (its Parent ignored)       EEXIST name taken; EINVAL id not newer than snap_seq
 //	snapshot_remove  SnapIDInput                         ENOENT no such snapshot; EBUSY protected
 //	set_protection_status ProtectInput                   ENOENT no such snapshot
+//	set_parent_overlap OverlapInput                      ENOENT not a clone; EINVAL a larger overlap
+//	remove_parent    {}                                  ENOENT not a clone
 //	dir_add_image    DirInput                            EEXIST the name or the id is taken
 //	dir_remove_image DirInput                            ENOENT the name does not map to the id
 //	dir_rename_image RenameInput                         ENOENT no such name; EEXIST the new one is taken
@@ -60,6 +65,35 @@ type Header struct {
 	DataPoolID   int64      `json:"data_pool_id"`  // -1: the header's own pool
 	SnapSeq      uint64     `json:"snap_seq"`      // the newest snap id the image has used
 	Snapshots    []Snapshot `json:"snapshots,omitempty"`
+	Parent       *Parent    `json:"parent,omitempty"` // a clone's parent; nil for other images (and flattened clones)
+}
+
+// Parent is where a clone reads what it has not written (its parent
+// overlap): the snapshot SnapID of image ImageID in pool PoolID, bytes
+// [0, Overlap) of which show through the clone's unwritten objects.
+// The overlap starts as the snapshot's size and only shrinks (with the
+// clone's size); Ceph's cls_rbd_parent.
+type Parent struct {
+	PoolID  int64  `json:"pool_id"`
+	ImageID string `json:"image_id"`
+	SnapID  uint64 `json:"snap_id"`
+	Overlap uint64 `json:"overlap"` // bytes
+}
+
+// ChildrenOID is the object of a pool whose omap lists the pool's clones
+// by parent (Ceph's RBD_CHILDREN): one key per clone, ChildKey's, with an
+// empty value.
+const ChildrenOID = "rbd_children"
+
+// ChildPrefix is the key prefix of the clones of snapshot snapID of
+// image imageID in pool poolID in a ChildrenOID omap.
+func ChildPrefix(poolID int64, imageID string, snapID uint64) string {
+	return fmt.Sprintf("%d.%s.%016x/", poolID, imageID, snapID)
+}
+
+// ChildKey is clone childID's key under its parent in a ChildrenOID omap.
+func ChildKey(p Parent, childID string) string {
+	return ChildPrefix(p.PoolID, p.ImageID, p.SnapID) + childID
 }
 
 // Snapshot is one snapshot of an image: its snap id (allocated in the
@@ -69,19 +103,37 @@ type Snapshot struct {
 	Name string `json:"name"`
 	Size uint64 `json:"size"`
 	// Protected snapshots cannot be removed (rbd snap protect; Ceph's
-	// RBD_PROTECTION_STATUS_PROTECTED, what clones of it will need).
-	Protected bool `json:"protected,omitempty"`
+	// RBD_PROTECTION_STATUS_PROTECTED); only a protected snapshot can be
+	// cloned. Unprotecting marks one being unprotected (Ceph's
+	// RBD_PROTECTION_STATUS_UNPROTECTING): still not removable, but no
+	// longer clonable, while its clones are looked for.
+	Protected    bool `json:"protected,omitempty"`
+	Unprotecting bool `json:"unprotecting,omitempty"`
+	// Parent is a clone's parent when the snapshot was taken (its
+	// overlap then); the clone's objects absent at the snapshot read
+	// from it. snapshot_add records it from the header.
+	Parent *Parent `json:"parent,omitempty"`
 }
 
 // ProtectInput sets snapshot ID's protection.
 type ProtectInput struct {
-	ID        uint64 `json:"id"`
-	Protected bool   `json:"protected"`
+	ID           uint64 `json:"id"`
+	Protected    bool   `json:"protected"`
+	Unprotecting bool   `json:"unprotecting,omitempty"` // with Protected
 }
 
-// SizeInput is set_size's input.
+// SizeInput is set_size's input. A clone's parent overlap shrinks with
+// its size; ParentOverlap, if set, sets it instead (a rollback to a
+// snapshot restores the snapshot's overlap), at most the new size.
 type SizeInput struct {
-	Size uint64 `json:"size"`
+	Size          uint64  `json:"size"`
+	ParentOverlap *uint64 `json:"parent_overlap,omitempty"`
+}
+
+// OverlapInput is set_parent_overlap's: a clone's new, smaller, parent
+// overlap in bytes.
+type OverlapInput struct {
+	Overlap uint64 `json:"overlap"`
 }
 
 // SnapIDInput names a snapshot by id.
@@ -112,6 +164,7 @@ const (
 	keyStripeCount  = "stripe_count"
 	keyDataPool     = "data_pool_id"
 	keySnapSeq      = "snap_seq"
+	keyParent       = "parent"
 	snapKeyPrefix   = "snapshot_"
 )
 
@@ -122,7 +175,8 @@ func init() {
 		"create": create, "get_header": getHeader, "set_size": setSize,
 		"snapshot_add": snapshotAdd, "snapshot_remove": snapshotRemove,
 		"set_protection_status": setProtection,
-		"dir_add_image":         dirAdd, "dir_remove_image": dirRemove,
+		"set_parent_overlap":    setParentOverlap, "remove_parent": removeParent,
+		"dir_add_image": dirAdd, "dir_remove_image": dirRemove,
 		"dir_rename_image": dirRename, "dir_list": dirList,
 	} {
 		cls.Register("rbd", name, m)
@@ -134,6 +188,22 @@ func decode(in []byte, v any) error {
 		return fmt.Errorf("%w: %v", cls.ErrInvalid, err)
 	}
 	return nil
+}
+
+// input decodes a method's input into a T and loads the header.
+func input[T any](o cls.Object, in []byte) (T, *Header, error) {
+	var v T
+	if err := decode(in, &v); err != nil {
+		return v, nil, err
+	}
+	h, err := read(o)
+	return v, h, err
+}
+
+// putParent records a clone's parent in its header.
+func putParent(o cls.Object, p *Parent) {
+	rec, _ := json.Marshal(p)
+	o.OmapSet([]omap.KV{{Key: keyParent, Value: rec}})
 }
 
 func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
@@ -153,6 +223,12 @@ func create(o cls.Object, in []byte) ([]byte, error) {
 	case h.StripeUnit == 0 || h.StripeCount == 0 || (uint64(1)<<h.Order)%h.StripeUnit != 0:
 		return nil, fmt.Errorf("%w: stripe unit %d, count %d: the unit must divide the object size %d", cls.ErrInvalid, h.StripeUnit, h.StripeCount, uint64(1)<<h.Order)
 	}
+	if p := h.Parent; p != nil && (p.ImageID == "" || p.Overlap > h.Size) {
+		return nil, fmt.Errorf("%w: parent %+v of an image of %d bytes", cls.ErrInvalid, *p, h.Size)
+	}
+	if h.Parent != nil {
+		putParent(o, h.Parent)
+	}
 	o.OmapSet([]omap.KV{
 		{Key: keySize, Value: u64(h.Size)},
 		{Key: keyOrder, Value: u64(uint64(h.Order))},
@@ -171,7 +247,7 @@ func read(o cls.Object) (*Header, error) {
 	if !o.Exists() {
 		return nil, fmt.Errorf("%w: image header", cls.ErrNotFound)
 	}
-	kv, err := o.OmapGet([]string{keySize, keyOrder, keyFeatures, keyObjectPrefix, keyStripeUnit, keyStripeCount, keyDataPool, keySnapSeq})
+	kv, err := o.OmapGet([]string{keySize, keyOrder, keyFeatures, keyObjectPrefix, keyStripeUnit, keyStripeCount, keyDataPool, keySnapSeq, keyParent})
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +269,12 @@ func read(o cls.Object) (*Header, error) {
 		}
 	}
 	h.Order, h.DataPoolID = uint8(order), int64(pool)
+	if b, ok := kv[keyParent]; ok {
+		h.Parent = new(Parent)
+		if err := json.Unmarshal(b, h.Parent); err != nil {
+			return nil, fmt.Errorf("%w: image header: parent: %v", cls.ErrInvalid, err)
+		}
+	}
 	after := ""
 	for {
 		kvs, more, err := o.OmapList(after, snapKeyPrefix, 1024)
@@ -222,23 +304,54 @@ func getHeader(o cls.Object, _ []byte) ([]byte, error) {
 }
 
 func setSize(o cls.Object, in []byte) ([]byte, error) {
-	var s SizeInput
-	if err := decode(in, &s); err != nil {
-		return nil, err
-	}
-	if _, err := read(o); err != nil {
+	s, h, err := input[SizeInput](o, in)
+	if err != nil {
 		return nil, err
 	}
 	o.OmapSet([]omap.KV{{Key: keySize, Value: u64(s.Size)}})
+	if p := h.Parent; p != nil {
+		overlap := p.Overlap
+		if s.ParentOverlap != nil {
+			overlap = *s.ParentOverlap
+		}
+		if overlap = min(overlap, s.Size); overlap != p.Overlap {
+			p.Overlap = overlap
+			putParent(o, p)
+		}
+	}
+	return nil, nil
+}
+
+func setParentOverlap(o cls.Object, in []byte) ([]byte, error) {
+	s, h, err := input[OverlapInput](o, in)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Parent == nil:
+		return nil, fmt.Errorf("%w: the image has no parent", cls.ErrNotFound)
+	case s.Overlap > h.Parent.Overlap:
+		return nil, fmt.Errorf("%w: parent overlap %d is larger than %d", cls.ErrInvalid, s.Overlap, h.Parent.Overlap)
+	}
+	h.Parent.Overlap = s.Overlap
+	putParent(o, h.Parent)
+	return nil, nil
+}
+
+func removeParent(o cls.Object, _ []byte) ([]byte, error) {
+	h, err := read(o)
+	if err != nil {
+		return nil, err
+	}
+	if h.Parent == nil {
+		return nil, fmt.Errorf("%w: the image has no parent", cls.ErrNotFound)
+	}
+	o.OmapRm([]string{keyParent})
 	return nil, nil
 }
 
 func snapshotAdd(o cls.Object, in []byte) ([]byte, error) {
-	var s Snapshot
-	if err := decode(in, &s); err != nil {
-		return nil, err
-	}
-	h, err := read(o)
+	s, h, err := input[Snapshot](o, in)
 	if err != nil {
 		return nil, err
 	}
@@ -250,17 +363,14 @@ func snapshotAdd(o cls.Object, in []byte) ([]byte, error) {
 	case slices.ContainsFunc(h.Snapshots, func(x Snapshot) bool { return x.Name == s.Name }):
 		return nil, fmt.Errorf("%w: snapshot %q", cls.ErrExists, s.Name)
 	}
+	s.Protected, s.Unprotecting, s.Parent = false, false, h.Parent
 	rec, _ := json.Marshal(s)
 	o.OmapSet([]omap.KV{{Key: snapKey(s.ID), Value: rec}, {Key: keySnapSeq, Value: u64(s.ID)}})
 	return nil, nil
 }
 
 func snapshotRemove(o cls.Object, in []byte) ([]byte, error) {
-	var s SnapIDInput
-	if err := decode(in, &s); err != nil {
-		return nil, err
-	}
-	h, err := read(o)
+	s, h, err := input[SnapIDInput](o, in)
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +386,7 @@ func snapshotRemove(o cls.Object, in []byte) ([]byte, error) {
 }
 
 func setProtection(o cls.Object, in []byte) ([]byte, error) {
-	var p ProtectInput
-	if err := decode(in, &p); err != nil {
-		return nil, err
-	}
-	h, err := read(o)
+	p, h, err := input[ProtectInput](o, in)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +395,7 @@ func setProtection(o cls.Object, in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: snapshot id %d", cls.ErrNotFound, p.ID)
 	}
 	s := h.Snapshots[i]
-	s.Protected = p.Protected
+	s.Protected, s.Unprotecting = p.Protected, p.Protected && p.Unprotecting
 	rec, _ := json.Marshal(s)
 	o.OmapSet([]omap.KV{{Key: snapKey(s.ID), Value: rec}})
 	return nil, nil

@@ -27,7 +27,7 @@ func rbdCmd() *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
 		Use:   "rbd VERB [POOL/]IMAGE[@SNAP] ...",
-		Short: "Block images, as Ceph's rbd tool (create, ls, info, du, resize, rm, mv, cp, snap, export, import, status, lock, bench, nbd serve)",
+		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, status, lock, bench, nbd serve)",
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "rbd", "the pool of images named without one")
 	// named runs fn on the image spec in argument arg, resolved
@@ -66,44 +66,98 @@ func rbdCmd() *cobra.Command {
 
 	var size, objectSize, stripeUnit, dataPool string
 	var stripeCount uint64
+	// layoutFlags adds the layout flags of create and clone to c
+	layoutFlags := func(c *cobra.Command, dflt string) {
+		c.Flags().StringVar(&objectSize, "object-size", "", "object size, a power of two from 4K to 32M (default "+dflt+")")
+		c.Flags().StringVar(&stripeUnit, "stripe-unit", "", "stripe unit, dividing the object size (default: the object size)")
+		c.Flags().Uint64Var(&stripeCount, "stripe-count", 0, "objects a stripe spans (default 1)")
+		c.Flags().StringVar(&dataPool, "data-pool", "", "keep the data objects in this pool (an erasure-coded pool needs allow_ec_overwrites)")
+	}
+	// layout reads them
+	layout := func(ctx context.Context, conn *client.Conn) (rbd.Options, error) {
+		o := rbd.Options{StripeCount: stripeCount}
+		var err error
+		if objectSize != "" {
+			n, err := parseBytes("--object-size", objectSize, "")
+			if err != nil {
+				return o, err
+			}
+			if n&(n-1) != 0 {
+				return o, fmt.Errorf("--object-size %s is not a power of two", objectSize)
+			}
+			o.Order = uint8(bits.TrailingZeros64(n))
+		}
+		if stripeUnit != "" {
+			if o.StripeUnit, err = parseBytes("--stripe-unit", stripeUnit, ""); err != nil {
+				return o, err
+			}
+		}
+		if dataPool != "" {
+			if o.DataPool, err = conn.Pool(ctx, dataPool); err != nil {
+				return o, err
+			}
+		}
+		return o, nil
+	}
 	create := &cobra.Command{Use: "create [POOL/]IMAGE --size SIZE", Short: "Create an empty (thin) image", Args: cobra.ExactArgs(1),
 		RunE: named(0, func(ctx context.Context, s *session, p *client.Pool, name, snap string, _ io.Writer) error {
 			if snap != "" {
 				return fmt.Errorf("rbd create: %q names a snapshot", s.args[0])
 			}
-			o := rbd.Options{StripeCount: stripeCount}
-			var err error
+			o, err := layout(ctx, s.conn)
+			if err != nil {
+				return fmt.Errorf("rbd create: %w", err)
+			}
 			if o.Size, err = parseBytes("--size", size, "M"); err != nil {
 				return err
-			}
-			if objectSize != "" {
-				n, err := parseBytes("--object-size", objectSize, "")
-				if err != nil {
-					return err
-				}
-				if n&(n-1) != 0 {
-					return fmt.Errorf("rbd create: --object-size %s is not a power of two", objectSize)
-				}
-				o.Order = uint8(bits.TrailingZeros64(n))
-			}
-			if stripeUnit != "" {
-				if o.StripeUnit, err = parseBytes("--stripe-unit", stripeUnit, ""); err != nil {
-					return err
-				}
-			}
-			if dataPool != "" {
-				if o.DataPool, err = s.conn.Pool(ctx, dataPool); err != nil {
-					return err
-				}
 			}
 			return rbd.Create(ctx, p, name, o)
 		})}
 	create.Flags().StringVarP(&size, "size", "s", "", "image size (M if no unit: 1024, 10G, 1T)")
-	create.Flags().StringVar(&objectSize, "object-size", "", "object size, a power of two from 4K to 32M (default 4M)")
-	create.Flags().StringVar(&stripeUnit, "stripe-unit", "", "stripe unit, dividing the object size (default: the object size)")
-	create.Flags().Uint64Var(&stripeCount, "stripe-count", 0, "objects a stripe spans (default 1)")
-	create.Flags().StringVar(&dataPool, "data-pool", "", "keep the data objects in this pool (an erasure-coded pool needs allow_ec_overwrites)")
+	layoutFlags(create, "4M")
 	create.MarkFlagRequired("size")
+
+	clone := &cobra.Command{Use: "clone [POOL/]PARENT@SNAP [POOL/]CHILD", Short: "Clone a protected snapshot into a new image that reads it until written (layering)", Args: cobra.ExactArgs(2),
+		RunE: image(func(ctx context.Context, parent *rbd.Image, a []string, _ io.Writer) error {
+			conn := parent.Pool().Conn()
+			p, name, snap, err := imageSpec(ctx, conn, pool, a[1])
+			if err != nil {
+				return err
+			}
+			if snap != "" {
+				return fmt.Errorf("rbd clone: the clone %q names a snapshot", a[1])
+			}
+			o, err := layout(ctx, conn)
+			if err != nil {
+				return fmt.Errorf("rbd clone: %w", err)
+			}
+			return rbd.Clone(ctx, parent, p, name, o)
+		})}
+	layoutFlags(clone, "the parent's")
+
+	flatten := &cobra.Command{Use: "flatten [POOL/]IMAGE", Short: "Copy a clone's parent data into it and detach it from the parent", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			shown := -1
+			if err := img.Flatten(ctx, func(done, total uint64) {
+				if pct := int(done * 100 / total); pct != shown && pct%10 == 0 {
+					shown = pct
+					fmt.Fprintf(os.Stderr, "Image flatten: %d%% complete...\n", pct)
+				}
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "Image flatten: 100% complete...done.")
+			return nil
+		})}
+
+	children := &cobra.Command{Use: "children [POOL/]IMAGE@SNAP", Short: "List the clones of a snapshot (POOL/IMAGE), in every pool", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			kids, err := img.Children(ctx)
+			for _, k := range kids {
+				fmt.Fprintln(out, k)
+			}
+			return err
+		})}
 
 	ls := &cobra.Command{Use: "ls [POOL]", Short: "List the pool's images", Args: cobra.MaximumNArgs(1),
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
@@ -137,6 +191,9 @@ func rbdCmd() *cobra.Command {
 			fmt.Fprintf(out, "\tformat: 2\n")
 			if in.StripeUnit != in.ObjectSize || in.StripeCount != 1 {
 				fmt.Fprintf(out, "\tstripe unit: %s\n\tstripe count: %d\n", iecBytes(in.StripeUnit), in.StripeCount)
+			}
+			if p := in.Parent; p != nil {
+				fmt.Fprintf(out, "\tparent: %s/%s@%s\n\toverlap: %s\n", p.Pool, p.Image, p.Snap, iecBytes(p.Overlap))
 			}
 			return nil
 		})}
@@ -263,7 +320,11 @@ func rbdCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SNAPID\tNAME\tSIZE\tPROTECTED")
 				for _, s := range img.Snapshots() {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, s.Name, iecBytes(s.Size), map[bool]string{true: "yes"}[s.Protected])
+					prot := map[bool]string{true: "yes"}[s.Protected]
+					if s.Unprotecting {
+						prot = "unprotecting"
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, s.Name, iecBytes(s.Size), prot)
 				}
 				return tw.Flush()
 			})},
@@ -407,7 +468,7 @@ func rbdCmd() *cobra.Command {
 	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
 	nbdCmd.AddCommand(serve)
 
-	cmd.AddCommand(create, ls, info, du, resize, rm, mv, cp, export, imp, snapCmd, status, lockCmd, benchC, nbdCmd)
+	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, snapCmd, status, lockCmd, benchC, nbdCmd)
 	return cmd
 }
 

@@ -119,6 +119,33 @@ func TestRBDCLI(t *testing.T) {
 	if o, err := c.run("rbd", "snap", "rm", "file@v1"); err == nil || !strings.Contains(o, "protected") {
 		t.Fatalf("rbd snap rm of a protected snapshot: %v %q", err, o)
 	}
+	// a clone of the protected snapshot reads it, until flattened
+	c.must("rbd", "clone", "file@v1", "kid")
+	if info := c.must("rbd", "info", "kid"); !strings.Contains(info, "parent: rbd/file@v1") || !strings.Contains(info, "overlap: 10 MiB") {
+		t.Fatalf("rbd info of a clone:\n%s", info)
+	}
+	if kids := c.must("rbd", "children", "file@v1"); kids != "rbd/kid\n" {
+		t.Fatalf("rbd children: %q", kids)
+	}
+	if o, err := c.run("rbd", "snap", "unprotect", "file@v1"); err == nil || !strings.Contains(o, "clones") {
+		t.Fatalf("rbd snap unprotect of a snapshot with a clone: %v %q", err, o)
+	}
+	c.must("rbd", "export", "kid", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("the clone differs from its parent snapshot")
+	}
+	c.must("rbd", "flatten", "kid")
+	if info := c.must("rbd", "info", "kid"); strings.Contains(info, "parent:") {
+		t.Fatalf("rbd info of a flattened clone:\n%s", info)
+	}
+	if kids := c.must("rbd", "children", "file@v1"); kids != "" {
+		t.Fatalf("rbd children after flatten: %q", kids)
+	}
+	c.must("rbd", "export", "kid", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("the flattened clone differs from its parent snapshot")
+	}
+	c.must("rbd", "rm", "kid")
 	c.must("rbd", "snap", "unprotect", "file@v1")
 	if st := c.must("rbd", "status", "file"); st != "Watchers: none\n" {
 		t.Fatalf("rbd status of an image nobody has open: %q", st)
