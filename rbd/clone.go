@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/shoal-project/shoal/client"
 	clsrbd "github.com/shoal-project/shoal/cls/rbd"
@@ -180,7 +180,7 @@ func parentData(ctx context.Context, lay layout, parent *Image, overlap, n uint6
 
 // Flatten makes a clone independent of its parent (rbd flatten): every
 // object the parent shows through is copied up (progress, if not nil,
-// is told of each object done), then the header drops its parent. The
+// is told of each object done, one call at a time), then the header drops its parent. The
 // clone's snapshots taken before keep reading through the parent, which
 // stays protected until the last of them is removed. An interrupted
 // flatten can be run again. ErrInvalid if the image is not a clone.
@@ -195,13 +195,16 @@ func (img *Image) Flatten(ctx context.Context, progress func(done, total uint64)
 		return fmt.Errorf("rbd: flatten %s/%s: %w: the image is not a clone", img.pool.Name(), img.name, ErrInvalid)
 	}
 	total := lay.objectCount(overlap)
-	var done atomic.Uint64
+	var mu sync.Mutex
+	done := uint64(0)
 	if err := img.forObjects(ctx, total, func(n uint64, _ string) error {
 		if err := copyUp(ctx, w, lay, parent, overlap, n, nil); err != nil {
 			return err
 		}
-		if progress != nil {
-			progress(done.Add(1), total)
+		mu.Lock()
+		defer mu.Unlock()
+		if done++; progress != nil {
+			progress(done, total)
 		}
 		return nil
 	}); err != nil {
