@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,22 +62,7 @@ func TestClones(t *testing.T) {
 }
 
 func runClones(ctx context.Context, t *testing.T, p, p2 *client.Pool, opt rbd.Options) {
-	seed := int64(os.Getpid())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	open := func(pool *client.Pool, name, snap string) *rbd.Image {
-		t.Helper()
-		img, err := rbd.Open(ctx, pool, name, snap)
-		must(err)
-		t.Cleanup(func() { img.Close(context.Background()) })
-		return img
-	}
+	rng, must, open := harness(ctx, t)
 	// the parent: 2 MiB objects, 9 MiB and a bit, random data in places
 	const size = 9<<20 + 12345
 	must(rbd.Create(ctx, p, "base", rbd.Options{Size: size, Order: 21}))

@@ -46,6 +46,28 @@ func cluster(t *testing.T, ctx context.Context, ec bool) (*client.Conn, *client.
 	return cl, p
 }
 
+// harness gives a test a random source (seeded by the process id,
+// logged), must (fail on an error) and open (an image, closed when the
+// test ends).
+func harness(ctx context.Context, t *testing.T) (*rand.Rand, func(error), func(p *client.Pool, name, snap string) *rbd.Image) {
+	seed := int64(os.Getpid())
+	t.Logf("seed %d", seed)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(p *client.Pool, name, snap string) *rbd.Image {
+		t.Helper()
+		img, err := rbd.Open(ctx, p, name, snap)
+		must(err)
+		t.Cleanup(func() { img.Close(context.Background()) })
+		return img
+	}
+	return rand.New(rand.NewSource(seed)), must, open
+}
+
 // model is an image's expected content, with its snapshots'.
 type model struct {
 	head  []byte

@@ -27,7 +27,7 @@ func rbdCmd() *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
 		Use:   "rbd VERB [POOL/]IMAGE[@SNAP] ...",
-		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, status, lock, bench, nbd serve)",
+		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, export-diff, import-diff, diff, status, lock, bench, nbd serve)",
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "rbd", "the pool of images named without one")
 	// named runs fn on the image spec in argument arg, resolved
@@ -280,6 +280,72 @@ func rbdCmd() *cobra.Command {
 			return importImage(ctx, p, name, s.args[0])
 		})}
 
+	var fromSnap string
+	exportDiff := &cobra.Command{Use: "export-diff [POOL/]IMAGE[@SNAP] FILE [--from-snap SNAP]", Short: "Write what changed since --from-snap (or everything) as an RBD diff v1 stream (- for stdout)", Args: cobra.ExactArgs(2),
+		RunE: image(func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error {
+			if a[1] == "-" {
+				return img.ExportDiff(ctx, fromSnap, out)
+			}
+			f, err := os.Create(a[1])
+			if err != nil {
+				return err
+			}
+			if err := img.ExportDiff(ctx, fromSnap, f); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintln(os.Stderr, "Exporting image: 100% complete...done.")
+			return nil
+		})}
+	exportDiff.Flags().StringVar(&fromSnap, "from-snap", "", "the snapshot the diff starts at (default: an empty image)")
+	importDiff := &cobra.Command{Use: "import-diff FILE [POOL/]IMAGE", Short: "Apply an RBD diff stream (- for stdin) to an image that has its start snapshot; its end snapshot is taken", Args: cobra.ExactArgs(2),
+		RunE: named(1, func(ctx context.Context, s *session, p *client.Pool, name, snap string, out io.Writer) error {
+			if snap != "" {
+				return fmt.Errorf("rbd import-diff: %q names a snapshot", s.args[1])
+			}
+			var r io.Reader = os.Stdin
+			if s.args[0] != "-" {
+				f, err := os.Open(s.args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			img, err := rbd.Open(ctx, p, name, "")
+			if err != nil {
+				return err
+			}
+			defer img.Close(context.WithoutCancel(ctx))
+			in, err := img.ImportDiff(ctx, r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Importing image diff: 100%% complete...done (size %s, %s written, %s zeroed", iecBytes(in.Size), iecBytes(in.Data), iecBytes(in.Zeros))
+			if in.To != "" {
+				fmt.Fprintf(out, ", snapshot %s", in.To)
+			}
+			fmt.Fprintln(out, ").")
+			return nil
+		})}
+	diff := &cobra.Command{Use: "diff [POOL/]IMAGE[@SNAP] [--from-snap SNAP]", Short: "List the extents that changed since --from-snap (or hold data)", Args: cobra.ExactArgs(1),
+		RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+			exts, err := img.Changed(ctx, fromSnap)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "Offset\tLength\tType")
+			for _, e := range exts {
+				fmt.Fprintf(tw, "%d\t%d\tdata\n", e.Off, e.Len)
+			}
+			return tw.Flush()
+		})}
+	diff.Flags().StringVar(&fromSnap, "from-snap", "", "the snapshot to compare with (default: an empty image)")
+
 	snapCmd := &cobra.Command{Use: "snap", Short: "Image snapshots: create, ls, rm, rollback, purge"}
 	snapOf := func(verb, short string, fn func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error) *cobra.Command {
 		return &cobra.Command{Use: verb + " [POOL/]IMAGE@SNAP", Short: short, Args: cobra.ExactArgs(1),
@@ -468,7 +534,7 @@ func rbdCmd() *cobra.Command {
 	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
 	nbdCmd.AddCommand(serve)
 
-	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, snapCmd, status, lockCmd, benchC, nbdCmd)
+	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, exportDiff, importDiff, diff, snapCmd, status, lockCmd, benchC, nbdCmd)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -100,6 +101,34 @@ func TestRBDCLI(t *testing.T) {
 		t.Fatal("a copy of the snapshot differs from it")
 	}
 	c.must("rbd", "rm", "copy")
+	// export-diff / import-diff: the snapshot, then the head since it
+	d1, d2, head := filepath.Join(dir, "d1"), filepath.Join(dir, "d2"), filepath.Join(dir, "head")
+	c.must("rbd", "export-diff", "file@v1", d1)
+	c.must("rbd", "export-diff", "file", d2, "--from-snap", "v1")
+	c.must("rbd", "create", "replica", "--size", "1")
+	if o := c.must("rbd", "import-diff", d1, "replica"); !strings.Contains(o, "snapshot v1") {
+		t.Fatalf("rbd import-diff: %q", o)
+	}
+	c.must("rbd", "export", "replica", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("an image rebuilt from export-diff differs from the snapshot")
+	}
+	if o, err := c.run("rbd", "import-diff", d1, "replica"); err == nil || !strings.Contains(o, "exists") {
+		t.Fatalf("import-diff of a stream to a snapshot the image has: %v %q", err, o)
+	}
+	c.must("rbd", "import-diff", d2, "replica")
+	c.must("rbd", "export", "replica", out)
+	c.must("rbd", "export", "file", head)
+	got, err1 := os.ReadFile(out)
+	want, err2 := os.ReadFile(head)
+	if err := errors.Join(err1, err2); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("an image brought forward by import-diff differs from the head (%v)", err)
+	}
+	if d := c.must("rbd", "diff", "file", "--from-snap", "v1"); !strings.HasPrefix(d, "Offset") || strings.Count(d, "data") == 0 {
+		t.Fatalf("rbd diff after a bench: %q", d)
+	}
+	c.must("rbd", "snap", "purge", "replica")
+	c.must("rbd", "rm", "replica")
 	c.must("rbd", "snap", "rollback", "file@v1")
 	c.must("rbd", "export", "file", out)
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
