@@ -197,7 +197,11 @@ func (img *Image) Flatten(ctx context.Context, progress func(done, total uint64)
 	total := lay.objectCount(overlap)
 	var mu sync.Mutex
 	done := uint64(0)
-	if err := img.forObjects(ctx, total, func(n uint64, _ string) error {
+	end, err := img.startWrite(ctx)
+	if err != nil {
+		return err
+	}
+	err = img.forObjects(ctx, total, func(n uint64, _ string) error {
 		if err := copyUp(ctx, w, lay, parent, overlap, n, nil); err != nil {
 			return err
 		}
@@ -207,7 +211,9 @@ func (img *Image) Flatten(ctx context.Context, progress func(done, total uint64)
 			progress(done, total)
 		}
 		return nil
-	}); err != nil {
+	})
+	end() // before the notify below, which this client's watch answers
+	if err != nil {
 		return fmt.Errorf("rbd: flatten %s/%s: %w", img.pool.Name(), img.name, err)
 	}
 	if _, err := exec(ctx, img.pool, img.headerOID(), "remove_parent", struct{}{}); err != nil && !errors.Is(err, client.ErrNotFound) {

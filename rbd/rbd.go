@@ -61,6 +61,10 @@ var (
 	ErrBusy     = osdop.ErrBusy      // removal of an image that is open or has snapshots
 )
 
+// DefaultFeatures are the features of an image created without a
+// choice: layering and exclusive-lock.
+const DefaultFeatures = clsrbd.FeatureLayering | clsrbd.FeatureExclusiveLock
+
 // Defaults and limits (rbd's --object-size range: 4 KiB to 32 MiB).
 const (
 	DefaultOrder = 22
@@ -70,6 +74,10 @@ const (
 
 // Options are an image's layout at creation.
 type Options struct {
+	// Features are the image's features among clsrbd.FeaturesMutable (0:
+	// DefaultFeatures; clsrbd.FeatureLayering alone: none of them).
+	// Layering is always on, striping and data-pool follow the layout.
+	Features    uint64
 	Size        uint64       // bytes
 	Order       uint8        // objects of 2^Order bytes; 0: DefaultOrder
 	StripeUnit  uint64       // bytes, dividing the object size; 0: the object size
@@ -136,7 +144,17 @@ func create(ctx context.Context, pool *client.Pool, name string, o Options, pare
 	if err := pool.WriteFull(ctx, idObj, []byte(id)); err != nil {
 		return undo(err)
 	}
-	h := clsrbd.Header{Size: o.Size, Order: o.Order, ObjectPrefix: clsrbd.DataObjectPrefix + id,
+	if o.Features == 0 {
+		o.Features = DefaultFeatures
+	}
+	o.Features = o.Features&clsrbd.FeaturesMutable | clsrbd.FeatureLayering
+	if o.StripeUnit != objSize || o.StripeCount != 1 {
+		o.Features |= clsrbd.FeatureStriping
+	}
+	if dataPoolID >= 0 {
+		o.Features |= clsrbd.FeatureDataPool
+	}
+	h := clsrbd.Header{Features: o.Features, Size: o.Size, Order: o.Order, ObjectPrefix: clsrbd.DataObjectPrefix + id,
 		StripeUnit: o.StripeUnit, StripeCount: o.StripeCount, DataPoolID: dataPoolID, Parent: parent}
 	if _, err := exec(ctx, pool, clsrbd.HeaderObjectPrefix+id, "create", h); err != nil {
 		return undo(err)
@@ -298,6 +316,8 @@ type Image struct {
 	// many of the parent's bytes show through. nil, 0 if not a clone.
 	parent  *Image
 	overlap uint64
+
+	lk exclusiveLock
 }
 
 // Open opens image name of pool at its head (snap "") or at snapshot
@@ -372,12 +392,20 @@ func openID(ctx context.Context, pool *client.Pool, name, id string, pick func([
 	return img, nil
 }
 
-// handleNotify reloads the header when another client (or this one)
-// announces a change, before the notify is acknowledged.
-func (img *Image) handleNotify(client.Notification) []byte {
+// handleNotify answers a notify on the header, before it is
+// acknowledged: a request for the exclusive lock releases it (once the
+// writes under it are done); any other reloads the header (and releases
+// the lock if the feature went).
+func (img *Image) handleNotify(n client.Notification) []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	img.refresh(ctx) // a failed reload leaves the old header; the next I/O error shows it
+	if string(n.Payload) != notifyRequestLock {
+		img.refresh(ctx) // a failed reload leaves the old header; the next I/O error shows it
+		if img.hasFeature(clsrbd.FeatureExclusiveLock) {
+			return nil
+		}
+	}
+	img.releaseLock(ctx) // a failed unlock leaves the lock for the asker to break
 	return nil
 }
 
@@ -449,18 +477,19 @@ func (img *Image) install(ctx context.Context, h clsrbd.Header) error {
 // notifyChange tells every client with the image open to reload its
 // header, and waits for their answers.
 func (img *Image) notifyChange(ctx context.Context) error {
-	if _, err := img.pool.Notify(ctx, img.headerOID(), []byte("header_update"), 10*time.Second); err != nil && !errors.Is(err, client.ErrNotFound) {
+	if _, err := img.pool.Notify(ctx, img.headerOID(), []byte(notifyHeaderUpdate), 10*time.Second); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("rbd: image %s/%s: notify: %w", img.pool.Name(), img.name, err)
 	}
 	return img.refresh(ctx)
 }
 
-// Close stops watching the header.
+// Close releases the exclusive lock if held and stops watching the
+// header.
 func (img *Image) Close(ctx context.Context) error {
 	if img.watch == nil {
 		return nil
 	}
-	return img.watch.Close(ctx)
+	return errors.Join(img.releaseLock(ctx), img.watch.Close(ctx))
 }
 
 func (img *Image) headerOID() string { return clsrbd.HeaderObjectPrefix + img.id }
@@ -494,6 +523,7 @@ type Info struct {
 	StripeUnit   uint64
 	StripeCount  uint64
 	DataPool     string // "" if the image's own pool
+	Features     uint64 // clsrbd.Feature* bits
 	Snapshots    []clsrbd.Snapshot
 	Parent       *ParentInfo // a clone's parent (for the head or the snapshot opened); nil if none
 }
@@ -509,7 +539,7 @@ func (img *Image) Info() Info {
 	img.mu.RLock()
 	defer img.mu.RUnlock()
 	in := Info{Name: img.name, ID: img.id, Size: img.sizeLocked(), ObjectSize: uint64(1) << img.h.Order, Order: img.h.Order,
-		ObjectPrefix: img.h.ObjectPrefix, StripeUnit: img.h.StripeUnit, StripeCount: img.h.StripeCount,
+		ObjectPrefix: img.h.ObjectPrefix, StripeUnit: img.h.StripeUnit, StripeCount: img.h.StripeCount, Features: img.h.Features,
 		Snapshots: slices.Clone(img.h.Snapshots)}
 	in.Objects = img.objectCountLocked(in.Size)
 	if img.data.ID() != img.pool.ID() {
@@ -662,6 +692,11 @@ func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, 
 	if err := img.checkWritable(); err != nil {
 		return err
 	}
+	done, err := img.startWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	img.mu.RLock()
 	size, lay, w, parent, overlap := img.h.Size, img.layoutLocked(), img.wr, img.parent, img.overlap
 	img.mu.RUnlock()

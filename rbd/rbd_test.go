@@ -21,7 +21,14 @@ import (
 // cluster starts three OSDs and creates pools: "rbd" (3 replicas) and,
 // with ec, "ecdata" (erasure-coded 2+1, overwrites allowed).
 func cluster(t *testing.T, ctx context.Context, ec bool) (*client.Conn, *client.Pool) {
-	c := testcluster.Start(t, testcluster.Options{OSDs: 3})
+	_, cl, p := clusterConf(t, ctx, ec, "")
+	return cl, p
+}
+
+// clusterConf is cluster with configuration lines conf, and the cluster
+// (for more clients).
+func clusterConf(t *testing.T, ctx context.Context, ec bool, conf string) (*testcluster.Cluster, *client.Conn, *client.Pool) {
+	c := testcluster.Start(t, testcluster.Options{OSDs: 3, Conf: conf})
 	cl := c.Client(ctx)
 	cmds := [][]string{{"pool create", "name", "rbd", "size", "3", "pg_num", "8"}}
 	if ec {
@@ -43,7 +50,7 @@ func cluster(t *testing.T, ctx context.Context, ec bool) (*client.Conn, *client.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cl, p
+	return c, cl, p
 }
 
 // harness gives a test a random source (seeded by the process id,

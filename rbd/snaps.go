@@ -133,12 +133,18 @@ func (img *Image) SnapRollback(ctx context.Context, name string) error {
 		}
 		in.ParentOverlap = &s.Parent.Overlap
 	}
-	if err := img.forObjects(ctx, n, func(_ uint64, oid string) error {
+	done, err := img.startWrite(ctx)
+	if err != nil {
+		return err
+	}
+	err = img.forObjects(ctx, n, func(_ uint64, oid string) error {
 		if err := w.Rollback(ctx, oid, s.ID); err != nil && !errors.Is(err, client.ErrNotFound) {
 			return err
 		}
 		return nil
-	}); err != nil {
+	})
+	done() // before the notify below, which this client's watch answers
+	if err != nil {
 		return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 	}
 	if _, err := exec(ctx, img.pool, img.headerOID(), "set_size", in); err != nil {

@@ -28,6 +28,7 @@
 //	set_protection_status ProtectInput                   ENOENT no such snapshot
 //	set_parent_overlap OverlapInput                      ENOENT not a clone; EINVAL a larger overlap
 //	remove_parent    {}                                  ENOENT not a clone
+//	set_features     FeaturesInput                       EINVAL a feature that cannot change, or a missing dependency
 //	dir_add_image    DirInput                            EEXIST the name or the id is taken
 //	dir_remove_image DirInput                            ENOENT the name does not map to the id
 //	dir_rename_image RenameInput                         ENOENT no such name; EEXIST the new one is taken
@@ -154,6 +155,42 @@ type RenameInput struct {
 	ID  string `json:"id"`
 }
 
+// Image features: the header's "features" bits, RBD's (Ceph:
+// src/include/rbd/features.h).
+const (
+	FeatureLayering      = 1 << 0 // clones read through a parent
+	FeatureStriping      = 1 << 1 // a stripe unit or count other than the object size and 1
+	FeatureExclusiveLock = 1 << 2 // one writer at a time, through the header's rbd_lock
+	FeatureObjectMap     = 1 << 3 // a map of which data objects exist (needs exclusive-lock)
+	FeatureFastDiff      = 1 << 4 // the object map also tracks what changed since each snapshot (needs object-map)
+	FeatureDataPool      = 1 << 7 // data objects in another pool
+	FeaturesMutable      = FeatureExclusiveLock | FeatureObjectMap | FeatureFastDiff
+)
+
+// FeatureNames are the features' names, as rbd prints and takes them.
+var FeatureNames = map[uint64]string{FeatureLayering: "layering", FeatureStriping: "striping",
+	FeatureExclusiveLock: "exclusive-lock", FeatureObjectMap: "object-map", FeatureFastDiff: "fast-diff",
+	FeatureDataPool: "data-pool"}
+
+// CheckFeatures refuses a feature set whose features lack the features
+// they depend on.
+func CheckFeatures(f uint64) error {
+	switch {
+	case f&FeatureObjectMap != 0 && f&FeatureExclusiveLock == 0:
+		return fmt.Errorf("%w: object-map needs exclusive-lock", cls.ErrInvalid)
+	case f&FeatureFastDiff != 0 && f&FeatureObjectMap == 0:
+		return fmt.Errorf("%w: fast-diff needs object-map", cls.ErrInvalid)
+	}
+	return nil
+}
+
+// FeaturesInput sets the features in Mask to those of Features (only
+// FeaturesMutable may change).
+type FeaturesInput struct {
+	Features uint64 `json:"features"`
+	Mask     uint64 `json:"mask"`
+}
+
 // Header omap keys (cls_rbd's).
 const (
 	keySize         = "size"
@@ -176,6 +213,7 @@ func init() {
 		"snapshot_add": snapshotAdd, "snapshot_remove": snapshotRemove,
 		"set_protection_status": setProtection,
 		"set_parent_overlap":    setParentOverlap, "remove_parent": removeParent,
+		"set_features":  setFeatures,
 		"dir_add_image": dirAdd, "dir_remove_image": dirRemove,
 		"dir_rename_image": dirRename, "dir_list": dirList,
 	} {
@@ -222,6 +260,9 @@ func create(o cls.Object, in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: empty object prefix", cls.ErrInvalid)
 	case h.StripeUnit == 0 || h.StripeCount == 0 || (uint64(1)<<h.Order)%h.StripeUnit != 0:
 		return nil, fmt.Errorf("%w: stripe unit %d, count %d: the unit must divide the object size %d", cls.ErrInvalid, h.StripeUnit, h.StripeCount, uint64(1)<<h.Order)
+	}
+	if err := CheckFeatures(h.Features); err != nil {
+		return nil, err
 	}
 	if p := h.Parent; p != nil && (p.ImageID == "" || p.Overlap > h.Size) {
 		return nil, fmt.Errorf("%w: parent %+v of an image of %d bytes", cls.ErrInvalid, *p, h.Size)
@@ -335,6 +376,22 @@ func setParentOverlap(o cls.Object, in []byte) ([]byte, error) {
 	}
 	h.Parent.Overlap = s.Overlap
 	putParent(o, h.Parent)
+	return nil, nil
+}
+
+func setFeatures(o cls.Object, in []byte) ([]byte, error) {
+	f, h, err := input[FeaturesInput](o, in)
+	if err != nil {
+		return nil, err
+	}
+	if bad := f.Mask &^ FeaturesMutable; bad != 0 {
+		return nil, fmt.Errorf("%w: features %#x cannot be changed", cls.ErrInvalid, bad)
+	}
+	next := h.Features&^f.Mask | f.Features&f.Mask
+	if err := CheckFeatures(next); err != nil {
+		return nil, err
+	}
+	o.OmapSet([]omap.KV{{Key: keyFeatures, Value: u64(next)}})
 	return nil, nil
 }
 

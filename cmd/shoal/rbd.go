@@ -16,6 +16,7 @@ import (
 
 	"github.com/shoal-project/shoal/bench"
 	"github.com/shoal-project/shoal/client"
+	clsrbd "github.com/shoal-project/shoal/cls/rbd"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/nbd"
 	"github.com/shoal-project/shoal/rbd"
@@ -27,7 +28,7 @@ func rbdCmd() *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
 		Use:   "rbd VERB [POOL/]IMAGE[@SNAP] ...",
-		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, export-diff, import-diff, diff, status, lock, bench, nbd serve)",
+		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, export-diff, import-diff, diff, feature, status, lock, bench, nbd serve)",
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "rbd", "the pool of images named without one")
 	// named runs fn on the image spec in argument arg, resolved
@@ -64,7 +65,7 @@ func rbdCmd() *cobra.Command {
 		})
 	}
 
-	var size, objectSize, stripeUnit, dataPool string
+	var size, objectSize, stripeUnit, dataPool, imageFeatures string
 	var stripeCount uint64
 	// layoutFlags adds the layout flags of create and clone to c
 	layoutFlags := func(c *cobra.Command, dflt string) {
@@ -72,11 +73,18 @@ func rbdCmd() *cobra.Command {
 		c.Flags().StringVar(&stripeUnit, "stripe-unit", "", "stripe unit, dividing the object size (default: the object size)")
 		c.Flags().Uint64Var(&stripeCount, "stripe-count", 0, "objects a stripe spans (default 1)")
 		c.Flags().StringVar(&dataPool, "data-pool", "", "keep the data objects in this pool (an erasure-coded pool needs allow_ec_overwrites)")
+		c.Flags().StringVar(&imageFeatures, "image-feature", "", "the features to enable, comma-separated: layering, exclusive-lock (default: layering,exclusive-lock)")
 	}
 	// layout reads them
 	layout := func(ctx context.Context, conn *client.Conn) (rbd.Options, error) {
 		o := rbd.Options{StripeCount: stripeCount}
 		var err error
+		if imageFeatures != "" {
+			if o.Features, err = parseFeatures(strings.Split(imageFeatures, ",")); err != nil {
+				return o, err
+			}
+			o.Features |= clsrbd.FeatureLayering // "none of the others" is not 0
+		}
 		if objectSize != "" {
 			n, err := parseBytes("--object-size", objectSize, "")
 			if err != nil {
@@ -184,6 +192,7 @@ func rbdCmd() *cobra.Command {
 			fmt.Fprintf(out, "\torder %d (%s objects)\n", in.Order, iecBytes(in.ObjectSize))
 			fmt.Fprintf(out, "\tsnapshot_count: %d\n", len(in.Snapshots))
 			fmt.Fprintf(out, "\tid: %s\n", in.ID)
+			fmt.Fprintf(out, "\tfeatures: %s\n", strings.Join(featureNames(in.Features), ", "))
 			if in.DataPool != "" {
 				fmt.Fprintf(out, "\tdata_pool: %s\n", in.DataPool)
 			}
@@ -346,6 +355,19 @@ func rbdCmd() *cobra.Command {
 		})}
 	diff.Flags().StringVar(&fromSnap, "from-snap", "", "the snapshot to compare with (default: an empty image)")
 
+	featureCmd := &cobra.Command{Use: "feature", Short: "Enable or disable an image's features (exclusive-lock)"}
+	for _, enable := range []bool{true, false} {
+		verb := map[bool]string{true: "enable", false: "disable"}[enable]
+		featureCmd.AddCommand(&cobra.Command{Use: verb + " [POOL/]IMAGE FEATURE...", Short: verb + " features", Args: cobra.MinimumNArgs(2),
+			RunE: image(func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
+				f, err := parseFeatures(a[1:])
+				if err != nil {
+					return err
+				}
+				return img.UpdateFeatures(ctx, f, enable)
+			})})
+	}
+
 	snapCmd := &cobra.Command{Use: "snap", Short: "Image snapshots: create, ls, rm, rollback, purge"}
 	snapOf := func(verb, short string, fn func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error) *cobra.Command {
 		return &cobra.Command{Use: verb + " [POOL/]IMAGE@SNAP", Short: short, Args: cobra.ExactArgs(1),
@@ -427,15 +449,15 @@ func rbdCmd() *cobra.Command {
 	lockAdd := &cobra.Command{Use: "add [POOL/]IMAGE LOCK-ID", Short: "Take an exclusive lock (or a shared one with --shared TAG)", Args: cobra.ExactArgs(2),
 		RunE: header(func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
 			if lockTag != "" {
-				return img.Pool().LockShared(ctx, img.HeaderOID(), rbdLockName, a[1], lockTag, "", 0, false)
+				return img.Pool().LockShared(ctx, img.HeaderOID(), rbd.LockName, a[1], lockTag, "", 0, false)
 			}
-			return img.Pool().LockExclusive(ctx, img.HeaderOID(), rbdLockName, a[1], "", 0, false)
+			return img.Pool().LockExclusive(ctx, img.HeaderOID(), rbd.LockName, a[1], "", 0, false)
 		})}
 	lockAdd.Flags().StringVar(&lockTag, "shared", "", "take a shared lock with this tag")
 	lockCmd.AddCommand(lockAdd,
 		&cobra.Command{Use: "ls [POOL/]IMAGE", Short: "List the image's lockers", Args: cobra.ExactArgs(1),
 			RunE: header(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
-				in, err := img.Pool().LockInfo(ctx, img.HeaderOID(), rbdLockName)
+				in, err := img.Pool().LockInfo(ctx, img.HeaderOID(), rbd.LockName)
 				if errors.Is(err, client.ErrNotFound) || (err == nil && len(in.Lockers) == 0) {
 					return nil
 				}
@@ -455,7 +477,7 @@ func rbdCmd() *cobra.Command {
 			})},
 		&cobra.Command{Use: "rm [POOL/]IMAGE LOCK-ID LOCKER", Short: "Break a lock (LOCKER as lock ls shows it; fence the holder with shoal osd blocklist add)", Args: cobra.ExactArgs(3),
 			RunE: header(func(ctx context.Context, img *rbd.Image, a []string, _ io.Writer) error {
-				return img.Pool().BreakLock(ctx, img.HeaderOID(), rbdLockName, a[2], a[1])
+				return img.Pool().BreakLock(ctx, img.HeaderOID(), rbd.LockName, a[2], a[1])
 			})},
 	)
 
@@ -534,13 +556,38 @@ func rbdCmd() *cobra.Command {
 	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
 	nbdCmd.AddCommand(serve)
 
-	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, exportDiff, importDiff, diff, snapCmd, status, lockCmd, benchC, nbdCmd)
+	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, exportDiff, importDiff, diff, featureCmd, snapCmd, status, lockCmd, benchC, nbdCmd)
 	return cmd
 }
 
-// rbdLockName is the lock rbd lock add takes on an image's header
-// (librbd's RBD_LOCK_NAME).
-const rbdLockName = "rbd_lock"
+// parseFeatures reads feature names (rbd's) into their bits.
+func parseFeatures(names []string) (uint64, error) {
+	var f uint64
+next:
+	for _, n := range names {
+		for bit, name := range clsrbd.FeatureNames {
+			if name == strings.TrimSpace(n) {
+				f |= bit
+				continue next
+			}
+		}
+		return 0, fmt.Errorf("unknown image feature %q (layering, striping, exclusive-lock, object-map, fast-diff, data-pool)", n)
+	}
+	return f, nil
+}
+
+// featureNames are the names of the features in f, in bit order.
+func featureNames(f uint64) []string {
+	var out []string
+	for bit := uint64(1); bit != 0 && bit <= f; bit <<= 1 {
+		if f&bit != 0 {
+			if n, ok := clsrbd.FeatureNames[bit]; ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
 
 // imageSpec resolves [POOL/]IMAGE[@SNAP], the pool defaulting to def.
 func imageSpec(ctx context.Context, conn *client.Conn, def, spec string) (p *client.Pool, name, snap string, err error) {

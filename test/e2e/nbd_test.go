@@ -264,6 +264,11 @@ func TestNBDSurvivesKill9(t *testing.T) {
 		t.Fatalf("a write failed across SIGKILL of %s: %v", victim, err)
 	}
 	verify("after SIGKILL of "+victim, false)
+	// the killed server held the image's exclusive lock: the new one
+	// broke it (once the dead one's watch expired) and fenced it
+	if bl := c.must("osd", "blocklist", "ls"); !strings.Contains(bl, "client.") {
+		t.Fatalf("no client blocklisted after the lock holder was killed: %q", bl)
+	}
 	c.up() // the OSD back: it catches up
 	verify(victim+" back", false)
 }

@@ -31,6 +31,23 @@ func TestRBDCLI(t *testing.T) {
 	if out := c.must("rbd", "du", "disk"); !strings.Contains(out, "64 MiB") || !strings.Contains(out, "0 B") {
 		t.Fatalf("rbd du of a new image: %q", out)
 	}
+	// features: the default, one disabled, a dependency refused, a choice at creation
+	if !strings.Contains(info, "features: layering, exclusive-lock\n") {
+		t.Fatalf("rbd info's default features:\n%s", info)
+	}
+	c.must("rbd", "feature", "disable", "disk", "exclusive-lock")
+	if info := c.must("rbd", "info", "disk"); !strings.Contains(info, "features: layering\n") {
+		t.Fatalf("rbd info after feature disable:\n%s", info)
+	}
+	if o, err := c.run("rbd", "feature", "enable", "disk", "object-map"); err == nil || !strings.Contains(o, "needs exclusive-lock") {
+		t.Fatalf("rbd feature enable object-map without exclusive-lock: %v %q", err, o)
+	}
+	c.must("rbd", "feature", "enable", "disk", "exclusive-lock")
+	c.must("rbd", "create", "bare", "--size", "1", "--image-feature", "layering")
+	if info := c.must("rbd", "info", "bare"); !strings.Contains(info, "features: layering\n") {
+		t.Fatalf("rbd info of an image created with --image-feature layering:\n%s", info)
+	}
+	c.must("rbd", "rm", "bare")
 	// layout flags, and a data pool that is erasure-coded
 	c.must("rbd", "create", "striped", "--size", "16", "--object-size", "1M", "--stripe-unit", "64K", "--stripe-count", "4")
 	info = c.must("rbd", "info", "striped")

@@ -1,0 +1,202 @@
+package rbd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	clsrbd "github.com/shoal-project/shoal/cls/rbd"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// The exclusive lock (feature exclusive-lock), as librbd's
+// (src/librbd/ExclusiveLock.cc, ManagedLock.cc): one client at a time
+// writes an image's data. The lock is the header's advisory lock
+// LockName, taken exclusively under the cookie "auto <watch cookie>", so
+// that anyone can tell from the header's watchers whether its holder is
+// alive. A client takes it before its first write:
+//
+//   - free: it is taken;
+//   - held by a live client (its watch is among the header's watchers):
+//     that client is asked, by a notify on the header (RequestLock), to
+//     release it; the holder waits for its writes in flight, releases,
+//     and only then acknowledges, and the asker tries again;
+//   - held by a dead client (no such watch: it was killed, and its watch
+//     expired after osd_client_watch_timeout): the holder is blocklisted
+//     — no OSD takes another write from it — and its lock broken;
+//   - held under a cookie that is not an "auto" one (rbd lock add):
+//     ErrBusy, as librbd refuses to break an administrator's lock.
+//
+// Reads never need the lock. The holder keeps it until asked, until it
+// closes the image, or until the feature is disabled.
+
+// LockName is the name of the header's lock: the exclusive lock and rbd
+// lock add's advisory locks (librbd's RBD_LOCK_NAME).
+const LockName = "rbd_lock"
+
+// Notify payloads on an image's header.
+const (
+	notifyHeaderUpdate = "header_update" // reload the header
+	notifyRequestLock  = "request_lock"  // the exclusive lock's holder: release it
+)
+
+// lockCookiePrefix starts the cookie of an exclusive lock (librbd's
+// "auto <handle>").
+const lockCookiePrefix = "auto "
+
+// exclusiveLock is an open image's side of the lock.
+type exclusiveLock struct {
+	// io is held shared by every write for as long as it runs under the
+	// lock, and exclusively by a release, which so waits for them.
+	io    sync.RWMutex
+	owned atomic.Bool
+	// acquiring serializes acquisitions.
+	acquiring sync.Mutex
+}
+
+func (img *Image) lockCookie() string {
+	return lockCookiePrefix + strconv.FormatUint(img.watch.Cookie(), 10)
+}
+
+func (img *Image) hasFeature(f uint64) bool {
+	img.mu.RLock()
+	defer img.mu.RUnlock()
+	return img.h.Features&f != 0
+}
+
+// startWrite returns once this client may write the image's data — it
+// holds the exclusive lock, taken now if need be, or the image does not
+// have the feature — and the function that ends the write.
+func (img *Image) startWrite(ctx context.Context) (done func(), err error) {
+	for {
+		img.lk.io.RLock()
+		if img.lk.owned.Load() || !img.hasFeature(clsrbd.FeatureExclusiveLock) {
+			return img.lk.io.RUnlock, nil
+		}
+		img.lk.io.RUnlock()
+		if err := img.acquireLock(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// acquireLock takes the exclusive lock, asking a live holder to release
+// it and breaking a dead one's (see above).
+func (img *Image) acquireLock(ctx context.Context) error {
+	img.lk.acquiring.Lock()
+	defer img.lk.acquiring.Unlock()
+	hdr, cookie := img.headerOID(), img.lockCookie()
+	fail := func(err error) error {
+		return fmt.Errorf("rbd: image %s/%s: exclusive lock: %w", img.pool.Name(), img.name, err)
+	}
+	for wait := time.Millisecond; !img.lk.owned.Load(); wait = min(2*wait, 500*time.Millisecond) {
+		err := img.pool.LockExclusive(ctx, hdr, LockName, cookie, "rbd exclusive lock", 0, false)
+		if err == nil || errors.Is(err, client.ErrExists) { // ErrExists: it is ours already
+			img.lk.owned.Store(true)
+			return nil
+		}
+		if !errors.Is(err, osdop.ErrBusy) {
+			return fail(err)
+		}
+		info, err := img.pool.LockInfo(ctx, hdr, LockName)
+		if errors.Is(err, client.ErrNotFound) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if len(info.Lockers) == 0 {
+			continue
+		}
+		holder := info.Lockers[0]
+		if !strings.HasPrefix(holder.Cookie, lockCookiePrefix) {
+			return fail(fmt.Errorf("%w: locked by %s under %q (rbd lock add; shoal rbd lock rm to break it)", ErrBusy, holder.Name, holder.Cookie))
+		}
+		alive, err := img.isWatching(ctx, holder.Name, strings.TrimPrefix(holder.Cookie, lockCookiePrefix))
+		if err != nil {
+			return fail(err)
+		}
+		if !alive {
+			if err := img.pool.Conn().BlocklistAdd(ctx, holder.Name, 0); err != nil {
+				return fail(err)
+			}
+			if err := img.pool.BreakLock(ctx, hdr, LockName, holder.Name, holder.Cookie); err != nil && !errors.Is(err, client.ErrNotFound) {
+				return fail(err)
+			}
+			continue
+		}
+		// the holder releases before it acknowledges; if it did not (it
+		// was writing, or took the lock again), try again after a while
+		if _, err := img.pool.Notify(ctx, hdr, []byte(notifyRequestLock), 5*time.Second); err != nil && !errors.Is(err, client.ErrTimeout) {
+			return fail(err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fail(ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// isWatching reports whether instance watches the header under cookie.
+func (img *Image) isWatching(ctx context.Context, instance, cookie string) (bool, error) {
+	ws, err := img.pool.ListWatchers(ctx, img.headerOID())
+	if err != nil {
+		return false, err
+	}
+	for _, w := range ws {
+		if w.Instance == instance && strconv.FormatUint(w.Cookie, 10) == cookie {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// releaseLock gives the exclusive lock up, once the writes running
+// under it are done.
+func (img *Image) releaseLock(ctx context.Context) error {
+	img.lk.io.Lock()
+	defer img.lk.io.Unlock()
+	if !img.lk.owned.Load() {
+		return nil
+	}
+	img.lk.owned.Store(false)
+	err := img.pool.Unlock(ctx, img.headerOID(), LockName, img.lockCookie())
+	if err != nil && !errors.Is(err, client.ErrNotFound) { // ENOENT: broken meanwhile
+		return fmt.Errorf("rbd: image %s/%s: release the exclusive lock: %w", img.pool.Name(), img.name, err)
+	}
+	return nil
+}
+
+// LockOwner reports whether this client holds the image's exclusive
+// lock.
+func (img *Image) LockOwner() bool { return img.lk.owned.Load() }
+
+// UpdateFeatures enables or disables features among
+// clsrbd.FeaturesMutable (rbd feature enable|disable): the header
+// changes atomically, refusing a set whose features lack what they
+// depend on (ErrInvalid), and every client with the image open reloads
+// it — a lock holder whose image no longer has exclusive-lock releases
+// the lock.
+func (img *Image) UpdateFeatures(ctx context.Context, features uint64, enable bool) error {
+	if img.snap != nil {
+		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
+	}
+	in := clsrbd.FeaturesInput{Mask: features}
+	if enable {
+		in.Features = features
+	}
+	if _, err := exec(ctx, img.pool, img.headerOID(), "set_features", in); err != nil {
+		return fmt.Errorf("rbd: image %s/%s: features: %w", img.pool.Name(), img.name, err)
+	}
+	return img.notifyChange(ctx)
+}
