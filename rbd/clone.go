@@ -201,6 +201,14 @@ func (img *Image) Flatten(ctx context.Context, progress func(done, total uint64)
 	if err != nil {
 		return err
 	}
+	usesMap, err := img.mapReady(ctx)
+	if err == nil && usesMap { // every object copy-up may create
+		err = img.markRange(ctx, 0, total, clsrbd.ObjectExists)
+	}
+	if err != nil {
+		end()
+		return fmt.Errorf("rbd: flatten %s/%s: %w", img.pool.Name(), img.name, err)
+	}
 	err = img.forObjects(ctx, total, func(n uint64, _ string) error {
 		if err := copyUp(ctx, w, lay, parent, overlap, n, nil); err != nil {
 			return err

@@ -169,6 +169,9 @@ func runClones(ctx context.Context, t *testing.T, p, p2 *client.Pool, opt rbd.Op
 		}
 	}
 	check(ctx, t, rng, c1, m.head, "clone")
+	if c1.Info().Features&clsrbd.FeatureObjectMap != 0 {
+		checkMap(ctx, t, c1, "clone")
+	}
 	check(ctx, t, rng, c2, want, "the other clone, untouched")
 	check(ctx, t, rng, s1, want, "the parent's snapshot, under clones")
 	for name, w := range m.snaps {

@@ -28,7 +28,8 @@ type Extent struct{ Off, Len uint64 }
 // only changed whole. In a clone, an object absent at both ends changed
 // only where one end's parent overlap covers it and the other's does
 // not. Ranges may be reported that hold the same bytes at both ends
-// (whole objects written with the same data), never the reverse.
+// (whole objects written with the same data), never the reverse. With
+// fast-diff, the object maps answer instead, in whole objects.
 func (img *Image) Changed(ctx context.Context, from string) ([]Extent, error) {
 	img.mu.RLock()
 	lay, size, overlapT := img.layoutLocked(), img.sizeLocked(), img.overlap
@@ -50,6 +51,11 @@ func (img *Image) Changed(ctx context.Context, from string) ([]Extent, error) {
 		fromSnap, sizeF = &s, s.Size
 		if s.Parent != nil {
 			overlapF = s.Parent.Overlap
+		}
+	}
+	if img.hasFeature(clsrbd.FeatureFastDiff) {
+		if exts, ok, err := img.changedFast(ctx, fromSnap, lay, size, overlapF, overlapT); ok || err != nil {
+			return exts, err
 		}
 	}
 	n := lay.objectCount(max(size, sizeF))

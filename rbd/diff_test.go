@@ -10,26 +10,32 @@ import (
 	"testing"
 	"time"
 
+	clsrbd "github.com/shoal-project/shoal/cls/rbd"
 	"github.com/shoal-project/shoal/rbd"
 )
 
 // TestDiff checks rbd diff, export-diff and import-diff on three images
 // — 1 MiB objects; 1 MiB objects striped in 64 KiB units over 4; a clone
-// of an image of random data — that take random writes, discards and
-// resizes between four snapshots: between every two of the snapshots,
+// of an image of random data — without an object map (the OSDs'
+// SnapSets answer) and with fast-diff (the object maps answer), that
+// take random writes, discards and resizes between four snapshots: between every two of the snapshots,
 // the head and the empty image, every byte that differs lies in the
 // changed extents; a chain of export-diffs imported into an empty image
-// rebuilds each snapshot and the head; a snapshot then one 4 KiB write
-// changes at most one object; and bad streams change nothing.
+// rebuilds each snapshot and the head; one 4 KiB write to an object after
+// a snapshot changes 4 KiB (SnapSets) or that object (fast-diff); and bad
+// streams change nothing.
 func TestDiff(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		opt   rbd.Options
 		clone bool
 	}{
-		{"plain", rbd.Options{Order: 20}, false},
-		{"striped", rbd.Options{Order: 20, StripeUnit: 64 << 10, StripeCount: 4}, false},
-		{"clone", rbd.Options{Order: 20}, true},
+		{"plain", rbd.Options{Order: 20, Features: noMap}, false},
+		{"striped", rbd.Options{Order: 20, StripeUnit: 64 << 10, StripeCount: 4, Features: noMap}, false},
+		{"clone", rbd.Options{Order: 20, Features: noMap}, true},
+		{"fast-diff", rbd.Options{Order: 20}, false},
+		{"fast-diff-striped", rbd.Options{Order: 20, StripeUnit: 64 << 10, StripeCount: 4}, false},
+		{"fast-diff-clone", rbd.Options{Order: 20}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -131,22 +137,27 @@ func TestDiff(t *testing.T) {
 				check(ctx, t, rng, mirror, head, "mirror after "+c.what)
 			}
 
-			// a snapshot, then one 4 KiB write: one object at most
+			// an object written, a snapshot, 4 KiB of it written again:
+			// 4 KiB changed, or the object (1 MiB) with fast-diff
+			off := min(uint64(3<<20+5), src.Size()-4096)
+			must(src.WriteAt(ctx, bytes.Repeat([]byte{1}, 4096), off))
 			must(src.SnapCreate(ctx, "before"))
-			off := uint64(3<<20 + 5)
-			must(src.WriteAt(ctx, bytes.Repeat([]byte{1}, 4096), min(off, src.Size()-4096)))
+			must(src.WriteAt(ctx, bytes.Repeat([]byte{2}, 4096), off))
 			exts, err := src.Changed(ctx, "before")
 			must(err)
 			var n uint64
 			for _, e := range exts {
 				n += e.Len
 			}
-			if n < 4096 || n > 1<<20 {
-				t.Fatalf("one 4 KiB write after a snapshot: %d bytes changed (%v)", n, exts)
+			if want := map[bool]uint64{true: 4096, false: 1 << 20}[tc.opt.Features == noMap]; n != want {
+				t.Fatalf("one 4 KiB write after a snapshot: %d bytes changed, want %d (%v)", n, want, exts)
 			}
 		})
 	}
 }
+
+// noMap are the features of an image without an object map.
+const noMap = clsrbd.FeatureLayering | clsrbd.FeatureExclusiveLock
 
 // randomChanges makes n random writes, discards and resizes (between
 // 4 and 10 MiB) to img, and to want.

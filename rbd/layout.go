@@ -97,3 +97,14 @@ func (l layout) unitOffset(n, u uint64) uint64 {
 // underParent reports whether object n holds any of the image's first
 // overlap bytes (a clone's object its parent shows through).
 func (l layout) underParent(n, overlap uint64) bool { return l.unitOffset(n, 0) < overlap }
+
+// objectBytes is how many of an image's first size bytes object n holds.
+func (l layout) objectBytes(n, size uint64) uint64 {
+	var b uint64
+	for u := range l.objSize / l.su {
+		if at := l.unitOffset(n, u); at < size {
+			b += min(l.su, size-at)
+		}
+	}
+	return b
+}

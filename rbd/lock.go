@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cls"
 	clsrbd "github.com/shoal-project/shoal/cls/rbd"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -58,7 +60,21 @@ type exclusiveLock struct {
 	owned atomic.Bool
 	// acquiring serializes acquisitions.
 	acquiring sync.Mutex
+	// yielded is when this client last released the lock because another
+	// asked for it (unix nanoseconds): it waits yieldGrace before taking
+	// it again, so that the asker, not this client, gets it.
+	yielded atomic.Int64
 }
+
+// yieldGrace is how long a client that gave the lock up on request lets
+// the asker take it before it competes again: without it two writers
+// taking turns are not fair (the one that released takes it back while
+// the asker is still being told).
+const yieldGrace = 20 * time.Millisecond
+
+// lockReleased is a holder's answer to a request_lock notify when it
+// released the lock.
+const lockReleased = "released"
 
 func (img *Image) lockCookie() string {
 	return lockCookiePrefix + strconv.FormatUint(img.watch.Cookie(), 10)
@@ -94,6 +110,21 @@ func (img *Image) acquireLock(ctx context.Context) error {
 	hdr, cookie := img.headerOID(), img.lockCookie()
 	fail := func(err error) error {
 		return fmt.Errorf("rbd: image %s/%s: exclusive lock: %w", img.pool.Name(), img.name, err)
+	}
+	sleep := func(d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-t.C:
+			return nil
+		}
+	}
+	if d := time.Duration(img.lk.yielded.Load() + int64(yieldGrace) - time.Now().UnixNano()); d > 0 {
+		if err := sleep(d); err != nil {
+			return err
+		}
 	}
 	for wait := time.Millisecond; !img.lk.owned.Load(); wait = min(2*wait, 500*time.Millisecond) {
 		err := img.pool.LockExclusive(ctx, hdr, LockName, cookie, "rbd exclusive lock", 0, false)
@@ -131,17 +162,19 @@ func (img *Image) acquireLock(ctx context.Context) error {
 			}
 			continue
 		}
-		// the holder releases before it acknowledges; if it did not (it
-		// was writing, or took the lock again), try again after a while
-		if _, err := img.pool.Notify(ctx, hdr, []byte(notifyRequestLock), 5*time.Second); err != nil && !errors.Is(err, client.ErrTimeout) {
+		// the holder releases before it acknowledges: then try again at
+		// once; if it did not (it no longer held it, or did not answer),
+		// after a while
+		res, err := img.pool.Notify(ctx, hdr, []byte(notifyRequestLock), 5*time.Second)
+		if err != nil && !errors.Is(err, client.ErrTimeout) {
 			return fail(err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fail(ctx.Err())
-		case <-t.C:
+		if res != nil && slices.ContainsFunc(res.Acks, func(a osdop.NotifyAckInfo) bool { return string(a.Reply) == lockReleased }) {
+			wait = time.Millisecond / 2
+			continue
+		}
+		if err := sleep(wait); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -162,19 +195,20 @@ func (img *Image) isWatching(ctx context.Context, instance, cookie string) (bool
 }
 
 // releaseLock gives the exclusive lock up, once the writes running
-// under it are done.
-func (img *Image) releaseLock(ctx context.Context) error {
+// under it are done; it reports whether it held it.
+func (img *Image) releaseLock(ctx context.Context) (bool, error) {
 	img.lk.io.Lock()
 	defer img.lk.io.Unlock()
 	if !img.lk.owned.Load() {
-		return nil
+		return false, nil
 	}
 	img.lk.owned.Store(false)
+	img.dropMap()
 	err := img.pool.Unlock(ctx, img.headerOID(), LockName, img.lockCookie())
 	if err != nil && !errors.Is(err, client.ErrNotFound) { // ENOENT: broken meanwhile
-		return fmt.Errorf("rbd: image %s/%s: release the exclusive lock: %w", img.pool.Name(), img.name, err)
+		return true, fmt.Errorf("rbd: image %s/%s: release the exclusive lock: %w", img.pool.Name(), img.name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // LockOwner reports whether this client holds the image's exclusive
@@ -191,11 +225,51 @@ func (img *Image) UpdateFeatures(ctx context.Context, features uint64, enable bo
 	if img.snap != nil {
 		return fmt.Errorf("rbd: image %s/%s@%s: %w", img.pool.Name(), img.name, img.snap.Name, ErrReadOnly)
 	}
+	if !enable && features&clsrbd.FeatureObjectMap != 0 {
+		features |= clsrbd.FeatureFastDiff // it goes with the map
+	}
 	in := clsrbd.FeaturesInput{Mask: features}
 	if enable {
 		in.Features = features
 	}
-	if _, err := exec(ctx, img.pool, img.headerOID(), "set_features", in); err != nil {
+	set := func() error {
+		_, err := exec(ctx, img.pool, img.headerOID(), "set_features", in)
+		return err
+	}
+	var err error
+	switch had := img.hasFeature(clsrbd.FeatureObjectMap); {
+	case enable && features&clsrbd.FeatureObjectMap != 0 && !had:
+		// the lock holder builds the map from the objects, then the
+		// feature is on: no write runs between (snapshots' maps stay
+		// missing: a diff from them asks the OSDs)
+		if err = clsrbd.CheckFeatures(img.Info().Features | features); err == nil {
+			err = img.exclusively(ctx, func() error {
+				if err := img.buildMap(ctx); err != nil {
+					return err
+				}
+				return set()
+			})
+		}
+	case !enable && features&clsrbd.FeatureObjectMap != 0 && had:
+		err = img.exclusively(ctx, func() error {
+			if err := set(); err != nil {
+				return err
+			}
+			img.dropMap()
+			for _, s := range append(img.Snapshots(), clsrbd.Snapshot{}) {
+				if err := img.pool.Remove(ctx, img.mapOID(s.ID)); err != nil && !errors.Is(err, client.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+	default:
+		err = set()
+	}
+	if err != nil {
+		if errors.Is(err, cls.ErrInvalid) {
+			err = fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
 		return fmt.Errorf("rbd: image %s/%s: features: %w", img.pool.Name(), img.name, err)
 	}
 	return img.notifyChange(ctx)

@@ -21,8 +21,8 @@ import (
 // that vanished without releasing (its watch expires: 2 s here) is
 // blocklisted and its lock broken; an administrator's lock (rbd lock
 // add) makes writes fail with ErrBusy instead of being broken; and with
-// the feature disabled the holder lets the lock go and writers write
-// without it.
+// the feature disabled (after object-map, which needs it) the holder
+// lets the lock go and writers write without it.
 func TestExclusiveLock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -136,6 +136,10 @@ func TestExclusiveLock(t *testing.T) {
 		t.Fatal("b does not hold the lock after writing")
 	}
 	_, e := openAs()
+	if err := e.UpdateFeatures(ctx, clsrbd.FeatureExclusiveLock, false); !errors.Is(err, rbd.ErrInvalid) {
+		t.Fatalf("exclusive-lock disabled under object-map: %v", err)
+	}
+	must(e.UpdateFeatures(ctx, clsrbd.FeatureObjectMap, false)) // and fast-diff with it
 	must(e.UpdateFeatures(ctx, clsrbd.FeatureExclusiveLock, false))
 	if b.LockOwner() || len(lockers()) != 0 {
 		t.Fatalf("with exclusive-lock disabled: b %v, lockers %v", b.LockOwner(), lockers())

@@ -62,8 +62,9 @@ var (
 )
 
 // DefaultFeatures are the features of an image created without a
-// choice: layering and exclusive-lock.
-const DefaultFeatures = clsrbd.FeatureLayering | clsrbd.FeatureExclusiveLock
+// choice: layering, exclusive-lock, object-map and fast-diff (Ceph's
+// default but deep-flatten).
+const DefaultFeatures = clsrbd.FeatureLayering | clsrbd.FeatureExclusiveLock | clsrbd.FeatureObjectMap | clsrbd.FeatureFastDiff
 
 // Defaults and limits (rbd's --object-size range: 4 KiB to 32 MiB).
 const (
@@ -137,6 +138,7 @@ func create(ctx context.Context, pool *client.Pool, name string, o Options, pare
 		return "", fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
 	}
 	undo := func(err error) (string, error) {
+		pool.Remove(context.WithoutCancel(ctx), clsrbd.ObjectMapPrefix+id)
 		pool.Remove(context.WithoutCancel(ctx), clsrbd.HeaderObjectPrefix+id)
 		pool.Remove(context.WithoutCancel(ctx), idObj)
 		return "", fmt.Errorf("rbd: create %s/%s: %w", pool.Name(), name, err)
@@ -158,6 +160,12 @@ func create(ctx context.Context, pool *client.Pool, name string, o Options, pare
 		StripeUnit: o.StripeUnit, StripeCount: o.StripeCount, DataPoolID: dataPoolID, Parent: parent}
 	if _, err := exec(ctx, pool, clsrbd.HeaderObjectPrefix+id, "create", h); err != nil {
 		return undo(err)
+	}
+	if o.Features&clsrbd.FeatureObjectMap != 0 { // every object absent
+		lay := layout{objSize: objSize, su: o.StripeUnit, sc: o.StripeCount}
+		if _, err := exec(ctx, pool, clsrbd.ObjectMapPrefix+id, "object_map_resize", clsrbd.ResizeMapInput{Objects: lay.objectCount(o.Size)}); err != nil {
+			return undo(err)
+		}
 	}
 	if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_add_image", clsrbd.DirInput{Name: name, ID: id}); err != nil {
 		return undo(err)
@@ -262,6 +270,9 @@ func Remove(ctx context.Context, pool *client.Pool, name string) error {
 			return fmt.Errorf("rbd: remove %s/%s: unlist as a child: %w", pool.Name(), name, err)
 		}
 	}
+	if err := pool.Remove(ctx, img.mapOID(0)); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: remove %s/%s: object map: %w", pool.Name(), name, err)
+	}
 	if err := pool.Remove(ctx, img.headerOID()); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("rbd: remove %s/%s: header: %w", pool.Name(), name, err)
 	}
@@ -318,6 +329,7 @@ type Image struct {
 	overlap uint64
 
 	lk exclusiveLock
+	om objectMap
 }
 
 // Open opens image name of pool at its head (snap "") or at snapshot
@@ -405,7 +417,12 @@ func (img *Image) handleNotify(n client.Notification) []byte {
 			return nil
 		}
 	}
-	img.releaseLock(ctx) // a failed unlock leaves the lock for the asker to break
+	if released, err := img.releaseLock(ctx); released && err == nil { // a failed unlock leaves the lock for the asker to break
+		if string(n.Payload) == notifyRequestLock {
+			img.lk.yielded.Store(time.Now().UnixNano())
+		}
+		return []byte(lockReleased)
+	}
 	return nil
 }
 
@@ -489,7 +506,8 @@ func (img *Image) Close(ctx context.Context) error {
 	if img.watch == nil {
 		return nil
 	}
-	return errors.Join(img.releaseLock(ctx), img.watch.Close(ctx))
+	_, err := img.releaseLock(ctx)
+	return errors.Join(err, img.watch.Close(ctx))
 }
 
 func (img *Image) headerOID() string { return clsrbd.HeaderObjectPrefix + img.id }
@@ -580,12 +598,18 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 	exts := lay.extents(off, uint64(len(p)))
 	comps := make([]*client.Completion, len(exts))
 	for i, e := range exts {
+		if img.snap == nil && img.absent(e.object) {
+			continue // a hole, as the object map knows
+		}
 		comps[i] = src.ReadAsync(ctx, lay.objectName(e.object), e.objOff, e.length)
 	}
 	var first error
 	var fromParent []extent // holes of a clone that its parent shows through
 	for i, c := range comps {
-		rep, err := c.Wait()
+		rep, err := &osdop.Reply{}, error(client.ErrNotFound)
+		if c != nil {
+			rep, err = c.Wait()
+		}
 		dst := p[exts[i].bufOff : exts[i].bufOff+exts[i].length]
 		switch {
 		case errors.Is(err, client.ErrNotFound): // a hole
@@ -711,30 +735,66 @@ func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, 
 		exts = coalesce(exts)
 	}
 	type pending struct {
-		ops    []osdop.Op // without the Stat
-		cloned bool
-		c      *client.Completion
+		ops      []osdop.Op // without the Stat
+		cloned   bool
+		ifExists bool
+		obj      int // index in objs
+		c        *client.Completion
 	}
 	reqs := make([]pending, len(exts))
+	var objs []uint64 // the objects changed, each once
+	var removal, existing []bool
 	for i, e := range exts {
 		r := &reqs[i]
 		r.cloned = parent != nil && lay.underParent(e.object, overlap)
-		var ifExists bool
-		r.ops, ifExists = change(e, r.cloned)
+		r.ops, r.ifExists = change(e, r.cloned)
+		if r.obj = slices.Index(objs, e.object); r.obj < 0 {
+			r.obj = len(objs)
+			objs = append(objs, e.object)
+			removal = append(removal, r.ops[0].Code == osdop.Remove)
+			existing = append(existing, r.ifExists && !r.cloned)
+		}
+	}
+	usesMap, err := img.mapReady(ctx)
+	if err != nil {
+		return err
+	}
+	var plan []mapChange
+	if usesMap {
+		if plan, err = img.beginChanges(ctx, objs, removal, existing); err != nil {
+			return err
+		}
+	}
+	for i, e := range exts {
+		r := &reqs[i]
+		if plan != nil && plan[r.obj].skip {
+			continue // absent, as the map knows: nothing to change
+		}
 		ops := r.ops
-		if ifExists {
+		if r.ifExists {
 			ops = append([]osdop.Op{{Code: osdop.Stat}}, ops...)
 		}
 		r.c = w.OperateAsync(ctx, lay.objectName(e.object), ops)
 	}
 	var first error
+	removed := make([]bool, len(objs))
 	for i, r := range reqs {
+		if r.c == nil {
+			continue
+		}
 		_, err := r.c.Wait()
 		if errors.Is(err, client.ErrNotFound) && r.cloned {
 			err = copyUp(ctx, w, lay, parent, overlap, exts[i].object, r.ops)
 		}
-		if err != nil && !errors.Is(err, client.ErrNotFound) && first == nil {
+		if err == nil || errors.Is(err, client.ErrNotFound) {
+			removed[r.obj] = removal[r.obj]
+		} else if first == nil {
 			first = fmt.Errorf("rbd: %s at %d: %w", lay.objectName(exts[i].object), exts[i].objOff, err)
+		}
+	}
+	if plan != nil {
+		if err := img.endChanges(ctx, objs, plan, removed); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first
@@ -799,17 +859,43 @@ func (img *Image) Resize(ctx context.Context, size uint64, allowShrink bool) err
 	if _, err := exec(ctx, img.pool, img.headerOID(), "set_size", clsrbd.SizeInput{Size: size}); err != nil {
 		return fmt.Errorf("rbd: resize %s/%s: %w", img.pool.Name(), img.name, err)
 	}
+	if img.hasFeature(clsrbd.FeatureObjectMap) { // the map follows (objects past the end were unmarked as removed)
+		if err := img.exclusively(ctx, func() error {
+			_, err := exec(ctx, img.pool, img.mapOID(0), "object_map_resize", clsrbd.ResizeMapInput{Objects: img.objectCount(size)})
+			img.dropMap()
+			return err
+		}); err != nil {
+			return fmt.Errorf("rbd: resize %s/%s: object map: %w", img.pool.Name(), img.name, err)
+		}
+	}
 	return img.notifyChange(ctx)
 }
 
 // Used counts the bytes the image's data objects hold (rbd du's USED):
-// provisioned is the image's size.
+// provisioned is the image's size. With an object map, as rbd du with
+// fast-diff, it counts the image bytes of every object the map has —
+// whole objects, not what they hold — without asking the OSDs.
 func (img *Image) Used(ctx context.Context) (uint64, error) {
 	img.mu.RLock()
 	size, lay, src := img.sizeLocked(), img.layoutLocked(), img.data
 	img.mu.RUnlock()
 	if img.snap != nil {
 		src = img.data.AtSnap(img.snap.ID)
+	}
+	if img.hasFeature(clsrbd.FeatureObjectMap) {
+		snap := uint64(0)
+		if img.snap != nil {
+			snap = img.snap.ID
+		}
+		if m, err := img.loadMap(ctx, snap); err == nil { // each object the map has, whole
+			var used uint64
+			for n, st := range m {
+				if st != clsrbd.ObjectNonexistent {
+					used += lay.objectBytes(uint64(n), size)
+				}
+			}
+			return used, nil
+		}
 	}
 	var mu sync.Mutex
 	var used uint64

@@ -240,12 +240,14 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 		}
 	}
 	check(ctx, t, rng, img, m.head, "head")
+	checkMap(ctx, t, img, "head")
 	for name, want := range m.snaps {
 		at, err := rbd.Open(ctx, p, "img", name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		check(ctx, t, rng, at, want, "snapshot "+name)
+		checkMap(ctx, t, at, "snapshot "+name)
 		if err := at.WriteAt(ctx, []byte("x"), 0); !errors.Is(err, rbd.ErrReadOnly) {
 			t.Fatalf("write at snapshot %s: %v", name, err)
 		}
@@ -356,6 +358,16 @@ func runImage(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool
 	}
 	if len(left) != 1 || left[0] != clsrbd.DirectoryOID {
 		t.Fatalf("objects left in the pool after rm: %v", left)
+	}
+}
+
+// checkMap fails the test if the image's object map says an object that
+// exists is absent.
+func checkMap(ctx context.Context, t *testing.T, img *rbd.Image, what string) {
+	t.Helper()
+	wrong, _, err := img.CheckObjectMap(ctx)
+	if err != nil || len(wrong) > 0 {
+		t.Fatalf("%s: object map wrong about %v (%v)", what, wrong, err)
 	}
 }
 

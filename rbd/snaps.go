@@ -26,12 +26,34 @@ func (img *Image) SnapCreate(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("rbd: snap create %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 	}
-	if _, err := exec(ctx, img.pool, img.headerOID(), "snapshot_add", clsrbd.Snapshot{ID: id, Name: name, Size: img.Size()}); err != nil {
-		img.data.SelfManagedSnapRemove(context.WithoutCancel(ctx), id)
-		if errors.Is(err, client.ErrExists) {
-			err = ErrExists
+	add := func() error {
+		_, err := exec(ctx, img.pool, img.headerOID(), "snapshot_add", clsrbd.Snapshot{ID: id, Name: name, Size: img.Size()})
+		if err != nil {
+			img.data.SelfManagedSnapRemove(context.WithoutCancel(ctx), id)
+			if errors.Is(err, client.ErrExists) {
+				err = ErrExists
+			}
+			return fmt.Errorf("rbd: snap create %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 		}
-		return fmt.Errorf("rbd: snap create %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
+		return nil
+	}
+	if img.hasFeature(clsrbd.FeatureObjectMap) {
+		// as the lock holder with no write running: the header takes the
+		// snapshot, then the head's map is copied for it and marked clean
+		err = img.exclusively(ctx, func() error {
+			if err := add(); err != nil {
+				return err
+			}
+			if err := img.snapMaps(ctx, id); err != nil {
+				return fmt.Errorf("rbd: snap create %s/%s@%s: object map: %w", img.pool.Name(), img.name, name, err)
+			}
+			return nil
+		})
+	} else {
+		err = add()
+	}
+	if err != nil {
+		return err
 	}
 	return img.notifyChange(ctx)
 }
@@ -66,6 +88,11 @@ func (img *Image) SnapRemove(ctx context.Context, name string) error {
 	}
 	if err := img.notifyChange(ctx); err != nil {
 		return err
+	}
+	if img.hasFeature(clsrbd.FeatureObjectMap) {
+		if err := img.exclusively(ctx, func() error { return img.removeSnapMap(ctx, s.ID, img.Snapshots()) }); err != nil {
+			return fmt.Errorf("rbd: snap rm %s/%s@%s: object map: %w", img.pool.Name(), img.name, name, err)
+		}
 	}
 	if err := img.data.SelfManagedSnapRemove(ctx, s.ID); err != nil {
 		return fmt.Errorf("rbd: snap rm %s/%s@%s: release snap id %d: %w", img.pool.Name(), img.name, name, s.ID, err)
@@ -133,17 +160,23 @@ func (img *Image) SnapRollback(ctx context.Context, name string) error {
 		}
 		in.ParentOverlap = &s.Parent.Overlap
 	}
-	done, err := img.startWrite(ctx)
-	if err != nil {
-		return err
-	}
-	err = img.forObjects(ctx, n, func(_ uint64, oid string) error {
-		if err := w.Rollback(ctx, oid, s.ID); err != nil && !errors.Is(err, client.ErrNotFound) {
+	objectMap := img.hasFeature(clsrbd.FeatureObjectMap)
+	err = img.exclusively(ctx, func() error {
+		if objectMap { // every object may exist until the snapshot's map is in
+			if err := img.markRange(ctx, 0, n, clsrbd.ObjectExists); err != nil {
+				return err
+			}
+		}
+		if err := img.forObjects(ctx, n, func(_ uint64, oid string) error {
+			if err := w.Rollback(ctx, oid, s.ID); err != nil && !errors.Is(err, client.ErrNotFound) {
+				return err
+			}
+			return nil
+		}); err != nil || !objectMap {
 			return err
 		}
-		return nil
+		return img.rollbackMap(ctx, s.ID)
 	})
-	done() // before the notify below, which this client's watch answers
 	if err != nil {
 		return fmt.Errorf("rbd: snap rollback %s/%s@%s: %w", img.pool.Name(), img.name, name, err)
 	}

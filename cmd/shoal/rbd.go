@@ -28,7 +28,7 @@ func rbdCmd() *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
 		Use:   "rbd VERB [POOL/]IMAGE[@SNAP] ...",
-		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, export-diff, import-diff, diff, feature, status, lock, bench, nbd serve)",
+		Short: "Block images, as Ceph's rbd tool (create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, snap, export, import, export-diff, import-diff, diff, feature, object-map, status, lock, bench, nbd serve)",
 	}
 	cmd.PersistentFlags().StringVarP(&pool, "pool", "p", "rbd", "the pool of images named without one")
 	// named runs fn on the image spec in argument arg, resolved
@@ -73,7 +73,7 @@ func rbdCmd() *cobra.Command {
 		c.Flags().StringVar(&stripeUnit, "stripe-unit", "", "stripe unit, dividing the object size (default: the object size)")
 		c.Flags().Uint64Var(&stripeCount, "stripe-count", 0, "objects a stripe spans (default 1)")
 		c.Flags().StringVar(&dataPool, "data-pool", "", "keep the data objects in this pool (an erasure-coded pool needs allow_ec_overwrites)")
-		c.Flags().StringVar(&imageFeatures, "image-feature", "", "the features to enable, comma-separated: layering, exclusive-lock (default: layering,exclusive-lock)")
+		c.Flags().StringVar(&imageFeatures, "image-feature", "", "the features to enable, comma-separated: layering, exclusive-lock, object-map, fast-diff (default: all four)")
 	}
 	// layout reads them
 	layout := func(ctx context.Context, conn *client.Conn) (rbd.Options, error) {
@@ -355,7 +355,7 @@ func rbdCmd() *cobra.Command {
 		})}
 	diff.Flags().StringVar(&fromSnap, "from-snap", "", "the snapshot to compare with (default: an empty image)")
 
-	featureCmd := &cobra.Command{Use: "feature", Short: "Enable or disable an image's features (exclusive-lock)"}
+	featureCmd := &cobra.Command{Use: "feature", Short: "Enable or disable an image's features (exclusive-lock, object-map, fast-diff)"}
 	for _, enable := range []bool{true, false} {
 		verb := map[bool]string{true: "enable", false: "disable"}[enable]
 		featureCmd.AddCommand(&cobra.Command{Use: verb + " [POOL/]IMAGE FEATURE...", Short: verb + " features", Args: cobra.MinimumNArgs(2),
@@ -367,6 +367,36 @@ func rbdCmd() *cobra.Command {
 				return img.UpdateFeatures(ctx, f, enable)
 			})})
 	}
+
+	objectMapCmd := &cobra.Command{Use: "object-map", Short: "Check or rebuild an image's object map"}
+	objectMapCmd.AddCommand(
+		&cobra.Command{Use: "check [POOL/]IMAGE[@SNAP]", Short: "Compare the object map with the data objects (fails if it misses one that exists)", Args: cobra.ExactArgs(1),
+			RunE: image(func(ctx context.Context, img *rbd.Image, a []string, out io.Writer) error {
+				wrong, stale, err := img.CheckObjectMap(ctx)
+				if err != nil {
+					return err
+				}
+				for _, m := range stale {
+					fmt.Fprintf(out, "object %d: marked but absent (harmless: an interrupted write or removal)\n", m.Object)
+				}
+				for _, m := range wrong {
+					fmt.Fprintf(out, "object %d: exists but the map says absent\n", m.Object)
+				}
+				if len(wrong) > 0 {
+					return fmt.Errorf("rbd object-map check %s: %d objects missing from the map (shoal rbd object-map rebuild %s)", a[0], len(wrong), a[0])
+				}
+				fmt.Fprintf(out, "Object map check: %d stale entries, none missing.\n", len(stale))
+				return nil
+			})},
+		&cobra.Command{Use: "rebuild [POOL/]IMAGE", Short: "Rebuild the object map from the data objects (as the exclusive lock's holder)", Args: cobra.ExactArgs(1),
+			RunE: image(func(ctx context.Context, img *rbd.Image, _ []string, out io.Writer) error {
+				if err := img.RebuildObjectMap(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintln(out, "Object Map Rebuild: 100% complete...done.")
+				return nil
+			})},
+	)
 
 	snapCmd := &cobra.Command{Use: "snap", Short: "Image snapshots: create, ls, rm, rollback, purge"}
 	snapOf := func(verb, short string, fn func(ctx context.Context, img *rbd.Image, snap string, out io.Writer) error) *cobra.Command {
@@ -556,7 +586,7 @@ func rbdCmd() *cobra.Command {
 	nbdCmd := &cobra.Command{Use: "nbd", Short: "Serve images over the Network Block Device protocol"}
 	nbdCmd.AddCommand(serve)
 
-	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, exportDiff, importDiff, diff, featureCmd, snapCmd, status, lockCmd, benchC, nbdCmd)
+	cmd.AddCommand(create, clone, flatten, children, ls, info, du, resize, rm, mv, cp, export, imp, exportDiff, importDiff, diff, featureCmd, objectMapCmd, snapCmd, status, lockCmd, benchC, nbdCmd)
 	return cmd
 }
 

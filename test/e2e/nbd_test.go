@@ -43,7 +43,12 @@ func (c *tcluster) serveNBD(sock string, args ...string) *nbdServer {
 		c.t.Fatal(err)
 	}
 	s := &nbdServer{cmd: cmd, sock: sock}
-	c.t.Cleanup(func() { s.kill() })
+	c.t.Cleanup(func() {
+		s.kill()
+		if c.t.Failed() {
+			c.t.Logf("--- shoal rbd nbd serve %s (stderr)\n%s", sock, tail(stderr.Bytes(), 4000))
+		}
+	})
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "serving ") {
 		s.kill()
@@ -55,6 +60,9 @@ func (c *tcluster) serveNBD(sock string, args ...string) *nbdServer {
 	}()
 	return s
 }
+
+// tail is b's last n bytes at most.
+func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }
 
 // kill sends SIGKILL and reaps the server.
 func (s *nbdServer) kill() {
@@ -271,6 +279,10 @@ func TestNBDSurvivesKill9(t *testing.T) {
 	}
 	c.up() // the OSD back: it catches up
 	verify(victim+" back", false)
+	// the object map misses no object the kills left
+	if out, err := c.run("rbd", "object-map", "check", "disk"); err != nil {
+		t.Fatalf("rbd object-map check after the kills: %v\n%s", err, out)
+	}
 }
 
 // TestRBDSnapshotUnderLoad: two NBD servers (two processes) have one
@@ -336,7 +348,7 @@ func TestRBDSnapshotUnderLoad(t *testing.T) {
 	before := [2]int64{acked[0].Load(), acked[1].Load()}
 	c.must("rbd", "snap", "create", "disk@mid")
 	after := [2]int64{acked[0].Load(), acked[1].Load()}
-	waitAcked(after[0] + 100)
+	waitAcked(min(after[0]+100, region))
 	close(stop)
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -545,4 +557,7 @@ func TestCloneSurvivesKill9(t *testing.T) {
 	c.must("rbd", "snap", "unprotect", "base@gold")
 	c.must("rbd", "snap", "rm", "base@gold")
 	verify("flattened, its parent's snapshot removed")
+	if out, err := c.run("rbd", "object-map", "check", "kid"); err != nil {
+		t.Fatalf("rbd object-map check after the kills: %v\n%s", err, out)
+	}
 }

@@ -32,9 +32,13 @@ func TestRBDCLI(t *testing.T) {
 		t.Fatalf("rbd du of a new image: %q", out)
 	}
 	// features: the default, one disabled, a dependency refused, a choice at creation
-	if !strings.Contains(info, "features: layering, exclusive-lock\n") {
+	if !strings.Contains(info, "features: layering, exclusive-lock, object-map, fast-diff\n") {
 		t.Fatalf("rbd info's default features:\n%s", info)
 	}
+	if o, err := c.run("rbd", "feature", "disable", "disk", "exclusive-lock"); err == nil || !strings.Contains(o, "object-map needs exclusive-lock") {
+		t.Fatalf("rbd feature disable exclusive-lock under object-map: %v %q", err, o)
+	}
+	c.must("rbd", "feature", "disable", "disk", "object-map") // fast-diff with it
 	c.must("rbd", "feature", "disable", "disk", "exclusive-lock")
 	if info := c.must("rbd", "info", "disk"); !strings.Contains(info, "features: layering\n") {
 		t.Fatalf("rbd info after feature disable:\n%s", info)
@@ -42,7 +46,8 @@ func TestRBDCLI(t *testing.T) {
 	if o, err := c.run("rbd", "feature", "enable", "disk", "object-map"); err == nil || !strings.Contains(o, "needs exclusive-lock") {
 		t.Fatalf("rbd feature enable object-map without exclusive-lock: %v %q", err, o)
 	}
-	c.must("rbd", "feature", "enable", "disk", "exclusive-lock")
+	c.must("rbd", "feature", "enable", "disk", "exclusive-lock", "object-map", "fast-diff")
+	c.must("rbd", "object-map", "rebuild", "disk")
 	c.must("rbd", "create", "bare", "--size", "1", "--image-feature", "layering")
 	if info := c.must("rbd", "info", "bare"); !strings.Contains(info, "features: layering\n") {
 		t.Fatalf("rbd info of an image created with --image-feature layering:\n%s", info)
@@ -89,10 +94,13 @@ func TestRBDCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.must("rbd", "import", in, "rbd/file")
-	// used: object 0 holds 1 MiB; object 2 (8–12 MiB) ends where the
-	// data ends, 2 MiB in; object 1, all zeros, was never written
-	if out := c.must("rbd", "du", "file"); !strings.Contains(out, "10 MiB") || !strings.Contains(out, " 3 MiB") {
+	// used, from the object map: objects 0 (4 MiB) and 2 (the image's
+	// last 2 MiB); object 1, all zeros, was never written
+	if out := c.must("rbd", "du", "file"); !strings.Contains(out, "10 MiB") || !strings.Contains(out, " 6 MiB") {
 		t.Fatalf("rbd du of an import with 8 MiB of zeros: %q", out)
+	}
+	if out := c.must("rbd", "object-map", "check", "file"); !strings.Contains(out, "0 stale entries, none missing") {
+		t.Fatalf("rbd object-map check: %q", out)
 	}
 	c.must("rbd", "snap", "create", "file@v1")
 	// refused: it has a snapshot
