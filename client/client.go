@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-project/shoal/cls"
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
@@ -755,9 +756,15 @@ func (p *Pool) OmapList(ctx context.Context, oid, startAfter, prefix string, max
 	return r.KVs, r.More, err
 }
 
-// Exec calls an object-class method ("class.method") on the object.
+// Exec calls an object-class method ("class.method") on the object; one
+// registered as a read (cls.RegisterRead) goes on the read path
+// (osdop.CallRead), so a resend after a failover returns its output.
 func (p *Pool) Exec(ctx context.Context, oid, method string, in []byte) ([]byte, error) {
-	r, err := p.do(ctx, oid, osdop.Op{Code: osdop.Call, Name: method, Data: in})
+	code := osdop.Call
+	if cls.ReadOnly(method) { // on the read path: a resend runs again
+		code = osdop.CallRead
+	}
+	r, err := p.do(ctx, oid, osdop.Op{Code: code, Name: method, Data: in})
 	return r.Data, err
 }
 

@@ -59,8 +59,9 @@ var (
 )
 
 var (
-	mu      sync.RWMutex
-	methods = map[string]Method{}
+	mu       sync.RWMutex
+	methods  = map[string]Method{}
+	readOnly = map[string]bool{}
 )
 
 // Register adds class.method; registering a name twice panics (a
@@ -73,6 +74,26 @@ func Register(class, method string, fn Method) {
 		panic("cls: " + name + " registered twice")
 	}
 	methods[name] = fn
+}
+
+// RegisterRead adds class.method as a method that only reads (Ceph's
+// CLS_METHOD_RD without CLS_METHOD_WR). Clients call it on the read path
+// (osdop.CallRead), so a request resent after a failover runs again and
+// returns its output; a write's resend is answered from the PG log,
+// without output.
+func RegisterRead(class, method string, fn Method) {
+	Register(class, method, fn)
+	mu.Lock()
+	readOnly[class+"."+method] = true
+	mu.Unlock()
+}
+
+// ReadOnly reports whether "class.method" was registered by
+// RegisterRead.
+func ReadOnly(name string) bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	return readOnly[name]
 }
 
 // Lookup finds a method by "class.method".

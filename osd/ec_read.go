@@ -102,7 +102,7 @@ func (pg *PG) readOpEC(ctx context.Context, cd *ec.Codec, o *object, op *osdop.O
 			return osdop.Result{}, noRelease, err
 		}
 		return osdop.Result{Vec: parts}, release, nil
-	case osdop.OmapGet, osdop.OmapList:
+	case osdop.OmapGet, osdop.OmapList, osdop.CallRead:
 		return osdop.Result{}, noRelease, fmt.Errorf("%w: %s on an erasure-coded pool", osdop.ErrUnsupported, op.Code)
 	}
 	r, err := pg.readOp(o, op) // stat and xattrs: every shard holds them

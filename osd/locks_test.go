@@ -94,3 +94,32 @@ func TestBrokenLockAndBlocklist(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadOnlyClassMethods: a method registered as a read (lock.get_info)
+// runs on the read path — the object's version does not move, as it
+// would for a write — and answers on an absent object as the method
+// decides; a write method sent as a read is refused.
+func TestReadOnlyClassMethods(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, p := c.pool(ctx, "data")
+	if err := p.LockExclusive(ctx, "obj", "l", "cookie", "", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	before, err := p.Stat(ctx, "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if info, err := p.LockInfo(ctx, "obj", "l"); err != nil || len(info.Lockers) != 1 {
+			t.Fatalf("lock info: %+v %v", info, err)
+		}
+	}
+	if after, err := p.Stat(ctx, "obj"); err != nil || after.Version != before.Version {
+		t.Fatalf("version %d after three reads through a class method, %d before (%v)", after.Version, before.Version, err)
+	}
+	if _, err := p.Operate(ctx, "obj", []osdop.Op{{Code: osdop.CallRead, Name: "lock.lock", Data: []byte(`{"name":"l"}`)}}); !errors.Is(err, osdop.ErrUnsupported) {
+		t.Fatalf("a write method called as a read: %v", err)
+	}
+}

@@ -77,6 +77,11 @@ const (
 	Notify
 	NotifyAck
 	ListWatchers
+	// CallRead calls object-class method Name with input Data (→ Data)
+	// on the read path: only methods registered as reads
+	// (cls.RegisterRead), whose resend after a failover runs again, where
+	// a Call's would be answered from the PG log without its output.
+	CallRead
 	lastCode
 )
 
@@ -85,7 +90,7 @@ var names = map[Code]string{WriteFull: "writefull", Write: "write", Append: "app
 	OmapClear: "omap-clear", Call: "call", AssertVersion: "assert-version", Read: "read", Stat: "stat",
 	GetXattr: "getxattr", GetXattrs: "getxattrs", OmapGet: "omap-get", OmapList: "omap-list",
 	Rollback: "rollback", ListSnaps: "list-snaps", TrimSnaps: "trim-snaps", Watch: "watch", Unwatch: "unwatch",
-	WatchExpire: "watch-expire", Notify: "notify", NotifyAck: "notify-ack", ListWatchers: "list-watchers"}
+	WatchExpire: "watch-expire", Notify: "notify", NotifyAck: "notify-ack", ListWatchers: "list-watchers", CallRead: "call-read"}
 
 func (c Code) String() string {
 	if n, ok := names[c]; ok {

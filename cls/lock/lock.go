@@ -99,8 +99,8 @@ func init() {
 	cls.Register("lock", "lock", lockMethod)
 	cls.Register("lock", "unlock", unlockMethod)
 	cls.Register("lock", "break_lock", breakMethod)
-	cls.Register("lock", "get_info", getInfoMethod)
-	cls.Register("lock", "list_locks", listMethod)
+	cls.RegisterRead("lock", "get_info", getInfoMethod)
+	cls.RegisterRead("lock", "list_locks", listMethod)
 	cls.Register("lock", "assert_locked", assertMethod)
 }
 

@@ -209,16 +209,18 @@ func snapKey(id uint64) string { return fmt.Sprintf("%s%016x", snapKeyPrefix, id
 
 func init() {
 	for name, m := range map[string]cls.Method{
-		"create": create, "get_header": getHeader, "set_size": setSize,
+		"create": create, "set_size": setSize,
 		"snapshot_add": snapshotAdd, "snapshot_remove": snapshotRemove,
 		"set_protection_status": setProtection,
 		"set_parent_overlap":    setParentOverlap, "remove_parent": removeParent,
 		"set_features":  setFeatures,
 		"dir_add_image": dirAdd, "dir_remove_image": dirRemove,
-		"dir_rename_image": dirRename, "dir_list": dirList,
+		"dir_rename_image": dirRename,
 	} {
 		cls.Register("rbd", name, m)
 	}
+	cls.RegisterRead("rbd", "get_header", getHeader)
+	cls.RegisterRead("rbd", "dir_list", dirList)
 }
 
 func decode(in []byte, v any) error {

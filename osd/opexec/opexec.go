@@ -327,8 +327,11 @@ func AssertVersion(exists bool, have, want uint64) error {
 func ReadOp(o *Object, op *osdop.Op) (osdop.Result, error) {
 	s, c := o.Store, o.Coll
 	var r osdop.Result
-	if op.Code == osdop.ListSnaps {
+	switch op.Code {
+	case osdop.ListSnaps:
 		return listSnaps(o)
+	case osdop.CallRead:
+		return callRead(o, op)
 	}
 	if !o.Exists {
 		return r, osdop.ErrNotFound
@@ -387,6 +390,25 @@ func ReadOp(o *Object, op *osdop.Op) (osdop.Result, error) {
 		return r, StoreErr(err)
 	}
 	return r, nil
+}
+
+// callRead runs a read-only object-class method (CallRead): its view's
+// writes, if it made any, go to a transaction nobody applies, and fail
+// the op.
+func callRead(o *Object, op *osdop.Op) (osdop.Result, error) {
+	m, ok := cls.Lookup(op.Name)
+	if !ok || !cls.ReadOnly(op.Name) {
+		return osdop.Result{}, fmt.Errorf("%w: no read-only object class method %q", osdop.ErrUnsupported, op.Name)
+	}
+	co := &clsObject{o: o, t: &objectstore.Transaction{}}
+	out, err := m(co, op.Data)
+	switch {
+	case err != nil:
+		return osdop.Result{}, clsErr(err)
+	case co.wrote || co.removed:
+		return osdop.Result{}, fmt.Errorf("%w: read-only method %q changed its object", osdop.ErrInvalid, op.Name)
+	}
+	return osdop.Result{Data: out}, nil
 }
 
 // clsObject is an object-class method's view of the request's object.
