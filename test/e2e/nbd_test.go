@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,9 +91,9 @@ func reached(ctx context.Context, done func() bool) bool {
 // fio's nbd engine runs random writes with crc32c verification; an
 // unknown export is refused and the server serves on.
 func TestRBDNBD(t *testing.T) {
-	for _, tool := range []string{"nbdinfo", "nbdcopy", "fio"} {
+	for _, tool := range []string{"nbdinfo", "nbdcopy", "fio", "qemu-img", "nbdfuse", "fusermount3"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed (Debian: libnbd-bin, fio; .ci/run installs them)", tool)
+			t.Fatalf("%s is not installed (Debian: libnbd-bin, fio, qemu-utils, nbdfuse, fuse3; .ci/run installs them)", tool)
 		}
 	}
 	c := up(t, "--osds", "3")
@@ -134,6 +136,59 @@ func TestRBDNBD(t *testing.T) {
 		"--size=16M", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1")
 	if !strings.Contains(res, "err= 0") {
 		t.Fatalf("fio:\n%s", res)
+	}
+
+	// qemu-img: a raw file into the image and back out, then compared
+	rand.New(rand.NewSource(2)).Read(payload[:8<<20])
+	os.WriteFile(in, payload, 0o644)
+	tool("qemu-img", "convert", "-n", "-f", "raw", "-O", "raw", in, uri)
+	tool("qemu-img", "convert", "-f", "raw", "-O", "raw", uri, out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("qemu-img convert into the image and back: the data differs")
+	}
+	if cmp := tool("qemu-img", "compare", "-f", "raw", "-F", "raw", in, uri); !strings.Contains(cmp, "Images are identical") {
+		t.Fatalf("qemu-img compare: %s", cmp)
+	}
+
+	// nbdfuse: the image as a file; a write through it lands in the image
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	os.Mkdir(mnt, 0o755)
+	fuse := exec.Command("nbdfuse", filepath.Join(mnt, "disk"), uri)
+	var fuseOut bytes.Buffer
+	fuse.Stdout, fuse.Stderr = &fuseOut, &fuseOut
+	if err := fuse.Start(); err != nil {
+		t.Fatal(err)
+	}
+	unmount := func() {
+		exec.Command("fusermount3", "-u", mnt).Run()
+		fuse.Wait()
+	}
+	defer unmount()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !reached(ctx, func() bool { st, err := os.Stat(filepath.Join(mnt, "disk")); return err == nil && st.Size() == 64<<20 }) {
+		t.Fatalf("nbdfuse did not mount the image: %s", fuseOut.String())
+	}
+	f, err := os.OpenFile(filepath.Join(mnt, "disk"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 1<<20)
+	if _, err := f.ReadAt(got, 3<<20); err != nil || !bytes.Equal(got, payload[3<<20:4<<20]) {
+		t.Fatalf("a read through nbdfuse differs (%v)", err)
+	}
+	block := bytes.Repeat([]byte("nbdfuse!"), 8192) // 64 KiB
+	if _, err := f.WriteAt(block, 40<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	unmount()
+	copy(payload[40<<20:], block)
+	c.must("rbd", "export", "disk", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("after a write through nbdfuse the image differs")
 	}
 }
 
@@ -559,5 +614,98 @@ func TestCloneSurvivesKill9(t *testing.T) {
 	verify("flattened, its parent's snapshot removed")
 	if out, err := c.run("rbd", "object-map", "check", "kid"); err != nil {
 		t.Fatalf("rbd object-map check after the kills: %v\n%s", err, out)
+	}
+}
+
+// TestNBDFioVerifyKill9 is the block guide's crash check with fio's own
+// verification (crc32c in every 4 KiB block, fio's verify state). fio
+// writes random blocks through `shoal rbd nbd serve`; the server is
+// SIGKILLed mid-run; a new server is started and fio, replaying its
+// saved state, reads back every write it saw acknowledged (those that
+// failed in flight when the server died may or may not have landed). Then, on a
+// second image, the primary OSD of its first object is SIGKILLed while
+// fio writes: fio sees no error, and its verify pass finds every block.
+func TestNBDFioVerifyKill9(t *testing.T) {
+	c := up(t, "--osds", "3")
+	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
+	work := t.TempDir() // fio's verify state lives in its working directory
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	fio := func(image, sock string, args ...string) *exec.Cmd {
+		cmd := exec.Command("fio", append([]string{"--name=crash", "--ioengine=nbd", "--uri=nbd+unix:///" + image + "?socket=" + sock,
+			"--rw=randwrite", "--bs=4k", "--iodepth=16", "--size=16M", "--verify=crc32c", "--verify_fatal=1"}, args...)...)
+		cmd.Dir = work
+		return cmd
+	}
+	// written waits until the image's object map holds n bytes' worth of
+	// objects (64 KiB each: a few writes per object at most): rbd du's
+	// USED, the last column
+	written := func(image string, n uint64) {
+		t.Helper()
+		unit := map[string]uint64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}
+		if !reached(ctx, func() bool {
+			f := strings.Fields(strings.Split(c.must("rbd", "du", image), "\n")[1])
+			v, _ := strconv.ParseFloat(f[len(f)-2], 64)
+			return uint64(v*float64(unit[f[len(f)-1]])) >= n
+		}) {
+			t.Fatalf("fio did not write %d bytes into %s", n, image)
+		}
+	}
+
+	// 1: SIGKILL of the NBD server under fio
+	c.must("rbd", "create", "disk", "--size", "16", "--object-size", "64K")
+	sock := filepath.Join(t.TempDir(), "disk.sock")
+	srv := c.serveNBD(sock, "disk")
+	var out bytes.Buffer
+	w := fio("disk", sock, "--do_verify=0", "--verify_state_save=1", "--time_based", "--runtime=120")
+	w.Stdout, w.Stderr = &out, &out
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	written("disk", 12<<20) // 192 of the 256 objects: some 350 writes
+	srv.kill()
+	if err := w.Wait(); err == nil {
+		t.Fatalf("fio went on with the server killed:\n%s", out.String())
+	}
+	c.serveNBD(sock, "disk")
+	// fio counts the writes that failed when the server died (in flight:
+	// they may or may not have landed) as written; every other block it
+	// wrote must verify
+	inFlight := map[string]bool{}
+	for _, m := range regexp.MustCompile(`write offset=(\d+)`).FindAllStringSubmatch(out.String(), -1) {
+		inFlight[m[1]] = true
+	}
+	res, _ := fio("disk", sock, "--verify_only", "--verify_state_load=1", "--verify_fatal=0").CombinedOutput()
+	bad := regexp.MustCompile(`(?m)^verify: .* offset (\d+), length`).FindAllStringSubmatch(string(res), -1)
+	for _, m := range bad {
+		if !inFlight[m[1]] {
+			t.Fatalf("fio's verify after SIGKILL of the server: block at %s, not in flight, is wrong\n%s\nthe write run:\n%s", m[1], res, out.String())
+		}
+	}
+	verified := 0
+	if m := regexp.MustCompile(`issued rwts: total=(\d+),`).FindStringSubmatch(string(res)); m != nil {
+		verified, _ = strconv.Atoi(m[1])
+	}
+	if verified < 100 {
+		t.Fatalf("fio verified %v blocks after SIGKILL of the server\n%s", verified, res)
+	}
+	t.Logf("fio verified %d blocks after SIGKILL of the server; %d in flight then, %d of them did not land", verified, len(inFlight), len(bad))
+
+	// 2: SIGKILL of an OSD under fio
+	c.must("rbd", "create", "disk2", "--size", "16", "--object-size", "64K")
+	prefix := regexp.MustCompile(`block_name_prefix: (\S+)`).FindStringSubmatch(c.must("rbd", "info", "disk2"))[1]
+	sock2 := filepath.Join(t.TempDir(), "disk2.sock")
+	c.serveNBD(sock2, "disk2")
+	out.Reset()
+	w = fio("disk2", sock2, "--do_verify=1", "--number_ios=3000")
+	w.Stdout, w.Stderr = &out, &out
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	written("disk2", 2<<20)
+	victim := fmt.Sprintf("osd.%d", c.osdMap("rbd", prefix+".0000000000000000").ActingPrimary)
+	c.kill9(victim)
+	if err := w.Wait(); err != nil || !strings.Contains(out.String(), "err= 0") {
+		t.Fatalf("fio across SIGKILL of %s: %v\n%s", victim, err, out.String())
 	}
 }
