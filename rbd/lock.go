@@ -105,6 +105,9 @@ func (img *Image) startWrite(ctx context.Context) (done func(), err error) {
 // acquireLock takes the exclusive lock, asking a live holder to release
 // it and breaking a dead one's (see above).
 func (img *Image) acquireLock(ctx context.Context) error {
+	if img.watch == nil { // its cookie is its watch's
+		return img.checkWritable()
+	}
 	img.lk.acquiring.Lock()
 	defer img.lk.acquiring.Unlock()
 	hdr, cookie := img.headerOID(), img.lockCookie()
