@@ -178,7 +178,24 @@ func (a *Attempt) chooseEC() []Action {
 		}
 	}
 	if vm := kthNewest(withMoved, a.c.K); a.v.Less(vm) {
-		return append(acts, a.incomplete(fmt.Sprintf("writes up to %s are on k=%d shards only counting copies outside their positions (%s); waiting for their OSDs to serve them", vm, a.c.K, describeMembers(append(slices.Clone(a.misplaced), a.formers...))))...)
+		why := fmt.Sprintf("writes up to %s are on k=%d shards only counting copies outside their positions (%s); waiting for their OSDs to serve them", vm, a.c.K, describeMembers(append(slices.Clone(a.misplaced), a.formers...)))
+		// a former member that is up and holds a position's shard newer
+		// than the position's own goes back there under a pg_temp (else
+		// nothing would ever serve its writes: the PG waited forever in
+		// test/e2e TestKillsDuringBackfill once)
+		ahead := func(m Member) bool {
+			p := int(m.Info.Shard)
+			return p >= 0 && p < len(a.newest) && (a.newest[p] == nil || a.newest[p].Less(m.Info.LastUpdate))
+		}
+		behind := func(i int) bool {
+			return slices.ContainsFunc(a.formers, func(m Member) bool { return int(m.Info.Shard) == i && ahead(m) })
+		}
+		return a.shardsFromFormers(nil, behind, ahead, func(want []int32) []Action {
+			if want != nil {
+				return append(acts, Progress{State: WaitActingChange}, RequestPGTemp{Want: want, Why: "a former member holds its old position's writes that k shards need"})
+			}
+			return append(acts, a.incomplete(why)...)
+		})
 	}
 	all := append(slices.Clone(a.mem), a.tmem...)
 	auth := -1
