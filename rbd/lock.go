@@ -132,6 +132,12 @@ func (img *Image) acquireLock(ctx context.Context) error {
 	for wait := time.Millisecond; !img.lk.owned.Load(); wait = min(2*wait, 500*time.Millisecond) {
 		err := img.pool.LockExclusive(ctx, hdr, LockName, cookie, "rbd exclusive lock", 0, false)
 		if err == nil || errors.Is(err, client.ErrExists) { // ErrExists: it is ours already
+			// the header as the last holder left it (its snapshots, its
+			// features) before this client writes
+			if err := img.refresh(ctx); err != nil {
+				img.pool.Unlock(context.WithoutCancel(ctx), hdr, LockName, cookie)
+				return fail(err)
+			}
 			img.lk.owned.Store(true)
 			return nil
 		}
@@ -198,20 +204,32 @@ func (img *Image) isWatching(ctx context.Context, instance, cookie string) (bool
 }
 
 // releaseLock gives the exclusive lock up, once the writes running
-// under it are done; it reports whether it held it.
+// under it are done; it reports whether it did. If the unlock fails the
+// client still holds the lock (and is asked again).
 func (img *Image) releaseLock(ctx context.Context) (bool, error) {
 	img.lk.io.Lock()
 	defer img.lk.io.Unlock()
 	if !img.lk.owned.Load() {
 		return false, nil
 	}
-	img.lk.owned.Store(false)
-	img.dropMap()
+	// its own time: the wait for the writes may have used the caller's
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	err := img.pool.Unlock(ctx, img.headerOID(), LockName, img.lockCookie())
 	if err != nil && !errors.Is(err, client.ErrNotFound) { // ENOENT: broken meanwhile
-		return true, fmt.Errorf("rbd: image %s/%s: release the exclusive lock: %w", img.pool.Name(), img.name, err)
+		return false, fmt.Errorf("rbd: image %s/%s: release the exclusive lock: %w", img.pool.Name(), img.name, err)
 	}
+	img.lk.owned.Store(false)
+	img.dropMap()
 	return true, nil
+}
+
+// lostWatch is told that the header's watch ended (this client was
+// blocklisted, or the watch could not be registered again): it no
+// longer holds the lock, nor trusts its map.
+func (img *Image) lostWatch(error) {
+	img.lk.owned.Store(false)
+	img.dropMap()
 }
 
 // LockOwner reports whether this client holds the image's exclusive
@@ -238,6 +256,14 @@ func (img *Image) UpdateFeatures(ctx context.Context, features uint64, enable bo
 	set := func() error {
 		_, err := exec(ctx, img.pool, img.headerOID(), "set_features", in)
 		return err
+	}
+	if enable && features&clsrbd.FeatureExclusiveLock != 0 && features&clsrbd.FeatureObjectMap != 0 && !img.hasFeature(clsrbd.FeatureExclusiveLock) {
+		// the lock first, so that the map is built under it
+		if err := img.UpdateFeatures(ctx, clsrbd.FeatureExclusiveLock, true); err != nil {
+			return err
+		}
+		features &^= clsrbd.FeatureExclusiveLock
+		in = clsrbd.FeaturesInput{Mask: features, Features: features}
 	}
 	var err error
 	switch had := img.hasFeature(clsrbd.FeatureObjectMap); {

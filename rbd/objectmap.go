@@ -26,6 +26,7 @@ import (
 // snapshots, and du counts objects instead of asking each one's size.
 
 type objectMap struct {
+	update sync.Mutex // held across an update of the head's map (mark)
 	mu     sync.Mutex
 	loaded bool // states holds the head's map (the lock holder's copy)
 	states clsrbd.ObjectMap
@@ -103,8 +104,11 @@ func (img *Image) stateLocked(n uint64) uint8 {
 }
 
 // mark sets object n's state in the head's map (if it is now current,
-// when current is given) and in the holder's copy.
+// when current is given) and in the holder's copy. Updates go one at a
+// time, so the copy takes them in the order the OSD applied them.
 func (img *Image) mark(ctx context.Context, n uint64, state uint8, current *uint8) error {
+	img.om.update.Lock()
+	defer img.om.update.Unlock()
 	out, err := exec(ctx, img.pool, img.mapOID(0), "object_map_update", clsrbd.UpdateMapInput{Start: n, End: n + 1, State: state, Current: current})
 	if err != nil {
 		return fmt.Errorf("rbd: image %s/%s: object map: %w", img.pool.Name(), img.name, err)
@@ -138,6 +142,8 @@ func (img *Image) mark(ctx context.Context, n uint64, state uint8, current *uint
 // markRange sets objects [start, end) to state in the head's map and
 // the holder's copy.
 func (img *Image) markRange(ctx context.Context, start, end uint64, state uint8) error {
+	img.om.update.Lock()
+	defer img.om.update.Unlock()
 	if _, err := exec(ctx, img.pool, img.mapOID(0), "object_map_update", clsrbd.UpdateMapInput{Start: start, End: end, State: state}); err != nil {
 		return fmt.Errorf("rbd: image %s/%s: object map: %w", img.pool.Name(), img.name, err)
 	}
@@ -222,8 +228,9 @@ func (img *Image) endChanges(ctx context.Context, objs []uint64, plan []mapChang
 }
 
 // exclusively runs fn as the exclusive lock's holder (if the image has
-// the feature), with none of this client's writes running (so no object changes under fn); fn must not
-// notify the header (this client's watch would wait on fn).
+// the feature), with none of this client's writes running (so no object
+// changes under fn), then reloads the header before they go on; fn must
+// not notify the header (this client's watch would wait on fn).
 func (img *Image) exclusively(ctx context.Context, fn func() error) error {
 	if !img.hasFeature(clsrbd.FeatureExclusiveLock) {
 		img.lk.io.Lock()
@@ -237,7 +244,12 @@ func (img *Image) exclusively(ctx context.Context, fn func() error) error {
 		img.lk.io.Lock()
 		if img.lk.owned.Load() {
 			defer img.lk.io.Unlock()
-			return fn()
+			if err := fn(); err != nil {
+				return err
+			}
+			// this client's writes, let go now, write with the header fn
+			// changed (a new SnapContext, a feature)
+			return img.refresh(ctx)
 		}
 		img.lk.io.Unlock()
 	}
@@ -269,15 +281,22 @@ func (img *Image) snapMaps(ctx context.Context, snap uint64) error {
 	return nil
 }
 
-// removeSnapMap is what removing snapshot snap does to the maps (in
-// exclusively): the objects it saw written stay written in the next
-// newer map (the next snapshot's, or the head's), and its map goes.
-func (img *Image) removeSnapMap(ctx context.Context, snap uint64, snaps []clsrbd.Snapshot) error {
+// mergeSnapMap is what removing snapshot snap does to the maps first (in
+// exclusively, before the header lets the snapshot go): the objects it
+// saw written stay written in the next newer map (the next snapshot's,
+// or the head's). A next snapshot without a map (older than the
+// feature) is left so: diffs from it ask the OSDs.
+func (img *Image) mergeSnapMap(ctx context.Context, snap uint64, snaps []clsrbd.Snapshot) error {
 	next := uint64(0)
 	for _, s := range snaps {
 		if s.ID > snap && (next == 0 || s.ID < next) {
 			next = s.ID
 		}
+	}
+	if _, err := img.pool.Stat(ctx, img.mapOID(next)); errors.Is(err, client.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
 	}
 	b, err := img.pool.Read(ctx, img.mapOID(snap), 0, 0)
 	switch {
@@ -292,9 +311,6 @@ func (img *Image) removeSnapMap(ctx context.Context, snap uint64, snaps []clsrbd
 	}
 	if next == 0 {
 		img.dropMap() // reloaded at the next write
-	}
-	if err := img.pool.Remove(ctx, img.mapOID(snap)); err != nil && !errors.Is(err, client.ErrNotFound) {
-		return err
 	}
 	return nil
 }

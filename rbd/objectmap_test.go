@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,8 +77,21 @@ func TestObjectMap(t *testing.T) {
 		}
 	}
 	must(img.WriteAt(ctx, one, 7<<20))
+	must(img.SnapCreate(ctx, "s2")) // without a map, as s1's went with the feature
 	must(img.UpdateFeatures(ctx, clsrbd.FeatureObjectMap|clsrbd.FeatureFastDiff, true))
 	exact(img, 4<<20, "object-map enabled again")
+	// removing s1 merges nothing into s2, which has no map: none is made
+	// up for it (an all-absent one would make diffs from s2 miss
+	// everything), and diffs from s2 ask the OSDs
+	must(img.SnapRemove(ctx, "s1"))
+	s2map := fmt.Sprintf("%s%s.%016x", clsrbd.ObjectMapPrefix, imgID(ctx, t, p, "img"), img.Snapshots()[0].ID)
+	if _, err := p.Stat(ctx, s2map); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("a snapshot older than the map has a map after the one before it was removed: %v", err)
+	}
+	must(img.WriteAt(ctx, one, 6<<20))
+	if exts, err := img.Changed(ctx, "s2"); err != nil || len(exts) != 1 || exts[0].Off != 6<<20 || exts[0].Len != 4096 {
+		t.Fatalf("diff from a snapshot without a map: %v %v", exts, err)
+	}
 	must(other.WriteAt(ctx, one, 4<<20))
-	exact(img, 5<<20, "written after it was enabled")
+	exact(img, 6<<20, "written after it was enabled")
 }

@@ -396,7 +396,7 @@ func openID(ctx context.Context, pool *client.Pool, name, id string, pick func([
 		return img, nil
 	}
 	if watch {
-		img.watch, err = pool.Watch(ctx, img.headerOID(), 0, img.handleNotify, nil)
+		img.watch, err = pool.Watch(ctx, img.headerOID(), 0, img.handleNotify, img.lostWatch)
 		if err != nil {
 			return nil, fmt.Errorf("rbd: image %s/%s: watch header: %w", pool.Name(), name, err)
 		}

@@ -80,6 +80,15 @@ func (img *Image) SnapRemove(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	objectMap := img.hasFeature(clsrbd.FeatureObjectMap)
+	if objectMap && !s.Protected {
+		// the objects it saw written stay written in the next newer map
+		// before it leaves the header: an interrupted removal leaves it
+		// listed, and fast-diff never misses what it recorded
+		if err := img.exclusively(ctx, func() error { return img.mergeSnapMap(ctx, s.ID, img.Snapshots()) }); err != nil {
+			return fmt.Errorf("rbd: snap rm %s/%s@%s: object map: %w", img.pool.Name(), img.name, name, err)
+		}
+	}
 	if _, err := exec(ctx, img.pool, img.headerOID(), "snapshot_remove", clsrbd.SnapIDInput{ID: s.ID}); err != nil {
 		if errors.Is(err, osdop.ErrBusy) {
 			err = fmt.Errorf("%w: it is protected (shoal rbd snap unprotect first)", ErrBusy)
@@ -89,8 +98,8 @@ func (img *Image) SnapRemove(ctx context.Context, name string) error {
 	if err := img.notifyChange(ctx); err != nil {
 		return err
 	}
-	if img.hasFeature(clsrbd.FeatureObjectMap) {
-		if err := img.exclusively(ctx, func() error { return img.removeSnapMap(ctx, s.ID, img.Snapshots()) }); err != nil {
+	if objectMap {
+		if err := img.pool.Remove(ctx, img.mapOID(s.ID)); err != nil && !errors.Is(err, client.ErrNotFound) {
 			return fmt.Errorf("rbd: snap rm %s/%s@%s: object map: %w", img.pool.Name(), img.name, name, err)
 		}
 	}
