@@ -255,6 +255,7 @@ type Child struct {
 	Pool, Name string
 }
 
+// String is the clone as rbd children prints it: "POOL/IMAGE".
 func (c Child) String() string { return c.Pool + "/" + c.Name }
 
 // Children lists the clones of the snapshot the image is opened at (rbd

@@ -131,15 +131,7 @@ func stateAt(ss *osdop.SnapSet, headSize, snap uint64) objectState {
 func objectChanges(ss *osdop.SnapSet, f, t objectState, lay layout, n, overlapF, overlapT uint64) []osdop.Extent {
 	switch {
 	case !f.exists && !t.exists:
-		lo, hi := min(overlapF, overlapT), max(overlapF, overlapT)
-		var out []osdop.Extent
-		for u := range lay.objSize / lay.su {
-			at := lay.unitOffset(n, u)
-			if s, e := max(at, lo), min(at+lay.su, hi); s < e {
-				out = append(out, osdop.Extent{Off: u*lay.su + s - at, Len: e - s})
-			}
-		}
-		return out
+		return parentChanges(lay, n, overlapF, overlapT)
 	case f.exists != t.exists:
 		end := max(f.size, t.size)
 		if lay.underParent(n, max(overlapF, overlapT)) {
@@ -156,6 +148,21 @@ func objectChanges(ss *osdop.SnapSet, f, t objectState, lay layout, n, overlapF,
 		same = intersect(same, ss.Clones[i].Overlap)
 	}
 	return subtract(max(f.size, t.size), same)
+}
+
+// parentChanges is what changed in object n of a clone, absent at both
+// ends of a diff: the bytes one end's parent overlap covers and the
+// other's does not (its parent's at one end, zeros at the other).
+func parentChanges(lay layout, n, overlapF, overlapT uint64) []osdop.Extent {
+	lo, hi := min(overlapF, overlapT), max(overlapF, overlapT)
+	var out []osdop.Extent
+	for u := range lay.objSize / lay.su {
+		at := lay.unitOffset(n, u)
+		if s, e := max(at, lo), min(at+lay.su, hi); s < e {
+			out = append(out, osdop.Extent{Off: u*lay.su + s - at, Len: e - s})
+		}
+	}
+	return out
 }
 
 // intersect is the bytes in both a and b (sorted, disjoint extents).
@@ -274,8 +281,9 @@ func (img *Image) ExportDiff(ctx context.Context, from string, w io.Writer) erro
 				return fmt.Errorf("rbd: export-diff %s/%s: %w", img.pool.Name(), img.name, err)
 			}
 			for at := 0; at < len(p); {
+				// a run of blocks all zero, or all not
 				zero := isZero(p[at:min(at+SparseBlock, len(p))])
-				end := at
+				end := min(at+SparseBlock, len(p))
 				for end < len(p) && isZero(p[end:min(end+SparseBlock, len(p))]) == zero {
 					end = min(end+SparseBlock, len(p))
 				}

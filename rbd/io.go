@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/shoal-project/shoal/client"
@@ -34,7 +33,8 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 	var first error
 	var fromParent []extent // holes of a clone that its parent shows through
 	for i, c := range comps {
-		rep, err := &osdop.Reply{}, error(client.ErrNotFound)
+		var rep *osdop.Reply
+		err := error(client.ErrNotFound) // not asked: absent, as the object map knows
 		if c != nil {
 			rep, err = c.Wait()
 		}
@@ -172,12 +172,15 @@ func (img *Image) mutate(ctx context.Context, off, n, limit uint64, merge bool, 
 	reqs := make([]pending, len(exts))
 	var objs []uint64 // the objects changed, each once
 	var removal, existing []bool
+	index := make(map[uint64]int, len(exts))
 	for i, e := range exts {
 		r := &reqs[i]
 		r.cloned = parent != nil && lay.underParent(e.object, overlap)
 		r.ops, r.ifExists = change(e, r.cloned)
-		if r.obj = slices.Index(objs, e.object); r.obj < 0 {
+		var seen bool
+		if r.obj, seen = index[e.object]; !seen {
 			r.obj = len(objs)
+			index[e.object] = r.obj
 			objs = append(objs, e.object)
 			removal = append(removal, r.ops[0].Code == osdop.Remove)
 			existing = append(existing, r.ifExists && !r.cloned)

@@ -488,7 +488,7 @@ func (img *Image) changedFast(ctx context.Context, from *clsrbd.Snapshot, lay la
 		var obj []osdop.Extent
 		switch {
 		case !existsF && !existsT:
-			obj = objectChanges(nil, objectState{}, objectState{}, lay, n, overlapF, overlapT)
+			obj = parentChanges(lay, n, overlapF, overlapT)
 		case existsF != existsT || written:
 			obj = []osdop.Extent{{Off: 0, Len: lay.objSize}}
 		}

@@ -40,7 +40,8 @@ const (
 // ObjectMap is a map's states, one per object.
 type ObjectMap []uint8
 
-// EncodeObjectMap is a map object's data.
+// EncodeObjectMap is a map object's data: the count (8 bytes, little
+// endian), then the states, four to a byte, the first in the high bits.
 func EncodeObjectMap(m ObjectMap) []byte {
 	b := make([]byte, 8+(len(m)+3)/4)
 	binary.LittleEndian.PutUint64(b, uint64(len(m)))
@@ -50,8 +51,8 @@ func EncodeObjectMap(m ObjectMap) []byte {
 	return b
 }
 
-// DecodeObjectMap reads a map object's data (an empty object: an empty
-// map).
+// DecodeObjectMap reads EncodeObjectMap's form (an empty object: an
+// empty map); data shorter than its count needs is cls.ErrInvalid.
 func DecodeObjectMap(b []byte) (ObjectMap, error) {
 	if len(b) == 0 {
 		return ObjectMap{}, nil

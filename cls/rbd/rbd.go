@@ -158,13 +158,13 @@ type RenameInput struct {
 // Image features: the header's "features" bits, RBD's (Ceph:
 // src/include/rbd/features.h).
 const (
-	FeatureLayering      = 1 << 0 // clones read through a parent
-	FeatureStriping      = 1 << 1 // a stripe unit or count other than the object size and 1
-	FeatureExclusiveLock = 1 << 2 // one writer at a time, through the header's rbd_lock
-	FeatureObjectMap     = 1 << 3 // a map of which data objects exist (needs exclusive-lock)
-	FeatureFastDiff      = 1 << 4 // the object map also tracks what changed since each snapshot (needs object-map)
-	FeatureDataPool      = 1 << 7 // data objects in another pool
-	FeaturesMutable      = FeatureExclusiveLock | FeatureObjectMap | FeatureFastDiff
+	FeatureLayering      = 1 << 0                                                    // clones read through a parent
+	FeatureStriping      = 1 << 1                                                    // a stripe unit or count other than the object size and 1
+	FeatureExclusiveLock = 1 << 2                                                    // one writer at a time, through the header's rbd_lock
+	FeatureObjectMap     = 1 << 3                                                    // a map of which data objects exist (needs exclusive-lock)
+	FeatureFastDiff      = 1 << 4                                                    // the object map also tracks what changed since each snapshot (needs object-map)
+	FeatureDataPool      = 1 << 7                                                    // data objects in another pool
+	FeaturesMutable      = FeatureExclusiveLock | FeatureObjectMap | FeatureFastDiff // those rbd feature enable|disable changes
 )
 
 // FeatureNames are the features' names, as rbd prints and takes them.

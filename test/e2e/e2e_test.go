@@ -89,10 +89,7 @@ func startUp(t *testing.T, args ...string) *tcluster {
 			logs, _ := filepath.Glob(filepath.Join(c.data, "log", "*.log"))
 			for _, l := range logs {
 				b, _ := os.ReadFile(l)
-				if len(b) > 4000 {
-					b = b[len(b)-4000:]
-				}
-				t.Logf("--- %s (tail)\n%s", filepath.Base(l), b)
+				t.Logf("--- %s (tail)\n%s", filepath.Base(l), tail(b, 4000))
 			}
 		}
 	})

@@ -86,6 +86,164 @@ func reached(ctx context.Context, done func() bool) bool {
 	return true
 }
 
+// blockLoad writes 4 KiB blocks of an NBD export through four
+// connections, each its own blocks (block % 4 is its index), every write
+// a new generation of its block's content, and checks what the export
+// holds against what was acknowledged.
+type blockLoad struct {
+	t            *testing.T
+	sock, export string
+	blocks       int
+	base         func(block int) []byte // a block never written
+	mu           sync.Mutex
+	acked        map[int]int // block → generation of its last acknowledged write
+	inFlight     map[int]int // block → generation written when its connection failed
+	writes       atomic.Int64
+}
+
+const loadConns = 4
+
+func newBlockLoad(t *testing.T, sock, export string, blocks int, base func(int) []byte) *blockLoad {
+	return &blockLoad{t: t, sock: sock, export: export, blocks: blocks, base: base, acked: map[int]int{}, inFlight: map[int]int{}}
+}
+
+// blockContent is generation gen of a block: random bytes after the
+// block number and generation.
+func blockContent(block, gen int) []byte {
+	b := make([]byte, 4096)
+	rand.New(rand.NewSource(int64(block)<<32 | int64(gen))).Read(b)
+	binary.LittleEndian.PutUint64(b, uint64(block)<<32|uint64(gen))
+	return b
+}
+
+// run writes until stop closes or a write fails; it reports the first
+// failure.
+func (l *blockLoad) run(stop <-chan struct{}) error {
+	errs := make(chan error, loadConns)
+	for w := range loadConns {
+		go func() {
+			cl, err := nbd.Dial("unix", l.sock, l.export)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			rng := rand.New(rand.NewSource(int64(w) + l.writes.Load()))
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				block := rng.Intn(l.blocks/loadConns)*loadConns + w
+				l.mu.Lock()
+				gen := l.acked[block] + 1
+				l.mu.Unlock()
+				if err := cl.WriteAt(blockContent(block, gen), uint64(block)*4096, false); err != nil {
+					l.mu.Lock()
+					l.inFlight[block] = gen
+					l.mu.Unlock()
+					errs <- fmt.Errorf("write block %d: %w", block, err)
+					return
+				}
+				l.mu.Lock()
+				l.acked[block] = gen
+				l.mu.Unlock()
+				l.writes.Add(1)
+			}
+		}()
+	}
+	var first error
+	for range loadConns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// verify reads every block: its last acknowledged content, or the write
+// in flight when a connection failed (allowIn), or its base if never
+// written.
+func (l *blockLoad) verify(when string, allowIn bool) {
+	t := l.t
+	t.Helper()
+	cl, err := nbd.Dial("unix", l.sock, l.export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := make([]byte, 4096)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for b := range l.blocks {
+		if err := cl.ReadAt(got, uint64(b)*4096); err != nil {
+			t.Fatalf("%s: read block %d: %v", when, b, err)
+		}
+		want := l.base(b)
+		if g, ok := l.acked[b]; ok {
+			want = blockContent(b, g)
+		}
+		if bytes.Equal(got, want) {
+			continue
+		}
+		if g, ok := l.inFlight[b]; ok && allowIn && bytes.Equal(got, blockContent(b, g)) {
+			l.acked[b] = g // the write landed
+			continue
+		}
+		t.Fatalf("%s: block %d holds %x…, want generation %d (in flight: %d)", when, b, got[:8], l.acked[b], l.inFlight[b])
+	}
+	clear(l.inFlight)
+}
+
+// serverKill SIGKILLs the NBD server after n acknowledged writes, starts
+// another, and verifies: every block is its last acknowledged write or
+// the one in flight, whole.
+func (l *blockLoad) serverKill(ctx context.Context, c *tcluster, srv *nbdServer, n int64) {
+	t := l.t
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- l.run(stop) }()
+	if !reached(ctx, func() bool { return l.writes.Load() >= n }) {
+		close(stop)
+		t.Fatalf("%d writes did not finish: %v", n, <-done)
+	}
+	srv.kill()
+	if err := <-done; err == nil {
+		t.Fatal("the writes went on with the server killed")
+	}
+	t.Logf("server killed after %d acknowledged writes", l.writes.Load())
+	c.serveNBD(l.sock, l.export) // stopped by the test's cleanup
+	l.verify("after SIGKILL of the server", true)
+}
+
+// osdKill SIGKILLs victim after before more writes and lets across more
+// finish: none may fail, and every block reads back as written.
+func (l *blockLoad) osdKill(ctx context.Context, c *tcluster, victim string, before, across int64) {
+	t := l.t
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- l.run(stop) }()
+	from := l.writes.Load()
+	if !reached(ctx, func() bool { return l.writes.Load() >= from+before }) {
+		close(stop)
+		t.Fatalf("%d writes did not finish: %v", before, <-done)
+	}
+	c.kill9(victim)
+	if !reached(ctx, func() bool { return l.writes.Load() >= from+across }) {
+		close(stop)
+		t.Fatalf("writes stalled after %s was killed: %v", victim, <-done)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("a write failed across SIGKILL of %s: %v", victim, err)
+	}
+	l.verify("after SIGKILL of "+victim, false)
+}
+
 // TestRBDNBD exports an image over NBD to the tools the guides use:
 // nbdinfo describes it, nbdcopy writes a file into it and reads it back,
 // fio's nbd engine runs random writes with crc32c verification; an
@@ -206,134 +364,19 @@ func TestNBDSurvivesKill9(t *testing.T) {
 	prefix := regexp.MustCompile(`block_name_prefix: (\S+)`).FindStringSubmatch(c.must("rbd", "info", "disk"))[1]
 	sock := filepath.Join(t.TempDir(), "disk.sock")
 	srv := c.serveNBD(sock, "disk")
-	const blocks, conns = 1024, 4 // the first 4 MiB: object 0
-	content := func(block, gen int) []byte {
-		b := make([]byte, 4096)
-		rand.New(rand.NewSource(int64(block)<<32 | int64(gen))).Read(b)
-		binary.LittleEndian.PutUint64(b, uint64(block)<<32|uint64(gen))
-		return b
-	}
-	var mu sync.Mutex
-	acked := map[int]int{}    // block → generation of its last acknowledged write
-	inFlight := map[int]int{} // block → generation written when the connection failed
-	var writes atomic.Int64
-	// run writes through conns connections until stop closes or a write
-	// fails; it reports the first failure
-	run := func(stop <-chan struct{}) error {
-		errs := make(chan error, conns)
-		for w := range conns {
-			go func() {
-				cl, err := nbd.Dial("unix", sock, "disk")
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer cl.Close()
-				rng := rand.New(rand.NewSource(int64(w)))
-				for {
-					select {
-					case <-stop:
-						errs <- nil
-						return
-					default:
-					}
-					block := rng.Intn(blocks/conns)*conns + w
-					mu.Lock()
-					gen := acked[block] + 1
-					mu.Unlock()
-					if err := cl.WriteAt(content(block, gen), uint64(block)*4096, false); err != nil {
-						mu.Lock()
-						inFlight[block] = gen
-						mu.Unlock()
-						errs <- err
-						return
-					}
-					mu.Lock()
-					acked[block] = gen
-					mu.Unlock()
-					writes.Add(1)
-				}
-			}()
-		}
-		var first error
-		for range conns {
-			if err := <-errs; err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
-	}
-	// verify reads every block: its last acknowledged content, or the
-	// write in flight (allowIn), or zeros if never written
-	verify := func(when string, allowIn bool) {
-		cl, err := nbd.Dial("unix", sock, "disk")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		got := make([]byte, 4096)
-		mu.Lock()
-		defer mu.Unlock()
-		for b := range blocks {
-			if err := cl.ReadAt(got, uint64(b)*4096); err != nil {
-				t.Fatalf("%s: read block %d: %v", when, b, err)
-			}
-			want := make([]byte, 4096)
-			if g, ok := acked[b]; ok {
-				want = content(b, g)
-			}
-			if bytes.Equal(got, want) {
-				continue
-			}
-			if g, ok := inFlight[b]; ok && allowIn && bytes.Equal(got, content(b, g)) {
-				acked[b] = g // the write landed
-				continue
-			}
-			t.Fatalf("%s: block %d holds %x…, want generation %d (in flight: %d)", when, b, got[:8], acked[b], inFlight[b])
-		}
-		clear(inFlight)
-	}
-	// 1: SIGKILL of the server in the middle of the writes
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- run(stop) }()
+	l := newBlockLoad(t, sock, "disk", 1024, func(int) []byte { return make([]byte, 4096) }) // the first 4 MiB: object 0
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if !reached(ctx, func() bool { return writes.Load() >= 500 }) {
-		t.Fatal("500 writes did not finish")
-	}
-	srv.kill()
-	if err := <-done; err == nil {
-		t.Fatal("the writes went on with the server killed")
-	}
-	t.Logf("server killed after %d acknowledged writes", writes.Load())
-	c.serveNBD(sock, "disk") // stopped by the test's cleanup
-	verify("after SIGKILL of the server", true)
-	// 2: SIGKILL of the primary OSD of object 0 while the writes go on
+	l.serverKill(ctx, c, srv, 500)
 	victim := fmt.Sprintf("osd.%d", c.osdMap("rbd", prefix+".0000000000000000").ActingPrimary)
-	stop = make(chan struct{})
-	go func() { done <- run(stop) }()
-	from := writes.Load()
-	if !reached(ctx, func() bool { return writes.Load() >= from+300 }) {
-		t.Fatal("300 writes did not finish")
-	}
-	c.kill9(victim)
-	if !reached(ctx, func() bool { return writes.Load() >= from+900 }) { // across the failover
-		close(stop)
-		t.Fatalf("writes stalled after %s was killed: %v", victim, <-done)
-	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatalf("a write failed across SIGKILL of %s: %v", victim, err)
-	}
-	verify("after SIGKILL of "+victim, false)
+	l.osdKill(ctx, c, victim, 300, 900)
 	// the killed server held the image's exclusive lock: the new one
 	// broke it (once the dead one's watch expired) and fenced it
 	if bl := c.must("osd", "blocklist", "ls"); !strings.Contains(bl, "client.") {
 		t.Fatalf("no client blocklisted after the lock holder was killed: %q", bl)
 	}
 	c.up() // the OSD back: it catches up
-	verify(victim+" back", false)
+	l.verify(victim+" back", false)
 	// the object map misses no object the kills left
 	if out, err := c.run("rbd", "object-map", "check", "disk"); err != nil {
 		t.Fatalf("rbd object-map check after the kills: %v\n%s", err, out)
@@ -444,8 +487,9 @@ func TestRBDSnapshotUnderLoad(t *testing.T) {
 // NBD server is SIGKILLed: every block reads back as its last
 // acknowledged write, the write in flight, or (never written) its
 // parent's — a copy-up is never half done. Then the primary OSD of its
-// first object is SIGKILLed: no write fails, every block reads back. Then `shoal rbd flatten` is SIGKILLed part-way: the clone
-// reads the same, half copied up; flatten run again detaches it, and it
+// first object is SIGKILLed: no write fails, every block reads back.
+// Then `shoal rbd flatten` is SIGKILLed part-way: the clone reads the
+// same, half copied up; flatten run again detaches it, and it
 // reads the same with its parent's snapshot removed.
 func TestCloneSurvivesKill9(t *testing.T) {
 	c := up(t, "--osds", "3")
@@ -464,126 +508,13 @@ func TestCloneSurvivesKill9(t *testing.T) {
 	prefix := regexp.MustCompile(`block_name_prefix: (\S+)`).FindStringSubmatch(c.must("rbd", "info", "kid"))[1]
 	sock := filepath.Join(t.TempDir(), "kid.sock")
 	srv := c.serveNBD(sock, "kid")
-
-	content := func(block, gen int) []byte {
-		b := make([]byte, 4096)
-		rand.New(rand.NewSource(int64(block)<<32 | int64(gen))).Read(b)
-		return b
-	}
-	var mu sync.Mutex
-	acked := map[int]int{}    // block → generation of its last acknowledged write
-	inFlight := map[int]int{} // block → generation written when the connection failed
-	var writes atomic.Int64
-	// run writes through four connections until stop closes or a write
-	// fails; it reports the first failure
-	run := func(stop <-chan struct{}) error {
-		errs := make(chan error, 4)
-		for w := range 4 {
-			go func() {
-				cl, err := nbd.Dial("unix", sock, "kid")
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer cl.Close()
-				rng := rand.New(rand.NewSource(int64(w) + writes.Load()))
-				for {
-					select {
-					case <-stop:
-						errs <- nil
-						return
-					default:
-					}
-					block := rng.Intn(blocks/4)*4 + w
-					mu.Lock()
-					gen := acked[block] + 1
-					mu.Unlock()
-					if err := cl.WriteAt(content(block, gen), uint64(block)*4096, false); err != nil {
-						mu.Lock()
-						inFlight[block] = gen
-						mu.Unlock()
-						errs <- fmt.Errorf("write block %d: %w", block, err)
-						return
-					}
-					mu.Lock()
-					acked[block] = gen
-					mu.Unlock()
-					writes.Add(1)
-				}
-			}()
-		}
-		var first error
-		for range 4 {
-			if err := <-errs; err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
-	}
-	// verify reads every block: its last acknowledged write, the write
-	// in flight when the server died, or its parent's
-	verify := func(when string) {
-		t.Helper()
-		cl, err := nbd.Dial("unix", sock, "kid")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		got := make([]byte, 4096)
-		for b := range blocks {
-			if err := cl.ReadAt(got, uint64(b)*4096); err != nil {
-				t.Fatalf("%s: read block %d: %v", when, b, err)
-			}
-			want := parent[b*4096 : (b+1)*4096]
-			if g, ok := acked[b]; ok {
-				want = content(b, g)
-			}
-			if bytes.Equal(got, want) {
-				continue
-			}
-			if g, ok := inFlight[b]; ok && bytes.Equal(got, content(b, g)) {
-				acked[b] = g // the write landed
-				continue
-			}
-			t.Fatalf("%s: block %d differs (last write: generation %d, in flight %d)", when, b, acked[b], inFlight[b])
-		}
-		clear(inFlight)
-	}
+	l := newBlockLoad(t, sock, "kid", blocks, func(b int) []byte { return parent[b*4096 : (b+1)*4096] })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
-	// 1: SIGKILL of the NBD server while copy-ups go on
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- run(stop) }()
-	if !reached(ctx, func() bool { return writes.Load() >= 300 }) {
-		t.Fatal("300 writes did not finish")
-	}
-	srv.kill()
-	if err := <-done; err == nil {
-		t.Fatal("the writes went on with the server killed")
-	}
-	c.serveNBD(sock, "kid")
-	verify("after SIGKILL of the NBD server")
-
-	// 2: SIGKILL of an OSD (the primary of the clone's first object)
+	// 1: SIGKILL of the NBD server while copy-ups go on; 2: of an OSD
+	l.serverKill(ctx, c, srv, 300)
 	victim := fmt.Sprintf("osd.%d", c.osdMap("rbd", prefix+".0000000000000000").ActingPrimary)
-	stop = make(chan struct{})
-	go func() { done <- run(stop) }()
-	from := writes.Load()
-	if !reached(ctx, func() bool { return writes.Load() >= from+300 }) {
-		t.Fatal("300 writes did not finish")
-	}
-	c.kill9(victim)
-	if !reached(ctx, func() bool { return writes.Load() >= from+1200 }) {
-		close(stop)
-		t.Fatalf("writes stalled after %s was killed: %v", victim, <-done)
-	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatalf("across SIGKILL of %s: %v", victim, err)
-	}
-	verify("after SIGKILL of " + victim)
+	l.osdKill(ctx, c, victim, 300, 1200)
 	c.up()
 
 	// flatten, killed once it reported 30 %
@@ -604,14 +535,14 @@ func TestCloneSurvivesKill9(t *testing.T) {
 	if info := c.must("rbd", "info", "kid"); !strings.Contains(info, "parent: rbd/base@gold") {
 		t.Fatalf("flatten finished before it was killed (make the clone's objects smaller):\n%s", info)
 	}
-	verify("after SIGKILL of flatten")
+	l.verify("after SIGKILL of flatten", false)
 	c.must("rbd", "flatten", "kid")
 	if info := c.must("rbd", "info", "kid"); strings.Contains(info, "parent:") {
 		t.Fatalf("after flatten:\n%s", info)
 	}
 	c.must("rbd", "snap", "unprotect", "base@gold")
 	c.must("rbd", "snap", "rm", "base@gold")
-	verify("flattened, its parent's snapshot removed")
+	l.verify("flattened, its parent's snapshot removed", false)
 	if out, err := c.run("rbd", "object-map", "check", "kid"); err != nil {
 		t.Fatalf("rbd object-map check after the kills: %v\n%s", err, out)
 	}

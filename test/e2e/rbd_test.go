@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRBDCLI drives `shoal rbd` as an operator would: an image created
@@ -227,4 +231,67 @@ func TestRBDCLI(t *testing.T) {
 	if o, err := c.run("rbd", "info", "nope"); err == nil || !strings.Contains(o, "image rbd/nope does not exist") {
 		t.Fatalf("rbd info of no image: %v %q", err, o)
 	}
+}
+
+// TestImportDiffSurvivesKill9: `shoal rbd import-diff` is SIGKILLed
+// once it has written part of a stream (fed through a pipe, half of it):
+// the image has not taken the stream's end snapshot, and importing the
+// whole stream again — which breaks the killed import's exclusive lock —
+// gives the source's bytes, the snapshot, and a right object map.
+func TestImportDiffSurvivesKill9(t *testing.T) {
+	c := up(t, "--osds", "3")
+	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
+	dir := t.TempDir()
+	payload := make([]byte, 16<<20)
+	rand.New(rand.NewSource(3)).Read(payload)
+	in, stream, out := filepath.Join(dir, "in"), filepath.Join(dir, "d1"), filepath.Join(dir, "out")
+	if err := os.WriteFile(in, payload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.must("rbd", "import", in, "src")
+	c.must("rbd", "snap", "create", "src@s1")
+	c.must("rbd", "export-diff", "src@s1", stream)
+	diff, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.must("rbd", "create", "dst", "--size", "1", "--object-size", "1M")
+
+	cmd := exec.Command(shoalBin, "rbd", "import-diff", "-", "dst")
+	cmd.Env = append(os.Environ(), "SHOAL_CONF="+filepath.Join(c.data, "shoal.conf"))
+	pipe, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &msgs, &msgs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pipe.Write(diff[:len(diff)/2]); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// the import is writing: the object map has its first objects
+	if !reached(ctx, func() bool {
+		f := strings.Fields(strings.Split(c.must("rbd", "du", "dst"), "\n")[1])
+		return f[len(f)-2] != "0" && f[len(f)-1] == "MiB"
+	}) {
+		t.Fatalf("the import wrote nothing: %s", msgs.String())
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if ls := c.must("rbd", "snap", "ls", "dst"); strings.Contains(ls, "s1") {
+		t.Fatalf("an interrupted import took the end snapshot:\n%s", ls)
+	}
+	c.must("rbd", "import-diff", stream, "dst")
+	c.must("rbd", "export", "dst", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, payload) {
+		t.Fatal("after an import killed and run again the image differs from the source")
+	}
+	if ls := c.must("rbd", "snap", "ls", "dst"); !strings.Contains(ls, "s1") {
+		t.Fatalf("no end snapshot after the import:\n%s", ls)
+	}
+	c.must("rbd", "object-map", "check", "dst")
 }
