@@ -27,6 +27,9 @@ type BlockOptions struct {
 	Total     uint64 // bytes to transfer in all; default 1 GiB
 	Pattern   string // "seq" or "rand"; default "seq"
 	RWMixRead int    // readwrite: the percentage of reads (rbd bench's default, 50, is the CLI's)
+	// Duration, if set, also ends the run: no I/O starts after it (a
+	// sweep's time-bound point; rbd bench has only --io-total).
+	Duration time.Duration
 }
 
 // BlockResult is a block benchmark's outcome.
@@ -83,6 +86,10 @@ func RunBlock(ctx context.Context, dev Device, o BlockOptions, out io.Writer) (*
 	var errOnce sync.Once
 	var firstErr error
 	start := time.Now()
+	var deadline time.Time
+	if o.Duration > 0 {
+		deadline = start.Add(o.Duration)
+	}
 	for w := range o.Threads {
 		wg.Add(1)
 		go func() {
@@ -92,7 +99,7 @@ func RunBlock(ctx context.Context, dev Device, o BlockOptions, out io.Writer) (*
 			for i := range buf {
 				buf[i] = byte(rng.Uint32())
 			}
-			for issued.Add(1) <= total {
+			for issued.Add(1) <= total && (deadline.IsZero() || time.Now().Before(deadline)) {
 				var slot uint64
 				if o.Pattern == "rand" {
 					slot = rng.Uint64N(slots)

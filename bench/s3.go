@@ -38,7 +38,7 @@ type S3Options struct {
 	// Location is the new bucket's LocationConstraint: a region or, for
 	// radosgw and Shoal, "ZONEGROUP:PLACEMENT" ("default:indexless").
 	Location    string
-	Op          string // "put", "get" or "mixed" (70% GET, 30% PUT)
+	Op          string // "put", "get" or "mixed" (shares as Mix)
 	Sizes       Sizes  // object sizes
 	Concurrency int    // requests in flight; default 16
 	Duration    time.Duration
@@ -49,7 +49,72 @@ type S3Options struct {
 	Prefix  string // key prefix; default "shoal-bench/"
 	Cleanup bool   // delete the keys written at the end
 	Out     io.Writer
+	// Mix is a mixed run's shares of each operation; zero: 70 % GET,
+	// 30 % PUT.
+	Mix S3Mix
+	// OnOp, if set, is called after every measured request (from many
+	// goroutines at once) with its operation ("PUT", "GET", "HEAD",
+	// "DELETE"), the bytes it moved and its latency: a sweep's samples.
+	OnOp func(op string, n int, lat time.Duration, err error)
 }
+
+// S3Mix is a mixed load's shares of GET, PUT, HEAD (stat) and DELETE
+// requests, in percent adding up to 100, as warp's mixed benchmark and
+// COSBench's operation ratios. A DELETE removes a key that exists; GETs
+// and HEADs only ask for keys that exist, and PUTs write them back.
+type S3Mix struct{ Get, Put, Stat, Delete int }
+
+// ParseS3Mix reads "get:60,put:30,stat:5,delete:5" (missing shares 0).
+func ParseS3Mix(s string) (S3Mix, error) {
+	var m S3Mix
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), ":")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 0 {
+			return m, fmt.Errorf("bench s3: mix %q: want get:N,put:N,stat:N,delete:N", s)
+		}
+		switch k {
+		case "get":
+			m.Get = n
+		case "put":
+			m.Put = n
+		case "stat":
+			m.Stat = n
+		case "delete":
+			m.Delete = n
+		default:
+			return m, fmt.Errorf("bench s3: mix %q: unknown operation %q (get, put, stat, delete)", s, k)
+		}
+	}
+	if m.Get+m.Put+m.Stat+m.Delete != 100 {
+		return m, fmt.Errorf("bench s3: mix %q: shares add up to %d, not 100", s, m.Get+m.Put+m.Stat+m.Delete)
+	}
+	return m, nil
+}
+
+// pick draws an operation (opPut, opGet, opStat, opDelete) by the shares.
+func (m S3Mix) pick(r *rand.Rand) int {
+	x := r.IntN(100)
+	switch {
+	case x < m.Get:
+		return opGet
+	case x < m.Get+m.Put:
+		return opPut
+	case x < m.Get+m.Put+m.Stat:
+		return opStat
+	}
+	return opDelete
+}
+
+// Request kinds, indexes of s3OpNames.
+const (
+	opPut = iota
+	opGet
+	opStat
+	opDelete
+)
+
+var s3OpNames = []string{"PUT", "GET", "HEAD", "DELETE"}
 
 // Sizes is an object size distribution: a fixed size, or uniform in
 // [Min, Max] (Parse "64K" or "1M-4M").
@@ -131,7 +196,7 @@ type S3Result struct {
 var ErrS3Verify = errors.New("GET returned wrong content")
 
 type s3Sample struct {
-	op    int // 0 put, 1 get
+	op    int // opPut, opGet, opStat, opDelete
 	lat   time.Duration
 	bytes int
 	err   bool
@@ -218,18 +283,17 @@ func (o *S3Options) key(i int) string { return o.Prefix + strconv.Itoa(i) }
 // time (a multiple of 8, see content.checkAt).
 const verifyPiece = 256 << 10
 
-// RunS3 runs the load and reports per second progress and a summary to
-// o.Out. Every GET's bytes are checked against what the PUT of that key
-// wrote (content is a function of the key and size).
-func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
+// setup checks o, fills in its defaults, makes the clients and creates
+// the bucket if missing.
+func (o *S3Options) setup(ctx context.Context) ([]*s3.Client, []*s3Raw, uint64, error) {
 	if len(o.Endpoints) == 0 {
-		return nil, errors.New("bench s3: no endpoint")
+		return nil, nil, 0, errors.New("bench s3: no endpoint")
 	}
 	if o.Op != "put" && o.Op != "get" && o.Op != "mixed" {
-		return nil, fmt.Errorf("bench s3: --op %q: put, get or mixed", o.Op)
+		return nil, nil, 0, fmt.Errorf("bench s3: --op %q: put, get or mixed", o.Op)
 	}
 	if o.Sizes.Max <= 0 {
-		return nil, errors.New("bench s3: no object size")
+		return nil, nil, 0, errors.New("bench s3: no object size")
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
@@ -249,13 +313,15 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	if o.Objects <= 0 && o.Op != "put" {
 		o.Objects = 1000
 	}
-	out := o.Out
-	if out == nil {
-		out = io.Discard
+	if o.Op == "mixed" && o.Mix == (S3Mix{}) {
+		o.Mix = S3Mix{Get: 70, Put: 30}
+	}
+	if o.Op == "mixed" && o.Mix.Get+o.Mix.Put+o.Mix.Stat+o.Mix.Delete != 100 {
+		return nil, nil, 0, fmt.Errorf("bench s3: mix %+v: shares must add up to 100", o.Mix)
 	}
 	cls, raws, err := o.clients()
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	seed := prefixSeed(o.Prefix)
 	cb := &s3.CreateBucketInput{Bucket: &o.Bucket}
@@ -265,7 +331,22 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	_, err = cls[0].CreateBucket(ctx, cb)
 	var ae smithy.APIError
 	if err != nil && !(errors.As(err, &ae) && (ae.ErrorCode() == "BucketAlreadyOwnedByYou" || ae.ErrorCode() == "BucketAlreadyExists")) {
-		return nil, fmt.Errorf("bench s3: create bucket %s: %w", o.Bucket, err)
+		return nil, nil, 0, fmt.Errorf("bench s3: create bucket %s: %w", o.Bucket, err)
+	}
+	return cls, raws, seed, nil
+}
+
+// RunS3 runs the load and reports per second progress and a summary to
+// o.Out. Every GET's bytes are checked against what the PUT of that key
+// wrote (content is a function of the key and size).
+func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
+	cls, raws, seed, err := o.setup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
 	}
 	put := func(c *s3Raw, i int) error {
 		return c.put(ctx, o.Bucket, o.key(i), newContent(seed, i, o.Sizes.of(i)))
@@ -284,6 +365,16 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 		mu       sync.Mutex
 		samples  []s3Sample
 	)
+	// With deletes in the mix, a key's lock keeps a GET or HEAD from
+	// racing the DELETE of the key it chose; present says which exist.
+	var keyMu []sync.RWMutex
+	var present []atomic.Bool
+	if o.Op == "mixed" && o.Mix.Delete > 0 {
+		keyMu, present = make([]sync.RWMutex, o.Objects), make([]atomic.Bool, o.Objects)
+		for i := range present {
+			present[i].Store(true) // populate uploaded them all
+		}
+	}
 	deadline := time.Now().Add(o.Duration)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
@@ -318,9 +409,15 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 			r := rand.New(rand.NewPCG(uint64(w), seed))
 			var rbuf []byte
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				isPut := o.Op == "put" || (o.Op == "mixed" && r.IntN(10) < 3)
+				op := opGet
+				switch o.Op {
+				case "put":
+					op = opPut
+				case "mixed":
+					op = o.Mix.pick(r)
+				}
 				var i int
-				if isPut {
+				if op == opPut {
 					i = int(next.Add(1) - 1)
 					if o.Objects > 0 {
 						i %= o.Objects
@@ -328,13 +425,27 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 				} else {
 					i = r.IntN(o.Objects)
 				}
+				unlock := func() {}
+				if keyMu != nil {
+					if op == opPut || op == opDelete {
+						keyMu[i].Lock()
+						unlock = keyMu[i].Unlock
+					} else {
+						keyMu[i].RLock()
+						unlock = keyMu[i].RUnlock
+					}
+					if op != opPut && !present[i].Load() {
+						unlock()
+						continue // gone: draw again
+					}
+				}
 				t0 := time.Now()
 				var err error
-				s := s3Sample{bytes: o.Sizes.of(i)}
-				if isPut {
+				s := s3Sample{op: op, bytes: o.Sizes.of(i)}
+				switch op {
+				case opPut:
 					err = put(c, i)
-				} else {
-					s.op = 1
+				case opGet:
 					if rbuf == nil {
 						rbuf = make([]byte, verifyPiece)
 					}
@@ -344,8 +455,31 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 						verify.Add(1)
 						err = fmt.Errorf("%w: %s (%d bytes, first wrong byte at %d)", ErrS3Verify, o.key(i), n, bad)
 					}
+				case opStat:
+					var n int64
+					n, err = c.head(ctx, o.Bucket, o.key(i))
+					if err == nil && n != int64(s.bytes) {
+						verify.Add(1)
+						err = fmt.Errorf("%w: HEAD %s: %d bytes, want %d", ErrS3Verify, o.key(i), n, s.bytes)
+					}
+					s.bytes = 0
+				case opDelete:
+					err = c.del(ctx, o.Bucket, o.key(i))
+					s.bytes = 0
 				}
+				if keyMu != nil {
+					switch {
+					case err == nil && op == opPut:
+						present[i].Store(true)
+					case err == nil && op == opDelete:
+						present[i].Store(false)
+					}
+				}
+				unlock()
 				s.lat = time.Since(t0)
+				if o.OnOp != nil {
+					o.OnOp(s3OpNames[op], s.bytes, s.lat, err)
+				}
 				if err != nil {
 					s.err, s.bytes = true, 0
 					errMu.Lock()
@@ -476,7 +610,7 @@ func summarizeS3(o S3Options, samples []s3Sample, elapsed time.Duration) *S3Resu
 		}
 		return st
 	}
-	for op, name := range []string{"PUT", "GET"} {
+	for op, name := range s3OpNames {
 		if st := stat(func(s s3Sample) bool { return s.op == op }); st.Ops+st.Errors > 0 {
 			res.PerOp[name] = st
 		}
@@ -488,7 +622,7 @@ func summarizeS3(o S3Options, samples []s3Sample, elapsed time.Duration) *S3Resu
 func printS3(w io.Writer, r *S3Result) {
 	fmt.Fprintf(w, "\n%s, objects %s, concurrency %d, %.1f s\n", r.Op, r.Sizes, r.Concurrency, r.Seconds)
 	fmt.Fprintf(w, "%-5s %9s %10s %9s %9s %9s %9s %9s %7s\n", "op", "ops", "ops/s", "MB/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors")
-	for _, name := range []string{"PUT", "GET"} {
+	for _, name := range s3OpNames {
 		if st, ok := r.PerOp[name]; ok {
 			fmt.Fprintf(w, "%-5s %9d %10.1f %9.1f %9.2f %9.2f %9.2f %9.2f %7d\n", name, st.Ops, st.OpsPerSec, st.MBPerSec, st.P50, st.P90, st.P99, st.Max, st.Errors)
 		}
@@ -499,4 +633,60 @@ func printS3(w io.Writer, r *S3Result) {
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "first error: %s\n", r.FirstError)
 	}
+}
+
+// S3RemovePrefix deletes every key under o.Prefix in o.Bucket through
+// the first endpoint, and the bucket too if it is then empty; it returns
+// the number of keys removed.
+func S3RemovePrefix(ctx context.Context, o S3Options) (int, error) {
+	if o.Region == "" {
+		o.Region = "default"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	cls, _, err := o.clients()
+	if err != nil {
+		return 0, err
+	}
+	c := cls[0]
+	removed := 0
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &o.Bucket, Prefix: &o.Prefix})
+	for p.HasMorePages() {
+		pg, err := p.NextPage(ctx)
+		if err != nil {
+			return removed, fmt.Errorf("bench s3: list %s: %w", o.Bucket, err)
+		}
+		var ids []s3types.ObjectIdentifier
+		for _, k := range pg.Contents {
+			ids = append(ids, s3types.ObjectIdentifier{Key: k.Key})
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		res, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &o.Bucket, Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return removed, fmt.Errorf("bench s3: delete in %s: %w", o.Bucket, err)
+		}
+		removed += len(ids) - len(res.Errors)
+	}
+	_, _ = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &o.Bucket}) // fails, as it should, when other keys remain
+	return removed, nil
+}
+
+// S3Populate uploads the keys a get or mixed run of o reads that are
+// missing or of another size (RunS3 does it too, inside its run; a sweep
+// does it before measuring).
+func S3Populate(ctx context.Context, o S3Options) error {
+	cls, raws, seed, err := o.setup(ctx)
+	if err != nil {
+		return err
+	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	return o.populate(ctx, cls[0], raws, func(c *s3Raw, i int) error {
+		return c.put(ctx, o.Bucket, o.key(i), newContent(seed, i, o.Sizes.of(i)))
+	}, out)
 }

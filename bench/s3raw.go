@@ -125,3 +125,23 @@ func (c *s3Raw) getVerify(ctx context.Context, bucket, key string, want content,
 	}
 	return n, bad, nil
 }
+
+// head stats bucket/key and returns its size.
+func (c *s3Raw) head(ctx context.Context, bucket, key string) (int64, error) {
+	resp, err := c.do(ctx, http.MethodHead, bucket, key, nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.ContentLength, nil
+}
+
+// del deletes bucket/key.
+func (c *s3Raw) del(ctx context.Context, bucket, key string) error {
+	resp, err := c.do(ctx, http.MethodDelete, bucket, key, nil, 0)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}

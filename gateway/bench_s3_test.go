@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,37 @@ func TestBenchS3(t *testing.T) {
 		if r := run(op, "loadgen", ""); r.Total.Errors != 0 || r.VerifyFailures != 0 {
 			t.Fatalf("%s: %d errors, %d verify failures (%s)", op, r.Total.Errors, r.VerifyFailures, r.FirstError)
 		}
+	}
+	// a warp-style mix of all four operations: DELETEs never make a GET
+	// or HEAD miss, and the hook sees every request
+	mix, err := bench.ParseS3Mix("get:40,put:30,stat:15,delete:15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hooked atomic.Int64
+	mr, err := bench.RunS3(ctx, bench.S3Options{Endpoints: []string{f.url}, AccessKey: f.admin.AccessKey, SecretKey: f.admin.SecretKey,
+		Bucket: "loadmix", Op: "mixed", Mix: mix, Sizes: sizes, Concurrency: 4, Duration: 400 * time.Millisecond, Objects: 12,
+		OnOp: func(string, int, time.Duration, error) { hooked.Add(1) }})
+	if err != nil || mr.Total.Errors != 0 {
+		t.Fatalf("mixed with deletes: %v (%+v)", err, mr)
+	}
+	for _, op := range []string{"GET", "PUT", "HEAD", "DELETE"} {
+		if mr.PerOp[op].Ops == 0 {
+			t.Fatalf("mixed: no %s in %+v", op, mr.PerOp)
+		}
+	}
+	if hooked.Load() != mr.Total.Ops {
+		t.Fatalf("hook saw %d requests of %d", hooked.Load(), mr.Total.Ops)
+	}
+	if _, err := bench.ParseS3Mix("get:50,put:30"); err == nil {
+		t.Fatal("a mix adding up to 80 accepted")
+	}
+	n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: []string{f.url}, AccessKey: f.admin.AccessKey, SecretKey: f.admin.SecretKey, Bucket: "loadmix", Prefix: "shoal-bench/"})
+	if err != nil || n == 0 || n > 12 {
+		t.Fatalf("remove prefix: %d keys, %v", n, err)
+	}
+	if _, err := f.s3(f.admin).HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("loadmix")}); err == nil {
+		t.Fatal("the emptied bucket is still there")
 	}
 	// every key rewritten with other bytes of the same length (the
 	// generator re-uploads objects of the wrong size): every GET must notice

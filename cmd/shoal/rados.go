@@ -329,7 +329,7 @@ func listPoolSnaps(p *client.Pool, out io.Writer) error {
 
 // benchCmd is `shoal bench rados`.
 func benchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Load generators (rados, s3)"}
+	cmd := &cobra.Command{Use: "bench", Short: "Load generators (rados, s3), sweeps, reports and comparisons"}
 	var o bench.Options
 	var pool, size, format string
 	var seconds float64
@@ -369,7 +369,7 @@ func benchCmd() *cobra.Command {
 	f.BoolVar(&o.NoCleanup, "no-cleanup", false, "keep the objects (for seq/rand)")
 	f.StringVar(&o.RunName, "run-name", "", "metadata object name (default benchmark_last_metadata)")
 	f.StringVar(&format, "format", "plain", "plain or json")
-	cmd.AddCommand(r, benchS3Cmd())
+	cmd.AddCommand(r, benchS3Cmd(), benchSweepCmd(), benchReportCmd(), benchCompareCmd())
 	return cmd
 }
 

@@ -1,0 +1,92 @@
+package sweep
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Archive is a sweep's results as read back from its directory.
+type Archive struct {
+	Dir    string
+	Spec   *Spec
+	Target TargetInfo
+	// Results holds every finished point of every iteration, in the
+	// file's point order, iterations in turn.
+	Results []Result
+}
+
+// ReadArchive reads an archive a sweep wrote (finished points only).
+func ReadArchive(dir string) (*Archive, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "sweep.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %s is not a sweep archive: %w", dir, err)
+	}
+	s, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %s: %w", dir, err)
+	}
+	a := &Archive{Dir: dir, Spec: s}
+	if err := readJSON(filepath.Join(dir, "target.json"), &a.Target); err != nil {
+		return nil, err
+	}
+	order := map[string]int{}
+	for i, p := range s.Points() {
+		order[p.ID] = i
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "results", "*", "*", "result.json"))
+	for _, f := range files {
+		var r Result
+		if err := readJSON(f, &r); err != nil {
+			return nil, err
+		}
+		a.Results = append(a.Results, r)
+	}
+	slices.SortStableFunc(a.Results, func(x, y Result) int {
+		if x.Iteration != y.Iteration {
+			return x.Iteration - y.Iteration
+		}
+		return order[x.Point.ID] - order[y.Point.ID]
+	})
+	if len(a.Results) == 0 {
+		return nil, fmt.Errorf("sweep: %s holds no finished point", dir)
+	}
+	return a, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("sweep: %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadSamples reads a point's per-second samples.
+func ReadSamples(archive string, it int, id string) ([]Sample, error) {
+	b, err := os.ReadFile(filepath.Join(pointDir(archive, it, id), "samples.csv"))
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	var out []Sample
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if i == 0 {
+			continue
+		}
+		var s Sample
+		var mean, p50, p99, mx float64
+		if _, err := fmt.Sscanf(line, "%f,%f,%d,%d,%d,%f,%f,%f,%f", &s.At, &s.Span, &s.Ops, &s.Bytes, &s.Errors, &mean, &p50, &p99, &mx); err != nil {
+			return nil, errors.Join(fmt.Errorf("sweep: %s samples line %d", id, i+1), err)
+		}
+		s.Mean, s.P50, s.P99, s.Max = fromMS(mean), fromMS(p50), fromMS(p99), fromMS(mx)
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,304 @@
+package sweep
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cephDriver runs rados points with `rados bench` and block points with
+// `rbd bench` (both from ceph-common), s3 points against the target's
+// endpoint (radosgw). The tools print per-second totals, not each
+// operation's latency: a Ceph point's samples have throughput, and its
+// summary the mean and max latency rados bench prints (rbd bench prints
+// none).
+type cephDriver struct {
+	spec      *Spec
+	args      []string          // -c CONF --id USER --keyring KEYRING
+	prefilled map[string]string // run name → pool
+	created   []string          // POOL/IMAGE
+	s3        *s3Driver
+	dms       []Daemon
+	cnt       Counts
+}
+
+func openCeph(ctx context.Context, s *Spec) (*cephDriver, error) {
+	t := s.Target
+	d := &cephDriver{spec: s, prefilled: map[string]string{}}
+	if t.Conf != "" {
+		d.args = append(d.args, "-c", t.Conf)
+	}
+	if t.User != "" {
+		d.args = append(d.args, "--id", strings.TrimPrefix(t.User, "client."))
+	}
+	if t.Keyring != "" {
+		d.args = append(d.args, "--keyring", t.Keyring)
+	}
+	// Reaching the cluster: `rados lspools` fails fast on a wrong conf
+	// or an unreachable MON.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "rados", append(append([]string{}, d.args...), "--connect-timeout", "20", "lspools")...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("sweep: target: rados lspools: %v: %s", err, strings.TrimSpace(string(b)))
+	}
+	d.dms = byName(daemonNames(t, nil))
+	d.cnt = counts(t, Counts{OSDs: countOSDs(d.dms)})
+	if t.Endpoint != "" {
+		var err error
+		if d.s3, err = newS3(t.Endpoint, t.AccessKey, t.SecretKey); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func countOSDs(dms []Daemon) int {
+	n := 0
+	for _, d := range dms {
+		if strings.HasPrefix(d.Name, "osd.") || strings.HasPrefix(d.Name, "ceph-osd.") {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *cephDriver) daemons() []Daemon { return d.dms }
+func (d *cephDriver) counts() Counts    { return d.cnt }
+func (d *cephDriver) close()            {}
+
+func (d *cephDriver) check(ctx context.Context, p Point) error {
+	switch p.Type {
+	case "rados":
+		_, err := radosOptions(p)
+		return err
+	case "block":
+		_, _, _, _, err := blockOptions(p)
+		return err
+	case "s3":
+		if d.s3 == nil {
+			return errors.New("s3 points against a ceph target need target endpoint and keys (radosgw)")
+		}
+		return d.s3.check(ctx, p)
+	}
+	return nil
+}
+
+// tool runs rados or rbd with the target's arguments, its output to out.
+func (d *cephDriver) tool(ctx context.Context, out io.Writer, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, append(append([]string{}, d.args...), args...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+func (d *cephDriver) prepare(ctx context.Context, p Point, out io.Writer) error {
+	switch p.Type {
+	case "rados":
+		o, _ := radosOptions(p)
+		if o.Mode == "write" {
+			return nil
+		}
+		name := prefillName(p.Params["pool"], o.BlockSize)
+		if _, ok := d.prefilled[name]; ok {
+			return nil
+		}
+		dur, _ := duration("prefill", p.Params["prefill"], d.spec.Ramp+d.spec.Duration)
+		err := d.tool(ctx, out, "rados", "-p", p.Params["pool"], "bench", secs(dur), "write", "-b", strconv.Itoa(o.BlockSize),
+			"-t", "16", "--no-cleanup", "--run-name", name)
+		if err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		d.prefilled[name] = p.Params["pool"]
+	case "block":
+		bo, _, _, size, _ := blockOptions(p)
+		spec := p.Params["image"]
+		if exec.CommandContext(ctx, "rbd", append(append([]string{}, d.args...), "info", spec)...).Run() == nil {
+			return nil
+		}
+		if err := d.tool(ctx, out, "rbd", "create", "--size", strconv.FormatUint(size>>20, 10), spec); err != nil {
+			return err
+		}
+		d.created = append(d.created, spec)
+		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" {
+			return d.tool(ctx, out, "rbd", "bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "8",
+				"--io-total", strconv.FormatUint(size, 10), "--io-pattern", "seq", spec)
+		}
+	case "s3":
+		return d.s3.prepare(ctx, p, out)
+	}
+	return nil
+}
+
+func secs(d time.Duration) string { return strconv.Itoa(max(int(d.Round(time.Second)/time.Second), 1)) }
+
+func (d *cephDriver) run(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
+	switch p.Type {
+	case "rados":
+		o, _ := radosOptions(p)
+		procs, _ := positive(p, "procs")
+		errs := make(chan error, procs)
+		for i := range procs {
+			args := []string{"-p", p.Params["pool"], "bench", secs(dur), string(o.Mode), "-t", strconv.Itoa(o.Concurrency)}
+			if o.Mode == "write" {
+				args = append(args, "-b", strconv.Itoa(o.BlockSize), "--no-cleanup", "--run-name", writeRunName(p, i))
+			} else {
+				args = append(args, "--run-name", prefillName(p.Params["pool"], o.BlockSize))
+			}
+			go func() { errs <- d.stream(ctx, out, "rados", args, parseRadosBench(o.BlockSize), rec) }()
+		}
+		var first error
+		for range procs {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	case "block":
+		bo, _, _, _, _ := blockOptions(p)
+		// rbd bench stops by bytes only: give it more than it can move
+		// and stop it at the point's end.
+		bctx, cancel := context.WithTimeout(ctx, dur)
+		defer cancel()
+		args := []string{"bench", "--io-type", bo.IOType, "--io-size", strconv.Itoa(bo.IOSize), "--io-threads", strconv.Itoa(bo.Threads),
+			"--io-total", "1P", "--io-pattern", bo.Pattern, "--rw-mix-read", strconv.Itoa(bo.RWMixRead), p.Params["image"]}
+		err := d.stream(bctx, out, "rbd", args, parseRBDBench(bo.IOSize), rec)
+		if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+			return nil // stopped at the end of the point, as meant
+		}
+		return err
+	case "s3":
+		return d.s3.run(ctx, p, dur, rec, out)
+	}
+	return fmt.Errorf("type %q", p.Type)
+}
+
+// lineParser turns a tool's output line into operations completed since
+// the previous line; mean and max latency when the line gives them.
+type lineParser func(line string) (ops, bytes uint64, mean, maxLat time.Duration)
+
+// stream runs a tool, copying its output to out and feeding the
+// operations its lines report to rec.
+func (d *cephDriver) stream(ctx context.Context, out io.Writer, name string, args []string, parse lineParser, rec *Recorder) error {
+	cmd := exec.CommandContext(ctx, name, append(append([]string{}, d.args...), args...)...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(out, line)
+			ops, b, mean, mx := parse(line)
+			rec.bulk(ops, b, mean, mx)
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// parseRadosBench reads rados bench's per-second table (sec, Cur ops,
+// started, finished, avg MB/s, cur MB/s, last lat, avg lat) and its
+// summary's "Average Latency(s)" and "Max latency(s)".
+func parseRadosBench(opSize int) lineParser {
+	var finished uint64
+	return func(line string) (uint64, uint64, time.Duration, time.Duration) {
+		f := strings.Fields(line)
+		if len(f) == 8 {
+			if _, err := strconv.Atoi(f[0]); err == nil {
+				if n, err := strconv.ParseUint(f[3], 10, 64); err == nil && n >= finished {
+					ops := n - finished
+					finished = n
+					return ops, ops * uint64(opSize), 0, 0
+				}
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "Average Latency(s):"); ok {
+			return 0, 0, seconds(v), 0
+		}
+		if v, ok := strings.CutPrefix(line, "Max latency(s):"); ok {
+			return 0, 0, 0, seconds(v)
+		}
+		return 0, 0, 0, 0
+	}
+}
+
+// parseRBDBench reads rbd bench's per-second lines (SEC, OPS, OPS/SEC,
+// BYTES/SEC): OPS is the total so far.
+func parseRBDBench(ioSize int) lineParser {
+	var total uint64
+	return func(line string) (uint64, uint64, time.Duration, time.Duration) {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			return 0, 0, 0, 0
+		}
+		if _, err := strconv.Atoi(f[0]); err != nil {
+			return 0, 0, 0, 0
+		}
+		n, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil || n < total {
+			return 0, 0, 0, 0
+		}
+		ops := n - total
+		total = n
+		return ops, ops * uint64(ioSize), 0, 0
+	}
+}
+
+func seconds(v string) time.Duration {
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(x * float64(time.Second))
+}
+
+func (d *cephDriver) after(ctx context.Context, p Point, out io.Writer) error {
+	if p.Type != "rados" || p.Params["mode"] != "write" {
+		return nil
+	}
+	procs, _ := positive(p, "procs")
+	for i := range procs {
+		if err := d.tool(ctx, out, "rados", "-p", p.Params["pool"], "cleanup", "--run-name", writeRunName(p, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *cephDriver) cleanup(ctx context.Context, out io.Writer) error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for name, pool := range d.prefilled {
+		keep(d.tool(ctx, out, "rados", "-p", pool, "cleanup", "--run-name", name))
+	}
+	for _, spec := range d.created {
+		keep(d.tool(ctx, out, "rbd", "rm", "--no-progress", spec))
+	}
+	if d.s3 != nil {
+		keep(d.s3.cleanup(ctx, out))
+	}
+	return first
+}

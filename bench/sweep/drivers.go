@@ -1,0 +1,513 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-project/shoal/bench"
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cluster"
+	"github.com/shoal-project/shoal/rbd"
+)
+
+// openDriver reaches the target: an unreachable one is an error before
+// any point runs.
+func openDriver(ctx context.Context, s *Spec) (driver, error) {
+	switch s.Target.Kind {
+	case "shoal":
+		return openShoal(ctx, s)
+	case "s3":
+		d, err := newS3(s.Target.Endpoint, s.Target.AccessKey, s.Target.SecretKey)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.reach(ctx); err != nil {
+			return nil, err
+		}
+		return &s3Only{s3Driver: d, dms: byName(daemonNames(s.Target, nil)), cnt: counts(s.Target, Counts{})}, nil
+	case "ceph":
+		return openCeph(ctx, s)
+	}
+	return nil, fmt.Errorf("%w: target kind %q", ErrSpec, s.Target.Kind)
+}
+
+// counts fills in the file's counts over those the target gave.
+func counts(t Target, c Counts) Counts {
+	if t.OSDs > 0 {
+		c.OSDs = t.OSDs
+	}
+	if t.Devices > 0 {
+		c.Devices = t.Devices
+	}
+	if t.Hosts > 0 {
+		c.Hosts = t.Hosts
+	}
+	if c.Devices == 0 {
+		c.Devices = c.OSDs
+	}
+	return c
+}
+
+func daemonNames(t Target, def []string) []string {
+	if len(t.Daemons) > 0 {
+		return t.Daemons
+	}
+	if def != nil {
+		return def
+	}
+	return []string{"ceph-osd", "ceph-mon", "ceph-mgr", "radosgw"}
+}
+
+// shoalDriver runs rados and block points through the client library,
+// and s3 points through the cluster's gateway.
+type shoalDriver struct {
+	spec      *Spec
+	conf      *cluster.Conf
+	conns     []*client.Conn // [0] always; more for rados points with procs > 1
+	images    map[string]*rbd.Image
+	created   []string          // POOL/IMAGE the sweep created
+	prefilled map[string]string // rados read sets written: prefillName → pool
+	s3        *s3Driver         // nil: the cluster has no gateway
+	dms       []Daemon
+	cnt       Counts
+}
+
+func openShoal(ctx context.Context, s *Spec) (*shoalDriver, error) {
+	c, err := cluster.FindConf(s.Target.Conf)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: %w", err)
+	}
+	d := &shoalDriver{spec: s, conf: c, images: map[string]*rbd.Image{}, prefilled: map[string]string{}}
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.conns = []*client.Conn{conn}
+	if d.dms, err = pidFiles(c.Dir); err != nil {
+		d.close()
+		return nil, fmt.Errorf("sweep: target: %w (is the cluster in %s running?)", err, c.Dir)
+	}
+	m := conn.Map()
+	var cnt Counts
+	hosts := map[int32]bool{}
+	for id, o := range m.OSDs {
+		if !o.Up || !o.In() {
+			continue
+		}
+		cnt.OSDs++
+		if m.Crush != nil {
+			if b := m.Crush.Parent(int32(id)); b != nil && m.Crush.TypeName(b.Type) == "host" {
+				hosts[b.ID] = true
+			}
+		}
+	}
+	cnt.Hosts = max(len(hosts), 1)
+	d.cnt = counts(s.Target, cnt)
+	ep, ak, sk := s.Target.Endpoint, s.Target.AccessKey, s.Target.SecretKey
+	if env, err := os.ReadFile(filepath.Join(c.Dir, "s3.env")); err == nil && ep == "" {
+		for _, line := range strings.Split(string(env), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			switch k {
+			case "S3_ENDPOINT":
+				ep = v
+			case "AWS_ACCESS_KEY_ID":
+				ak = v
+			case "AWS_SECRET_ACCESS_KEY":
+				sk = v
+			}
+		}
+	}
+	if ep != "" {
+		if d.s3, err = newS3(ep, ak, sk); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *shoalDriver) connect(ctx context.Context) (*client.Conn, error) {
+	user := "client.admin"
+	if d.spec.Target.User != "" {
+		user = "client." + strings.TrimPrefix(d.spec.Target.User, "client.")
+	}
+	kr, err := d.conf.Keyring(user)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := client.Connect(cctx, d.conf.ClientConfig(user, kr))
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: connect to %s: %w", strings.Join(d.conf.MonAddrs(), ","), err)
+	}
+	return conn, nil
+}
+
+func (d *shoalDriver) daemons() []Daemon { return d.dms }
+func (d *shoalDriver) counts() Counts    { return d.cnt }
+
+func (d *shoalDriver) close() {
+	for _, img := range d.images {
+		img.Close(context.Background())
+	}
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+func (d *shoalDriver) check(ctx context.Context, p Point) error {
+	switch p.Type {
+	case "rados":
+		if _, err := radosOptions(p); err != nil {
+			return err
+		}
+		if _, err := d.conns[0].Pool(ctx, p.Params["pool"]); err != nil {
+			return fmt.Errorf("pool %s: %w", p.Params["pool"], err)
+		}
+	case "block":
+		bo, pool, _, size, err := blockOptions(p)
+		if err != nil {
+			return err
+		}
+		if _, err := d.conns[0].Pool(ctx, pool); err != nil {
+			return fmt.Errorf("pool %s: %w", pool, err)
+		}
+		if uint64(bo.IOSize) > size {
+			return fmt.Errorf("io_size %d above image_size %d", bo.IOSize, size)
+		}
+	case "s3":
+		if d.s3 == nil {
+			return errors.New("the cluster has no S3 gateway (no s3.env in its directory; give target endpoint and keys)")
+		}
+		return d.s3.check(ctx, p)
+	}
+	return nil
+}
+
+// radosOptions are a rados point's bench options.
+func radosOptions(p Point) (bench.Options, error) {
+	o := bench.Options{Mode: bench.Mode(p.Params["mode"])}
+	if o.Mode != bench.ModeWrite && o.Mode != bench.ModeSeq && o.Mode != bench.ModeRand {
+		return o, fmt.Errorf("mode %q: write, seq or rand", o.Mode)
+	}
+	var err error
+	if o.BlockSize, err = bench.ParseSize(p.Params["op_size"]); err != nil || o.BlockSize <= 0 {
+		return o, fmt.Errorf("op_size %q: want a size such as 4M", p.Params["op_size"])
+	}
+	if o.Concurrency, err = positive(p, "concurrency"); err != nil {
+		return o, err
+	}
+	if _, err = positive(p, "procs"); err != nil {
+		return o, err
+	}
+	if _, err := duration("prefill", p.Params["prefill"], 0); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func positive(p Point, name string) (int, error) {
+	n, err := strconv.Atoi(p.Params[name])
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s %q: want a whole number above 0", name, p.Params[name])
+	}
+	return n, nil
+}
+
+// blockOptions are a block point's bench options, its image's pool and
+// name, and the size of an image the sweep creates.
+func blockOptions(p Point) (bo bench.BlockOptions, pool, image string, size uint64, err error) {
+	pool, image, ok := strings.Cut(p.Params["image"], "/")
+	if !ok || pool == "" || image == "" {
+		return bo, "", "", 0, fmt.Errorf("image %q: want POOL/IMAGE", p.Params["image"])
+	}
+	bo = bench.BlockOptions{IOType: p.Params["io_type"], Pattern: p.Params["pattern"]}
+	switch {
+	case bo.IOType != "read" && bo.IOType != "write" && bo.IOType != "readwrite":
+		return bo, "", "", 0, fmt.Errorf("io_type %q: read, write or readwrite", bo.IOType)
+	case bo.Pattern != "seq" && bo.Pattern != "rand":
+		return bo, "", "", 0, fmt.Errorf("pattern %q: seq or rand", bo.Pattern)
+	}
+	if bo.IOSize, err = bench.ParseSize(p.Params["io_size"]); err != nil || bo.IOSize <= 0 {
+		return bo, "", "", 0, fmt.Errorf("io_size %q: want a size such as 4K", p.Params["io_size"])
+	}
+	n, err := bench.ParseSize(p.Params["image_size"])
+	if err != nil || n <= 0 {
+		return bo, "", "", 0, fmt.Errorf("image_size %q: want a size such as 1G", p.Params["image_size"])
+	}
+	if bo.Threads, err = positive(p, "iodepth"); err != nil {
+		return bo, "", "", 0, err
+	}
+	if bo.RWMixRead, err = strconv.Atoi(p.Params["rw_mix_read"]); err != nil || bo.RWMixRead < 0 || bo.RWMixRead > 100 {
+		return bo, "", "", 0, fmt.Errorf("rw_mix_read %q: 0 to 100", p.Params["rw_mix_read"])
+	}
+	if _, err := strconv.ParseBool(p.Params["prefill"]); err != nil {
+		return bo, "", "", 0, fmt.Errorf("prefill %q: true or false", p.Params["prefill"])
+	}
+	return bo, pool, image, uint64(n), nil
+}
+
+// prefillName is the run name of a read set: one per pool and size.
+func prefillName(pool string, size int) string {
+	return fmt.Sprintf("sweep_prefill_%s_%d", pool, size)
+}
+
+func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error {
+	switch p.Type {
+	case "rados":
+		o, _ := radosOptions(p)
+		if o.Mode == bench.ModeWrite {
+			return nil
+		}
+		name := prefillName(p.Params["pool"], o.BlockSize)
+		if _, ok := d.prefilled[name]; ok {
+			return nil
+		}
+		pool, err := d.conns[0].Pool(ctx, p.Params["pool"])
+		if err != nil {
+			return err
+		}
+		dur, _ := duration("prefill", p.Params["prefill"], d.spec.Ramp+d.spec.Duration)
+		fmt.Fprintf(out, "prefill: writing %s objects for %s to read\n", p.Params["op_size"], dur)
+		_, err = bench.Run(ctx, pool, bench.Options{Mode: bench.ModeWrite, BlockSize: o.BlockSize, Concurrency: 16, Duration: dur,
+			NoCleanup: true, RunName: name, Hostname: "sweepfill", PID: 1, IsNotFound: isNotFound, Out: out})
+		if err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		d.prefilled[name] = p.Params["pool"]
+	case "block":
+		_, err := d.image(ctx, p, out)
+		return err
+	case "s3":
+		return d.s3.prepare(ctx, p, out)
+	}
+	return nil
+}
+
+// image opens (creating and, for reads, filling) a block point's image.
+func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.Image, error) {
+	spec := p.Params["image"]
+	if img, ok := d.images[spec]; ok {
+		return img, nil
+	}
+	bo, poolName, name, size, _ := blockOptions(p)
+	pool, err := d.conns[0].Pool(ctx, poolName)
+	if err != nil {
+		return nil, err
+	}
+	img, err := rbd.Open(ctx, pool, name, "")
+	if errors.Is(err, rbd.ErrNotFound) {
+		fmt.Fprintf(out, "creating image %s of %d bytes\n", spec, size)
+		if err := rbd.Create(ctx, pool, name, rbd.Options{Size: size}); err != nil {
+			return nil, err
+		}
+		d.created = append(d.created, spec)
+		if img, err = rbd.Open(ctx, pool, name, ""); err != nil {
+			return nil, err
+		}
+		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" {
+			fmt.Fprintf(out, "prefill: writing the image whole\n")
+			if _, err := bench.RunBlock(ctx, img, bench.BlockOptions{IOType: "write", Pattern: "seq", IOSize: 4 << 20, Threads: 8, Total: size}, out); err != nil {
+				img.Close(ctx)
+				return nil, fmt.Errorf("prefill: %w", err)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", spec, err)
+	}
+	d.images[spec] = img
+	return img, nil
+}
+
+func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
+	switch p.Type {
+	case "rados":
+		return d.runRados(ctx, p, dur, rec, out)
+	case "block":
+		img, err := d.image(ctx, p, out)
+		if err != nil {
+			return err
+		}
+		bo, _, _, _, _ := blockOptions(p)
+		bo.Duration, bo.Total = dur, 1<<62
+		_, err = bench.RunBlock(ctx, recDevice{img, rec}, bo, out)
+		return err
+	case "s3":
+		return d.s3.run(ctx, p, dur, rec, out)
+	}
+	return fmt.Errorf("type %q", p.Type)
+}
+
+// runRados runs procs rados bench clients at once, each on its own
+// connection.
+func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
+	o, _ := radosOptions(p)
+	procs, _ := positive(p, "procs")
+	for len(d.conns) < procs {
+		c, err := d.connect(ctx)
+		if err != nil {
+			return err
+		}
+		d.conns = append(d.conns, c)
+	}
+	errs := make(chan error, procs)
+	for i := range procs {
+		go func() {
+			pool, err := d.conns[i].Pool(ctx, p.Params["pool"])
+			if err != nil {
+				errs <- err
+				return
+			}
+			po := o
+			po.Duration, po.NoCleanup, po.IsNotFound = dur, true, isNotFound
+			po.Hostname, po.PID = fmt.Sprintf("sweep%d", i), 1
+			po.RunName = writeRunName(p, i)
+			if o.Mode != bench.ModeWrite {
+				po.RunName = prefillName(p.Params["pool"], o.BlockSize)
+			}
+			if i == 0 {
+				po.Out = out
+			}
+			_, err = bench.Run(ctx, recTarget{pool, rec}, po)
+			errs <- err
+		}()
+	}
+	var first error
+	for range procs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func writeRunName(p Point, proc int) string { return fmt.Sprintf("sweep_%s_%d", p.ID, proc) }
+
+func (d *shoalDriver) after(ctx context.Context, p Point, out io.Writer) error {
+	if p.Type != "rados" || p.Params["mode"] != string(bench.ModeWrite) {
+		return nil
+	}
+	procs, _ := positive(p, "procs")
+	pool, err := d.conns[0].Pool(ctx, p.Params["pool"])
+	if err != nil {
+		return err
+	}
+	for i := range procs {
+		if _, err := bench.CleanupWith(ctx, pool, bench.Options{RunName: writeRunName(p, i), IsNotFound: isNotFound, Out: out}); err != nil && !errors.Is(err, bench.ErrNoMetadata) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
+	var first error
+	for name, pool := range d.prefilled {
+		p, err := d.conns[0].Pool(ctx, pool)
+		if err == nil {
+			_, err = bench.CleanupWith(ctx, p, bench.Options{RunName: name, IsNotFound: isNotFound, Out: out})
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, spec := range d.created {
+		if img := d.images[spec]; img != nil {
+			img.Close(ctx)
+			delete(d.images, spec)
+		}
+		poolName, name, _ := strings.Cut(spec, "/")
+		p, err := d.conns[0].Pool(ctx, poolName)
+		if err == nil {
+			err = rbd.Remove(ctx, p, name)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		fmt.Fprintf(out, "removed image %s\n", spec)
+	}
+	if d.s3 != nil {
+		if err := d.s3.cleanup(ctx, out); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func isNotFound(err error) bool { return errors.Is(err, client.ErrNotFound) }
+
+// recTarget records a rados benchmark's reads and writes of its data
+// objects (benchmark_data_*), not of the run's metadata object.
+type recTarget struct {
+	p   *client.Pool
+	rec *Recorder
+}
+
+func (t recTarget) WriteFull(ctx context.Context, oid string, data []byte) error {
+	t0 := time.Now()
+	err := t.p.WriteFull(ctx, oid, data)
+	t.record(ctx, oid, len(data), t0, err)
+	return err
+}
+
+func (t recTarget) Read(ctx context.Context, oid string, off, length uint64) ([]byte, error) {
+	t0 := time.Now()
+	b, err := t.p.Read(ctx, oid, off, length)
+	t.record(ctx, oid, len(b), t0, err)
+	return b, err
+}
+
+func (t recTarget) ReadRef(ctx context.Context, oid string, off, length uint64) ([]byte, func(), error) {
+	t0 := time.Now()
+	b, release, err := t.p.ReadRef(ctx, oid, off, length)
+	t.record(ctx, oid, len(b), t0, err)
+	return b, release, err
+}
+
+func (t recTarget) record(ctx context.Context, oid string, n int, t0 time.Time, err error) {
+	if strings.HasPrefix(oid, "benchmark_data_") {
+		t.rec.record(ctx, n, t0, err)
+	}
+}
+
+func (t recTarget) Remove(ctx context.Context, oid string) error { return t.p.Remove(ctx, oid) }
+
+// recDevice records a block benchmark's I/Os.
+type recDevice struct {
+	img *rbd.Image
+	rec *Recorder
+}
+
+func (r recDevice) Size() uint64 { return r.img.Size() }
+
+func (r recDevice) ReadAt(ctx context.Context, p []byte, off uint64) error {
+	t0 := time.Now()
+	err := r.img.ReadAt(ctx, p, off)
+	r.rec.record(ctx, len(p), t0, err)
+	return err
+}
+
+func (r recDevice) WriteAt(ctx context.Context, p []byte, off uint64) error {
+	t0 := time.Now()
+	err := r.img.WriteAt(ctx, p, off)
+	r.rec.record(ctx, len(p), t0, err)
+	return err
+}
+
+// record is Op for an operation begun at t0, not counting one that
+// failed because the load was stopped.
+func (r *Recorder) record(ctx context.Context, n int, t0 time.Time, err error) {
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	r.Op(n, time.Since(t0), err)
+}

@@ -1,0 +1,98 @@
+package sweep
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseExpand(t *testing.T) {
+	s, err := Parse([]byte(`
+target:
+  conf: /x/shoal.conf
+  osds: 6
+iterations: 2
+duration: 20
+ramp: 2s
+benchmarks:
+  rados-4m:
+    type: rados
+    mode: [write, seq]
+    concurrency: [1, 4, 16]
+  block:
+    io_size: 4K
+    iodepth: [1, 32]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Duration != 20*time.Second || s.Ramp != 2*time.Second || s.Iterations != 2 || s.Target.Kind != "shoal" || !s.Cleanup {
+		t.Fatalf("spec %+v", s)
+	}
+	if s.Count() != 8 {
+		t.Fatalf("count %d, want 2*3 + 2", s.Count())
+	}
+	var ids []string
+	for _, p := range s.Points() {
+		ids = append(ids, p.ID)
+	}
+	want := []string{
+		"rados-4m.mode=write.concurrency=1", "rados-4m.mode=write.concurrency=4", "rados-4m.mode=write.concurrency=16",
+		"rados-4m.mode=seq.concurrency=1", "rados-4m.mode=seq.concurrency=4", "rados-4m.mode=seq.concurrency=16",
+		"block.iodepth=1", "block.iodepth=32",
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("ids\n%q\nwant\n%q", ids, want)
+	}
+	p := s.Points()[4]
+	if p.Type != "rados" || p.Params["mode"] != "seq" || p.Params["concurrency"] != "4" || p.Params["op_size"] != "4M" || p.Params["pool"] != "data" {
+		t.Fatalf("point %+v: defaults not filled in", p)
+	}
+	if !slices.Equal(p.Swept, []string{"mode", "concurrency"}) || p.Label() != "mode=seq concurrency=4" {
+		t.Fatalf("swept %v label %q", p.Swept, p.Label())
+	}
+}
+
+func TestKeyIgnoresPlacement(t *testing.T) {
+	parse := func(pool string) Point {
+		s, err := Parse([]byte("benchmarks:\n  rados:\n    pool: " + pool + "\n    concurrency: 8\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Points()[0]
+	}
+	a, b := parse("data"), parse("rbench")
+	if a.Key() != b.Key() {
+		t.Fatalf("keys differ by pool: %s / %s", a.Key(), b.Key())
+	}
+	if !strings.Contains(a.Key(), "concurrency=8") || strings.Contains(a.Key(), "pool") {
+		t.Fatalf("key %s", a.Key())
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"unknown top key", "benchmark:\n  rados: {}\n", "field benchmark not found"},
+		{"unknown target key", "target: {kin: shoal}\nbenchmarks:\n  rados: {}\n", "field kin not found"},
+		{"unknown kind", "target: {kind: minio}\nbenchmarks:\n  rados: {}\n", "target kind \"minio\""},
+		{"no benchmarks", "duration: 1s\n", "benchmarks"},
+		{"unknown type", "benchmarks:\n  fio: {}\n", "unknown type \"fio\""},
+		{"unknown param", "benchmarks:\n  rados:\n    threads: 4\n", "unknown rados parameter \"threads\""},
+		{"empty list", "benchmarks:\n  rados:\n    concurrency: []\n", "an empty list"},
+		{"nested list", "benchmarks:\n  rados:\n    concurrency: [[1]]\n", "a list of plain values"},
+		{"twice", "benchmarks:\n  rados:\n    mode: write\n    mode: seq\n", "mode"},
+		{"bad duration", "duration: soon\nbenchmarks:\n  rados: {}\n", "duration \"soon\""},
+		{"too many points", "max_points: 5\nbenchmarks:\n  rados:\n    concurrency: [1, 2, 4]\n    op_size: [4K, 4M]\n", "6 points, more than max_points 5"},
+		{"s3 target, rados", "target: {kind: s3}\nbenchmarks:\n  rados: {}\n", "only s3 benchmarks"},
+		{"bad name", "benchmarks:\n  a.b:\n    type: rados\n", "no spaces, dots or slashes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.file))
+			if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want ErrSpec with %q", err, c.want)
+			}
+		})
+	}
+}
