@@ -48,7 +48,8 @@ func archive(t *testing.T, file string, osds int, fig map[string][]float64) *swe
 	a := &sweep.Archive{Dir: "mem", Spec: s, Target: sweep.TargetInfo{Kind: "shoal", Counts: sweep.Counts{OSDs: osds, Devices: osds * 2, Hosts: 1}}}
 	for _, p := range s.Points() {
 		for it, mb := range fig[p.ID] {
-			a.Results = append(a.Results, sweep.Result{Point: p, Iteration: it, MBPerSec: mb, OpsPerSec: mb / 4, MeanMS: 10, P99MS: 20, CPUPerGB: 2})
+			a.Results = append(a.Results, sweep.Result{Point: p, Iteration: it, MBPerSec: mb, OpsPerSec: mb / 4, MeanMS: 10, P99MS: 20, CPUPerGB: 2,
+				Ops: 100, Counters: map[string]uint64{"shard_w": 300, "shard_r": 50}})
 		}
 	}
 	return a
@@ -74,6 +75,9 @@ func TestCurvesAndNormalisation(t *testing.T) {
 	pts := Aggregate(a)
 	if pts[0].MBPerSec != 110 || pts[0].Iterations != 3 {
 		t.Fatalf("point 0: %+v, want the median 110 of 3 runs", pts[0])
+	}
+	if pts[0].ShardIOPerOp != 3.5 {
+		t.Fatalf("shard I/Os per op %v, want (300+50)/100", pts[0].ShardIOPerOp)
 	}
 	if pts[0].PerOSD.MBPerSec != 27.5 || pts[0].PerDevice.MBPerSec != 13.75 || pts[0].PerHost.MBPerSec != 110 {
 		t.Fatalf("normalised %+v %+v %+v", pts[0].PerOSD, pts[0].PerDevice, pts[0].PerHost)

@@ -102,7 +102,7 @@ func contains(s []string, v string) bool {
 
 // table writes the points' figures as a Markdown and an HTML table.
 func table(md, ht *bytes.Buffer, pts []Point) {
-	head := []string{"point", "runs", "MB/s", "ops/s", "MB/s per OSD", "ops/s per OSD", "MB/s per device", "MB/s per host", "mean ms", "p50 ms", "p99 ms", "CPU s/GB", "CPU s/1k ops", "errors"}
+	head := []string{"point", "runs", "MB/s", "ops/s", "MB/s per OSD", "ops/s per OSD", "MB/s per device", "MB/s per host", "mean ms", "p50 ms", "p99 ms", "CPU s/GB", "CPU s/1k ops", "shard I/Os per op", "errors"}
 	md.WriteString("| " + strings.Join(head, " | ") + " |\n| --- |" + strings.Repeat(" ---: |", len(head)-1) + "\n")
 	ht.WriteString("<table><tr>")
 	for _, h := range head {
@@ -118,7 +118,7 @@ func table(md, ht *bytes.Buffer, pts []Point) {
 		}
 		row := []string{p.Point.Label(), fmt.Sprint(p.Iterations), fmtNum(p.MBPerSec), fmtNum(p.OpsPerSec),
 			opt(p.PerOSD.MBPerSec), opt(p.PerOSD.OpsPerSec), opt(p.PerDevice.MBPerSec), opt(p.PerHost.MBPerSec),
-			opt(p.MeanMS), opt(p.P50MS), opt(p.P99MS), opt(p.CPUPerGB), opt(p.CPUPer1000), fmt.Sprint(p.Errors)}
+			opt(p.MeanMS), opt(p.P50MS), opt(p.P99MS), opt(p.CPUPerGB), opt(p.CPUPer1000), opt(p.ShardIOPerOp), fmt.Sprint(p.Errors)}
 		md.WriteString("| " + strings.Join(row, " | ") + " |\n")
 		ht.WriteString("<tr>")
 		for _, c := range row {

@@ -73,6 +73,9 @@ func (d *cephDriver) daemons() []Daemon { return d.dms }
 func (d *cephDriver) counts() Counts    { return d.cnt }
 func (d *cephDriver) close()            {}
 
+// counters: rados and rbd bench do not read the OSDs' perf counters.
+func (d *cephDriver) counters(context.Context) map[string]uint64 { return nil }
+
 func (d *cephDriver) check(ctx context.Context, p Point) error {
 	switch p.Type {
 	case "rados":

@@ -88,7 +88,9 @@ func TestCephTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, osds: 3}\nduration: 2s\nbenchmarks:\n  rados:\n    pool: rbench\n    concurrency: [16]\n")
+	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, osds: 3}\nduration: 2s\n"+
+		"setup: ['echo setup $CEPH_CONF >> "+args+"']\nteardown: ['echo teardown >> "+args+"']\n"+
+		"benchmarks:\n  rados:\n    pool: rbench\n    concurrency: [16]\n")
 	dir := t.TempDir()
 	if err := Run(context.Background(), s, Options{Archive: dir}); err != nil {
 		t.Fatal(err)
@@ -104,9 +106,11 @@ func TestCephTarget(t *testing.T) {
 	b, _ := os.ReadFile(args)
 	calls := strings.Split(strings.TrimSpace(string(b)), "\n")
 	want := []string{
+		"setup /etc/ceph/x.conf",
 		"-c /etc/ceph/x.conf --connect-timeout 20 lspools",
 		"-c /etc/ceph/x.conf -p rbench bench 2 write -t 16 -b 4194304 --no-cleanup --run-name sweep_rados_0",
 		"-c /etc/ceph/x.conf -p rbench cleanup --run-name sweep_rados_0",
+		"teardown",
 	}
 	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rados calls\n%s\nwant\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))

@@ -151,6 +151,30 @@ func (d *shoalDriver) connect(ctx context.Context) (*client.Conn, error) {
 	return conn, nil
 }
 
+// counters sums the up OSDs' perf counters; nil if one cannot be read
+// (a figure over part of the cluster would mislead).
+func (d *shoalDriver) counters(ctx context.Context) map[string]uint64 {
+	m := d.conns[0].Map()
+	out := map[string]uint64{}
+	for id, o := range m.OSDs {
+		if !o.Up {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := d.conns[0].OSDStats(cctx, int32(id))
+		cancel()
+		if err != nil {
+			return nil
+		}
+		p := st.Perf
+		for k, v := range map[string]uint64{"op_w": p.OpW, "op_r": p.OpR, "subop_w": p.SubopW, "shard_w": p.ShardW,
+			"shard_w_bytes": p.ShardWBytes, "shard_r": p.ShardR, "shard_r_bytes": p.ShardRBytes} {
+			out[k] += v
+		}
+	}
+	return out
+}
+
 func (d *shoalDriver) daemons() []Daemon { return d.dms }
 func (d *shoalDriver) counts() Counts    { return d.cnt }
 

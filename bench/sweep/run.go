@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/shoal-project/shoal/cluster"
 )
 
 // Sample is one second (or the last, partial one) of a point's load.
@@ -46,6 +49,10 @@ type Result struct {
 	MaxMS  float64 `json:"lat_max_ms"`
 	// Usage is the host's resource use during the window.
 	Usage Usage `json:"usage"`
+	// Counters are the cluster's own counters over the window, summed
+	// over its OSDs (a Shoal target: op_w, op_r, shard_w, shard_w_bytes,
+	// shard_r, shard_r_bytes, subop_w of every OSD's perf counters).
+	Counters map[string]uint64 `json:"counters,omitempty"`
 	// CPUPerGB is the daemons' CPU seconds per GB (10^9 bytes) moved;
 	// CPUPer1000 per 1,000 operations.
 	CPUPerGB   float64 `json:"cpu_s_per_gb"`
@@ -84,6 +91,9 @@ type driver interface {
 	cleanup(ctx context.Context, out io.Writer) error
 	daemons() []Daemon
 	counts() Counts
+	// counters are the cluster's op counters now, summed over its OSDs
+	// (nil where the target has none to read).
+	counters(ctx context.Context) map[string]uint64
 	close()
 }
 
@@ -113,12 +123,69 @@ func Run(ctx context.Context, s *Spec, o Options) error {
 	if err := claimArchive(o.Archive, s.Raw); err != nil {
 		return err
 	}
+	log, err := os.OpenFile(filepath.Join(o.Archive, "setup.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	defer log.Close()
+	env, err := shellEnv(s.Target)
+	if err != nil {
+		return err
+	}
+	if err := shell(ctx, "setup", s.Setup, env, log); err != nil {
+		return err
+	}
+	if len(s.Teardown) > 0 {
+		defer func() {
+			// after an interrupt too: ctx has ended, so not under it
+			tctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if err := shell(tctx, "teardown", s.Teardown, env, log); err != nil && o.Out != nil {
+				fmt.Fprintln(o.Out, err)
+			}
+		}()
+	}
 	d, err := openDriver(ctx, s)
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	return runPoints(ctx, s, o, d, pts)
+}
+
+// shellEnv is the environment of setup and teardown commands.
+func shellEnv(t Target) ([]string, error) {
+	env := os.Environ()
+	if exe, err := os.Executable(); err == nil {
+		env = append(env, "SHOAL="+exe)
+	}
+	switch t.Kind {
+	case "shoal":
+		c, err := cluster.FindConf(t.Conf)
+		if err != nil {
+			return nil, fmt.Errorf("sweep: target: %w", err)
+		}
+		env = append(env, "SHOAL_CONF="+c.Path, "SHOAL_DATA="+c.Dir)
+	case "ceph":
+		if t.Conf != "" {
+			env = append(env, "CEPH_CONF="+t.Conf)
+		}
+	}
+	return env, nil
+}
+
+// shell runs commands with sh -c, output to log; the first that fails
+// stops them.
+func shell(ctx context.Context, what string, cmds, env []string, log io.Writer) error {
+	for _, c := range cmds {
+		fmt.Fprintf(log, "%s $ %s\n", what, c)
+		cmd := exec.CommandContext(ctx, "sh", "-c", c)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("sweep: %s: %q: %w (its output is in setup.log)", what, c, err)
+		}
+	}
+	return nil
 }
 
 // runPoints is Run once the target is reached.
@@ -259,8 +326,9 @@ func measure(ctx context.Context, s *Spec, d driver, p Point, log, out io.Writer
 		last     time.Time = start
 		err      error
 	)
+	var c0 map[string]uint64
 	if s.Ramp == 0 {
-		from, measured = snapUsage(d.daemons()), true
+		from, measured, c0 = snapUsage(d.daemons()), true, d.counters(ctx)
 	}
 	cutAt := func(now time.Time) {
 		smp, errs := rec.cut()
@@ -285,7 +353,7 @@ loop:
 		case now := <-tick.C:
 			cutAt(now)
 			if !measured && now.Sub(start) >= s.Ramp {
-				from, measured = snapUsage(d.daemons()), true
+				from, measured, c0 = snapUsage(d.daemons()), true, d.counters(ctx)
 			}
 		case err = <-loadErr:
 			cutAt(time.Now())
@@ -302,6 +370,12 @@ loop:
 		return nil, nil, fmt.Errorf("the load ended (%.1f s) before the ramp (%s) was over", time.Since(start).Seconds(), s.Ramp)
 	}
 	res.Usage = since(from, snapUsage(d.daemons()), d.daemons())
+	if c1 := d.counters(ctx); c0 != nil && c1 != nil {
+		res.Counters = map[string]uint64{}
+		for k, v := range c1 {
+			res.Counters[k] = v - c0[k]
+		}
+	}
 	res.OpsPerSec = float64(res.Ops) / res.Seconds
 	res.MBPerSec = float64(res.Bytes) / res.Seconds / 1e6
 	res.MeanMS, res.MaxMS = ms(window.Mean()), ms(window.Max())

@@ -29,6 +29,7 @@ func (f *fakeDriver) cleanup(context.Context, io.Writer) error        { return n
 func (f *fakeDriver) daemons() []Daemon                               { return []Daemon{{"self", os.Getpid()}} }
 func (f *fakeDriver) counts() Counts                                  { return Counts{OSDs: 3, Devices: 3, Hosts: 1} }
 func (f *fakeDriver) close()                                          {}
+func (f *fakeDriver) counters(context.Context) map[string]uint64      { return nil }
 func (f *fakeDriver) run(ctx context.Context, p Point, d time.Duration, rec *Recorder, _ io.Writer) error {
 	f.ran = append(f.ran, p.ID)
 	if p.ID == f.block {

@@ -17,14 +17,14 @@ import (
 type s3Driver struct {
 	endpoints []string
 	ak, sk    string
-	used      map[[2]string]bool // bucket, prefix the sweep wrote under
+	used      map[[3]string]bool // bucket, prefix the sweep wrote under, endpoints
 }
 
 func newS3(endpoint, ak, sk string) (*s3Driver, error) {
 	if endpoint == "" || ak == "" || sk == "" {
 		return nil, fmt.Errorf("%w: target: an S3 target needs endpoint, access_key and secret_key", ErrSpec)
 	}
-	return &s3Driver{endpoints: strings.Split(endpoint, ","), ak: ak, sk: sk, used: map[[2]string]bool{}}, nil
+	return &s3Driver{endpoints: strings.Split(endpoint, ","), ak: ak, sk: sk, used: map[[3]string]bool{}}, nil
 }
 
 // reach checks that every endpoint answers HTTP.
@@ -73,6 +73,9 @@ func s3Options(p Point) (bench.S3Options, error) {
 func (d *s3Driver) options(p Point) (bench.S3Options, error) {
 	o, err := s3Options(p)
 	o.Endpoints, o.AccessKey, o.SecretKey = d.endpoints, d.ak, d.sk
+	if ep := p.Params["endpoint"]; ep != "" {
+		o.Endpoints = strings.Split(ep, ",")
+	}
 	return o, err
 }
 
@@ -83,7 +86,7 @@ func (d *s3Driver) check(_ context.Context, p Point) error {
 
 func (d *s3Driver) prepare(ctx context.Context, p Point, out io.Writer) error {
 	o, _ := d.options(p)
-	d.used[[2]string{o.Bucket, o.Prefix}] = true
+	d.used[[3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}] = true
 	if o.Op == "put" {
 		return nil
 	}
@@ -93,7 +96,7 @@ func (d *s3Driver) prepare(ctx context.Context, p Point, out io.Writer) error {
 
 func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	o, _ := d.options(p)
-	d.used[[2]string{o.Bucket, o.Prefix}] = true
+	d.used[[3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}] = true
 	o.Duration, o.Out = dur, out
 	o.OnOp = func(_ string, n int, lat time.Duration, err error) {
 		if err != nil && ctx.Err() != nil {
@@ -111,7 +114,7 @@ func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Rec
 func (d *s3Driver) cleanup(ctx context.Context, out io.Writer) error {
 	var first error
 	for bp := range d.used {
-		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: d.endpoints, AccessKey: d.ak, SecretKey: d.sk, Bucket: bp[0], Prefix: bp[1]})
+		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: strings.Split(bp[2], ","), AccessKey: d.ak, SecretKey: d.sk, Bucket: bp[0], Prefix: bp[1]})
 		if err != nil && first == nil {
 			first = err
 		}
@@ -131,3 +134,4 @@ func (d *s3Only) after(context.Context, Point, io.Writer) error { return nil }
 func (d *s3Only) daemons() []Daemon                             { return d.dms }
 func (d *s3Only) counts() Counts                                { return d.cnt }
 func (d *s3Only) close()                                        {}
+func (d *s3Only) counters(context.Context) map[string]uint64    { return nil }

@@ -17,6 +17,7 @@
 //	duration: 10s      # measured time per point
 //	ramp: 2s           # run before measuring, per point
 //	max_points: 64     # refuse a file that expands to more
+//	setup: ["$SHOAL pool create ec42 erasure ec42 || true"]   # shell, before the target is reached
 //	benchmarks:
 //	  rados-4m:        # a name; type defaults to the name's first word
 //	    type: rados
@@ -51,8 +52,15 @@ type Spec struct {
 	Ramp       time.Duration // unmeasured start of each point; default 0
 	MaxPoints  int           // the most points the file may expand to; default 1000
 	Cleanup    bool          // remove what the sweep wrote at its end; default true
-	Benchmarks []Benchmark   // in the file's order
-	Raw        []byte        // the file as read (archived beside the results)
+	// Setup are shell commands run, in order, before the target is
+	// reached (create pools, start gateways); Teardown after the last
+	// point, and after an interrupted run. They run with SHOAL (this
+	// binary), SHOAL_CONF and SHOAL_DATA (a shoal target's conf and its
+	// directory) or CEPH_CONF (a ceph target's) in their environment. A
+	// resumed sweep runs Setup again: write commands that may run twice.
+	Setup, Teardown []string
+	Benchmarks      []Benchmark // in the file's order
+	Raw             []byte      // the file as read (archived beside the results)
 }
 
 // Target is the system a sweep drives.
@@ -122,6 +130,7 @@ var Params = map[string][]ParamDef{
 	},
 	"s3": {
 		{"bucket", "shoal-sweep", true, "bucket, created if missing"},
+		{"endpoint", "", true, "gateway URL(s), comma-separated (default the target's)"},
 		{"location", "", true, "LocationConstraint of the bucket (\"default:indexless\")"},
 		{"op", "put", false, "put, get or mixed"},
 		{"mix", "get:70,put:30", false, "mixed: shares of get, put, stat and delete (percent)"},
@@ -160,6 +169,8 @@ type file struct {
 	Ramp       string    `yaml:"ramp"`
 	MaxPoints  int       `yaml:"max_points"`
 	Cleanup    *bool     `yaml:"cleanup"`
+	Setup      []string  `yaml:"setup"`
+	Teardown   []string  `yaml:"teardown"`
 	Benchmarks yaml.Node `yaml:"benchmarks"`
 }
 
@@ -173,7 +184,7 @@ func Parse(b []byte) (*Spec, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
 	}
-	s := &Spec{Target: f.Target, Iterations: f.Iterations, MaxPoints: f.MaxPoints, Cleanup: true, Raw: b}
+	s := &Spec{Target: f.Target, Iterations: f.Iterations, MaxPoints: f.MaxPoints, Cleanup: true, Setup: f.Setup, Teardown: f.Teardown, Raw: b}
 	if f.Cleanup != nil {
 		s.Cleanup = *f.Cleanup
 	}

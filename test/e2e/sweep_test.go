@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestSweep runs a sweep file against a real cluster through the CLI:
+// rados, block and s3 points; Ctrl-C in the middle, then the same
+// command resumes; the report and its plots; compare against itself and
+// under a rule that must fail; and nothing left behind in the cluster.
+func TestSweep(t *testing.T) {
+	c := upWithGateway(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sweep.yaml")
+	err := os.WriteFile(file, []byte(`target:
+  conf: `+filepath.Join(c.data, "shoal.conf")+`
+duration: 1s
+benchmarks:
+  rados:
+    mode: [write, seq]
+    op_size: 64K
+    concurrency: [1, 4]
+  block:
+    image: data/sweep-img
+    image_size: 16M
+    iodepth: [1, 4]
+  s3:
+    op: [put, get]
+    size: 16K
+    objects: 20
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "archive")
+
+	// Ctrl-C (SIGINT) once the third point starts.
+	cmd := exec.Command(shoalBin, "bench", "sweep", file, "--archive", archive)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "[3/8]") {
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(log.String(), "2 of 8 points done") {
+		t.Fatalf("interrupted sweep: %v\n%s", err, log.String())
+	}
+	done, _ := filepath.Glob(filepath.Join(archive, "results", "00000000", "*", "result.json"))
+	if len(done) != 2 {
+		t.Fatalf("%d points archived after the interrupt, want 2", len(done))
+	}
+
+	out := c.must("bench", "sweep", file, "--archive", archive)
+	if strings.Count(out, "done earlier, kept") != 2 || strings.Count(out, "MB/s") != 6 {
+		t.Fatalf("resumed sweep:\n%s", out)
+	}
+	for _, p := range []string{"rados.mode=seq.concurrency=4", "block.iodepth=4", "s3.op=get"} {
+		for _, f := range []string{"params.json", "samples.csv", "result.json", "output.txt"} {
+			if _, err := os.Stat(filepath.Join(archive, "results", "00000000", p, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Cleaned up: no benchmark object, image or key left.
+	if ls := c.must("rados", "-p", "data", "ls"); strings.Contains(ls, "benchmark") || strings.Contains(ls, "sweep") {
+		t.Fatalf("objects left in data:\n%s", ls)
+	}
+	if ls := c.must("rbd", "ls", "data"); strings.Contains(ls, "sweep-img") {
+		t.Fatalf("image left: %s", ls)
+	}
+
+	out = c.must("bench", "report", archive)
+	for _, f := range []string{"report.md", "report.html", "rados-throughput.png", "rados-latency.svg", "block-cpu.png"} {
+		if _, err := os.Stat(filepath.Join(archive, "report", f)); err != nil {
+			t.Fatalf("report: %v\n%s", err, out)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(archive, "report", "report.md"))
+	if !strings.Contains(string(md), "| mode=seq concurrency=4 |") || !strings.Contains(string(md), "3 OSDs") {
+		t.Fatalf("report.md:\n%s", md)
+	}
+
+	c.must("bench", "compare", archive, archive)
+	out, err = c.run("bench", "compare", archive, archive, "--rule", "mb_per_s=greater:1000")
+	if err == nil || !strings.Contains(out, "REGRESSION") {
+		t.Fatalf("compare under an impossible rule: %v\n%s", err, out)
+	}
+
+	// Bad input fails before anything runs.
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("benchmarks:\n  rados:\n    concurrency: [1, 2]\n    threads: 4\n"), 0o644)
+	if out, err := c.run("bench", "sweep", bad, "--archive", filepath.Join(dir, "bad")); err == nil || !strings.Contains(out, `unknown rados parameter "threads"`) {
+		t.Fatalf("bad file: %v\n%s", err, out)
+	}
+	unreachable := filepath.Join(dir, "unreachable.yaml")
+	os.WriteFile(unreachable, []byte("target: {kind: s3, endpoint: 'http://127.0.0.1:1', access_key: a, secret_key: b}\nbenchmarks:\n  s3: {}\n"), 0o644)
+	if out, err := c.run("bench", "sweep", unreachable, "--archive", filepath.Join(dir, "unreach")); err == nil || !strings.Contains(out, "connection refused") {
+		t.Fatalf("unreachable target: %v\n%s", err, out)
+	}
+}
