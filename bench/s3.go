@@ -637,7 +637,9 @@ func printS3(w io.Writer, r *S3Result) {
 
 // S3RemovePrefix deletes every key under o.Prefix in o.Bucket through
 // the first endpoint, and the bucket too if it is then empty; it returns
-// the number of keys removed.
+// the number of keys removed. A bucket that cannot be listed (indexless)
+// has its keys PREFIX0 to PREFIX<o.Objects-1> deleted instead, those a
+// run writes.
 func S3RemovePrefix(ctx context.Context, o S3Options) (int, error) {
 	if o.Region == "" {
 		o.Region = "default"
@@ -654,6 +656,17 @@ func S3RemovePrefix(ctx context.Context, o S3Options) (int, error) {
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &o.Bucket, Prefix: &o.Prefix})
 	for p.HasMorePages() {
 		pg, err := p.NextPage(ctx)
+		var ae smithy.APIError
+		if err != nil && errors.As(err, &ae) && ae.ErrorCode() == "NotImplemented" && removed == 0 {
+			n := o.Objects
+			var out strings.Builder
+			o.cleanup(ctx, c, n, &out)
+			_, _ = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &o.Bucket})
+			if strings.HasPrefix(out.String(), "cleanup:") {
+				return 0, fmt.Errorf("bench s3: %s", strings.TrimSpace(out.String()))
+			}
+			return n, nil
+		}
 		if err != nil {
 			return removed, fmt.Errorf("bench s3: list %s: %w", o.Bucket, err)
 		}

@@ -102,4 +102,15 @@ func TestBenchS3(t *testing.T) {
 	if code(err) != "NotImplemented" {
 		t.Fatalf("listing the indexless bucket: %v, want NotImplemented", err)
 	}
+	// an indexless bucket is cleaned by key
+	n, err = bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: []string{f.url}, AccessKey: f.admin.AccessKey, SecretKey: f.admin.SecretKey,
+		Bucket: "loadgen-indexless", Prefix: "shoal-bench/", Objects: 12})
+	if err != nil || n != 12 {
+		t.Fatalf("remove from the indexless bucket: %d keys, %v", n, err)
+	}
+	for _, k := range []string{"shoal-bench/0", "shoal-bench/11"} {
+		if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("loadgen-indexless"), Key: aws.String(k)}); code(err) != "NotFound" {
+			t.Fatalf("%s after the clean-up: %v", k, err)
+		}
+	}
 }

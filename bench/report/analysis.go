@@ -136,16 +136,16 @@ type Curve struct {
 	Reached bool
 }
 
-// HWMGain is the least relative gain that counts as still rising: the
-// high-water mark is the point whose successor adds less than 5 %.
+// HWMGain is the least relative gain that counts as still rising.
 const HWMGain = 0.05
 
 // HighWater returns the index of the high-water mark of a throughput
-// series in increasing load: the first point whose successor adds less
-// than HWMGain to it. When every successor adds more, it is the last
-// point and reached is false.
+// series in increasing load: the last point whose successor adds less
+// than HWMGain to it (so a dip at low load, where the curve rises again
+// after it, is not taken for the top). When every successor adds more,
+// it is the last point and reached is false.
 func HighWater(y []float64) (i int, reached bool) {
-	for i := 0; i+1 < len(y); i++ {
+	for i := len(y) - 2; i >= 0; i-- {
 		if y[i+1] < y[i]*(1+HWMGain) {
 			return i, true
 		}

@@ -17,8 +17,10 @@ func TestHighWater(t *testing.T) {
 		i       int
 		reached bool
 	}{
-		{[]float64{100, 190, 350, 560, 600, 610}, 4, true}, // 600 → 610 adds 1.7 %; 560 → 600 still 7.1 %
-		{[]float64{100, 104, 200}, 0, true},                // the first flat step counts
+		{[]float64{100, 190, 350, 560, 600, 610}, 4, true},      // 600 → 610 adds 1.7 %; 560 → 600 still 7.1 %
+		{[]float64{100, 104, 200}, 0, true},                     // 100 → 104 is flat; 104 → 200 is not
+		{[]float64{325, 483, 498, 491, 650, 703, 686}, 5, true}, // a flat spell at 2-8, then rising again to 703
+		{[]float64{100, 103, 150, 155}, 2, true},
 		{[]float64{1, 2, 4}, 2, false},
 		{[]float64{10, 9}, 0, true},
 		{[]float64{5}, 0, false},

@@ -6,6 +6,7 @@ import (
 	"html"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,8 +44,8 @@ func Write(a *sweep.Archive, dir string) ([]string, error) {
 		table(&md, &ht, bp)
 		curves := Curves(bp)
 		if len(curves) > 0 {
-			fmt.Fprintf(&md, "\nHigh-water marks (the point after which more load adds less than %.0f %%):\n\n", HWMGain*100)
-			fmt.Fprintf(&ht, "<p>High-water marks (the point after which more load adds less than %.0f %%):</p>\n<ul>\n", HWMGain*100)
+			fmt.Fprintf(&md, "\nHigh-water marks (the last point whose successor adds less than %.0f %%):\n\n", HWMGain*100)
+			fmt.Fprintf(&ht, "<p>High-water marks (the last point whose successor adds less than %.0f %%):</p>\n<ul>\n", HWMGain*100)
 			for i := range curves {
 				fmt.Fprintf(&md, "- %s\n", curves[i].Describe())
 				fmt.Fprintf(&ht, "<li>%s</li>\n", esc(curves[i].Describe()))
@@ -83,21 +84,12 @@ func fixedParams(p sweep.Point) string {
 	var s []string
 	for _, d := range sweep.Params[p.Type] {
 		v := p.Params[d.Name]
-		if v == "" || contains(p.Swept, d.Name) {
+		if v == "" || slices.Contains(p.Swept, d.Name) || d.Name == "mix" && p.Params["op"] != "mixed" {
 			continue
 		}
 		s = append(s, d.Name+" "+v)
 	}
 	return strings.Join(s, ", ")
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // table writes the points' figures as a Markdown and an HTML table.

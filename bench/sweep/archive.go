@@ -30,6 +30,11 @@ func ReadArchive(dir string) (*Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sweep: %s: %w", dir, err)
 	}
+	if o, ok := parseOverrides(raw); ok {
+		if err := s.Apply(o); err != nil {
+			return nil, fmt.Errorf("sweep: %s: %w", dir, err)
+		}
+	}
 	a := &Archive{Dir: dir, Spec: s}
 	if err := readJSON(filepath.Join(dir, "target.json"), &a.Target); err != nil {
 		return nil, err

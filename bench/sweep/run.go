@@ -291,6 +291,13 @@ func runPoint(ctx context.Context, s *Spec, d driver, p Point, it int, dir strin
 	}
 	res, samples, err := measure(ctx, s, d, p, log, out, live)
 	if err != nil {
+		// what the failed load wrote goes too (not under ctx, which may
+		// be what ended it)
+		actx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if aerr := d.after(actx, p, log); aerr != nil {
+			fmt.Fprintf(out, "        cleaning up after the failed point: %v\n", aerr)
+		}
 		return nil, err
 	}
 	res.Iteration = it

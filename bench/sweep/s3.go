@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shoal-project/shoal/bench"
@@ -17,14 +18,17 @@ import (
 type s3Driver struct {
 	endpoints []string
 	ak, sk    string
-	used      map[[3]string]bool // bucket, prefix the sweep wrote under, endpoints
+	// used counts, per bucket, prefix and endpoints the sweep wrote
+	// under, the most PUTs one run made: a run writes keys 0, 1, ... so
+	// an unlistable (indexless) bucket is cleaned by key.
+	used map[[3]string]int
 }
 
 func newS3(endpoint, ak, sk string) (*s3Driver, error) {
 	if endpoint == "" || ak == "" || sk == "" {
 		return nil, fmt.Errorf("%w: target: an S3 target needs endpoint, access_key and secret_key", ErrSpec)
 	}
-	return &s3Driver{endpoints: strings.Split(endpoint, ","), ak: ak, sk: sk, used: map[[3]string]bool{}}, nil
+	return &s3Driver{endpoints: strings.Split(endpoint, ","), ak: ak, sk: sk, used: map[[3]string]int{}}, nil
 }
 
 // reach checks that every endpoint answers HTTP.
@@ -86,7 +90,8 @@ func (d *s3Driver) check(_ context.Context, p Point) error {
 
 func (d *s3Driver) prepare(ctx context.Context, p Point, out io.Writer) error {
 	o, _ := d.options(p)
-	d.used[[3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}] = true
+	k := [3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}
+	d.used[k] = max(d.used[k], o.Objects)
 	if o.Op == "put" {
 		return nil
 	}
@@ -96,15 +101,22 @@ func (d *s3Driver) prepare(ctx context.Context, p Point, out io.Writer) error {
 
 func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	o, _ := d.options(p)
-	d.used[[3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}] = true
 	o.Duration, o.Out = dur, out
-	o.OnOp = func(_ string, n int, lat time.Duration, err error) {
+	var puts atomic.Int64
+	o.OnOp = func(op string, n int, lat time.Duration, err error) {
+		if op == "PUT" {
+			puts.Add(1)
+		}
 		if err != nil && ctx.Err() != nil {
 			return
 		}
 		rec.Op(n, lat, err)
 	}
 	res, err := bench.RunS3(ctx, o)
+	k := [3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}
+	if o.Objects == 0 { // every PUT a new key
+		d.used[k] = max(d.used[k], int(puts.Load())+o.Concurrency)
+	}
 	if err == nil && res != nil && res.FirstError != "" {
 		err = errors.New(res.FirstError) // the generator goes on past errors; a sweep point does not count as done
 	}
@@ -113,8 +125,8 @@ func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Rec
 
 func (d *s3Driver) cleanup(ctx context.Context, out io.Writer) error {
 	var first error
-	for bp := range d.used {
-		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: strings.Split(bp[2], ","), AccessKey: d.ak, SecretKey: d.sk, Bucket: bp[0], Prefix: bp[1]})
+	for bp, keys := range d.used {
+		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: strings.Split(bp[2], ","), AccessKey: d.ak, SecretKey: d.sk, Bucket: bp[0], Prefix: bp[1], Objects: keys})
 		if err != nil && first == nil {
 			first = err
 		}

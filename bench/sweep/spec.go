@@ -30,6 +30,7 @@ package sweep
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -334,4 +335,70 @@ func (s *Spec) Count() int {
 		n += m
 	}
 	return n
+}
+
+// Overrides change a sweep file from the command line, so one file runs
+// against several targets: the target's kind and conf, and parameters
+// set in every benchmark that has them (pool=rbench).
+type Overrides struct {
+	Kind, Conf string
+	Set        []string // NAME=VALUE
+}
+
+// overridePrefix starts the line that records overrides at the end of
+// an archive's sweep.yaml (a YAML comment, so the file still parses).
+const overridePrefix = "# shoal bench sweep overrides: "
+
+// Apply changes s by o and records o in s.Raw. A parameter no benchmark
+// takes, or a value that fails the file's own checks, is an error.
+func (s *Spec) Apply(o Overrides) error {
+	if o.Kind == "" && o.Conf == "" && len(o.Set) == 0 {
+		return nil
+	}
+	switch o.Kind {
+	case "", "shoal", "ceph", "s3":
+	default:
+		return fmt.Errorf("%w: target kind %q: shoal, ceph or s3", ErrSpec, o.Kind)
+	}
+	if o.Kind != "" {
+		s.Target.Kind = o.Kind
+	}
+	if o.Conf != "" {
+		s.Target.Conf = o.Conf
+	}
+	for _, kv := range o.Set {
+		name, v, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%w: --set %q: want NAME=VALUE", ErrSpec, kv)
+		}
+		used := false
+		for i := range s.Benchmarks {
+			for j := range s.Benchmarks[i].Params {
+				if p := &s.Benchmarks[i].Params[j]; p.Name == name {
+					p.Values, used = []string{v}, true
+				}
+			}
+		}
+		if !used {
+			return fmt.Errorf("%w: --set %s: no benchmark of the file takes %s", ErrSpec, kv, name)
+		}
+	}
+	line, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	raw := bytes.TrimRight(s.Raw, "\n")
+	s.Raw = append(append(raw, "\n"+overridePrefix...), append(line, '\n')...)
+	return nil
+}
+
+// parseOverrides finds the overrides an archive's sweep.yaml records.
+func parseOverrides(raw []byte) (Overrides, bool) {
+	var o Overrides
+	i := bytes.LastIndex(raw, []byte(overridePrefix))
+	if i < 0 {
+		return o, false
+	}
+	line, _, _ := bytes.Cut(raw[i+len(overridePrefix):], []byte("\n"))
+	return o, json.Unmarshal(line, &o) == nil
 }

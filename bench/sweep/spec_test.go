@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -94,5 +96,67 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("err %v, want ErrSpec with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestShippedSweeps parses every sweep file in bench/sweeps/.
+func TestShippedSweeps(t *testing.T) {
+	files, err := filepath.Glob("../sweeps/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sweep files: %v", err)
+	}
+	for _, f := range files {
+		s, err := Load(f)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if err := checkIDs(s.Points()); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	s, err := Parse([]byte("benchmarks:\n  rados:\n    pool: data\n    concurrency: [1, 2]\n  s3: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(Overrides{Kind: "ceph", Conf: "/etc/ceph/ceph.conf", Set: []string{"pool=rbench", "concurrency=8"}}); err != nil {
+		t.Fatal(err)
+	}
+	pts := s.Points()
+	if s.Target.Kind != "ceph" || s.Target.Conf != "/etc/ceph/ceph.conf" || len(pts) != 2 || pts[0].Params["pool"] != "rbench" || pts[0].Params["concurrency"] != "8" {
+		t.Fatalf("target %+v points %+v", s.Target, pts)
+	}
+	// the archive's copy of the file records them, and reads back the same
+	again, err := Parse(s.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := parseOverrides(s.Raw)
+	if !ok || again.Apply(o) != nil || again.Points()[0].Params["pool"] != "rbench" || again.Target.Kind != "ceph" {
+		t.Fatalf("overrides read back: %+v %v", o, ok)
+	}
+	for _, bad := range []Overrides{{Set: []string{"threads=4"}}, {Set: []string{"pool"}}, {Kind: "minio"}} {
+		if err := s.Apply(bad); !errors.Is(err, ErrSpec) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// TestParamsDocumented: docs/benchmarking.md's table lists every
+// parameter of every benchmark type.
+func TestParamsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/benchmarking.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, defs := range Params {
+		for _, d := range defs {
+			if row := "| " + typ + " | `" + d.Name + "` |"; !strings.Contains(string(b), row) {
+				t.Errorf("docs/benchmarking.md has no row %q", row)
+			}
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 func benchSweepCmd() *cobra.Command {
 	var archive string
 	var list bool
+	var ov sweep.Overrides
 	cmd := &cobra.Command{
 		Use:   "sweep FILE.yaml",
 		Short: "Run a CBT-shaped sweep: every combination of the file's list-valued parameters, archived per point",
@@ -27,11 +28,17 @@ list-valued parameters is a point; each point runs for ramp + duration, once
 per iteration, and is archived under ARCHIVE/results/<iteration>/<point-id>/
 (params.json, samples.csv, result.json, output.txt). The target is reached
 and every point checked before the first runs. Ctrl-C keeps the finished
-points: the same command resumes. --list prints the points and runs nothing.`,
+points: the same command resumes. --list prints the points and runs nothing.
+--target-kind, --target-conf and --set run one file against another target
+(the reference Ceph cluster: --target-kind ceph --target-conf
+/var/tmp/ceph-reference/ceph.conf --set pool=rbench).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
 			s, err := sweep.Load(a[0])
 			if err != nil {
+				return err
+			}
+			if err := s.Apply(ov); err != nil {
 				return err
 			}
 			out := c.OutOrStdout()
@@ -56,6 +63,9 @@ points: the same command resumes. --list prints the points and runs nothing.`,
 	}
 	cmd.Flags().StringVar(&archive, "archive", "", "results directory (default sweep-<file name> here; an existing one of the same file resumes)")
 	cmd.Flags().BoolVar(&list, "list", false, "print the points the file expands to, run nothing")
+	cmd.Flags().StringVar(&ov.Kind, "target-kind", "", "run against this kind of target instead of the file's (shoal, ceph, s3)")
+	cmd.Flags().StringVar(&ov.Conf, "target-conf", "", "the target's conf instead of the file's (shoal.conf or ceph.conf)")
+	cmd.Flags().StringArrayVar(&ov.Set, "set", nil, "NAME=VALUE: set a parameter in every benchmark that has it (--set pool=rbench); repeat")
 	return cmd
 }
 
