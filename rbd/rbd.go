@@ -244,6 +244,9 @@ func imageID(ctx context.Context, pool *client.Pool, name string) (string, error
 // client has open (a watcher on its header), as rbd rm does.
 func Remove(ctx context.Context, pool *client.Pool, name string) error {
 	img, err := open(ctx, pool, name, "", false)
+	if errors.Is(err, ErrNotFound) {
+		return removeUnfinished(ctx, pool, name, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -278,6 +281,28 @@ func Remove(ctx context.Context, pool *client.Pool, name string) error {
 	}
 	if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_remove_image", clsrbd.DirInput{Name: name, ID: img.id}); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("rbd: remove %s/%s: directory: %w", pool.Name(), name, err)
+	}
+	if err := pool.Remove(ctx, clsrbd.IDObjectPrefix+name); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("rbd: remove %s/%s: %w", pool.Name(), name, err)
+	}
+	return nil
+}
+
+// removeUnfinished removes what an interrupted Create left of image
+// name: its id object, and the header and object map it names (Create
+// adds the directory entry last, so there is none to remove). openErr is
+// returned when there is no id object either.
+func removeUnfinished(ctx context.Context, pool *client.Pool, name string, openErr error) error {
+	id, err := imageID(ctx, pool, name)
+	if err != nil {
+		return openErr
+	}
+	if id != "" {
+		for _, oid := range []string{clsrbd.ObjectMapPrefix + id, clsrbd.HeaderObjectPrefix + id} {
+			if err := pool.Remove(ctx, oid); err != nil && !errors.Is(err, client.ErrNotFound) {
+				return fmt.Errorf("rbd: remove %s/%s: %w", pool.Name(), name, err)
+			}
+		}
 	}
 	if err := pool.Remove(ctx, clsrbd.IDObjectPrefix+name); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("rbd: remove %s/%s: %w", pool.Name(), name, err)

@@ -395,3 +395,35 @@ func dataObjects(ctx context.Context, t *testing.T, pool *client.Pool, prefix st
 	slices.Sort(out)
 	return out
 }
+
+// TestRemoveUnfinished: what an interrupted create leaves (the id
+// object, empty or naming a header that was never written) can be
+// removed, and the name created again; a name with nothing is still
+// "not found".
+func TestRemoveUnfinished(t *testing.T) {
+	ctx := context.Background()
+	_, p := cluster(t, ctx, false)
+	for _, idData := range []string{"", "abcdef0123"} {
+		if err := p.WriteFull(ctx, "rbd_id.half", []byte(idData)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rbd.Create(ctx, p, "half", rbd.Options{Size: 1 << 20}); !errors.Is(err, rbd.ErrExists) {
+			t.Fatalf("create over a half-made image: %v", err)
+		}
+		if err := rbd.Remove(ctx, p, "half"); err != nil {
+			t.Fatalf("remove a half-made image (id %q): %v", idData, err)
+		}
+		if _, err := p.Stat(ctx, "rbd_id.half"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("id object left: %v", err)
+		}
+	}
+	if err := rbd.Create(ctx, p, "half", rbd.Options{Size: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rbd.Remove(ctx, p, "half"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rbd.Remove(ctx, p, "never"); !errors.Is(err, rbd.ErrNotFound) {
+		t.Fatalf("remove of no image: %v", err)
+	}
+}

@@ -95,3 +95,38 @@ func ReadSamples(archive string, it int, id string) ([]Sample, error) {
 	}
 	return out, nil
 }
+
+// made is what a sweep created on its target and must remove at its end
+// (archived as made.json, so a resumed sweep knows what an interrupted
+// one made): images, by POOL/IMAGE, "created" until filled and "filled"
+// after; rados read sets, by run name, with their pool.
+type made struct {
+	path   string
+	Images map[string]string `json:"images"`
+	Sets   map[string]string `json:"read_sets"`
+}
+
+func loadMade(archive string) *made {
+	m := &made{path: filepath.Join(archive, "made.json"), Images: map[string]string{}, Sets: map[string]string{}}
+	if archive == "" {
+		m.path = ""
+		return m
+	}
+	if b, err := os.ReadFile(m.path); err == nil {
+		json.Unmarshal(b, m)
+	}
+	if m.Images == nil {
+		m.Images = map[string]string{}
+	}
+	if m.Sets == nil {
+		m.Sets = map[string]string{}
+	}
+	return m
+}
+
+func (m *made) save() error {
+	if m.path == "" {
+		return nil
+	}
+	return writeJSON(m.path, m)
+}

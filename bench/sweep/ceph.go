@@ -19,18 +19,17 @@ import (
 // summary the mean and max latency rados bench prints (rbd bench prints
 // none).
 type cephDriver struct {
-	spec      *Spec
-	args      []string          // -c CONF --id USER --keyring KEYRING
-	prefilled map[string]string // run name → pool
-	created   []string          // POOL/IMAGE
-	s3        *s3Driver
-	dms       []Daemon
-	cnt       Counts
+	spec *Spec
+	args []string // -c CONF --id USER --keyring KEYRING
+	made *made
+	s3   *s3Driver
+	dms  []Daemon
+	cnt  Counts
 }
 
-func openCeph(ctx context.Context, s *Spec) (*cephDriver, error) {
+func openCeph(ctx context.Context, s *Spec, m *made) (*cephDriver, error) {
 	t := s.Target
-	d := &cephDriver{spec: s, prefilled: map[string]string{}}
+	d := &cephDriver{spec: s, made: m}
 	if t.Conf != "" {
 		d.args = append(d.args, "-c", t.Conf)
 	}
@@ -44,12 +43,18 @@ func openCeph(ctx context.Context, s *Spec) (*cephDriver, error) {
 	// or an unreachable MON.
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "rados", append(append([]string{}, d.args...), "--connect-timeout", "20", "lspools")...)
+	cmd := exec.CommandContext(cctx, "rados", append(append([]string{}, d.args...), "--client_mount_timeout", "20", "lspools")...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("sweep: target: rados lspools: %v: %s", err, strings.TrimSpace(string(b)))
 	}
 	d.dms = byName(daemonNames(t, nil))
-	d.cnt = counts(t, Counts{OSDs: countOSDs(d.dms)})
+	// the OSDs found are this host's; a remote cluster's counts come
+	// from the file (osds, devices, hosts)
+	c := Counts{OSDs: countOSDs(d.dms)}
+	if c.OSDs > 0 {
+		c.Hosts = 1
+	}
+	d.cnt = counts(t, c)
 	if t.Endpoint != "" {
 		var err error
 		if d.s3, err = newS3(t.Endpoint, t.AccessKey, t.SecretKey); err != nil {
@@ -111,7 +116,7 @@ func (d *cephDriver) prepare(ctx context.Context, p Point, out io.Writer) error 
 			return nil
 		}
 		name := prefillName(p.Params["pool"], o.BlockSize)
-		if _, ok := d.prefilled[name]; ok {
+		if _, ok := d.made.Sets[name]; ok {
 			return nil
 		}
 		dur, _ := duration("prefill", p.Params["prefill"], d.spec.Ramp+d.spec.Duration)
@@ -120,21 +125,31 @@ func (d *cephDriver) prepare(ctx context.Context, p Point, out io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("prefill: %w", err)
 		}
-		d.prefilled[name] = p.Params["pool"]
+		d.made.Sets[name] = p.Params["pool"]
+		return d.made.save()
 	case "block":
 		bo, _, _, size, _ := blockOptions(p)
 		spec := p.Params["image"]
-		if exec.CommandContext(ctx, "rbd", append(append([]string{}, d.args...), "info", spec)...).Run() == nil {
+		if d.made.Images[spec] == "created" { // left unfilled by an interrupted run
+			d.tool(ctx, out, "rbd", "rm", "--no-progress", spec)
+		} else if exec.CommandContext(ctx, "rbd", append(append([]string{}, d.args...), "info", spec)...).Run() == nil {
 			return nil
 		}
 		if err := d.tool(ctx, out, "rbd", "create", "--size", strconv.FormatUint(size>>20, 10), spec); err != nil {
 			return err
 		}
-		d.created = append(d.created, spec)
-		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" {
-			return d.tool(ctx, out, "rbd", "bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "8",
-				"--io-total", strconv.FormatUint(size, 10), "--io-pattern", "seq", spec)
+		d.made.Images[spec] = "created"
+		if err := d.made.save(); err != nil {
+			return err
 		}
+		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" {
+			if err := d.tool(ctx, out, "rbd", "bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "8",
+				"--io-total", strconv.FormatUint(size, 10), "--io-pattern", "seq", spec); err != nil {
+				return err
+			}
+		}
+		d.made.Images[spec] = "filled"
+		return d.made.save()
 	case "s3":
 		return d.s3.prepare(ctx, p, out)
 	}
@@ -294,12 +309,21 @@ func (d *cephDriver) cleanup(ctx context.Context, out io.Writer) error {
 			first = err
 		}
 	}
-	for name, pool := range d.prefilled {
-		keep(d.tool(ctx, out, "rados", "-p", pool, "cleanup", "--run-name", name))
+	for name, pool := range d.made.Sets {
+		if err := d.tool(ctx, out, "rados", "-p", pool, "cleanup", "--run-name", name); err == nil {
+			delete(d.made.Sets, name)
+		} else {
+			keep(err)
+		}
 	}
-	for _, spec := range d.created {
-		keep(d.tool(ctx, out, "rbd", "rm", "--no-progress", spec))
+	for spec := range d.made.Images {
+		if err := d.tool(ctx, out, "rbd", "rm", "--no-progress", spec); err == nil {
+			delete(d.made.Images, spec)
+		} else {
+			keep(err)
+		}
 	}
+	keep(d.made.save())
 	if d.s3 != nil {
 		keep(d.s3.cleanup(ctx, out))
 	}

@@ -107,7 +107,7 @@ func TestCephTarget(t *testing.T) {
 	calls := strings.Split(strings.TrimSpace(string(b)), "\n")
 	want := []string{
 		"setup /etc/ceph/x.conf",
-		"-c /etc/ceph/x.conf --connect-timeout 20 lspools",
+		"-c /etc/ceph/x.conf --client_mount_timeout 20 lspools",
 		"-c /etc/ceph/x.conf -p rbench bench 2 write -t 16 -b 4194304 --no-cleanup --run-name sweep_rados_0",
 		"-c /etc/ceph/x.conf -p rbench cleanup --run-name sweep_rados_0",
 		"teardown",

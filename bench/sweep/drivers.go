@@ -19,10 +19,10 @@ import (
 
 // openDriver reaches the target: an unreachable one is an error before
 // any point runs.
-func openDriver(ctx context.Context, s *Spec) (driver, error) {
+func openDriver(ctx context.Context, s *Spec, m *made) (driver, error) {
 	switch s.Target.Kind {
 	case "shoal":
-		return openShoal(ctx, s)
+		return openShoal(ctx, s, m)
 	case "s3":
 		d, err := newS3(s.Target.Endpoint, s.Target.AccessKey, s.Target.SecretKey)
 		if err != nil {
@@ -33,7 +33,7 @@ func openDriver(ctx context.Context, s *Spec) (driver, error) {
 		}
 		return &s3Only{s3Driver: d, dms: byName(daemonNames(s.Target, nil)), cnt: counts(s.Target, Counts{})}, nil
 	case "ceph":
-		return openCeph(ctx, s)
+		return openCeph(ctx, s, m)
 	}
 	return nil, fmt.Errorf("%w: target kind %q", ErrSpec, s.Target.Kind)
 }
@@ -68,23 +68,22 @@ func daemonNames(t Target, def []string) []string {
 // shoalDriver runs rados and block points through the client library,
 // and s3 points through the cluster's gateway.
 type shoalDriver struct {
-	spec      *Spec
-	conf      *cluster.Conf
-	conns     []*client.Conn // [0] always; more for rados points with procs > 1
-	images    map[string]*rbd.Image
-	created   []string          // POOL/IMAGE the sweep created
-	prefilled map[string]string // rados read sets written: prefillName → pool
-	s3        *s3Driver         // nil: the cluster has no gateway
-	dms       []Daemon
-	cnt       Counts
+	spec   *Spec
+	conf   *cluster.Conf
+	conns  []*client.Conn        // [0] always; more for rados points with procs > 1
+	images map[string]*rbd.Image // open, by POOL/IMAGE
+	made   *made                 // images and read sets the sweep made
+	s3     *s3Driver             // nil: the cluster has no gateway
+	dms    []Daemon
+	cnt    Counts
 }
 
-func openShoal(ctx context.Context, s *Spec) (*shoalDriver, error) {
+func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
 	c, err := cluster.FindConf(s.Target.Conf)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: target: %w", err)
 	}
-	d := &shoalDriver{spec: s, conf: c, images: map[string]*rbd.Image{}, prefilled: map[string]string{}}
+	d := &shoalDriver{spec: s, conf: c, images: map[string]*rbd.Image{}, made: m}
 	conn, err := d.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -94,16 +93,16 @@ func openShoal(ctx context.Context, s *Spec) (*shoalDriver, error) {
 		d.close()
 		return nil, fmt.Errorf("sweep: target: %w (is the cluster in %s running?)", err, c.Dir)
 	}
-	m := conn.Map()
+	om := conn.Map()
 	var cnt Counts
 	hosts := map[int32]bool{}
-	for id, o := range m.OSDs {
+	for id, o := range om.OSDs {
 		if !o.Up || !o.In() {
 			continue
 		}
 		cnt.OSDs++
-		if m.Crush != nil {
-			if b := m.Crush.Parent(int32(id)); b != nil && m.Crush.TypeName(b.Type) == "host" {
+		if om.Crush != nil {
+			if b := om.Crush.Parent(int32(id)); b != nil && om.Crush.TypeName(b.Type) == "host" {
 				hosts[b.ID] = true
 			}
 		}
@@ -292,7 +291,7 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 			return nil
 		}
 		name := prefillName(p.Params["pool"], o.BlockSize)
-		if _, ok := d.prefilled[name]; ok {
+		if _, ok := d.made.Sets[name]; ok {
 			return nil
 		}
 		pool, err := d.conns[0].Pool(ctx, p.Params["pool"])
@@ -302,11 +301,14 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 		dur, _ := duration("prefill", p.Params["prefill"], d.spec.Ramp+d.spec.Duration)
 		fmt.Fprintf(out, "prefill: writing %s objects for %s to read\n", p.Params["op_size"], dur)
 		_, err = bench.Run(ctx, pool, bench.Options{Mode: bench.ModeWrite, BlockSize: o.BlockSize, Concurrency: 16, Duration: dur,
-			NoCleanup: true, RunName: name, Hostname: "sweepfill", PID: 1, IsNotFound: isNotFound, Out: out})
+			NoCleanup: true, RunName: name, Hostname: fmt.Sprintf("fill%d", o.BlockSize), PID: 1, IsNotFound: isNotFound, Out: out})
 		if err != nil {
 			return fmt.Errorf("prefill: %w", err)
 		}
-		d.prefilled[name] = p.Params["pool"]
+		d.made.Sets[name] = p.Params["pool"]
+		if err := d.made.save(); err != nil {
+			return err
+		}
 	case "block":
 		_, err := d.image(ctx, p, out)
 		return err
@@ -317,6 +319,9 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 }
 
 // image opens (creating and, for reads, filling) a block point's image.
+// An image the sweep made but did not finish filling (an interrupted
+// run) is made again, so no point reads holes; an image it did not make
+// is used as it is.
 func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.Image, error) {
 	spec := p.Params["image"]
 	if img, ok := d.images[spec]; ok {
@@ -327,13 +332,29 @@ func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.I
 	if err != nil {
 		return nil, err
 	}
+	if d.made.Images[spec] == "created" {
+		fmt.Fprintf(out, "removing image %s, left unfilled by an interrupted run\n", spec)
+		if err := rbd.Remove(ctx, pool, name); err != nil && !errors.Is(err, rbd.ErrNotFound) {
+			return nil, err
+		}
+	}
 	img, err := rbd.Open(ctx, pool, name, "")
 	if errors.Is(err, rbd.ErrNotFound) {
 		fmt.Fprintf(out, "creating image %s of %d bytes\n", spec, size)
-		if err := rbd.Create(ctx, pool, name, rbd.Options{Size: size}); err != nil {
+		err = rbd.Create(ctx, pool, name, rbd.Options{Size: size})
+		if errors.Is(err, rbd.ErrExists) {
+			// what an interrupted create left (Open found no image)
+			if err = rbd.Remove(ctx, pool, name); err == nil {
+				err = rbd.Create(ctx, pool, name, rbd.Options{Size: size})
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
-		d.created = append(d.created, spec)
+		d.made.Images[spec] = "created"
+		if err := d.made.save(); err != nil {
+			return nil, err
+		}
 		if img, err = rbd.Open(ctx, pool, name, ""); err != nil {
 			return nil, err
 		}
@@ -343,6 +364,11 @@ func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.I
 				img.Close(ctx)
 				return nil, fmt.Errorf("prefill: %w", err)
 			}
+		}
+		d.made.Images[spec] = "filled"
+		if err := d.made.save(); err != nil {
+			img.Close(ctx)
+			return nil, err
 		}
 	}
 	if err != nil {
@@ -435,16 +461,22 @@ func (d *shoalDriver) after(ctx context.Context, p Point, out io.Writer) error {
 
 func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
 	var first error
-	for name, pool := range d.prefilled {
-		p, err := d.conns[0].Pool(ctx, pool)
-		if err == nil {
-			_, err = bench.CleanupWith(ctx, p, bench.Options{RunName: name, IsNotFound: isNotFound, Out: out})
-		}
+	keep := func(err error) {
 		if err != nil && first == nil {
 			first = err
 		}
 	}
-	for _, spec := range d.created {
+	for name, pool := range d.made.Sets {
+		p, err := d.conns[0].Pool(ctx, pool)
+		if err == nil {
+			_, err = bench.CleanupWith(ctx, p, bench.Options{RunName: name, IsNotFound: isNotFound, Out: out})
+		}
+		if err == nil || errors.Is(err, bench.ErrNoMetadata) {
+			delete(d.made.Sets, name)
+		}
+		keep(err)
+	}
+	for spec := range d.made.Images {
 		if img := d.images[spec]; img != nil {
 			img.Close(ctx)
 			delete(d.images, spec)
@@ -454,15 +486,15 @@ func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
 		if err == nil {
 			err = rbd.Remove(ctx, p, name)
 		}
-		if err != nil && first == nil {
-			first = err
+		if err == nil || errors.Is(err, rbd.ErrNotFound) {
+			delete(d.made.Images, spec)
+			fmt.Fprintf(out, "removed image %s\n", spec)
 		}
-		fmt.Fprintf(out, "removed image %s\n", spec)
+		keep(err)
 	}
+	keep(d.made.save())
 	if d.s3 != nil {
-		if err := d.s3.cleanup(ctx, out); err != nil && first == nil {
-			first = err
-		}
+		keep(d.s3.cleanup(ctx, out))
 	}
 	return first
 }

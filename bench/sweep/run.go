@@ -145,7 +145,7 @@ func Run(ctx context.Context, s *Spec, o Options) error {
 			}
 		}()
 	}
-	d, err := openDriver(ctx, s)
+	d, err := openDriver(ctx, s, loadMade(o.Archive))
 	if err != nil {
 		return err
 	}
