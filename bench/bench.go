@@ -431,3 +431,19 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+// RemoveWritten removes the objects a write run wrote, from its Result
+// (ObjectPrefix, Objects): for a run that failed or was cancelled,
+// which records no metadata object for Cleanup to find. Missing objects
+// are not errors; o gives IsNotFound and the concurrency.
+func RemoveWritten(ctx context.Context, t Target, res *Result, o Options) (int, error) {
+	if res == nil || res.Mode != ModeWrite || res.Objects == 0 {
+		return 0, nil
+	}
+	o.Mode = ModeWrite
+	c, err := o.resolve()
+	if err != nil {
+		return 0, err
+	}
+	return removeObjects(ctx, t, res.ObjectPrefix, res.Objects, c.Concurrency, c.IsNotFound)
+}

@@ -56,6 +56,18 @@ type S3Options struct {
 	// goroutines at once) with its operation ("PUT", "GET", "HEAD",
 	// "DELETE"), the bytes it moved and its latency: a sweep's samples.
 	OnOp func(op string, n int, lat time.Duration, err error)
+	// NoPopulate: a get or mixed run does not upload missing keys first
+	// (the caller did, with S3Populate, before measuring).
+	NoPopulate bool
+
+	transport *http.Transport // of the clients of one call
+}
+
+// closeIdle closes the idle connections of the call's clients.
+func (o *S3Options) closeIdle() {
+	if o.transport != nil {
+		o.transport.CloseIdleConnections()
+	}
 }
 
 // S3Mix is a mixed load's shares of GET, PUT, HEAD (stat) and DELETE
@@ -86,10 +98,21 @@ func ParseS3Mix(s string) (S3Mix, error) {
 			return m, fmt.Errorf("bench s3: mix %q: unknown operation %q (get, put, stat, delete)", s, k)
 		}
 	}
+	return m, m.check()
+}
+
+// check refuses shares that do not add up to 100, and deletes that
+// outpace puts: each DELETE takes a key that the PUTs must write back,
+// and at delete ≥ put the keys run out (a key drawn for a GET, HEAD or
+// DELETE is then never there).
+func (m S3Mix) check() error {
 	if m.Get+m.Put+m.Stat+m.Delete != 100 {
-		return m, fmt.Errorf("bench s3: mix %q: shares add up to %d, not 100", s, m.Get+m.Put+m.Stat+m.Delete)
+		return fmt.Errorf("bench s3: mix %+v: shares add up to %d, not 100", m, m.Get+m.Put+m.Stat+m.Delete)
 	}
-	return m, nil
+	if m.Delete > 0 && m.Delete >= m.Put {
+		return fmt.Errorf("bench s3: mix %+v: delete %d%% needs put above it (each delete takes a key the puts write back)", m, m.Delete)
+	}
+	return nil
 }
 
 // pick draws an operation (opPut, opGet, opStat, opDelete) by the shares.
@@ -242,7 +265,8 @@ func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // clients returns, for each endpoint, an SDK client (setup and cleanup)
-// and the lean client of the measured operations, sharing one transport.
+// and the lean client of the measured operations, sharing one transport
+// (o.transport, whose idle connections the caller closes when done).
 func (o *S3Options) clients() ([]*s3.Client, []*s3Raw, error) {
 	// A write buffer that holds a 64 KiB PUT's headers and body sends
 	// them in one write: with net/http's 4 KiB one, the headers and the
@@ -257,6 +281,7 @@ func (o *S3Options) clients() ([]*s3.Client, []*s3Raw, error) {
 			return bodyConn{c}, nil
 		}}
 	hc := &http.Client{Transport: tr}
+	o.transport = tr
 	var out []*s3.Client
 	var raw []*s3Raw
 	for _, ep := range o.Endpoints {
@@ -316,8 +341,10 @@ func (o *S3Options) setup(ctx context.Context) ([]*s3.Client, []*s3Raw, uint64, 
 	if o.Op == "mixed" && o.Mix == (S3Mix{}) {
 		o.Mix = S3Mix{Get: 70, Put: 30}
 	}
-	if o.Op == "mixed" && o.Mix.Get+o.Mix.Put+o.Mix.Stat+o.Mix.Delete != 100 {
-		return nil, nil, 0, fmt.Errorf("bench s3: mix %+v: shares must add up to 100", o.Mix)
+	if o.Op == "mixed" {
+		if err := o.Mix.check(); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	cls, raws, err := o.clients()
 	if err != nil {
@@ -341,6 +368,7 @@ func (o *S3Options) setup(ctx context.Context) ([]*s3.Client, []*s3Raw, uint64, 
 // wrote (content is a function of the key and size).
 func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	cls, raws, seed, err := o.setup(ctx)
+	defer o.closeIdle()
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +379,7 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 	put := func(c *s3Raw, i int) error {
 		return c.put(ctx, o.Bucket, o.key(i), newContent(seed, i, o.Sizes.of(i)))
 	}
-	if o.Op != "put" {
+	if o.Op != "put" && !o.NoPopulate {
 		if err := o.populate(ctx, cls[0], raws, put, out); err != nil {
 			return nil, err
 		}
@@ -427,16 +455,28 @@ func RunS3(ctx context.Context, o S3Options) (*S3Result, error) {
 				}
 				unlock := func() {}
 				if keyMu != nil {
-					if op == opPut || op == opDelete {
-						keyMu[i].Lock()
-						unlock = keyMu[i].Unlock
-					} else {
-						keyMu[i].RLock()
-						unlock = keyMu[i].RUnlock
+					lock := func(j int) {
+						if op == opPut || op == opDelete {
+							keyMu[j].Lock()
+							unlock = keyMu[j].Unlock
+						} else {
+							keyMu[j].RLock()
+							unlock = keyMu[j].RUnlock
+						}
+					}
+					lock(i)
+					// a GET, HEAD or DELETE of a deleted key takes the
+					// next key that is there instead (the mix holds)
+					for k := 1; op != opPut && !present[i].Load() && k < o.Objects; k++ {
+						if j := (i + k) % o.Objects; present[j].Load() {
+							unlock()
+							i = j
+							lock(i)
+						}
 					}
 					if op != opPut && !present[i].Load() {
 						unlock()
-						continue // gone: draw again
+						continue // none there at the moment
 					}
 				}
 				t0 := time.Now()
@@ -648,6 +688,7 @@ func S3RemovePrefix(ctx context.Context, o S3Options) (int, error) {
 		o.Concurrency = 16
 	}
 	cls, _, err := o.clients()
+	defer o.closeIdle()
 	if err != nil {
 		return 0, err
 	}
@@ -692,6 +733,7 @@ func S3RemovePrefix(ctx context.Context, o S3Options) (int, error) {
 // does it before measuring).
 func S3Populate(ctx context.Context, o S3Options) error {
 	cls, raws, seed, err := o.setup(ctx)
+	defer o.closeIdle()
 	if err != nil {
 		return err
 	}

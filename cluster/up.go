@@ -22,15 +22,19 @@ import (
 
 // UpOptions configure `shoal up`.
 type UpOptions struct {
-	Data       string // data directory, default ./shoal-data
-	Mons       int    // 1, 3 or 5
-	OSDs       int
-	OSDSize    string // bluestore_block_size of new OSDs, e.g. "10G"
-	AddOSDs    int    // OSDs to add to an existing cluster (its PGs rebalance onto them)
-	Foreground bool   // stay up until SIGINT/SIGTERM, then stop the daemons
-	NoGateway  bool   // do not start the S3 gateway
-	Timeout    time.Duration
-	Out        io.Writer
+	Data    string // data directory, default ./shoal-data
+	Mons    int    // 1, 3 or 5
+	OSDs    int
+	OSDSize string // bluestore_block_size of new OSDs, e.g. "10G"
+	AddOSDs int    // OSDs to add to an existing cluster (its PGs rebalance onto them)
+	// DBDir and WALDir put each new OSD's metadata store and its
+	// write-ahead log in DIR/osd.N on another (faster) device, through
+	// block.db and block.wal links in the OSD's directory (BlueStore's).
+	DBDir, WALDir string
+	Foreground    bool // stay up until SIGINT/SIGTERM, then stop the daemons
+	NoGateway     bool // do not start the S3 gateway
+	Timeout       time.Duration
+	Out           io.Writer
 }
 
 var monNames = []string{"a", "b", "c", "d", "e"}
@@ -111,8 +115,17 @@ func Up(ctx context.Context, o UpOptions) error {
 		if running(c, name) {
 			continue
 		}
+		_, statErr := os.Stat(d)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
+		}
+		if os.IsNotExist(statErr) { // a new OSD
+			if err := linkFast(d, "block.db", o.DBDir); err != nil {
+				return err
+			}
+			if err := linkFast(d, "block.wal", o.WALDir); err != nil {
+				return err
+			}
 		}
 		if err := spawn(c, exe, name, "osd", "--conf", c.Path, "--data", d); err != nil {
 			return err
@@ -223,6 +236,25 @@ func create(dir string, o UpOptions) error {
 	}
 	fmt.Fprintf(&b, "\n[%s]\nrgw_frontends = beast endpoint=127.0.0.1:%d\n", GatewayName, gw)
 	return os.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)
+}
+
+// linkFast makes osdDir/link point at DIR/<the OSD directory's name>
+// (made if missing), for --db-dir and --wal-dir; nothing when dir is "".
+func linkFast(osdDir, link, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	target, err := filepath.Abs(filepath.Join(dir, filepath.Base(osdDir)))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("up: %s: %w", link, err)
+	}
+	if err := os.Symlink(target, filepath.Join(osdDir, link)); err != nil {
+		return fmt.Errorf("up: %s: %w", link, err)
+	}
+	return nil
 }
 
 // freePorts finds n MON ports p with p+1 free too (raft), from 6789 up.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -141,6 +142,7 @@ func Open(opts Options) (*BlockStore, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("objectstore: %w: no directory", ErrInvalid)
 	}
+	explicitDB, explicitWAL := opts.DBDir != "", opts.WALDir != ""
 	if opts.DBDir == "" {
 		opts.DBDir = filepath.Join(opts.Dir, "db")
 	}
@@ -170,12 +172,8 @@ func Open(opts Options) (*BlockStore, error) {
 			return nil, fmt.Errorf("objectstore: %w", err)
 		}
 	}
-	for _, d := range []string{opts.DBDir, opts.WALDir} {
-		if d != "" {
-			if err := mkdirDurable(opts.FS, d); err != nil {
-				return nil, fmt.Errorf("objectstore: %w", err)
-			}
-		}
+	if err := pinMetadata(&opts, explicitDB, explicitWAL); err != nil {
+		return nil, err
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
@@ -287,6 +285,126 @@ func mkdirDurable(fs vfs.FS, dir string) error {
 		}
 	}
 	return nil
+}
+
+// Files in a store's directory that record where its metadata and
+// write-ahead log were put when it was created (BlueStore keeps block.db
+// and block.wal links in the OSD's directory for the same reason), and
+// the file in a metadata directory that names the store it belongs to.
+const (
+	dbPathFile  = "db_path"
+	walPathFile = "wal_path"
+	ownerFile   = "SHOAL_STORE"
+)
+
+// pinMetadata makes the metadata and WAL directories stay where the
+// store was created. The first Open records them in opts.Dir; a later
+// one without them uses the recorded ones, and one that names others is
+// refused (ErrInvalid) — opening an empty metadata store elsewhere would
+// lose every object. A metadata directory is claimed for one store (its
+// SHOAL_STORE file names it), so two stores configured onto one
+// directory are refused too.
+func pinMetadata(opts *Options, explicitDB, explicitWAL bool) error {
+	fs := opts.FS
+	if err := mkdirDurable(fs, opts.Dir); err != nil {
+		return fmt.Errorf("objectstore: %w", err)
+	}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil && p != "" {
+			return a
+		}
+		return p
+	}
+	opts.DBDir = abs(opts.DBDir)
+	opts.WALDir = abs(opts.WALDir)
+	type place struct {
+		file, what string
+		val        *string
+		explicit   bool
+		record     bool // not recorded yet: record it once all is checked
+	}
+	places := []*place{{file: dbPathFile, what: "metadata", val: &opts.DBDir, explicit: explicitDB}, {file: walPathFile, what: "write-ahead log", val: &opts.WALDir, explicit: explicitWAL}}
+	for _, x := range places {
+		rec := fs.PathJoin(opts.Dir, x.file)
+		b, err := readSmall(fs, rec)
+		switch {
+		case err == nil:
+			r := strings.TrimSpace(string(b))
+			if x.explicit && r != *x.val {
+				return fmt.Errorf("objectstore: %w: the store in %s has kept its %s in %q since it was created (%s); the configuration names %q: move it there and fix the configuration, or remove the setting",
+					ErrInvalid, opts.Dir, x.what, r, rec, *x.val)
+			}
+			*x.val = r
+		case errors.Is(err, os.ErrNotExist):
+			x.record = true
+		default:
+			return fmt.Errorf("objectstore: %w", err)
+		}
+	}
+	me := abs(opts.Dir)
+	for _, d := range []string{opts.DBDir, opts.WALDir} {
+		if d == "" {
+			continue
+		}
+		if err := mkdirDurable(fs, d); err != nil {
+			return fmt.Errorf("objectstore: %w", err)
+		}
+		owner := fs.PathJoin(d, ownerFile)
+		b, err := readSmall(fs, owner)
+		switch {
+		case err == nil && strings.TrimSpace(string(b)) != me:
+			return fmt.Errorf("objectstore: %w: %s holds the metadata of the store in %s, not of %s: give each OSD its own directory", ErrInvalid, d, strings.TrimSpace(string(b)), me)
+		case err == nil:
+		case errors.Is(err, os.ErrNotExist):
+			if err := writeDurable(fs, owner, []byte(me+"\n")); err != nil {
+				return fmt.Errorf("objectstore: claim %s: %w", d, err)
+			}
+		default:
+			return fmt.Errorf("objectstore: %w", err)
+		}
+	}
+	for _, x := range places {
+		if x.record {
+			if err := writeDurable(fs, fs.PathJoin(opts.Dir, x.file), []byte(*x.val+"\n")); err != nil {
+				return fmt.Errorf("objectstore: record the %s's place: %w", x.what, err)
+			}
+		}
+	}
+	return nil
+}
+
+func readSmall(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// writeDurable writes a small file through a temporary one, synced and
+// renamed, and syncs its directory.
+func writeDurable(fs vfs.FS, path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(fs, filepath.Dir(path))
 }
 
 func syncDir(fs vfs.FS, dir string) error {

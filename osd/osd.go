@@ -191,8 +191,8 @@ func Start(o Options) (*OSD, error) {
 		}
 		o.Logger.Info("memory budget", "budget", mem.String())
 		opts := objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
-			DBDir: cfg.String("bluestore_block_db_path"), WALDir: cfg.String("bluestore_block_wal_path"), Logger: o.Logger,
-			CommitWindow: storeCommitWindow(cfg)}
+			DBDir: fastDir(cfg.String("bluestore_block_db_path"), o.DataDir, "block.db"), WALDir: fastDir(cfg.String("bluestore_block_wal_path"), o.DataDir, "block.wal"),
+			Logger: o.Logger, CommitWindow: storeCommitWindow(cfg)}
 		mem.storeOptions(&opts)
 		bs, err := objectstore.Open(opts)
 		if err != nil {
@@ -580,4 +580,18 @@ func (d *OSD) pgList() []*PG {
 		pgs = append(pgs, pg)
 	}
 	return pgs
+}
+
+// fastDir is where an OSD's metadata store or write-ahead log goes: the
+// configured path, else the OSD directory's block.db or block.wal link
+// (`shoal up --db-dir`, BlueStore's layout), else "" (the store's own
+// directory). The store keeps them where they were at its creation.
+func fastDir(configured, dataDir, link string) string {
+	if configured != "" {
+		return configured
+	}
+	if fi, err := os.Stat(filepath.Join(dataDir, link)); err == nil && fi.IsDir() {
+		return filepath.Join(dataDir, link)
+	}
+	return ""
 }

@@ -288,20 +288,25 @@ func Remove(ctx context.Context, pool *client.Pool, name string) error {
 	return nil
 }
 
-// removeUnfinished removes what an interrupted Create left of image
-// name: its id object, and the header and object map it names (Create
-// adds the directory entry last, so there is none to remove). openErr is
-// returned when there is no id object either.
+// removeUnfinished removes what an interrupted Create or Remove left of
+// image name when it cannot be opened: an id object that is empty or
+// names a header that does not exist, with the object map and directory
+// entry of that id. Any other reason the image cannot be opened (a
+// missing data pool or parent) returns openErr, as does no id object.
 func removeUnfinished(ctx context.Context, pool *client.Pool, name string, openErr error) error {
 	id, err := imageID(ctx, pool, name)
 	if err != nil {
 		return openErr
 	}
 	if id != "" {
-		for _, oid := range []string{clsrbd.ObjectMapPrefix + id, clsrbd.HeaderObjectPrefix + id} {
-			if err := pool.Remove(ctx, oid); err != nil && !errors.Is(err, client.ErrNotFound) {
-				return fmt.Errorf("rbd: remove %s/%s: %w", pool.Name(), name, err)
-			}
+		if _, err := pool.Stat(ctx, clsrbd.HeaderObjectPrefix+id); !errors.Is(err, client.ErrNotFound) {
+			return openErr // the header is there: the image is whole, something else is missing
+		}
+		if err := pool.Remove(ctx, clsrbd.ObjectMapPrefix+id); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return fmt.Errorf("rbd: remove %s/%s: %w", pool.Name(), name, err)
+		}
+		if _, err := exec(ctx, pool, clsrbd.DirectoryOID, "dir_remove_image", clsrbd.DirInput{Name: name, ID: id}); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return fmt.Errorf("rbd: remove %s/%s: directory: %w", pool.Name(), name, err)
 		}
 	}
 	if err := pool.Remove(ctx, clsrbd.IDObjectPrefix+name); err != nil && !errors.Is(err, client.ErrNotFound) {

@@ -420,8 +420,20 @@ func TestRemoveUnfinished(t *testing.T) {
 	if err := rbd.Create(ctx, p, "half", rbd.Options{Size: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
+	// a removal interrupted after the header went: the directory entry
+	// and the id object are left, and a second removal finishes
+	b, err := p.Read(ctx, "rbd_id.half", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Remove(ctx, "rbd_header."+string(b)); err != nil {
+		t.Fatal(err)
+	}
 	if err := rbd.Remove(ctx, p, "half"); err != nil {
 		t.Fatal(err)
+	}
+	if names, err := rbd.List(ctx, p); err != nil || len(names) != 0 {
+		t.Fatalf("images left: %v, %v", names, err)
 	}
 	if err := rbd.Remove(ctx, p, "never"); !errors.Is(err, rbd.ErrNotFound) {
 		t.Fatalf("remove of no image: %v", err)

@@ -140,13 +140,20 @@ type Curve struct {
 const HWMGain = 0.05
 
 // HighWater returns the index of the high-water mark of a throughput
-// series in increasing load: the last point whose successor adds less
-// than HWMGain to it (so a dip at low load, where the curve rises again
-// after it, is not taken for the top). When every successor adds more,
-// it is the last point and reached is false.
+// series in increasing load: the point after which more load adds less
+// than HWMGain — the first point that no point of higher load beats by
+// HWMGain or more. (The guides' "last point whose successor adds less
+// than 5 %", judged against every later point, so that neither a dip at
+// low load nor a falling tail is taken for the top.) When the last
+// point is the first such, the curve is still rising and reached is
+// false.
 func HighWater(y []float64) (i int, reached bool) {
-	for i := len(y) - 2; i >= 0; i-- {
-		if y[i+1] < y[i]*(1+HWMGain) {
+	for i := range y {
+		best := 0.0
+		for _, v := range y[i+1:] {
+			best = max(best, v)
+		}
+		if i+1 < len(y) && best < y[i]*(1+HWMGain) {
 			return i, true
 		}
 	}

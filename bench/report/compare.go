@@ -111,32 +111,66 @@ func (r Rule) String() string {
 	return "greater"
 }
 
+// Match pairs the points of two archives: first those of benchmarks of
+// the same name with the same parameters (placement aside), then, among
+// the rest, those whose parameters only one point on each side has (one
+// file's benchmark renamed in the other). It maps indexes of a to
+// indexes of b; a point with no partner has none.
+func Match(a, b []Point) map[int]int {
+	out := map[int]int{}
+	taken := map[int]bool{}
+	byName := map[string]int{}
+	for j, y := range b {
+		byName[y.Point.Benchmark+"\x00"+y.Point.Key()] = j
+	}
+	for i, x := range a {
+		if j, ok := byName[x.Point.Benchmark+"\x00"+x.Point.Key()]; ok && !taken[j] {
+			out[i], taken[j] = j, true
+		}
+	}
+	count := func(ps []Point, skip func(int) bool) map[string][]int {
+		m := map[string][]int{}
+		for i, p := range ps {
+			if !skip(i) {
+				m[p.Point.Key()] = append(m[p.Point.Key()], i)
+			}
+		}
+		return m
+	}
+	restA := count(a, func(i int) bool { _, ok := out[i]; return ok })
+	restB := count(b, func(j int) bool { return taken[j] })
+	for k, is := range restA {
+		if js := restB[k]; len(is) == 1 && len(js) == 1 {
+			out[is[0]] = js[0]
+		}
+	}
+	return out
+}
+
 // ErrRegression is returned by Compare when a rule failed.
 var ErrRegression = errors.New("compare: regression")
 
-// Compare matches the points of archives a and b by their parameters
-// (placement ones aside: a pool, bucket or image may differ), prints a
+// Compare matches the points of archives a and b (Match: by benchmark
+// and parameters, placement ones aside — a pool, bucket or image may
+// differ), prints a
 // table of every rule's metric for each match to w, and returns
 // ErrRegression (wrapped, with the count) if any rule failed.
 func Compare(w io.Writer, a, b *sweep.Archive, rules []Rule) error {
 	pa, pb := Aggregate(a), Aggregate(b)
-	byKey := map[string]Point{}
-	for _, p := range pb {
-		byKey[p.Point.Key()] = p
-	}
+	match := Match(pa, pb)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n\n", a.Dir, a.Target.Kind, b.Dir, b.Target.Kind)
 	fmt.Fprintln(tw, "point\tmetric\tA\tB\tB/A\trule\tverdict\t")
 	failed, matched := 0, 0
-	seen := map[string]bool{}
-	for _, x := range pa {
-		k := x.Point.Key()
-		y, ok := byKey[k]
+	seen := map[int]bool{}
+	for i, x := range pa {
+		j, ok := match[i]
 		if !ok {
 			fmt.Fprintf(tw, "%s\t\t\t\t\t\tonly in A\t\n", x.Point.ID)
 			continue
 		}
-		seen[k] = true
+		y := pb[j]
+		seen[j] = true
 		matched++
 		for _, r := range rules {
 			va, vb := r.Metric.get(x), r.Metric.get(y)
@@ -156,8 +190,8 @@ func Compare(w io.Writer, a, b *sweep.Archive, rules []Rule) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", x.Point.ID, r.Metric.Name, fmtNum(va), fmtNum(vb), ratio, r, verdict)
 		}
 	}
-	for _, y := range pb {
-		if !seen[y.Point.Key()] {
+	for j, y := range pb {
+		if !seen[j] {
 			fmt.Fprintf(tw, "%s\t\t\t\t\t\tonly in B\t\n", y.Point.ID)
 		}
 	}

@@ -116,44 +116,68 @@ func sizeLabel(x float64) string {
 // operation size when the size is swept.
 func benchCharts(name string, curves []Curve, pts []Point, hasOSDs bool) []chart {
 	var out []chart
-	if len(curves) > 0 {
-		x := curves[0].X
-		byMB := curves[0].ByMB
-		unit, cpuUnit := "ops/s", "daemons' CPU s per 1,000 ops"
-		if byMB {
-			unit, cpuUnit = "MB/s", "daemons' CPU s per GB"
-		}
-		thr := chart{name: name + "-throughput", title: name + ": throughput against " + x, xName: x, yName: unit, xLabel: plainLabel}
-		lat := chart{name: name + "-latency", title: name + ": latency against " + x, xName: x, yName: "latency, ms", xLabel: plainLabel}
-		cpu := chart{name: name + "-cpu", title: name + ": CPU cost against " + x, xName: x, yName: cpuUnit, xLabel: plainLabel}
+	// curves read in MB/s and in ops/s get charts of their own (one axis,
+	// one unit); suffixed only when a benchmark has both
+	var groups [][]Curve
+	for _, byMB := range []bool{true, false} {
+		var g []Curve
 		for _, c := range curves {
-			var t, p50, p99, mean, cp plotter.XYs
-			for i, p := range c.Points {
-				xv := XValue(p, c.X)
-				t = append(t, plotter.XY{X: xv, Y: c.Y(i)})
-				p50 = append(p50, plotter.XY{X: xv, Y: p.P50MS})
-				p99 = append(p99, plotter.XY{X: xv, Y: p.P99MS})
-				mean = append(mean, plotter.XY{X: xv, Y: p.MeanMS})
-				v := p.CPUPer1000
-				if byMB {
-					v = p.CPUPerGB
-				}
-				cp = append(cp, plotter.XY{X: xv, Y: v})
+			if c.ByMB == byMB {
+				g = append(g, c)
 			}
-			thr.series = append(thr.series, series{label: c.Label, xy: t, mark: []int{c.HWM}})
-			if c.Points[0].P99MS > 0 {
-				lat.series = append(lat.series, series{label: c.Label + " (p50)", xy: p50}, series{label: c.Label + " (p99)", xy: p99, dashed: true})
-			} else {
-				lat.series = append(lat.series, series{label: c.Label + " (mean)", xy: mean})
-			}
-			cpu.series = append(cpu.series, series{label: c.Label, xy: cp})
 		}
-		out = append(out, thr, lat, cpu)
+		if len(g) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	for _, g := range groups {
+		suffix := ""
+		if len(groups) > 1 {
+			suffix = map[bool]string{true: "-mb", false: "-ops"}[g[0].ByMB]
+		}
+		out = append(out, curveCharts(name, suffix, g)...)
 	}
 	if sz := sizeChart(name, curves, pts, hasOSDs); sz != nil {
 		out = append(out, *sz)
 	}
 	return out
+}
+
+// curveCharts draws curves of one unit: throughput, latency and CPU
+// against load.
+func curveCharts(name, suffix string, curves []Curve) []chart {
+	x := curves[0].X
+	byMB := curves[0].ByMB
+	unit, cpuUnit := "ops/s", "daemons' CPU s per 1,000 ops"
+	if byMB {
+		unit, cpuUnit = "MB/s", "daemons' CPU s per GB"
+	}
+	thr := chart{name: name + "-throughput" + suffix, title: name + ": throughput against " + x, xName: x, yName: unit, xLabel: plainLabel}
+	lat := chart{name: name + "-latency" + suffix, title: name + ": latency against " + x, xName: x, yName: "latency, ms", xLabel: plainLabel}
+	cpu := chart{name: name + "-cpu" + suffix, title: name + ": CPU cost against " + x, xName: x, yName: cpuUnit, xLabel: plainLabel}
+	for _, c := range curves {
+		var t, p50, p99, mean, cp plotter.XYs
+		for i, p := range c.Points {
+			xv := XValue(p, c.X)
+			t = append(t, plotter.XY{X: xv, Y: c.Y(i)})
+			p50 = append(p50, plotter.XY{X: xv, Y: p.P50MS})
+			p99 = append(p99, plotter.XY{X: xv, Y: p.P99MS})
+			mean = append(mean, plotter.XY{X: xv, Y: p.MeanMS})
+			v := p.CPUPer1000
+			if byMB {
+				v = p.CPUPerGB
+			}
+			cp = append(cp, plotter.XY{X: xv, Y: v})
+		}
+		thr.series = append(thr.series, series{label: c.Label, xy: t, mark: []int{c.HWM}})
+		if c.Points[0].P99MS > 0 {
+			lat.series = append(lat.series, series{label: c.Label + " (p50)", xy: p50}, series{label: c.Label + " (p99)", xy: p99, dashed: true})
+		} else {
+			lat.series = append(lat.series, series{label: c.Label + " (mean)", xy: mean})
+		}
+		cpu.series = append(cpu.series, series{label: c.Label, xy: cp})
+	}
+	return []chart{thr, lat, cpu}
 }
 
 // sizeChart plots MB/s per OSD (per cluster when the OSD count is

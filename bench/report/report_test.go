@@ -17,9 +17,11 @@ func TestHighWater(t *testing.T) {
 		i       int
 		reached bool
 	}{
-		{[]float64{100, 190, 350, 560, 600, 610}, 4, true},      // 600 → 610 adds 1.7 %; 560 → 600 still 7.1 %
-		{[]float64{100, 104, 200}, 0, true},                     // 100 → 104 is flat; 104 → 200 is not
-		{[]float64{325, 483, 498, 491, 650, 703, 686}, 5, true}, // a flat spell at 2-8, then rising again to 703
+		{[]float64{100, 190, 350, 560, 600, 610}, 4, true},            // 600 → 610 adds 1.7 %; 560 → 600 still 7.1 %
+		{[]float64{100, 104, 200}, 2, false},                          // a flat step, then rising again
+		{[]float64{325, 483, 498, 491, 650, 703, 686}, 5, true},       // a flat spell at 2-8, then rising again to 703
+		{[]float64{737, 1047, 1136, 1370, 1443, 1398, 1453}, 4, true}, // 1,443 at 16; nothing later beats it by 5 %
+		{[]float64{100, 400, 500, 300, 200}, 2, true},                 // a falling tail
 		{[]float64{100, 103, 150, 155}, 2, true},
 		{[]float64{1, 2, 4}, 2, false},
 		{[]float64{10, 9}, 0, true},
@@ -163,7 +165,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	for _, want := range []string{"| op_size=4M concurrency=4 | 1 | 600.0 |", "rados-throughput.png", "rados-by-size.png", "op_size=4M: still rising at the last point, concurrency=4: 600.0 MB/s (200.0 per OSD)"} {
+	for _, want := range []string{"| op_size=4M concurrency=4 | 1 | 600.0 |", "rados-throughput-mb.png", "rados-throughput-ops.png", "rados-by-size.png", "op_size=4M: still rising at the last point, concurrency=4: 600.0 MB/s (200.0 per OSD)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -184,7 +186,30 @@ func TestWrite(t *testing.T) {
 			}
 		}
 	}
-	if len(files) != 2+2*4 { // md, html; throughput, latency, cpu, by-size
+	if len(files) != 2+2*7 { // md, html; throughput, latency, cpu for the MB/s curve (4M) and the ops/s one (64K); by-size
 		t.Fatalf("files %v", files)
+	}
+}
+
+// TestMatch: two benchmarks that differ only in placement (an indexed
+// and an indexless bucket) are each matched with their namesake, not
+// both with one; a benchmark renamed on one side is matched by its
+// parameters when no other point has them.
+func TestMatch(t *testing.T) {
+	const two = "benchmarks:\n  indexed:\n    type: s3\n  indexless:\n    type: s3\n    location: default:indexless\n"
+	a := Aggregate(archive(t, two, 3, map[string][]float64{"indexed": {10}, "indexless": {20}}))
+	b := Aggregate(archive(t, two, 3, map[string][]float64{"indexed": {11}, "indexless": {21}}))
+	m := Match(a, b)
+	if len(m) != 2 || b[m[0]].MBPerSec != 11 || b[m[1]].MBPerSec != 21 {
+		t.Fatalf("match %v", m)
+	}
+	renamed := Aggregate(archive(t, "benchmarks:\n  puts:\n    type: s3\n    bucket: other\n", 3, map[string][]float64{"puts": {12}}))
+	one := Aggregate(archive(t, "benchmarks:\n  s3: {}\n", 3, map[string][]float64{"s3": {10}}))
+	if m := Match(one, renamed); len(m) != 1 {
+		t.Fatalf("renamed: %v", m)
+	}
+	// ambiguous: two candidates with the same parameters and no namesake
+	if m := Match(one, b); len(m) != 0 {
+		t.Fatalf("ambiguous matched: %v", m)
 	}
 }

@@ -44,8 +44,8 @@ func Write(a *sweep.Archive, dir string) ([]string, error) {
 		table(&md, &ht, bp)
 		curves := Curves(bp)
 		if len(curves) > 0 {
-			fmt.Fprintf(&md, "\nHigh-water marks (the last point whose successor adds less than %.0f %%):\n\n", HWMGain*100)
-			fmt.Fprintf(&ht, "<p>High-water marks (the last point whose successor adds less than %.0f %%):</p>\n<ul>\n", HWMGain*100)
+			fmt.Fprintf(&md, "\nHigh-water marks (the point after which more load adds less than %.0f %%):\n\n", HWMGain*100)
+			fmt.Fprintf(&ht, "<p>High-water marks (the point after which more load adds less than %.0f %%):</p>\n<ul>\n", HWMGain*100)
 			for i := range curves {
 				fmt.Fprintf(&md, "- %s\n", curves[i].Describe())
 				fmt.Fprintf(&ht, "<li>%s</li>\n", esc(curves[i].Describe()))

@@ -188,6 +188,12 @@ func WorkloadOf(p sweep.Point) string {
 // the best point of that workload, per device of the target, taken to
 // be drives of driveType.
 func FromArchive(a *sweep.Archive, workload, driveType string) (*Entry, error) {
+	if !slices.Contains([]string{"hdd", "ssd", "nvme"}, driveType) {
+		return nil, fmt.Errorf("%w: measured drive type %q: hdd, ssd or nvme", ErrInput, driveType)
+	}
+	if !slices.Contains(Workloads, workload) {
+		return nil, fmt.Errorf("%w: a measured figure is of one workload (%s), not %q", ErrInput, strings.Join(Workloads, ", "), workload)
+	}
 	if a.Target.Counts.Devices <= 0 {
 		return nil, fmt.Errorf("%w: %s: the target's device count is unknown (set target devices in the sweep file)", ErrInput, a.Dir)
 	}

@@ -7,8 +7,9 @@
 // for capacity, for performance, for the protection scheme's failure
 // domain and for the guides' fault-domain rule (one server at most 10 %
 // of a throughput-optimized cluster, 15 % of a capacity-optimized one) —
-// and ranks the configurations by price per MB/s, per IOPS or per usable
-// TB, with watts per TB beside.
+// and ranks the configurations by the cost of the cluster that meets
+// every need, with price per MB/s, per IOPS and per usable TB and watts
+// per TB beside.
 //
 // The arithmetic, per configuration (a server model filled with one
 // drive type):
@@ -16,7 +17,8 @@
 //	raw per server     = bays × drive capacity
 //	usable per server  = raw × efficiency × max_fill   (3×: 1/3; EC k+m: k/(k+m))
 //	perf per server    = min(bays × per-drive figure,
-//	                         NIC MB/s × 0.9 / network factor,
+//	                         NIC MB/s × 0.9 / network factor (ops workloads:
+//	                           over 64 KiB per object op, 4 KiB per block op),
 //	                         cores / cores per OSD × per-drive figure)
 //	servers            = max(⌈usable need / usable per server⌉,
 //	                         ⌈perf need / perf per server⌉,
@@ -99,6 +101,19 @@ type Requirement struct {
 	// MaxFill is the share of raw capacity to plan for (default 0.75:
 	// below Ceph's nearfull ratio of 0.85, with room for a failure).
 	MaxFill float64 `yaml:"max_fill"`
+	// IgnoreRule leaves the guides' fault-domain rule out of the server
+	// count; each configuration then says whether it holds.
+	IgnoreRule bool `yaml:"ignore_fault_domain_rule"`
+}
+
+// opBytes is the size of one operation of an ops workload, for the
+// network limit: 64 KiB objects (the guides' small-object size), 4 KiB
+// block I/O.
+func opBytes(workload string) float64 {
+	if strings.HasPrefix(workload, "block-") {
+		return 4096
+	}
+	return 65536
 }
 
 // share is a workload's part of a mix (weights add up to 1).
@@ -235,7 +250,8 @@ type Config struct {
 	PerMBps, PerIOPS, PerUsableTB, WattsPerTB float64
 	// ServerShare is one server's share of the cluster; RuleHolds says
 	// it is within the guides' rule (10 % throughput- and IOPS-, 15 %
-	// capacity-optimized clusters).
+	// capacity-optimized clusters), which the count meets unless the
+	// requirement ignores the rule.
 	ServerShare float64
 	RuleHolds   bool
 	// RAMShort is true when the server has less RAM than its OSDs want
@@ -302,8 +318,12 @@ func Size(cat *Catalog, req Requirement, o Options) ([]Config, error) {
 			}
 			c := Config{Server: s, Drive: d, PerDrive: e.PerDrive, PerDriveSource: e.Source}
 			c.PerServer, c.Limit = float64(s.Bays)*e.PerDrive, "drives"
-			if !byOps && s.NICGbps > 0 {
-				if nic := s.NICGbps * 125 * NICEfficiency / netFactor; nic < c.PerServer {
+			if s.NICGbps > 0 {
+				nic := s.NICGbps * 125 * NICEfficiency / netFactor // MB/s
+				if byOps {
+					nic = nic * 1e6 / opBytes(mix[0].workload)
+				}
+				if nic < c.PerServer {
 					c.PerServer, c.Limit = nic, "network"
 				}
 			}
@@ -325,7 +345,9 @@ func Size(cat *Catalog, req Requirement, o Options) ([]Config, error) {
 			if req.FailureDomain == "host" {
 				need(sch.Width(), "failure domain")
 			}
-			need(int(math.Ceil(1/rule-1e-9)), "fault domain rule")
+			if !req.IgnoreRule {
+				need(int(math.Ceil(1/rule-1e-9)), "fault domain rule")
+			}
 			n := float64(c.Servers)
 			c.UsableTB = n * usablePer
 			c.Performance = n * c.PerServer

@@ -222,3 +222,23 @@ func TestFromArchive(t *testing.T) {
 		t.Fatalf("%+v", cfgs[0])
 	}
 }
+
+func TestIgnoreRuleAndOpsNetwork(t *testing.T) {
+	cfgs, err := Size(catalog(t), Requirement{Workload: "large-write", MBps: 1000, Protection: "3x", IgnoreRule: true}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ⌈1,000/672⌉ = 2, raised to 3 by the failure domain; one server is a third of the cluster
+	if c := find(t, cfgs, "2u-12hdd", "hdd-16t"); c.Servers != 3 || c.Reason != "failure domain" || c.RuleHolds {
+		t.Errorf("%d servers (%s), rule holds %v", c.Servers, c.Reason, c.RuleHolds)
+	}
+	// 4 KiB reads on 1 Gb/s: 1·125·0.9/1 MB/s over 4,096 bytes = 27,466 ops/s, under 10·51,875
+	cat := &Catalog{Servers: []Server{{Name: "thin", Bays: 10, CPUCores: 128, NICGbps: 1, Price: 1000}}, Drives: []Drive{{Name: "n", Type: "nvme", CapacityTB: 4, Price: 100}}}
+	cfgs, err = Size(cat, Requirement{Workload: "block-randread", IOPS: 100000}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfgs[0]; c.Limit != "network" || !near(c.PerServer, 112.5e6/4096) {
+		t.Errorf("per server %.1f ops/s (%s)", c.PerServer, c.Limit)
+	}
+}

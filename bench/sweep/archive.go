@@ -104,10 +104,14 @@ type made struct {
 	path   string
 	Images map[string]string `json:"images"`
 	Sets   map[string]string `json:"read_sets"`
+	// S3 counts, per "BUCKET PREFIX ENDPOINTS", the most keys one run
+	// wrote (keys 0, 1, ...): an unlistable (indexless) bucket is
+	// cleaned by key.
+	S3 map[string]int `json:"s3_keys"`
 }
 
 func loadMade(archive string) *made {
-	m := &made{path: filepath.Join(archive, "made.json"), Images: map[string]string{}, Sets: map[string]string{}}
+	m := &made{path: filepath.Join(archive, "made.json"), Images: map[string]string{}, Sets: map[string]string{}, S3: map[string]int{}}
 	if archive == "" {
 		m.path = ""
 		return m
@@ -120,6 +124,9 @@ func loadMade(archive string) *made {
 	}
 	if m.Sets == nil {
 		m.Sets = map[string]string{}
+	}
+	if m.S3 == nil {
+		m.S3 = map[string]int{}
 	}
 	return m
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoal-project/shoal/bench"
 )
 
 // cephDriver runs rados points with `rados bench` and block points with
@@ -57,7 +60,7 @@ func openCeph(ctx context.Context, s *Spec, m *made) (*cephDriver, error) {
 	d.cnt = counts(t, c)
 	if t.Endpoint != "" {
 		var err error
-		if d.s3, err = newS3(t.Endpoint, t.AccessKey, t.SecretKey); err != nil {
+		if d.s3, err = newS3(t.Endpoint, t.AccessKey, t.SecretKey, m); err != nil {
 			return nil, err
 		}
 	}
@@ -119,7 +122,7 @@ func (d *cephDriver) prepare(ctx context.Context, p Point, out io.Writer) error 
 		if _, ok := d.made.Sets[name]; ok {
 			return nil
 		}
-		dur, _ := duration("prefill", p.Params["prefill"], d.spec.Ramp+d.spec.Duration)
+		dur, _ := duration("prefill", p.Params["prefill"], prefillTime(d.spec))
 		err := d.tool(ctx, out, "rados", "-p", p.Params["pool"], "bench", secs(dur), "write", "-b", strconv.Itoa(o.BlockSize),
 			"-t", "16", "--no-cleanup", "--run-name", name)
 		if err != nil {
@@ -130,26 +133,27 @@ func (d *cephDriver) prepare(ctx context.Context, p Point, out io.Writer) error 
 	case "block":
 		bo, _, _, size, _ := blockOptions(p)
 		spec := p.Params["image"]
-		if d.made.Images[spec] == "created" { // left unfilled by an interrupted run
-			d.tool(ctx, out, "rbd", "rm", "--no-progress", spec)
-		} else if exec.CommandContext(ctx, "rbd", append(append([]string{}, d.args...), "info", spec)...).Run() == nil {
-			return nil
+		exists := exec.CommandContext(ctx, "rbd", append(append([]string{}, d.args...), "info", spec)...).Run() == nil
+		if _, ours := d.made.Images[spec]; !ours && exists {
+			return nil // not the sweep's: used as it is
 		}
-		if err := d.tool(ctx, out, "rbd", "create", "--size", strconv.FormatUint(size>>20, 10), spec); err != nil {
-			return err
-		}
-		d.made.Images[spec] = "created"
-		if err := d.made.save(); err != nil {
-			return err
-		}
-		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" {
-			if err := d.tool(ctx, out, "rbd", "bench", "--io-type", "write", "--io-size", "4M", "--io-threads", "8",
-				"--io-total", strconv.FormatUint(size, 10), "--io-pattern", "seq", spec); err != nil {
+		if !exists {
+			d.made.Images[spec] = "created"
+			if err := d.made.save(); err != nil {
+				return err
+			}
+			if err := d.tool(ctx, out, "rbd", "create", "--size", strconv.FormatUint(size>>20, 10), spec); err != nil {
 				return err
 			}
 		}
-		d.made.Images[spec] = "filled"
-		return d.made.save()
+		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" && d.made.Images[spec] == "created" {
+			if err := d.tool(ctx, out, "rbd", "bench", "--io-type", "write", "--io-size", strconv.FormatUint(min(size, 4<<20), 10), "--io-threads", "8",
+				"--io-total", strconv.FormatUint(size, 10), "--io-pattern", "seq", spec); err != nil {
+				return err
+			}
+			d.made.Images[spec] = "filled"
+			return d.made.save()
+		}
 	case "s3":
 		return d.s3.prepare(ctx, p, out)
 	}
@@ -171,7 +175,17 @@ func (d *cephDriver) run(ctx context.Context, p Point, dur time.Duration, rec *R
 			} else {
 				args = append(args, "--run-name", prefillName(p.Params["pool"], o.BlockSize))
 			}
-			go func() { errs <- d.stream(ctx, out, "rados", args, parseRadosBench(o.BlockSize), rec) }()
+			go func() {
+				pid, err := d.stream(ctx, out, "rados", args, parseRadosBench(o.BlockSize), rec)
+				if err != nil && o.Mode == "write" && pid > 0 {
+					// a failed or killed rados bench records no metadata:
+					// remove its objects by their prefix
+					cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+					d.tool(cctx, out, "rados", "-p", p.Params["pool"], "cleanup", "--prefix", radosBenchPrefix(pid))
+					cancel()
+				}
+				errs <- err
+			}()
 		}
 		var first error
 		for range procs {
@@ -188,7 +202,7 @@ func (d *cephDriver) run(ctx context.Context, p Point, dur time.Duration, rec *R
 		defer cancel()
 		args := []string{"bench", "--io-type", bo.IOType, "--io-size", strconv.Itoa(bo.IOSize), "--io-threads", strconv.Itoa(bo.Threads),
 			"--io-total", "1P", "--io-pattern", bo.Pattern, "--rw-mix-read", strconv.Itoa(bo.RWMixRead), p.Params["image"]}
-		err := d.stream(bctx, out, "rbd", args, parseRBDBench(bo.IOSize), rec)
+		_, err := d.stream(bctx, out, "rbd", args, parseRBDBench(bo.IOSize), rec)
 		if err != nil && bctx.Err() != nil && ctx.Err() == nil {
 			return nil // stopped at the end of the point, as meant
 		}
@@ -204,14 +218,15 @@ func (d *cephDriver) run(ctx context.Context, p Point, dur time.Duration, rec *R
 type lineParser func(line string) (ops, bytes uint64, mean, maxLat time.Duration)
 
 // stream runs a tool, copying its output to out and feeding the
-// operations its lines report to rec.
-func (d *cephDriver) stream(ctx context.Context, out io.Writer, name string, args []string, parse lineParser, rec *Recorder) error {
+// operations its lines report to rec; it returns the tool's pid.
+func (d *cephDriver) stream(ctx context.Context, out io.Writer, name string, args []string, parse lineParser, rec *Recorder) (int, error) {
 	cmd := exec.CommandContext(ctx, name, append(append([]string{}, d.args...), args...)...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
+	pid := cmd.Process.Pid
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -228,14 +243,25 @@ func (d *cephDriver) stream(ctx context.Context, out io.Writer, name string, arg
 	pw.Close()
 	<-done
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+		return pid, fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
-	return nil
+	return pid, nil
+}
+
+// radosBenchPrefix is the object prefix of a rados bench process on
+// this host (obj_bencher.cc: the host name cut to 29 bytes, the pid).
+func radosBenchPrefix(pid int) string {
+	h, _ := os.Hostname()
+	if len(h) > 29 {
+		h = h[:29]
+	}
+	return bench.ObjectPrefix(h, pid)
 }
 
 // parseRadosBench reads rados bench's per-second table (sec, Cur ops,
 // started, finished, avg MB/s, cur MB/s, last lat, avg lat) and its
-// summary's "Average Latency(s)" and "Max latency(s)".
+// summary's "Total writes made" / "Total reads made" (the operations
+// after the last line), "Average Latency(s)" and "Max latency(s)".
 func parseRadosBench(opSize int) lineParser {
 	var finished uint64
 	return func(line string) (uint64, uint64, time.Duration, time.Duration) {
@@ -243,6 +269,16 @@ func parseRadosBench(opSize int) lineParser {
 		if len(f) == 8 {
 			if _, err := strconv.Atoi(f[0]); err == nil {
 				if n, err := strconv.ParseUint(f[3], 10, 64); err == nil && n >= finished {
+					ops := n - finished
+					finished = n
+					return ops, ops * uint64(opSize), 0, 0
+				}
+			}
+		}
+		for _, total := range []string{"Total writes made:", "Total reads made:"} {
+			if v, ok := strings.CutPrefix(line, total); ok {
+				// the operations finished after the last per-second line
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil && n > finished {
 					ops := n - finished
 					finished = n
 					return ops, ops * uint64(opSize), 0, 0

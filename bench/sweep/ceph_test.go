@@ -50,7 +50,7 @@ func TestParseRadosBench(t *testing.T) {
 			mx = x
 		}
 	}
-	if ops != 152 || b != 152*4<<20 || mean != 205100*time.Microsecond || mx != 462300*time.Microsecond {
+	if ops != 168 || b != 168*4<<20 || mean != 205100*time.Microsecond || mx != 462300*time.Microsecond {
 		t.Fatalf("ops %d bytes %d mean %v max %v", ops, b, mean, mx)
 	}
 }
@@ -90,7 +90,7 @@ func TestCephTarget(t *testing.T) {
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, osds: 3}\nduration: 2s\n"+
 		"setup: ['echo setup $CEPH_CONF >> "+args+"']\nteardown: ['echo teardown >> "+args+"']\n"+
-		"benchmarks:\n  rados:\n    pool: rbench\n    concurrency: [16]\n")
+		"benchmarks:\n  rados:\n    setup: ['echo bench-setup >> "+args+"']\n    pool: rbench\n    concurrency: [16]\n")
 	dir := t.TempDir()
 	if err := Run(context.Background(), s, Options{Archive: dir}); err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestCephTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := a.Results[0]
-	if r.Ops != 152 || r.MeanMS != 205.1 || r.MaxMS != 462.3 || a.Target.Counts.OSDs != 3 {
+	if r.Ops != 168 || r.MeanMS != 205.1 || r.MaxMS != 462.3 || a.Target.Counts.OSDs != 3 {
 		t.Fatalf("result ops %d mean %v max %v counts %+v", r.Ops, r.MeanMS, r.MaxMS, a.Target.Counts)
 	}
 	b, _ := os.ReadFile(args)
@@ -108,6 +108,7 @@ func TestCephTarget(t *testing.T) {
 	want := []string{
 		"setup /etc/ceph/x.conf",
 		"-c /etc/ceph/x.conf --client_mount_timeout 20 lspools",
+		"bench-setup",
 		"-c /etc/ceph/x.conf -p rbench bench 2 write -t 16 -b 4194304 --no-cleanup --run-name sweep_rados_0",
 		"-c /etc/ceph/x.conf -p rbench cleanup --run-name sweep_rados_0",
 		"teardown",

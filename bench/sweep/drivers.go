@@ -24,7 +24,7 @@ func openDriver(ctx context.Context, s *Spec, m *made) (driver, error) {
 	case "shoal":
 		return openShoal(ctx, s, m)
 	case "s3":
-		d, err := newS3(s.Target.Endpoint, s.Target.AccessKey, s.Target.SecretKey)
+		d, err := newS3(s.Target.Endpoint, s.Target.AccessKey, s.Target.SecretKey, m)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +124,7 @@ func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
 		}
 	}
 	if ep != "" {
-		if d.s3, err = newS3(ep, ak, sk); err != nil {
+		if d.s3, err = newS3(ep, ak, sk, m); err != nil {
 			d.close()
 			return nil, err
 		}
@@ -150,8 +150,8 @@ func (d *shoalDriver) connect(ctx context.Context) (*client.Conn, error) {
 	return conn, nil
 }
 
-// counters sums the up OSDs' perf counters; nil if one cannot be read
-// (a figure over part of the cluster would mislead).
+// counters reads the up OSDs' perf counters, as "osd.N/NAME"; nil if
+// one cannot be read (a figure over part of the cluster would mislead).
 func (d *shoalDriver) counters(ctx context.Context) map[string]uint64 {
 	m := d.conns[0].Map()
 	out := map[string]uint64{}
@@ -168,7 +168,7 @@ func (d *shoalDriver) counters(ctx context.Context) map[string]uint64 {
 		p := st.Perf
 		for k, v := range map[string]uint64{"op_w": p.OpW, "op_r": p.OpR, "subop_w": p.SubopW, "shard_w": p.ShardW,
 			"shard_w_bytes": p.ShardWBytes, "shard_r": p.ShardR, "shard_r_bytes": p.ShardRBytes} {
-			out[k] += v
+			out[fmt.Sprintf("osd.%d/%s", id, k)] = v
 		}
 	}
 	return out
@@ -263,8 +263,11 @@ func blockOptions(p Point) (bo bench.BlockOptions, pool, image string, size uint
 		return bo, "", "", 0, fmt.Errorf("io_size %q: want a size such as 4K", p.Params["io_size"])
 	}
 	n, err := bench.ParseSize(p.Params["image_size"])
-	if err != nil || n <= 0 {
-		return bo, "", "", 0, fmt.Errorf("image_size %q: want a size such as 1G", p.Params["image_size"])
+	if err != nil || n < 1<<20 || n%(1<<20) != 0 {
+		return bo, "", "", 0, fmt.Errorf("image_size %q: want whole MiB, 1M or more, such as 1G", p.Params["image_size"])
+	}
+	if bo.IOSize > n {
+		return bo, "", "", 0, fmt.Errorf("io_size %s above image_size %s", p.Params["io_size"], p.Params["image_size"])
 	}
 	if bo.Threads, err = positive(p, "iodepth"); err != nil {
 		return bo, "", "", 0, err
@@ -278,6 +281,12 @@ func blockOptions(p Point) (bo bench.BlockOptions, pool, image string, size uint
 	return bo, pool, image, uint64(n), nil
 }
 
+// prefillTime is how long a read set is written by default: three
+// times a point's ramp and duration, as reads run two to three times as
+// fast as writes here and a seq read stops at the set's end (a point
+// that still runs out is marked short).
+func prefillTime(s *Spec) time.Duration { return 3 * (s.Ramp + s.Duration) }
+
 // prefillName is the run name of a read set: one per pool and size.
 func prefillName(pool string, size int) string {
 	return fmt.Sprintf("sweep_prefill_%s_%d", pool, size)
@@ -286,6 +295,16 @@ func prefillName(pool string, size int) string {
 func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error {
 	switch p.Type {
 	case "rados":
+		// the clients' connections, before the load (opening them is not
+		// measured)
+		procs, _ := positive(p, "procs")
+		for len(d.conns) < procs {
+			c, err := d.connect(ctx)
+			if err != nil {
+				return err
+			}
+			d.conns = append(d.conns, c)
+		}
 		o, _ := radosOptions(p)
 		if o.Mode == bench.ModeWrite {
 			return nil
@@ -298,11 +317,12 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 		if err != nil {
 			return err
 		}
-		dur, _ := duration("prefill", p.Params["prefill"], d.spec.Ramp+d.spec.Duration)
+		dur, _ := duration("prefill", p.Params["prefill"], prefillTime(d.spec))
 		fmt.Fprintf(out, "prefill: writing %s objects for %s to read\n", p.Params["op_size"], dur)
-		_, err = bench.Run(ctx, pool, bench.Options{Mode: bench.ModeWrite, BlockSize: o.BlockSize, Concurrency: 16, Duration: dur,
+		res, err := bench.Run(ctx, pool, bench.Options{Mode: bench.ModeWrite, BlockSize: o.BlockSize, Concurrency: 16, Duration: dur,
 			NoCleanup: true, RunName: name, Hostname: fmt.Sprintf("fill%d", o.BlockSize), PID: 1, IsNotFound: isNotFound, Out: out})
 		if err != nil {
+			removeWritten(pool, res, out)
 			return fmt.Errorf("prefill: %w", err)
 		}
 		d.made.Sets[name] = p.Params["pool"]
@@ -318,63 +338,53 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 	return nil
 }
 
-// image opens (creating and, for reads, filling) a block point's image.
-// An image the sweep made but did not finish filling (an interrupted
-// run) is made again, so no point reads holes; an image it did not make
-// is used as it is.
+// image opens a block point's image, creating it if missing. An image
+// the sweep made is filled whole before the first point that reads it
+// (made.json says "created" until then, so a fill that an interrupted
+// run did not finish is done again); an image it did not make is used
+// as it is.
 func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.Image, error) {
 	spec := p.Params["image"]
-	if img, ok := d.images[spec]; ok {
-		return img, nil
-	}
 	bo, poolName, name, size, _ := blockOptions(p)
-	pool, err := d.conns[0].Pool(ctx, poolName)
-	if err != nil {
-		return nil, err
-	}
-	if d.made.Images[spec] == "created" {
-		fmt.Fprintf(out, "removing image %s, left unfilled by an interrupted run\n", spec)
-		if err := rbd.Remove(ctx, pool, name); err != nil && !errors.Is(err, rbd.ErrNotFound) {
-			return nil, err
-		}
-	}
-	img, err := rbd.Open(ctx, pool, name, "")
-	if errors.Is(err, rbd.ErrNotFound) {
-		fmt.Fprintf(out, "creating image %s of %d bytes\n", spec, size)
-		err = rbd.Create(ctx, pool, name, rbd.Options{Size: size})
-		if errors.Is(err, rbd.ErrExists) {
-			// what an interrupted create left (Open found no image)
-			if err = rbd.Remove(ctx, pool, name); err == nil {
-				err = rbd.Create(ctx, pool, name, rbd.Options{Size: size})
-			}
-		}
+	img, ok := d.images[spec]
+	if !ok {
+		pool, err := d.conns[0].Pool(ctx, poolName)
 		if err != nil {
 			return nil, err
 		}
-		d.made.Images[spec] = "created"
-		if err := d.made.save(); err != nil {
-			return nil, err
-		}
-		if img, err = rbd.Open(ctx, pool, name, ""); err != nil {
-			return nil, err
-		}
-		if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" {
-			fmt.Fprintf(out, "prefill: writing the image whole\n")
-			if _, err := bench.RunBlock(ctx, img, bench.BlockOptions{IOType: "write", Pattern: "seq", IOSize: 4 << 20, Threads: 8, Total: size}, out); err != nil {
-				img.Close(ctx)
-				return nil, fmt.Errorf("prefill: %w", err)
+		img, err = rbd.Open(ctx, pool, name, "")
+		if errors.Is(err, rbd.ErrNotFound) {
+			fmt.Fprintf(out, "creating image %s of %d bytes\n", spec, size)
+			d.made.Images[spec] = "created" // before, so a crash in Create leaves it listed
+			if err := d.made.save(); err != nil {
+				return nil, err
 			}
+			err = rbd.Create(ctx, pool, name, rbd.Options{Size: size})
+			if errors.Is(err, rbd.ErrExists) {
+				// what an interrupted create left (Open found no image)
+				if err = rbd.Remove(ctx, pool, name); err == nil {
+					err = rbd.Create(ctx, pool, name, rbd.Options{Size: size})
+				}
+			}
+			if err == nil {
+				img, err = rbd.Open(ctx, pool, name, "")
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", spec, err)
+		}
+		d.images[spec] = img
+	}
+	if fill, _ := strconv.ParseBool(p.Params["prefill"]); fill && bo.IOType != "write" && d.made.Images[spec] == "created" {
+		fmt.Fprintf(out, "prefill: writing the image whole\n")
+		if _, err := bench.RunBlock(ctx, img, bench.BlockOptions{IOType: "write", Pattern: "seq", IOSize: int(min(size, 4<<20)), Threads: 8, Total: size}, out); err != nil {
+			return nil, fmt.Errorf("prefill: %w", err)
 		}
 		d.made.Images[spec] = "filled"
 		if err := d.made.save(); err != nil {
-			img.Close(ctx)
 			return nil, err
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", spec, err)
-	}
-	d.images[spec] = img
 	return img, nil
 }
 
@@ -402,13 +412,6 @@ func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *
 func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	o, _ := radosOptions(p)
 	procs, _ := positive(p, "procs")
-	for len(d.conns) < procs {
-		c, err := d.connect(ctx)
-		if err != nil {
-			return err
-		}
-		d.conns = append(d.conns, c)
-	}
 	errs := make(chan error, procs)
 	for i := range procs {
 		go func() {
@@ -427,7 +430,10 @@ func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, 
 			if i == 0 {
 				po.Out = out
 			}
-			_, err = bench.Run(ctx, recTarget{pool, rec}, po)
+			res, err := bench.Run(ctx, recTarget{pool, rec}, po)
+			if err != nil {
+				removeWritten(pool, res, out) // a failed run records no metadata for after() to find
+			}
 			errs <- err
 		}()
 	}
@@ -438,6 +444,18 @@ func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, 
 		}
 	}
 	return first
+}
+
+// removeWritten removes what a failed or interrupted write run wrote
+// (not under the run's context, which may be what ended it).
+func removeWritten(pool *client.Pool, res *bench.Result, out io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if n, err := bench.RemoveWritten(ctx, pool, res, bench.Options{IsNotFound: isNotFound}); err != nil {
+		fmt.Fprintf(out, "removing the %d objects the failed run wrote: %v\n", res.Objects, err)
+	} else if n > 0 {
+		fmt.Fprintf(out, "removed the %d objects the failed run wrote\n", n)
+	}
 }
 
 func writeRunName(p Point, proc int) string { return fmt.Sprintf("sweep_%s_%d", p.ID, proc) }

@@ -107,6 +107,17 @@ type Recorder struct {
 	// toolMean and toolMax are the latencies an external tool reported
 	// for operations recorded by bulk (it gives no single ones).
 	toolMean, toolMax time.Duration
+	// last is when the latest operation was recorded: the load's end,
+	// before what a generator does after it (sorting latencies, writing
+	// its metadata object).
+	last time.Time
+}
+
+// lastAt is when the latest operation was recorded.
+func (r *Recorder) lastAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 type sample struct {
@@ -119,6 +130,7 @@ type sample struct {
 func (r *Recorder) Op(n int, lat time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.last = time.Now()
 	if err != nil {
 		r.errors++
 		return
@@ -143,6 +155,9 @@ func (r *Recorder) cut() (sample, uint64) {
 func (r *Recorder) bulk(ops, b uint64, mean, maxLat time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ops > 0 {
+		r.last = time.Now()
+	}
 	r.cur.ops += ops
 	r.cur.bytes += b
 	if mean > 0 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/shoal-project/shoal/cluster"
@@ -32,8 +33,11 @@ type Result struct {
 	Point     Point     `json:"point"`
 	Iteration int       `json:"iteration"`
 	Start     time.Time `json:"start"`
-	// Seconds is the measured window's length.
+	// Seconds is the measured window's length; Short is set when it is
+	// under 90 % of the file's duration (the load ran out: a seq read of
+	// a read set smaller than the time asked).
 	Seconds float64 `json:"seconds"`
+	Short   bool    `json:"short,omitempty"`
 	Ops     uint64  `json:"ops"`
 	Bytes   uint64  `json:"bytes"`
 	Errors  uint64  `json:"errors"`
@@ -51,7 +55,8 @@ type Result struct {
 	Usage Usage `json:"usage"`
 	// Counters are the cluster's own counters over the window, summed
 	// over its OSDs (a Shoal target: op_w, op_r, shard_w, shard_w_bytes,
-	// shard_r, shard_r_bytes, subop_w of every OSD's perf counters).
+	// shard_r, shard_r_bytes, subop_w of every OSD's perf counters);
+	// absent when an OSD went down or restarted in the window.
 	Counters map[string]uint64 `json:"counters,omitempty"`
 	// CPUPerGB is the daemons' CPU seconds per GB (10^9 bytes) moved;
 	// CPUPer1000 per 1,000 operations.
@@ -153,6 +158,20 @@ func Run(ctx context.Context, s *Spec, o Options) error {
 	return runPoints(ctx, s, o, d, pts)
 }
 
+// benchSetup runs a benchmark's setup commands, output to setup.log.
+func benchSetup(ctx context.Context, s *Spec, archive, name string, cmds []string) error {
+	env, err := shellEnv(s.Target)
+	if err != nil {
+		return err
+	}
+	log, err := os.OpenFile(filepath.Join(archive, "setup.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	defer log.Close()
+	return shell(ctx, "setup of "+name, cmds, env, log)
+}
+
 // shellEnv is the environment of setup and teardown commands.
 func shellEnv(t Target) ([]string, error) {
 	env := os.Environ()
@@ -207,6 +226,13 @@ func runPoints(ctx context.Context, s *Spec, o Options, d driver, pts []Point) e
 	if err := writeJSON(filepath.Join(o.Archive, "target.json"), ti); err != nil {
 		return err
 	}
+	setups := map[string][]string{}
+	for _, b := range s.Benchmarks {
+		if len(b.Setup) > 0 {
+			setups[b.Name] = b.Setup
+		}
+	}
+	lastSetup := ""
 	total := len(pts) * s.Iterations
 	done := 0
 	for it := range s.Iterations {
@@ -217,6 +243,12 @@ func runPoints(ctx context.Context, s *Spec, o Options, d driver, pts []Point) e
 				fmt.Fprintf(out, "[%d/%d] %s: done earlier, kept\n", done, total, p.ID)
 				continue
 			}
+			if cmds := setups[p.Benchmark]; cmds != nil && lastSetup != p.Benchmark {
+				if err := benchSetup(ctx, s, o.Archive, p.Benchmark, cmds); err != nil {
+					return err
+				}
+			}
+			lastSetup = p.Benchmark
 			fmt.Fprintf(out, "[%d/%d] iteration %d: %s\n", done, total, it, p.ID)
 			res, err := runPoint(ctx, s, d, p, it, dir, out, o.Live)
 			if err != nil {
@@ -239,8 +271,12 @@ func runPoints(ctx context.Context, s *Spec, o Options, d driver, pts []Point) e
 
 // Line is the result in one line: throughput, latencies, CPU.
 func (r *Result) Line() string {
+	short := ""
+	if r.Short {
+		short = fmt.Sprintf(" (measured over %.1f s only: the load ran out before the duration; for a seq read, raise prefill)", r.Seconds)
+	}
 	return fmt.Sprintf("%.1f MB/s, %.1f ops/s, latency mean %.2f ms, p99 %.2f ms, daemons' CPU %.2f s/GB, %.3f s per 1,000 ops, %d errors",
-		r.MBPerSec, r.OpsPerSec, r.MeanMS, r.P99MS, r.CPUPerGB, r.CPUPer1000, r.Errors)
+		r.MBPerSec, r.OpsPerSec, r.MeanMS, r.P99MS, r.CPUPerGB, r.CPUPer1000, r.Errors) + short
 }
 
 func pointDir(archive string, it int, id string) string {
@@ -363,12 +399,19 @@ loop:
 				from, measured, c0 = snapUsage(d.daemons()), true, d.counters(ctx)
 			}
 		case err = <-loadErr:
-			cutAt(time.Now())
+			// the window ends with the last operation, not with what the
+			// generator did after it; a tail with none is dropped
+			if l := rec.lastAt(); l.After(last) {
+				cutAt(l)
+			}
 			break loop
 		}
 	}
 	if live {
 		fmt.Fprint(out, "\r\033[K")
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
 	}
 	if err != nil {
 		return nil, nil, err
@@ -377,12 +420,8 @@ loop:
 		return nil, nil, fmt.Errorf("the load ended (%.1f s) before the ramp (%s) was over", time.Since(start).Seconds(), s.Ramp)
 	}
 	res.Usage = since(from, snapUsage(d.daemons()), d.daemons())
-	if c1 := d.counters(ctx); c0 != nil && c1 != nil {
-		res.Counters = map[string]uint64{}
-		for k, v := range c1 {
-			res.Counters[k] = v - c0[k]
-		}
-	}
+	res.Counters = counterDeltas(c0, d.counters(ctx))
+	res.Short = res.Seconds < 0.9*s.Duration.Seconds()
 	res.OpsPerSec = float64(res.Ops) / res.Seconds
 	res.MBPerSec = float64(res.Bytes) / res.Seconds / 1e6
 	res.MeanMS, res.MaxMS = ms(window.Mean()), ms(window.Max())
@@ -398,6 +437,25 @@ loop:
 		res.CPUPer1000 = res.Usage.CPUAll / (float64(res.Ops) / 1000)
 	}
 	return res, samples, nil
+}
+
+// counterDeltas sums per-OSD counters ("osd.N/NAME") over a window by
+// NAME; nil when either reading is missing or the OSDs differ or a
+// counter went down (an OSD restarted: its counters started over).
+func counterDeltas(c0, c1 map[string]uint64) map[string]uint64 {
+	if c0 == nil || c1 == nil || len(c0) != len(c1) {
+		return nil
+	}
+	out := map[string]uint64{}
+	for k, v1 := range c1 {
+		v0, ok := c0[k]
+		if !ok || v1 < v0 {
+			return nil
+		}
+		_, name, _ := strings.Cut(k, "/")
+		out[name] += v1 - v0
+	}
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -146,3 +146,19 @@ func TestRampNotMeasured(t *testing.T) {
 		t.Fatalf("usage %+v: no CPU of the daemon", r.Usage)
 	}
 }
+
+func TestCounterDeltas(t *testing.T) {
+	c0 := map[string]uint64{"osd.0/shard_w": 10, "osd.1/shard_w": 20, "osd.0/op_w": 5, "osd.1/op_w": 0}
+	c1 := map[string]uint64{"osd.0/shard_w": 13, "osd.1/shard_w": 26, "osd.0/op_w": 8, "osd.1/op_w": 0}
+	d := counterDeltas(c0, c1)
+	if d["shard_w"] != 9 || d["op_w"] != 3 || len(d) != 2 {
+		t.Fatalf("%v", d)
+	}
+	restarted := map[string]uint64{"osd.0/shard_w": 1, "osd.1/shard_w": 26, "osd.0/op_w": 8, "osd.1/op_w": 0}
+	if counterDeltas(c0, restarted) != nil {
+		t.Fatal("a counter that went down gave a delta")
+	}
+	if counterDeltas(c0, map[string]uint64{"osd.0/shard_w": 13, "osd.0/op_w": 8}) != nil || counterDeltas(nil, c1) != nil {
+		t.Fatal("a changed OSD set gave a delta")
+	}
+}

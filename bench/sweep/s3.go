@@ -18,17 +18,29 @@ import (
 type s3Driver struct {
 	endpoints []string
 	ak, sk    string
-	// used counts, per bucket, prefix and endpoints the sweep wrote
-	// under, the most PUTs one run made: a run writes keys 0, 1, ... so
-	// an unlistable (indexless) bucket is cleaned by key.
-	used map[[3]string]int
+	made      *made // made.S3: where the sweep wrote, and how many keys
 }
 
-func newS3(endpoint, ak, sk string) (*s3Driver, error) {
+func newS3(endpoint, ak, sk string, m *made) (*s3Driver, error) {
 	if endpoint == "" || ak == "" || sk == "" {
 		return nil, fmt.Errorf("%w: target: an S3 target needs endpoint, access_key and secret_key", ErrSpec)
 	}
-	return &s3Driver{endpoints: strings.Split(endpoint, ","), ak: ak, sk: sk, used: map[[3]string]int{}}, nil
+	return &s3Driver{endpoints: strings.Split(endpoint, ","), ak: ak, sk: sk, made: m}, nil
+}
+
+// usedKey is made.S3's key of where o writes.
+func usedKey(o bench.S3Options) string {
+	return o.Bucket + " " + o.Prefix + " " + strings.Join(o.Endpoints, ",")
+}
+
+// wrote records that keys 0 to n-1 under o's prefix may exist.
+func (d *s3Driver) wrote(o bench.S3Options, n int) error {
+	k := usedKey(o)
+	if old, ok := d.made.S3[k]; ok && old >= n {
+		return nil
+	}
+	d.made.S3[k] = n
+	return d.made.save()
 }
 
 // reach checks that every endpoint answers HTTP.
@@ -57,6 +69,9 @@ func s3Options(p Point) (bench.S3Options, error) {
 	var err error
 	if o.Sizes, err = bench.ParseSizes(p.Params["size"]); err != nil {
 		return o, err
+	}
+	if o.Sizes.Min <= 0 {
+		return o, fmt.Errorf("size %q: above 0", p.Params["size"])
 	}
 	if o.Concurrency, err = positive(p, "concurrency"); err != nil {
 		return o, err
@@ -90,8 +105,9 @@ func (d *s3Driver) check(_ context.Context, p Point) error {
 
 func (d *s3Driver) prepare(ctx context.Context, p Point, out io.Writer) error {
 	o, _ := d.options(p)
-	k := [3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}
-	d.used[k] = max(d.used[k], o.Objects)
+	if err := d.wrote(o, o.Objects); err != nil { // before, so an interrupted run's keys are known
+		return err
+	}
 	if o.Op == "put" {
 		return nil
 	}
@@ -101,7 +117,7 @@ func (d *s3Driver) prepare(ctx context.Context, p Point, out io.Writer) error {
 
 func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	o, _ := d.options(p)
-	o.Duration, o.Out = dur, out
+	o.Duration, o.Out, o.NoPopulate = dur, out, true // prepare populated
 	var puts atomic.Int64
 	o.OnOp = func(op string, n int, lat time.Duration, err error) {
 		if op == "PUT" {
@@ -113,9 +129,10 @@ func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Rec
 		rec.Op(n, lat, err)
 	}
 	res, err := bench.RunS3(ctx, o)
-	k := [3]string{o.Bucket, o.Prefix, strings.Join(o.Endpoints, ",")}
 	if o.Objects == 0 { // every PUT a new key
-		d.used[k] = max(d.used[k], int(puts.Load())+o.Concurrency)
+		if werr := d.wrote(o, int(puts.Load())+o.Concurrency); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	if err == nil && res != nil && res.FirstError != "" {
 		err = errors.New(res.FirstError) // the generator goes on past errors; a sweep point does not count as done
@@ -125,12 +142,23 @@ func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Rec
 
 func (d *s3Driver) cleanup(ctx context.Context, out io.Writer) error {
 	var first error
-	for bp, keys := range d.used {
-		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: strings.Split(bp[2], ","), AccessKey: d.ak, SecretKey: d.sk, Bucket: bp[0], Prefix: bp[1], Objects: keys})
-		if err != nil && first == nil {
-			first = err
+	for k, keys := range d.made.S3 {
+		f := strings.SplitN(k, " ", 3)
+		if len(f) != 3 {
+			continue
 		}
-		fmt.Fprintf(out, "removed %d keys under %s/%s\n", n, bp[0], bp[1])
+		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: strings.Split(f[2], ","), AccessKey: d.ak, SecretKey: d.sk, Bucket: f[0], Prefix: f[1], Objects: keys})
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		delete(d.made.S3, k)
+		fmt.Fprintf(out, "removed %d keys under %s/%s\n", n, f[0], f[1])
+	}
+	if err := d.made.save(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }

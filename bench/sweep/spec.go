@@ -21,6 +21,7 @@
 //	benchmarks:
 //	  rados-4m:        # a name; type defaults to the name's first word
 //	    type: rados
+//	    setup: []      # shell, before the benchmark's first point
 //	    mode: write
 //	    op_size: 4M
 //	    concurrency: [1, 2, 4, 8, 16, 32]
@@ -33,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -97,6 +99,9 @@ type Benchmark struct {
 	Name   string
 	Type   string  // "rados", "s3" or "block"
 	Params []Param // in the file's order, each with one or more values
+	// Setup are shell commands run before the benchmark's first point
+	// that runs (as the file's setup; a pool moved to another rule).
+	Setup []string
 }
 
 // Param is a benchmark parameter and the values the sweep takes it
@@ -117,7 +122,7 @@ var Params = map[string][]ParamDef{
 		{"op_size", "4M", false, "object and op size"},
 		{"concurrency", "16", false, "ops in flight per client (rados bench -t)"},
 		{"procs", "1", false, "client processes (separate connections), each with concurrency ops"},
-		{"prefill", "", false, "reads: write for this long first (default the point's ramp + duration)"},
+		{"prefill", "", false, "reads: write for this long first (default three times the point's ramp + duration)"},
 	},
 	"block": {
 		{"image", "data/sweep", true, "POOL/IMAGE, created if missing"},
@@ -240,6 +245,9 @@ func duration(key, v string, def time.Duration) (time.Duration, error) {
 		return def, nil
 	}
 	if n, err := strconv.ParseFloat(v, 64); err == nil { // bare seconds, as CBT's time
+		if n < 0 || math.IsInf(n, 0) || math.IsNaN(n) || n > 1e9 {
+			return 0, fmt.Errorf("%w: %s %q: want a duration such as 30s", ErrSpec, key, v)
+		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(v)
@@ -261,14 +269,14 @@ func benchmark(name string, n *yaml.Node) (Benchmark, error) {
 	}
 	var params []Param
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i].Value, n.Content[i+1]
+		k, v := n.Content[i].Value, deref(n.Content[i+1])
 		var vals []string
 		switch v.Kind {
 		case yaml.ScalarNode:
 			vals = []string{v.Value}
 		case yaml.SequenceNode:
 			for _, e := range v.Content {
-				if e.Kind != yaml.ScalarNode {
+				if e = deref(e); e.Kind != yaml.ScalarNode {
 					return bm, fmt.Errorf("%w: benchmark %s, %s (line %d): a list of plain values", ErrSpec, name, k, e.Line)
 				}
 				vals = append(vals, e.Value)
@@ -284,6 +292,10 @@ func benchmark(name string, n *yaml.Node) (Benchmark, error) {
 				return bm, fmt.Errorf("%w: benchmark %s: one type", ErrSpec, name)
 			}
 			bm.Type = vals[0]
+			continue
+		}
+		if k == "setup" {
+			bm.Setup = vals
 			continue
 		}
 		if slices.ContainsFunc(params, func(p Param) bool { return p.Name == k }) {
@@ -314,6 +326,14 @@ func benchmark(name string, n *yaml.Node) (Benchmark, error) {
 		}
 	}
 	return bm, nil
+}
+
+// deref follows a YAML alias (*name) to the node it names.
+func deref(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
 }
 
 func paramNames(defs []ParamDef) string {

@@ -126,6 +126,8 @@ then stops the cluster; --detach returns once the cluster is healthy.`,
 	f.IntVar(&o.OSDs, "osds", 3, "OSDs")
 	f.IntVar(&o.AddOSDs, "add-osd", 0, "add this many OSDs to the existing cluster in --data (its PGs move onto them)")
 	f.StringVar(&o.OSDSize, "osd-size", "", "size of each new OSD's data file (bluestore_block_size; default 10G, sparse)")
+	f.StringVar(&o.DBDir, "db-dir", "", "put each new OSD's metadata store (BlueStore's block.db) in DIR/osd.N, on a faster device")
+	f.StringVar(&o.WALDir, "wal-dir", "", "put each new OSD's metadata write-ahead log (block.wal) in DIR/osd.N")
 	f.BoolVar(&fg, "foreground", false, "stay up until Ctrl-C (default when attached to a terminal)")
 	f.BoolVar(&detach, "detach", false, "return once the cluster is healthy")
 	f.BoolVar(&o.NoGateway, "no-gateway", false, "do not start the S3 gateway")

@@ -84,6 +84,7 @@ block-randread, or a mix such as large-read:70,large-write:30.`,
 	f.StringVar(&req.Protection, "protection", "3x", "3x or ec:K+M")
 	f.StringVar(&req.FailureDomain, "failure-domain", "host", "host or osd")
 	f.Float64Var(&req.MaxFill, "max-fill", sizing.DefaultMaxFill, "share of raw capacity to plan for")
+	f.BoolVar(&req.IgnoreRule, "ignore-fault-domain-rule", false, "do not raise the count to keep one server within 10 % (performance) or 15 % (capacity) of the cluster; say whether each configuration meets it")
 	f.StringVar(&calFile, "calibration", "", "per-drive figures (YAML entries) instead of the built-in ones")
 	f.StringVar(&measured, "measured", "", "a sweep archive: its best point of the workload, per device, as the per-drive figure")
 	f.StringVar(&measuredDrive, "measured-drive", "nvme", "the drive type the --measured archive's devices are")
