@@ -48,8 +48,8 @@ benchmarks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	cmd.Stderr = &log
+	var log, stderr bytes.Buffer // stderr: written by exec's copying goroutine until Wait
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +60,8 @@ benchmarks:
 			cmd.Process.Signal(syscall.SIGINT)
 		}
 	}
-	if err := cmd.Wait(); err == nil || !strings.Contains(log.String(), "2 of 12 points done") {
-		t.Fatalf("interrupted sweep: %v\n%s", err, log.String())
+	if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "2 of 12 points done") {
+		t.Fatalf("interrupted sweep: %v\n%s%s", err, log.String(), stderr.String())
 	}
 	done, _ := filepath.Glob(filepath.Join(archive, "results", "00000000", "*", "result.json"))
 	if len(done) != 2 {
