@@ -17,7 +17,11 @@
 // Metadata lives in Pebble (an LSM, as BlueStore keeps its metadata in
 // RocksDB), optionally on another device (Options.DBDir) with its
 // write-ahead log on a third (Options.WALDir), like BlueStore's block.db
-// and block.wal:
+// and block.wal. Where they are is fixed when the store is made: the
+// store's directory records it (db_path, wal_path), a later Open without
+// the options finds them there and one naming other places is refused,
+// and each metadata directory names the one store it serves
+// (SHOAL_STORE). The keys:
 //
 //	'S'                          superblock: device size, inline limit
 //	'C' coll                     collection

@@ -36,6 +36,9 @@ type Point struct {
 	// 32 MiB S3 PUT in 4 MiB chunks to EC 4+2 is 8 × 6 = 48.
 	ShardIOPerOp float64
 	Errors       uint64 // over all iterations
+	// Short is set when a run's load ended before the file's duration
+	// (a seq read reaching the end of its set).
+	Short bool
 	// Per OSD, device and host: MBPerSec and OpsPerSec divided by the
 	// target's counts (0 where a count is unknown).
 	PerOSD, PerDevice, PerHost Norm
@@ -90,6 +93,7 @@ func Aggregate(a *sweep.Archive) []Point {
 		}
 		for _, r := range rs {
 			p.Errors += r.Errors
+			p.Short = p.Short || r.Short
 		}
 		p.PerOSD = norm(p.MBPerSec, p.OpsPerSec, c.OSDs)
 		p.PerDevice = norm(p.MBPerSec, p.OpsPerSec, c.Devices)

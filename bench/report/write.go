@@ -108,7 +108,11 @@ func table(md, ht *bytes.Buffer, pts []Point) {
 			}
 			return fmtNum(v)
 		}
-		row := []string{p.Point.Label(), fmt.Sprint(p.Iterations), fmtNum(p.MBPerSec), fmtNum(p.OpsPerSec),
+		label := p.Point.Label()
+		if p.Short {
+			label += " (short)"
+		}
+		row := []string{label, fmt.Sprint(p.Iterations), fmtNum(p.MBPerSec), fmtNum(p.OpsPerSec),
 			opt(p.PerOSD.MBPerSec), opt(p.PerOSD.OpsPerSec), opt(p.PerDevice.MBPerSec), opt(p.PerHost.MBPerSec),
 			opt(p.MeanMS), opt(p.P50MS), opt(p.P99MS), opt(p.CPUPerGB), opt(p.CPUPer1000), opt(p.ShardIOPerOp), fmt.Sprint(p.Errors)}
 		md.WriteString("| " + strings.Join(row, " | ") + " |\n")

@@ -281,11 +281,13 @@ func blockOptions(p Point) (bo bench.BlockOptions, pool, image string, size uint
 	return bo, pool, image, uint64(n), nil
 }
 
-// prefillTime is how long a read set is written by default: three
-// times a point's ramp and duration, as reads run two to three times as
-// fast as writes here and a seq read stops at the set's end (a point
-// that still runs out is marked short).
-func prefillTime(s *Spec) time.Duration { return 3 * (s.Ramp + s.Duration) }
+// prefillTime is how long a read set is written by default: a point's
+// ramp and duration, as rados bench users write before a seq run. A
+// seq read stops at the set's end, as rados bench's does (reads run
+// faster than writes, so such a point is usually short: marked so). A
+// longer prefill writes that much more: mind the OSDs' and the disk's
+// room.
+func prefillTime(s *Spec) time.Duration { return s.Ramp + s.Duration }
 
 // prefillName is the run name of a read set: one per pool and size.
 func prefillName(pool string, size int) string {

@@ -122,7 +122,7 @@ var Params = map[string][]ParamDef{
 		{"op_size", "4M", false, "object and op size"},
 		{"concurrency", "16", false, "ops in flight per client (rados bench -t)"},
 		{"procs", "1", false, "client processes (separate connections), each with concurrency ops"},
-		{"prefill", "", false, "reads: write for this long first (default three times the point's ramp + duration)"},
+		{"prefill", "", false, "reads: write for this long first (default the point's ramp + duration)"},
 	},
 	"block": {
 		{"image", "data/sweep", true, "POOL/IMAGE, created if missing"},
