@@ -281,7 +281,7 @@ func benchmark(name string, n *yaml.Node) (Benchmark, error) {
 				}
 				vals = append(vals, e.Value)
 			}
-			if len(vals) == 0 {
+			if len(vals) == 0 && k != "setup" {
 				return bm, fmt.Errorf("%w: benchmark %s, %s (line %d): an empty list", ErrSpec, name, k, v.Line)
 			}
 		default:

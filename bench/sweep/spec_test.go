@@ -152,6 +152,16 @@ func TestParamsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// and its example file parses
+	doc := string(b)
+	i := strings.Index(doc, "```yaml\n")
+	j := strings.Index(doc[i+8:], "```")
+	if i < 0 || j < 0 {
+		t.Fatal("docs/benchmarking.md has no yaml example")
+	}
+	if _, err := Parse([]byte(doc[i+8 : i+8+j])); err != nil {
+		t.Errorf("the example sweep file: %v", err)
+	}
 	for typ, defs := range Params {
 		for _, d := range defs {
 			if row := "| " + typ + " | `" + d.Name + "` |"; !strings.Contains(string(b), row) {
