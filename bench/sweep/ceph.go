@@ -58,9 +58,9 @@ func openCeph(ctx context.Context, s *Spec, m *made) (*cephDriver, error) {
 		c.Hosts = 1
 	}
 	d.cnt = counts(t, c)
-	if t.Endpoint != "" {
+	if ep, ak, sk := s3Env(t); ep != "" {
 		var err error
-		if d.s3, err = newS3(t.Endpoint, t.AccessKey, t.SecretKey, m); err != nil {
+		if d.s3, err = newS3(ep, ak, sk, m); err != nil {
 			return nil, err
 		}
 	}

@@ -24,7 +24,8 @@ func openDriver(ctx context.Context, s *Spec, m *made) (driver, error) {
 	case "shoal":
 		return openShoal(ctx, s, m)
 	case "s3":
-		d, err := newS3(s.Target.Endpoint, s.Target.AccessKey, s.Target.SecretKey, m)
+		ep, ak, sk := s3Env(s.Target)
+		d, err := newS3(ep, ak, sk, m)
 		if err != nil {
 			return nil, err
 		}
@@ -36,6 +37,19 @@ func openDriver(ctx context.Context, s *Spec, m *made) (driver, error) {
 		return openCeph(ctx, s, m)
 	}
 	return nil, fmt.Errorf("%w: target kind %q", ErrSpec, s.Target.Kind)
+}
+
+// s3Env is an s3 or ceph target's endpoint and keys: the file's, else
+// $S3_ENDPOINT, $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (as
+// `shoal bench s3` and the AWS tools take them).
+func s3Env(t Target) (endpoint, accessKey, secretKey string) {
+	pick := func(v, env string) string {
+		if v != "" {
+			return v
+		}
+		return os.Getenv(env)
+	}
+	return pick(t.Endpoint, "S3_ENDPOINT"), pick(t.AccessKey, "AWS_ACCESS_KEY_ID"), pick(t.SecretKey, "AWS_SECRET_ACCESS_KEY")
 }
 
 // counts fills in the file's counts over those the target gave.
