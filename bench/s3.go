@@ -173,12 +173,15 @@ func (z Sizes) of(i int) int {
 
 func (z Sizes) String() string {
 	if z.Min == z.Max {
-		return fmtBytes(z.Min)
+		return FormatSize(z.Min)
 	}
-	return fmtBytes(z.Min) + "-" + fmtBytes(z.Max)
+	return FormatSize(z.Min) + "-" + FormatSize(z.Max)
 }
 
-func fmtBytes(n int) string {
+// FormatSize writes a byte count as ParseSize reads it: in the largest
+// of G, M and K (powers of 1,024) that divides it ("4M", "64K"), else
+// in bytes.
+func FormatSize(n int) string {
 	for _, u := range []struct {
 		s string
 		n int

@@ -382,8 +382,13 @@ func readSmall(fs vfs.FS, path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// writeDurable writes a small file through a temporary one, synced and
-// renamed, and syncs its directory.
+// WriteFileDurable writes a small file so that after a crash it is
+// either whole or absent: through a temporary file, synced and renamed,
+// then its directory synced. For the files beside a store (an OSD's
+// whoami).
+func WriteFileDurable(path string, b []byte) error { return writeDurable(vfs.Default, path, b) }
+
+// writeDurable is WriteFileDurable on fs.
 func writeDurable(fs vfs.FS, path string, b []byte) error {
 	tmp := path + ".tmp"
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)

@@ -370,7 +370,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		if d.id < 0 {
 			return nil, fmt.Errorf("osd: boot: epoch %d does not hold this OSD (%s)", m.Epoch, d.addr)
 		}
-		if err := writeFileDurable(filepath.Join(d.o.DataDir, "whoami"), []byte(fmt.Sprintf("%d\n", d.id))); err != nil {
+		if err := objectstore.WriteFileDurable(filepath.Join(d.o.DataDir, "whoami"), []byte(fmt.Sprintf("%d\n", d.id))); err != nil {
 			return nil, fmt.Errorf("osd: %w", err)
 		}
 		d.name = fmt.Sprintf("osd.%d", d.id)
@@ -380,34 +380,6 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 	d.perf = newPerf(fmt.Sprintf("osd.%d", d.id), d.store, d.qos.scale)
 	d.log.Info("booted", "addr", d.addr, "epoch", m.Epoch)
 	return m, nil
-}
-
-func writeFileDurable(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
 }
 
 // MetricsAddr is where the OSD serves /metrics ("" if it does not).

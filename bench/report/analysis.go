@@ -19,7 +19,10 @@ import (
 	"github.com/shoal-project/shoal/bench/sweep"
 )
 
-// Point is a point's figures: medians over its iterations.
+// Point is a point's figures: medians over its iterations. MBPerSec is
+// in MB/s (10^6 bytes), OpsPerSec in operations per second, latencies in
+// milliseconds, CPUPerGB in the daemons' CPU seconds per GB moved and
+// CPUPer1000 per 1,000 operations (0 where the target gave no figure).
 type Point struct {
 	Point      sweep.Point
 	Iterations int
@@ -276,14 +279,19 @@ func (c *Curve) Describe() string {
 func fmtNum(v float64) string {
 	switch {
 	case v >= 1000:
-		s := strconv.FormatFloat(v, 'f', 0, 64)
-		for i := len(s) - 3; i > 0; i -= 3 {
-			s = s[:i] + "," + s[i:]
-		}
-		return s
+		return GroupDigits(strconv.FormatFloat(v, 'f', 0, 64))
 	case v >= 100:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
+}
+
+// GroupDigits puts thousands separators into a whole number's digits
+// ("1234567" → "1,234,567").
+func GroupDigits(s string) string {
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

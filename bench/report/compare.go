@@ -101,6 +101,7 @@ func (r Rule) Check(a, b float64) (ok, judged bool) {
 	return ratio >= 1-r.Percent/100, true
 }
 
+// String is the rule for compare's table ("near 10%", "≥ 2× better").
 func (r Rule) String() string {
 	switch {
 	case r.Kind == "near":

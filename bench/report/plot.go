@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/shoal-project/shoal/bench"
 	"github.com/shoal-project/shoal/bench/sweep"
 )
 
@@ -97,18 +98,7 @@ func (c chart) save(dir string) (string, error) {
 
 func plainLabel(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
-func sizeLabel(x float64) string {
-	n := int(x)
-	for _, u := range []struct {
-		s     string
-		shift uint
-	}{{"G", 30}, {"M", 20}, {"K", 10}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", n>>u.shift, u.s)
-		}
-	}
-	return fmt.Sprint(n)
-}
+func sizeLabel(x float64) string { return bench.FormatSize(int(x)) }
 
 // benchCharts are a benchmark's plots: throughput against load (the
 // hockey stick, high-water marks ringed), latency percentiles against

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/shoal-project/shoal/bench/report"
 )
 
 // Print writes the configurations as a table, best first (at most top;
@@ -63,23 +65,16 @@ func Print(w io.Writer, req Requirement, cfgs []Config, top int) {
 
 func num(v float64) string {
 	if v >= 100 {
-		return groupDigits(fmt.Sprintf("%.0f", v))
+		return report.GroupDigits(fmt.Sprintf("%.0f", v))
 	}
 	return fmt.Sprintf("%.1f", v)
 }
 
-func money(v float64) string { return "$" + groupDigits(fmt.Sprintf("%.0f", v)) }
+func money(v float64) string { return "$" + report.GroupDigits(fmt.Sprintf("%.0f", v)) }
 
 func money2(v float64) string {
 	if v >= 100 {
 		return money(v)
 	}
 	return fmt.Sprintf("$%.2f", v)
-}
-
-func groupDigits(s string) string {
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

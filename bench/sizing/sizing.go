@@ -176,6 +176,7 @@ func ParseScheme(s string) (Scheme, error) {
 	return Scheme{}, fmt.Errorf("%w: protection %q: want Nx or ec:K+M", ErrInput, s)
 }
 
+// String is the scheme as ParseScheme reads it ("3x", "ec:4+2").
 func (s Scheme) String() string {
 	if s.Replicas > 0 {
 		return fmt.Sprintf("%dx", s.Replicas)

@@ -2,12 +2,10 @@ package sweep
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // Archive is a sweep's results as read back from its directory.
@@ -72,28 +70,6 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("sweep: %s: %w", path, err)
 	}
 	return nil
-}
-
-// ReadSamples reads a point's per-second samples.
-func ReadSamples(archive string, it int, id string) ([]Sample, error) {
-	b, err := os.ReadFile(filepath.Join(pointDir(archive, it, id), "samples.csv"))
-	if err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
-	}
-	var out []Sample
-	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if i == 0 {
-			continue
-		}
-		var s Sample
-		var mean, p50, p99, mx float64
-		if _, err := fmt.Sscanf(line, "%f,%f,%d,%d,%d,%f,%f,%f,%f", &s.At, &s.Span, &s.Ops, &s.Bytes, &s.Errors, &mean, &p50, &p99, &mx); err != nil {
-			return nil, errors.Join(fmt.Errorf("sweep: %s samples line %d", id, i+1), err)
-		}
-		s.Mean, s.P50, s.P99, s.Max = fromMS(mean), fromMS(p50), fromMS(p99), fromMS(mx)
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // made is what a sweep created on its target and must remove at its end

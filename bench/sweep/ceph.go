@@ -167,33 +167,23 @@ func (d *cephDriver) run(ctx context.Context, p Point, dur time.Duration, rec *R
 	case "rados":
 		o, _ := radosOptions(p)
 		procs, _ := positive(p, "procs")
-		errs := make(chan error, procs)
-		for i := range procs {
+		return eachProc(procs, func(i int) error {
 			args := []string{"-p", p.Params["pool"], "bench", secs(dur), string(o.Mode), "-t", strconv.Itoa(o.Concurrency)}
 			if o.Mode == "write" {
 				args = append(args, "-b", strconv.Itoa(o.BlockSize), "--no-cleanup", "--run-name", writeRunName(p, i))
 			} else {
 				args = append(args, "--run-name", prefillName(p.Params["pool"], o.BlockSize))
 			}
-			go func() {
-				pid, err := d.stream(ctx, out, "rados", args, parseRadosBench(o.BlockSize), rec)
-				if err != nil && o.Mode == "write" && pid > 0 {
-					// a failed or killed rados bench records no metadata:
-					// remove its objects by their prefix
-					cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-					d.tool(cctx, out, "rados", "-p", p.Params["pool"], "cleanup", "--prefix", radosBenchPrefix(pid))
-					cancel()
-				}
-				errs <- err
-			}()
-		}
-		var first error
-		for range procs {
-			if err := <-errs; err != nil && first == nil {
-				first = err
+			pid, err := d.stream(ctx, out, "rados", args, parseRadosBench(o.BlockSize), rec)
+			if err != nil && o.Mode == "write" && pid > 0 {
+				// a failed or killed rados bench records no metadata:
+				// remove its objects by their prefix
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				d.tool(cctx, out, "rados", "-p", p.Params["pool"], "cleanup", "--prefix", radosBenchPrefix(pid))
+				cancel()
 			}
-		}
-		return first
+			return err
+		})
 	case "block":
 		bo, _, _, _, _ := blockOptions(p)
 		// rbd bench stops by bytes only: give it more than it can move
@@ -339,29 +329,24 @@ func (d *cephDriver) after(ctx context.Context, p Point, out io.Writer) error {
 }
 
 func (d *cephDriver) cleanup(ctx context.Context, out io.Writer) error {
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
+	var errs []error
 	for name, pool := range d.made.Sets {
 		if err := d.tool(ctx, out, "rados", "-p", pool, "cleanup", "--run-name", name); err == nil {
 			delete(d.made.Sets, name)
 		} else {
-			keep(err)
+			errs = append(errs, err)
 		}
 	}
 	for spec := range d.made.Images {
 		if err := d.tool(ctx, out, "rbd", "rm", "--no-progress", spec); err == nil {
 			delete(d.made.Images, spec)
 		} else {
-			keep(err)
+			errs = append(errs, err)
 		}
 	}
-	keep(d.made.save())
+	errs = append(errs, d.made.save())
 	if d.s3 != nil {
-		keep(d.s3.cleanup(ctx, out))
+		errs = append(errs, d.s3.cleanup(ctx, out))
 	}
-	return first
+	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shoal-project/shoal/bench"
@@ -428,38 +429,39 @@ func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *
 func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	o, _ := radosOptions(p)
 	procs, _ := positive(p, "procs")
-	errs := make(chan error, procs)
-	for i := range procs {
-		go func() {
-			pool, err := d.conns[i].Pool(ctx, p.Params["pool"])
-			if err != nil {
-				errs <- err
-				return
-			}
-			po := o
-			po.Duration, po.NoCleanup, po.IsNotFound = dur, true, isNotFound
-			po.Hostname, po.PID = fmt.Sprintf("sweep%d", i), 1
-			po.RunName = writeRunName(p, i)
-			if o.Mode != bench.ModeWrite {
-				po.RunName = prefillName(p.Params["pool"], o.BlockSize)
-			}
-			if i == 0 {
-				po.Out = out
-			}
-			res, err := bench.Run(ctx, recTarget{pool, rec}, po)
-			if err != nil {
-				removeWritten(pool, res, out) // a failed run records no metadata for after() to find
-			}
-			errs <- err
-		}()
-	}
-	var first error
-	for range procs {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+	return eachProc(procs, func(i int) error {
+		pool, err := d.conns[i].Pool(ctx, p.Params["pool"])
+		if err != nil {
+			return err
 		}
+		po := o
+		po.Duration, po.NoCleanup, po.IsNotFound = dur, true, isNotFound
+		po.Hostname, po.PID = fmt.Sprintf("sweep%d", i), 1
+		po.RunName = writeRunName(p, i)
+		if o.Mode != bench.ModeWrite {
+			po.RunName = prefillName(p.Params["pool"], o.BlockSize)
+		}
+		if i == 0 {
+			po.Out = out
+		}
+		res, err := bench.Run(ctx, recTarget{pool, rec}, po)
+		if err != nil {
+			removeWritten(pool, res, out) // a failed run records no metadata for after() to find
+		}
+		return err
+	})
+}
+
+// eachProc runs f(0) … f(n-1) at once, one per client process of a
+// point, and returns their errors joined.
+func eachProc(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
 	}
-	return first
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // removeWritten removes what a failed or interrupted write run wrote
@@ -494,12 +496,7 @@ func (d *shoalDriver) after(ctx context.Context, p Point, out io.Writer) error {
 }
 
 func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
+	var errs []error
 	for name, pool := range d.made.Sets {
 		p, err := d.conns[0].Pool(ctx, pool)
 		if err == nil {
@@ -507,8 +504,9 @@ func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
 		}
 		if err == nil || errors.Is(err, bench.ErrNoMetadata) {
 			delete(d.made.Sets, name)
+		} else {
+			errs = append(errs, err)
 		}
-		keep(err)
 	}
 	for spec := range d.made.Images {
 		if img := d.images[spec]; img != nil {
@@ -523,14 +521,15 @@ func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
 		if err == nil || errors.Is(err, rbd.ErrNotFound) {
 			delete(d.made.Images, spec)
 			fmt.Fprintf(out, "removed image %s\n", spec)
+		} else {
+			errs = append(errs, err)
 		}
-		keep(err)
 	}
-	keep(d.made.save())
+	errs = append(errs, d.made.save())
 	if d.s3 != nil {
-		keep(d.s3.cleanup(ctx, out))
+		errs = append(errs, d.s3.cleanup(ctx, out))
 	}
-	return first
+	return errors.Join(errs...)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, client.ErrNotFound) }

@@ -489,5 +489,3 @@ func writeFile(path string, b []byte) error {
 	}
 	return nil
 }
-
-func fromMS(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

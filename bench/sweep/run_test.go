@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -131,7 +132,7 @@ func TestRampNotMeasured(t *testing.T) {
 	if r.Seconds < 0.9 || r.Seconds > 1.5 {
 		t.Fatalf("window %.2f s, want about the 1 s duration", r.Seconds)
 	}
-	samples, err := ReadSamples(dir, 0, r.Point.ID)
+	samples, err := readSamples(dir, 0, r.Point.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,3 +163,28 @@ func TestCounterDeltas(t *testing.T) {
 		t.Fatal("a changed OSD set gave a delta")
 	}
 }
+
+// readSamples reads a point's samples.csv back (the runner only writes
+// it; the test checks what it wrote).
+func readSamples(archive string, it int, id string) ([]Sample, error) {
+	b, err := os.ReadFile(filepath.Join(pointDir(archive, it, id), "samples.csv"))
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	var out []Sample
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if i == 0 {
+			continue
+		}
+		var s Sample
+		var mean, p50, p99, mx float64
+		if _, err := fmt.Sscanf(line, "%f,%f,%d,%d,%d,%f,%f,%f,%f", &s.At, &s.Span, &s.Ops, &s.Bytes, &s.Errors, &mean, &p50, &p99, &mx); err != nil {
+			return nil, errors.Join(fmt.Errorf("sweep: %s samples line %d", id, i+1), err)
+		}
+		s.Mean, s.P50, s.P99, s.Max = fromMS(mean), fromMS(p50), fromMS(p99), fromMS(mx)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func fromMS(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

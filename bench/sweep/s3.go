@@ -141,7 +141,7 @@ func (d *s3Driver) run(ctx context.Context, p Point, dur time.Duration, rec *Rec
 }
 
 func (d *s3Driver) cleanup(ctx context.Context, out io.Writer) error {
-	var first error
+	var errs []error
 	for k, keys := range d.made.S3 {
 		f := strings.SplitN(k, " ", 3)
 		if len(f) != 3 {
@@ -149,18 +149,13 @@ func (d *s3Driver) cleanup(ctx context.Context, out io.Writer) error {
 		}
 		n, err := bench.S3RemovePrefix(ctx, bench.S3Options{Endpoints: strings.Split(f[2], ","), AccessKey: d.ak, SecretKey: d.sk, Bucket: f[0], Prefix: f[1], Objects: keys})
 		if err != nil {
-			if first == nil {
-				first = err
-			}
+			errs = append(errs, err)
 			continue
 		}
 		delete(d.made.S3, k)
 		fmt.Fprintf(out, "removed %d keys under %s/%s\n", n, f[0], f[1])
 	}
-	if err := d.made.save(); err != nil && first == nil {
-		first = err
-	}
-	return first
+	return errors.Join(append(errs, d.made.save())...)
 }
 
 // s3Only is the driver of an s3 target.

@@ -336,6 +336,23 @@ func deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// ParamHelp is the parameters of every benchmark type, with their
+// defaults and meanings, for the command's help.
+func ParamHelp() string {
+	var b strings.Builder
+	for _, typ := range []string{"rados", "block", "s3"} {
+		fmt.Fprintf(&b, "%s:\n", typ)
+		for _, d := range Params[typ] {
+			def := d.Default
+			if def == "" {
+				def = "-"
+			}
+			fmt.Fprintf(&b, "  %-12s %-14s %s\n", d.Name, def, d.Help)
+		}
+	}
+	return b.String()
+}
+
 func paramNames(defs []ParamDef) string {
 	var s []string
 	for _, d := range defs {

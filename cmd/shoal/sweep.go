@@ -31,7 +31,10 @@ and every point checked before the first runs. Ctrl-C keeps the finished
 points: the same command resumes. --list prints the points and runs nothing.
 --target-kind, --target-conf and --set run one file against another target
 (the reference Ceph cluster: --target-kind ceph --target-conf
-/var/tmp/ceph-reference/ceph.conf --set pool=rbench).`,
+/var/tmp/ceph-reference/ceph.conf --set pool=rbench).
+
+Parameters (name, default, meaning):
+` + sweep.ParamHelp(),
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
 			s, err := sweep.Load(a[0])
