@@ -44,18 +44,20 @@ type KV = omap.KV
 
 // Errors (errors.Is).
 var (
-	ErrNotFound     = osdop.ErrNotFound
-	ErrExists       = osdop.ErrExists
-	ErrNoSpace      = osdop.ErrNoSpace
-	ErrInvalid      = osdop.ErrInvalid
-	ErrUnsupported  = osdop.ErrUnsupported
-	ErrTooLarge     = osdop.ErrTooLarge
-	ErrNameTooLong  = osdop.ErrNameTooLong
-	ErrNoData       = osdop.ErrNoData
-	ErrUnreadable   = osdop.ErrUnreadable
-	ErrCorrupt      = osdop.ErrCorrupt
-	ErrBlocklisted  = osdop.ErrBlocklisted
-	ErrPermission   = errors.New("permission denied (wrong key?)")
+	ErrNotFound    = osdop.ErrNotFound
+	ErrExists      = osdop.ErrExists
+	ErrNoSpace     = osdop.ErrNoSpace
+	ErrInvalid     = osdop.ErrInvalid
+	ErrUnsupported = osdop.ErrUnsupported
+	ErrTooLarge    = osdop.ErrTooLarge
+	ErrNameTooLong = osdop.ErrNameTooLong
+	ErrNoData      = osdop.ErrNoData
+	ErrUnreadable  = osdop.ErrUnreadable
+	ErrCorrupt     = osdop.ErrCorrupt
+	ErrBlocklisted = osdop.ErrBlocklisted
+	// ErrPermission: a wrong key (msgr.ErrAuth), or caps that do not
+	// allow the op or MON command.
+	ErrPermission   = osdop.ErrPermission
 	ErrTimeout      = errors.New("operation timed out")
 	ErrPoolNotFound = errors.New("no such pool")
 )

@@ -76,9 +76,9 @@ func (c *Conf) Keyring(entity string) (msgr.Keyring, error) {
 	return msgr.LoadKeyring(c.For(entity).String("keyring"), entity)
 }
 
-// FileKeys loads every key of entity's keyring file.
-func (c *Conf) FileKeys(entity string) (map[string][]byte, error) {
-	return msgr.LoadKeys(c.For(entity).String("keyring"))
+// FileKeys loads every entity's key and caps of entity's keyring file.
+func (c *Conf) FileKeys(entity string) (map[string]msgr.KeyringEntry, error) {
+	return msgr.ReadKeyring(c.For(entity).String("keyring"))
 }
 
 // ClientConfig is how entity (configured as configEntity) reaches the

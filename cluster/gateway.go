@@ -67,7 +67,10 @@ func ParseFrontends(v string) (Frontend, error) {
 
 // RunGateway runs an S3 gateway with entity name's configuration,
 // connecting to the cluster as clientName, until SIGINT or SIGTERM. fe
-// overrides rgw_frontends when its Addr is set.
+// overrides rgw_frontends when its Addr is set. An empty clientName is the
+// gateway's own entity, name, as radosgw runs as client.rgw.ID — or, when
+// name's keyring has no key for it (a cluster made before caps),
+// client.admin.
 func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	cfg := c.For(name)
 	keepSysmonPolling(cfg, name)
@@ -75,6 +78,12 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 		var err error
 		if fe, err = ParseFrontends(cfg.String("rgw_frontends")); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if clientName == "" {
+		clientName = name
+		if _, err := c.Keyring(name); err != nil {
+			clientName = "client.admin"
 		}
 	}
 	kr, err := c.Keyring(clientName)
@@ -114,7 +123,7 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 		return err
 	}
 	defer os.Remove(pidPath(c, name))
-	log.Info("started", "addr", ln.Addr().String(), "tls", fe.CertFile != "")
+	log.Info("started", "addr", ln.Addr().String(), "tls", fe.CertFile != "", "entity", clientName)
 	srv := gateway.NewServer(store)
 	if addr := cfg.String("metrics_addr"); addr != "" {
 		mln, err := net.Listen("tcp", addr)

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway/rgw"
+	"github.com/shoal-project/shoal/internal/durable"
 )
 
 // AdminUser is the S3 user `shoal up` creates for the operator.
@@ -58,6 +58,11 @@ func startGateway(ctx context.Context, c *Conf, exe string, conn *client.Conn, o
 			return nil, err
 		}
 	}
+	if kr := cfg.String("keyring"); kr != c.For("client.admin").String("keyring") { // clusters made before caps: the gateway runs as client.admin
+		if err := ensureEntity(ctx, conn, GatewayName, GatewayCaps, kr); err != nil {
+			return nil, err
+		}
+	}
 	if !running(c, GatewayName) {
 		if err := spawn(c, exe, GatewayName, "gateway", "--conf", c.Path, "--id", strings.TrimPrefix(GatewayName, "client.rgw.")); err != nil {
 			return nil, err
@@ -79,10 +84,7 @@ func startGateway(ctx context.Context, c *Conf, exe string, conn *client.Conn, o
 	env := &s3Env{Path: filepath.Join(c.Dir, "s3.env"), Endpoint: endpoint, User: u.ID, AccessKey: u.Keys[0].AccessKey}
 	body := fmt.Sprintf("# written by `shoal up`: the S3 endpoint and the %s user's key\nS3_ENDPOINT=%s\nAWS_ENDPOINT_URL=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\nAWS_DEFAULT_REGION=default\n",
 		u.ID, endpoint, endpoint, u.Keys[0].AccessKey, u.Keys[0].SecretKey)
-	if err := os.WriteFile(env.Path, []byte(body), 0o600); err != nil {
-		return nil, err
-	}
-	return env, os.Chmod(env.Path, 0o600)
+	return env, durable.WriteFile(env.Path, []byte(body), 0o600)
 }
 
 // waitHTTP polls until something answers HTTP at endpoint.

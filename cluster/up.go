@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/internal/durable"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/status"
 )
@@ -135,6 +138,9 @@ func Up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("up: %s did not register: %w (see %s)", name, err, filepath.Join(dir, "log", name+".log"))
 		}
 	}
+	if err := ensureEntity(ctx, conn, BootstrapOSDName, map[string]string{"mon": "profile bootstrap-osd"}, filepath.Join(dir, "bootstrap-osd.keyring")); err != nil {
+		return err
+	}
 	if fresh {
 		size := min(3, len(dirs))
 		if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "data", "size": strconv.Itoa(size)}); err != nil {
@@ -193,16 +199,23 @@ func create(dir string, o UpOptions) error {
 		return err
 	}
 	// one key per entity type, as Ceph's bootstrap keys: the client's
-	// admin key, every MON's and every OSD's; `shoal auth add` adds more
-	keys := map[string][]byte{}
-	for _, n := range []string{"client.admin", "mon.", "osd."} {
+	// admin key, every MON's and every OSD's, with their caps; the
+	// gateway's and bootstrap-osd's are made in the MONs' key database
+	// once they run (ensureEntity), `shoal auth add` adds more
+	keys := map[string]msgr.KeyringEntry{
+		"client.admin": {Caps: map[string]string{"mon": "allow *", "osd": "allow *"}},
+		"mon.":         {Caps: map[string]string{"mon": "allow *"}},
+		"osd.":         {Caps: map[string]string{"mon": "profile osd", "osd": "allow *"}},
+	}
+	for n, e := range keys {
 		k, err := msgr.NewKey()
 		if err != nil {
 			return err
 		}
-		keys[n] = k
+		e.Key = k
+		keys[n] = e
 	}
-	if err := msgr.WriteKeys(filepath.Join(dir, "keyring"), keys); err != nil {
+	if err := msgr.WriteKeyring(filepath.Join(dir, "keyring"), keys); err != nil {
 		return err
 	}
 	ports, err := freePorts(o.Mons)
@@ -235,7 +248,8 @@ func create(dir string, o UpOptions) error {
 		gw++
 	}
 	fmt.Fprintf(&b, "\n[%s]\nrgw_frontends = beast endpoint=127.0.0.1:%d\n", GatewayName, gw)
-	return os.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)
+	fmt.Fprintf(&b, "# the gateway's own key, with only the caps it needs (shoal auth get %s)\nkeyring = $data/%s.keyring\n", GatewayName, GatewayName)
+	return durable.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)
 }
 
 // linkFast makes osdDir/link point at DIR/<the OSD directory's name>
@@ -435,4 +449,41 @@ func Down(dir string, w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// BootstrapOSDName is the entity `shoal up` creates for adding OSDs with
+// their own keys, as Ceph's client.bootstrap-osd: its mon caps (profile
+// bootstrap-osd) allow only `auth add osd.N` with the OSD profile. Its
+// keyring is DATA/bootstrap-osd.keyring.
+const BootstrapOSDName = "client.bootstrap-osd"
+
+// GatewayCaps are the caps `shoal up` gives its gateway: the MONs' maps
+// and pool creation, and every object op (Ceph's radosgw runs with
+// mon 'allow rw' osd 'allow rwx').
+var GatewayCaps = map[string]string{"mon": "profile rgw", "osd": "profile rgw"}
+
+// ensureEntity gives entity a key with caps in the MONs' key database and
+// writes its keyring to path, unless path exists. A crash between the two
+// leaves no keyring file, and the next run replaces the key.
+func ensureEntity(ctx context.Context, conn *client.Conn, entity string, caps map[string]string, path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	args := map[string]string{"entity": entity}
+	for svc, c := range caps {
+		args["caps_"+svc] = c
+	}
+	r, err := conn.MonCommand(ctx, "auth add", args)
+	if err != nil {
+		return fmt.Errorf("up: key for %s: %w", entity, err)
+	}
+	var k struct{ Key string }
+	if err := json.Unmarshal(r.Data, &k); err != nil {
+		return fmt.Errorf("up: key for %s: bad reply: %w", entity, err)
+	}
+	key, err := base64.StdEncoding.DecodeString(k.Key)
+	if err != nil {
+		return fmt.Errorf("up: key for %s: %w", entity, err)
+	}
+	return msgr.WriteKeyring(path, map[string]msgr.KeyringEntry{entity: {Key: key, Caps: caps}})
 }

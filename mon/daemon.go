@@ -11,7 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +22,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/ec"
@@ -39,10 +40,12 @@ type Options struct {
 	FSID    string
 	Keyring msgr.Keyring
 	Config  *config.File // the configuration file (over the MON's configuration database)
-	// FileKeys are the keys of the keyring file, accepted besides the
+	// FileKeys are the keyring file's entities, accepted besides the
 	// database's (`shoal auth`); an entity's own entry wins over its
-	// type's ("osd." for every OSD).
-	FileKeys map[string][]byte
+	// type's ("osd." for every OSD). Their caps are the file's caps lines,
+	// else caps.Default. Nil: no keyring file, every entity shares
+	// Keyring's key, and an entity not in the database may do anything.
+	FileKeys map[string]msgr.KeyringEntry
 	Name     string // entity name, "mon.a"
 
 	Logger *slog.Logger
@@ -72,8 +75,10 @@ type Daemon struct {
 
 	mu      sync.Mutex
 	leaders map[string]*msgr.Client // messenger clients to the leader, by address
-	reports map[int32]map[int32]time.Time
-	wg      sync.WaitGroup // the tick loop
+	// fileCaps are FileKeys' caps (read-only once made).
+	fileCaps *caps.Table
+	reports  map[int32]map[int32]time.Time
+	wg       sync.WaitGroup // the tick loop
 
 	// downSince is when the leader first saw each down, in OSD down (its
 	// own clock: a new leader starts the down-out interval afresh, so an
@@ -152,11 +157,19 @@ func Start(o Options) (*Daemon, error) {
 		if k, ok := d.fsm.authKey(name); ok {
 			return k, true
 		}
-		k, ok := d.o.FileKeys[name]
-		return k, ok
+		e, ok := d.o.FileKeys[name]
+		return e.Key, ok
 	})
 	if o.FileKeys == nil { // no keyring file given: everyone shares the daemon's key
 		d.o.Keyring.Lookup = nil
+	}
+	fileCaps := map[string]map[string]string{}
+	for n, e := range o.FileKeys {
+		fileCaps[n] = e.Caps
+	}
+	if d.fileCaps, err = caps.NewTable(nil, fileCaps, o.FileKeys == nil); err != nil {
+		cancel()
+		return nil, fmt.Errorf("mon: keyring: %w", err)
 	}
 	if err := d.startRaft(raddr); err != nil {
 		d.Close()
@@ -312,6 +325,9 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if err != nil {
 			return nil, monc.RemoteError(fmt.Errorf("%w: %v", ErrInvalid, err))
 		}
+		if !d.capsOf(m.From).Mon.Allows("", caps.Read) {
+			return nil, monc.RemoteError(fmt.Errorf("%w: %s may not read the cluster map (no mon 'allow r')", monc.ErrPermission, m.From))
+		}
 		m, changed := d.fsm.view()
 		if req.Wait && req.Have >= m.Epoch {
 			select {
@@ -338,6 +354,9 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 // command serves what any MON can answer from its state and sends changes
 // through raft (on the leader) or to the leader.
 func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from string) (monc.Result, error) {
+	if err := d.authorize(from, c); err != nil {
+		return monc.Result{}, err
+	}
 	switch c.Prefix {
 	case "osd erasure-code-profile ls":
 		b, _ := json.Marshal(d.fsm.ecProfiles())
@@ -350,27 +369,31 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 		b, _ := json.Marshal(args)
 		return monc.Result{Data: b}, nil
 	case "auth ls":
-		var names []string
-		for n := range d.fsm.authDB() {
-			names = append(names, n)
+		type entry struct {
+			Entity string            `json:"entity"`
+			Caps   map[string]string `json:"caps"`
 		}
-		sort.Strings(names)
-		b, _ := json.Marshal(names)
+		var out []entry
+		for n, e := range d.fsm.authDB() {
+			out = append(out, entry{n, e.Caps})
+		}
+		slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.Entity, b.Entity) })
+		b, _ := json.Marshal(out)
 		return monc.Result{Data: b}, nil
-	case "auth dump", "auth get-key":
-		typ, _, _ := strings.Cut(from, ".")
-		if from != "client.admin" && typ != "osd" && typ != "mon" {
-			return monc.Result{}, fmt.Errorf("%s: %w: %s may not read keys", c.Prefix, ErrInvalid, from)
+	case "auth dump":
+		b, _ := json.Marshal(d.fsm.authDB())
+		return monc.Result{Data: b}, nil
+	case "auth get-key", "auth get":
+		e, ok := d.fsm.authEntry(c.Args["entity"])
+		if !ok {
+			return monc.Result{}, fmt.Errorf("%s %s: %w", c.Prefix, c.Args["entity"], ErrNotFound)
 		}
-		db := d.fsm.authDB()
+		var b []byte
 		if c.Prefix == "auth get-key" {
-			k, ok := db[c.Args["entity"]]
-			if !ok {
-				return monc.Result{}, fmt.Errorf("auth get-key %s: %w", c.Args["entity"], ErrNotFound)
-			}
-			db = map[string]string{c.Args["entity"]: k}
+			b, _ = json.Marshal(map[string]string{c.Args["entity"]: e.Key})
+		} else {
+			b, _ = json.Marshal(map[string]monc.AuthEntry{c.Args["entity"]: e})
 		}
-		b, _ := json.Marshal(db)
 		return monc.Result{Data: b}, nil
 	case "mon status":
 		addr, _ := d.raft.LeaderWithID()

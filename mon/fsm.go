@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/osdmap"
@@ -100,11 +102,11 @@ func (f *fsm) configDB() map[string]map[string]string {
 func (f *fsm) authKey(entity string) ([]byte, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	k, ok := f.st.Auth[entity]
+	e, ok := f.st.Auth[entity]
 	if !ok {
 		return nil, false
 	}
-	b, err := base64.StdEncoding.DecodeString(k)
+	b, err := base64.StdEncoding.DecodeString(e.Key)
 	return b, err == nil
 }
 
@@ -133,15 +135,20 @@ func (f *fsm) ecProfiles() []string {
 	return names
 }
 
-// authDB returns a copy of the key database.
-func (f *fsm) authDB() map[string]string {
+// authEntry returns entity's key database entry.
+func (f *fsm) authEntry(entity string) (monc.AuthEntry, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make(map[string]string, len(f.st.Auth))
-	for k, v := range f.st.Auth {
-		out[k] = v
-	}
-	return out
+	e, ok := f.st.Auth[entity]
+	return e, ok
+}
+
+// authDB returns a copy of the key database (entries' caps are never
+// changed in place, so they are shared).
+func (f *fsm) authDB() map[string]monc.AuthEntry {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.st.Auth)
 }
 
 // mapReply answers a subscriber that holds epoch have.
@@ -211,13 +218,19 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
 	}
-	st := &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}, ECProfiles: map[string][]string{}}
+	st := &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]monc.AuthEntry{}, ECProfiles: map[string][]string{}}
 	if err := json.Unmarshal(cb, &st.Config); err != nil {
 		return fmt.Errorf("mon: snapshot config: %w", err)
 	}
 	if ab != nil {
 		if err := json.Unmarshal(ab, &st.Auth); err != nil {
 			return fmt.Errorf("mon: snapshot auth: %w", err)
+		}
+		for n, e := range st.Auth {
+			if e.Caps == nil { // recorded before caps: what its keyring entry would get
+				e.Caps = nonNil(caps.Default(n))
+				st.Auth[n] = e
+			}
 		}
 	}
 	if pb != nil {
@@ -413,7 +426,9 @@ func Translate(c monc.Command) (Command, error) {
 	case "osd erasure-code-profile rm":
 		cmd = ECProfileRm{Name: a["name"]}
 	case "auth add":
-		cmd = AuthAdd{Entity: a["entity"], Key: a["key"]}
+		cmd = AuthAdd{Entity: a["entity"], Key: a["key"], Caps: capsArgs(a)}
+	case "auth caps":
+		cmd = AuthCaps{Entity: a["entity"], Caps: capsArgs(a)}
 	case "auth rm":
 		cmd = AuthRm{Entity: a["entity"]}
 	default:
@@ -423,6 +438,18 @@ func Translate(c monc.Command) (Command, error) {
 		return nil, errs[0]
 	}
 	return cmd, nil
+}
+
+// capsArgs are a command's caps: arguments "caps_SERVICE" (caps_mon,
+// caps_osd), as Ceph's auth commands' "caps" list of service, caps pairs.
+func capsArgs(a map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if svc, ok := strings.CutPrefix(k, "caps_"); ok {
+			out[svc] = v
+		}
+	}
+	return out
 }
 
 // ParseLoc reads a CRUSH location, "host=a rack=r1 root=default".

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/ec"
@@ -38,9 +39,9 @@ type State struct {
 	// Config is the central configuration database (`shoal config set`):
 	// WHO (global, mon, osd, osd.3, client, …) → option → value.
 	Config map[string]map[string]string
-	// Auth is the key database (`shoal auth`): entity → base64 key. The
-	// keyring files' keys are accepted as well.
-	Auth map[string]string
+	// Auth is the key database (`shoal auth`): entity → key and caps. The
+	// keyring files' entities are accepted as well.
+	Auth map[string]monc.AuthEntry
 	// ECProfiles are the erasure-code profiles (`shoal osd
 	// erasure-code-profile`): name → key=value arguments. "default" is
 	// always there.
@@ -58,7 +59,7 @@ func NewState(fsid string, c *crush.Map) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]string{}, ECProfiles: map[string][]string{}}, nil
+	return &State{Map: m, Config: map[string]map[string]string{}, Auth: map[string]monc.AuthEntry{}, ECProfiles: map[string][]string{}}, nil
 }
 
 // Command is a change to the state. Apply validates it against s and
@@ -763,8 +764,12 @@ func (s *State) poolUsing(profile string) string {
 	return ""
 }
 
-// AuthAdd stores entity's key (base64 of 32 bytes), replacing any.
-type AuthAdd struct{ Entity, Key string }
+// AuthAdd stores entity's key (base64 of 32 bytes) and caps (service →
+// capability string, package caps), replacing any.
+type AuthAdd struct {
+	Entity, Key string
+	Caps        map[string]string
+}
 
 // Apply implements Command.
 func (c AuthAdd) Apply(s *State) (*osdmap.Incremental, string, error) {
@@ -775,14 +780,48 @@ func (c AuthAdd) Apply(s *State) (*osdmap.Incremental, string, error) {
 	if k, err := base64.StdEncoding.DecodeString(c.Key); err != nil || len(k) != 32 {
 		return nil, "", fmt.Errorf("auth add %s: %w: key must be 32 base64-encoded bytes", c.Entity, ErrInvalid)
 	}
+	if _, err := caps.Parse(c.Caps); err != nil {
+		return nil, "", fmt.Errorf("auth add %s: %w: %v", c.Entity, ErrInvalid, err)
+	}
 	return nil, "added key for " + c.Entity, nil
 }
 
 func (c AuthAdd) install(s *State) {
 	if s.Auth == nil {
-		s.Auth = map[string]string{}
+		s.Auth = map[string]monc.AuthEntry{}
 	}
-	s.Auth[c.Entity] = c.Key
+	s.Auth[c.Entity] = monc.AuthEntry{Key: c.Key, Caps: maps.Clone(nonNil(c.Caps))}
+}
+
+// AuthCaps replaces entity's caps with Caps (a service left out loses its
+// caps), as Ceph's `auth caps`.
+type AuthCaps struct {
+	Entity string
+	Caps   map[string]string
+}
+
+// Apply implements Command.
+func (c AuthCaps) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if _, ok := s.Auth[c.Entity]; !ok {
+		return nil, "", fmt.Errorf("auth caps %s: %w (the key database has no such entity)", c.Entity, ErrNotFound)
+	}
+	if _, err := caps.Parse(c.Caps); err != nil {
+		return nil, "", fmt.Errorf("auth caps %s: %w: %v", c.Entity, ErrInvalid, err)
+	}
+	return nil, "updated caps for " + c.Entity, nil
+}
+
+func (c AuthCaps) install(s *State) {
+	e := s.Auth[c.Entity]
+	e.Caps = maps.Clone(nonNil(c.Caps))
+	s.Auth[c.Entity] = e
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // AuthRm deletes entity's key: its connections are refused from then on.

@@ -166,14 +166,32 @@ func TestDeterministic(t *testing.T) {
 func TestAuthCommands(t *testing.T) {
 	s := newState(t)
 	key := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" // 32 bytes
-	for _, bad := range []mon.AuthAdd{{Entity: "bob", Key: key}, {Entity: "user.bob", Key: key}, {Entity: "client.bob", Key: "short"}} {
+	for _, bad := range []mon.AuthAdd{{Entity: "bob", Key: key}, {Entity: "user.bob", Key: key}, {Entity: "client.bob", Key: "short"},
+		{Entity: "client.bob", Key: key, Caps: map[string]string{"osd": "allow q"}}, {Entity: "client.bob", Key: key, Caps: map[string]string{"mds": "allow *"}}} {
 		if _, _, err := s.Commit(bad); !errors.Is(err, mon.ErrInvalid) {
 			t.Fatalf("%+v: %v, want ErrInvalid", bad, err)
 		}
 	}
+	if len(s.Auth) != 0 {
+		t.Fatalf("refused adds changed the database: %v", s.Auth)
+	}
 	commit(t, s, mon.AuthAdd{Entity: "client.bob", Key: key})
-	if s.Auth["client.bob"] != key {
+	if e := s.Auth["client.bob"]; e.Key != key || e.Caps == nil || len(e.Caps) != 0 {
 		t.Fatalf("auth db: %v", s.Auth)
+	}
+	osdCaps := map[string]string{"mon": "allow r", "osd": "allow rw pool=a"}
+	commit(t, s, mon.AuthCaps{Entity: "client.bob", Caps: osdCaps})
+	if e := s.Auth["client.bob"]; e.Key != key || !reflect.DeepEqual(e.Caps, osdCaps) {
+		t.Fatalf("after auth caps: %v", s.Auth)
+	}
+	if _, _, err := s.Commit(mon.AuthCaps{Entity: "client.bob", Caps: map[string]string{"osd": "allow pool=a"}}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("bad caps: %v", err)
+	}
+	if _, _, err := s.Commit(mon.AuthCaps{Entity: "client.nobody", Caps: osdCaps}); !errors.Is(err, mon.ErrNotFound) {
+		t.Fatalf("caps of a missing entity: %v", err)
+	}
+	if !reflect.DeepEqual(s.Auth["client.bob"].Caps, osdCaps) {
+		t.Fatalf("refused caps changed the entry: %v", s.Auth)
 	}
 	commit(t, s, mon.AuthRm{Entity: "client.bob"})
 	if _, _, err := s.Commit(mon.AuthRm{Entity: "client.bob"}); !errors.Is(err, mon.ErrNotFound) {

@@ -26,6 +26,7 @@ import (
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // Message types of the MON protocol.
@@ -55,13 +56,17 @@ var (
 	ErrBusy      = errors.New("busy")
 	ErrNotLeader = errors.New("no MON leader (quorum lost?)")
 	ErrNoMon     = errors.New("no MON reachable")
+	// ErrPermission: the caller's mon caps do not allow the command (or
+	// its osd caps the pool op it asks for); osdop's, so one errors.Is
+	// catches a refusal by a MON or an OSD.
+	ErrPermission = osdop.ErrPermission
 )
 
 // Codes carries errors over the messenger as errno values.
 var codes = []struct {
 	err  error
 	code syscall.Errno
-}{{ErrNotFound, syscall.ENOENT}, {ErrExists, syscall.EEXIST}, {ErrInvalid, syscall.EINVAL}, {ErrBusy, syscall.EBUSY}, {ErrNotLeader, syscall.EAGAIN}}
+}{{ErrNotFound, syscall.ENOENT}, {ErrExists, syscall.EEXIST}, {ErrInvalid, syscall.EINVAL}, {ErrBusy, syscall.EBUSY}, {ErrNotLeader, syscall.EAGAIN}, {ErrPermission, syscall.EACCES}}
 
 // RemoteError turns err into the messenger error a MON replies with: the
 // errno of the first of this package's errors it wraps.
@@ -85,6 +90,26 @@ func fromRemote(err error) error {
 		}
 	}
 	return errors.New(re.Msg)
+}
+
+// AuthEntry is an entity's record in the MONs' key database, as `auth
+// dump` returns it: its key (base64 of 32 bytes) and its caps, service
+// ("mon", "osd") → capability string (package caps).
+type AuthEntry struct {
+	Key  string            `json:"key"`
+	Caps map[string]string `json:"caps"`
+}
+
+// UnmarshalJSON also reads the record of MONs from before caps: the key
+// alone, as a JSON string. Caps stays nil only then; an entity with no
+// caps has an empty map.
+func (e *AuthEntry) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*e = AuthEntry{}
+		return json.Unmarshal(b, &e.Key)
+	}
+	type plain AuthEntry
+	return json.Unmarshal(b, (*plain)(e))
 }
 
 // MapRequest asks for the OSD map after Have (0: the full map); Wait makes

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/shoal-project/shoal/internal/durable"
 	"gopkg.in/ini.v1"
 )
 
@@ -46,36 +46,39 @@ func (k Keyring) keyFor(entity string) ([]byte, bool) {
 	return k.Lookup(entity)
 }
 
-// WriteKeys writes a keyring file (mode 0600) with each entity's key.
-func WriteKeys(path string, keys map[string][]byte) error {
-	f := ini.Empty()
-	for _, n := range slices.Sorted(maps.Keys(keys)) {
-		sec, err := f.NewSection(n)
-		if err != nil {
-			return err
-		}
-		if _, err := sec.NewKey("key", base64.StdEncoding.EncodeToString(keys[n])); err != nil {
-			return err
-		}
-	}
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteTo(out); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+// KeyringEntry is one entity's section of a keyring file: its key and
+// its capabilities, service ("mon", "osd") → capability string (package
+// caps). Caps is nil when the section has no caps lines.
+type KeyringEntry struct {
+	Key  []byte
+	Caps map[string]string
 }
 
-// LoadKeys reads every entity's key from a keyring file.
-func LoadKeys(path string) (map[string][]byte, error) {
+// WriteKeyring writes a keyring file (mode 0600) with each entity's key and
+// caps, durably (internal/durable: whole or as it was after a crash):
+//
+//	[client.admin]
+//		key = <base64 of 32 bytes>
+//		caps mon = "allow *"
+func WriteKeyring(path string, entries map[string]KeyringEntry) error {
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(entries)) {
+		e := entries[n]
+		fmt.Fprintf(&b, "[%s]\n\tkey = %s\n", n, base64.StdEncoding.EncodeToString(e.Key))
+		for _, svc := range slices.Sorted(maps.Keys(e.Caps)) {
+			fmt.Fprintf(&b, "\tcaps %s = \"%s\"\n", svc, e.Caps[svc]) // ini takes the outermost quotes off
+		}
+	}
+	return durable.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// ReadKeyring reads every entity's key and caps from a keyring file.
+func ReadKeyring(path string) (map[string]KeyringEntry, error) {
 	f, err := ini.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("keyring %s: %w", path, err)
 	}
-	out := map[string][]byte{}
+	out := map[string]KeyringEntry{}
 	for _, sec := range f.Sections() {
 		if sec.Name() == ini.DefaultSection {
 			continue
@@ -84,7 +87,20 @@ func LoadKeys(path string) (map[string][]byte, error) {
 		if err != nil || len(key) != KeySize {
 			return nil, fmt.Errorf("keyring %s: key for %s is not %d base64-encoded bytes", path, sec.Name(), KeySize)
 		}
-		out[sec.Name()] = key
+		e := KeyringEntry{Key: key}
+		for _, k := range sec.Keys() {
+			if svc, ok := strings.CutPrefix(k.Name(), "caps "); ok {
+				if e.Caps == nil {
+					e.Caps = map[string]string{}
+				}
+				v := k.String() // ini leaves the quotes on when the value holds more
+				if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+					v = v[1 : len(v)-1]
+				}
+				e.Caps[strings.TrimSpace(svc)] = v
+			}
+		}
+		out[sec.Name()] = e
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,8 +354,13 @@ func TestReconnect(t *testing.T) {
 func TestKeyringFile(t *testing.T) {
 	k, _ := msgr.NewKey()
 	path := t.TempDir() + "/keyring"
-	if err := msgr.WriteKeys(path, map[string][]byte{"client.admin": k, "osd.0": k}); err != nil {
+	caps := map[string]string{"mon": `allow r, allow command "osd blocklist add"`, "osd": "allow rw pool=a"}
+	if err := msgr.WriteKeyring(path, map[string]msgr.KeyringEntry{"client.admin": {Key: k}, "osd.0": {Key: k}, "client.x": {Key: k, Caps: caps}}); err != nil {
 		t.Fatal(err)
+	}
+	all, err := msgr.ReadKeyring(path)
+	if err != nil || len(all) != 3 || !bytes.Equal(all["client.x"].Key, k) || !reflect.DeepEqual(all["client.x"].Caps, caps) || all["osd.0"].Caps != nil {
+		t.Fatalf("read back %+v, %v", all, err)
 	}
 	kr, err := msgr.LoadKeyring(path, "osd.0")
 	if err != nil || !bytes.Equal(kr.Key, k) || kr.Name != "osd.0" {

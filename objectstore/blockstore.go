@@ -382,13 +382,10 @@ func readSmall(fs vfs.FS, path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// WriteFileDurable writes a small file so that after a crash it is
-// either whole or absent: through a temporary file, synced and renamed,
-// then its directory synced. For the files beside a store (an OSD's
-// whoami).
-func WriteFileDurable(path string, b []byte) error { return writeDurable(vfs.Default, path, b) }
-
-// writeDurable is WriteFileDurable on fs.
+// writeDurable writes a small file on the store's file system (opts.FS)
+// so that after a crash it is either whole or absent: through a temporary
+// file, synced and renamed, then its directory synced (internal/durable
+// does the same on the OS's file system).
 func writeDurable(fs vfs.FS, path string, b []byte) error {
 	tmp := path + ".tmp"
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/durable"
 	"github.com/shoal-project/shoal/objectstore"
 )
 
@@ -128,7 +129,7 @@ func (d *OSD) loadCapacity() {
 		return
 	}
 	iops = math.Round(iops*10) / 10 // as kept
-	if err := objectstore.WriteFileDurable(path, []byte(strconv.FormatFloat(iops, 'f', 1, 64)+"\n")); err != nil {
+	if err := durable.WriteFile(path, []byte(strconv.FormatFloat(iops, 'f', 1, 64)+"\n"), 0o644); err != nil {
 		d.log.Warn("keeping the measured capacity", "err", err)
 	}
 	d.log.Info("measured the device's random 4 KiB write capacity (for the I/O scheduler)", "iops", fmt.Sprintf("%.0f", iops), "kept_in", path)

@@ -18,6 +18,9 @@ import (
 )
 
 func (d *OSD) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	if err := d.authorizeMsg(m); err != nil {
+		return nil, &msgr.RemoteError{Code: int32(osdop.Errno(err)), Msg: err.Error()}
+	}
 	switch m.Type { // before the map: these never wait for it
 	case msgPing:
 		return d.handlePing(m.Payload), nil
@@ -174,6 +177,9 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	req.From = msg.From
 	if m.Blocklisted(msg.From, req.Client, msg.FromIP, time.Now()) {
 		return nil, fmt.Errorf("%w: %s", osdop.ErrBlocklisted, osdmap.InstanceName(msg.From, req.Client))
+	}
+	if err := d.authorizeOp(msg.From, pool, req); err != nil {
+		return nil, err
 	}
 	if err := snapContext(pool, req); err != nil {
 		return nil, err

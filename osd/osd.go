@@ -26,7 +26,6 @@ package osd
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,8 +40,10 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/ec"
+	"github.com/shoal-project/shoal/internal/durable"
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/monc"
@@ -67,10 +68,12 @@ type Options struct {
 	Config      *config.File // the configuration file (over the MON's database)
 	Store       objectstore.Store
 	Logger      *slog.Logger
-	// FileKeys are the keyring file's keys; with the MONs' key database
-	// (`shoal auth`, fetched every second) they are the entities this OSD
-	// accepts. nil: every peer shares Keyring's key.
-	FileKeys map[string][]byte
+	// FileKeys are the keyring file's entities; with the MONs' key
+	// database (`shoal auth`, fetched every second) they are the entities
+	// this OSD accepts, with their caps (the file's caps lines, else
+	// caps.Default). nil: every peer shares Keyring's key, and an entity
+	// not in the database may do anything.
+	FileKeys map[string]msgr.KeyringEntry
 	// SetMemoryLimit, if set, is called with MemoryBudget.GoMemLimit when
 	// the memory budget changes while the OSD runs (the process's
 	// GOMEMLIMIT, when the OSD owns its process).
@@ -130,7 +133,13 @@ type OSD struct {
 	cfg         atomic.Pointer[config.Config]
 	name        string // entity name, osd.N
 
-	authDB atomic.Pointer[map[string][]byte] // the MONs' key database
+	auth atomic.Pointer[authState] // the MONs' key database and every entity's caps
+	// authMu serialises fetchAuth; authAt is when its last fetch began,
+	// authEarlyAt its last for an unknown entity, authDump the last
+	// database installed.
+	authMu              sync.Mutex
+	authAt, authEarlyAt time.Time
+	authDump            string
 
 	codecMu sync.Mutex
 	codecs  map[int64]*ec.Codec // of erasure-coded pools, by pool id
@@ -224,17 +233,32 @@ func (d *OSD) start() error {
 	if err := d.loadPGs(); err != nil {
 		return err
 	}
-	var err error
+	t, err := caps.NewTable(nil, fileCaps(d.o.FileKeys), d.o.FileKeys == nil)
+	if err != nil {
+		return fmt.Errorf("osd: keyring: %w", err)
+	}
+	d.auth.Store(&authState{caps: t})
+	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log, Transport: d.o.Transport})
+	if err != nil {
+		return err
+	}
 	if d.o.FileKeys != nil {
-		d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
-			if db := d.authDB.Load(); db != nil {
-				if k, ok := (*db)[name]; ok {
-					return k, true
-				}
+		lookup := msgr.KeyLookup(func(name string) ([]byte, bool) {
+			if k, ok := d.auth.Load().keys[name]; ok {
+				return k, true
 			}
-			k, ok := d.o.FileKeys[name]
-			return k, ok
+			e, ok := d.o.FileKeys[name]
+			return e.Key, ok
 		})
+		d.o.Keyring.Lookup = func(name string) ([]byte, bool) {
+			if k, ok := lookup(name); ok {
+				return k, true
+			}
+			if !d.fetchAuth(true) { // an entity added since the last fetch?
+				return nil, false
+			}
+			return lookup(name)
+		}
 	}
 	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport})
 	if err != nil {
@@ -247,10 +271,6 @@ func (d *OSD) start() error {
 			return fmt.Errorf("osd: cluster network: %w", err)
 		}
 		d.clusterAddr = fmt.Sprintf("%s/%d", d.back.Addr(), nonce)
-	}
-	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log, Transport: d.o.Transport})
-	if err != nil {
-		return err
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 60*time.Second)
 	defer cancel()
@@ -370,7 +390,7 @@ func (d *OSD) boot(ctx context.Context) (*osdmap.Map, error) {
 		if d.id < 0 {
 			return nil, fmt.Errorf("osd: boot: epoch %d does not hold this OSD (%s)", m.Epoch, d.addr)
 		}
-		if err := objectstore.WriteFileDurable(filepath.Join(d.o.DataDir, "whoami"), []byte(fmt.Sprintf("%d\n", d.id))); err != nil {
+		if err := durable.WriteFile(filepath.Join(d.o.DataDir, "whoami"), []byte(fmt.Sprintf("%d\n", d.id)), 0o644); err != nil {
 			return nil, fmt.Errorf("osd: %w", err)
 		}
 		d.name = fmt.Sprintf("osd.%d", d.id)
@@ -424,20 +444,7 @@ func (d *OSD) watchConfig() {
 		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
 		r, err := d.mc.Command(ctx, "config dump", nil)
 		cancel()
-		actx, acancel := context.WithTimeout(d.ctx, 5*time.Second)
-		if a, err := d.mc.Command(actx, "auth dump", nil); err == nil {
-			var db map[string]string
-			if json.Unmarshal(a.Data, &db) == nil {
-				keys := map[string][]byte{}
-				for n, k := range db {
-					if b, err := base64.StdEncoding.DecodeString(k); err == nil {
-						keys[n] = b
-					}
-				}
-				d.authDB.Store(&keys)
-			}
-		}
-		acancel()
+		d.fetchAuth(false)
 		if err == nil && string(r.Data) != last {
 			var db map[string]map[string]string
 			if json.Unmarshal(r.Data, &db) == nil {

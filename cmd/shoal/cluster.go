@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,10 +19,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/durable"
+	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
@@ -549,12 +554,41 @@ func poolCmd() *cobra.Command {
 }
 
 func authCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "auth", Short: "Entities' keys in the MONs' key database (add, rm, ls, get-key)"}
+	cmd := &cobra.Command{Use: "auth", Short: "Entities' keys and caps in the MONs' key database (add, caps, get, ls, rm, get-key)",
+		Long: `Entities' keys and capabilities, as Ceph's "ceph auth". Caps are given per
+service, mon and osd, in cephx's grammar (docs/rados.md, "Capabilities"):
+
+  shoal auth add client.app mon 'allow r' osd 'allow rw pool=app'
+  shoal auth caps client.app mon 'allow r' osd 'allow r pool=app'
+  shoal auth add client.img mon 'profile rbd' osd 'profile rbd pool=rbd'
+
+Reading keys and caps needs mon 'allow rx'; changing them, mon 'allow wx'
+(client.admin has 'allow *').`}
 	var out string
-	add := &cobra.Command{Use: "add ENTITY", Short: "Create a key for ENTITY (client.NAME, osd.N, mon.NAME) and print it, or write a keyring with -o", Args: cobra.ExactArgs(1),
+	keyring := func(entity string, e monc.AuthEntry) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "[%s]\n\tkey = %s\n", entity, e.Key)
+		for _, svc := range slices.Sorted(maps.Keys(e.Caps)) {
+			fmt.Fprintf(&b, "\tcaps %s = \"%s\"\n", svc, e.Caps[svc])
+		}
+		return b.String()
+	}
+	emit := func(w io.Writer, text string) error {
+		if out != "" {
+			return durable.WriteFile(out, []byte(text), 0o600)
+		}
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	add := &cobra.Command{Use: "add ENTITY [mon CAPS] [osd CAPS]", Short: "Create a key for ENTITY (client.NAME, osd.N, mon.NAME) with caps, and print its keyring or write it with -o",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
+			args, err := capsArgs("auth add", a[0], a[1:])
+			if err != nil {
+				return err
+			}
 			return withSession(func(ctx context.Context, s *session, w io.Writer) error {
-				r, err := s.conn.MonCommand(ctx, "auth add", map[string]string{"entity": a[0]})
+				r, err := s.conn.MonCommand(ctx, "auth add", args)
 				if err != nil {
 					return err
 				}
@@ -562,19 +596,57 @@ func authCmd() *cobra.Command {
 				if err := json.Unmarshal(r.Data, &k); err != nil {
 					return fmt.Errorf("auth add: bad reply: %w", err)
 				}
-				text := fmt.Sprintf("[%s]\n\tkey = %s\n", k.Entity, k.Key)
-				if out != "" {
-					return os.WriteFile(out, []byte(text), 0o600)
+				caps := map[string]string{}
+				for n, v := range args {
+					if svc, ok := strings.CutPrefix(n, "caps_"); ok {
+						caps[svc] = v
+					}
 				}
-				_, err = io.WriteString(w, text)
-				return err
+				return emit(w, keyring(k.Entity, monc.AuthEntry{Key: k.Key, Caps: caps}))
 			})(c, a)
 		}}
 	add.Flags().StringVarP(&out, "output", "o", "", "write a keyring file (mode 0600) instead of printing")
+	capsCmd := &cobra.Command{Use: "caps ENTITY [mon CAPS] [osd CAPS]", Short: "Replace ENTITY's caps (a service left out loses its caps)", Args: cobra.MinimumNArgs(1),
+		RunE: monCommand("auth caps", func(a []string) (map[string]string, error) { return capsArgs("auth caps", a[0], a[1:]) })}
 	rm := &cobra.Command{Use: "rm ENTITY", Short: "Delete ENTITY's key: its connections are refused from then on", Args: cobra.ExactArgs(1),
 		RunE: monCommand("auth rm", func(a []string) (map[string]string, error) { return map[string]string{"entity": a[0]}, nil })}
-	ls := &cobra.Command{Use: "ls", Short: "List the entities in the key database", Args: cobra.NoArgs, RunE: monLines("auth ls", noArgs)}
-	get := &cobra.Command{Use: "get-key ENTITY", Short: "Print ENTITY's key", Args: cobra.ExactArgs(1),
+	ls := &cobra.Command{Use: "ls", Short: "List the entities in the key database with their caps", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, w io.Writer) error {
+			r, err := s.conn.MonCommand(ctx, "auth ls", nil)
+			if err != nil {
+				return err
+			}
+			var entries []struct {
+				Entity string
+				Caps   map[string]string
+			}
+			if err := json.Unmarshal(r.Data, &entries); err != nil {
+				return fmt.Errorf("auth ls: bad reply: %w", err)
+			}
+			for _, e := range entries {
+				fmt.Fprintln(w, e.Entity)
+				for _, svc := range slices.Sorted(maps.Keys(e.Caps)) {
+					fmt.Fprintf(w, "\tcaps %s: %s\n", svc, e.Caps[svc])
+				}
+			}
+			return nil
+		})}
+	get := &cobra.Command{Use: "get ENTITY", Short: "Print ENTITY's keyring: key and caps (or write it with -o)", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, w io.Writer) error {
+				r, err := s.conn.MonCommand(ctx, "auth get", map[string]string{"entity": a[0]})
+				if err != nil {
+					return err
+				}
+				var db map[string]monc.AuthEntry
+				if err := json.Unmarshal(r.Data, &db); err != nil {
+					return fmt.Errorf("auth get: bad reply: %w", err)
+				}
+				return emit(w, keyring(a[0], db[a[0]]))
+			})(c, a)
+		}}
+	get.Flags().StringVarP(&out, "output", "o", "", "write a keyring file (mode 0600) instead of printing")
+	getKey := &cobra.Command{Use: "get-key ENTITY", Short: "Print ENTITY's key", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, w io.Writer) error {
 				r, err := s.conn.MonCommand(ctx, "auth get-key", map[string]string{"entity": a[0]})
@@ -589,8 +661,28 @@ func authCmd() *cobra.Command {
 				return nil
 			})(c, a)
 		}}
-	cmd.AddCommand(add, rm, ls, get)
+	cmd.AddCommand(add, capsCmd, rm, ls, get, getKey)
 	return cmd
+}
+
+// capsArgs reads "SERVICE CAPS" pairs (mon 'allow r' osd 'allow rw
+// pool=a') into a MON command's arguments for entity.
+func capsArgs(prefix, entity string, pairs []string) (map[string]string, error) {
+	if len(pairs)%2 != 0 {
+		return nil, fmt.Errorf("%s: caps come in pairs: SERVICE CAPS (mon 'allow r' osd 'allow rw pool=NAME')", prefix)
+	}
+	args := map[string]string{"entity": entity}
+	for i := 0; i < len(pairs); i += 2 {
+		svc := pairs[i]
+		if !slices.Contains(caps.Services, svc) {
+			return nil, fmt.Errorf("%s: unknown service %q (want %s)", prefix, svc, strings.Join(caps.Services, " or "))
+		}
+		if _, dup := args["caps_"+svc]; dup {
+			return nil, fmt.Errorf("%s: %s caps given twice", prefix, svc)
+		}
+		args["caps_"+svc] = pairs[i+1]
+	}
+	return args, nil
 }
 
 func configCmd() *cobra.Command {

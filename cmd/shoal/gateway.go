@@ -25,12 +25,16 @@ of shoal.conf (rgw_frontends, rgw_obj_stripe_size, rgw_max_chunk_size, ...);
 --listen overrides rgw_frontends' endpoint, --tls-cert and --tls-key serve
 HTTPS. Users come from ` + "`shoal user create`" + `.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cluster.FindConf(confPath)
 			if err != nil {
 				return err
 			}
-			return cluster.RunGateway(c, "client.rgw."+id, clientName, fe)
+			name := "" // the gateway's own entity, client.rgw.ID
+			if cmd.Flags().Changed("name") {
+				name = clientName
+			}
+			return cluster.RunGateway(c, "client.rgw."+id, name, fe)
 		},
 	}
 	f := cmd.Flags()

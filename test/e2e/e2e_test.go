@@ -529,45 +529,130 @@ func TestAdminCommands(t *testing.T) {
 	c.waitHealth("HEALTH_OK", 30*time.Second)
 }
 
-// TestAuthKeys: an entity added with `shoal auth add` connects with its own
-// key; removed, it is refused; an unknown entity is refused.
-func TestAuthKeys(t *testing.T) {
-	c := up(t, "--osds", "2")
+// TestAuthKeysAndCaps: an entity added with `shoal auth add` connects with
+// its own key and may do what its caps allow and nothing else; changed
+// caps apply; removed, it is refused; an unknown entity is refused; the
+// bootstrap-osd key adds only OSD entities; the gateway runs as its own
+// entity.
+func TestAuthKeysAndCaps(t *testing.T) {
+	c := upWithGateway(t, "--osds", "2")
+	c.must("pool", "create", "a", "--size", "2")
+	c.must("pool", "create", "b", "--size", "2")
+	in := filepath.Join(t.TempDir(), "in")
+	os.WriteFile(in, []byte("admin's data"), 0o644)
+	c.must("rados", "-p", "b", "put", "x", in)
+
 	kr := filepath.Join(t.TempDir(), "bob.keyring")
-	c.must("auth", "add", "client.bob", "-o", kr)
-	if out := c.must("auth", "ls"); !strings.Contains(out, "client.bob\n") {
+	c.must("auth", "add", "client.bob", "mon", "allow r", "osd", "allow r pool=a", "-o", kr)
+	if out := c.must("auth", "ls"); !strings.Contains(out, "client.bob\n\tcaps mon: allow r\n\tcaps osd: allow r pool=a\n") {
 		t.Fatalf("auth ls: %q", out)
 	}
-	in := filepath.Join(t.TempDir(), "in")
-	os.WriteFile(in, []byte("bob's data"), 0o644)
-	// the MONs know the key at once, the OSDs within a second or so
+	if out := c.must("auth", "get", "client.bob"); !strings.Contains(out, `caps osd = "allow r pool=a"`) {
+		t.Fatalf("auth get: %q", out)
+	}
+	bob := func(args ...string) (string, error) {
+		return c.run(append([]string{"--name", "client.bob", "--keyring", kr}, args...)...)
+	}
+	denied := func(what string, args ...string) {
+		t.Helper()
+		if out, err := bob(args...); err == nil || !strings.Contains(out, "permission denied") {
+			t.Fatalf("client.bob %s: %v %q, want permission denied", what, err, out)
+		}
+	}
+	c.must("rados", "-p", "a", "put", "y", in)
+	// the MONs know the key at once; an OSD fetches the key database when
+	// an entity it does not know connects (a MON follower may lag a little)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		out, err := c.run("--name", "client.bob", "--keyring", kr, "rados", "-p", "data", "put", "b", in)
-		if err == nil {
+		out, err := bob("rados", "-p", "a", "get", "y", "-")
+		if err == nil && out == "admin's data" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("client.bob never got in: %v %q", err, out)
+			t.Fatalf("client.bob never read pool a: %v %q", err, out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if out := c.must("--name", "client.bob", "--keyring", kr, "rados", "-p", "data", "get", "b", "-"); out != "bob's data" {
-		t.Fatalf("bob reads %q", out)
+	if out, err := bob("rados", "-p", "a", "ls"); err != nil || !strings.Contains(out, "y") {
+		t.Fatalf("client.bob lists pool a: %v %q", err, out)
 	}
+	denied("writes pool a", "rados", "-p", "a", "put", "z", in)
+	denied("reads pool b", "rados", "-p", "b", "get", "x", "-")
+	denied("lists pool b", "rados", "-p", "b", "ls")
+	denied("scrubs", "pg", "scrub", "1.0")
+	denied("creates a pool", "pool", "create", "c")
+	denied("adds an entity", "auth", "add", "client.mallory", "mon", "allow *", "osd", "allow *")
+	denied("reads a key", "auth", "get-key", "client.admin")
+	denied("lists the key database", "auth", "ls")
+	denied("gives itself caps", "auth", "caps", "client.bob", "mon", "allow *", "osd", "allow *")
+	if out := c.must("rados", "-p", "a", "ls"); strings.Contains(out, "z") {
+		t.Fatalf("a refused write left an object: %q", out)
+	}
+
+	// new caps apply (on every OSD within its next fetch of the key
+	// database, each second): now bob may write a, and no longer read it
+	c.must("auth", "caps", "client.bob", "mon", "allow r", "osd", "allow w pool=a")
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, werr := bob("rados", "-p", "a", "put", "z", in)
+		out, rerr := bob("rados", "-p", "a", "get", "y", "-")
+		if werr == nil && rerr != nil && strings.Contains(out, "permission denied") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("client.bob's new caps never applied: write %v, read %v %q", werr, rerr, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// without mon caps an entity cannot even read the cluster map
+	nomon := filepath.Join(t.TempDir(), "carol.keyring")
+	c.must("auth", "add", "client.carol", "osd", "allow *", "-o", nomon)
+	if out, err := c.run("--name", "client.carol", "--keyring", nomon, "rados", "-p", "a", "get", "y", "-"); err == nil || !strings.Contains(out, "permission denied") {
+		t.Fatalf("client.carol without mon caps: %v %q", err, out)
+	}
+	// bad caps are refused, and nothing is added
+	if out, err := c.run("auth", "add", "client.dave", "osd", "allow q"); err == nil || !strings.Contains(out, "invalid") {
+		t.Fatalf("bad caps: %v %q", err, out)
+	}
+	if out := c.must("auth", "ls"); strings.Contains(out, "client.dave") {
+		t.Fatalf("refused entity added: %q", out)
+	}
+
 	// an entity the cluster does not know is refused, whatever key it has
 	bobKey, _ := os.ReadFile(kr)
 	eve := filepath.Join(t.TempDir(), "eve.keyring")
 	os.WriteFile(eve, bytes.Replace(bobKey, []byte("client.bob"), []byte("client.eve"), 1), 0o600)
-	if out, err := c.run("--name", "client.eve", "--keyring", eve, "rados", "-p", "data", "get", "b", "-"); err == nil || !strings.Contains(out, "authentication") {
+	if out, err := c.run("--name", "client.eve", "--keyring", eve, "rados", "-p", "a", "get", "y", "-"); err == nil || !strings.Contains(out, "authentication") {
 		t.Fatalf("unknown client.eve with bob's key: %v %q", err, out)
 	}
 	c.must("auth", "rm", "client.bob")
-	if out, err := c.run("--name", "client.bob", "--keyring", kr, "rados", "-p", "data", "get", "b", "-"); err == nil || !strings.Contains(out, "authentication") {
+	if out, err := bob("rados", "-p", "a", "get", "y", "-"); err == nil || !strings.Contains(out, "authentication") {
 		t.Fatalf("removed client.bob: %v %q", err, out)
 	}
+
+	// bootstrap-osd adds an OSD entity with the OSD profile, and nothing else
+	boot := filepath.Join(c.data, "bootstrap-osd.keyring")
+	bootstrap := func(args ...string) (string, error) {
+		return c.run(append([]string{"--name", "client.bootstrap-osd", "--keyring", boot, "auth", "add"}, args...)...)
+	}
+	if out, err := bootstrap("osd.9", "mon", "profile osd", "osd", "allow *"); err != nil {
+		t.Fatalf("bootstrap-osd adds osd.9: %v %q", err, out)
+	}
+	for _, args := range [][]string{{"client.x", "mon", "allow *"}, {"osd.10", "mon", "allow *", "osd", "allow *"}} {
+		if out, err := bootstrap(args...); err == nil || !strings.Contains(out, "permission denied") {
+			t.Fatalf("bootstrap-osd adds %v: %v %q", args, err, out)
+		}
+	}
+
+	// the gateway connects as client.rgw.gateway, with its own caps
+	if out := c.must("auth", "get", "client.rgw.gateway"); !strings.Contains(out, `caps mon = "profile rgw"`) {
+		t.Fatalf("gateway entity: %q", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.data, "log", "client.rgw.gateway.log")); !bytes.Contains(b, []byte("entity=client.rgw.gateway")) {
+		t.Fatalf("the gateway does not run as its own entity:\n%s", tail(b, 2000))
+	}
 	// the admin is unaffected
-	if out := c.must("rados", "-p", "data", "get", "b", "-"); out != "bob's data" {
+	if out := c.must("rados", "-p", "a", "get", "y", "-"); out != "admin's data" {
 		t.Fatalf("admin reads %q", out)
 	}
 }
