@@ -197,10 +197,19 @@ func (srv *Server) parsePolicy(ctx context.Context, body []byte, ownerID string)
 }
 
 // readSmallBody reads a request body of at most 1 MiB (an XML document).
-func readSmallBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+func readSmallBody(r *http.Request) ([]byte, error) { return readBody(r, 1<<20) }
+
+// readBody reads a whole request body of at most max bytes; a longer one
+// is refused (EntityTooLarge) rather than cut, so every body a handler
+// acts on was read to its end, where its signed payload hash (SigV4) and
+// Content-MD5 are checked.
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
 		return nil, s3err.Body(err)
+	}
+	if int64(len(b)) > max {
+		return nil, s3err.EntityTooLarge.With("this request's body may have at most %d bytes", max)
 	}
 	return b, nil
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -736,12 +737,12 @@ func (srv *Server) bucketPolicy(rq *request) error {
 		io.WriteString(rq.w, b.Policy)
 		return nil
 	case http.MethodPut:
-		doc, err := io.ReadAll(io.LimitReader(rq.r.Body, maxPolicySize+1))
+		doc, err := readBody(rq.r, maxPolicySize)
 		if err != nil {
-			return s3err.Body(err)
-		}
-		if len(doc) > maxPolicySize {
-			return s3err.MalformedPolicy.With("a bucket policy is at most %d bytes", maxPolicySize)
+			if errors.Is(err, s3err.EntityTooLarge) {
+				return s3err.MalformedPolicy.With("a bucket policy is at most %d bytes", maxPolicySize)
+			}
+			return err
 		}
 		p, err := ParsePolicy(doc, b.Name)
 		if err != nil {

@@ -75,6 +75,9 @@ func readPostForm(r *http.Request) (*postForm, error) {
 		if total += len(v); len(v) > postFieldMax || total > postFieldsMax {
 			return nil, s3err.MaxPostPreDataLength
 		}
+		if strings.HasPrefix(name, "x-amz-server-side-encryption") {
+			return nil, s3err.NotImplemented.With("server-side encryption (%s) is not supported", p.FormName())
+		}
 		f.fields[name], f.names[name] = string(v), p.FormName()
 	}
 }

@@ -397,10 +397,14 @@ func (srv *Server) putBucketACL(rq *request) error {
 // object.
 func (srv *Server) openForACL(rq *request, b *rgw.Bucket, perm string) (*rgw.Object, error) {
 	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false)
+	if errors.Is(err, s3err.NoSuchKey) {
+		return nil, srv.missingKey(rq, b, rq.key, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := srv.authorizeObject(rq, b, o, rq.key, "", perm); err != nil {
+		o.Close()
 		return nil, err
 	}
 	return o, nil
@@ -413,10 +417,14 @@ func (srv *Server) routeObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	// object reads and ACL requests check the object's ACL; the rest
-	// write to the bucket
+	if err := refuseSSE(rq.r.Header); err != nil {
+		return err
+	}
+	// object reads, ACL and tagging requests check the object's ACL (RGW
+	// checks WRITE on the object for its tags); the rest write to the
+	// bucket
 	switch {
-	case has(q, "acl"), rq.r.Method == http.MethodGet, rq.r.Method == http.MethodHead:
+	case has(q, "acl"), has(q, "tagging"), rq.r.Method == http.MethodGet, rq.r.Method == http.MethodHead:
 	default:
 		if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, rgw.PermWrite) }); err != nil {
 			return err
@@ -439,6 +447,11 @@ func (srv *Server) routeObject(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodPut:
 		if has(q, "tagging") {
+			o, err := srv.openForACL(rq, b, rgw.PermWrite)
+			if err != nil {
+				return err
+			}
+			o.Close()
 			tags, err := bodyTags(rq.r, maxObjectTags)
 			if err != nil {
 				return err
@@ -450,9 +463,11 @@ func (srv *Server) routeObject(rq *request) error {
 			return nil
 		}
 		if has(q, "acl") {
-			if _, err := srv.openForACL(rq, b, rgw.PermWriteACP); err != nil {
+			o, err := srv.openForACL(rq, b, rgw.PermWriteACP)
+			if err != nil {
 				return err
 			}
+			o.Close()
 			if b.ACLsDisabled() {
 				return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 			}
@@ -481,6 +496,7 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			return writeTagging(rq, o.Tags())
 		}
 		if has(q, "acl") {
@@ -488,6 +504,7 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			owner, acl := b.ObjectOwnerACL(o)
 			return writeXML(rq, http.StatusOK, srv.policyXML(ctx, owner, acl))
 		}
@@ -505,6 +522,11 @@ func (srv *Server) routeObject(rq *request) error {
 		return srv.getObject(rq, b, true)
 	case http.MethodDelete:
 		if has(q, "tagging") {
+			o, err := srv.openForACL(rq, b, rgw.PermWrite)
+			if err != nil {
+				return err
+			}
+			o.Close()
 			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) error { h.Tags = nil; return nil }); err != nil {
 				return err
 			}
@@ -606,9 +628,9 @@ func (srv *Server) createBucket(rq *request) error {
 		return s3err.AccessDenied.With("anonymous requests may not create buckets")
 	}
 	placement, location := "", ""
-	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 64<<10))
+	body, err := readBody(rq.r, 64<<10)
 	if err != nil {
-		return s3err.Body(err)
+		return err
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		var c createBucketConfiguration
@@ -1006,6 +1028,9 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 		return nil, nil, err
 	}
 	o, err := srv.s.OpenObject(rq.r.Context(), src, sk, false)
+	if errors.Is(err, s3err.NoSuchKey) {
+		return nil, nil, srv.missingKey(rq, src, sk, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1098,9 +1123,9 @@ func (srv *Server) deleteObjects(rq *request) error {
 	if err != nil {
 		return err
 	}
-	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 2<<20))
+	body, err := readBody(rq.r, 2<<20)
 	if err != nil {
-		return s3err.Body(err)
+		return err
 	}
 	if want, err := contentMD5(rq.r); err != nil {
 		return err
@@ -1372,9 +1397,9 @@ func (srv *Server) uploadPartCopy(rq *request, b *rgw.Bucket) error {
 }
 
 func (srv *Server) completeUpload(rq *request, b *rgw.Bucket) error {
-	body, err := io.ReadAll(io.LimitReader(rq.r.Body, 4<<20))
+	body, err := readBody(rq.r, 4<<20)
 	if err != nil {
-		return s3err.Body(err)
+		return err
 	}
 	var c completeMultipartUpload
 	if err := xml.Unmarshal(body, &c); err != nil {
@@ -1487,4 +1512,19 @@ func (srv *Server) listVersions(rq *request, b *rgw.Bucket) error {
 		res.NextKeyMarker, res.NextVersionIDMarker = encodeKey(l.NextMarker, enc), "null"
 	}
 	return writeXML(rq, http.StatusOK, res)
+}
+
+// refuseSSE answers a request asking for server-side encryption — SSE-S3,
+// SSE-KMS or SSE-C, on the object or on a copy source — with
+// NotImplemented: the gateway cannot encrypt, and must not store in the
+// clear what the client asked to be encrypted (or read with a key it
+// would ignore).
+func refuseSSE(h http.Header) error {
+	for k := range h {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "x-amz-server-side-encryption") || strings.HasPrefix(lk, "x-amz-copy-source-server-side-encryption") {
+			return s3err.NotImplemented.With("server-side encryption (%s) is not supported", k)
+		}
+	}
+	return nil
 }

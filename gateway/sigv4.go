@@ -745,7 +745,8 @@ func sigV2Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 }
 
 // sigV2Query authenticates the query parameters AWSAccessKeyId, Signature
-// and Expires ("Query string request authentication alternative").
+// and Expires ("Query string request authentication alternative"); an
+// Expires more than sigMaxPresignExpires ahead is refused, as SigV4's.
 func sigV2Query(ctx context.Context, r *http.Request, lookup SecretLookup, now time.Time, query url.Values, hostBucket string) (string, error) {
 	accessKeys, signatures, expiries := query["AWSAccessKeyId"], query["Signature"], query["Expires"]
 	if len(accessKeys) != 1 || len(signatures) != 1 || len(expiries) != 1 || accessKeys[0] == "" || signatures[0] == "" {
@@ -757,6 +758,9 @@ func sigV2Query(ctx context.Context, r *http.Request, lookup SecretLookup, now t
 	}
 	if now.Unix() > expires {
 		return "", sigFail(s3err.ExpiredToken, "Request has expired")
+	}
+	if expires-now.Unix() > sigMaxPresignExpires { // as SigV4's X-Amz-Expires: a leaked URL stays good a week at most
+		return "", sigFail(s3err.AccessDenied, "Expires may be at most a week (604800 seconds) from now")
 	}
 	// A '+' the client left unescaped was decoded as a space.
 	signature := strings.ReplaceAll(signatures[0], " ", "+")

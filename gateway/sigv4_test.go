@@ -1178,6 +1178,13 @@ func TestAuthSigV2(t *testing.T) {
 	if err := query(presigned, time.Unix(1175139621, 0)); !errors.Is(err, s3err.ExpiredToken) {
 		t.Errorf("expired query string example: %v", err)
 	}
+	// an expiry at most a week ahead, as SigV4's X-Amz-Expires
+	if err := query(presigned, time.Unix(1175139620-7*24*3600, 0)); err != nil {
+		t.Errorf("query string expiring in a week: %v", err)
+	}
+	if err := query(presigned, time.Unix(1175139620-7*24*3600-1, 0)); errCode(err) != "AccessDenied" {
+		t.Errorf("query string expiring in a week and a second: %v", err)
+	}
 	if err := query(strings.Replace(presigned, "1175139620", "1175139720", 1), time.Unix(1175139620, 0)); errCode(err) != "SignatureDoesNotMatch" {
 		t.Errorf("query string example with a later expiry: %v", err)
 	}

@@ -420,8 +420,9 @@ func (c PoolCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 	rule := c.Rule
 	inc := s.next()
 	if c.Erasure {
-		// size k+m, min_size k+1, and an indep rule named after the pool
-		// from the profile's root, failure domain and class, as Ceph does
+		// size k+m, min_size k+min(1, m-1), and an indep rule named after
+		// the pool from the profile's root, failure domain and class, as
+		// Ceph's OSDMonitor does (prepare_pool_size, prepare_pool_crush_rule)
 		p.Type = osdmap.PoolErasure
 		if p.ECProfile == "" {
 			p.ECProfile = "default"
@@ -437,7 +438,7 @@ func (c PoolCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 			return nil, "", fmt.Errorf("pool %q: %w: size of an erasure pool is k+m = %d", c.Name, ErrInvalid, prof.K+prof.M)
 		}
 		if p.MinSize == 0 {
-			p.MinSize = min(prof.K+1, p.Size)
+			p.MinSize = prof.K + max(0, min(1, prof.M-1))
 		}
 		if p.MinSize < prof.K {
 			return nil, "", fmt.Errorf("pool %q: %w: min_size %d below k = %d", c.Name, ErrInvalid, p.MinSize, prof.K)

@@ -232,6 +232,12 @@ func TestErasurePools(t *testing.T) {
 	if _, _, err := s.Commit(mon.PoolSet{Name: "ec", Key: "size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("size of an erasure-coded pool changed: %v", err)
 	}
+	// min_size k+min(1, m-1), as Ceph's OSDMonitor: 2+1 serves with a shard down
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1", "crush-failure-domain=osd"}})
+	commit(t, s, mon.PoolCreate{Name: "ec21", Erasure: true, ECProfile: "p21"})
+	if p, _ := s.Map.PoolByName("ec21"); p.Size != 3 || p.MinSize != 2 {
+		t.Fatalf("2+1 pool: size %d min_size %d, want 3 and 2", p.Size, p.MinSize)
+	}
 	commit(t, s, mon.PoolCreate{Name: "ecdef", Erasure: true}) // the default profile: 2+2
 	if p, _ := s.Map.PoolByName("ecdef"); p.Size != 4 || p.MinSize != 3 || p.ECProfile != "default" {
 		t.Fatalf("default profile pool: %+v", p)

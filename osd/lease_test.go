@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/testcluster"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/objectstore"
@@ -92,7 +93,7 @@ func (c *cluster) startBehindProxy() (*osd.OSD, *monProxy) {
 	dir := c.t.TempDir()
 	st := objectstore.NewMemStore()
 	c.Stores, c.Dirs = append(c.Stores, st), append(c.Dirs, dir)
-	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{proxy.ln.Addr().String()}, Keyring: testKey, Config: c.Conf, Store: st})
+	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: []string{proxy.ln.Addr().String()}, Keyring: testcluster.OSDKey, Config: c.Conf, Store: st})
 	if err != nil {
 		c.t.Fatal(err)
 	}

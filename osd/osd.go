@@ -226,6 +226,9 @@ func Start(o Options) (*OSD, error) {
 }
 
 func (d *OSD) start() error {
+	if typ, _, _ := strings.Cut(d.o.Keyring.Name, "."); typ != "osd" {
+		return fmt.Errorf("osd: keyring entity %q is not an OSD's (osd.N, or osd before the OSD has an id)", d.o.Keyring.Name)
+	}
 	if err := d.ensureMeta(); err != nil {
 		return err
 	}

@@ -292,7 +292,7 @@ func startBlockOSD(t testing.TB, monAddrs []string, dir, extraConf string, so ob
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: monAddrs, Keyring: testKey, Config: conf, Store: st})
+	o, err := osd.Start(osd.Options{DataDir: dir, Addr: "127.0.0.1:0", Host: "h", MonAddrs: monAddrs, Keyring: testcluster.OSDKey, Config: conf, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -827,7 +827,7 @@ func TestPauseAndNoUp(t *testing.T) {
 	restarted := make(chan struct{})
 	go func() { // Start returns once the OSD has booted: only after noup clears
 		defer close(restarted)
-		o, err := osd.Start(osd.Options{DataDir: c.Dirs[2], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.MonAddrs, Keyring: testKey, Config: c.Conf, Store: c.Stores[2]})
+		o, err := osd.Start(osd.Options{DataDir: c.Dirs[2], Addr: "127.0.0.1:0", Host: "h", MonAddrs: c.MonAddrs, Keyring: testcluster.OSDKey, Config: c.Conf, Store: c.Stores[2]})
 		if err != nil {
 			t.Error(err)
 			return

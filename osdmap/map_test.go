@@ -612,3 +612,33 @@ func TestPoolNamesAndOrder(t *testing.T) {
 		t.Fatalf("pool 7: %v", err)
 	}
 }
+
+// FuzzDecode: the full map decoder (a peer's or a MON's reply) answers an
+// error wrapping ErrCorrupt or a map that round-trips.
+func FuzzDecode(f *testing.F) {
+	c, err := crush.Compile([]byte(flatCrush))
+	if err != nil {
+		f.Fatal(err)
+	}
+	m, err := osdmap.New("f", c).Apply(&osdmap.Incremental{Epoch: 1, NewMaxOSD: 3,
+		NewPools: []*osdmap.Pool{{ID: 1, Name: "p", Type: osdmap.PoolReplicated, Size: 3, MinSize: 2, PGNum: 8, PGPNum: 8, ObjectHash: osdmap.HashRjenkins}},
+		NewOSDs:  map[int32]osdmap.OSD{0: {Exists: true, Up: true, Weight: osdmap.WeightIn}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(m.Encode())
+	f.Add(osdmap.New("f", c).Encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := osdmap.Decode(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("decode error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := osdmap.Decode(m.Encode())
+		if err != nil || !bytes.Equal(again.Encode(), m.Encode()) {
+			t.Fatalf("decoded map does not round-trip: %v", err)
+		}
+	})
+}

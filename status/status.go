@@ -194,15 +194,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	if len(monsDown) > 0 {
 		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d/%d mons down", len(monsDown), len(s.Mons)), monsDown})
 	}
-	var osdsDown []string
-	for i, o := range m.OSDs {
-		if o.Exists && !o.Up {
-			osdsDown = append(osdsDown, fmt.Sprintf("osd.%d is down; start it again (shoal up restarts a local cluster's daemons)", i))
-		}
-	}
-	if len(osdsDown) > 0 {
-		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
-	}
+	s.Checks = append(s.Checks, mapChecks(m)...)
 	usedPct := map[int32]float64{}
 	for _, st := range s.OSDStats {
 		if st.Total > 0 {
@@ -266,6 +258,34 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	return s, nil
+}
+
+// mapChecks are the health checks the OSD map alone answers.
+func mapChecks(m *osdmap.Map) []Check {
+	var checks []Check
+	// OSD_DOWN, as Ceph's: down and in. A down OSD that is out holds no
+	// data any more once recovery has moved it; what recovery still
+	// needs shows as degraded PGs.
+	var osdsDown []string
+	for i, o := range m.OSDs {
+		if o.Exists && !o.Up && o.In() {
+			osdsDown = append(osdsDown, fmt.Sprintf("osd.%d is down; start it again (shoal up restarts a local cluster's daemons)", i))
+		}
+	}
+	if len(osdsDown) > 0 {
+		checks = append(checks, Check{Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
+	}
+	var noSpare []string
+	for _, id := range m.PoolIDs() {
+		if p, _ := m.Pool(id); p.Type == osdmap.PoolErasure && p.Size > 1 && p.MinSize >= p.Size {
+			noSpare = append(noSpare, fmt.Sprintf("pool %s: min_size %d = size: any one OSD down stops its I/O (Ceph's default for k+m is k+min(1, m-1); `shoal pool set %s min_size %d`)",
+				p.Name, p.MinSize, p.Name, p.Size-1))
+		}
+	}
+	if len(noSpare) > 0 {
+		checks = append(checks, Check{Warn, fmt.Sprintf("%d erasure-coded pool(s) stop at the first OSD down", len(noSpare)), noSpare})
+	}
+	return checks
 }
 
 // slowOps is Ceph's SLOW_OPS check from the OSDs' stats: "N slow ops,

@@ -35,6 +35,10 @@ import (
 // holds (client.admin's).
 var Key = msgr.Keyring{Name: "client.admin", Key: []byte("0123456789abcdef0123456789abcdef")}
 
+// OSDKey is the OSDs' identity: Key's key under the OSDs' entity type (an
+// OSD accepts OSD-to-OSD messages only from osd entities).
+var OSDKey = msgr.Keyring{Name: "osd", Key: Key.Key}
+
 // Conf is the base configuration of a test cluster: every OSD under one
 // CRUSH host with the OSD as failure domain (so three OSDs hold three
 // copies), OSDs reporting each other, heartbeats every 0.5 s, 8 PGs a
@@ -218,7 +222,7 @@ func (c *Cluster) RestartOSD(i int) {
 	if c.Wrap != nil {
 		st = c.Wrap(i, st)
 	}
-	d, err := osd.Start(osd.Options{DataDir: c.Dirs[i], Addr: front, ClusterAddr: back, Host: "h", MonAddrs: c.MonAddrs, Keyring: Key, Config: c.Conf, Store: st, Transport: c.transport(host), Clock: c.o.Clock})
+	d, err := osd.Start(osd.Options{DataDir: c.Dirs[i], Addr: front, ClusterAddr: back, Host: "h", MonAddrs: c.MonAddrs, Keyring: OSDKey, Config: c.Conf, Store: st, Transport: c.transport(host), Clock: c.o.Clock})
 	if err != nil {
 		c.t.Fatal(err)
 	}

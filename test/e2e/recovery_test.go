@@ -494,7 +494,8 @@ func (c *tcluster) checkLoad(ctx context.Context, l *load, conn *client.Conn, p 
 // TestOSDLossRecoveryAndReturn: under a verifying read/write load on 4
 // OSDs, kill -9 one. Its peers report it and the MONs mark it down (I/O
 // goes on), then out after mon_osd_down_out_interval; its PGs recover
-// onto the others until every PG is active+clean again; restarted, it is
+// onto the others until every PG is active+clean again and the cluster is
+// healthy with the OSD still down; restarted, it is
 // marked in and rejoins. No acknowledged write is lost or rolled back, no
 // read is stale, the object count is exact, and a deep scrub of every PG
 // finds its copies identical.
@@ -515,6 +516,9 @@ func TestOSDLossRecoveryAndReturn(t *testing.T) {
 	out := time.Since(killed)
 	c.waitClean(3 * time.Minute)
 	clean := time.Since(killed)
+	// down and out, its data recovered elsewhere: healthy, as Ceph's
+	// OSD_DOWN counts only OSDs down and in
+	c.waitHealth("HEALTH_OK", 30*time.Second)
 	l.waitOps(ctx, 300, "after recovery")
 	c.up() // restarts osd.1: marked in again, its PGs map back to it
 	waitMap(ctx, t, conn, "osd.1 up and in", func(m *osdmap.Map) bool { return m.OSDs[1].Up && m.OSDs[1].In() })
