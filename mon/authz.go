@@ -3,7 +3,9 @@ package mon
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/monc"
 )
@@ -60,3 +62,30 @@ func (d *Daemon) authorize(from string, c monc.Command) error {
 	}
 	return fmt.Errorf("%w: %s may not run %q (mon caps %q)", monc.ErrPermission, from, c.Prefix, e.Mon.String())
 }
+
+// current refuses (monc.ErrNotLeader, which sends clients to another MON)
+// when this MON cannot vouch that its state is current: it is not the
+// leader and has not heard from one within staleAfter — cut off in a
+// minority, or between leaders. A leader cut off from its quorum steps
+// down within raft's LeaderLeaseTimeout. What it refuses: map reads and
+// every command but `mon status`.
+func (d *Daemon) current() error {
+	if d.raft.State() == raft.Leader {
+		return nil
+	}
+	addr, _ := d.raft.LeaderWithID()
+	since := time.Since(d.raft.LastContact())
+	if addr != "" && since < staleAfter {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has not heard from a leader for %v: its state may be stale", monc.ErrNotLeader, d.o.Name, since.Round(time.Millisecond))
+}
+
+// staleAfter is how long a follower serves reads after its last contact
+// with the leader: twice raft's heartbeat timeout (startRaft), so a
+// follower in a healthy quorum never refuses.
+const staleAfter = 2 * raftHeartbeat
+
+// raftHeartbeat is raft's heartbeat and election timeout: a follower
+// that hears nothing from the leader for this long starts an election.
+const raftHeartbeat = 500 * time.Millisecond

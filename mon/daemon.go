@@ -245,8 +245,8 @@ func (d *Daemon) startRaft(raddr string) error {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(d.o.Addr)
 	rc.Logger = hl
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.HeartbeatTimeout = raftHeartbeat
+	rc.ElectionTimeout = raftHeartbeat
 	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 	rc.SnapshotThreshold = 1024
 	var err error
@@ -328,6 +328,9 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		if !d.capsOf(m.From).Mon.Allows("", caps.Read) {
 			return nil, monc.RemoteError(fmt.Errorf("%w: %s may not read the cluster map (no mon 'allow r')", monc.ErrPermission, m.From))
 		}
+		if err := d.current(); err != nil {
+			return nil, monc.RemoteError(err)
+		}
 		m, changed := d.fsm.view()
 		if req.Wait && req.Have >= m.Epoch {
 			select {
@@ -356,6 +359,11 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from string) (monc.Result, error) {
 	if err := d.authorize(from, c); err != nil {
 		return monc.Result{}, err
+	}
+	if c.Prefix != "mon status" && d.raft.State() != raft.Leader {
+		if err := d.current(); err != nil { // a read it cannot vouch for, or a change it cannot forward
+			return monc.Result{}, err
+		}
 	}
 	switch c.Prefix {
 	case "osd erasure-code-profile ls":

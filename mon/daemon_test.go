@@ -69,6 +69,24 @@ func TestQuorumSurvivesLosingOneMON(t *testing.T) {
 	if !errors.Is(err, monc.ErrNoMon) && !errors.Is(err, monc.ErrNotLeader) {
 		t.Fatalf("a minority accepted a change: %v", err)
 	}
+	// nor does it serve reads it cannot vouch for: the map, the
+	// configuration (mon status still answers, for diagnosis)
+	for _, read := range []func(context.Context) error{
+		func(ctx context.Context) error { _, err := c.GetMap(ctx, nil, false); return err },
+		func(ctx context.Context) error { _, err := c.Command(ctx, "config dump", nil); return err },
+	} {
+		rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+		err := read(rctx)
+		rcancel()
+		if !errors.Is(err, monc.ErrNoMon) {
+			t.Fatalf("a MON in a minority served a read: %v", err)
+		}
+	}
+	sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+	defer scancel()
+	if _, err := c.Command(sctx, "mon status", nil); err != nil {
+		t.Fatalf("mon status from a minority: %v", err)
+	}
 	// a wrong key is refused
 	bad, _ := monc.New(addrs, msgr.Keyring{Name: "client.evil", Key: []byte("wrong")}, msgr.Config{})
 	defer bad.Close()
