@@ -1,14 +1,15 @@
 package sweep
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
+	"github.com/prometheus/procfs/blockdevice"
 )
 
 // Daemon is a process whose resource use a sweep samples.
@@ -56,11 +57,18 @@ type usageSnap struct {
 	net     map[string]NetIO
 }
 
-// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTicks = 100
-
-// procRoot is /proc (a test points it elsewhere).
+// procRoot is /proc (a test points it elsewhere); /proc is read through
+// github.com/prometheus/procfs.
 var procRoot = "/proc"
+
+// procFS is procfs at procRoot (nil if it cannot be opened).
+func procFS() *procfs.FS {
+	fs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return nil
+	}
+	return &fs
+}
 
 func snapUsage(daemons []Daemon) usageSnap {
 	s := usageSnap{cpu: map[string]float64{}, devices: diskstats(), net: netdev()}
@@ -105,110 +113,87 @@ func since(a, b usageSnap, daemons []Daemon) Usage {
 	return u
 }
 
-// procCPU is a process's user+system CPU seconds (/proc/PID/stat fields
-// 14 and 15, after the command name in parentheses).
+// procCPU is a process's user+system CPU seconds (/proc/PID/stat).
 func procCPU(pid int) (float64, bool) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	fs := procFS()
+	if fs == nil {
+		return 0, false
+	}
+	p, err := fs.Proc(pid)
 	if err != nil {
 		return 0, false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	st, err := p.Stat()
+	if err != nil {
 		return 0, false
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return float64(ut+st) / clockTicks, true
+	return st.CPUTime(), true
 }
 
 // peakRSS is VmHWM from /proc/PID/status, bytes.
 func peakRSS(pid int) (uint64, bool) {
-	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "status"))
+	fs := procFS()
+	if fs == nil {
+		return 0, false
+	}
+	p, err := fs.Proc(pid)
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err == nil
-		}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, false
 	}
-	return 0, false
+	return st.VmHWM, true
 }
 
 // machineBusy is the seconds all CPUs have been busy (/proc/stat's cpu
-// line: user nice system idle iowait irq softirq steal ...; busy is all
-// but idle and iowait).
+// line: all but idle and iowait; guest time is already in user).
 func machineBusy() float64 {
-	b, err := os.ReadFile(filepath.Join(procRoot, "stat"))
+	fs := procFS()
+	if fs == nil {
+		return 0
+	}
+	st, err := fs.Stat()
 	if err != nil {
 		return 0
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
-		return 0
-	}
-	var busy uint64
-	for i, v := range f[1:] {
-		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
-			continue
-		}
-		n, _ := strconv.ParseUint(v, 10, 64)
-		busy += n
-	}
-	return float64(busy) / clockTicks
+	c := st.CPUTotal
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 }
 
-// diskstats reads /proc/diskstats: reads completed (field 4), sectors
-// read (6), writes completed (8), sectors written (10); sectors are 512
-// bytes whatever the device's (Documentation/admin-guide/iostats.rst).
+// diskstats reads /proc/diskstats: reads and writes completed and
+// sectors moved; sectors are 512 bytes whatever the device's
+// (Documentation/admin-guide/iostats.rst).
 func diskstats() map[string]DeviceIO {
 	out := map[string]DeviceIO{}
-	b, err := os.ReadFile(filepath.Join(procRoot, "diskstats"))
+	fs, err := blockdevice.NewFS(procRoot, procRoot) // sysfs is not read for diskstats
 	if err != nil {
 		return out
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 {
-			continue
-		}
-		n := func(i int) uint64 { v, _ := strconv.ParseUint(f[i], 10, 64); return v }
-		out[f[2]] = DeviceIO{ReadOps: n(3), ReadBytes: n(5) * 512, WriteOps: n(7), WriteBytes: n(9) * 512}
+	stats, err := fs.ProcDiskstats()
+	if err != nil {
+		return out
+	}
+	for _, d := range stats {
+		out[d.DeviceName] = DeviceIO{ReadOps: d.ReadIOs, ReadBytes: d.ReadSectors * 512, WriteOps: d.WriteIOs, WriteBytes: d.WriteSectors * 512}
 	}
 	return out
 }
 
-// netdev reads /proc/net/dev: per interface, received bytes (the first
-// number) and sent bytes (the ninth).
+// netdev reads /proc/net/dev: per interface, bytes received and sent.
 func netdev() map[string]NetIO {
 	out := map[string]NetIO{}
-	b, err := os.ReadFile(filepath.Join(procRoot, "net", "dev"))
+	fs := procFS()
+	if fs == nil {
+		return out
+	}
+	nd, err := fs.NetDev()
 	if err != nil {
 		return out
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 9 {
-			continue
-		}
-		rx, _ := strconv.ParseUint(f[0], 10, 64)
-		tx, _ := strconv.ParseUint(f[8], 10, 64)
-		out[strings.TrimSpace(name)] = NetIO{rx, tx}
+	for name, l := range nd {
+		out[name] = NetIO{l.RxBytes, l.TxBytes}
 	}
 	return out
 }
@@ -242,27 +227,26 @@ func pidFiles(dir string) ([]Daemon, error) {
 // byName finds the processes whose command name (/proc/PID/comm) is one
 // of names; each is named COMM.ID from its --id argument, else COMM.PID.
 func byName(names []string) []Daemon {
-	ents, _ := os.ReadDir(procRoot)
+	fs := procFS()
+	if fs == nil {
+		return nil
+	}
+	procs, _ := fs.AllProcs()
 	var out []Daemon
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for _, p := range procs {
+		comm, err := p.Comm()
+		if err != nil || !slices.Contains(names, comm) {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
-		if err != nil || !slices.Contains(names, strings.TrimSpace(string(comm))) {
-			continue
-		}
-		name := strings.TrimSpace(string(comm)) + "." + e.Name()
-		if cl, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline")); err == nil {
-			args := strings.Split(string(cl), "\x00")
+		name := comm + "." + strconv.Itoa(p.PID)
+		if args, err := p.CmdLine(); err == nil {
 			for i, a := range args {
 				if (a == "--id" || a == "-i") && i+1 < len(args) {
-					name = strings.TrimPrefix(strings.TrimSpace(string(comm)), "ceph-") + "." + args[i+1]
+					name = strings.TrimPrefix(comm, "ceph-") + "." + args[i+1]
 				}
 			}
 		}
-		out = append(out, Daemon{name, pid})
+		out = append(out, Daemon{name, p.PID})
 	}
 	slices.SortFunc(out, func(a, b Daemon) int { return strings.Compare(a.Name, b.Name) })
 	return out

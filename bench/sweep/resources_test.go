@@ -22,14 +22,16 @@ func fakeProc(t *testing.T, root string, k uint64) {
 		}
 	}
 	n := func(v uint64) string { return strconv.FormatUint(v*k, 10) }
-	// utime 14th field, stime 15th: after "(ceph-osd) S" come 11 fields
-	w("42/stat", "42 (ceph-osd) S 1 1 1 0 -1 4194560 100 0 0 0 "+n(150)+" "+n(50)+" 0 0 20 0 1 0")
-	w("42/status", "Name:\tceph-osd\nVmHWM:\t  "+n(1024)+" kB\n")
+	// /proc/PID/stat as proc(5) lays it out: utime and stime are the
+	// 14th and 15th fields, 52 in all
+	w("42/stat", "42 (ceph-osd) S 1 1 1 0 -1 4194560 100 0 0 0 "+n(150)+" "+n(50)+" 0 0 20 0 1 0 12345 1000000 250 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	w("42/status", "Name:\tceph-osd\nVmPeak:\t  2048 kB\nVmHWM:\t  "+n(1024)+" kB\nVmRSS:\t  512 kB\n")
 	w("42/comm", "ceph-osd\n")
 	w("42/cmdline", "/usr/bin/ceph-osd\x00-f\x00--id\x003\x00")
-	w("stat", "cpu  "+n(100)+" 0 "+n(50)+" 9999 77 "+n(10)+" 0 0 0 0\ncpu0 1 2 3\n")
-	w("diskstats", "   8       0 sda "+n(10)+" 0 "+n(80)+" 5 "+n(20)+" 0 "+n(160)+" 7 0 0 0\n   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0\n")
-	w("net/dev", "Inter-|   Receive |  Transmit\n face |bytes    packets\n    lo: "+n(1000)+" 10 0 0 0 0 0 0 "+n(1000)+" 10 0 0 0 0 0 0\n  eth0: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	w("stat", "cpu  "+n(100)+" 0 "+n(50)+" 9999 77 "+n(10)+" 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 0\nctxt 0\nbtime 1700000000\nprocesses 1\nprocs_running 1\nprocs_blocked 0\n")
+	// 20 fields (kernel 5.5+): reads completed (4th), sectors read (6th), writes (8th), sectors written (10th)
+	w("diskstats", "   8       0 sda "+n(10)+" 0 "+n(80)+" 5 "+n(20)+" 0 "+n(160)+" 7 0 12 12 0 0 0 0 0 0\n   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	w("net/dev", "Inter-|   Receive                                                |  Transmit\n face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    lo: "+n(1000)+" 10 0 0 0 0 0 0 "+n(1000)+" 10 0 0 0 0 0 0\n  eth0: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
 }
 
 func TestUsage(t *testing.T) {
