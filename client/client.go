@@ -73,6 +73,10 @@ type Config struct {
 	// (objecter_inflight_op_bytes); default 100 MiB.
 	InflightBytes int64
 	Logger        *slog.Logger
+	// Mode and SessionTTL are the messenger's frame protection and
+	// session key lifetime (ms_mode, ms_session_ttl; msgr.Config).
+	Mode       msgr.Mode
+	SessionTTL time.Duration
 	// Transport makes the connections to the MONs and OSDs; nil is TCP
 	// (tests: msgr/memnet, msgr/faultnet).
 	Transport msgr.Transport
@@ -119,7 +123,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	mc, err := monc.New(cfg.MonAddrs, cfg.Keyring, msgr.Config{Logger: cfg.Logger, Transport: cfg.Transport})
+	mc, err := monc.New(cfg.MonAddrs, cfg.Keyring, msgr.Config{Logger: cfg.Logger, Transport: cfg.Transport, Mode: cfg.Mode, SessionTTL: cfg.SessionTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +256,7 @@ func (c *Conn) osd(addr string) *msgr.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if o = c.osds[a]; o == nil {
-		o = msgr.Dial(a, c.cfg.Keyring, msgr.Config{Logger: c.cfg.Logger, Epoch: c.epoch, InflightBytes: c.cfg.InflightBytes, Transport: c.cfg.Transport,
+		o = msgr.Dial(a, c.cfg.Keyring, msgr.Config{Logger: c.cfg.Logger, Epoch: c.epoch, InflightBytes: c.cfg.InflightBytes, Transport: c.cfg.Transport, Mode: c.cfg.Mode, SessionTTL: c.cfg.SessionTTL,
 			MaxBackoff: 500 * time.Millisecond, DialTimeout: 2 * time.Second})
 		c.osds[a] = o
 	}

@@ -84,11 +84,16 @@ func (c *Conf) FileKeys(entity string) (map[string]msgr.KeyringEntry, error) {
 // ClientConfig is how entity (configured as configEntity) reaches the
 // cluster with key kr: the MONs, rados_osd_op_timeout and
 // objecter_inflight_op_bytes.
-func (c *Conf) ClientConfig(configEntity string, kr msgr.Keyring) client.Config {
+func (c *Conf) ClientConfig(configEntity string, kr msgr.Keyring) (client.Config, error) {
 	cfg := c.For(configEntity)
+	mode, err := msgr.ParseMode(cfg.String("ms_mode"))
+	if err != nil {
+		return client.Config{}, fmt.Errorf("%s: %w", configEntity, err)
+	}
 	return client.Config{MonAddrs: c.MonAddrs(), Keyring: kr,
 		OpTimeout:     time.Duration(cfg.Seconds("rados_osd_op_timeout") * float64(time.Second)),
-		InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes"))}
+		InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes")),
+		Mode:          mode, SessionTTL: time.Duration(cfg.Seconds("ms_session_ttl") * float64(time.Second))}, nil
 }
 
 // MonAddrs are the MONs' addresses (mon_host).

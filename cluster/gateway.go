@@ -100,7 +100,10 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
-	ccfg := c.ClientConfig(name, kr)
+	ccfg, err := c.ClientConfig(name, kr)
+	if err != nil {
+		return err
+	}
 	ccfg.Logger = log
 	conn, err := client.Connect(cctx, ccfg)
 	if err != nil {

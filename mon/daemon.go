@@ -77,8 +77,11 @@ type Daemon struct {
 	leaders map[string]*msgr.Client // messenger clients to the leader, by address
 	// fileCaps are FileKeys' caps (read-only once made).
 	fileCaps *caps.Table
-	reports  map[int32]map[int32]time.Time
-	wg       sync.WaitGroup // the tick loop
+	// sess is the messenger's frame protection (Mode, SessionTTL: ms_mode,
+	// ms_session_ttl).
+	sess    msgr.Config
+	reports map[int32]map[int32]time.Time
+	wg      sync.WaitGroup // the tick loop
 
 	// downSince is when the leader first saw each down, in OSD down (its
 	// own clock: a new leader starts the down-out interval afresh, so an
@@ -130,7 +133,12 @@ func Start(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd := crush.DefaultTypes[o.Config.For(o.Name).Int("osd_crush_chooseleaf_type")]
+	mcfg := o.Config.For(o.Name)
+	sess, err := msgr.SessionConfig(msgr.Config{}, mcfg.String("ms_mode"), mcfg.Seconds("ms_session_ttl"))
+	if err != nil {
+		return nil, fmt.Errorf("mon: %w", err)
+	}
+	fd := crush.DefaultTypes[mcfg.Int("osd_crush_chooseleaf_type")]
 	cm, err := crush.Simple(crush.SimpleSpec{FailureDomain: fd})
 	if err != nil {
 		return nil, fmt.Errorf("mon: initial crush map: %w", err)
@@ -151,7 +159,7 @@ func Start(o Options) (*Daemon, error) {
 	if o.Transport == nil {
 		o.Transport = msgr.TCP{}
 	}
-	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel,
+	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel, sess: sess,
 		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
 	d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
 		if k, ok := d.fsm.authKey(name); ok {
@@ -175,7 +183,7 @@ func Start(o Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch, Transport: o.Transport})
+	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch, Transport: o.Transport, Mode: sess.Mode, SessionTTL: sess.SessionTTL})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
@@ -478,7 +486,7 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 	d.mu.Lock()
 	c := d.leaders[la]
 	if c == nil {
-		c = msgr.Dial(la, d.o.Keyring, msgr.Config{Logger: d.log, MaxBackoff: 500 * time.Millisecond, Transport: d.o.Transport})
+		c = msgr.Dial(la, d.o.Keyring, msgr.Config{Logger: d.log, MaxBackoff: 500 * time.Millisecond, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
 		d.leaders[la] = c
 	}
 	d.mu.Unlock()

@@ -147,29 +147,57 @@ func LoadKeyring(path, name string) (Keyring, error) {
 	return Keyring{Name: name, Key: key}, nil
 }
 
-// The handshake (before any frame), all fields length-prefixed:
+// The handshake (before any frame), all fields length-prefixed, version 2:
 //
-//	client → server  hello:     "SHOAL-HELLO", version, client name, client nonce
-//	server → client  challenge: server name, server nonce,
-//	                            HMAC(key, "server" ‖ client nonce ‖ server nonce ‖ server name)
-//	client → server  proof:     HMAC(key, "client" ‖ server nonce ‖ client nonce ‖ client name)
+//	client → server  hello:     "SHOAL-HELLO", version, client name, client nonce, mode wanted
+//	server → client  challenge: server name, server nonce, mode,
+//	                            HMAC(key, "server" ‖ client nonce ‖ server nonce ‖ server name ‖ client name ‖ mode)
+//	client → server  proof:     HMAC(key, "client" ‖ server nonce ‖ client nonce ‖ client name ‖ server name ‖ mode)
 //	server → client  verdict:   "OK", or a reason, and the connection closes
 //
 // Each side proves it knows the key without sending it, over fresh nonces
-// from both sides (no replay); HMAC-SHA256 from the standard library.
+// from both sides (no replay); HMAC-SHA256 from the standard library. The
+// mode is the secure one if either side wants it; the proofs cover it, so
+// nobody on the path can talk the ends down to crc. Both ends then derive
+// the session's keys (sessionKeys) and every frame is authenticated, or
+// encrypted and authenticated (Mode). Version 1 peers, whose frames were
+// not authenticated, are refused.
 const (
 	helloMagic    = "SHOAL-HELLO"
 	nonceSize     = 32
-	handshakeVers = 1
+	handshakeVers = 2
 )
 
-func proof(key []byte, role string, a, b []byte, name string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(role))
-	m.Write(a)
-	m.Write(b)
-	m.Write([]byte(name))
-	return m.Sum(nil)
+func proof(key []byte, role string, a, b []byte, name, peer string, m Mode) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(role))
+	h.Write(a)
+	h.Write(b)
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write([]byte(peer))
+	h.Write([]byte{0, byte(m)})
+	return h.Sum(nil)
+}
+
+// session is what a handshake leaves a connection: the peer's name and
+// the frame protection of each direction.
+type session struct {
+	peer    string
+	mode    Mode
+	out, in *frameCipher
+}
+
+func newSession(peer string, m Mode, out, in []byte) (*session, error) {
+	o, err := newFrameCipher(out, m)
+	if err != nil {
+		return nil, err
+	}
+	i, err := newFrameCipher(in, m)
+	if err != nil {
+		return nil, err
+	}
+	return &session{peer: peer, mode: m, out: o, in: i}, nil
 }
 
 func writeField(w io.Writer, b []byte) error {
@@ -199,93 +227,112 @@ func nonce() []byte {
 	return b
 }
 
-// clientHandshake authenticates to a server; it returns the server's name.
-// A refusal (the server sends an empty name and hangs up, a wrong proof,
-// a verdict other than OK) is ErrAuth; a connection that breaks otherwise
-// (the server died mid-handshake) is ErrConnReset, which callers retry.
-func clientHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
+// clientHandshake authenticates to a server wanting mode want; it returns
+// the session (the server's name, the mode, the keys). A refusal (the
+// server sends an empty name and hangs up, a wrong proof, a verdict other
+// than OK) is ErrAuth; a connection that breaks otherwise (the server died
+// mid-handshake) is ErrConnReset, which callers retry.
+func clientHandshake(rw io.ReadWriter, kr Keyring, want Mode) (*session, error) {
 	cn := nonce()
-	for _, f := range [][]byte{[]byte(helloMagic), {handshakeVers}, []byte(kr.Name), cn} {
+	for _, f := range [][]byte{[]byte(helloMagic), {handshakeVers}, []byte(kr.Name), cn, {byte(want)}} {
 		if err := writeField(rw, f); err != nil {
-			return "", fmt.Errorf("%w: sending hello: %w", ErrConnReset, err)
+			return nil, fmt.Errorf("%w: sending hello: %w", ErrConnReset, err)
 		}
 	}
-	var fields [3][]byte
+	var fields [4][]byte
 	for i := range fields {
 		f, err := readField(rw)
 		if err != nil && i > 0 && len(fields[0]) == 0 {
-			return "", fmt.Errorf("%w: server refused %s (unknown entity, or handshake version %d unsupported)", ErrAuth, kr.Name, handshakeVers)
+			return nil, fmt.Errorf("%w: server refused %s (unknown entity, or handshake version %d unsupported)", ErrAuth, kr.Name, handshakeVers)
 		}
 		if err != nil {
-			return "", fmt.Errorf("%w: reading the server's challenge: %w", ErrConnReset, err)
+			return nil, fmt.Errorf("%w: reading the server's challenge: %w", ErrConnReset, err)
 		}
 		fields[i] = f
 	}
-	sname, sn, sproof := string(fields[0]), fields[1], fields[2]
-	if !hmac.Equal(sproof, proof(kr.Key, "server", cn, sn, sname)) {
-		return "", fmt.Errorf("%w: server %s does not know %s's key (unknown entity or wrong key)", ErrAuth, sname, kr.Name)
+	sname, sn, sproof := string(fields[0]), fields[1], fields[3]
+	if len(fields[2]) != 1 || Mode(fields[2][0]) > ModeSecure || Mode(fields[2][0]) < want {
+		return nil, fmt.Errorf("%w: server %s chose mode %v, this end wants at least %v", ErrAuth, sname, fields[2], want)
 	}
-	if err := writeField(rw, proof(kr.Key, "client", sn, cn, kr.Name)); err != nil {
-		return "", fmt.Errorf("%w: sending proof to %s: %w", ErrConnReset, sname, err)
+	m := Mode(fields[2][0])
+	if !hmac.Equal(sproof, proof(kr.Key, "server", cn, sn, sname, kr.Name, m)) {
+		return nil, fmt.Errorf("%w: server %s does not know %s's key (unknown entity or wrong key)", ErrAuth, sname, kr.Name)
+	}
+	if err := writeField(rw, proof(kr.Key, "client", sn, cn, kr.Name, sname, m)); err != nil {
+		return nil, fmt.Errorf("%w: sending proof to %s: %w", ErrConnReset, sname, err)
 	}
 	verdict, err := readField(rw)
 	if err != nil {
-		return "", fmt.Errorf("%w: no verdict from %s: %w", ErrConnReset, sname, err)
+		return nil, fmt.Errorf("%w: no verdict from %s: %w", ErrConnReset, sname, err)
 	}
 	if string(verdict) != "OK" {
-		return "", fmt.Errorf("%w: refused by %s: %s", ErrAuth, sname, verdict)
+		return nil, fmt.Errorf("%w: refused by %s: %s", ErrAuth, sname, verdict)
 	}
-	return sname, nil
+	c2s, s2c, err := sessionKeys(kr.Key, cn, sn, kr.Name, sname, m)
+	if err != nil {
+		return nil, err
+	}
+	return newSession(sname, m, c2s, s2c)
 }
 
-// serverHandshake authenticates a client; it returns the client's name.
-func serverHandshake(rw io.ReadWriter, kr Keyring) (string, error) {
+// serverHandshake authenticates a client, this end wanting mode want; it
+// returns the session (the client's name, the mode, the keys).
+func serverHandshake(rw io.ReadWriter, kr Keyring, want Mode) (*session, error) {
 	var first [1]byte
 	if _, err := io.ReadFull(rw, first[:]); err != nil {
-		return "", fmt.Errorf("%w: reading hello: %v", ErrAuth, err)
+		return nil, fmt.Errorf("%w: reading hello: %v", ErrAuth, err)
 	}
 	if first[0] != byte(len(helloMagic)) { // refuse other protocols at once
-		return "", fmt.Errorf("%w: peer did not start with a Shoal hello (first byte %#x)", ErrAuth, first[0])
+		return nil, fmt.Errorf("%w: peer did not start with a Shoal hello (first byte %#x)", ErrAuth, first[0])
 	}
 	magic := make([]byte, len(helloMagic))
 	if _, err := io.ReadFull(rw, magic); err != nil || string(magic) != helloMagic {
-		return "", fmt.Errorf("%w: peer did not start with a Shoal hello", ErrAuth)
+		return nil, fmt.Errorf("%w: peer did not start with a Shoal hello", ErrAuth)
 	}
-	var hello [4][]byte
+	var hello [5][]byte
 	hello[0] = magic
 	for i := 1; i < len(hello); i++ {
 		f, err := readField(rw)
 		if err != nil {
-			return "", fmt.Errorf("%w: reading hello: %v", ErrAuth, err)
+			return nil, fmt.Errorf("%w: reading hello: %v", ErrAuth, err)
 		}
 		hello[i] = f
-	}
-	if len(hello[1]) != 1 || hello[1][0] != handshakeVers {
-		writeField(rw, nil)
-		return "", fmt.Errorf("%w: handshake version %v unsupported", ErrAuth, hello[1])
+		if i == 1 && (len(f) != 1 || f[0] != handshakeVers) {
+			writeField(rw, nil)
+			return nil, fmt.Errorf("%w: handshake version %v unsupported (this end speaks %d)", ErrAuth, f, handshakeVers)
+		}
 	}
 	cname, cn := string(hello[2]), hello[3]
+	if len(hello[4]) != 1 || Mode(hello[4][0]) > ModeSecure {
+		writeField(rw, nil)
+		return nil, fmt.Errorf("%w: %q asks for unknown mode %v", ErrAuth, cname, hello[4])
+	}
+	m := max(want, Mode(hello[4][0]))
 	key, known := kr.keyFor(cname)
 	if !known {
 		writeField(rw, nil)
-		return "", fmt.Errorf("%w: unknown entity %q", ErrAuth, cname)
+		return nil, fmt.Errorf("%w: unknown entity %q", ErrAuth, cname)
 	}
 	sn := nonce()
-	for _, f := range [][]byte{[]byte(kr.Name), sn, proof(key, "server", cn, sn, kr.Name)} {
+	for _, f := range [][]byte{[]byte(kr.Name), sn, {byte(m)}, proof(key, "server", cn, sn, kr.Name, cname, m)} {
 		if err := writeField(rw, f); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	cproof, err := readField(rw)
 	if err != nil {
-		return "", fmt.Errorf("%w: reading %s's proof: %v", ErrAuth, cname, err)
+		return nil, fmt.Errorf("%w: reading %s's proof: %v", ErrAuth, cname, err)
 	}
-	if !hmac.Equal(cproof, proof(key, "client", sn, cn, cname)) {
+	if !hmac.Equal(cproof, proof(key, "client", sn, cn, cname, kr.Name, m)) {
 		writeField(rw, []byte("authentication failed: wrong key for "+cname))
-		return "", fmt.Errorf("%w: %s does not know its key", ErrAuth, cname)
+		return nil, fmt.Errorf("%w: %s does not know its key", ErrAuth, cname)
 	}
 	if err := writeField(rw, []byte("OK")); err != nil {
-		return "", err
+		return nil, err
 	}
-	return cname, nil
+	c2s, s2c, err := sessionKeys(key, cn, sn, cname, kr.Name, m)
+	if err != nil {
+		return nil, err
+	}
+	return newSession(cname, m, s2c, c2s)
 }

@@ -2,6 +2,7 @@ package msgr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"log/slog"
@@ -38,6 +39,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Transport makes the connections; nil is TCP.
 	Transport Transport
+	// Mode is the frame protection this end asks for (ms_mode); a
+	// session is secure if either end asks (Mode).
+	Mode Mode
+	// SessionTTL bounds a session key's life (ms_session_ttl, as cephx's
+	// ticket TTL): a Client sends no new request on a connection older
+	// than this but dials a new one (new nonces, new keys) and closes the
+	// old once its replies are in; a Server closes connections older than
+	// twice this. 0: no limit.
+	SessionTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -94,8 +104,38 @@ type result struct {
 
 type clientConn struct {
 	*conn
+	born    time.Time
 	mu      sync.Mutex
 	pending map[uint64]chan result
+	retired bool // past the session TTL: takes no new request, closes when pending empties
+}
+
+// errSessionExpired closes a connection whose session outlived
+// Config.SessionTTL.
+var errSessionExpired = errors.New("msgr: session expired (ms_session_ttl)")
+
+// retire stops cc from taking new requests and closes it once the ones
+// in flight are answered.
+func (cc *clientConn) retire() {
+	cc.mu.Lock()
+	cc.retired = true
+	idle := len(cc.pending) == 0
+	if idle {
+		cc.pending = nil // a racing call sees it and connects anew
+	}
+	cc.mu.Unlock()
+	if idle {
+		cc.close(errSessionExpired)
+	}
+}
+
+// settled closes a retired connection whose last reply came; cc.mu held.
+func (cc *clientConn) settled() bool {
+	if cc.retired && len(cc.pending) == 0 && cc.pending != nil {
+		cc.pending = nil
+		return true
+	}
+	return false
 }
 
 // Dial returns a Client for addr; it connects on first use.
@@ -160,19 +200,27 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][
 		return nil, fmt.Errorf("msgr: waiting for in-flight budget: %w", err)
 	}
 	defer c.budget.Release(n, c.cfg.InflightBytes)
-	cc, err := c.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
 	id := c.nextID.Add(1)
 	ch := make(chan result, 1)
-	cc.mu.Lock()
-	if cc.pending == nil {
+	var cc *clientConn
+	for cc == nil {
+		var err error
+		if cc, err = c.connect(ctx); err != nil {
+			return nil, err
+		}
+		cc.mu.Lock()
+		if cc.pending == nil {
+			retired := cc.retired
+			cc.mu.Unlock()
+			if retired { // expired as we took it: take the new one
+				cc = nil
+				continue
+			}
+			return nil, fmt.Errorf("%w: to %s: %v", ErrConnReset, c.addr, cc.cause())
+		}
+		cc.pending[id] = ch
 		cc.mu.Unlock()
-		return nil, fmt.Errorf("%w: to %s: %v", ErrConnReset, c.addr, cc.cause())
 	}
-	cc.pending[id] = ch
-	cc.mu.Unlock()
 	f := &outFrame{h: header{typ: typ, reqID: id, epoch: c.cfg.epoch(), length: uint32(size)}, payload: payload, parts: parts, sent: make(chan struct{})}
 	if sum != nil {
 		f.sum, f.hasSum = *sum, true
@@ -197,7 +245,11 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte, parts [][
 func (cc *clientConn) forget(id uint64) {
 	cc.mu.Lock()
 	delete(cc.pending, id)
+	done := cc.settled()
 	cc.mu.Unlock()
+	if done {
+		cc.close(errSessionExpired)
+	}
 }
 
 // connect returns the live connection, dialing (one attempt at a time,
@@ -208,6 +260,13 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 		if c.closed {
 			c.mu.Unlock()
 			return nil, ErrClosed
+		}
+		if c.cur != nil && c.cfg.SessionTTL > 0 && time.Since(c.cur.born) > c.cfg.SessionTTL {
+			old := c.cur
+			c.cur = nil
+			c.mu.Unlock()
+			old.retire()
+			continue
 		}
 		if c.cur != nil {
 			select {
@@ -287,13 +346,13 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		tc.SetNoDelay(true)
 	}
 	nc.SetDeadline(time.Now().Add(c.cfg.DialTimeout))
-	peer, err := clientHandshake(nc, c.kr)
+	sess, err := clientHandshake(nc, c.kr, c.cfg.Mode)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("msgr: connect to %s: %w", c.addr, err)
 	}
 	nc.SetDeadline(time.Time{})
-	cc := &clientConn{conn: newConn(nc, peer, c.cfg.WriteTimeout), pending: map[uint64]chan result{}}
+	cc := &clientConn{conn: newConn(nc, sess, c.cfg.WriteTimeout), born: time.Now(), pending: map[uint64]chan result{}}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -320,7 +379,11 @@ func (cc *clientConn) deliver(h header, payload []byte, _ []uint32) {
 	cc.mu.Lock()
 	ch := cc.pending[h.reqID]
 	delete(cc.pending, h.reqID)
+	done := cc.settled()
 	cc.mu.Unlock()
+	if done {
+		defer cc.close(errSessionExpired) // after this reply is handed over
+	}
 	if ch == nil { // its caller gave up
 		bufpool.Put(buf)
 		return

@@ -37,6 +37,7 @@ type outFrame struct {
 type conn struct {
 	nc           net.Conn
 	peer         string
+	sess         *session // the frame protection: sess.out the writer's, sess.in the reader's
 	sendq        chan *outFrame
 	closed       chan struct{}
 	once         sync.Once
@@ -45,8 +46,8 @@ type conn struct {
 	writeTimeout time.Duration
 }
 
-func newConn(nc net.Conn, peer string, writeTimeout time.Duration) *conn {
-	return &conn{nc: nc, peer: peer, sendq: make(chan *outFrame, 256), closed: make(chan struct{}), writeTimeout: writeTimeout}
+func newConn(nc net.Conn, sess *session, writeTimeout time.Duration) *conn {
+	return &conn{nc: nc, peer: sess.peer, sess: sess, sendq: make(chan *outFrame, 256), closed: make(chan struct{}), writeTimeout: writeTimeout}
 }
 
 func (c *conn) close(err error) {
@@ -88,6 +89,7 @@ func (c *conn) send(f *outFrame) error {
 func (c *conn) writer() {
 	var bufs net.Buffers
 	var batch []*outFrame
+	var scratch [][]byte // pooled buffers of this batch's frames, given back once written
 	for {
 		var f *outFrame
 		select {
@@ -107,35 +109,17 @@ func (c *conn) writer() {
 			}
 		}
 		bufs = bufs[:0]
+		scratch = scratch[:0]
 		for _, f := range batch {
-			// header and trailing checksum share one small buffer
-			frame := make([]byte, headerLen+4)
-			f.h.put(frame[:headerLen])
-			bufs = append(bufs, frame[:headerLen])
-			crc := f.sum
-			if f.parts == nil {
-				if !f.hasSum {
-					crc = crc32c.Checksum(f.payload)
-				}
-				bufs = append(bufs, f.payload)
-			}
-			for i, p := range f.parts {
-				switch {
-				case f.hasSum:
-				case i < len(f.sums) && f.sums[i].Valid:
-					crc = crc32c.Combine(crc, f.sums[i].CRC, int64(len(p)))
-				default:
-					crc = crc32c.Update(crc, p)
-				}
-				bufs = append(bufs, p)
-			}
-			binary.LittleEndian.PutUint32(frame[headerLen:], crc)
-			bufs = append(bufs, frame[headerLen:])
+			bufs, scratch = c.appendFrame(bufs, scratch, f)
 		}
 		if c.writeTimeout > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 		}
 		_, err := bufs.WriteTo(c.nc)
+		for _, b := range scratch {
+			bufpool.Put(b)
+		}
 		for _, f := range batch {
 			if f.sent != nil {
 				close(f.sent)
@@ -147,6 +131,60 @@ func (c *conn) writer() {
 			return
 		}
 	}
+}
+
+// appendFrame appends f's wire form to bufs, protected as the session's
+// mode says: header, payload, checksum and tag (ModeCRC), or header,
+// ciphertext and tag (ModeSecure). A payload in parts is gathered into a
+// pooled buffer (appended to scratch) for the cipher, which needs it
+// whole; ModeCRC's single-slice payloads are written from the caller's
+// buffer.
+func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net.Buffers, [][]byte) {
+	fc := c.sess.out
+	n := len(f.payload)
+	if f.parts != nil {
+		n = 0
+		for _, p := range f.parts {
+			n += len(p)
+		}
+	}
+	whole := f.payload
+	if f.parts != nil || fc.mode == ModeSecure {
+		b := bufpool.Get(n + tagLen)
+		scratch = append(scratch, b)
+		off := copy(b, f.payload)
+		for _, p := range f.parts {
+			off += copy(b[off:], p)
+		}
+		whole = b[:n]
+	}
+	// header, checksum and tag share one small buffer
+	frame := make([]byte, headerLen+4+tagLen)
+	hdr := frame[:headerLen]
+	f.h.length = uint32(n)
+	f.h.put(hdr)
+	bufs = append(bufs, hdr)
+	if fc.mode == ModeSecure {
+		return append(bufs, fc.seal(hdr, whole[:cap(whole)], n)), scratch
+	}
+	crc := f.sum
+	switch {
+	case f.hasSum:
+	case f.parts == nil:
+		crc = crc32c.Checksum(f.payload)
+	default:
+		crc = 0
+		for i, p := range f.parts {
+			if i < len(f.sums) && f.sums[i].Valid {
+				crc = crc32c.Combine(crc, f.sums[i].CRC, int64(len(p)))
+			} else {
+				crc = crc32c.Update(crc, p)
+			}
+		}
+	}
+	binary.LittleEndian.PutUint32(frame[headerLen:], crc)
+	copy(frame[headerLen+4:], fc.crcTag(hdr, crc, whole))
+	return append(bufs, whole, frame[headerLen:]), scratch
 }
 
 // drain releases senders of frames that will never be written.
@@ -170,7 +208,7 @@ func (c *conn) reader(keepSums bool, deliver func(h header, payload []byte, sums
 	hdr := make([]byte, headerLen)
 	sr := newSockReader(c.nc)
 	for {
-		h, payload, sums, err := readFrame(br, hdr, keepSums, sr)
+		h, payload, sums, err := readFrame(br, hdr, keepSums, sr, c.sess.in)
 		if err != nil {
 			c.close(fmt.Errorf("read from %s: %w", c.peer, err))
 			return

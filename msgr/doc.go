@@ -5,14 +5,20 @@
 // # Protocol
 //
 // A connection starts with a handshake in which both ends prove knowledge
-// of the cluster key from their keyring (HMAC-SHA256 over fresh nonces from
-// both sides; the key never crosses the wire), so an unauthenticated peer —
-// or an impostor server — is refused with ErrAuth before any message. Then
-// both ends exchange frames: a 32-byte header (magic, version, flags,
-// message type, request id, the sender's OSD map epoch, payload length, a
-// crc32c of the header) and the payload with its own crc32c. A frame that
-// fails a check closes the connection (ErrProtocol); nothing corrupt is
-// delivered. The reader of a large payload checks it 4 KiB block by
+// of the entity's key from their keyring (HMAC-SHA256 over fresh nonces
+// from both sides; the key never crosses the wire), so an unauthenticated
+// peer — or an impostor server — is refused with ErrAuth before any
+// message. Both ends then derive the session's keys from the entity key,
+// the nonces, the names and the mode (HKDF-SHA256), one per direction, and
+// exchange frames: a 32-byte header (magic, version, flags, message type,
+// request id, the sender's OSD map epoch, payload length, a crc32c of the
+// header), the payload, and in ModeCRC its crc32c and an AES-GCM tag over
+// all three — in ModeSecure the payload encrypted and its tag. The tag's
+// nonce is the frame's number in its direction, so an altered, injected,
+// dropped, reordered or replayed frame fails, as does a corrupt one: the
+// connection closes (ErrProtocol) and nothing is delivered. Sessions live
+// Config.SessionTTL: a client then moves new requests to a new connection
+// (new keys) and closes the old once answered. The reader of a large payload checks it 4 KiB block by
 // block and keeps the blocks' checksums (Message.BlockSums) for a receiver
 // that stores the data; a sender that already knows a part's checksum
 // gives it (Checksum's known, ReplyVecThen's sums) and the frame's is
@@ -34,11 +40,14 @@
 //
 // # Buffers and copies
 //
-// A payload is written with one vectored write (header, payload, checksum)
-// straight from the caller's buffer — batched with whatever else is queued
-// on the connection — and read into a pooled, size-classed buffer that the
-// receiver returns with Message.Release. A 4 MiB write therefore costs one
-// copy into the kernel and one out of it, and no steady-state allocation.
+// A payload is written with one vectored write (header, payload, checksum,
+// tag) straight from the caller's buffer — batched with whatever else is
+// queued on the connection — and read into a pooled, size-classed buffer
+// that the receiver returns with Message.Release. A 4 MiB write therefore
+// costs, in ModeCRC, one copy into the kernel and one out of it, and no
+// steady-state allocation; a payload given in parts (CallVec, ReplyVec) is
+// gathered into one pooled buffer first, as the tag's cipher needs it
+// whole, and ModeSecure encrypts such a copy.
 // A payload of 256 KiB or more is read straight from the socket in pieces
 // checksummed while in cache, with a receive low-water mark (SO_RCVLOWAT)
 // of what the frame still has to deliver, up to 1 MiB: the reader is

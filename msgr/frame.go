@@ -23,7 +23,11 @@ import (
 //	length  u32     payload bytes
 //	hcrc    u32     crc32c of the 28 bytes before it
 //
-// then the payload and a trailing crc32c of the payload (u32). A reply
+// then, in a crc session (Mode), the payload, its crc32c (u32) and a
+// 16-byte AES-GCM tag over header, payload and checksum; in a secure
+// session, the payload encrypted and its tag (the header is the
+// associated data). The tag's nonce is the frame's number in its
+// direction of the session, so a frame verifies nowhere else. A reply
 // carries the request's reqID; an error reply's payload is a code (i32)
 // and a message.
 const (
@@ -89,15 +93,19 @@ const blockSumsMin = 64 << 10
 // would only add system calls.
 const sockReadMin = 256 << 10
 
-// readFrame reads one frame; the payload is read into a pooled buffer the
-// caller must release with bufpool.Put. With keepSums, a payload of
-// blockSumsMin bytes or more is checked block by block: sums holds the
-// crc32c of each of its whole 4 KiB blocks (from its start), combined
-// into the frame's checksum (a server's requests: data an OSD stores).
-// With sr (nil: none) and r the connection's bufio.Reader, a payload of
+// readFrame reads one frame and checks it with fc, the session's
+// protection of this direction: the payload is read into a pooled buffer
+// the caller must release with bufpool.Put. ModeCRC: the payload's
+// crc32c, then the tag over header, payload and checksum; with keepSums,
+// a payload of blockSumsMin bytes or more is checksummed block by block:
+// sums holds the crc32c of each of its whole 4 KiB blocks (from its
+// start), combined into the frame's checksum (a server's requests: data
+// an OSD stores). ModeSecure: the ciphertext is decrypted and verified in
+// place, and the block checksums, if kept, taken from the plaintext. With
+// sr (nil: none) and r the connection's bufio.Reader, a payload of
 // sockReadMin bytes or more is read straight from the socket once r's
 // buffered bytes are used (sockReader).
-func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header, payload []byte, sums []uint32, err error) {
+func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frameCipher) (h header, payload []byte, sums []uint32, err error) {
 	if _, err := io.ReadFull(r, hdr[:headerLen]); err != nil {
 		return header{}, nil, nil, err
 	}
@@ -105,15 +113,12 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header
 	if err != nil {
 		return header{}, nil, nil, err
 	}
-	buf := bufpool.Get(int(h.length) + 4)
-	payload = buf[:h.length]
-	if keepSums && len(payload) >= blockSumsMin {
-		sums = make([]uint32, 0, len(payload)/crc32c.Block)
+	trailer := 4 + tagLen
+	if fc.mode == ModeSecure {
+		trailer = tagLen
 	}
-	// Read and checksum piece by piece: each piece is checksummed while
-	// the read's copy has left it in the CPU's cache, instead of one pass
-	// over the whole payload from memory afterwards.
-	var got uint32
+	buf := bufpool.Get(int(h.length) + trailer)
+	payload = buf[:h.length]
 	fill := func(p []byte, more int) error { // more: bytes of the frame after p
 		_, err := io.ReadFull(r, p)
 		return err
@@ -128,11 +133,37 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header
 		}
 		defer sr.reset()
 	}
+	fail := func(err error) (header, []byte, []uint32, error) {
+		bufpool.Put(buf)
+		return header{}, nil, nil, err
+	}
+	if fc.mode == ModeSecure {
+		for off := 0; off < len(buf[:int(h.length)+trailer]); {
+			end := min(off+crc32c.Piece, int(h.length)+trailer)
+			if err := fill(buf[off:end], int(h.length)+trailer-end); err != nil {
+				return fail(err)
+			}
+			off = end
+		}
+		if _, err := fc.open(hdr[:headerLen], buf[:int(h.length)+trailer]); err != nil {
+			return fail(err)
+		}
+		if keepSums && len(payload) >= blockSumsMin {
+			sums = crc32c.BlockSums(make([]uint32, 0, len(payload)/crc32c.Block), payload)
+		}
+		return h, payload, sums, nil
+	}
+	if keepSums && len(payload) >= blockSumsMin {
+		sums = make([]uint32, 0, len(payload)/crc32c.Block)
+	}
+	// Read and checksum piece by piece: each piece is checksummed while
+	// the read's copy has left it in the CPU's cache, instead of one pass
+	// over the whole payload from memory afterwards.
+	var got uint32
 	for off := 0; off < len(payload); {
 		end := min(off+crc32c.Piece, len(payload))
 		if err := fill(payload[off:end], len(buf)-end); err != nil {
-			bufpool.Put(buf)
-			return header{}, nil, nil, err
+			return fail(err)
 		}
 		if sums != nil {
 			sums = crc32c.BlockSums(sums, payload[off:end])
@@ -142,15 +173,17 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader) (h header
 		off = end
 	}
 	if err := fill(buf[h.length:], 0); err != nil {
-		bufpool.Put(buf)
-		return header{}, nil, nil, err
+		return fail(err)
 	}
 	if sums != nil {
 		got = crc32c.FromBlocks(sums, payload)
 	}
-	if want := binary.LittleEndian.Uint32(buf[h.length:]); got != want {
-		bufpool.Put(buf)
-		return header{}, nil, nil, fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want)
+	want := binary.LittleEndian.Uint32(buf[h.length:])
+	if got != want {
+		return fail(fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want))
+	}
+	if err := fc.checkCRCTag(hdr[:headerLen], want, payload, buf[int(h.length)+4:int(h.length)+trailer]); err != nil {
+		return fail(err)
 	}
 	return h, payload, sums, nil
 }

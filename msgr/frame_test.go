@@ -2,34 +2,61 @@ package msgr
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
 	"net"
 	"testing"
+
+	"github.com/shoal-project/shoal/internal/bufpool"
 )
 
-func encodeFrame(h header, payload []byte) []byte {
-	b := make([]byte, headerLen)
-	h.length = uint32(len(payload))
-	h.put(b)
-	b = append(b, payload...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
+// testKey is the session key of the frames these tests make.
+var testKey = bytes.Repeat([]byte{7}, 32)
+
+// cipherAt is one direction's protection in mode m at sequence number seq.
+func cipherAt(m Mode, seq uint64) *frameCipher {
+	fc, err := newFrameCipher(testKey, m)
+	if err != nil {
+		panic(err)
+	}
+	fc.seq = seq
+	return fc
 }
+
+// encodeFrameMode is frame number seq of a session in mode m, as a
+// connection's writer makes it.
+func encodeFrameMode(m Mode, seq uint64, h header, payload []byte) []byte {
+	c := &conn{sess: &session{out: cipherAt(m, seq)}}
+	bufs, scratch := c.appendFrame(nil, nil, &outFrame{h: h, payload: payload})
+	var out []byte
+	for _, b := range bufs {
+		out = append(out, b...)
+	}
+	for _, b := range scratch {
+		bufpool.Put(b)
+	}
+	return out
+}
+
+// encodeFrame is the first frame of a ModeCRC session.
+func encodeFrame(h header, payload []byte) []byte { return encodeFrameMode(ModeCRC, 0, h, payload) }
+
+// in is the receiving side of encodeFrame's session, at its first frame.
+func in() *frameCipher { return cipherAt(ModeCRC, 0) }
 
 // Frames round-trip; any damage to header or payload is caught by its
 // checksum, never delivered.
 func TestFrameChecksums(t *testing.T) {
 	f := encodeFrame(header{flags: flagReply, typ: 7, reqID: 42, epoch: 9}, []byte("payload bytes"))
-	h, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil)
+	h, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil, in())
 	if err != nil || h.typ != 7 || h.reqID != 42 || h.epoch != 9 || string(p) != "payload bytes" {
 		t.Fatalf("round trip: %+v %q %v", h, p, err)
 	}
 	for i := range f {
 		bad := append([]byte(nil), f...)
 		bad[i] ^= 0x10
-		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), i%2 == 0, nil); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), i%2 == 0, nil, in()); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
 	}
@@ -44,10 +71,10 @@ func TestFrameBlockSums(t *testing.T) {
 		payload[i] = byte(i * 7)
 	}
 	f := encodeFrame(header{typ: 3, reqID: 1}, payload)
-	if _, _, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil); err != nil || sums != nil {
+	if _, _, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil, in()); err != nil || sums != nil {
 		t.Fatalf("without keepSums: %d sums, %v", len(sums), err)
 	}
-	_, p, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), true, nil)
+	_, p, sums, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), true, nil, in())
 	if err != nil || !bytes.Equal(p, payload) {
 		t.Fatalf("round trip: %v", err)
 	}
@@ -73,7 +100,7 @@ func TestFrameBlockSums(t *testing.T) {
 	for _, i := range []int{headerLen, headerLen + 4096*17 + 99, headerLen + len(payload) - 1, len(f) - 1} {
 		bad := append([]byte(nil), f...)
 		bad[i] ^= 0x01
-		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), true, nil); !errors.Is(err, ErrProtocol) {
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), true, nil, in()); !errors.Is(err, ErrProtocol) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
 	}
@@ -83,8 +110,8 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(encodeFrame(header{typ: 1, reqID: 1}, []byte("x")))
 	f.Add([]byte("SHM1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, p, _, err := readFrame(bytes.NewReader(b), make([]byte, headerLen), len(b)%2 == 0, nil)
-		if err == nil && (int(h.length) != len(p) || len(b) < headerLen+len(p)+4) {
+		h, p, _, err := readFrame(bytes.NewReader(b), make([]byte, headerLen), len(b)%2 == 0, nil, in())
+		if err == nil && (int(h.length) != len(p) || len(b) < headerLen+len(p)+4+tagLen) {
 			t.Fatalf("accepted a frame longer than its input")
 		}
 	})
@@ -97,7 +124,7 @@ func FuzzReadFrame(f *testing.F) {
 func TestSendAfterCloseReleased(t *testing.T) {
 	a, b := net.Pipe()
 	defer b.Close()
-	c := newConn(a, "test", 0)
+	c := newConn(a, &session{peer: "test", out: cipherAt(ModeCRC, 0), in: in()}, 0)
 	done := make(chan struct{})
 	go func() { c.writer(); close(done) }()
 	c.close(errors.New("test"))

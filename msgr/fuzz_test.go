@@ -13,7 +13,7 @@ import (
 // name, never a panic; fields are at most 255 bytes.
 func FuzzHandshake(f *testing.F) {
 	var hello bytes.Buffer
-	for _, fl := range [][]byte{[]byte(helloMagic), {handshakeVers}, []byte("client.admin"), make([]byte, nonceSize)} {
+	for _, fl := range [][]byte{[]byte(helloMagic), {handshakeVers}, []byte("client.admin"), make([]byte, nonceSize), {byte(ModeSecure)}} {
 		writeField(&hello, fl)
 	}
 	f.Add(hello.Bytes())
@@ -23,11 +23,11 @@ func FuzzHandshake(f *testing.F) {
 		serverHandshake(struct {
 			io.Reader
 			io.Writer
-		}{bytes.NewReader(b), io.Discard}, kr)
+		}{bytes.NewReader(b), io.Discard}, kr, Mode(len(b)%2))
 		clientHandshake(struct {
 			io.Reader
 			io.Writer
-		}{bytes.NewReader(b), io.Discard}, kr)
+		}{bytes.NewReader(b), io.Discard}, kr, Mode(len(b)%2))
 	})
 }
 

@@ -55,9 +55,9 @@ func TestSockReaderTail(t *testing.T) {
 		for i := range payload {
 			payload[i] = byte(i * 13)
 		}
-		small := encodeFrame(header{typ: 1, reqID: 1}, []byte("before"))
-		large := encodeFrame(header{typ: 2, reqID: 2}, payload)
-		after := encodeFrame(header{typ: 3, reqID: 3}, []byte("after"))
+		small := encodeFrameMode(ModeCRC, 0, header{typ: 1, reqID: 1}, []byte("before"))
+		large := encodeFrameMode(ModeCRC, 1, header{typ: 2, reqID: 2}, payload)
+		after := encodeFrameMode(ModeCRC, 2, header{typ: 3, reqID: 3}, []byte("after"))
 		type read struct {
 			typ uint16
 			p   []byte
@@ -65,9 +65,9 @@ func TestSockReaderTail(t *testing.T) {
 		}
 		got := make(chan read, 3)
 		go func() {
-			br, hdr, sr := bufio.NewReaderSize(rcv, 64<<10), make([]byte, headerLen), newSockReader(rcv)
+			br, hdr, sr, rin := bufio.NewReaderSize(rcv, 64<<10), make([]byte, headerLen), newSockReader(rcv), in()
 			for range 3 {
-				h, p, _, err := readFrame(br, hdr, false, sr)
+				h, p, _, err := readFrame(br, hdr, false, sr, rin)
 				got <- read{h.typ, p, err}
 				if err != nil {
 					return

@@ -69,14 +69,19 @@ func (s *Server) serve(nc net.Conn) {
 		tc.SetNoDelay(true)
 	}
 	nc.SetDeadline(time.Now().Add(s.cfg.DialTimeout))
-	peer, err := serverHandshake(nc, s.kr)
+	sess, err := serverHandshake(nc, s.kr, s.cfg.Mode)
 	if err != nil {
 		s.cfg.Logger.Warn("msgr: refused peer", "remote", nc.RemoteAddr().String(), "err", err)
 		nc.Close()
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	c := newConn(nc, peer, s.cfg.WriteTimeout)
+	peer := sess.peer
+	c := newConn(nc, sess, s.cfg.WriteTimeout)
+	if ttl := s.cfg.SessionTTL; ttl > 0 { // a client retires it after ttl; one that does not is cut off
+		t := time.AfterFunc(2*ttl, func() { c.close(errSessionExpired) })
+		defer t.Stop()
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

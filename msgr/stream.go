@@ -8,12 +8,20 @@ import (
 // Authenticate runs the handshake on a raw connection — as the accepting
 // end when server is set — and returns the peer's entity name, or ErrAuth.
 // It lets other protocols (the MONs' raft transport) share the
-// messenger's authentication.
+// messenger's authentication; what they send afterwards is theirs, not
+// the messenger's protected frames.
 func Authenticate(nc net.Conn, kr Keyring, server bool, timeout time.Duration) (string, error) {
 	nc.SetDeadline(time.Now().Add(timeout))
 	defer nc.SetDeadline(time.Time{})
+	var s *session
+	var err error
 	if server {
-		return serverHandshake(nc, kr)
+		s, err = serverHandshake(nc, kr, ModeCRC)
+	} else {
+		s, err = clientHandshake(nc, kr, ModeCRC)
 	}
-	return clientHandshake(nc, kr)
+	if err != nil {
+		return "", err
+	}
+	return s.peer, nil
 }

@@ -134,6 +134,9 @@ type OSD struct {
 	name        string // entity name, osd.N
 
 	auth atomic.Pointer[authState] // the MONs' key database and every entity's caps
+	// sess is the messenger's frame protection (Mode, SessionTTL: ms_mode,
+	// ms_session_ttl), read at start.
+	sess msgr.Config
 	// authMu serialises fetchAuth; authAt is when its last fetch began,
 	// authEarlyAt its last for an unknown entity, authDump the last
 	// database installed.
@@ -241,7 +244,10 @@ func (d *OSD) start() error {
 		return fmt.Errorf("osd: keyring: %w", err)
 	}
 	d.auth.Store(&authState{caps: t})
-	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log, Transport: d.o.Transport})
+	if d.sess, err = msgr.SessionConfig(msgr.Config{}, d.conf().String("ms_mode"), d.conf().Seconds("ms_session_ttl")); err != nil {
+		return fmt.Errorf("osd: %w", err)
+	}
+	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
 	if err != nil {
 		return err
 	}
@@ -263,14 +269,14 @@ func (d *OSD) start() error {
 			return lookup(name)
 		}
 	}
-	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport})
+	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
 	if err != nil {
 		return fmt.Errorf("osd: %w", err)
 	}
 	nonce := time.Now().UnixNano() % 1_000_000_000
 	d.addr = fmt.Sprintf("%s/%d", d.srv.Addr(), nonce)
 	if d.o.ClusterAddr != "" {
-		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport}); err != nil {
+		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL}); err != nil {
 			return fmt.Errorf("osd: cluster network: %w", err)
 		}
 		d.clusterAddr = fmt.Sprintf("%s/%d", d.back.Addr(), nonce)

@@ -158,7 +158,11 @@ func (d *shoalDriver) connect(ctx context.Context) (*client.Conn, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := client.Connect(cctx, d.conf.ClientConfig(user, kr))
+	ccfg, err := d.conf.ClientConfig(user, kr)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: %w", err)
+	}
+	conn, err := client.Connect(cctx, ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: target: connect to %s: %w", strings.Join(d.conf.MonAddrs(), ","), err)
 	}

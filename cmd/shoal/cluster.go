@@ -55,7 +55,11 @@ func connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := client.Connect(ctx, c.ClientConfig(clientName, kr))
+	ccfg, err := c.ClientConfig(clientName, kr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := client.Connect(ctx, ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", strings.Join(c.MonAddrs(), ","), err)
 	}

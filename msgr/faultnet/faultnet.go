@@ -14,13 +14,16 @@
 //     retransmissions would deliver it.
 //   - Reset: every open connection on the link is closed at once (a
 //     dropped connection; both ends see it fail); new dials succeed.
+//   - Tamper: what is written on the link passes through the test's
+//     function first, as through an attacker on the path who rewrites,
+//     drops or repeats bytes.
 //   - Delay: what is written on the link arrives a duration drawn
 //     uniformly from [min, max] later (writes return at once). Within a
 //     connection bytes stay in order (the messenger needs a stream);
 //     jitter reorders messages sent on different connections, which is
 //     the reordering a real network shows the messenger.
 //
-// Heal removes every partition and delay. A Net is safe for concurrent
+// Heal removes every partition, delay and tampering. A Net is safe for concurrent
 // use; the faults apply to connections made before and after they are
 // set.
 package faultnet
@@ -41,6 +44,7 @@ type Net struct {
 	mu      sync.Mutex
 	cut     map[link]bool
 	delay   map[link][2]time.Duration
+	tamper  map[link]func([]byte) []byte
 	conns   map[*conn]struct{}
 	changed chan struct{} // closed (and replaced) when a fault is removed
 }
@@ -57,7 +61,7 @@ func linkOf(a, b string) link {
 
 // New returns a Net with no faults.
 func New() *Net {
-	return &Net{cut: map[link]bool{}, delay: map[link][2]time.Duration{}, conns: map[*conn]struct{}{}, changed: make(chan struct{})}
+	return &Net{cut: map[link]bool{}, delay: map[link][2]time.Duration{}, tamper: map[link]func([]byte) []byte{}, conns: map[*conn]struct{}{}, changed: make(chan struct{})}
 }
 
 // Wrap returns inner with this Net's faults, for a process on host (the
@@ -83,6 +87,15 @@ func (f *Net) Delay(a, b string, min, max time.Duration) {
 	f.delay[linkOf(a, b)] = [2]time.Duration{min, max}
 }
 
+// Tamper passes every write on the link between a and b (either way)
+// through fn, which gets the written bytes (its own copy) and returns
+// what goes on the wire in their place.
+func (f *Net) Tamper(a, b string, fn func(p []byte) []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tamper[linkOf(a, b)] = fn
+}
+
 // Reset closes every open connection between a and b.
 func (f *Net) Reset(a, b string) {
 	l := linkOf(a, b)
@@ -105,6 +118,7 @@ func (f *Net) Heal() {
 	defer f.mu.Unlock()
 	clear(f.cut)
 	clear(f.delay)
+	clear(f.tamper)
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
@@ -225,6 +239,7 @@ type conn struct {
 
 type chunk struct {
 	b  []byte
+	n  int       // the bytes the writer wrote (b may differ: Tamper)
 	at time.Time // when the link's delay lets it through
 }
 
@@ -238,7 +253,14 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 		if c.queued == 0 || c.queued+len(p) <= sendBuffer {
 			_, delay, _ := c.f.state(c.link)
-			c.queue = append(c.queue, chunk{b: append([]byte(nil), p...), at: time.Now().Add(delay)})
+			b := append([]byte(nil), p...)
+			c.f.mu.Lock()
+			fn := c.f.tamper[c.link]
+			c.f.mu.Unlock()
+			if fn != nil {
+				b = fn(b)
+			}
+			c.queue = append(c.queue, chunk{b: b, n: len(p), at: time.Now().Add(delay)})
 			c.queued += len(p)
 			c.mu.Unlock()
 			signal(c.data)
@@ -314,7 +336,7 @@ func (c *conn) pump() {
 		c.mu.Lock()
 		c.queue[0] = chunk{} // the sent bytes are not kept by the queue's array
 		c.queue = c.queue[1:]
-		c.queued -= len(ch.b)
+		c.queued -= ch.n
 		if err != nil && c.err == nil {
 			c.err = err
 		}
