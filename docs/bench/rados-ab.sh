@@ -12,7 +12,7 @@
 # generator for both sides (NEW_BINARY's `shoal bench rados`), printing
 # MB/s, IOPS, latency and the daemons' CPU (lib.sh).
 #
-# CONF_A and CONF_B, when set, are lines appended to side A's or B's
+# CONF_A and CONF_B, when set, are lines added, under a [global] header, to side A's or B's
 # shoal.conf before its daemons start (one binary under two settings):
 #   CONF_A='daemon_sysmon_poll = true' CONF_B='daemon_sysmon_poll = false' \
 #     docs/bench/rados-ab.sh ./shoal ./shoal 2 10
@@ -32,7 +32,7 @@ for round in $(seq "$ROUNDS"); do
     conf=${CONF_A:-}; [ "$side" = B ] && conf=${CONF_B:-}
     if [ -n "$conf" ]; then
       "$bin" down --data "$DIR" > /dev/null
-      printf '%s\n' "$conf" >> "$DIR/shoal.conf"
+      printf '[global]\n%s\n' "$conf" >> "$DIR/shoal.conf" # a section of its own: the file ends in the gateway's
       "$bin" up --detach --data "$DIR" --no-gateway > /dev/null
     fi
     export SHOAL_CONF=$DIR/shoal.conf

@@ -10,7 +10,7 @@
 # put32m, get32m) with one load generator, NEW_BINARY's `shoal bench s3`,
 # printing ops/s, MB/s, latency and the daemons' CPU per request (lib.sh).
 #
-# CONF_A and CONF_B, when set, are lines appended to side A's or B's
+# CONF_A and CONF_B, when set, are lines added, under a [global] header, to side A's or B's
 # shoal.conf before its daemons start (so one binary can be compared with
 # itself under two settings), e.g.
 #   CONF_A='rgw_bucket_index_range_shards = 8' CONF_B='rgw_bucket_index_range_shards = 2' \
@@ -46,7 +46,7 @@ for round in $(seq "$ROUNDS"); do
     conf=${CONF_A:-}; [ $side = B ] && conf=${CONF_B:-}
     if [ -n "$conf" ]; then
       "$bin" down --data "$DIR" > /dev/null
-      printf '%s\n' "$conf" >> "$DIR/shoal.conf"
+      printf '[global]\n%s\n' "$conf" >> "$DIR/shoal.conf" # a section of its own: the file ends in the gateway's
       "$bin" up --detach --data "$DIR" > /tmp/shoal-bench-ab-up.log
     fi
     set -a; . "$DIR/s3.env"; set +a

@@ -10,7 +10,7 @@
 # and runs 64 KiB PUTs, then GETs, 16 at a time, for SECS seconds each,
 # with B_BINARY's load generator for both (its own calls are counted
 # too, alike on both sides). Needs perf (linux-perf) and root. CONF_A and
-# CONF_B, when set, are lines appended to that side's shoal.conf before
+# CONF_B, when set, are lines added under a [global] header to that side's shoal.conf before
 # its daemons start (see s3-ab.sh).
 set -euo pipefail
 A=$1 B=$2 ROUNDS=${3:-3} SECS=${4:-10}
@@ -27,7 +27,7 @@ for r in $(seq "$ROUNDS"); do
     conf=${CONF_A:-}; [ "$side" = B ] && conf=${CONF_B:-}
     if [ -n "$conf" ]; then # one binary under two settings, as s3-ab.sh
       "$bin" down --data "$DIR" > /dev/null
-      printf '%s\n' "$conf" >> "$DIR/shoal.conf"
+      printf '[global]\n%s\n' "$conf" >> "$DIR/shoal.conf" # a section of its own: the file ends in the gateway's
       "$bin" up --detach --data "$DIR" > /dev/null
     fi
     for op in put get; do
