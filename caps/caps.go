@@ -29,7 +29,8 @@ package caps
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -55,6 +56,8 @@ const (
 	all = Read | Write | Exec | ClassRead | ClassWrite | Admin
 )
 
+// String is p in the grammar's letters: "*" for every permission, else
+// r, w and x, then " class-read", " class-write", " admin" ("rw").
 func (p Perm) String() string {
 	if p == all {
 		return "*"
@@ -130,17 +133,15 @@ func ParseMon(s string) (*Mon, error) {
 		return nil, err
 	}
 	for _, g := range grants {
-		toks := g
-		if toks[0] == "allow" {
-			toks = toks[1:]
-		} else if toks[0] != "profile" {
-			return nil, fmt.Errorf("%w: mon %q: a grant starts with \"allow\" or \"profile\"", ErrSyntax, strings.Join(g, " "))
+		toks, err := grantWords("mon", g)
+		if err != nil {
+			return nil, err
 		}
 		switch {
 		case len(toks) == 2 && toks[0] == "profile":
 			p, ok := profileMon[toks[1]]
 			if !ok {
-				return nil, fmt.Errorf("%w: mon: unknown profile %q (%s)", ErrSyntax, toks[1], strings.Join(sortedKeys(profileMon), ", "))
+				return nil, fmt.Errorf("%w: mon: unknown profile %q (%s)", ErrSyntax, toks[1], strings.Join(slices.Sorted(maps.Keys(profileMon)), ", "))
 			}
 			m.profiles[toks[1]] = true
 			m.perm |= p.perm
@@ -153,7 +154,7 @@ func ParseMon(s string) (*Mon, error) {
 			}
 			m.commands[toks[1]] = true
 		case len(toks) == 1:
-			p, err := monPerm(toks[0])
+			p, err := rwx(toks[0], Exec, "mon")
 			if err != nil {
 				return nil, err
 			}
@@ -165,7 +166,22 @@ func ParseMon(s string) (*Mon, error) {
 	return m, nil
 }
 
-func monPerm(s string) (Perm, error) {
+// grantWords checks that grant g of service svc starts with "allow" or
+// "profile" and returns its words after "allow".
+func grantWords(svc string, g []string) ([]string, error) {
+	switch g[0] {
+	case "allow":
+		return g[1:], nil
+	case "profile":
+		return g, nil
+	}
+	return nil, fmt.Errorf("%w: %s %q: a grant starts with \"allow\" or \"profile\"", ErrSyntax, svc, strings.Join(g, " "))
+}
+
+// rwx reads a permission word of service svc: "*", or letters r, w and x,
+// x being the service's x (Exec on the MONs, both class permissions on
+// the OSDs).
+func rwx(s string, x Perm, svc string) (Perm, error) {
 	if s == "*" {
 		return all, nil
 	}
@@ -177,13 +193,13 @@ func monPerm(s string) (Perm, error) {
 		case 'w':
 			p |= Write
 		case 'x':
-			p |= Exec
+			p |= x
 		default:
-			return 0, fmt.Errorf("%w: mon: permission %q: want *, r, w, x or a combination", ErrSyntax, s)
+			return 0, fmt.Errorf("%w: %s: %q: want *, r, w, x or a combination", ErrSyntax, svc, s)
 		}
 	}
 	if p == 0 {
-		return 0, fmt.Errorf("%w: mon: empty permission", ErrSyntax)
+		return 0, fmt.Errorf("%w: %s: empty permission", ErrSyntax, svc)
 	}
 	return p, nil
 }
@@ -217,11 +233,9 @@ func ParseOSD(s string) (*OSD, error) {
 		return nil, err
 	}
 	for _, g := range grants {
-		toks := g
-		if toks[0] == "allow" {
-			toks = toks[1:]
-		} else if toks[0] != "profile" {
-			return nil, fmt.Errorf("%w: osd %q: a grant starts with \"allow\" or \"profile\"", ErrSyntax, strings.Join(g, " "))
+		toks, err := grantWords("osd", g)
+		if err != nil {
+			return nil, err
 		}
 		var gr osdGrant
 		profile := ""
@@ -241,7 +255,7 @@ func ParseOSD(s string) (*OSD, error) {
 					return nil, err
 				}
 				if _, ok := profileOSD[profile]; !ok {
-					return nil, fmt.Errorf("%w: osd: unknown profile %q (%s)", ErrSyntax, profile, strings.Join(sortedKeys(profileOSD), ", "))
+					return nil, fmt.Errorf("%w: osd: unknown profile %q (%s)", ErrSyntax, profile, strings.Join(slices.Sorted(maps.Keys(profileOSD)), ", "))
 				}
 			case strings.HasPrefix(t, "pool="):
 				gr.pool = strings.TrimPrefix(t, "pool=")
@@ -260,7 +274,7 @@ func ParseOSD(s string) (*OSD, error) {
 				gr.perm |= ClassWrite
 			default:
 				var p Perm
-				if p, err = osdPerm(t); err == nil {
+				if p, err = rwx(t, ClassRead|ClassWrite, "osd"); err == nil {
 					gr.perm |= p
 				}
 			}
@@ -291,26 +305,6 @@ func ParseOSD(s string) (*OSD, error) {
 	return o, nil
 }
 
-func osdPerm(s string) (Perm, error) {
-	if s == "*" {
-		return all, nil
-	}
-	var p Perm
-	for _, c := range s {
-		switch c {
-		case 'r':
-			p |= Read
-		case 'w':
-			p |= Write
-		case 'x':
-			p |= ClassRead | ClassWrite
-		default:
-			return 0, fmt.Errorf("%w: osd: %q: want *, r, w, x, class-read, class-write, pool=NAME, object_prefix PREFIX or profile NAME", ErrSyntax, s)
-		}
-	}
-	return p, nil
-}
-
 // String is the capability string as given.
 func (o *OSD) String() string {
 	if o == nil {
@@ -322,33 +316,26 @@ func (o *OSD) String() string {
 // Allows reports whether o lets the holder do what needs need to object
 // oid of pool: the grants matching the pool and name together give every
 // bit of need. A nil OSD allows nothing.
-func (o *OSD) Allows(pool, oid string, need Perm) bool {
-	if o == nil {
-		return false
-	}
-	var have Perm
-	for _, g := range o.grants {
-		if (g.pool == "" || g.pool == pool) && (!g.hasPrefix || strings.HasPrefix(oid, g.prefix)) {
-			have |= g.perm
-		}
-	}
-	return have&need == need
-}
+func (o *OSD) Allows(pool, oid string, need Perm) bool { return o.granted(pool, &oid)&need == need }
 
 // AllowsPool reports whether o gives need on every object of pool (a
 // grant without an object prefix): what a listing or a pool-wide command
 // needs.
-func (o *OSD) AllowsPool(pool string, need Perm) bool {
+func (o *OSD) AllowsPool(pool string, need Perm) bool { return o.granted(pool, nil)&need == need }
+
+// granted is the union of the grants matching pool and object *oid (nil:
+// every object of the pool, so only grants without a prefix).
+func (o *OSD) granted(pool string, oid *string) Perm {
 	if o == nil {
-		return false
+		return 0
 	}
 	var have Perm
 	for _, g := range o.grants {
-		if (g.pool == "" || g.pool == pool) && !g.hasPrefix {
+		if (g.pool == "" || g.pool == pool) && (!g.hasPrefix || oid != nil && strings.HasPrefix(*oid, g.prefix)) {
 			have |= g.perm
 		}
 	}
-	return have&need == need
+	return have
 }
 
 // Entity is an entity's parsed capabilities.
@@ -408,17 +395,15 @@ func split(s string) ([][]string, error) {
 			inWord = false
 		}
 	}
-	endGrant := func() error {
+	endGrant := func() {
 		endWord()
-		if len(words) == 0 {
-			return nil
-		}
 		if len(words) > 1 && words[0] == "allow" && words[1] == "profile" {
 			words = words[1:]
 		}
-		grants = append(grants, words)
+		if len(words) > 0 {
+			grants = append(grants, words)
+		}
 		words = nil
-		return nil
 	}
 	for _, c := range s {
 		switch {
@@ -428,9 +413,7 @@ func split(s string) ([][]string, error) {
 		case quoted:
 			w.WriteRune(c)
 		case c == ',' || c == ';':
-			if err := endGrant(); err != nil {
-				return nil, err
-			}
+			endGrant()
 		case c == ' ' || c == '\t' || c == '\n':
 			endWord()
 		default:
@@ -441,19 +424,8 @@ func split(s string) ([][]string, error) {
 	if quoted {
 		return nil, fmt.Errorf("%w: %q: unterminated quote", ErrSyntax, s)
 	}
-	if err := endGrant(); err != nil {
-		return nil, err
-	}
+	endGrant()
 	return grants, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Table finds entities' parsed caps, as a MON or an OSD does for each

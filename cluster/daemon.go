@@ -82,18 +82,19 @@ func (c *Conf) FileKeys(entity string) (map[string]msgr.KeyringEntry, error) {
 }
 
 // ClientConfig is how entity (configured as configEntity) reaches the
-// cluster with key kr: the MONs, rados_osd_op_timeout and
-// objecter_inflight_op_bytes.
+// cluster with key kr: the MONs, rados_osd_op_timeout,
+// objecter_inflight_op_bytes, ms_mode and ms_session_ttl; an ms_mode that
+// is neither crc nor secure is an error.
 func (c *Conf) ClientConfig(configEntity string, kr msgr.Keyring) (client.Config, error) {
 	cfg := c.For(configEntity)
-	mode, err := msgr.ParseMode(cfg.String("ms_mode"))
+	sess, err := msgr.SessionConfig(msgr.Config{}, cfg.String("ms_mode"), cfg.Seconds("ms_session_ttl"))
 	if err != nil {
 		return client.Config{}, fmt.Errorf("%s: %w", configEntity, err)
 	}
 	return client.Config{MonAddrs: c.MonAddrs(), Keyring: kr,
 		OpTimeout:     time.Duration(cfg.Seconds("rados_osd_op_timeout") * float64(time.Second)),
 		InflightBytes: int64(cfg.Size("objecter_inflight_op_bytes")),
-		Mode:          mode, SessionTTL: time.Duration(cfg.Seconds("ms_session_ttl") * float64(time.Second))}, nil
+		Mode:          sess.Mode, SessionTTL: sess.SessionTTL}, nil
 }
 
 // MonAddrs are the MONs' addresses (mon_host).

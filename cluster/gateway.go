@@ -83,6 +83,9 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	if clientName == "" {
 		clientName = name
 		if _, err := c.Keyring(name); err != nil {
+			if _, serr := os.Stat(c.For(name).String("keyring")); serr == nil && c.For(name).String("keyring") != c.For("client.admin").String("keyring") {
+				return fmt.Errorf("%s: %w", name, err) // its own keyring exists but does not serve: do not run as admin instead
+			}
 			clientName = "client.admin"
 		}
 	}

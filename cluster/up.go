@@ -19,6 +19,7 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/internal/durable"
+	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/status"
 )
@@ -469,11 +470,7 @@ func ensureEntity(ctx context.Context, conn *client.Conn, entity string, caps ma
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	args := map[string]string{"entity": entity}
-	for svc, c := range caps {
-		args["caps_"+svc] = c
-	}
-	r, err := conn.MonCommand(ctx, "auth add", args)
+	r, err := conn.MonCommand(ctx, "auth add", monc.AuthArgs(entity, caps))
 	if err != nil {
 		return fmt.Errorf("up: key for %s: %w", entity, err)
 	}

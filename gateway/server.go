@@ -393,8 +393,10 @@ func (srv *Server) putBucketACL(rq *request) error {
 	return srv.setBucketConfig(rq, b, http.StatusOK, func(nb *rgw.Bucket) { nb.ACL = a })
 }
 
-// openForACL opens key for an ACL request: READ_ACP or WRITE_ACP on the
-// object.
+// openForACL opens key for a request about the object itself — its ACL
+// (READ_ACP, WRITE_ACP) or tags (READ, WRITE) — that perm on the object
+// allows; a missing key is answered as missingKey answers it. The caller
+// closes the object.
 func (srv *Server) openForACL(rq *request, b *rgw.Bucket, perm string) (*rgw.Object, error) {
 	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false)
 	if errors.Is(err, s3err.NoSuchKey) {
@@ -408,6 +410,16 @@ func (srv *Server) openForACL(rq *request, b *rgw.Bucket, perm string) (*rgw.Obj
 		return nil, err
 	}
 	return o, nil
+}
+
+// objectAllows is openForACL for a request that then changes the object's
+// head itself (its ACL or tags): only the verdict.
+func (srv *Server) objectAllows(rq *request, b *rgw.Bucket, perm string) error {
+	o, err := srv.openForACL(rq, b, perm)
+	if err == nil {
+		o.Close()
+	}
+	return err
 }
 
 func (srv *Server) routeObject(rq *request) error {
@@ -447,11 +459,9 @@ func (srv *Server) routeObject(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodPut:
 		if has(q, "tagging") {
-			o, err := srv.openForACL(rq, b, rgw.PermWrite)
-			if err != nil {
+			if err := srv.objectAllows(rq, b, rgw.PermWrite); err != nil {
 				return err
 			}
-			o.Close()
 			tags, err := bodyTags(rq.r, maxObjectTags)
 			if err != nil {
 				return err
@@ -463,11 +473,9 @@ func (srv *Server) routeObject(rq *request) error {
 			return nil
 		}
 		if has(q, "acl") {
-			o, err := srv.openForACL(rq, b, rgw.PermWriteACP)
-			if err != nil {
+			if err := srv.objectAllows(rq, b, rgw.PermWriteACP); err != nil {
 				return err
 			}
-			o.Close()
 			if b.ACLsDisabled() {
 				return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 			}
@@ -522,11 +530,9 @@ func (srv *Server) routeObject(rq *request) error {
 		return srv.getObject(rq, b, true)
 	case http.MethodDelete:
 		if has(q, "tagging") {
-			o, err := srv.openForACL(rq, b, rgw.PermWrite)
-			if err != nil {
+			if err := srv.objectAllows(rq, b, rgw.PermWrite); err != nil {
 				return err
 			}
-			o.Close()
 			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) error { h.Tags = nil; return nil }); err != nil {
 				return err
 			}
@@ -1519,10 +1525,12 @@ func (srv *Server) listVersions(rq *request, b *rgw.Bucket) error {
 // NotImplemented: the gateway cannot encrypt, and must not store in the
 // clear what the client asked to be encrypted (or read with a key it
 // would ignore).
+// Header keys are in canonical form (net/http's server and Header.Set
+// make them so), so the prefixes are compared as such, without lowering
+// every key of every request.
 func refuseSSE(h http.Header) error {
 	for k := range h {
-		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "x-amz-server-side-encryption") || strings.HasPrefix(lk, "x-amz-copy-source-server-side-encryption") {
+		if strings.HasPrefix(k, "X-Amz-Server-Side-Encryption") || strings.HasPrefix(k, "X-Amz-Copy-Source-Server-Side-Encryption") {
 			return s3err.NotImplemented.With("server-side encryption (%s) is not supported", k)
 		}
 	}

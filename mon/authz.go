@@ -48,11 +48,13 @@ func (d *Daemon) authorize(from string, c monc.Command) error {
 	e := d.capsOf(from)
 	switch {
 	case c.Prefix == "auth add" && !e.Mon.Allows("", need) && e.Mon.Profile("bootstrap-osd"):
-		if strings.HasPrefix(c.Args["entity"], "osd.") && (c.Args["caps_mon"] == "profile osd" || c.Args["caps_mon"] == "allow profile osd") &&
-			c.Args["caps_osd"] == "allow *" && len(capsArgs(c.Args)) == 2 {
+		_, exists := d.fsm.authEntry(c.Args["entity"])
+		if strings.HasPrefix(c.Args["entity"], "osd.") && !exists && c.Args["key"] == "" &&
+			(c.Args["caps_mon"] == "profile osd" || c.Args["caps_mon"] == "allow profile osd") &&
+			c.Args["caps_osd"] == "allow *" && len(monc.ArgsCaps(c.Args)) == 2 {
 			return nil
 		}
-		return fmt.Errorf("%w: %s (profile bootstrap-osd) may only add osd.N entities with caps mon 'profile osd' osd 'allow *'", monc.ErrPermission, from)
+		return fmt.Errorf("%w: %s (profile bootstrap-osd) may only add new osd.N entities, with a key the MONs make and caps mon 'profile osd' osd 'allow *'", monc.ErrPermission, from)
 	case e.Mon.Allows(c.Prefix, need):
 		return nil
 	case c.Prefix == "osd pool selfmanaged-snap create" || c.Prefix == "osd pool selfmanaged-snap rm":

@@ -77,9 +77,9 @@ type Daemon struct {
 	leaders map[string]*msgr.Client // messenger clients to the leader, by address
 	// fileCaps are FileKeys' caps (read-only once made).
 	fileCaps *caps.Table
-	// sess is the messenger's frame protection (Mode, SessionTTL: ms_mode,
-	// ms_session_ttl).
-	sess    msgr.Config
+	// msgr is the base of the MON's messenger configurations: its logger,
+	// transport and frame protection (ms_mode, ms_session_ttl).
+	msgr    msgr.Config
 	reports map[int32]map[int32]time.Time
 	wg      sync.WaitGroup // the tick loop
 
@@ -134,7 +134,7 @@ func Start(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	mcfg := o.Config.For(o.Name)
-	sess, err := msgr.SessionConfig(msgr.Config{}, mcfg.String("ms_mode"), mcfg.Seconds("ms_session_ttl"))
+	base, err := msgr.SessionConfig(msgr.Config{Logger: o.Logger, Transport: o.Transport}, mcfg.String("ms_mode"), mcfg.Seconds("ms_session_ttl"))
 	if err != nil {
 		return nil, fmt.Errorf("mon: %w", err)
 	}
@@ -159,7 +159,7 @@ func Start(o Options) (*Daemon, error) {
 	if o.Transport == nil {
 		o.Transport = msgr.TCP{}
 	}
-	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel, sess: sess,
+	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel, msgr: base,
 		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
 	d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
 		if k, ok := d.fsm.authKey(name); ok {
@@ -171,11 +171,7 @@ func Start(o Options) (*Daemon, error) {
 	if o.FileKeys == nil { // no keyring file given: everyone shares the daemon's key
 		d.o.Keyring.Lookup = nil
 	}
-	fileCaps := map[string]map[string]string{}
-	for n, e := range o.FileKeys {
-		fileCaps[n] = e.Caps
-	}
-	if d.fileCaps, err = caps.NewTable(nil, fileCaps, o.FileKeys == nil); err != nil {
+	if d.fileCaps, err = caps.NewTable(nil, msgr.KeyringCaps(o.FileKeys), o.FileKeys == nil); err != nil {
 		cancel()
 		return nil, fmt.Errorf("mon: keyring: %w", err)
 	}
@@ -183,7 +179,9 @@ func Start(o Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: o.Logger, Epoch: d.epoch, Transport: o.Transport, Mode: sess.Mode, SessionTTL: sess.SessionTTL})
+	lc := d.msgr
+	lc.Epoch = d.epoch
+	d.srv, err = msgr.Listen(o.Addr, d.o.Keyring, d.handle, lc)
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
@@ -368,7 +366,7 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	if err := d.authorize(from, c); err != nil {
 		return monc.Result{}, err
 	}
-	if c.Prefix != "mon status" && d.raft.State() != raft.Leader {
+	if c.Prefix != "mon status" {
 		if err := d.current(); err != nil { // a read it cannot vouch for, or a change it cannot forward
 			return monc.Result{}, err
 		}
@@ -486,7 +484,9 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 	d.mu.Lock()
 	c := d.leaders[la]
 	if c == nil {
-		c = msgr.Dial(la, d.o.Keyring, msgr.Config{Logger: d.log, MaxBackoff: 500 * time.Millisecond, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
+		fc := d.msgr
+		fc.MaxBackoff = 500 * time.Millisecond
+		c = msgr.Dial(la, d.o.Keyring, fc)
 		d.leaders[la] = c
 	}
 	d.mu.Unlock()

@@ -426,9 +426,9 @@ func Translate(c monc.Command) (Command, error) {
 	case "osd erasure-code-profile rm":
 		cmd = ECProfileRm{Name: a["name"]}
 	case "auth add":
-		cmd = AuthAdd{Entity: a["entity"], Key: a["key"], Caps: capsArgs(a)}
+		cmd = AuthAdd{Entity: a["entity"], Key: a["key"], Caps: monc.ArgsCaps(a)}
 	case "auth caps":
-		cmd = AuthCaps{Entity: a["entity"], Caps: capsArgs(a)}
+		cmd = AuthCaps{Entity: a["entity"], Caps: monc.ArgsCaps(a)}
 	case "auth rm":
 		cmd = AuthRm{Entity: a["entity"]}
 	default:
@@ -438,18 +438,6 @@ func Translate(c monc.Command) (Command, error) {
 		return nil, errs[0]
 	}
 	return cmd, nil
-}
-
-// capsArgs are a command's caps: arguments "caps_SERVICE" (caps_mon,
-// caps_osd), as Ceph's auth commands' "caps" list of service, caps pairs.
-func capsArgs(a map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		if svc, ok := strings.CutPrefix(k, "caps_"); ok {
-			out[svc] = v
-		}
-	}
-	return out
 }
 
 // ParseLoc reads a CRUSH location, "host=a rack=r1 root=default".

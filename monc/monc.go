@@ -112,6 +112,28 @@ func (e *AuthEntry) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(e))
 }
 
+// AuthArgs are the arguments of `auth add` or `auth caps` for entity
+// with caps (service → capability string): "caps_SERVICE" for each, as
+// Ceph's auth commands take service and caps pairs.
+func AuthArgs(entity string, caps map[string]string) map[string]string {
+	args := map[string]string{"entity": entity}
+	for svc, c := range caps {
+		args["caps_"+svc] = c
+	}
+	return args
+}
+
+// ArgsCaps reads the caps back from AuthArgs' arguments.
+func ArgsCaps(args map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range args {
+		if svc, ok := strings.CutPrefix(k, "caps_"); ok {
+			out[svc] = v
+		}
+	}
+	return out
+}
+
 // MapRequest asks for the OSD map after Have (0: the full map); Wait makes
 // the MON hold the request up to WaitFor until a newer epoch exists.
 type MapRequest struct {

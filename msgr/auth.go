@@ -61,6 +61,12 @@ type KeyringEntry struct {
 //		key = <base64 of 32 bytes>
 //		caps mon = "allow *"
 func WriteKeyring(path string, entries map[string]KeyringEntry) error {
+	return durable.WriteFile(path, FormatKeyring(entries), 0o600)
+}
+
+// FormatKeyring is a keyring file's text (WriteKeyring's format), the
+// entities and their caps in name order.
+func FormatKeyring(entries map[string]KeyringEntry) []byte {
 	var b strings.Builder
 	for _, n := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[n]
@@ -69,12 +75,22 @@ func WriteKeyring(path string, entries map[string]KeyringEntry) error {
 			fmt.Fprintf(&b, "\tcaps %s = \"%s\"\n", svc, e.Caps[svc]) // ini takes the outermost quotes off
 		}
 	}
-	return durable.WriteFile(path, []byte(b.String()), 0o600)
+	return []byte(b.String())
+}
+
+// KeyringCaps is each entry's caps (nil for an entry without caps lines),
+// as caps.NewTable takes a keyring file's.
+func KeyringCaps(entries map[string]KeyringEntry) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(entries))
+	for n, e := range entries {
+		out[n] = e.Caps
+	}
+	return out
 }
 
 // ReadKeyring reads every entity's key and caps from a keyring file.
 func ReadKeyring(path string) (map[string]KeyringEntry, error) {
-	f, err := ini.Load(path)
+	f, err := ini.LoadSources(ini.LoadOptions{IgnoreInlineComment: true}, path) // caps may hold ";"
 	if err != nil {
 		return nil, fmt.Errorf("keyring %s: %w", path, err)
 	}
@@ -129,7 +145,7 @@ func NewKey() ([]byte, error) {
 // LoadKeyring reads the key of entity name ("osd.3") from a keyring file:
 // its own section, else its type's ("osd.", shared by every OSD).
 func LoadKeyring(path, name string) (Keyring, error) {
-	f, err := ini.Load(path)
+	f, err := ini.LoadSources(ini.LoadOptions{IgnoreInlineComment: true}, path) // caps may hold ";"
 	if err != nil {
 		return Keyring{}, fmt.Errorf("keyring %s: %w", path, err)
 	}
@@ -251,6 +267,9 @@ func clientHandshake(rw io.ReadWriter, kr Keyring, want Mode) (*session, error) 
 		fields[i] = f
 	}
 	sname, sn, sproof := string(fields[0]), fields[1], fields[3]
+	if len(sn) != nonceSize {
+		return nil, fmt.Errorf("%w: server %s sent a %d-byte nonce", ErrAuth, sname, len(sn))
+	}
 	if len(fields[2]) != 1 || Mode(fields[2][0]) > ModeSecure || Mode(fields[2][0]) < want {
 		return nil, fmt.Errorf("%w: server %s chose mode %v, this end wants at least %v", ErrAuth, sname, fields[2], want)
 	}
@@ -303,6 +322,10 @@ func serverHandshake(rw io.ReadWriter, kr Keyring, want Mode) (*session, error) 
 		}
 	}
 	cname, cn := string(hello[2]), hello[3]
+	if len(cn) != nonceSize {
+		writeField(rw, nil)
+		return nil, fmt.Errorf("%w: %q sent a %d-byte nonce", ErrAuth, cname, len(cn))
+	}
 	if len(hello[4]) != 1 || Mode(hello[4][0]) > ModeSecure {
 		writeField(rw, nil)
 		return nil, fmt.Errorf("%w: %q asks for unknown mode %v", ErrAuth, cname, hello[4])

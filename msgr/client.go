@@ -155,9 +155,9 @@ func (c *Client) Call(ctx context.Context, typ uint16, payload []byte) (*Message
 	return c.call(ctx, typ, payload, nil, nil)
 }
 
-// CallVec is Call with the payload given as parts to concatenate: they are
-// written with one vectored write, not copied into one buffer (requests
-// that carry large data). The parts must not change until CallVec returns.
+// CallVec is Call with the payload given as parts to concatenate (requests
+// that carry large data); the writer gathers them into one pooled buffer
+// for the frame's cipher. The parts must not change until CallVec returns.
 func (c *Client) CallVec(ctx context.Context, typ uint16, parts [][]byte) (*Message, error) {
 	return c.call(ctx, typ, nil, parts, nil)
 }

@@ -25,7 +25,7 @@ var ErrClosed = errors.New("msgr: closed")
 type outFrame struct {
 	h       header
 	payload []byte
-	parts   [][]byte     // if set, the payload is their concatenation (written without copying)
+	parts   [][]byte     // if set, the payload is their concatenation (gathered into one buffer for the frame's cipher)
 	sums    []crc32c.Sum // checksums of parts known to the sender (index by part; may be short)
 	sum     uint32       // the payload's checksum, if hasSum (else computed as it is written)
 	hasSum  bool
@@ -150,7 +150,11 @@ func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net
 	}
 	whole := f.payload
 	if f.parts != nil || fc.mode == ModeSecure {
-		b := bufpool.Get(n + tagLen)
+		room := n
+		if fc.mode == ModeSecure {
+			room += tagLen // sealed in place
+		}
+		b := bufpool.Get(room)
 		scratch = append(scratch, b)
 		off := copy(b, f.payload)
 		for _, p := range f.parts {

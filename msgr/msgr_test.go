@@ -354,7 +354,7 @@ func TestReconnect(t *testing.T) {
 func TestKeyringFile(t *testing.T) {
 	k, _ := msgr.NewKey()
 	path := t.TempDir() + "/keyring"
-	caps := map[string]string{"mon": `allow r, allow command "osd blocklist add"`, "osd": "allow rw pool=a"}
+	caps := map[string]string{"mon": `allow r, allow command "osd blocklist add"`, "osd": "allow r; allow rw pool=a # not a comment"}
 	if err := msgr.WriteKeyring(path, map[string]msgr.KeyringEntry{"client.admin": {Key: k}, "osd.0": {Key: k}, "client.x": {Key: k, Caps: caps}}); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ const (
 	ModeSecure
 )
 
+// String is the mode's ms_mode name: "crc" or "secure".
 func (m Mode) String() string {
 	if m == ModeSecure {
 		return "secure"

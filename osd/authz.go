@@ -24,15 +24,6 @@ type authState struct {
 	caps *caps.Table
 }
 
-// fileCaps is the keyring file's entities' caps lines.
-func fileCaps(file map[string]msgr.KeyringEntry) map[string]map[string]string {
-	out := make(map[string]map[string]string, len(file))
-	for n, e := range file {
-		out[n] = e.Caps
-	}
-	return out
-}
-
 // setAuth installs the key database as `auth dump` returns it (JSON,
 // entity → monc.AuthEntry). An entry from MONs older than caps has nil
 // Caps and gets caps.Default, as the MONs give it.
@@ -55,7 +46,7 @@ func (d *OSD) setAuth(dump []byte) error {
 		}
 	}
 	var err error
-	if st.caps, err = caps.NewTable(dbCaps, fileCaps(d.o.FileKeys), d.o.FileKeys == nil); err != nil {
+	if st.caps, err = caps.NewTable(dbCaps, msgr.KeyringCaps(d.o.FileKeys), d.o.FileKeys == nil); err != nil {
 		return err
 	}
 	d.auth.Store(st)

@@ -134,9 +134,10 @@ type OSD struct {
 	name        string // entity name, osd.N
 
 	auth atomic.Pointer[authState] // the MONs' key database and every entity's caps
-	// sess is the messenger's frame protection (Mode, SessionTTL: ms_mode,
-	// ms_session_ttl), read at start.
-	sess msgr.Config
+	// msgr is the base of the OSD's messenger configurations: its logger,
+	// map epoch, transport and frame protection (ms_mode, ms_session_ttl,
+	// read at start).
+	msgr msgr.Config
 	// authMu serialises fetchAuth; authAt is when its last fetch began,
 	// authEarlyAt its last for an unknown entity, authDump the last
 	// database installed.
@@ -239,15 +240,17 @@ func (d *OSD) start() error {
 	if err := d.loadPGs(); err != nil {
 		return err
 	}
-	t, err := caps.NewTable(nil, fileCaps(d.o.FileKeys), d.o.FileKeys == nil)
+	t, err := caps.NewTable(nil, msgr.KeyringCaps(d.o.FileKeys), d.o.FileKeys == nil)
 	if err != nil {
 		return fmt.Errorf("osd: keyring: %w", err)
 	}
 	d.auth.Store(&authState{caps: t})
-	if d.sess, err = msgr.SessionConfig(msgr.Config{}, d.conf().String("ms_mode"), d.conf().Seconds("ms_session_ttl")); err != nil {
+	if d.msgr, err = msgr.SessionConfig(msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport}, d.conf().String("ms_mode"), d.conf().Seconds("ms_session_ttl")); err != nil {
 		return fmt.Errorf("osd: %w", err)
 	}
-	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, msgr.Config{Logger: d.log, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
+	mc := d.msgr
+	mc.Epoch = nil // the MONs' frames carry no OSD map epoch
+	d.mc, err = monc.New(d.o.MonAddrs, d.o.Keyring, mc)
 	if err != nil {
 		return err
 	}
@@ -269,14 +272,14 @@ func (d *OSD) start() error {
 			return lookup(name)
 		}
 	}
-	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
+	d.srv, err = msgr.Listen(d.o.Addr, d.o.Keyring, d.handle, d.msgr)
 	if err != nil {
 		return fmt.Errorf("osd: %w", err)
 	}
 	nonce := time.Now().UnixNano() % 1_000_000_000
 	d.addr = fmt.Sprintf("%s/%d", d.srv.Addr(), nonce)
 	if d.o.ClusterAddr != "" {
-		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, msgr.Config{Logger: d.log, Epoch: d.epoch, Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL}); err != nil {
+		if d.back, err = msgr.Listen(d.o.ClusterAddr, d.o.Keyring, d.handle, d.msgr); err != nil {
 			return fmt.Errorf("osd: cluster network: %w", err)
 		}
 		d.clusterAddr = fmt.Sprintf("%s/%d", d.back.Addr(), nonce)

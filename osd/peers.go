@@ -35,7 +35,9 @@ func (d *OSD) peer(id int32, addr string) *msgr.Client {
 	d.peerMu.Lock()
 	defer d.peerMu.Unlock()
 	if c = d.peers[a]; c == nil {
-		c = msgr.Dial(a, d.o.Keyring, msgr.Config{Logger: d.log, Epoch: d.epoch, MaxBackoff: time.Second, DialTimeout: 2 * time.Second, SourceIP: sourceIP(src), Transport: d.o.Transport, Mode: d.sess.Mode, SessionTTL: d.sess.SessionTTL})
+		pc := d.msgr
+		pc.MaxBackoff, pc.DialTimeout, pc.SourceIP = time.Second, 2*time.Second, sourceIP(src)
+		c = msgr.Dial(a, d.o.Keyring, pc)
 		d.peers[a] = c
 	}
 	return c

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,7 +25,6 @@ import (
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
-	"github.com/shoal-project/shoal/internal/durable"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
@@ -569,30 +569,28 @@ service, mon and osd, in cephx's grammar (docs/rados.md, "Capabilities"):
 Reading keys and caps needs mon 'allow rx'; changing them, mon 'allow wx'
 (client.admin has 'allow *').`}
 	var out string
-	keyring := func(entity string, e monc.AuthEntry) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "[%s]\n\tkey = %s\n", entity, e.Key)
-		for _, svc := range slices.Sorted(maps.Keys(e.Caps)) {
-			fmt.Fprintf(&b, "\tcaps %s = \"%s\"\n", svc, e.Caps[svc])
+	// emit prints entity's keyring, or writes it to -o's file
+	emit := func(w io.Writer, entity string, e monc.AuthEntry) error {
+		key, err := base64.StdEncoding.DecodeString(e.Key)
+		if err != nil {
+			return fmt.Errorf("key of %s: %w", entity, err)
 		}
-		return b.String()
-	}
-	emit := func(w io.Writer, text string) error {
+		kr := map[string]msgr.KeyringEntry{entity: {Key: key, Caps: e.Caps}}
 		if out != "" {
-			return durable.WriteFile(out, []byte(text), 0o600)
+			return msgr.WriteKeyring(out, kr)
 		}
-		_, err := io.WriteString(w, text)
+		_, err = w.Write(msgr.FormatKeyring(kr))
 		return err
 	}
 	add := &cobra.Command{Use: "add ENTITY [mon CAPS] [osd CAPS]", Short: "Create a key for ENTITY (client.NAME, osd.N, mon.NAME) with caps, and print its keyring or write it with -o",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
-			args, err := capsArgs("auth add", a[0], a[1:])
+			granted, err := capsPairs("auth add", a[1:])
 			if err != nil {
 				return err
 			}
 			return withSession(func(ctx context.Context, s *session, w io.Writer) error {
-				r, err := s.conn.MonCommand(ctx, "auth add", args)
+				r, err := s.conn.MonCommand(ctx, "auth add", monc.AuthArgs(a[0], granted))
 				if err != nil {
 					return err
 				}
@@ -600,18 +598,15 @@ Reading keys and caps needs mon 'allow rx'; changing them, mon 'allow wx'
 				if err := json.Unmarshal(r.Data, &k); err != nil {
 					return fmt.Errorf("auth add: bad reply: %w", err)
 				}
-				caps := map[string]string{}
-				for n, v := range args {
-					if svc, ok := strings.CutPrefix(n, "caps_"); ok {
-						caps[svc] = v
-					}
-				}
-				return emit(w, keyring(k.Entity, monc.AuthEntry{Key: k.Key, Caps: caps}))
+				return emit(w, k.Entity, monc.AuthEntry{Key: k.Key, Caps: granted})
 			})(c, a)
 		}}
 	add.Flags().StringVarP(&out, "output", "o", "", "write a keyring file (mode 0600) instead of printing")
 	capsCmd := &cobra.Command{Use: "caps ENTITY [mon CAPS] [osd CAPS]", Short: "Replace ENTITY's caps (a service left out loses its caps)", Args: cobra.MinimumNArgs(1),
-		RunE: monCommand("auth caps", func(a []string) (map[string]string, error) { return capsArgs("auth caps", a[0], a[1:]) })}
+		RunE: monCommand("auth caps", func(a []string) (map[string]string, error) {
+			granted, err := capsPairs("auth caps", a[1:])
+			return monc.AuthArgs(a[0], granted), err
+		})}
 	rm := &cobra.Command{Use: "rm ENTITY", Short: "Delete ENTITY's key: its connections are refused from then on", Args: cobra.ExactArgs(1),
 		RunE: monCommand("auth rm", func(a []string) (map[string]string, error) { return map[string]string{"entity": a[0]}, nil })}
 	ls := &cobra.Command{Use: "ls", Short: "List the entities in the key database with their caps", Args: cobra.NoArgs,
@@ -646,7 +641,7 @@ Reading keys and caps needs mon 'allow rx'; changing them, mon 'allow wx'
 				if err := json.Unmarshal(r.Data, &db); err != nil {
 					return fmt.Errorf("auth get: bad reply: %w", err)
 				}
-				return emit(w, keyring(a[0], db[a[0]]))
+				return emit(w, a[0], db[a[0]])
 			})(c, a)
 		}}
 	get.Flags().StringVarP(&out, "output", "o", "", "write a keyring file (mode 0600) instead of printing")
@@ -669,24 +664,24 @@ Reading keys and caps needs mon 'allow rx'; changing them, mon 'allow wx'
 	return cmd
 }
 
-// capsArgs reads "SERVICE CAPS" pairs (mon 'allow r' osd 'allow rw
-// pool=a') into a MON command's arguments for entity.
-func capsArgs(prefix, entity string, pairs []string) (map[string]string, error) {
+// capsPairs reads "SERVICE CAPS" pairs (mon 'allow r' osd 'allow rw
+// pool=a') into service → caps.
+func capsPairs(prefix string, pairs []string) (map[string]string, error) {
 	if len(pairs)%2 != 0 {
 		return nil, fmt.Errorf("%s: caps come in pairs: SERVICE CAPS (mon 'allow r' osd 'allow rw pool=NAME')", prefix)
 	}
-	args := map[string]string{"entity": entity}
+	out := map[string]string{}
 	for i := 0; i < len(pairs); i += 2 {
 		svc := pairs[i]
 		if !slices.Contains(caps.Services, svc) {
 			return nil, fmt.Errorf("%s: unknown service %q (want %s)", prefix, svc, strings.Join(caps.Services, " or "))
 		}
-		if _, dup := args["caps_"+svc]; dup {
+		if _, dup := out[svc]; dup {
 			return nil, fmt.Errorf("%s: %s caps given twice", prefix, svc)
 		}
-		args["caps_"+svc] = pairs[i+1]
+		out[svc] = pairs[i+1]
 	}
-	return args, nil
+	return out, nil
 }
 
 func configCmd() *cobra.Command {

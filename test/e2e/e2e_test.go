@@ -603,6 +603,17 @@ func TestAuthKeysAndCaps(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// the key database is the MONs' replicated state: after kill -9 of the
+	// MON and a restart, bob's key and new caps are still there
+	c.kill9("mon.a")
+	c.up()
+	if out, err := bob("rados", "-p", "a", "put", "z2", in); err != nil {
+		t.Fatalf("client.bob's write after the MON restarted: %v %q", err, out)
+	}
+	denied("reads pool a after the MON restarted", "rados", "-p", "a", "get", "y", "-")
+	if out := c.must("auth", "get", "client.bob"); !strings.Contains(out, `caps osd = "allow w pool=a"`) {
+		t.Fatalf("auth get after the MON restarted: %q", out)
+	}
 
 	// without mon caps an entity cannot even read the cluster map
 	nomon := filepath.Join(t.TempDir(), "carol.keyring")
@@ -638,7 +649,8 @@ func TestAuthKeysAndCaps(t *testing.T) {
 	if out, err := bootstrap("osd.9", "mon", "profile osd", "osd", "allow *"); err != nil {
 		t.Fatalf("bootstrap-osd adds osd.9: %v %q", err, out)
 	}
-	for _, args := range [][]string{{"client.x", "mon", "allow *"}, {"osd.10", "mon", "allow *", "osd", "allow *"}} {
+	for _, args := range [][]string{{"client.x", "mon", "allow *"}, {"osd.10", "mon", "allow *", "osd", "allow *"},
+		{"osd.9", "mon", "profile osd", "osd", "allow *"}} { // osd.9 exists now: no replacing its key
 		if out, err := bootstrap(args...); err == nil || !strings.Contains(out, "permission denied") {
 			t.Fatalf("bootstrap-osd adds %v: %v %q", args, err, out)
 		}

@@ -1,0 +1,66 @@
+package mon
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/internal/wire"
+	"github.com/shoal-project/shoal/monc"
+)
+
+// A snapshot keeps every entity's key and caps, an entity without caps
+// staying without; one written before caps existed (keys alone) restores
+// with the default caps of each entity's type.
+func TestSnapshotAuth(t *testing.T) {
+	c, err := crush.Simple(crush.SimpleSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewState("fsid", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	for _, cmd := range []Command{
+		AuthAdd{Entity: "client.bob", Key: key, Caps: map[string]string{"mon": "allow r", "osd": "allow rw pool=a"}},
+		AuthAdd{Entity: "client.none", Key: key},
+	} {
+		if _, _, err := st.Commit(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore := func(b []byte) *fsm {
+		t.Helper()
+		f := newFSM(nil)
+		if err := f.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	snap, err := newFSM(st).Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := restore(snap.(snapshot)).authDB(); !reflect.DeepEqual(got, st.Auth) {
+		t.Fatalf("restored %v, want %v", got, st.Auth)
+	}
+
+	// the pre-caps form: map, config, then auth as entity → key
+	legacy, _ := json.Marshal(map[string]string{"client.admin": key, "osd.3": key, "client.old": key})
+	e := wire.NewEncoder(nil)
+	e.Blob(st.Map.Encode())
+	e.Blob([]byte("{}"))
+	e.Blob(legacy)
+	want := map[string]monc.AuthEntry{
+		"client.admin": {Key: key, Caps: map[string]string{"mon": "allow *", "osd": "allow *"}},
+		"osd.3":        {Key: key, Caps: map[string]string{"mon": "profile osd", "osd": "allow *"}},
+		"client.old":   {Key: key, Caps: map[string]string{}},
+	}
+	if got := restore(e.Bytes()).authDB(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored pre-caps snapshot %v, want %v", got, want)
+	}
+}
