@@ -207,6 +207,15 @@ func (c *Conn) waitNewer(ctx context.Context, e osdmap.Epoch, d time.Duration) {
 	}
 }
 
+// MonAddrs are the MONs' addresses as the client follows them: mon_host,
+// then the MON map (nil for an in-process cluster).
+func (c *Conn) MonAddrs() []string {
+	if c.mc == nil {
+		return nil
+	}
+	return c.mc.Addrs()
+}
+
 // MonCommand runs a MON command; a change it makes is in Map() when it
 // returns.
 func (c *Conn) MonCommand(ctx context.Context, prefix string, args map[string]string) (monc.Result, error) {

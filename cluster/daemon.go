@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -187,8 +188,14 @@ func RunMon(c *Conf, id string) error {
 	}
 	defer closer.Close()
 	tuneGC(cfg, 100, 0)
-	d, err := mon.Start(mon.Options{Addr: addr, Peers: c.MonAddrs(), DataDir: cfg.String("mon_data"),
-		FSID: cfg.String("fsid"), Keyring: kr, FileKeys: keys, Config: c.File, Name: name, Logger: log})
+	peers, join, err := c.initialMons(id)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	removed := make(chan struct{})
+	d, err := mon.Start(mon.Options{Addr: addr, Peers: peers, Join: join, DataDir: cfg.String("mon_data"),
+		FSID: cfg.String("fsid"), Keyring: kr, FileKeys: keys, Config: c.File, Name: name, Logger: log,
+		OnRemoved: func() { close(removed) }})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return fmt.Errorf("%s: %w", name, err)
@@ -197,11 +204,34 @@ func RunMon(c *Conf, id string) error {
 		d.Close()
 		return err
 	}
-	log.Info("started", "addr", addr)
-	sig := waitSignal()
-	log.Info("stopping", "signal", sig.String())
+	log.Info("started", "addr", addr, "initial_members", peers, "join", join)
+	select {
+	case sig := <-signalCh():
+		log.Info("stopping", "signal", sig.String())
+	case <-removed:
+		log.Info("stopping: removed from the MON map")
+	}
 	os.Remove(pidPath(c, name))
 	return d.Close()
+}
+
+// initialMons are the messenger addresses of mon_initial_members (each
+// [mon.ID]'s public_addr, of those still in the file), or mon_host's
+// when it is unset, and whether MON id is not among them (it joins a
+// running cluster).
+func (c *Conf) initialMons(id string) (peers []string, join bool, err error) {
+	ids := monc.ParseMonHost(c.For("mon." + id).String("mon_initial_members"))
+	if len(ids) == 0 {
+		return c.MonAddrs(), false, nil
+	}
+	for _, m := range ids {
+		// one removed since (`shoal mon rm` drops its section) no longer
+		// matters: only a new cluster's MONs use the list
+		if a := c.For("mon." + m).String("public_addr"); a != "" {
+			peers = append(peers, a)
+		}
+	}
+	return peers, !slices.Contains(ids, id), nil
 }
 
 // RunOSD runs the OSD whose data directory is dir until SIGINT or SIGTERM.

@@ -80,18 +80,18 @@ func Up(ctx context.Context, o UpOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	var started []string
-	// MONs
-	mons := c.MonAddrs()
-	for i := range mons {
-		name := "mon." + monNames[i]
+	// MONs: every [mon.ID] section (those `shoal mon add` wrote too)
+	for _, id := range c.MonIDs() {
+		name := "mon." + id
 		if running(c, name) {
 			continue
 		}
-		if err := spawn(c, exe, name, "mon", "--conf", c.Path, "--id", monNames[i]); err != nil {
+		if err := spawn(c, exe, name, "mon", "--conf", c.Path, "--id", id); err != nil {
 			return err
 		}
 		started = append(started, name)
 	}
+	mons := c.MonAddrs()
 	kr, err := c.Keyring("client.admin")
 	if err != nil {
 		return err
@@ -233,6 +233,8 @@ func create(dir string, o UpOptions) error {
 	fmt.Fprintf(&b, "# written by `shoal up`; see docs/configuration.md\n[global]\n")
 	fmt.Fprintf(&b, "fsid = %x-%x-%x-%x-%x\n", fsid[0:4], fsid[4:6], fsid[6:8], fsid[8:10], fsid[10:])
 	fmt.Fprintf(&b, "mon_host = %s\n", strings.Join(addrs, ","))
+	fmt.Fprintf(&b, "# the MONs that formed the cluster; those `shoal mon add` adds join it\n")
+	fmt.Fprintf(&b, "mon_initial_members = %s\n", strings.Join(monNames[:len(addrs)], ","))
 	fmt.Fprintf(&b, "keyring = $data/keyring\n")
 	fmt.Fprintf(&b, "# one host: spread replicas across OSDs and count each OSD as a failure reporter (as vstart.sh)\n")
 	fmt.Fprintf(&b, "osd_crush_chooseleaf_type = 0\nmon_osd_reporter_subtree_level = osd\n")

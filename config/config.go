@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -273,6 +275,11 @@ func (f *File) For(entity string) *Config {
 		}
 	}
 	return c
+}
+
+// Sections are the file's section names ("global", "mon.a", …), sorted.
+func (f *File) Sections() []string {
+	return slices.Sorted(maps.Keys(f.sections))
 }
 
 // Defaults is a configuration with every option at its default.

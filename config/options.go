@@ -35,7 +35,8 @@ type Option struct {
 var Options = []Option{
 	// cluster
 	{Name: "fsid", Type: String, Desc: "Cluster id, set by `shoal up`."},
-	{Name: "mon_host", Type: String, Desc: "Comma-separated MON addresses (host:port) clients and daemons contact."},
+	{Name: "mon_host", Type: String, Desc: "Comma-separated MON addresses (host:port) clients and daemons contact first; they follow the MON map from there (MONs added or removed since)."},
+	{Name: "mon_initial_members", Type: String, Desc: "Comma-separated ids of the MONs that form a new cluster (Ceph's option): a MON with no state forms the cluster with them if its id is listed, and otherwise waits to be added (`shoal mon add`). Unset: every MON of mon_host is an initial member."},
 	{Name: "public_addr", Type: String, Desc: "Address a daemon listens on (host:port; port 0 picks one)."},
 	{Name: "cluster_addr", Type: String, Desc: "An OSD's address on the cluster (back) network (host:port; port 0 picks one): other OSDs send it replication, recovery and peering there and heartbeat both it and public_addr. Empty: public_addr carries everything."},
 	{Name: "keyring", Type: String, Default: "$data/keyring", Desc: "Keyring file holding the cluster key for this entity."},

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -34,9 +35,15 @@ import (
 
 // Options configure a MON daemon.
 type Options struct {
-	Addr    string   // messenger address this MON serves (host:port); raft uses port+1
-	Peers   []string // every MON's messenger address (mon_host), Addr among them
-	DataDir string   // raft log, stable store and snapshots
+	Addr string // messenger address this MON serves (host:port); raft uses port+1
+	// Peers are the first MONs' messenger addresses (mon_initial_members'),
+	// Addr among them: a MON with no state and Join unset forms the
+	// cluster with them.
+	Peers []string
+	// Join: a MON with no state waits to be added (`shoal mon add`)
+	// instead of forming a cluster; once it has state, Join is moot.
+	Join    bool
+	DataDir string // raft log, stable store and snapshots
 	FSID    string
 	Keyring msgr.Keyring
 	Config  *config.File // the configuration file (over the MON's configuration database)
@@ -57,6 +64,10 @@ type Options struct {
 	// (mon_osd_report_timeout), failure reports' grace — nil is the real
 	// clock (tests: clockwork's fake). Raft keeps real time.
 	Clock clockwork.Clock
+	// OnRemoved is called (once, on a goroutine of its own) when the MON
+	// finds itself removed from the MON map; it refuses every request from
+	// then on. The daemon's process exits (cluster.RunMon).
+	OnRemoved func()
 }
 
 // Daemon is a running MON: a raft member whose state machine is the
@@ -73,15 +84,21 @@ type Daemon struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	leaders map[string]*msgr.Client // messenger clients to the leader, by address
+	mu    sync.Mutex
+	peers map[string]*msgr.Client // messenger clients to other MONs, by address
+	// removedOnce is set once this MON finds itself removed from the MON
+	// map.
+	removedOnce atomic.Bool
+	// joinedAt is the epoch of the last MON map in the MON's stores that
+	// holds it, when it started (lastMembership).
+	joinedAt uint64
 	// fileCaps are FileKeys' caps (read-only once made).
 	fileCaps *caps.Table
 	// msgr is the base of the MON's messenger configurations: its logger,
 	// transport and frame protection (ms_mode, ms_session_ttl).
 	msgr    msgr.Config
 	reports map[int32]map[int32]time.Time
-	wg      sync.WaitGroup // the tick loop
+	wg      sync.WaitGroup // the tick loop and memberLoop
 
 	// downSince is when the leader first saw each down, in OSD down (its
 	// own clock: a new leader starts the down-out interval afresh, so an
@@ -160,7 +177,7 @@ func Start(o Options) (*Daemon, error) {
 		o.Transport = msgr.TCP{}
 	}
 	d := &Daemon{o: o, clock: o.Clock, fsm: newFSM(st), log: o.Logger, ctx: ctx, cancel: cancel, msgr: base,
-		leaders: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
+		peers: map[string]*msgr.Client{}, reports: map[int32]map[int32]time.Time{}}
 	d.o.Keyring.Lookup = msgr.KeyLookup(func(name string) ([]byte, bool) {
 		if k, ok := d.fsm.authKey(name); ok {
 			return k, true
@@ -186,8 +203,9 @@ func Start(o Options) (*Daemon, error) {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.tickLoop()
+	go d.memberLoop()
 	return d, nil
 }
 
@@ -268,12 +286,15 @@ func (d *Daemon) startRaft(raddr string) error {
 	if err != nil {
 		return fmt.Errorf("mon: raft listen: %w", err)
 	}
-	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: d.o.Transport, kr: d.o.Keyring, log: d.log}, 3, 5*time.Second, hl)
+	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: d.o.Transport, kr: d.o.Keyring, log: d.log, monsOnly: d.o.FileKeys != nil}, 3, 5*time.Second, hl)
 	exists, err := raft.HasExistingState(d.bolt, d.bolt, snaps)
 	if err != nil {
 		return fmt.Errorf("mon: %w", err)
 	}
-	if !exists {
+	if !exists && d.o.Join {
+		d.log.Info("no state: waiting to be added to the MON map (shoal mon add)", "addr", d.o.Addr)
+	}
+	if !exists && !d.o.Join {
 		var cfg raft.Configuration
 		for _, p := range d.o.Peers {
 			ra, err := RaftAddr(p)
@@ -285,6 +306,9 @@ func (d *Daemon) startRaft(raddr string) error {
 		if err := raft.BootstrapCluster(rc, d.bolt, d.bolt, snaps, d.trans, cfg); err != nil {
 			return fmt.Errorf("mon: bootstrap: %w", err)
 		}
+	}
+	if d.joinedAt, err = lastMembership(d.bolt, snaps, d.o.Addr); err != nil {
+		return fmt.Errorf("mon: raft log: %w", err)
 	}
 	d.raft, err = raft.NewRaft(rc, d.fsm, d.bolt, d.bolt, snaps, d.trans)
 	if err != nil {
@@ -311,7 +335,7 @@ func (d *Daemon) Close() error {
 		errs = append(errs, d.bolt.Close())
 	}
 	d.mu.Lock()
-	for _, c := range d.leaders {
+	for _, c := range d.peers {
 		c.Close()
 	}
 	d.mu.Unlock()
@@ -325,6 +349,9 @@ func (d *Daemon) Addr() string { return d.srv.Addr() }
 func (d *Daemon) IsLeader() bool { return d.raft.State() == raft.Leader }
 
 func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
+	if d.removedOnce.Load() {
+		return nil, monc.RemoteError(fmt.Errorf("%w: %s: %v", monc.ErrNotLeader, d.o.Name, errRemoved))
+	}
 	switch m.Type {
 	case monc.MsgGetMap:
 		req, err := monc.DecodeMapRequest(m.Payload)
@@ -345,7 +372,9 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 			case <-ctx.Done():
 			}
 		}
-		return d.fsm.mapReply(req.Have).Encode(), nil
+		r := d.fsm.mapReply(req.Have)
+		r.Mons = d.fsm.monMap()
+		return r.Encode(), nil
 	case monc.MsgCommand:
 		var c monc.Command
 		if err := json.Unmarshal(m.Payload, &c); err != nil {
@@ -410,12 +439,10 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 		}
 		return monc.Result{Data: b}, nil
 	case "mon status":
-		addr, _ := d.raft.LeaderWithID()
-		leader := ""
-		if addr != "" {
-			leader = msgrAddr(string(addr))
-		}
-		b, _ := json.Marshal(map[string]any{"addr": d.o.Addr, "leader": leader, "state": d.raft.State().String(), "peers": d.o.Peers})
+		b, _ := json.Marshal(d.status())
+		return monc.Result{Data: b}, nil
+	case "mon dump":
+		b, _ := json.Marshal(d.fsm.monMap())
 		return monc.Result{Data: b}, nil
 	case "config dump":
 		b, _ := json.Marshal(d.fsm.configDB())
@@ -432,6 +459,12 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	}
 	if c.Prefix == "pg history get" {
 		return d.historyGet(ctx, c)
+	}
+	switch c.Prefix {
+	case "mon add":
+		return d.monAdd(c)
+	case "mon rm":
+		return d.monRm(c)
 	}
 	var data json.RawMessage
 	if c.Prefix == "auth add" && c.Args == nil {
@@ -481,16 +514,7 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 		return monc.Result{}, monc.ErrNotLeader
 	}
 	la := msgrAddr(string(addr))
-	d.mu.Lock()
-	c := d.leaders[la]
-	if c == nil {
-		fc := d.msgr
-		fc.MaxBackoff = 500 * time.Millisecond
-		c = msgr.Dial(la, d.o.Keyring, fc)
-		d.leaders[la] = c
-	}
-	d.mu.Unlock()
-	rep, err := c.Call(ctx, monc.MsgCommand, raw)
+	rep, err := d.peer(la).Call(ctx, monc.MsgCommand, raw)
 	if err != nil {
 		var re *msgr.RemoteError
 		if errors.As(err, &re) {
@@ -665,6 +689,9 @@ type authStream struct {
 	tr  msgr.Transport
 	kr  msgr.Keyring
 	log *slog.Logger
+	// monsOnly accepts MON entities only ("mon." or "mon.ID"): false when
+	// every entity shares one key (no keyring file).
+	monsOnly bool
 }
 
 func (s *authStream) Accept() (net.Conn, error) {
@@ -673,7 +700,11 @@ func (s *authStream) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := msgr.Authenticate(nc, s.kr, true, 5*time.Second); err != nil {
+		who, err := msgr.Authenticate(nc, s.kr, true, 5*time.Second)
+		if err == nil && s.monsOnly && who != "mon" && !strings.HasPrefix(who, "mon.") {
+			err = fmt.Errorf("%s is not a MON", who)
+		}
+		if err != nil {
 			s.log.Warn("mon: refused raft peer", "remote", nc.RemoteAddr().String(), "err", err)
 			nc.Close()
 			continue

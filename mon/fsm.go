@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +31,10 @@ type fsm struct {
 	mu      sync.RWMutex
 	st      *State
 	incs    map[osdmap.Epoch][]byte
-	changed chan struct{} // closed (and replaced) on every new epoch
+	changed chan struct{} // closed (and replaced) on every new epoch, and MON map
+	// mons is the MON map: raft's last committed configuration, its log
+	// index the epoch (StoreConfiguration), kept in snapshots.
+	mons monc.MonMap
 }
 
 func newFSM(st *State) *fsm {
@@ -67,6 +71,28 @@ func (f *fsm) Apply(l *raft.Log) any {
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return applyResult{msg: msg, epoch: uint32(f.st.Map.Epoch)}
+}
+
+// StoreConfiguration implements raft.ConfigurationStore: a committed
+// configuration is the MON map, its log index the map's epoch.
+func (f *fsm) StoreConfiguration(index uint64, cfg raft.Configuration) {
+	mm := monc.MonMap{Epoch: index}
+	for _, s := range cfg.Servers {
+		mm.Mons = append(mm.Mons, monc.MonInfo{Addr: string(s.ID), Voter: s.Suffrage == raft.Voter})
+	}
+	slices.SortFunc(mm.Mons, func(a, b monc.MonInfo) int { return strings.Compare(a.Addr, b.Addr) })
+	f.mu.Lock()
+	f.mons = mm
+	close(f.changed) // map subscribers carry it to clients
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// monMap is the MON map.
+func (f *fsm) monMap() monc.MonMap {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.mons
 }
 
 // history returns PG pg's recorded intervals.
@@ -188,6 +214,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	hb, _ := json.Marshal(hist)
 	e.Blob(hb)
+	mb, _ := json.Marshal(f.mons)
+	e.Blob(mb)
 	return snapshot(e.Bytes()), nil
 }
 
@@ -207,9 +235,12 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if d.Remaining() > 0 {
 		pb = d.Blob()
 	}
-	var hb []byte
+	var hb, monb []byte
 	if d.Remaining() > 0 {
 		hb = d.Blob()
+	}
+	if d.Remaining() > 0 {
+		monb = d.Blob()
 	}
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("mon: snapshot: %w", err)
@@ -255,9 +286,18 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 			st.PGHistory[pg] = h
 		}
 	}
+	var mons monc.MonMap
+	if monb != nil {
+		if err := json.Unmarshal(monb, &mons); err != nil {
+			return fmt.Errorf("mon: snapshot mon map: %w", err)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st, f.incs = st, map[osdmap.Epoch][]byte{}
+	if monb != nil { // a snapshot from before the MON map keeps what the log gave
+		f.mons = mons
+	}
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return nil

@@ -7,15 +7,16 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
 )
 
-// A snapshot keeps every entity's key and caps, an entity without caps
-// staying without; one written before caps existed (keys alone) restores
-// with the default caps of each entity's type.
-func TestSnapshotAuth(t *testing.T) {
+// newTestState is a new cluster's state.
+func newTestState(t *testing.T) *State {
+	t.Helper()
 	c, err := crush.Simple(crush.SimpleSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +25,14 @@ func TestSnapshotAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// A snapshot keeps every entity's key and caps, an entity without caps
+// staying without; one written before caps existed (keys alone) restores
+// with the default caps of each entity's type.
+func TestSnapshotAuth(t *testing.T) {
+	st := newTestState(t)
 	key := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 	for _, cmd := range []Command{
 		AuthAdd{Entity: "client.bob", Key: key, Caps: map[string]string{"mon": "allow r", "osd": "allow rw pool=a"}},
@@ -62,5 +71,37 @@ func TestSnapshotAuth(t *testing.T) {
 	}
 	if got := restore(e.Bytes()).authDB(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored pre-caps snapshot %v, want %v", got, want)
+	}
+}
+
+// The MON map is raft's committed configuration with its log index, and
+// a snapshot keeps it.
+func TestSnapshotMonMap(t *testing.T) {
+	st := newTestState(t)
+	f := newFSM(st)
+	_, changed := f.view()
+	f.StoreConfiguration(7, raft.Configuration{Servers: []raft.Server{
+		{Suffrage: raft.Voter, ID: "127.0.0.1:6791", Address: "127.0.0.1:6792"},
+		{Suffrage: raft.Nonvoter, ID: "127.0.0.1:6789", Address: "127.0.0.1:6790"},
+	}})
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a new MON map did not wake the map subscribers")
+	}
+	want := monc.MonMap{Epoch: 7, Mons: []monc.MonInfo{{Addr: "127.0.0.1:6789"}, {Addr: "127.0.0.1:6791", Voter: true}}}
+	if got := f.monMap(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("MON map %+v, want %+v", got, want)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newFSM(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snap.(snapshot)))); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.monMap(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored MON map %+v, want %+v", got, want)
 	}
 }

@@ -156,10 +156,12 @@ func DecodeMapRequest(b []byte) (MapRequest, error) {
 	return r, d.Err()
 }
 
-// MapReply is a full map or incrementals, encoded.
+// MapReply is a full map or incrementals, encoded, and the MON map the
+// answering MON holds (its voters), which clients follow.
 type MapReply struct {
 	Full []byte
 	Incs [][]byte
+	Mons MonMap
 }
 
 // Encode is MapReply's wire form.
@@ -170,6 +172,8 @@ func (r MapReply) Encode() []byte {
 	for _, b := range r.Incs {
 		e.Blob(b)
 	}
+	e.U64(r.Mons.Epoch)
+	e.Strings(r.Mons.Voters())
 	return e.Bytes()
 }
 
@@ -180,18 +184,61 @@ func decodeMapReply(b []byte) (MapReply, error) {
 	for range n {
 		r.Incs = append(r.Incs, d.Blob())
 	}
+	r.Mons.Epoch = d.U64()
+	for _, a := range d.Strings() {
+		r.Mons.Mons = append(r.Mons.Mons, MonInfo{Addr: a, Voter: true})
+	}
 	return r, d.Err()
+}
+
+// MonMap is the MONs' membership, Ceph's monmap: raft's configuration,
+// whose log index is its epoch (a later configuration has a greater
+// one). A MON joins as a non-voter, catching up on the log, and votes
+// once the leader promotes it (`shoal mon add`).
+type MonMap struct {
+	Epoch uint64    `json:"epoch"`
+	Mons  []MonInfo `json:"mons"`
+}
+
+// MonInfo is one MON of the MonMap.
+type MonInfo struct {
+	Addr  string `json:"addr"`  // its messenger address (raft's is the next port)
+	Voter bool   `json:"voter"` // false while it catches up
+}
+
+// Voters are the voting MONs' addresses.
+func (m MonMap) Voters() []string {
+	var out []string
+	for _, mi := range m.Mons {
+		if mi.Voter {
+			out = append(out, mi.Addr)
+		}
+	}
+	return out
+}
+
+// Has reports whether addr is a member (voting or not).
+func (m MonMap) Has(addr string) bool {
+	return slices.ContainsFunc(m.Mons, func(mi MonInfo) bool { return mi.Addr == addr })
 }
 
 // WaitFor is how long a MON holds a waiting MapRequest.
 const WaitFor = 10 * time.Second
 
 // Client talks to the MONs at addrs (any of them; it moves on when one
-// fails).
+// fails), and follows the MON map: the map replies carry the MONs'
+// addresses, so a client started with one MON's address finds those
+// added since, and drops those removed.
 type Client struct {
-	mons []*msgr.Client
-	mu   sync.Mutex
-	cur  int
+	kr  msgr.Keyring
+	cfg msgr.Config
+
+	mu       sync.Mutex
+	mons     []*msgr.Client
+	addrs    []string // mons' addresses
+	cur      int
+	monEpoch uint64 // of the MON map addrs came from (0: the configuration's)
+	closed   bool
 }
 
 // New returns a Client for the MONs at addrs, authenticating with kr.
@@ -205,11 +252,52 @@ func New(addrs []string, kr msgr.Keyring, cfg msgr.Config) (*Client, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 2 * time.Second
 	}
-	c := &Client{}
+	c := &Client{kr: kr, cfg: cfg}
 	for _, a := range addrs {
 		c.mons = append(c.mons, msgr.Dial(a, kr, cfg))
+		c.addrs = append(c.addrs, a)
 	}
 	return c, nil
+}
+
+// Addrs are the MONs' addresses the client knows now: the configured
+// ones, or the latest MON map's.
+func (c *Client) Addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.addrs)
+}
+
+// follow takes the MON map mm's voters as the MONs to talk to, if mm is
+// newer than the one the client follows: it dials those it lacks and
+// closes those no longer in it.
+func (c *Client) follow(mm MonMap) {
+	voters := mm.Voters()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || mm.Epoch <= c.monEpoch || len(voters) == 0 {
+		return
+	}
+	c.monEpoch = mm.Epoch
+	if slices.Equal(slices.Sorted(slices.Values(voters)), slices.Sorted(slices.Values(c.addrs))) {
+		return
+	}
+	cur := c.addrs[c.cur]
+	var mons []*msgr.Client
+	for _, a := range voters {
+		if i := slices.Index(c.addrs, a); i >= 0 {
+			mons = append(mons, c.mons[i])
+		} else {
+			mons = append(mons, msgr.Dial(a, c.kr, c.cfg))
+		}
+	}
+	for i, a := range c.addrs {
+		if !slices.Contains(voters, a) {
+			c.mons[i].Close()
+		}
+	}
+	c.mons, c.addrs = mons, slices.Clone(voters)
+	c.cur = max(0, slices.Index(c.addrs, cur))
 }
 
 // ParseMonHost splits mon_host ("host:port,host:port" or with spaces).
@@ -219,6 +307,9 @@ func ParseMonHost(s string) []string {
 
 // Close closes the connections.
 func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
 	for _, m := range c.mons {
 		m.Close()
 	}
@@ -230,7 +321,7 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte) ([]byte, 
 	var last error
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
-		m := c.mons[c.cur]
+		m, n := c.mons[c.cur], len(c.mons)
 		c.mu.Unlock()
 		actx, cancel := context.WithTimeout(ctx, WaitFor+5*time.Second)
 		rep, err := m.Call(actx, typ, payload)
@@ -256,7 +347,7 @@ func (c *Client) call(ctx context.Context, typ uint16, payload []byte) ([]byte, 
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %v", ErrNoMon, last)
 		}
-		if attempt%len(c.mons) == len(c.mons)-1 {
+		if attempt%n == n-1 {
 			select {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w: %v", ErrNoMon, last)
@@ -295,6 +386,7 @@ func (c *Client) GetMap(ctx context.Context, have *osdmap.Map, wait bool) (*osdm
 	if err != nil {
 		return nil, fmt.Errorf("get osd map: %w", err)
 	}
+	c.follow(r.Mons)
 	m := have
 	if r.Full != nil {
 		if m, err = osdmap.Decode(r.Full); err != nil {

@@ -90,7 +90,7 @@ func monCmd() *cobra.Command {
 	var id string
 	cmd := &cobra.Command{
 		Use:   "mon --id ID",
-		Short: "Run a MON daemon (its [mon.ID] section of shoal.conf gives its address)",
+		Short: "Run a MON daemon (its [mon.ID] section of shoal.conf gives its address), or change the MONs (add, rm, dump)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			c, err := cluster.FindConf(confPath)
@@ -101,6 +101,22 @@ func monCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "a", "MON id")
+	cmd.AddCommand(&cobra.Command{Use: "add ID [ADDR]", Short: "Add a MON to the cluster (ceph mon add): it joins as a non-voter and votes once caught up; ADDR defaults to free ports on 127.0.0.1. Start it afterwards (shoal mon --id ID, or shoal up)",
+		Args: cobra.RangeArgs(1, 2), RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			addr := ""
+			if len(s.args) == 2 {
+				addr = s.args[1]
+			}
+			return cluster.AddMon(ctx, s.conf, s.conn, s.args[0], addr, out)
+		})})
+	cmd.AddCommand(&cobra.Command{Use: "rm ID|ADDR", Short: "Remove a MON from the cluster (ceph mon rm); it stops once it learns it. Refused for the last MON, or when the MONs left could not form a quorum",
+		Args: cobra.ExactArgs(1), RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			return cluster.RemoveMon(ctx, s.conf, s.conn, s.args[0], out)
+		})})
+	cmd.AddCommand(&cobra.Command{Use: "dump", Short: "Show the MON map: its epoch and each MON's address and role (ceph mon dump)",
+		Args: cobra.NoArgs, RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			return cluster.MonDump(ctx, s.conf, s.conn, out)
+		})})
 	return cmd
 }
 
@@ -164,7 +180,11 @@ func gather(ctx context.Context, s *session) (*status.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return status.Gather(ctx, s.conn, s.conf.MonAddrs(), kr)
+	mons := s.conn.MonAddrs() // the MON map's, as the client follows it
+	if len(mons) == 0 {
+		mons = s.conf.MonAddrs()
+	}
+	return status.Gather(ctx, s.conn, mons, kr)
 }
 
 func statusCmds() []*cobra.Command {

@@ -79,9 +79,12 @@ type Cluster struct {
 	MONs     []*mon.Daemon // nil where stopped
 	MonAddrs []string      // the MONs' messenger addresses (mon_host), by MON
 	monDirs  []string
-	OSDs     []*osd.OSD              // nil where stopped
-	Stores   []*objectstore.MemStore // survive their OSD's restarts (nil with RealStores)
-	Dirs     []string                // the OSDs' data directories
+	// Removed is closed when MON i finds itself removed from the MON map
+	// (mon.Options.OnRemoved; a new channel each start).
+	Removed []chan struct{}
+	OSDs    []*osd.OSD              // nil where stopped
+	Stores  []*objectstore.MemStore // survive their OSD's restarts (nil with RealStores)
+	Dirs    []string                // the OSDs' data directories
 	// Wrap, if set, wraps OSD i's store each time the OSD starts (set it
 	// before RestartOSD).
 	Wrap func(i int, s objectstore.Store) objectstore.Store
@@ -111,6 +114,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		c.monDirs = append(c.monDirs, t.TempDir())
 	}
 	c.MONs = make([]*mon.Daemon, len(c.MonAddrs))
+	c.Removed = make([]chan struct{}, len(c.MonAddrs))
 	t.Cleanup(func() {
 		for _, d := range c.OSDs {
 			if d != nil {
@@ -139,16 +143,37 @@ const ClientHost = "10.0.9.1"
 func MONHostOf(i int) string { return fmt.Sprintf("10.0.0.%d", i+1) }
 
 // StartMON starts MON i (again, on its data: raft's log and snapshots).
+// Those Start started form the cluster; those AddMON added join it.
 func (c *Cluster) StartMON(i int) {
 	c.t.Helper()
 	c.StopMON(i)
 	host := MONHostOf(i)
-	m, err := mon.Start(mon.Options{Addr: c.MonAddrs[i], Peers: c.MonAddrs, DataDir: c.monDirs[i], FSID: "test", Keyring: Key, Config: c.Conf,
-		Name: fmt.Sprintf("mon.%c", 'a'+i), Transport: c.transport(host), Clock: c.o.Clock})
+	initial := max(c.o.MONs, 1)
+	removed := make(chan struct{})
+	c.Removed[i] = removed
+	m, err := mon.Start(mon.Options{Addr: c.MonAddrs[i], Peers: c.MonAddrs[:initial], Join: i >= initial, DataDir: c.monDirs[i], FSID: "test", Keyring: Key, Config: c.Conf,
+		Name: fmt.Sprintf("mon.%c", 'a'+i), Transport: c.transport(host), Clock: c.o.Clock, OnRemoved: func() { close(removed) }})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.MONs[i] = m
+}
+
+// AddMON starts a MON with no state that waits to be added to the MON
+// map (mon add), and returns its index.
+func (c *Cluster) AddMON() int {
+	c.t.Helper()
+	i := len(c.MonAddrs)
+	if c.o.InMemory {
+		c.MonAddrs = append(c.MonAddrs, MONHostOf(i)+":6789")
+	} else {
+		c.MonAddrs = append(c.MonAddrs, testnet.FreePortPair(c.t))
+	}
+	c.monDirs = append(c.monDirs, c.t.TempDir())
+	c.MONs = append(c.MONs, nil)
+	c.Removed = append(c.Removed, nil)
+	c.StartMON(i)
+	return i
 }
 
 // StopMON stops MON i if it runs.
