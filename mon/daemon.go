@@ -286,7 +286,7 @@ func (d *Daemon) startRaft(raddr string) error {
 	if err != nil {
 		return fmt.Errorf("mon: raft listen: %w", err)
 	}
-	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: d.o.Transport, kr: d.o.Keyring, log: d.log, monsOnly: d.o.FileKeys != nil}, 3, 5*time.Second, hl)
+	d.trans = raft.NewNetworkTransportWithLogger(&authStream{Listener: ln, tr: d.o.Transport, kr: d.o.Keyring, log: d.log, monsOnly: d.o.FileKeys != nil, mode: d.msgr.Mode}, 3, 5*time.Second, hl)
 	exists, err := raft.HasExistingState(d.bolt, d.bolt, snaps)
 	if err != nil {
 		return fmt.Errorf("mon: %w", err)
@@ -682,8 +682,9 @@ func (d *Daemon) config() *config.Config {
 	return config.NewFile(d.fsm.configDB()).Over(d.o.Config).For(d.o.Name)
 }
 
-// authStream is raft's stream layer over connections authenticated as
-// the messenger's are.
+// authStream is raft's stream layer over connections authenticated and
+// protected as the messenger's are (msgr.Authenticate: every record
+// authenticated, and encrypted with ms_mode secure).
 type authStream struct {
 	net.Listener
 	tr  msgr.Transport
@@ -692,6 +693,7 @@ type authStream struct {
 	// monsOnly accepts MON entities only ("mon." or "mon.ID"): false when
 	// every entity shares one key (no keyring file).
 	monsOnly bool
+	mode     msgr.Mode // ms_mode: the stream's records are authenticated, or also encrypted
 }
 
 func (s *authStream) Accept() (net.Conn, error) {
@@ -700,7 +702,7 @@ func (s *authStream) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		who, err := msgr.Authenticate(nc, s.kr, true, 5*time.Second)
+		sc, who, err := msgr.Authenticate(nc, s.kr, true, s.mode, 5*time.Second)
 		if err == nil && s.monsOnly && who != "mon" && !strings.HasPrefix(who, "mon.") {
 			err = fmt.Errorf("%s is not a MON", who)
 		}
@@ -709,7 +711,7 @@ func (s *authStream) Accept() (net.Conn, error) {
 			nc.Close()
 			continue
 		}
-		return nc, nil
+		return sc, nil
 	}
 }
 
@@ -720,11 +722,12 @@ func (s *authStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, err
 	}
-	if _, err := msgr.Authenticate(nc, s.kr, false, timeout); err != nil {
+	sc, _, err := msgr.Authenticate(nc, s.kr, false, s.mode, timeout)
+	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	return nc, nil
+	return sc, nil
 }
 
 // logWriter sends raft's log lines to slog.

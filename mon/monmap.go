@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/monc"
@@ -45,7 +46,9 @@ func (d *Daemon) memberLoop() {
 	// latest configuration may not be committed, and a joining MON's can
 	// step back to an older one when a snapshot is installed).
 	memberSince := d.joinedAt
-	periodic.Every(d.ctx, d.clock, 500*time.Millisecond, nil, func() {
+	// real time, as raft's: a test's fake clock (Options.Clock) times the
+	// leader's OSD schedules only
+	periodic.Every(d.ctx, clockwork.NewRealClock(), 500*time.Millisecond, nil, func() {
 		mm := d.fsm.monMap()
 		switch {
 		case mm.Has(d.o.Addr):

@@ -16,9 +16,10 @@ import (
 // non-voter until it has caught up), refuses a removal that would leave
 // no quorum, removes a stopped MON (which, restarted on its stale state,
 // finds out from the others and stops) and then the first MON; a client
-// that knew only the first MON follows the MON map throughout.
+// that knew only the first MON follows the MON map throughout. The MONs
+// run with ms_mode secure: raft's streams are encrypted too.
 func TestMonMapChanges(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.Options{})
+	cl := testcluster.Start(t, testcluster.Options{Conf: "ms_mode = secure\n"})
 	mc := cl.MonClient() // knows MON 0 only
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -226,9 +226,9 @@ func (m MonMap) Has(addr string) bool {
 const WaitFor = 10 * time.Second
 
 // Client talks to the MONs at addrs (any of them; it moves on when one
-// fails), and follows the MON map: the map replies carry the MONs'
-// addresses, so a client started with one MON's address finds those
-// added since, and drops those removed.
+// fails), and follows the MON map's changes: the map replies carry the
+// MONs' addresses, so a client finds the MONs added after it connected
+// and drops those removed.
 type Client struct {
 	kr  msgr.Keyring
 	cfg msgr.Config
@@ -237,7 +237,8 @@ type Client struct {
 	mons     []*msgr.Client
 	addrs    []string // mons' addresses
 	cur      int
-	monEpoch uint64 // of the MON map addrs came from (0: the configuration's)
+	monEpoch uint64   // of the last MON map seen (0: none)
+	voters   []string // its voters
 	closed   bool
 }
 
@@ -268,9 +269,12 @@ func (c *Client) Addrs() []string {
 	return slices.Clone(c.addrs)
 }
 
-// follow takes the MON map mm's voters as the MONs to talk to, if mm is
-// newer than the one the client follows: it dials those it lacks and
-// closes those no longer in it.
+// follow applies the changes between the MON maps it has seen and mm, if
+// mm is newer: it dials the voters added and closes those removed. The
+// first map seen is the baseline and changes nothing, so the addresses
+// a client was given stay in use (a MON reached through a proxy or an
+// address translation keeps being reached that way) until the MONs
+// behind them leave.
 func (c *Client) follow(mm MonMap) {
 	voters := mm.Voters()
 	c.mu.Lock()
@@ -278,13 +282,28 @@ func (c *Client) follow(mm MonMap) {
 	if c.closed || mm.Epoch <= c.monEpoch || len(voters) == 0 {
 		return
 	}
-	c.monEpoch = mm.Epoch
-	if slices.Equal(slices.Sorted(slices.Values(voters)), slices.Sorted(slices.Values(c.addrs))) {
+	prev := c.voters
+	c.monEpoch, c.voters = mm.Epoch, voters
+	if prev == nil {
+		return
+	}
+	addrs := slices.DeleteFunc(slices.Clone(c.addrs), func(a string) bool {
+		return slices.Contains(prev, a) && !slices.Contains(voters, a)
+	})
+	for _, a := range voters {
+		if !slices.Contains(prev, a) && !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		addrs = voters
+	}
+	if slices.Equal(addrs, c.addrs) {
 		return
 	}
 	cur := c.addrs[c.cur]
 	var mons []*msgr.Client
-	for _, a := range voters {
+	for _, a := range addrs {
 		if i := slices.Index(c.addrs, a); i >= 0 {
 			mons = append(mons, c.mons[i])
 		} else {
@@ -292,11 +311,11 @@ func (c *Client) follow(mm MonMap) {
 		}
 	}
 	for i, a := range c.addrs {
-		if !slices.Contains(voters, a) {
+		if !slices.Contains(addrs, a) {
 			c.mons[i].Close()
 		}
 	}
-	c.mons, c.addrs = mons, slices.Clone(voters)
+	c.mons, c.addrs = mons, addrs
 	c.cur = max(0, slices.Index(c.addrs, cur))
 }
 
