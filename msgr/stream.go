@@ -46,7 +46,7 @@ type secureStream struct {
 	net.Conn
 	s *session
 
-	wmu sync.Mutex
+	wmu  sync.Mutex
 	wbuf []byte
 
 	rmu     sync.Mutex
