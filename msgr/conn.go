@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
 	"net"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -27,7 +27,7 @@ type outFrame struct {
 	payload []byte
 	parts   [][]byte     // if set, the payload is their concatenation (gathered into one buffer for the frame's cipher)
 	sums    []crc32c.Sum // checksums of parts known to the sender (index by part; may be short)
-	sum     uint32       // the payload's checksum, if hasSum (else computed as it is written)
+	sum     uint32       // the payload's checksum, if hasSum (else, ModeCRC and no sums, the frame goes without: flagNoCRC)
 	hasSum  bool
 	sent    chan struct{} // closed once written (or dropped with the connection)
 }
@@ -166,17 +166,21 @@ func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net
 	frame := make([]byte, headerLen+4+tagLen)
 	hdr := frame[:headerLen]
 	f.h.length = uint32(n)
-	f.h.put(hdr)
-	bufs = append(bufs, hdr)
 	if fc.mode == ModeSecure {
+		f.h.put(hdr)
+		bufs = append(bufs, hdr)
 		return append(bufs, fc.seal(hdr, whole[:cap(whole)], n)), scratch
 	}
+	// The payload's crc32c goes along when the sender has checksums for
+	// it — data with its stored checksums, which the receiver checks end
+	// to end (the parts without one, headers, are checksummed here).
+	// Otherwise the frame goes without: the tag authenticates the
+	// payload, and a checksum computed just for the frame would be a pass
+	// over it for nothing.
 	crc := f.sum
 	switch {
 	case f.hasSum:
-	case f.parts == nil:
-		crc = crc32c.Checksum(f.payload)
-	default:
+	case f.parts != nil && slices.ContainsFunc(f.sums, func(s crc32c.Sum) bool { return s.Valid }):
 		crc = 0
 		for i, p := range f.parts {
 			if i < len(f.sums) && f.sums[i].Valid {
@@ -185,7 +189,12 @@ func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net
 				crc = crc32c.Update(crc, p)
 			}
 		}
+	default:
+		crc = 0
+		f.h.flags |= flagNoCRC
 	}
+	f.h.put(hdr)
+	bufs = append(bufs, hdr)
 	binary.LittleEndian.PutUint32(frame[headerLen:], crc)
 	copy(frame[headerLen+4:], fc.crcTag(hdr, crc, whole))
 	return append(bufs, whole, frame[headerLen:]), scratch

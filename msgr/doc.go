@@ -12,8 +12,9 @@
 // the nonces, the names and the mode (HKDF-SHA256), one per direction, and
 // exchange frames: a 32-byte header (magic, version, flags, message type,
 // request id, the sender's OSD map epoch, payload length, a crc32c of the
-// header), the payload, and in ModeCRC its crc32c and an AES-GCM tag over
-// all three — in ModeSecure the payload encrypted and its tag. The tag's
+// header), the payload, and in ModeCRC its crc32c (or 0 with flagNoCRC
+// when the sender has no checksum for it) and an AES-GCM tag over all
+// three — in ModeSecure the payload encrypted and its tag. The tag's
 // nonce is the frame's number in its direction, so an altered, injected,
 // dropped, reordered or replayed frame fails, as does a corrupt one: the
 // connection closes (ErrProtocol) and nothing is delivered. Sessions live

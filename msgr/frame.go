@@ -23,8 +23,9 @@ import (
 //	length  u32     payload bytes
 //	hcrc    u32     crc32c of the 28 bytes before it
 //
-// then, in a crc session (Mode), the payload, its crc32c (u32) and a
-// 16-byte AES-GCM tag over header, payload and checksum; in a secure
+// then, in a crc session (Mode), the payload, its crc32c (u32; 0 with
+// flagNoCRC) and a 16-byte AES-GCM tag over header, payload and
+// checksum; in a secure
 // session, the payload encrypted and its tag (the header is the
 // associated data). The tag's nonce is the frame's number in its
 // direction of the session, so a frame verifies nowhere else. A reply
@@ -35,6 +36,10 @@ const (
 	frameVersion = 1
 	flagReply    = 1 << 0
 	flagError    = 1 << 1
+	// flagNoCRC: a crc session's frame whose checksum field is 0, not
+	// the payload's crc32c — the sender did not know it, and the tag
+	// authenticates the payload anyway.
+	flagNoCRC = 1 << 2
 	// MaxPayload bounds one message (an object write of up to 64 MiB plus
 	// its op encoding).
 	MaxPayload = 96 << 20
@@ -96,11 +101,12 @@ const sockReadMin = 256 << 10
 // readFrame reads one frame and checks it with fc, the session's
 // protection of this direction: the payload is read into a pooled buffer
 // the caller must release with bufpool.Put. ModeCRC: the payload's
-// crc32c, then the tag over header, payload and checksum; with keepSums,
-// a payload of blockSumsMin bytes or more is checksummed block by block:
-// sums holds the crc32c of each of its whole 4 KiB blocks (from its
-// start), combined into the frame's checksum (a server's requests: data
-// an OSD stores). ModeSecure: the ciphertext is decrypted and verified in
+// crc32c unless the sender gave none (flagNoCRC), then the tag over
+// header, payload and checksum field; with keepSums, a payload of
+// blockSumsMin bytes or more is checksummed block by block: sums holds
+// the crc32c of each of its whole 4 KiB blocks (from its start),
+// combined into the frame's checksum (a server's requests: data an OSD
+// stores). ModeSecure: the ciphertext is decrypted and verified in
 // place, and the block checksums, if kept, taken from the plaintext. With
 // sr (nil: none) and r the connection's bufio.Reader, a payload of
 // sockReadMin bytes or more is read straight from the socket once r's
@@ -158,7 +164,10 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 	}
 	// Read and checksum piece by piece: each piece is checksummed while
 	// the read's copy has left it in the CPU's cache, instead of one pass
-	// over the whole payload from memory afterwards.
+	// over the whole payload from memory afterwards. A frame without a
+	// checksum (flagNoCRC) is checksummed only for the block sums kept:
+	// the tag authenticates it.
+	check := h.flags&flagNoCRC == 0
 	var got uint32
 	for off := 0; off < len(payload); {
 		end := min(off+crc32c.Piece, len(payload))
@@ -167,7 +176,7 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 		}
 		if sums != nil {
 			sums = crc32c.BlockSums(sums, payload[off:end])
-		} else {
+		} else if check {
 			got = crc32c.Update(got, payload[off:end])
 		}
 		off = end
@@ -175,12 +184,14 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 	if err := fill(buf[h.length:], 0); err != nil {
 		return fail(err)
 	}
-	if sums != nil {
-		got = crc32c.FromBlocks(sums, payload)
-	}
 	want := binary.LittleEndian.Uint32(buf[h.length:])
-	if got != want {
-		return fail(fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want))
+	if check {
+		if sums != nil {
+			got = crc32c.FromBlocks(sums, payload)
+		}
+		if got != want {
+			return fail(fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want))
+		}
 	}
 	if err := fc.checkCRCTag(hdr[:headerLen], want, payload, buf[int(h.length)+4:int(h.length)+trailer]); err != nil {
 		return fail(err)

@@ -2,6 +2,7 @@ package msgr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
@@ -27,8 +28,13 @@ func cipherAt(m Mode, seq uint64) *frameCipher {
 // encodeFrameMode is frame number seq of a session in mode m, as a
 // connection's writer makes it.
 func encodeFrameMode(m Mode, seq uint64, h header, payload []byte) []byte {
+	return encodeOut(m, seq, &outFrame{h: h, payload: payload})
+}
+
+// encodeOut is frame f, number seq of a session in mode m.
+func encodeOut(m Mode, seq uint64, f *outFrame) []byte {
 	c := &conn{sess: &session{out: cipherAt(m, seq)}}
-	bufs, scratch := c.appendFrame(nil, nil, &outFrame{h: h, payload: payload})
+	bufs, scratch := c.appendFrame(nil, nil, f)
 	var out []byte
 	for _, b := range bufs {
 		out = append(out, b...)
@@ -59,6 +65,35 @@ func TestFrameChecksums(t *testing.T) {
 		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), i%2 == 0, nil, in()); !errors.Is(err, ErrProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
+	}
+}
+
+// The checksum field carries the payload's crc32c only when the sender
+// knows it (else flagNoCRC and 0: the tag authenticates the payload); a
+// known checksum that is not the bytes' — data changed after its
+// checksum was taken — is refused though the tag verifies.
+func TestFrameChecksumOnlyWhenKnown(t *testing.T) {
+	payload := []byte("payload bytes")
+	f := encodeFrame(header{typ: 1}, payload)
+	if f[5]&flagNoCRC == 0 || binary.LittleEndian.Uint32(f[headerLen+len(payload):]) != 0 {
+		t.Fatalf("a frame whose sender has no checksum: flags %#x, checksum field %08x", f[5], binary.LittleEndian.Uint32(f[headerLen+len(payload):]))
+	}
+	if _, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil, in()); err != nil || string(p) != string(payload) {
+		t.Fatalf("without a checksum: %q %v", p, err)
+	}
+	sum := crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli))
+	f = encodeOut(ModeCRC, 0, &outFrame{h: header{typ: 1}, payload: payload, sum: sum, hasSum: true})
+	if f[5]&flagNoCRC != 0 || binary.LittleEndian.Uint32(f[headerLen+len(payload):]) != sum {
+		t.Fatalf("a frame with its sender's checksum: flags %#x, checksum field %08x, want %08x", f[5], binary.LittleEndian.Uint32(f[headerLen+len(payload):]), sum)
+	}
+	for _, keep := range []bool{false, true} {
+		if _, _, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), keep, nil, in()); err != nil {
+			t.Fatalf("with the checksum (keepSums %v): %v", keep, err)
+		}
+	}
+	f = encodeOut(ModeCRC, 0, &outFrame{h: header{typ: 1}, payload: payload, sum: sum ^ 1, hasSum: true})
+	if _, _, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("a checksum that is not the payload's: %v", err)
 	}
 }
 
