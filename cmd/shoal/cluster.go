@@ -101,7 +101,13 @@ func monCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "a", "MON id")
-	cmd.AddCommand(&cobra.Command{Use: "add ID [ADDR]", Short: "Add a MON to the cluster (ceph mon add): it joins as a non-voter and votes once caught up; ADDR defaults to free ports on 127.0.0.1. Start it afterwards (shoal mon --id ID, or shoal up)",
+	cmd.AddCommand(&cobra.Command{Use: "add ID [ADDR]", Short: "Add a MON to the cluster (ceph mon add)",
+		Long: `Add MON ID at ADDR (host:port; the raft port is the next one; default: free
+ports on 127.0.0.1). The MONs take it as a non-voter, which receives the log
+and votes once it has caught up, so adding a MON never stalls the cluster.
+shoal.conf gains its [mon.ID] section and its address in mon_host; start it
+afterwards with "shoal mon --id ID" on its host, or "shoal up" for a local
+cluster.`,
 		Args: cobra.RangeArgs(1, 2), RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
 			addr := ""
 			if len(s.args) == 2 {
@@ -109,7 +115,11 @@ func monCmd() *cobra.Command {
 			}
 			return cluster.AddMon(ctx, s.conf, s.conn, s.args[0], addr, out)
 		})})
-	cmd.AddCommand(&cobra.Command{Use: "rm ID|ADDR", Short: "Remove a MON from the cluster (ceph mon rm); it stops once it learns it. Refused for the last MON, or when the MONs left could not form a quorum",
+	cmd.AddCommand(&cobra.Command{Use: "rm ID|ADDR", Short: "Remove a MON from the cluster (ceph mon rm)",
+		Long: `Remove MON ID (or the MON at ADDR) from the MON map; it stops by itself once
+it learns it, and its data directory is left in place. Refused for the last
+MON, and when the MONs left that answer now could not form a quorum.
+shoal.conf loses its [mon.ID] section and its address in mon_host.`,
 		Args: cobra.ExactArgs(1), RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
 			return cluster.RemoveMon(ctx, s.conf, s.conn, s.args[0], out)
 		})})

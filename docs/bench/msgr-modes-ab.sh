@@ -16,7 +16,7 @@ OLD=$1 NEW=$2 ROUNDS=${3:-2} SECS=${4:-10}
 DIR=/var/tmp/shoal-bench-msgr-modes
 . "$(dirname "$0")/lib.sh"
 
-echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, $ROUNDS rounds, -t 16: A=$OLD (no session keys) B=$NEW crc C=$NEW secure"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run, $ROUNDS rounds, -t 16: A=$OLD B=$NEW crc C=$NEW secure"
 for round in $(seq "$ROUNDS"); do
   order="A B C"; [ $((round % 2)) = 0 ] && order="C B A"
   for side in $order; do

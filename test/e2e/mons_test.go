@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shoal-project/shoal/cluster"
 )
 
 // monDump is `shoal mon dump` parsed: each MON's id (mon.X) → its role
@@ -50,6 +53,34 @@ func (c *tcluster) waitVoters(ctx context.Context, ids ...string) {
 	}
 }
 
+// monLeader is the leading MON's name (mon.X), as `shoal status` sees it.
+func (c *tcluster) monLeader() string {
+	c.t.Helper()
+	var st struct {
+		Mons []struct {
+			Addr   string
+			Leader bool
+		}
+	}
+	out := c.must("status", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		c.t.Fatalf("status: %v\n%s", err, out)
+	}
+	conf, err := cluster.FindConf(filepath.Join(c.data, "shoal.conf"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, m := range st.Mons {
+		for _, id := range conf.MonIDs() {
+			if m.Leader && conf.For("mon."+id).String("public_addr") == m.Addr {
+				return "mon." + id
+			}
+		}
+	}
+	c.t.Fatalf("no leader in the status:\n%s", out)
+	return ""
+}
+
 // pid is a running daemon's pid, from its pid file.
 func (c *tcluster) pid(name string) int {
 	c.t.Helper()
@@ -66,7 +97,8 @@ func (c *tcluster) pid(name string) int {
 // among them — under client load: a client that knew only the first
 // MON writes objects and runs MON commands throughout, and sees no
 // error. Each size is proven a real quorum by SIGKILLs it must survive
-// (one MON of three, two of five); each removed MON stops by itself; the
+// (one MON of three, two of five), and the leader is SIGKILLed while two
+// added MONs wait to be promoted; each removed MON stops by itself; the
 // last one restarts with its state.
 func TestMonAddRemove(t *testing.T) {
 	c := up(t, "--mons", "1", "--osds", "3")
@@ -134,9 +166,11 @@ func TestMonAddRemove(t *testing.T) {
 	c.must("pool", "create", "three", "--size", "2", "--pg-num", "8")
 	c.up("--no-gateway")
 
-	// 3 → 5
+	// 3 → 5, the leader SIGKILLed while the two added are non-voters: the
+	// next leader promotes them once they have caught up
 	c.must("mon", "add", "d")
 	c.must("mon", "add", "e")
+	c.kill9(c.monLeader())
 	c.up("--no-gateway")
 	c.waitVoters(ctx, "a", "b", "c", "d", "e")
 	c.kill9("mon.a")
