@@ -207,8 +207,9 @@ func (c *Conn) waitNewer(ctx context.Context, e osdmap.Epoch, d time.Duration) {
 	}
 }
 
-// MonAddrs are the MONs' addresses as the client follows them: mon_host,
-// then the MON map (nil for an in-process cluster).
+// MonAddrs are the addresses of the MONs the client talks to: mon_host's,
+// less the MONs removed and plus those added since it connected
+// (monc.Client.Addrs; nil for an in-process cluster).
 func (c *Conn) MonAddrs() []string {
 	if c.mc == nil {
 		return nil

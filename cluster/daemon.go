@@ -227,7 +227,7 @@ func (c *Conf) initialMons(id string) (peers []string, join bool, err error) {
 	for _, m := range ids {
 		// one removed since (`shoal mon rm` drops its section) no longer
 		// matters: only a new cluster's MONs use the list
-		if a := c.For("mon." + m).String("public_addr"); a != "" {
+		if a := c.monAddr(m); a != "" {
 			peers = append(peers, a)
 		}
 	}

@@ -25,11 +25,25 @@ import (
 func (c *Conf) MonIDs() []string {
 	var ids []string
 	for _, sec := range c.File.Sections() {
-		if id, ok := strings.CutPrefix(sec, "mon."); ok && id != "" && c.For(sec).String("public_addr") != "" {
+		if id, ok := strings.CutPrefix(sec, "mon."); ok && id != "" && c.monAddr(id) != "" {
 			ids = append(ids, id)
 		}
 	}
 	return ids
+}
+
+// monAddr is MON id's address: its section's public_addr ("" if none).
+func (c *Conf) monAddr(id string) string { return c.For("mon." + id).String("public_addr") }
+
+// monNamed is the id of the MON the configuration gives address addr
+// ("" if none).
+func (c *Conf) monNamed(addr string) string {
+	for _, id := range c.MonIDs() {
+		if c.monAddr(id) == addr {
+			return id
+		}
+	}
+	return ""
 }
 
 // monID is how a MON id may look: Ceph's mon names, without dots.
@@ -47,15 +61,13 @@ func AddMon(ctx context.Context, c *Conf, conn *client.Conn, id, addr string, w 
 	if !monID.MatchString(id) {
 		return fmt.Errorf("mon add: %q: a MON id is letters, digits, '-' and '_' (e.g. d)", id)
 	}
-	if have := c.For("mon." + id).String("public_addr"); have != "" && addr != "" && have != addr {
+	if have := c.monAddr(id); have != "" && addr != "" && have != addr {
 		return fmt.Errorf("mon add: mon.%s has public_addr %s in %s, not %s", id, have, c.Path, addr)
 	} else if have != "" {
 		addr = have
 	}
-	for _, other := range c.MonIDs() {
-		if other != id && addr != "" && c.For("mon."+other).String("public_addr") == addr {
-			return fmt.Errorf("mon add: %s is mon.%s's address in %s", addr, other, c.Path)
-		}
+	if other := c.monNamed(addr); addr != "" && other != "" && other != id {
+		return fmt.Errorf("mon add: %s is mon.%s's address in %s", addr, other, c.Path)
 	}
 	initial := monc.ParseMonHost(c.For("global").String("mon_initial_members"))
 	if slices.Contains(initial, id) {
@@ -64,15 +76,15 @@ func AddMon(ctx context.Context, c *Conf, conn *client.Conn, id, addr string, w 
 	if addr == "" {
 		taken := map[int]bool{}
 		for _, other := range c.MonIDs() {
-			if _, p, err := splitPort(c.For("mon." + other).String("public_addr")); err == nil {
+			if _, p, err := splitPort(c.monAddr(other)); err == nil {
 				taken[p], taken[p+1] = true, true
 			}
 		}
-		port, err := freeMonPort(taken)
+		ports, err := freePorts(1, taken)
 		if err != nil {
-			return err
+			return fmt.Errorf("mon add: %w: give an address", err)
 		}
-		addr = "127.0.0.1:" + strconv.Itoa(port)
+		addr = "127.0.0.1:" + strconv.Itoa(ports[0])
 	}
 	if _, err := mon.RaftAddr(addr); err != nil {
 		return fmt.Errorf("mon add: %w", err)
@@ -80,7 +92,7 @@ func AddMon(ctx context.Context, c *Conf, conn *client.Conn, id, addr string, w 
 	if len(initial) == 0 { // a configuration from before the option: its MONs formed the cluster
 		hosts := c.MonAddrs()
 		for _, other := range c.MonIDs() {
-			if slices.Contains(hosts, c.For("mon."+other).String("public_addr")) {
+			if slices.Contains(hosts, c.monAddr(other)) {
 				initial = append(initial, other)
 			}
 		}
@@ -113,17 +125,12 @@ func AddMon(ctx context.Context, c *Conf, conn *client.Conn, id, addr string, w 
 // configuration file loses its [mon.ID] section and its address in
 // mon_host; its data directory is left as it is.
 func RemoveMon(ctx context.Context, c *Conf, conn *client.Conn, id string, w io.Writer) error {
-	addr := c.For("mon." + id).String("public_addr")
+	addr := c.monAddr(id)
 	if addr == "" {
 		if _, _, err := splitPort(id); err != nil {
 			return fmt.Errorf("mon rm: no [mon.%s] with a public_addr in %s (give its id or its address)", id, c.Path)
 		}
-		addr = id
-		for _, other := range c.MonIDs() {
-			if c.For("mon."+other).String("public_addr") == addr {
-				id = other
-			}
-		}
+		addr, id = id, c.monNamed(id)
 	}
 	r, err := conn.MonCommand(ctx, "mon rm", map[string]string{"addr": addr})
 	if err != nil {
@@ -134,12 +141,14 @@ func RemoveMon(ctx context.Context, c *Conf, conn *client.Conn, id string, w io.
 		if len(hosts) > 0 {
 			f.set("global", "mon_host", strings.Join(hosts, ","))
 		}
-		f.removeSection("mon." + id)
+		if id != "" {
+			f.removeSection("mon." + id)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("the MON at %s was removed, but %w", addr, err)
 	}
-	fmt.Fprintf(w, "%s\nmon.%s stops once it learns it; its data directory is left in place\n", r.Message, id)
+	fmt.Fprintf(w, "%s\nthe MON at %s stops once it learns it; its data directory is left in place\n", r.Message, addr)
 	return nil
 }
 
@@ -154,21 +163,17 @@ func MonDump(ctx context.Context, c *Conf, conn *client.Conn, w io.Writer) error
 	if err := json.Unmarshal(r.Data, &mm); err != nil {
 		return fmt.Errorf("mon dump: bad reply: %w", err)
 	}
-	names := map[string]string{}
-	for _, id := range c.MonIDs() {
-		names[c.For("mon."+id).String("public_addr")] = "mon." + id
-	}
 	fmt.Fprintf(w, "epoch %d\n", mm.Epoch)
 	for _, mi := range mm.Mons {
 		role := "voter"
 		if !mi.Voter {
 			role = "non-voter (catching up)"
 		}
-		name := names[mi.Addr]
-		if name == "" {
-			name = "mon.?"
+		id := c.monNamed(mi.Addr)
+		if id == "" {
+			id = "?"
 		}
-		fmt.Fprintf(w, "%s %s %s\n", name, mi.Addr, role)
+		fmt.Fprintf(w, "mon.%s %s %s\n", id, mi.Addr, role)
 	}
 	return nil
 }
@@ -180,17 +185,6 @@ func splitPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("%q: want host:port", addr)
 	}
 	return host, p, nil
-}
-
-// freeMonPort is a port p from 6789 up with p and p+1 free (messenger
-// and raft) and neither in taken.
-func freeMonPort(taken map[int]bool) (int, error) {
-	for p := 6789; p < 7789; p += 2 {
-		if !taken[p] && !taken[p+1] && free(p) && free(p+1) {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("mon add: no free port pair in 6789-7789 on 127.0.0.1: give an address")
 }
 
 // confText is a configuration file as lines, edited in place so its

@@ -219,9 +219,9 @@ func create(dir string, o UpOptions) error {
 	if err := msgr.WriteKeyring(filepath.Join(dir, "keyring"), keys); err != nil {
 		return err
 	}
-	ports, err := freePorts(o.Mons)
+	ports, err := freePorts(o.Mons, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("up: %w", err)
 	}
 	var addrs []string
 	for _, p := range ports {
@@ -274,16 +274,17 @@ func linkFast(osdDir, link, dir string) error {
 	return nil
 }
 
-// freePorts finds n MON ports p with p+1 free too (raft), from 6789 up.
-func freePorts(n int) ([]int, error) {
+// freePorts finds n MON ports p on 127.0.0.1 with p+1 free too (raft),
+// from 6789 up, neither of them in taken (those of MONs not running now).
+func freePorts(n int, taken map[int]bool) ([]int, error) {
 	var out []int
 	for p := 6789; p < 7789 && len(out) < n; p += 2 {
-		if free(p) && free(p+1) {
+		if !taken[p] && !taken[p+1] && free(p) && free(p+1) {
 			out = append(out, p)
 		}
 	}
 	if len(out) < n {
-		return nil, fmt.Errorf("up: no free ports for %d MONs in 6789-7789", n)
+		return nil, fmt.Errorf("no free port pairs for %d MONs in 6789-7789 on 127.0.0.1", n)
 	}
 	return out, nil
 }

@@ -372,9 +372,7 @@ func (d *Daemon) handle(ctx context.Context, m *msgr.Message) ([]byte, error) {
 			case <-ctx.Done():
 			}
 		}
-		r := d.fsm.mapReply(req.Have)
-		r.Mons = d.fsm.monMap()
-		return r.Encode(), nil
+		return d.fsm.mapReply(req.Have).Encode(), nil
 	case monc.MsgCommand:
 		var c monc.Command
 		if err := json.Unmarshal(m.Payload, &c); err != nil {
@@ -514,18 +512,12 @@ func (d *Daemon) forward(ctx context.Context, raw []byte) (monc.Result, error) {
 		return monc.Result{}, monc.ErrNotLeader
 	}
 	la := msgrAddr(string(addr))
-	rep, err := d.peer(la).Call(ctx, monc.MsgCommand, raw)
+	r, err := d.peerCall(ctx, la, raw)
 	if err != nil {
-		var re *msgr.RemoteError
-		if errors.As(err, &re) {
-			return monc.Result{}, re
+		if re := (*msgr.RemoteError)(nil); errors.As(err, &re) {
+			return monc.Result{}, re // the leader's answer
 		}
 		return monc.Result{}, fmt.Errorf("%w: forwarding to %s: %v", monc.ErrNotLeader, la, err)
-	}
-	defer rep.Release()
-	var r monc.Result
-	if err := json.Unmarshal(rep.Payload, &r); err != nil {
-		return monc.Result{}, err
 	}
 	return r, nil
 }
@@ -703,7 +695,7 @@ func (s *authStream) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		sc, who, err := msgr.Authenticate(nc, s.kr, true, s.mode, 5*time.Second)
-		if err == nil && s.monsOnly && who != "mon" && !strings.HasPrefix(who, "mon.") {
+		if typ, _, _ := strings.Cut(who, "."); err == nil && s.monsOnly && typ != "mon" {
 			err = fmt.Errorf("%s is not a MON", who)
 		}
 		if err != nil {

@@ -177,23 +177,25 @@ func (f *fsm) authDB() map[string]monc.AuthEntry {
 	return maps.Clone(f.st.Auth)
 }
 
-// mapReply answers a subscriber that holds epoch have.
+// mapReply answers a subscriber that holds epoch have: the incrementals
+// after it, or the full map, and the MON map.
 func (f *fsm) mapReply(have osdmap.Epoch) monc.MapReply {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	m := f.st.Map
+	r := monc.MapReply{Mons: f.mons}
 	if have > 0 && have <= m.Epoch {
-		var r monc.MapReply
 		for e := have + 1; e <= m.Epoch; e++ {
 			b, ok := f.incs[e]
 			if !ok {
-				return monc.MapReply{Full: m.Encode()}
+				return monc.MapReply{Full: m.Encode(), Mons: f.mons}
 			}
 			r.Incs = append(r.Incs, b)
 		}
 		return r
 	}
-	return monc.MapReply{Full: m.Encode()}
+	r.Full = m.Encode()
+	return r
 }
 
 // Snapshot implements raft.FSM: the map and the configuration database.

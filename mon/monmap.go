@@ -138,17 +138,8 @@ func (d *Daemon) probeRemoved(since uint64) {
 		if addr == d.o.Addr {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(d.ctx, time.Second)
-		r, err := d.peer(addr).Call(ctx, monc.MsgCommand, mustJSON(monc.Command{Prefix: "mon dump"}))
-		cancel()
-		if err != nil {
-			continue
-		}
-		var res monc.Result
 		var cur monc.MonMap
-		err = json.Unmarshal(r.Payload, &res)
-		r.Release()
-		if err != nil || json.Unmarshal(res.Data, &cur) != nil {
+		if d.peerCommand(addr, "mon dump", time.Second, &cur) != nil {
 			continue
 		}
 		if cur.Epoch > since && len(cur.Mons) > 0 && !cur.Has(d.o.Addr) {
@@ -201,19 +192,36 @@ func (d *Daemon) peerStatus(addr string, timeout time.Duration) (monStatus, erro
 	if addr == d.o.Addr {
 		return d.status(), nil
 	}
+	var st monStatus
+	return st, d.peerCommand(addr, "mon status", timeout, &st)
+}
+
+// peerCommand runs the argument-less command prefix on the MON at addr
+// within timeout and decodes its data into out.
+func (d *Daemon) peerCommand(addr, prefix string, timeout time.Duration, out any) error {
+	raw, _ := json.Marshal(monc.Command{Prefix: prefix})
 	ctx, cancel := context.WithTimeout(d.ctx, timeout)
 	defer cancel()
-	r, err := d.peer(addr).Call(ctx, monc.MsgCommand, mustJSON(monc.Command{Prefix: "mon status"}))
+	r, err := d.peerCall(ctx, addr, raw)
 	if err != nil {
-		return monStatus{}, err
+		return err
 	}
-	defer r.Release()
-	var res monc.Result
-	var st monStatus
-	if err := json.Unmarshal(r.Payload, &res); err != nil {
-		return monStatus{}, err
+	return json.Unmarshal(r.Data, out)
+}
+
+// peerCall sends the command raw (monc.Command's JSON) to the MON at addr
+// and returns its result; a refusal is the MON's *msgr.RemoteError.
+func (d *Daemon) peerCall(ctx context.Context, addr string, raw []byte) (monc.Result, error) {
+	rep, err := d.peer(addr).Call(ctx, monc.MsgCommand, raw)
+	if err != nil {
+		return monc.Result{}, err
 	}
-	return st, json.Unmarshal(res.Data, &st)
+	defer rep.Release()
+	var r monc.Result
+	if err := json.Unmarshal(rep.Payload, &r); err != nil {
+		return monc.Result{}, fmt.Errorf("mon at %s: bad reply: %w", addr, err)
+	}
+	return r, nil
 }
 
 // peer is a messenger client to the MON at addr, kept for reuse.
@@ -286,14 +294,6 @@ func (d *Daemon) monRm(c monc.Command) (monc.Result, error) {
 	}
 	d.log.Info("MON removed", "mon", addr)
 	return monc.Result{Message: fmt.Sprintf("removed mon at %s", addr)}, nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // errRemoved answers requests once this MON has been removed.

@@ -235,7 +235,6 @@ type Client struct {
 
 	mu       sync.Mutex
 	mons     []*msgr.Client
-	addrs    []string // mons' addresses
 	cur      int
 	monEpoch uint64   // of the last MON map seen (0: none)
 	voters   []string // its voters
@@ -256,17 +255,25 @@ func New(addrs []string, kr msgr.Keyring, cfg msgr.Config) (*Client, error) {
 	c := &Client{kr: kr, cfg: cfg}
 	for _, a := range addrs {
 		c.mons = append(c.mons, msgr.Dial(a, kr, cfg))
-		c.addrs = append(c.addrs, a)
 	}
 	return c, nil
 }
 
-// Addrs are the MONs' addresses the client knows now: the configured
-// ones, or the latest MON map's.
+// Addrs are the addresses of the MONs the client talks to: those it was
+// given, less the MONs removed and plus those added since it connected
+// (follow).
 func (c *Client) Addrs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.addrs)
+	return c.addrsLocked()
+}
+
+func (c *Client) addrsLocked() []string {
+	out := make([]string, len(c.mons))
+	for i, m := range c.mons {
+		out[i] = m.Addr()
+	}
+	return out
 }
 
 // follow applies the changes between the MON maps it has seen and mm, if
@@ -274,7 +281,7 @@ func (c *Client) Addrs() []string {
 // first map seen is the baseline and changes nothing, so the addresses
 // a client was given stay in use (a MON reached through a proxy or an
 // address translation keeps being reached that way) until the MONs
-// behind them leave.
+// behind them leave; if every MON it talks to left, it takes mm's voters.
 func (c *Client) follow(mm MonMap) {
 	voters := mm.Voters()
 	c.mu.Lock()
@@ -287,36 +294,24 @@ func (c *Client) follow(mm MonMap) {
 	if prev == nil {
 		return
 	}
-	addrs := slices.DeleteFunc(slices.Clone(c.addrs), func(a string) bool {
-		return slices.Contains(prev, a) && !slices.Contains(voters, a)
-	})
-	for _, a := range voters {
-		if !slices.Contains(prev, a) && !slices.Contains(addrs, a) {
-			addrs = append(addrs, a)
+	left := func(a string) bool { return slices.Contains(prev, a) && !slices.Contains(voters, a) }
+	var mons []*msgr.Client
+	for _, m := range c.mons {
+		if left(m.Addr()) {
+			m.Close()
+		} else {
+			mons = append(mons, m)
 		}
 	}
-	if len(addrs) == 0 {
-		addrs = voters
-	}
-	if slices.Equal(addrs, c.addrs) {
-		return
-	}
-	cur := c.addrs[c.cur]
-	var mons []*msgr.Client
-	for _, a := range addrs {
-		if i := slices.Index(c.addrs, a); i >= 0 {
-			mons = append(mons, c.mons[i])
-		} else {
+	have, none := c.addrsLocked(), len(mons) == 0
+	for _, a := range voters {
+		if none || !slices.Contains(prev, a) && !slices.Contains(have, a) {
 			mons = append(mons, msgr.Dial(a, c.kr, c.cfg))
 		}
 	}
-	for i, a := range c.addrs {
-		if !slices.Contains(addrs, a) {
-			c.mons[i].Close()
-		}
-	}
-	c.mons, c.addrs = mons, addrs
-	c.cur = max(0, slices.Index(c.addrs, cur))
+	cur := c.mons[c.cur]
+	c.mons = mons
+	c.cur = max(0, slices.Index(c.mons, cur))
 }
 
 // ParseMonHost splits mon_host ("host:port,host:port" or with spaces).

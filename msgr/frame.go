@@ -25,9 +25,8 @@ import (
 //
 // then, in a crc session (Mode), the payload, its crc32c (u32; 0 with
 // flagNoCRC) and a 16-byte AES-GCM tag over header, payload and
-// checksum; in a secure
-// session, the payload encrypted and its tag (the header is the
-// associated data). The tag's nonce is the frame's number in its
+// checksum; in a secure session, the payload encrypted and its tag (the
+// header is the associated data). The tag's nonce is the frame's number in its
 // direction of the session, so a frame verifies nowhere else. A reply
 // carries the request's reqID; an error reply's payload is a code (i32)
 // and a message.

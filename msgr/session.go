@@ -109,20 +109,34 @@ func (c *frameCipher) next() []byte {
 	return c.nonce[:]
 }
 
-// crcTag is ModeCRC's tag of a frame: GCM over the payload as associated
-// data and the header and checksum as the message (whose ciphertext is not
-// sent: the receiver computes the same and compares tags, so the tag
-// authenticates all three). payload must be contiguous.
+// crcTag is ModeCRC's tag of a frame: tagOver its header and checksum and
+// its payload.
 func (c *frameCipher) crcTag(hdr []byte, crc uint32, payload []byte) []byte {
 	copy(c.ad[:headerLen], hdr)
 	binary.LittleEndian.PutUint32(c.ad[headerLen:], crc)
-	out := c.aead.Seal(c.tag[:0], c.next(), c.ad[:], payload)
-	return out[len(out)-tagLen:]
+	return c.tagOver(c.ad[:], payload)
 }
 
 // checkCRCTag verifies a received ModeCRC tag.
 func (c *frameCipher) checkCRCTag(hdr []byte, crc uint32, payload, tag []byte) error {
-	if subtle.ConstantTimeCompare(c.crcTag(hdr, crc, payload), tag) != 1 {
+	copy(c.ad[:headerLen], hdr)
+	binary.LittleEndian.PutUint32(c.ad[headerLen:], crc)
+	return c.checkTag(c.ad[:], payload, tag)
+}
+
+// tagOver is the tag authenticating small (at most headerLen+4 bytes: a
+// header) and payload without encrypting them: GCM over the payload as
+// associated data and small as the message, whose ciphertext is not sent
+// (the receiver computes the same and compares tags, so the tag covers
+// both). payload must be contiguous.
+func (c *frameCipher) tagOver(small, payload []byte) []byte {
+	out := c.aead.Seal(c.tag[:0], c.next(), small, payload)
+	return out[len(out)-tagLen:]
+}
+
+// checkTag verifies a tag made by tagOver.
+func (c *frameCipher) checkTag(small, payload, tag []byte) error {
+	if subtle.ConstantTimeCompare(c.tagOver(small, payload), tag) != 1 {
 		return fmt.Errorf("%w: frame authentication failed (altered, injected or out of order)", ErrProtocol)
 	}
 	return nil

@@ -6,17 +6,20 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
 
 // Authenticate runs the handshake on a raw connection — as the accepting
-// end when server is set — and returns the connection protected as the
-// session's mode says (SecureStream: every record authenticated, and with
-// ModeSecure encrypted) and the peer's entity name, or ErrAuth. It lets
-// other protocols (the MONs' raft transport) share the messenger's
-// authentication and frame protection over a byte stream of their own.
-// The stream takes want as the messenger does: secure if either end asks.
+// end when server is set — and returns the connection, now carrying its
+// bytes in records protected as the session's mode says (each
+// authenticated by a tag, and with ModeSecure encrypted), and the peer's
+// entity name; ErrAuth if the handshake fails. It lets other protocols
+// (the MONs' raft transport) share the messenger's authentication and
+// frame protection over a byte stream of their own. The mode is agreed as
+// the messenger's: secure if either end wants it. Reads of an altered,
+// injected, dropped or reordered record fail with ErrProtocol.
 func Authenticate(nc net.Conn, kr Keyring, server bool, want Mode, timeout time.Duration) (net.Conn, string, error) {
 	nc.SetDeadline(time.Now().Add(timeout))
 	defer nc.SetDeadline(time.Time{})
@@ -33,21 +36,23 @@ func Authenticate(nc net.Conn, kr Keyring, server bool, want Mode, timeout time.
 	return &secureStream{Conn: nc, s: s, r: bufio.NewReaderSize(nc, 64<<10)}, s.peer, nil
 }
 
-// maxRecord bounds a stream record's payload (a Write larger is split).
+// maxRecord bounds a stream record's payload in bytes (a larger Write is
+// split).
 const maxRecord = 1 << 20
 
 // secureStream is a byte stream in records: a 4-byte little-endian
-// length, then the bytes in the clear followed by a GCM tag over them
-// and the length (ModeCRC), or the bytes encrypted with the tag
-// (ModeSecure). Each direction numbers its records (the nonce), so a
-// record altered, dropped, replayed or reordered fails the tag and the
-// stream errors with ErrProtocol.
+// length, then the bytes in the clear and the session's tag over length
+// and bytes (ModeCRC: frameCipher.tagOver), or the bytes encrypted and
+// their tag, the length being associated data (ModeSecure). Each
+// direction numbers its records (the tag's nonce), so a record altered,
+// dropped, replayed or reordered fails its tag and the stream errors with
+// ErrProtocol from then on.
 type secureStream struct {
 	net.Conn
 	s *session
 
 	wmu  sync.Mutex
-	wbuf []byte
+	wbuf []byte // ModeSecure: a record being sealed
 
 	rmu     sync.Mutex
 	r       *bufio.Reader
@@ -64,14 +69,17 @@ func (c *secureStream) Write(p []byte) (int, error) {
 		chunk := p[:min(len(p), maxRecord)]
 		var hdr [4]byte
 		binary.LittleEndian.PutUint32(hdr[:], uint32(len(chunk)))
-		c.wbuf = append(c.wbuf[:0], hdr[:]...)
-		if c.s.mode == ModeSecure {
-			c.wbuf = c.s.out.aead.Seal(c.wbuf, c.s.out.next(), chunk, hdr[:])
+		var err error
+		if out := c.s.out; out.mode == ModeSecure {
+			c.wbuf = append(append(c.wbuf[:0], hdr[:]...), chunk...)
+			c.wbuf = slices.Grow(c.wbuf, tagLen)
+			out.seal(hdr[:], c.wbuf[4:4+len(chunk)+tagLen], len(chunk))
+			_, err = c.Conn.Write(c.wbuf[:4+len(chunk)+tagLen])
 		} else {
-			c.wbuf = append(c.wbuf, chunk...)
-			c.wbuf = c.s.out.aead.Seal(c.wbuf, c.s.out.next(), nil, c.wbuf)
+			bufs := net.Buffers{hdr[:], chunk, out.tagOver(hdr[:], chunk)}
+			_, err = bufs.WriteTo(c.Conn)
 		}
-		if _, err := c.Conn.Write(c.wbuf); err != nil {
+		if err != nil {
 			return n, err
 		}
 		n += len(chunk)
@@ -94,34 +102,34 @@ func (c *secureStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readRecord reads and opens the next record into pending.
+// readRecord reads and verifies the next record into pending.
 func (c *secureStream) readRecord() error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
 		return err
 	}
-	n := binary.LittleEndian.Uint32(hdr[:])
+	n := int(binary.LittleEndian.Uint32(hdr[:]))
 	if n > maxRecord {
 		return fmt.Errorf("%w: stream record of %d bytes (at most %d)", ErrProtocol, n, maxRecord)
 	}
-	if need := 4 + int(n) + tagLen; cap(c.rbuf) < need {
-		c.rbuf = make([]byte, need)
+	if cap(c.rbuf) < n+tagLen {
+		c.rbuf = make([]byte, n+tagLen)
 	}
-	buf := c.rbuf[:4+int(n)+tagLen]
-	copy(buf, hdr[:])
-	if _, err := io.ReadFull(c.r, buf[4:]); err != nil {
+	buf := c.rbuf[:n+tagLen]
+	if _, err := io.ReadFull(c.r, buf); err != nil {
 		return err
 	}
-	var err error
-	if c.s.mode == ModeSecure {
-		c.pending, err = c.s.in.aead.Open(buf[4:4], c.s.in.next(), buf[4:], hdr[:])
-	} else {
-		_, err = c.s.in.aead.Open(nil, c.s.in.next(), buf[4+n:], buf[:4+n])
-		c.pending = buf[4 : 4+n]
+	if in := c.s.in; in.mode == ModeSecure {
+		p, err := in.open(hdr[:], buf)
+		if err != nil {
+			return err
+		}
+		c.pending = p
+		return nil
 	}
-	if err != nil {
-		c.pending = nil
-		return fmt.Errorf("%w: stream record authentication failed (altered, injected or out of order)", ErrProtocol)
+	if err := c.s.in.checkTag(hdr[:], buf[:n], buf[n:]); err != nil {
+		return err
 	}
+	c.pending = buf[:n]
 	return nil
 }

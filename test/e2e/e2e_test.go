@@ -129,11 +129,7 @@ func (c *tcluster) must(args ...string) string {
 // kill9 sends SIGKILL to a daemon by its pid file and waits for it to die.
 func (c *tcluster) kill9(name string) {
 	c.t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.data, "run", name+".pid"))
-	if err != nil {
-		c.t.Fatalf("%s: %v", name, err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid := c.pid(name)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		c.t.Fatalf("kill %s (%d): %v", name, pid, err)
 	}
@@ -153,12 +149,30 @@ func (c *tcluster) waitGone(name string, pid int) {
 	}
 }
 
-func (c *tcluster) connect(ctx context.Context) *client.Conn {
+// pid is a running daemon's pid, from its pid file.
+func (c *tcluster) pid(name string) int {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.data, "run", name+".pid"))
+	if err != nil {
+		c.t.Fatalf("%s: %v", name, err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// conf is the cluster's shoal.conf as it is now.
+func (c *tcluster) conf() *cluster.Conf {
 	c.t.Helper()
 	conf, err := cluster.FindConf(filepath.Join(c.data, "shoal.conf"))
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	return conf
+}
+
+func (c *tcluster) connect(ctx context.Context) *client.Conn {
+	c.t.Helper()
+	conf := c.conf()
 	kr, err := conf.Keyring("client.admin")
 	if err != nil {
 		c.t.Fatal(err)

@@ -8,13 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/shoal-project/shoal/cluster"
 )
 
 // monDump is `shoal mon dump` parsed: each MON's id (mon.X) → its role
@@ -66,10 +63,7 @@ func (c *tcluster) monLeader() string {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		c.t.Fatalf("status: %v\n%s", err, out)
 	}
-	conf, err := cluster.FindConf(filepath.Join(c.data, "shoal.conf"))
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	conf := c.conf()
 	for _, m := range st.Mons {
 		for _, id := range conf.MonIDs() {
 			if m.Leader && conf.For("mon."+id).String("public_addr") == m.Addr {
@@ -79,17 +73,6 @@ func (c *tcluster) monLeader() string {
 	}
 	c.t.Fatalf("no leader in the status:\n%s", out)
 	return ""
-}
-
-// pid is a running daemon's pid, from its pid file.
-func (c *tcluster) pid(name string) int {
-	c.t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.data, "run", name+".pid"))
-	if err != nil {
-		c.t.Fatalf("%s: %v", name, err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }
 
 // TestMonAddRemove grows the MONs 1 → 3 → 5 with `shoal mon add` and
@@ -201,13 +184,7 @@ func TestMonAddRemove(t *testing.T) {
 	stopLoad()
 
 	// the client followed the MON map from mon.a to mon.b alone
-	conf, _ := os.ReadFile(filepath.Join(c.data, "shoal.conf"))
-	bAddr := ""
-	for _, sec := range strings.Split(string(conf), "[mon.")[1:] {
-		if strings.HasPrefix(sec, "b]") {
-			bAddr = strings.TrimSpace(strings.SplitN(strings.SplitN(sec, "public_addr =", 2)[1], "\n", 2)[0])
-		}
-	}
+	bAddr := c.conf().For("mon.b").String("public_addr")
 	for got := conn.MonAddrs(); !slices.Equal(got, []string{bAddr}); got = conn.MonAddrs() {
 		select {
 		case <-ctx.Done():
