@@ -34,6 +34,7 @@ type perfCounters struct {
 	recoveryPreempted            atomic.Uint64
 	leaseWaits                   atomic.Uint64
 	snapTrimmed                  atomic.Uint64
+	opWPipelined                 atomic.Uint64
 	opWLat, opRLat               prometheus.Histogram
 	reg                          *prometheus.Registry
 
@@ -113,6 +114,7 @@ func newPerf(daemon string, store any, mclockScale func() float64) *perfCounters
 	counter("mclock_background_waits_total", "Background operations the I/O scheduler held back before they could start.", &p.mclockWaits)
 	counter("recovery_preempted_total", "Recovery reservations given back to a PG of higher priority (degraded before misplaced).", &p.recoveryPreempted)
 	counter("snaptrim_objects_total", "Objects this primary's snap trimmer rewrote (removed snaps taken out of their clones).", &p.snapTrimmed)
+	counter("op_w_pipelined_total", "Client writes prepared while another write to the same object was in flight (blind writes on a replicated PG).", &p.opWPipelined)
 	counter("read_lease_waits_total", "OSDs of earlier intervals that activating PGs could not reach and had to prove past serving reads or wait out (their read leases).", &p.leaseWaits)
 	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shoal", Subsystem: "osd", Name: "mclock_scale", ConstLabels: labels,
 		Help: "Fraction of its capacity the I/O scheduler gives the OSD now (below 1 while clients wait for CPU that background work takes; osd_mclock_sched_latency_target)."}, mclockScale))
@@ -130,7 +132,7 @@ func (p *perfCounters) snapshot() osdop.Perf {
 		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load(), ShardW: p.shardW.Load(), ShardWBytes: p.shardWBytes.Load(),
 		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load(), ECRebuilds: p.ecRebuilds.Load(), ECShardCopies: p.ecShardCopies.Load(),
 		RecoveryOps: p.recoveryOps.Load(), RecoveryBytes: p.recoveryBytes.Load(), MClockWaits: p.mclockWaits.Load(), RecoveryPreempted: p.recoveryPreempted.Load(),
-		SnapTrimmed: p.snapTrimmed.Load()}
+		SnapTrimmed: p.snapTrimmed.Load(), OpWPipelined: p.opWPipelined.Load()}
 }
 
 // serveMetrics exports the counters at addr/metrics until ctx ends.

@@ -39,8 +39,21 @@ type PG struct {
 	recorded monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
 	epoch    osdmap.Epoch
 	log      *pgLog
-	applied  Version            // the newest write submitted to the store, in log order
-	objLocks *keylock.Table     // by object name, guarded by mu
+	applied  Version        // the newest write submitted to the store, in log order
+	objLocks *keylock.Table // by object name, guarded by mu
+	// prepLocks order the writes that share an object's lock (mode
+	// keylock.Write): each holds its object's here from its prepare to its
+	// submit (its own mutex).
+	prepLocks *keylock.Table
+	// projected is, for an object with writes in flight that share its
+	// lock, the state the last of them leaves (guarded by mu).
+	projected map[string]*projection
+	// writing holds the writes submitted and not finished, by seq: each
+	// channel is closed once its write committed everywhere or failed.
+	writing map[uint64]chan struct{}
+	// peerings counts the peerings started: a projection made before the
+	// last one is not trusted.
+	peerings uint64
 	cancel   context.CancelFunc // of the running peering
 	// erasure-coded PGs (ps.Interval.EC): this OSD's shard (its position
 	// in acting), and on the primary the seqs of writes not yet on every
@@ -64,6 +77,8 @@ func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
 	pg := &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
 		ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{}}
 	pg.objLocks = keylock.New(&pg.mu) // blockChunk lists them with the scrub bounds it sets
+	pg.prepLocks = keylock.New(nil)
+	pg.projected, pg.writing = map[string]*projection{}, map[uint64]chan struct{}{}
 	return pg
 }
 
@@ -123,6 +138,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 func (pg *PG) startPeering() {
 	ctx, cancel := context.WithCancel(pg.osd.ctx)
 	pg.cancel = cancel
+	pg.peerings++
 	iv := pg.ps.Interval.ID
 	pg.osd.wg.Add(1)
 	go func() {
@@ -179,20 +195,39 @@ func (pg *PG) describe() string {
 	return fmt.Sprintf("pg %s is %s", pg.id, pg.ps.State.Name())
 }
 
-// lockObject takes an object's lock exclusively: a write holds it from
-// reading the object's state until every member has committed.
-func (pg *PG) lockObject(oid string) func() { return pg.objectLock(oid, false) }
+// lockObject takes an object's lock exclusively: a write that is not
+// blind (opexec.Blind), or on an erasure-coded PG, holds it from reading
+// the object's state until every member has committed; recovery and
+// scrub take it so that no write is in flight on the object.
+func (pg *PG) lockObject(oid string) func() { return pg.objLocks.Lock(oid, keylock.Excl) }
 
-// rlockObject takes an object's lock shared: a read sees no write half
-// applied (its size and its bytes from the same version).
-func (pg *PG) rlockObject(oid string) func() { return pg.objectLock(oid, true) }
+// rlockObject takes an object's lock for a read: a read sees no write
+// half applied (its size and its bytes from the same version), as it
+// waits for the writes in flight.
+func (pg *PG) rlockObject(oid string) func() { return pg.objLocks.Lock(oid, keylock.Read) }
 
-func (pg *PG) objectLock(oid string, shared bool) func() { return pg.objLocks.Lock(oid, shared) }
+// projection is the state of an object the writes in flight on it leave.
+type projection struct {
+	obj      object // as the last of them leaves it
+	n        int    // writes in flight
+	peerings uint64 // PG.peerings when the last was submitted
+}
+
+// errStaleProjection: the writes in flight on the object were submitted
+// before the PG last peered; the write waits for them to end (keylock.Excl)
+// and reads the object's state from the store.
+var errStaleProjection = errors.New("writes in flight from before the last peering")
 
 // write runs a client's write request: the backend builds the
 // transaction (one per shard on an erasure-coded PG) from the object's
 // current state; write orders it in the PG log, applies it here and on
 // every other member, and returns once all have committed.
+//
+// On a replicated PG, blind writes (opexec.Blind: a block image's data
+// writes) to one object are in flight together, as Ceph's are: each is
+// prepared against the state the one before it leaves (projection) as
+// soon as that one is submitted, and the members apply them in log
+// order. Reads of the object wait for them all (keylock).
 func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop.Reply, error) {
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
@@ -202,23 +237,57 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 			return nil, err
 		}
 	}
-	unlock, err := pg.writeLock(ctx, req.OID)
+	mode := keylock.Excl
+	if _, ok := be.(replicatedBackend); ok && opexec.Blind(req.Ops) {
+		mode = keylock.Write
+	}
+	rep, err := pg.writeAs(ctx, req, be, mode)
+	if errors.Is(err, errStaleProjection) {
+		rep, err = pg.writeAs(ctx, req, be, keylock.Excl)
+	}
+	return rep, err
+}
+
+// writeAs is write holding the object's lock in mode m: keylock.Write
+// (shared with other blind writes; the object's prepare lock orders them)
+// or keylock.Excl.
+func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m keylock.Mode) (*osdop.Reply, error) {
+	unlock, err := pg.writeLock(ctx, req.OID, m)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	unprep := func() {}
+	if m == keylock.Write {
+		unprep = pg.prepLocks.Lock(req.OID, keylock.Excl)
+	}
+	defer func() { unprep() }() // on an early return; after the submit it is a no-op
 	// A resend of a write already logged is answered with its outcome,
 	// without the output of reads it carried (as Ceph answers
-	// duplicates). Only under the object's lock, which the first attempt
-	// holds until every member has committed it or it failed, and only
-	// while the PG is active: a failure re-peers it, and peering decides
-	// whether the write stays (Ceph likewise answers a duplicate only
-	// once the original is on disk).
-	pg.mu.Lock()
-	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
-	active := pg.ps.State.IsActive()
-	pg.mu.Unlock()
-	if dup && req.Client != 0 {
+	// duplicates): once the first attempt has committed on every member
+	// or failed, and only while the PG is active: a failure re-peers it,
+	// and peering decides whether the write stays (Ceph likewise answers a
+	// duplicate only once the original is on disk).
+	for req.Client != 0 {
+		pg.mu.Lock()
+		v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
+		active := pg.ps.State.IsActive()
+		first := pg.writing[v.Seq]
+		pg.mu.Unlock()
+		if !dup {
+			break
+		}
+		if first != nil { // in flight, beside this one (keylock.Write)
+			unprep()
+			select {
+			case <-first:
+			case <-ctx.Done():
+				unprep = func() {}
+				return nil, ctx.Err()
+			}
+			unprep = pg.prepLocks.Lock(req.OID, keylock.Excl)
+			continue
+		}
 		if !active {
 			return nil, fmt.Errorf("%w: pg %s is peering after a write failed", osdop.ErrRetry, pg.id)
 		}
@@ -248,7 +317,7 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 		return nil, fmt.Errorf("%w: pg %s: shard %d of %d", osdop.ErrRetry, pg.id, pg.shard, len(x.shards))
 	}
 	prev := pg.log.info.LastUpdate
-	v = Version{Epoch: uint32(pg.epoch), Seq: prev.Seq + 1}
+	v := Version{Epoch: uint32(pg.epoch), Seq: prev.Seq + 1}
 	entry := LogEntry{Ver: v, Op: logModify, OID: req.OID, Client: req.Client, Tid: req.Tid}
 	txns := []*objectstore.Transaction{x.T}
 	if isEC {
@@ -310,7 +379,31 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 	local.Append(&meta)
 	pg.applied = v
 	done := d.store.Submit(local)
+	finished := make(chan struct{})
+	pg.writing[v.Seq] = finished
+	var proj *projection
+	if m == keylock.Write {
+		if proj = pg.projected[req.OID]; proj == nil {
+			proj = &projection{}
+			pg.projected[req.OID] = proj
+		}
+		proj.obj, proj.peerings = x.After(v.Seq), pg.peerings
+		proj.n++
+	}
 	pg.mu.Unlock()
+	unprep() // the next write to the object may prepare against proj
+	unprep = func() {}
+	defer func() { // before the object's lock is released
+		pg.mu.Lock()
+		delete(pg.writing, v.Seq)
+		close(finished)
+		if proj != nil {
+			if proj.n--; proj.n == 0 {
+				delete(pg.projected, req.OID)
+			}
+		}
+		pg.mu.Unlock()
+	}()
 
 	errs := make(chan error, len(others))
 	// Replicas all get x.t: encode it once, its data referenced rather

@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shoal-project/shoal/internal/keylock"
 	"github.com/shoal-project/shoal/internal/sem"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osd/peering"
@@ -367,7 +368,7 @@ func (pg *PG) recoverAll(ctx context.Context) {
 			if err := d.throttle(ctx, mclock.Recovery, 1, pg.recoveryBytes(r, oid)); err != nil {
 				return err
 			}
-			unlock, err := pg.writeLock(ctx, oid)
+			unlock, err := pg.writeLock(ctx, oid, keylock.Excl)
 			if err != nil {
 				return err
 			}
@@ -498,7 +499,7 @@ func (pg *PG) recoverForRead(ctx context.Context, oid string) error {
 	if !need {
 		return nil
 	}
-	unlock, err := pg.writeLock(ctx, oid)
+	unlock, err := pg.writeLock(ctx, oid, keylock.Excl)
 	if err != nil {
 		return err
 	}

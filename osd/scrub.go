@@ -40,6 +40,7 @@ import (
 
 	"github.com/shoal-project/shoal/ec"
 	"github.com/shoal-project/shoal/internal/crc32c"
+	"github.com/shoal-project/shoal/internal/keylock"
 	"github.com/shoal-project/shoal/internal/periodic"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
@@ -243,11 +244,11 @@ func (pg *PG) handleScrubMap(pm *peerMsg) ([]byte, error) {
 	return encodeScrubMap(objs), nil
 }
 
-// writeLock takes a write's object lock, after any scrub of a chunk
-// holding the object.
-func (pg *PG) writeLock(ctx context.Context, oid string) (func(), error) {
+// writeLock takes a write's object lock in mode m (keylock.Write or
+// Excl), after any scrub of a chunk holding the object.
+func (pg *PG) writeLock(ctx context.Context, oid string, m keylock.Mode) (func(), error) {
 	for {
-		unlock := pg.lockObject(oid)
+		unlock := pg.objLocks.Lock(oid, m)
 		pg.mu.Lock()
 		ch := pg.scrub.blocked
 		if ch != nil && !inChunk(oid, pg.scrub.from, pg.scrub.to) {

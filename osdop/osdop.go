@@ -521,6 +521,11 @@ type Perf struct {
 	// SnapTrimmed counts the objects this OSD's snap trimmer rewrote as
 	// primary (removed snaps taken out of their clones).
 	SnapTrimmed uint64 `json:"snaptrim_objects"`
+	// OpWPipelined counts client writes this OSD prepared as primary
+	// while another write to the same object was still in flight (blind
+	// writes on a replicated PG: osd/opexec.Blind), instead of waiting for
+	// it to commit everywhere.
+	OpWPipelined uint64 `json:"op_w_pipelined"`
 	// MClockCapacityIOPS is the random 4 KiB write capacity the I/O
 	// scheduler charges operations against: measured at the OSD's first
 	// start, or osd_mclock_max_capacity_iops_* (a gauge, not a counter).

@@ -117,10 +117,14 @@ func (c *Cluster) Command(ctx context.Context, prefix string, args map[string]st
 
 func coll(pool int64) objectstore.Coll { return objectstore.Coll(strconv.FormatInt(pool, 10)) }
 
-// lock takes oid's lock in pool (shared for reads) and returns its
-// release.
-func (c *Cluster) lock(pool int64, oid string, shared bool) func() {
-	return c.locks.Lock(string(coll(pool))+"/"+oid, shared)
+// lock takes oid's lock in pool (exclusive for a write, shared among
+// reads) and returns its release.
+func (c *Cluster) lock(pool int64, oid string, write bool) func() {
+	m := keylock.Read
+	if write {
+		m = keylock.Excl
+	}
+	return c.locks.Lock(string(coll(pool))+"/"+oid, m)
 }
 
 // Operate executes a request on object oid of pool, as a PG's primary
@@ -148,7 +152,7 @@ func (c *Cluster) Operate(ctx context.Context, pool int64, oid string, ops []osd
 		}
 	}
 	write := req.IsWrite()
-	defer c.lock(pool, oid, !write)()
+	defer c.lock(pool, oid, write)()
 	o, err := opexec.Load(c.store, coll(pool), oid)
 	if err != nil {
 		return nil, err

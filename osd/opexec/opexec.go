@@ -104,6 +104,43 @@ type Prepared struct {
 	// Whiteout: the head does not exist after the request but stays in
 	// the store as a whiteout, for its clones (snaps.go).
 	Whiteout bool
+	// Size and SnapSet are the object's size in bytes and SnapSet after
+	// the request (After).
+	Size    uint64
+	SnapSet *osdop.SnapSet
+}
+
+// After is the object's state once x applies, as Load and LoadSnapSet
+// would find it, given the version v the caller stamps (Stamp); the
+// caller fills in Store, Coll and OID. A caller that keeps several writes
+// to one object in flight prepares the next against it (Blind).
+func (x *Prepared) After(v uint64) Object {
+	a := Object{Exists: x.ExistsAfter, Whiteout: x.Whiteout}
+	if a.Exists {
+		a.Size, a.Version = x.Size, v
+	}
+	if a.Exists || a.Whiteout {
+		a.SnapSet = x.SnapSet
+	}
+	return a
+}
+
+// Blind reports whether a write request of ops reads nothing of its
+// object but the Object fields Prepare is given (existence, size,
+// version and snapshot state): no data, attribute or omap read, no
+// object-class method. Such a request may be prepared against the state
+// a write still in flight leaves (Prepared.After) instead of the store's.
+func Blind(ops []osdop.Op) bool {
+	for i := range ops {
+		switch ops[i].Code {
+		case osdop.Write, osdop.WriteFull, osdop.Append, osdop.Truncate, osdop.Zero,
+			osdop.Create, osdop.Remove, osdop.SetXattr, osdop.OmapSet, osdop.OmapRm,
+			osdop.OmapClear, osdop.AssertVersion:
+		default:
+			return false
+		}
+	}
+	return len(ops) > 0
 }
 
 // Prepare executes a write request's ops against the state of its object
@@ -281,7 +318,7 @@ func Prepare(o *Object, ops []osdop.Op, maxSize uint64, snapc SnapContext) (*Pre
 			return fail(fmt.Errorf("%w: %d bytes (osd_max_object_size %d)", osdop.ErrTooLarge, size, maxSize))
 		}
 	}
-	x.ExistsAfter = exists
+	x.ExistsAfter, x.Size, x.SnapSet = exists, size, ss
 	x.Whiteout = FinishSnaps(o, t, ss, exists)
 	switch {
 	case exists && !o.Exists:

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/nbd"
+	"github.com/shoal-project/shoal/osdop"
 )
 
 // nbdServer is a `shoal rbd nbd serve` process.
@@ -356,7 +358,9 @@ func TestRBDNBD(t *testing.T) {
 // acknowledged write, or as the write in flight when the server died —
 // whole, never torn. Then the primary OSD of the image's first object is
 // killed while the writes go on: none fails, and every block reads back
-// as its last write.
+// as its last write. All the blocks are in that one object, so its
+// primary has several writes to it in flight at once (pipelined: the
+// OSDs' op_w_pipelined counts them).
 func TestNBDSurvivesKill9(t *testing.T) {
 	c := up(t, "--osds", "3")
 	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
@@ -370,6 +374,17 @@ func TestNBDSurvivesKill9(t *testing.T) {
 	l.serverKill(ctx, c, srv, 500)
 	victim := fmt.Sprintf("osd.%d", c.osdMap("rbd", prefix+".0000000000000000").ActingPrimary)
 	l.osdKill(ctx, c, victim, 300, 900)
+	var perf []osdop.Stats
+	if err := json.Unmarshal([]byte(c.must("osd", "perf", "--format", "json")), &perf); err != nil {
+		t.Fatal(err)
+	}
+	var pipelined uint64
+	for _, st := range perf {
+		pipelined += st.Perf.OpWPipelined
+	}
+	if pipelined == 0 {
+		t.Fatal("no write was built behind another in flight to the same object: the kill did not test pipelined writes")
+	}
 	// the killed server held the image's exclusive lock: the new one
 	// broke it (once the dead one's watch expired) and fenced it
 	if bl := c.must("osd", "blocklist", "ls"); !strings.Contains(bl, "client.") {
