@@ -59,22 +59,19 @@ func (pg *PG) loadObject(oid string) (*object, error) {
 
 // projectedObject is oid's state as the writes in flight on it leave it
 // (nil: none in flight, the store's state is current), for a blind write
-// that shares the object's lock with them; errStaleProjection if they
-// were submitted before the PG last peered.
-func (pg *PG) projectedObject(oid string) (*object, error) {
+// that shares the object's lock with them (write checks that they were
+// submitted since the PG last peered, and that this one is).
+func (pg *PG) projectedObject(oid string) *object {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	p := pg.projected[oid]
-	switch {
-	case p == nil:
-		return nil, nil
-	case p.peerings != pg.peerings:
-		return nil, fmt.Errorf("pg %s: %s: %w", pg.id, oid, errStaleProjection)
+	if p == nil {
+		return nil
 	}
 	o := p.obj
 	o.Store, o.Coll, o.OID = pg.osd.store, pg.coll, oid
 	pg.osd.perf.opWPipelined.Add(1)
-	return &o, nil
+	return &o
 }
 
 // snapsOn reports whether the PG's pool has given out snap ids: only then
@@ -92,12 +89,12 @@ func (pg *PG) snapsOn() bool {
 // state (the object lock is held) and builds the transaction; the
 // request's SnapContext is the one handleOp checked (snapContext).
 func (pg *PG) prepare(req *osdop.Request) (*prepared, error) {
-	o, err := pg.projectedObject(req.OID)
-	if o == nil && err == nil {
-		o, err = pg.loadObject(req.OID)
-	}
-	if err != nil {
-		return nil, err
+	o := pg.projectedObject(req.OID)
+	if o == nil {
+		var err error
+		if o, err = pg.loadObject(req.OID); err != nil {
+			return nil, err
+		}
 	}
 	if req.From != "" {
 		o.Caller = osdmap.InstanceName(req.From, req.Client)

@@ -48,9 +48,10 @@ type PG struct {
 	// projected is, for an object with writes in flight that share its
 	// lock, the state the last of them leaves (guarded by mu).
 	projected map[string]*projection
-	// writing holds the writes submitted and not finished, by seq: each
-	// channel is closed once its write committed everywhere or failed.
-	writing map[uint64]chan struct{}
+	// writing holds the writes submitted and not finished, by version:
+	// each channel is closed once its write committed everywhere or
+	// failed.
+	writing map[Version]chan struct{}
 	// peerings counts the peerings started: a projection made before the
 	// last one is not trusted.
 	peerings uint64
@@ -78,7 +79,7 @@ func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
 		ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{}}
 	pg.objLocks = keylock.New(&pg.mu) // blockChunk lists them with the scrub bounds it sets
 	pg.prepLocks = keylock.New(nil)
-	pg.projected, pg.writing = map[string]*projection{}, map[uint64]chan struct{}{}
+	pg.projected, pg.writing = map[string]*projection{}, map[Version]chan struct{}{}
 	return pg
 }
 
@@ -213,10 +214,11 @@ type projection struct {
 	peerings uint64 // PG.peerings when the last was submitted
 }
 
-// errStaleProjection: the writes in flight on the object were submitted
-// before the PG last peered; the write waits for them to end (keylock.Excl)
-// and reads the object's state from the store.
-var errStaleProjection = errors.New("writes in flight from before the last peering")
+// errStaleProjection: the PG peered since the writes in flight on the
+// object, or the write, read the object's state, or the object needs
+// recovery; the write waits for the writes in flight to end
+// (keylock.Excl) and reads the object's state from the store.
+var errStaleProjection = errors.New("object state from before the last peering, or object to recover")
 
 // write runs a client's write request: the backend builds the
 // transaction (one per shard on an erasure-coded PG) from the object's
@@ -227,7 +229,9 @@ var errStaleProjection = errors.New("writes in flight from before the last peeri
 // writes) to one object are in flight together, as Ceph's are: each is
 // prepared against the state the one before it leaves (projection) as
 // soon as that one is submitted, and the members apply them in log
-// order. Reads of the object wait for them all (keylock).
+// order. Reads of the object wait for them all (keylock). Only on a
+// device below its nearfull ratio, for an object that needs no recovery,
+// within one peering.
 func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop.Reply, error) {
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
@@ -237,9 +241,14 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 			return nil, err
 		}
 	}
+	// Not on a device filling up: a write that fails locally for want of
+	// room (the store checks each transaction's room alone) must not have
+	// had the next built on it.
 	mode := keylock.Excl
 	if _, ok := be.(replicatedBackend); ok && opexec.Blind(req.Ops) {
-		mode = keylock.Write
+		if lvl, _ := pg.osd.fullness(); lvl == osdmap.NotFull {
+			mode = keylock.Write
+		}
 	}
 	rep, err := pg.writeAs(ctx, req, be, mode)
 	if errors.Is(err, errStaleProjection) {
@@ -272,7 +281,7 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 		pg.mu.Lock()
 		v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
 		active := pg.ps.State.IsActive()
-		first := pg.writing[v.Seq]
+		first := pg.writing[v]
 		pg.mu.Unlock()
 		if !dup {
 			break
@@ -293,6 +302,21 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 		}
 		return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}, nil
 	}
+	var peerings uint64 // keylock.Write: the peering in which the object's state is read
+	if m == keylock.Write {
+		pg.mu.Lock()
+		p := pg.projected[req.OID]
+		peerings = pg.peerings
+		// Recovery needs the object's lock exclusively, and writes in
+		// flight from before the last peering may be ones the new
+		// interval's members never get: both wait for the writes in
+		// flight to end, and read the store.
+		stale := pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) || p != nil && p.peerings != peerings
+		pg.mu.Unlock()
+		if stale {
+			return nil, fmt.Errorf("pg %s: %s: %w", pg.id, req.OID, errStaleProjection)
+		}
+	}
 	if err := pg.recoverFor(ctx, req.OID, true); err != nil {
 		return nil, err
 	}
@@ -310,6 +334,10 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 	if pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) { // peering began since recoverFor
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s: %s is not recovered yet", osdop.ErrRetry, pg.id, req.OID)
+	}
+	if m == keylock.Write && pg.peerings != peerings { // prepared against a state from before
+		pg.mu.Unlock()
+		return nil, fmt.Errorf("pg %s: %s: %w", pg.id, req.OID, errStaleProjection)
 	}
 	pg.rec.written(req.OID)
 	if isEC && pg.shard >= len(x.shards) {
@@ -380,7 +408,7 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 	pg.applied = v
 	done := d.store.Submit(local)
 	finished := make(chan struct{})
-	pg.writing[v.Seq] = finished
+	pg.writing[v] = finished
 	var proj *projection
 	if m == keylock.Write {
 		if proj = pg.projected[req.OID]; proj == nil {
@@ -395,7 +423,7 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 	unprep = func() {}
 	defer func() { // before the object's lock is released
 		pg.mu.Lock()
-		delete(pg.writing, v.Seq)
+		delete(pg.writing, v)
 		close(finished)
 		if proj != nil {
 			if proj.n--; proj.n == 0 {
