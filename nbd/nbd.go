@@ -173,7 +173,10 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) error {
 	if err != nil || exp == nil {
 		return err
 	}
-	cn := &conn{s: s, exp: exp, r: r, w: w, inflight: map[uint64]chan struct{}{}}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	cn := &conn{s: s, exp: exp, r: r, nc: c, inflight: map[uint64]chan struct{}{}}
 	return cn.transmit(ctx)
 }
 
@@ -322,7 +325,7 @@ type conn struct {
 	r   *bufio.Reader
 
 	wmu sync.Mutex // replies are written whole, one at a time
-	w   *bufio.Writer
+	nc  net.Conn   // replies go straight to it: header and data in one writev
 
 	mu       sync.Mutex
 	seq      uint64
@@ -492,11 +495,11 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 	binary.BigEndian.PutUint32(h[0:], simpleReplyMagc)
 	binary.BigEndian.PutUint32(h[4:], errno)
 	binary.BigEndian.PutUint64(h[8:], q.handle)
+	bufs := net.Buffers{h[:]}
+	if errno == 0 && q.typ == cmdRead {
+		bufs = append(bufs, data)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.w.Write(h[:])
-	if errno == 0 && q.typ == cmdRead {
-		c.w.Write(data)
-	}
-	c.w.Flush()
+	bufs.WriteTo(c.nc) // a failed write ends the connection: its reads fail too
 }
