@@ -2,7 +2,6 @@ package rbd
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 )
 
@@ -25,7 +24,20 @@ type extent struct {
 	bufOff         uint64
 }
 
-func (l layout) objectName(n uint64) string { return fmt.Sprintf("%s.%016x", l.prefix, n) }
+// objectName is data object n's name: the prefix, a dot and n in 16
+// lower-case hex digits (RBD's rbd_data.ID.%016x). Formatted by hand:
+// fmt's zero padding took 7% of an NBD server's CPU on 4 KiB reads.
+func (l layout) objectName(n uint64) string {
+	const digits = "0123456789abcdef"
+	b := make([]byte, len(l.prefix)+17)
+	copy(b, l.prefix)
+	b[len(l.prefix)] = '.'
+	for i := len(b) - 1; i > len(l.prefix); i-- {
+		b[i] = digits[n&15]
+		n >>= 4
+	}
+	return string(b)
+}
 
 // extents cuts [off, off+n) into per-object pieces, in image order; a
 // piece never crosses a stripe unit, and consecutive units landing

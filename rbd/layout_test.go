@@ -1,9 +1,22 @@
 package rbd
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 )
+
+// TestObjectName: data object names are RBD's rbd_data.ID.%016x, as fmt
+// formats them, at the ends of the range and at random object numbers.
+func TestObjectName(t *testing.T) {
+	l := layout{prefix: "rbd_data.1f2e3d4c5b6a"}
+	rng := rand.New(rand.NewSource(1))
+	for _, n := range append([]uint64{0, 1, 15, 16, 1<<63 - 1, ^uint64(0)}, rng.Uint64(), rng.Uint64()>>20, rng.Uint64()>>40) {
+		if got, want := l.objectName(n), fmt.Sprintf("rbd_data.1f2e3d4c5b6a.%016x", n); got != want {
+			t.Errorf("object %d: %q, want %q", n, got, want)
+		}
+	}
+}
 
 // TestLayoutExample: a striped layout laid out by hand, as
 // doc/dev/file-striping.rst draws one: 16-byte objects, 4-byte stripe
