@@ -501,5 +501,7 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	bufs.WriteTo(c.nc) // a failed write ends the connection: its reads fail too
+	if _, err := bufs.WriteTo(c.nc); err != nil {
+		c.nc.Close() // a reply lost or cut short: the client must not wait for it, nor read the next one from its middle
+	}
 }

@@ -1,7 +1,5 @@
 package keylock
 
-import "runtime"
-
 // Waiters counts the waiters queued for key's lock.
 func Waiters(t *Table, key string) int {
 	t.mu.Lock()
@@ -11,6 +9,3 @@ func Waiters(t *Table, key string) int {
 	}
 	return 0
 }
-
-// Gosched yields the processor.
-var Gosched = runtime.Gosched

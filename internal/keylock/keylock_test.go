@@ -1,6 +1,7 @@
 package keylock_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 
@@ -109,6 +110,6 @@ func TestArrivalOrder(t *testing.T) {
 func waitQueued(t *testing.T, tb *keylock.Table, key string, n int) {
 	t.Helper()
 	for keylock.Waiters(tb, key) < n {
-		keylock.Gosched()
+		runtime.Gosched()
 	}
 }

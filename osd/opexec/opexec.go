@@ -8,9 +8,11 @@
 // (internal/memrados), so both give the same answers.
 //
 // It does no locking, versioning or replication: the caller holds the
-// object's lock from Load until its transaction applies, stamps the
-// version (AttrVersion) and modification time (AttrMtime), and applies or
-// replicates the transaction.
+// object's lock from Load until its transaction applies — or, for a
+// blind request (Blind), prepares it against the state the write before
+// it leaves (Prepared.After) while that one is still in flight — stamps
+// the version (AttrVersion) and modification time (AttrMtime), and
+// applies or replicates the transaction.
 package opexec
 
 import (
