@@ -83,6 +83,7 @@ func (srv *Server) getObjectAttributes(rq *request, b *rgw.Bucket) error {
 	if err := srv.authorizeObject(rq, b, o, rq.key, "s3:GetObject", rgw.PermRead); err != nil {
 		return err
 	}
+	setVersionHeader(rq.w.Header(), o.VersionID())
 	res := objectAttributes{Xmlns: s3NS}
 	if want["ETag"] {
 		res.ETag = strings.Trim(o.ETag(), `"`)

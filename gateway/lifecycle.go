@@ -23,10 +23,11 @@ import (
 //   - AbortIncompleteMultipartUpload aborts uploads under the prefix
 //     started DaysAfterInitiation days ago.
 //
-// Without versioning there are no noncurrent versions or delete markers,
-// so NoncurrentVersionExpiration and ExpiredObjectDeleteMarker are
-// accepted and have nothing to act on. Transitions need a storage class
-// other than STANDARD, which this gateway does not have: they are refused.
+// In a versioned bucket, expiration makes a delete marker current, and
+// NoncurrentVersionExpiration and ExpiredObjectDeleteMarker remove old
+// versions and lone delete markers (package rgw's lcVersions).
+// Transitions need a storage class other than STANDARD, which this
+// gateway does not have: they are refused.
 
 type lifecycleConfiguration struct {
 	XMLName xml.Name            `xml:"LifecycleConfiguration"`

@@ -371,6 +371,7 @@ func (srv *Server) postObject(rq *request) error {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
+	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	setChecksumHeaders(res.Checksum, rq.w.Header())
 	location := "/" + b.Name + "/" + (&url.URL{Path: key}).EscapedPath()
 	rq.w.Header().Set("Location", location)

@@ -115,6 +115,10 @@ func (srv *Server) writeError(rq *request, err error) {
 		h.Del("Last-Modified")
 	}
 	h.Del("Content-Length")
+	if dm := (*rgw.DeleteMarkerError)(nil); errors.As(err, &dm) {
+		h.Set("x-amz-delete-marker", "true")
+		h.Set("x-amz-version-id", dm.VersionID)
+	}
 	if ae == s3err.NotModified || rq.r.Method == http.MethodHead {
 		rq.w.WriteHeader(ae.Status)
 		return
@@ -271,7 +275,7 @@ func (srv *Server) routeBucket(rq *request) error {
 	switch rq.r.Method {
 	case http.MethodPut:
 		if has(q, "versioning") {
-			return s3err.NotImplemented.With("bucket versioning is not supported")
+			return srv.putBucketVersioning(rq)
 		}
 		if has(q, "acl") {
 			return srv.putBucketACL(rq)
@@ -324,7 +328,7 @@ func (srv *Server) routeBucket(rq *request) error {
 		case has(q, "location"):
 			return writeXML(rq, http.StatusOK, locationConstraint{Xmlns: s3NS, Value: b.Location})
 		case has(q, "versioning"):
-			return writeXML(rq, http.StatusOK, versioningConfiguration{Xmlns: s3NS})
+			return writeXML(rq, http.StatusOK, versioningConfiguration{Xmlns: s3NS, Status: b.Versioning})
 		case has(q, "acl"):
 			return writeXML(rq, http.StatusOK, srv.policyXML(ctx, b.Owner, b.ACL))
 		case has(q, "tagging"):
@@ -398,13 +402,14 @@ func (srv *Server) putBucketACL(rq *request) error {
 // allows; a missing key is answered as missingKey answers it. The caller
 // closes the object.
 func (srv *Server) openForACL(rq *request, b *rgw.Bucket, perm string) (*rgw.Object, error) {
-	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, false)
+	o, err := srv.s.OpenVersion(rq.r.Context(), b, rq.key, rq.q.Get("versionId"), false)
 	if errors.Is(err, s3err.NoSuchKey) {
 		return nil, srv.missingKey(rq, b, rq.key, err)
 	}
 	if err != nil {
 		return nil, err
 	}
+	setVersionHeader(rq.w.Header(), o.VersionID())
 	if err := srv.authorizeObject(rq, b, o, rq.key, "", perm); err != nil {
 		o.Close()
 		return nil, err
@@ -453,9 +458,6 @@ func (srv *Server) routeObject(rq *request) error {
 	if has(q, "attributes") && rq.r.Method != http.MethodGet { // GetObjectAttributes only: never a write
 		return s3err.MethodNotAllowed
 	}
-	if q.Get("versionId") != "" && q.Get("versionId") != "null" {
-		return s3err.NotImplemented.With("object versioning is not supported")
-	}
 	switch rq.r.Method {
 	case http.MethodPut:
 		if has(q, "tagging") {
@@ -466,7 +468,7 @@ func (srv *Server) routeObject(rq *request) error {
 			if err != nil {
 				return err
 			}
-			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) error { h.Tags = tags; return nil }); err != nil {
+			if err := srv.s.UpdateVersion(ctx, b, rq.key, q.Get("versionId"), func(h *rgw.HeadInfo) error { h.Tags = tags; return nil }); err != nil {
 				return err
 			}
 			rq.w.WriteHeader(http.StatusOK)
@@ -479,7 +481,7 @@ func (srv *Server) routeObject(rq *request) error {
 			if b.ACLsDisabled() {
 				return s3err.AccessControlListNotSupported.With("bucket %q has BucketOwnerEnforced object ownership: ACLs are disabled", b.Name)
 			}
-			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) (err error) {
+			if err := srv.s.UpdateVersion(ctx, b, rq.key, q.Get("versionId"), func(h *rgw.HeadInfo) (err error) {
 				h.ACL, err = srv.aclFromRequest(ctx, rq.r, h.Owner, b)
 				return err
 			}); err != nil {
@@ -533,7 +535,7 @@ func (srv *Server) routeObject(rq *request) error {
 			if err := srv.objectAllows(rq, b, rgw.PermWrite); err != nil {
 				return err
 			}
-			if err := srv.s.UpdateHead(ctx, b, rq.key, func(h *rgw.HeadInfo) error { h.Tags = nil; return nil }); err != nil {
+			if err := srv.s.UpdateVersion(ctx, b, rq.key, q.Get("versionId"), func(h *rgw.HeadInfo) error { h.Tags = nil; return nil }); err != nil {
 				return err
 			}
 			rq.w.WriteHeader(http.StatusNoContent)
@@ -553,8 +555,15 @@ func (srv *Server) routeObject(rq *request) error {
 		if err != nil {
 			return err
 		}
-		if err := srv.s.DeleteObjectIf(rq.r.Context(), b, rq.key, cond); err != nil {
+		res, err := srv.s.DeleteVersion(rq.r.Context(), b, rq.key, q.Get("versionId"), rq.uid, cond)
+		if err != nil {
 			return err
+		}
+		if res.VersionID != "" {
+			rq.w.Header().Set("x-amz-version-id", res.VersionID)
+		}
+		if res.DeleteMarker {
+			rq.w.Header().Set("x-amz-delete-marker", "true")
 		}
 		rq.w.WriteHeader(http.StatusNoContent)
 		return nil
@@ -803,9 +812,27 @@ func (srv *Server) putObject(rq *request, b *rgw.Bucket) error {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
+	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	setChecksumHeaders(res.Checksum, rq.w.Header())
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// setVersionHeader answers the version a read found (none in a bucket
+// that never had versioning).
+func setVersionHeader(h http.Header, vid string) {
+	if vid != "" {
+		h.Set("x-amz-version-id", vid)
+	}
+}
+
+// setWrittenVersionHeader answers the version a write made: none in a
+// bucket that never had versioning, nor for a null version (a Suspended
+// bucket's), as RGW answers.
+func setWrittenVersionHeader(h http.Header, vid string) {
+	if vid != rgw.NullVersion {
+		setVersionHeader(h, vid)
+	}
 }
 
 // checkConditions applies If-Match, If-None-Match, If-Modified-Since and
@@ -912,6 +939,7 @@ func setObjectHeaders(h http.Header, o *rgw.Object) {
 	if n := o.PartsCount(); n > 0 {
 		h.Set("x-amz-mp-parts-count", strconv.Itoa(n))
 	}
+	setVersionHeader(h, o.VersionID())
 }
 
 var responseOverrides = map[string]string{"response-content-type": "Content-Type", "response-content-language": "Content-Language",
@@ -923,8 +951,11 @@ var responseOverrides = map[string]string{"response-content-type": "Content-Type
 // missing key is answered as missingKey answers it. The caller closes
 // the object.
 func (srv *Server) openToRead(rq *request, b *rgw.Bucket, withData bool) (*rgw.Object, error) {
-	o, err := srv.s.OpenObject(rq.r.Context(), b, rq.key, withData)
+	o, err := srv.s.OpenVersion(rq.r.Context(), b, rq.key, rq.q.Get("versionId"), withData)
 	if errors.Is(err, s3err.NoSuchKey) {
+		if dm := (*rgw.DeleteMarkerError)(nil); !errors.As(err, &dm) {
+			rq.w.Header().Set("x-amz-delete-marker", "false") // as RGW answers
+		}
 		return nil, srv.missingKey(rq, b, rq.key, err)
 	}
 	if err != nil {
@@ -1005,27 +1036,31 @@ func (srv *Server) getObject(rq *request, b *rgw.Bucket, headOnly bool) error {
 }
 
 // copySource parses x-amz-copy-source ("/bucket/key" or "bucket/key",
-// URL-encoded, optionally "?versionId=null").
-func copySource(v string) (bucket, key string, err error) {
+// URL-encoded, optionally "?versionId=ID").
+func copySource(v string) (bucket, key, versionID string, err error) {
 	v, ver, _ := strings.Cut(v, "?")
-	if ver != "" && ver != "versionId=null" {
-		return "", "", s3err.NotImplemented.With("copying a version is not supported")
+	if ver != "" {
+		q, qerr := url.ParseQuery(ver)
+		if qerr != nil || len(q) != 1 || q.Get("versionId") == "" {
+			return "", "", "", s3err.InvalidArgument.With("x-amz-copy-source: only ?versionId=ID may follow the key")
+		}
+		versionID = q.Get("versionId")
 	}
 	s, uerr := url.PathUnescape(strings.TrimPrefix(v, "/"))
 	if uerr != nil {
-		return "", "", s3err.InvalidArgument.With("x-amz-copy-source is not URL-encoded")
+		return "", "", "", s3err.InvalidArgument.With("x-amz-copy-source is not URL-encoded")
 	}
 	bucket, key, ok := strings.Cut(s, "/")
 	if !ok || bucket == "" || key == "" {
-		return "", "", s3err.InvalidArgument.With("x-amz-copy-source must be BUCKET/KEY")
+		return "", "", "", s3err.InvalidArgument.With("x-amz-copy-source must be BUCKET/KEY")
 	}
-	return bucket, key, nil
+	return bucket, key, versionID, nil
 }
 
 // openCopySource opens the source object of a copy, checking the caller
 // may read it and the x-amz-copy-source-if-* conditions.
 func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error) {
-	sb, sk, err := copySource(rq.r.Header.Get("x-amz-copy-source"))
+	sb, sk, sv, err := copySource(rq.r.Header.Get("x-amz-copy-source"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1033,7 +1068,7 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := srv.s.OpenObject(rq.r.Context(), src, sk, false)
+	o, err := srv.s.OpenVersion(rq.r.Context(), src, sk, sv, false)
 	if errors.Is(err, s3err.NoSuchKey) {
 		return nil, nil, srv.missingKey(rq, src, sk, err)
 	}
@@ -1047,6 +1082,9 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 	if err := checkConditions(rq.r.Header, "x-amz-copy-source-", o.ETag(), o.Mtime(), false); err != nil {
 		o.Close()
 		return nil, nil, err
+	}
+	if sv != "" || src.Versioned() {
+		rq.w.Header().Set("x-amz-copy-source-version-id", o.VersionID())
 	}
 	return src, o, nil
 }
@@ -1070,7 +1108,7 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	var hdr, meta map[string]string
 	switch directive {
 	case "", "COPY":
-		if src.ID == b.ID && o.Key == rq.key {
+		if src.ID == b.ID && o.Key == rq.key && !b.Versioned() {
 			return s3err.InvalidRequest.With("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 		}
 		hdr, meta = o.Headers(), o.Meta()
@@ -1121,6 +1159,7 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
+	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag, checksumXML: checksumXMLOf(res.Checksum)})
 }
 
@@ -1150,24 +1189,32 @@ func (srv *Server) deleteObjects(rq *request) error {
 	// The keys are removed rgw_multi_obj_del_max_aio at a time, as RGW
 	// does; the answer lists them in the request's order.
 	errs := make([]error, len(req.Objects))
+	done := make([]rgw.DeleteResult, len(req.Objects))
 	sem.Parallel(len(req.Objects), srv.opt.MultiDelMaxAIO, func(i int) {
-		errs[i] = srv.deleteOneOf(rq, b, req.Objects[i])
+		done[i], errs[i] = srv.deleteOneOf(rq, b, req.Objects[i])
 	})
 	res := deleteResult{Xmlns: s3NS}
 	for i, o := range req.Objects {
 		if err := errs[i]; err != nil {
 			ae := apiError(err)
-			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: ae.Code, Message: ae.Message})
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, VersionID: o.VersionID, Code: ae.Code, Message: ae.Message})
 		} else if !req.Quiet {
-			res.Deleted = append(res.Deleted, deletedEntry{Key: o.Key})
+			d := deletedEntry{Key: o.Key, VersionID: o.VersionID}
+			if r := done[i]; r.DeleteMarker {
+				d.DeleteMarker = true
+				if o.VersionID == "" { // a marker made: its id
+					d.DeleteMarkerVersionID = r.VersionID
+				}
+			}
+			res.Deleted = append(res.Deleted, d)
 		}
 	}
 	return writeXML(rq, http.StatusOK, res)
 }
 
-// deleteOneOf removes one key of a multi-object delete, if the requester
-// may and its conditions hold.
-func (srv *Server) deleteOneOf(rq *request, b *rgw.Bucket, o deleteObject) error {
+// deleteOneOf removes one key or version of a multi-object delete, if the
+// requester may and its conditions hold.
+func (srv *Server) deleteOneOf(rq *request, b *rgw.Bucket, o deleteObject) (rgw.DeleteResult, error) {
 	err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, rgw.PermWrite) })
 	cond := rgw.DeleteCond{ETag: o.ETag, Size: o.Size}
 	if err == nil && o.LastModifiedTime != "" {
@@ -1175,10 +1222,10 @@ func (srv *Server) deleteOneOf(rq *request, b *rgw.Bucket, o deleteObject) error
 			err = s3err.InvalidArgument.With("LastModifiedTime %q: %v", o.LastModifiedTime, err)
 		}
 	}
-	if err == nil {
-		err = srv.s.DeleteObjectIf(rq.r.Context(), b, o.Key, cond)
+	if err != nil {
+		return rgw.DeleteResult{}, err
 	}
-	return err
+	return srv.s.DeleteVersion(rq.r.Context(), b, o.Key, o.VersionID, rq.uid, cond)
 }
 
 // ---- listing ----
@@ -1420,6 +1467,7 @@ func (srv *Server) completeUpload(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
+	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag,
 		checksumXML: checksumXMLOf(res.Checksum)})
 }
@@ -1493,31 +1541,70 @@ func (srv *Server) listUploads(rq *request, b *rgw.Bucket) error {
 	return writeXML(rq, http.StatusOK, res)
 }
 
-// listVersions is ListObjectVersions on an unversioned bucket: every
-// object is its only version, "null" (as S3 answers for buckets that never
-// had versioning enabled).
+// listVersions is ListObjectVersions: every version of each key, newest
+// first, delete markers among them; in a bucket that never had
+// versioning, every object is its only version, "null".
 func (srv *Server) listVersions(rq *request, b *rgw.Bucket) error {
 	q := rq.q
 	maxKeys, enc, err := listParams(q)
 	if err != nil {
 		return err
 	}
-	prefix, delim, marker := q.Get("prefix"), q.Get("delimiter"), q.Get("key-marker")
-	l, err := srv.s.List(rq.r.Context(), b, prefix, delim, marker, maxKeys)
+	prefix, delim, marker, vmarker := q.Get("prefix"), q.Get("delimiter"), q.Get("key-marker"), q.Get("version-id-marker")
+	if vmarker != "" && marker == "" {
+		return s3err.InvalidArgument.With("A version-id marker cannot be specified without a key marker.")
+	}
+	l, err := srv.s.ListVersions(rq.r.Context(), b, prefix, delim, marker, vmarker, maxKeys)
 	if err != nil {
 		return err
 	}
 	res := listVersionsResult{Xmlns: s3NS, Name: b.Name, Prefix: encodeKey(prefix, enc), KeyMarker: encodeKey(marker, enc),
-		VersionIDMarker: q.Get("version-id-marker"), MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
-	for _, e := range l.Entries {
-		res.Versions = append(res.Versions, versionEntry{Key: encodeKey(e.Key, enc), VersionID: "null", IsLatest: true,
-			LastModified: isoTime(time.Unix(0, e.Mtime)), ETag: e.ETag, Size: e.Size, StorageClass: listedClass(e.StorageClass), Owner: owner{ID: e.Owner, DisplayName: srv.s.DisplayName(rq.r.Context(), e.Owner)}})
+		VersionIDMarker: vmarker, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
+	for _, v := range l.Versions {
+		o := owner{ID: v.Owner, DisplayName: srv.s.DisplayName(rq.r.Context(), v.Owner)}
+		if v.DeleteMarker {
+			res.DeleteMarkers = append(res.DeleteMarkers, deleteMarkerEntry{Key: encodeKey(v.Key, enc), VersionID: v.ID, IsLatest: v.IsLatest,
+				LastModified: isoTime(time.Unix(0, v.Mtime)), Owner: o})
+			continue
+		}
+		res.Versions = append(res.Versions, versionEntry{Key: encodeKey(v.Key, enc), VersionID: v.ID, IsLatest: v.IsLatest,
+			LastModified: isoTime(time.Unix(0, v.Mtime)), ETag: v.ETag, Size: v.Size, StorageClass: listedClass(v.StorageClass), Owner: o})
 	}
-	res.CommonPrefixes = commonPrefixes(l, enc)
+	for _, p := range l.Prefixes {
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeKey(p, enc)})
+	}
 	if l.Truncated {
-		res.NextKeyMarker, res.NextVersionIDMarker = encodeKey(l.NextMarker, enc), "null"
+		res.NextKeyMarker, res.NextVersionIDMarker = encodeKey(l.NextKeyMarker, enc), l.NextVersionIDMarker
 	}
 	return writeXML(rq, http.StatusOK, res)
+}
+
+// putBucketVersioning sets the bucket's versioning status (its owner):
+// Enabled or Suspended; MFA delete is refused (no MFA devices here).
+func (srv *Server) putBucketVersioning(rq *request) error {
+	b, err := srv.bucketFor(rq, "")
+	if err != nil {
+		return err
+	}
+	var c versioningConfiguration
+	if err := readXMLBody(rq.r, &c); err != nil {
+		return err
+	}
+	if c.MFADelete == "Enabled" {
+		return s3err.NotImplemented.With("MFA delete is not supported")
+	}
+	if c.MFADelete != "" && c.MFADelete != "Disabled" {
+		return s3err.MalformedXML.With("MfaDelete must be Enabled or Disabled")
+	}
+	if c.Status == "" && !b.Versioned() {
+		rq.w.WriteHeader(http.StatusOK) // nothing to change
+		return nil
+	}
+	if _, err := srv.s.SetVersioning(rq.r.Context(), b.Name, c.Status); err != nil {
+		return err
+	}
+	rq.w.WriteHeader(http.StatusOK)
+	return nil
 }
 
 // refuseSSE answers a request asking for server-side encryption — SSE-S3,

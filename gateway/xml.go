@@ -101,13 +101,17 @@ type deleteObject struct {
 }
 
 type deletedEntry struct {
-	Key string `xml:"Key"`
+	Key                   string `xml:"Key"`
+	VersionID             string `xml:"VersionId,omitempty"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 type deleteError struct {
-	Key     string `xml:"Key"`
-	Code    string `xml:"Code"`
-	Message string `xml:"Message"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
+	Code      string `xml:"Code"`
+	Message   string `xml:"Message"`
 }
 
 type deleteResult struct {
@@ -196,8 +200,10 @@ type listMultipartUploadsResult struct {
 }
 
 type versioningConfiguration struct {
-	XMLName xml.Name `xml:"VersioningConfiguration"`
-	Xmlns   string   `xml:"xmlns,attr"`
+	XMLName   xml.Name `xml:"VersioningConfiguration"`
+	Xmlns     string   `xml:"xmlns,attr"`
+	Status    string   `xml:"Status,omitempty"`
+	MFADelete string   `xml:"MfaDelete,omitempty"`
 }
 
 type accessControlPolicy struct {
@@ -246,18 +252,27 @@ type versionEntry struct {
 }
 
 type listVersionsResult struct {
-	XMLName             xml.Name       `xml:"ListVersionsResult"`
-	Xmlns               string         `xml:"xmlns,attr"`
-	Name                string         `xml:"Name"`
-	Prefix              string         `xml:"Prefix"`
-	KeyMarker           string         `xml:"KeyMarker"`
-	VersionIDMarker     string         `xml:"VersionIdMarker"`
-	NextKeyMarker       string         `xml:"NextKeyMarker,omitempty"`
-	NextVersionIDMarker string         `xml:"NextVersionIdMarker,omitempty"`
-	MaxKeys             int            `xml:"MaxKeys"`
-	Delimiter           string         `xml:"Delimiter,omitempty"`
-	EncodingType        string         `xml:"EncodingType,omitempty"`
-	IsTruncated         bool           `xml:"IsTruncated"`
-	Versions            []versionEntry `xml:"Version"`
-	CommonPrefixes      []commonPrefix `xml:"CommonPrefixes"`
+	XMLName             xml.Name            `xml:"ListVersionsResult"`
+	Xmlns               string              `xml:"xmlns,attr"`
+	Name                string              `xml:"Name"`
+	Prefix              string              `xml:"Prefix"`
+	KeyMarker           string              `xml:"KeyMarker"`
+	VersionIDMarker     string              `xml:"VersionIdMarker"`
+	NextKeyMarker       string              `xml:"NextKeyMarker,omitempty"`
+	NextVersionIDMarker string              `xml:"NextVersionIdMarker,omitempty"`
+	MaxKeys             int                 `xml:"MaxKeys"`
+	Delimiter           string              `xml:"Delimiter,omitempty"`
+	EncodingType        string              `xml:"EncodingType,omitempty"`
+	IsTruncated         bool                `xml:"IsTruncated"`
+	Versions            []versionEntry      `xml:"Version"`
+	DeleteMarkers       []deleteMarkerEntry `xml:"DeleteMarker"`
+	CommonPrefixes      []commonPrefix      `xml:"CommonPrefixes"`
+}
+
+type deleteMarkerEntry struct {
+	Key          string `xml:"Key"`
+	VersionID    string `xml:"VersionId"`
+	IsLatest     bool   `xml:"IsLatest"`
+	LastModified string `xml:"LastModified"`
+	Owner        owner  `xml:"Owner"`
 }

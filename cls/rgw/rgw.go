@@ -7,6 +7,7 @@
 //	"\x00p" + key + "\x00" + tag   a pending operation (prepare ran, complete did not)
 //	"\x00s"                        the shard's stats (JSON Stats)
 //	"\x00t" + key                  a tombstone: the version that deleted key
+//	"\x00v" + key                  the versions of key in a versioned bucket (JSON Versions)
 //	key                            the listing entry of key (JSON Entry)
 //
 // S3 keys never contain NUL (XML cannot carry it; the gateway refuses
@@ -20,6 +21,14 @@
 // out of order (two gateways racing on one key) leave the index agreeing
 // with the head that won. A crash between the phases leaves the pending
 // record; `shoal bucket check --fix` resolves it against the head object.
+//
+// Versioned buckets: a key's entry is its current version (none while
+// that is a delete marker), and its "\x00v" record lists every version,
+// newest first, as the head object's version records said when the
+// completion's version was read (CompleteIn.Versions). The record is
+// replaced whole, and only by a newer version, so racing completions
+// leave the newest list; ListObjects never reads these records, so its
+// cost does not grow with the versions a key has.
 package rgw
 
 import (
@@ -36,6 +45,7 @@ const (
 	PendingPrefix   = "\x00p"
 	StatsKey        = "\x00s"
 	TombstonePrefix = "\x00t"
+	VersionsPrefix  = "\x00v"
 	// EntriesAfter is the omap start-after that skips the bookkeeping.
 	EntriesAfter = "\x00\xff"
 )
@@ -51,6 +61,25 @@ type Entry struct {
 	ContentType  string `json:"ct,omitempty"`
 	Ver          uint64 `json:"ver"` // head object's version (PG log sequence)
 	Tag          string `json:"tag"` // the write that made it (names its tail objects)
+}
+
+// Version is one version of a key in a versioned bucket, as
+// ListObjectVersions shows it.
+type Version struct {
+	ID           string `json:"id"` // "null" for the null version
+	DeleteMarker bool   `json:"dm,omitempty"`
+	Size         int64  `json:"size,omitempty"`
+	Mtime        int64  `json:"mtime"` // Unix nanoseconds
+	ETag         string `json:"etag,omitempty"`
+	Owner        string `json:"owner,omitempty"`
+	StorageClass string `json:"sc,omitempty"`
+}
+
+// Versions is the "\x00v" record of a key: its versions, newest (the
+// current one) first, and the head object's version they were read at.
+type Versions struct {
+	Ver  uint64    `json:"ver"`
+	List []Version `json:"list"`
 }
 
 // Stats are a shard's totals of listed entries.
@@ -74,13 +103,19 @@ type PrepareIn struct {
 }
 
 // CompleteIn is rgw.complete's input: Entry for a put (nil for a delete),
-// Ver the head's version after the write or removal.
+// Ver the head's version after the write or removal. Versions, if set,
+// replaces the key's versions record (an empty list: the key has no
+// versions left): a versioned bucket's completion.
 type CompleteIn struct {
-	Key   string `json:"key"`
-	Tag   string `json:"tag"`
-	Ver   uint64 `json:"ver"`
-	Entry *Entry `json:"entry,omitempty"`
-	Mtime int64  `json:"mtime"`
+	Key      string    `json:"key"`
+	Tag      string    `json:"tag"`
+	Ver      uint64    `json:"ver"`
+	Entry    *Entry    `json:"entry,omitempty"`
+	Mtime    int64     `json:"mtime"`
+	Versions *Versions `json:"versions,omitempty"`
+	// VersionsOnly applies Versions alone, leaving the entry as it is
+	// (a reshard's copy of the record).
+	VersionsOnly bool `json:"vonly,omitempty"`
 }
 
 // CompleteOut says whether the completion changed the listing (false: a
@@ -284,6 +319,9 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 	keys := []string{StatsKey}
 	for _, c := range x.Completes {
 		keys = append(keys, c.Key, TombstonePrefix+c.Key)
+		if c.Versions != nil {
+			keys = append(keys, VersionsPrefix+c.Key)
+		}
 	}
 	cur, err := o.OmapGet(keys)
 	if err != nil {
@@ -314,7 +352,10 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 			}
 		}
 		o.OmapRm([]string{PendingKey(c.Key, c.Tag)})
-		if c.Ver <= newest {
+		if c.Versions != nil && completeVersions(o, cur, c) {
+			out.Applied[i] = true
+		}
+		if c.Ver <= newest || c.VersionsOnly {
 			continue
 		}
 		out.Applied[i], changed = true, true
@@ -346,6 +387,27 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 	}
 	out.Objects = st.Objects
 	return out, nil
+}
+
+// completeVersions replaces c.Key's versions record with c's list if c
+// is newer than the record (cur holds what the batch has read and
+// written); it reports whether it did. A key without versions keeps a
+// record with an empty list, as a tombstone that older completions
+// cannot overwrite.
+func completeVersions(o cls.Object, cur map[string][]byte, c CompleteIn) bool {
+	vk := VersionsPrefix + c.Key
+	if b, ok := cur[vk]; ok {
+		var old Versions
+		if json.Unmarshal(b, &old) == nil && old.Ver >= c.Ver {
+			return false
+		}
+	}
+	v := *c.Versions
+	v.Ver = c.Ver
+	b, _ := json.Marshal(v)
+	o.OmapSet([]omap.KV{{Key: vk, Value: b}})
+	cur[vk] = b
+	return true
 }
 
 func cancel(o cls.Object, in []byte) ([]byte, error) {

@@ -233,3 +233,63 @@ func TestSingleMethods(t *testing.T) {
 		t.Fatalf("prepare with a bad op: %v", err)
 	}
 }
+
+// TestCompleteVersions: a key's versions record is replaced whole by a
+// newer completion only, in or across batches; an empty list stays as a
+// tombstone an older completion cannot overwrite; a reshard's copy
+// (VersionsOnly) leaves the entry alone; and none of it counts in the
+// shard's stats.
+func TestCompleteVersions(t *testing.T) {
+	m := newShard()
+	rec := func() *Versions {
+		b, ok := m.omap[VersionsPrefix+"k"]
+		if !ok {
+			return nil
+		}
+		var v Versions
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	v2 := &Versions{List: []Version{{ID: "b", Size: 2}, {ID: "a", Size: 1}}}
+	v1 := &Versions{List: []Version{{ID: "a", Size: 1}}}
+	if _, err := m.call(t, "batch", BatchIn{Completes: []CompleteIn{
+		{Key: "k", Tag: "t2", Ver: 20, Entry: &Entry{Size: 2}, Versions: v2},
+		{Key: "k", Tag: "t1", Ver: 10, Entry: &Entry{Size: 1}, Versions: v1},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rec(); r == nil || r.Ver != 20 || len(r.List) != 2 || r.List[0].ID != "b" {
+		t.Fatalf("versions after out-of-order completions: %+v; want version 20's two", r)
+	}
+	if _, err := m.call(t, "complete", CompleteIn{Key: "k", Tag: "t1", Ver: 10, Versions: v1}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rec(); r.Ver != 20 {
+		t.Fatalf("an older completion replaced the record: %+v", r)
+	}
+	// every version removed: an empty record at 30, then a late 25
+	if _, err := m.call(t, "complete", CompleteIn{Key: "k", Tag: "d", Ver: 30, Versions: &Versions{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.call(t, "complete", CompleteIn{Key: "k", Tag: "t3", Ver: 25, Entry: &Entry{Size: 3}, Versions: v1}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rec(); r == nil || r.Ver != 30 || len(r.List) != 0 || m.entry(t, "k") != nil {
+		t.Fatalf("after removing every version: record %+v, entry %+v; want an empty record at 30 and no entry", r, m.entry(t, "k"))
+	}
+	if st := m.stats(t); st.Objects != 0 {
+		t.Fatalf("stats %+v count versions", st)
+	}
+	// a reshard's copy of a newer record leaves the entry
+	if _, err := m.call(t, "complete", CompleteIn{Key: "j", Tag: "t", Ver: 40, Entry: &Entry{Size: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.call(t, "complete", CompleteIn{Key: "j", Tag: "reshard", Ver: 41, Versions: v1, VersionsOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if e := m.entry(t, "j"); e == nil || e.Ver != 40 {
+		t.Fatalf("a versions-only completion changed the entry: %+v", e)
+	}
+}

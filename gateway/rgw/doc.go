@@ -34,6 +34,14 @@
 // them for CheckOrphans to find. A GET reads the head's data and metadata in one request, then
 // the tails with the same window of reads ahead.
 //
+// # Versioning
+//
+// In a bucket with versioning Enabled or Suspended, a key's head object
+// also records every version of the key, each version's bytes living in
+// tails of its own, and every change of the versions is one atomic
+// request to the head object; the index keeps each key's versions beside
+// its entry (versioning.go).
+//
 // # Bucket index
 //
 // A bucket's listing lives in the omaps of index shard objects

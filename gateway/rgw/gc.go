@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
-	"github.com/shoal-project/shoal/gateway/s3err"
 	"github.com/shoal-project/shoal/internal/crc32c"
 	"github.com/shoal-project/shoal/internal/periodic"
 )
@@ -102,13 +101,14 @@ func (s *Store) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 	removed := 0
 	for _, e := range es {
 		if e.Head != "" {
-			h, _, _, _, err := s.HeadAt(ctx, e.Head, false)
-			if err != nil && !errors.Is(err, s3err.NoSuchKey) {
+			o, err := s.readOLHAt(ctx, e.Head)
+			if err != nil {
 				// unknown whether the tails are in use: keep them
 				return removed, fmt.Errorf("gc: %w", err)
 			}
-			if h != nil && h.Tag == e.Tag {
-				// still referenced: drop the entry, keep the tails
+			if o.uses(e.Tag) {
+				// still referenced (by the current version or, in a
+				// versioned bucket, any other): drop the entry, keep the tails
 				s.log.OmapRm(ctx, gcOID(e.shard), []string{e.key})
 				continue
 			}

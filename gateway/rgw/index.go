@@ -79,10 +79,17 @@ func (s *Store) prepare(ctx context.Context, b *Bucket, key, tag, op string) err
 // complete records the outcome of a prepared operation (phase two): e is
 // the new entry of a put, nil for a delete; ver the head's version.
 func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver uint64, e *clsrgw.Entry) error {
+	return s.completeIn(ctx, b, clsrgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e})
+}
+
+// completeIn is complete with its whole input (a versioned bucket's
+// completion also carries the key's versions).
+func (s *Store) completeIn(ctx context.Context, b *Bucket, in clsrgw.CompleteIn) error {
 	if b.Indexless() {
 		return nil
 	}
-	out, err := s.indexCall(ctx, b, key, indexUpdate{complete: &clsrgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e, Mtime: time.Now().UnixNano()}})
+	in.Mtime = time.Now().UnixNano()
+	out, err := s.indexCall(ctx, b, in.Key, indexUpdate{complete: &in})
 	if err == nil && s.opt.MaxObjsPerShard > 0 && out.objects > s.opt.MaxObjsPerShard {
 		s.queueReshard(b.Name)
 	}
@@ -98,6 +105,11 @@ func (s *Store) complete(ctx context.Context, b *Bucket, key, tag string, ver ui
 // --fix`. At most maxAsyncCompletions are outstanding (then the caller
 // waits for room); Flush waits for them.
 func (s *Store) completeAsync(b *Bucket, key, tag string, ver uint64, e *clsrgw.Entry) {
+	s.completeAsyncIn(b, clsrgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Entry: e})
+}
+
+// completeAsyncIn is completeAsync with its whole input.
+func (s *Store) completeAsyncIn(b *Bucket, in clsrgw.CompleteIn) {
 	if b.Indexless() {
 		return
 	}
@@ -108,8 +120,8 @@ func (s *Store) completeAsync(b *Bucket, key, tag string, ver uint64, e *clsrgw.
 		defer func() { <-s.asyncSlots }()
 		ctx, cancel := context.WithTimeout(context.Background(), asyncCompletionTimeout)
 		defer cancel()
-		if err := s.complete(ctx, b, key, tag, ver, e); err != nil {
-			s.opt.Logger.Warn("index complete failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", key, "err", err)
+		if err := s.completeIn(ctx, b, in); err != nil {
+			s.opt.Logger.Warn("index complete failed; `shoal bucket check --fix` resolves it", "bucket", b.Name, "key", in.Key, "err", err)
 		}
 	}()
 }
@@ -149,30 +161,33 @@ func (s *Store) cancel(ctx context.Context, b *Bucket, key, tag string) {
 	}
 }
 
-// listEntry is an index entry with its key.
+// listEntry is an index entry with its key; in a listing of versions,
+// the key's versions instead (newest first; never empty).
 type listEntry struct {
 	Key string
 	clsrgw.Entry
+	Versions *clsrgw.Versions
 }
 
 // listMerged returns up to n entries after `after` (exclusive) with the
 // prefix, in key order, and whether more may exist. It reads the ranges
 // in key order, stopping at the first that completes the page; within a
 // range it asks each sub-shard for n entries (the n smallest of the union
-// are among them) and merges.
-func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string, n int) ([]listEntry, bool, error) {
+// are among them) and merges. With versions, the entries are keys with
+// their versions (listShard).
+func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string, n int, versions bool) ([]listEntry, bool, error) {
 	if b.Indexless() {
 		return nil, false, s3err.Indexless
 	}
 	start := after
-	if start < clsrgw.EntriesAfter {
+	if start < clsrgw.EntriesAfter && !versions {
 		start = clsrgw.EntriesAfter
 	}
 	l := b.Index
 	var all []listEntry
 	ranges := l.listRanges(after, prefix)
 	for k, ri := range ranges {
-		ents, more, err := s.listRange(ctx, b, &l.Ranges[ri], start, prefix, n-len(all))
+		ents, more, err := s.listRange(ctx, b, &l.Ranges[ri], start, prefix, n-len(all), versions)
 		if err != nil {
 			return nil, false, err
 		}
@@ -189,7 +204,7 @@ func (s *Store) listMerged(ctx context.Context, b *Bucket, after, prefix string,
 // page costs about 2n entries read whatever the sub-shard count), and
 // emits an entry only once every sub-shard that may hold a smaller one
 // has been read past it.
-func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, prefix string, n int) ([]listEntry, bool, error) {
+func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, prefix string, n int, versions bool) ([]listEntry, bool, error) {
 	type cursor struct {
 		oid   string
 		kvs   []client.KV
@@ -216,7 +231,7 @@ func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				kvs, more, err := s.listShard(ctx, b, c.oid, c.after, prefix, batch)
+				kvs, more, err := s.listShard(ctx, b, c.oid, c.after, prefix, batch, versions)
 				c.kvs, c.i, c.more, errs[i] = kvs, 0, more, err
 				if len(kvs) > 0 {
 					c.after = kvs[len(kvs)-1].Key
@@ -262,8 +277,16 @@ func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, 
 				continue
 			}
 			e := listEntry{Key: kv.Key}
-			if err := json.Unmarshal(kv.Value, &e.Entry); err != nil {
+			v := any(&e.Entry)
+			if versions {
+				e.Versions = &clsrgw.Versions{}
+				v = e.Versions
+			}
+			if err := json.Unmarshal(kv.Value, v); err != nil {
 				return nil, false, fmt.Errorf("bucket %s: %s entry %q: %w", b.Name, min.oid, kv.Key, err)
+			}
+			if versions && len(e.Versions.List) == 0 {
+				continue // a key whose versions are all removed
 			}
 			out = append(out, e)
 		}
@@ -276,9 +299,15 @@ func (s *Store) listRange(ctx context.Context, b *Bucket, r *IndexRange, start, 
 // that interval, and the entries of those keys are taken from their heads
 // (reconcile). The entries are sorted; the interval they cover ends at
 // the last raw entry read (kvs may have lost or gained keys in it).
-func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix string, n int) (kvs []client.KV, more bool, err error) {
-	ops := []osdop.Op{{Code: osdop.OmapList, Name: after, Prefix: prefix, Max: uint32(n)},
+// With versions, each key's value is its clsrgw.Versions: its versions
+// record, or for a key without one (written before versioning) its entry
+// as the null version.
+func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix string, n int, versions bool) (kvs []client.KV, more bool, err error) {
+	ops := []osdop.Op{{Code: osdop.OmapList, Name: max(after, clsrgw.EntriesAfter), Prefix: prefix, Max: uint32(n)},
 		{Code: osdop.OmapList, Name: pendingAfter(after), Prefix: clsrgw.PendingPrefix + prefix, Max: pendingBatch}}
+	if versions {
+		ops = append(ops, osdop.Op{Code: osdop.OmapList, Name: clsrgw.VersionsPrefix + after, Prefix: clsrgw.VersionsPrefix + prefix, Max: uint32(n)})
+	}
 	rep, err := s.index.Operate(ctx, oid, ops)
 	if errors.Is(err, client.ErrNotFound) {
 		return nil, false, nil
@@ -287,6 +316,9 @@ func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix str
 		return nil, false, err
 	}
 	kvs, more = rep.Results[0].KVs, rep.Results[0].More
+	if versions {
+		kvs, more = mergeVersions(kvs, more, rep.Results[2].KVs, rep.Results[2].More)
+	}
 	bound := "" // the interval's last key ("" with more = false: none)
 	if more {
 		bound = kvs[len(kvs)-1].Key
@@ -316,8 +348,56 @@ func (s *Store) listShard(ctx context.Context, b *Bucket, oid, after, prefix str
 	if len(keys) == 0 {
 		return kvs, more, nil
 	}
-	kvs, err = s.reconcile(ctx, b, kvs, keys)
+	kvs, err = s.reconcile(ctx, b, kvs, keys, versions)
 	return kvs, more, err
+}
+
+// mergeVersions merges a shard's entries and versions records (each
+// sorted, each with its own "more") into one sorted list of keys with
+// their clsrgw.Versions, cut at the smaller of the two lists' last keys
+// where either has more: past it, one list's keys are not all read.
+func mergeVersions(ents []client.KV, emore bool, vers []client.KV, vmore bool) ([]client.KV, bool) {
+	bound, bounded := "", false
+	if emore && len(ents) > 0 {
+		bound, bounded = ents[len(ents)-1].Key, true
+	}
+	if vmore && len(vers) > 0 {
+		if k := vers[len(vers)-1].Key[len(clsrgw.VersionsPrefix):]; !bounded || k < bound {
+			bound, bounded = k, true
+		}
+	}
+	out := make([]client.KV, 0, len(ents)+len(vers))
+	i, j := 0, 0
+	for i < len(ents) || j < len(vers) {
+		var kv client.KV
+		vk := ""
+		if j < len(vers) {
+			vk = vers[j].Key[len(clsrgw.VersionsPrefix):]
+		}
+		switch {
+		case j == len(vers) || (i < len(ents) && ents[i].Key < vk):
+			var e clsrgw.Entry
+			if json.Unmarshal(ents[i].Value, &e) != nil {
+				i++
+				continue
+			}
+			v, _ := json.Marshal(clsrgw.Versions{Ver: e.Ver, List: []clsrgw.Version{{ID: NullVersion, Size: e.Size, Mtime: e.Mtime,
+				ETag: e.ETag, Owner: e.Owner, StorageClass: e.StorageClass}}})
+			kv = client.KV{Key: ents[i].Key, Value: v}
+			i++
+		default:
+			if i < len(ents) && ents[i].Key == vk {
+				i++ // the record supersedes the entry
+			}
+			kv = client.KV{Key: vk, Value: vers[j].Value}
+			j++
+		}
+		if bounded && kv.Key > bound {
+			break
+		}
+		out = append(out, kv)
+	}
+	return out, emore || vmore
 }
 
 // pendingBatch is how many pending records a listing reads with a batch
@@ -341,10 +421,18 @@ func pendingAfter(after string) string {
 // if it has none (RGW's check_disk_state on listing). A pending operation
 // whose head write has not happened yet leaves the previous version,
 // which is what the head still says.
-func (s *Store) reconcile(ctx context.Context, b *Bucket, kvs []client.KV, keys []string) ([]client.KV, error) {
+func (s *Store) reconcile(ctx context.Context, b *Bucket, kvs []client.KV, keys []string, versions bool) ([]client.KV, error) {
 	vals := make([][]byte, len(keys)) // nil: no head
 	errs := make([]error, len(keys))
 	sem.Parallel(len(keys), 32, func(i int) {
+		if versions {
+			v, _, err := s.olhVersions(ctx, b, keys[i])
+			if v != nil {
+				vals[i], _ = json.Marshal(v)
+			}
+			errs[i] = err
+			return
+		}
 		h, ver, err := s.readHead(ctx, b, keys[i])
 		if errors.Is(err, s3err.NoSuchKey) {
 			return
@@ -404,7 +492,7 @@ func (s *Store) List(ctx context.Context, b *Bucket, prefix, delim, after string
 	}
 	count := 0
 	for count < maxKeys {
-		batch, more, err := s.listMerged(ctx, b, after, prefix, min(1000, maxKeys-count+1))
+		batch, more, err := s.listMerged(ctx, b, after, prefix, min(1000, maxKeys-count+1), false)
 		if err != nil {
 			return nil, err
 		}
@@ -438,7 +526,7 @@ func (s *Store) List(ctx context.Context, b *Bucket, prefix, delim, after string
 		}
 	}
 	// full page: is there anything after it?
-	rest, _, err := s.listMerged(ctx, b, after, prefix, 1)
+	rest, _, err := s.listMerged(ctx, b, after, prefix, 1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -509,6 +597,9 @@ func (s *Store) checkPending(ctx context.Context, b *Bucket, kv client.KV, fix b
 	if !fix {
 		return nil
 	}
+	if b.Versioned() {
+		return s.checkPendingVersioned(ctx, b, key, tag, p, rep)
+	}
 	h, ver, err := s.readHead(ctx, b, key)
 	if err != nil && !errors.Is(err, s3err.NoSuchKey) {
 		return err
@@ -551,15 +642,25 @@ func (s *Store) checkEntry(ctx context.Context, b *Bucket, kv client.KV, fix boo
 	switch {
 	case !fix:
 		return nil
+	case b.Versioned():
+		o, err := s.readOLH(ctx, b, kv.Key)
+		if err != nil {
+			return err
+		}
+		return s.completeFromOLH(ctx, b, kv.Key, NewTag(), o)
 	case h == nil:
 		return s.dropEntry(ctx, b, kv.Key)
 	}
 	return s.complete(ctx, b, kv.Key, h.Tag, ver, h.entry())
 }
 
-// readHead reads key's head metadata and version (s3err.NoSuchKey).
+// readHead reads key's head metadata and version (s3err.NoSuchKey, also
+// when its current version is a delete marker).
 func (s *Store) readHead(ctx context.Context, b *Bucket, key string) (*HeadInfo, uint64, error) {
 	h, _, ver, _, err := s.HeadAt(ctx, HeadOID(b.ID, key), false)
+	if err == nil && h.DeleteMarker {
+		return nil, 0, s3err.NoSuchKey
+	}
 	return h, ver, err
 }
 

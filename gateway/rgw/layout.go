@@ -47,6 +47,12 @@ type HeadInfo struct {
 	ACL        ACL               `json:"acl"`             // nil: the owner's FULL_CONTROL (acl.go)
 	Tags       []Tag             `json:"tags,omitempty"`  // tagging.go
 	Checksum   *Checksum         `json:"ck,omitempty"`    // the additional checksum (checksum.go)
+	// Versioned buckets (versioning.go): the version's id ("" for a head
+	// written without versioning), whether it is a delete marker, and
+	// its place in the key's history (larger is newer).
+	VersionID    string `json:"vid,omitempty"`
+	DeleteMarker bool   `json:"dm,omitempty"`
+	Seq          uint64 `json:"seq,omitempty"`
 }
 
 // extent is a piece of an S3 object's byte range held by one RADOS object.

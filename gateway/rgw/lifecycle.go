@@ -274,6 +274,13 @@ func (s *Store) lcBucket(ctx context.Context, lk *objLock, b *Bucket, now time.T
 				return expired, aborted, fmt.Errorf("rule %q: %w", rule.ID, err)
 			}
 		}
+		if b.Versioned() && rule.expiresVersions() {
+			n, err := s.lcVersions(ctx, lk, b, rule, now)
+			expired += n
+			if err != nil {
+				return expired, aborted, fmt.Errorf("rule %q: %w", rule.ID, err)
+			}
+		}
 		if a := rule.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
 			n, err := s.lcAbortUploads(ctx, lk, b, rule.prefix(), *a.DaysAfterInitiation, now)
 			aborted += n
@@ -327,6 +334,17 @@ func (s *Store) lcExpire(ctx context.Context, lk *objLock, b *Bucket, rule *Life
 // the write tagged tag made and carries every tag of want; it reports
 // whether it deleted.
 func (s *Store) deleteIfCurrent(ctx context.Context, b *Bucket, key, tag string, want []Tag) (bool, error) {
+	if b.Versioned() { // expiring the current version makes a delete marker
+		o, err := s.readOLH(ctx, b, key)
+		if err != nil {
+			return false, err
+		}
+		if h := o.current(); h == nil || h.Tag != tag || !hasTags(h.Tags, want) {
+			return false, nil
+		}
+		_, err = s.DeleteVersion(ctx, b, key, "", b.Owner, DeleteCond{})
+		return err == nil, err
+	}
 	h, _, ver, _, err := s.HeadAt(ctx, HeadOID(b.ID, key), false)
 	if errors.Is(err, s3err.NoSuchKey) {
 		return false, nil
@@ -450,4 +468,61 @@ func LifecycleDate(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("date %q is not at midnight UTC", s)
 	}
 	return t, nil
+}
+
+// expiresVersions reports whether the rule removes noncurrent versions
+// or expired delete markers (in a versioned bucket).
+func (rule *LifecycleRule) expiresVersions() bool {
+	nc := rule.NoncurrentVersionExpiration
+	e := rule.Expiration
+	return (nc != nil && nc.NoncurrentDays != nil) || (e != nil && (e.Days != nil || (e.ExpiredObjectDeleteMarker != nil && *e.ExpiredObjectDeleteMarker)))
+}
+
+// lcVersions applies a rule to a versioned bucket's history: a
+// noncurrent version NoncurrentDays after it became noncurrent (when the
+// next newer version was written) is removed, keeping the
+// NewerNoncurrentVersions newest noncurrent ones; a delete marker that is
+// its key's only version (an expired delete marker) is removed. Tag
+// filters apply to current versions only (the index does not hold a
+// version's tags): a rule with tags removes no noncurrent version.
+func (s *Store) lcVersions(ctx context.Context, lk *objLock, b *Bucket, rule *LifecycleRule, now time.Time) (int, error) {
+	nc := rule.NoncurrentVersionExpiration
+	prefix, n, after := rule.prefix(), 0, ""
+	for {
+		keys, more, err := s.listMerged(ctx, b, after, prefix, 1000, true)
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			list := k.Versions.List
+			var due []string
+			if len(list) == 1 && list[0].DeleteMarker {
+				due = append(due, list[0].ID)
+			}
+			if nc != nil && nc.NoncurrentDays != nil && len(rule.tags()) == 0 {
+				keep := 0
+				if nc.NewerNoncurrentVersions != nil {
+					keep = *nc.NewerNoncurrentVersions
+				}
+				for i := 1; i < len(list); i++ {
+					if i-1 >= keep && rule.sizeMatches(list[i].Size) && lcDue(time.Unix(0, list[i-1].Mtime), now, *nc.NoncurrentDays, s.opt.LCDebugInterval) {
+						due = append(due, list[i].ID)
+					}
+				}
+			}
+			for _, id := range due {
+				if _, err := s.unlinkVersion(ctx, b, k.Key, id, DeleteCond{}); err != nil {
+					return n, err
+				}
+				n++
+			}
+			after = k.Key
+		}
+		if !more {
+			return n, nil
+		}
+		if err := lk.renew(ctx); err != nil {
+			return n, err
+		}
+	}
 }

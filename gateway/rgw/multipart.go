@@ -247,7 +247,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	// condition, which the first attempt's own head may now fail
 	done := func() *PutResult {
 		if h, _, herr := s.readHead(ctx, b, key); herr == nil && h.Tag == uploadID && h.Parts == len(list) {
-			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}
+			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum, VersionID: h.VersionID}
 		}
 		return nil
 	}

@@ -286,9 +286,10 @@ type PutInput struct {
 
 // PutResult is a completed upload.
 type PutResult struct {
-	ETag     string
-	Mtime    time.Time
-	Checksum *Checksum // the object's additional checksum, if it has one
+	ETag      string
+	Mtime     time.Time
+	Checksum  *Checksum // the object's additional checksum, if it has one
+	VersionID string    // in a versioned bucket, the version made
 }
 
 // prepareOverlapMin is the smallest head (bytes) whose read from the
@@ -316,6 +317,9 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	h.HeadSize = s.opt.ChunkSize
 	if in.Size >= 0 {
 		h.HeadSize = min(in.Size, s.opt.ChunkSize)
+	}
+	if b.Versioned() {
+		h.HeadSize = 0 // a version keeps its bytes in its own tails (versioning.go)
 	}
 	prepared := func() error { return nil }
 	if h.HeadSize >= prepareOverlapMin {
@@ -439,6 +443,9 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 // unknown (a timeout), the tails stay: a leak, never a head pointing at
 // removed data.
 func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadInfo, data *headBuf, cond WriteCond, ownTails bool) (*PutResult, error) {
+	if b.Versioned() {
+		return s.linkVersion(ctx, b, key, h, cond, ownTails)
+	}
 	h.Mtime = time.Now().UnixNano()
 	hb, _ := json.Marshal(h)
 	oid := HeadOID(b.ID, key)
@@ -494,7 +501,10 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadIn
 	if s.failpoint == "before-complete" {
 		return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
 	}
-	if old != nil && old.Tag != h.Tag {
+	if old != nil && old.Tag != h.Tag && old.VersionID == "" {
+		// (a version's tails stay: its record in the head object still
+		// names them, should a gateway that has not yet seen the bucket
+		// become versioned overwrite it)
 		s.gcEnqueue(cctx, old)
 	}
 	s.completeAsync(b, key, h.Tag, rep.Ver, h.entry())

@@ -84,14 +84,14 @@ func (s *Store) CheckOrphans(ctx context.Context, b *Bucket, fix bool, grace tim
 	}
 	used := map[string]bool{}
 	useHead := func(oid string) (bool, error) {
-		h, _, _, _, err := s.HeadAt(ctx, oid, false)
-		if errors.Is(err, s3err.NoSuchKey) {
-			return false, nil // gone, or not a head
-		}
+		o, err := s.readOLHAt(ctx, oid) // every version's tails are in use
 		if err != nil {
 			return false, fmt.Errorf("orphans: %w", err)
 		}
-		for _, t := range h.tailOIDs() {
+		if o.cur == nil && len(o.vers) == 0 {
+			return false, nil // gone, or not a head
+		}
+		for _, t := range o.tailsOf() {
 			used[t] = true
 		}
 		return true, nil

@@ -194,9 +194,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// copyShard copies a splitting range shard's entries and tombstones into
-// the halves with their own versions (rgw.complete keeps whatever is
-// newer), and its pending records as they are (for `bucket check`).
+// copyShard copies a splitting range shard's entries, tombstones and
+// versions records into the halves with their own versions (rgw.complete
+// keeps whatever is newer), and its pending records as they are (for
+// `bucket check`).
 func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid string) (int, error) {
 	half := func(key string) string { // the half's shard of key
 		shards := l.writeShards(b.ID, key)
@@ -285,6 +286,15 @@ func (s *Store) copyShard(ctx context.Context, b *Bucket, l *IndexLayout, oid st
 		}
 		return copyAs(clsrgw.CompleteIn{Key: kv.Key, Tag: e.Tag, Ver: e.Ver, Entry: &e})
 	})
+	if err == nil {
+		err = omapEach(ctx, s.index, oid, "", clsrgw.VersionsPrefix, func(kv client.KV) (bool, error) {
+			var v clsrgw.Versions
+			if json.Unmarshal(kv.Value, &v) != nil {
+				return true, nil
+			}
+			return copyAs(clsrgw.CompleteIn{Key: kv.Key[len(clsrgw.VersionsPrefix):], Tag: "reshard", Ver: v.Ver, Versions: &v, VersionsOnly: true})
+		})
+	}
 	for oid := range batches {
 		if ferr := flush(oid); err == nil {
 			err = ferr
@@ -320,7 +330,7 @@ func (s *Store) pickSplit(ctx context.Context, b *Bucket) (int, string, error) {
 		after = clsrgw.EntriesAfter
 	}
 	for {
-		ents, _, err := s.listRange(ctx, b, &r, after, "", 1000)
+		ents, _, err := s.listRange(ctx, b, &r, after, "", 1000, false)
 		if err != nil {
 			return 0, "", err
 		}

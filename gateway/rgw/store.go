@@ -513,6 +513,9 @@ type Bucket struct {
 	Policy       string             `json:"policy,omitempty"`        // PutBucketPolicy's document, as put (the gateway parses it: ParsedPolicy)
 	PublicAccess *PublicAccessBlock `json:"public_access,omitempty"` // PutPublicAccessBlock's (publicaccess.go)
 	Ownership    string             `json:"ownership,omitempty"`     // object ownership, "" if not set (ownership.go)
+	Versioning   string             `json:"versioning,omitempty"`    // "", VersioningEnabled or VersioningSuspended (versioning.go)
+	// VersionedSince is when versioning was first set (SetVersioning).
+	VersionedSince time.Time `json:"versioned_since,omitzero"`
 
 	policyOnce sync.Once
 	policy     any // Policy, parsed by ParsedPolicy's caller
@@ -711,12 +714,12 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 			return s3err.BucketNotEmpty
 		}
 	} else {
-		ents, _, err := s.listMerged(ctx, b, "", "", 1)
+		ents, _, err := s.listMerged(ctx, b, "", "", 1, b.Versioned())
 		if err != nil {
 			return err
 		}
 		if len(ents) > 0 {
-			return s3err.BucketNotEmpty
+			return s3err.BucketNotEmpty.With("bucket %q still holds objects or object versions", b.Name)
 		}
 	}
 	// uploads in progress do not keep a bucket (as S3): abort them

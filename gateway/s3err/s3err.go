@@ -76,6 +76,7 @@ var (
 	MissingContentLength              = &Error{"MissingContentLength", http.StatusLengthRequired, "You must provide the Content-Length HTTP header."}
 	NoSuchBucket                      = &Error{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}
 	NoSuchKey                         = &Error{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."}
+	NoSuchVersion                     = &Error{"NoSuchVersion", http.StatusNotFound, "The specified version does not exist."}
 	NoSuchUpload                      = &Error{"NoSuchUpload", http.StatusNotFound, "The specified multipart upload does not exist."}
 	NotImplemented                    = &Error{"NotImplemented", http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."}
 	NotModified                       = &Error{"NotModified", http.StatusNotModified, "Not Modified"}

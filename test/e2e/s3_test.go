@@ -19,10 +19,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -187,6 +190,31 @@ func TestS3RealClients(t *testing.T) {
 	rclone("copy", "/usr/share/doc/bash", "shoal:viarclone/bash")
 	rclone("check", "/usr/share/doc/bash", "shoal:viarclone/bash")
 	rclone("purge", "shoal:viarclone")
+	// versioning through aws s3api and rclone's --s3-versions
+	awscli("s3api", "create-bucket", "--bucket", "viaversions")
+	awscli("s3api", "put-bucket-versioning", "--bucket", "viaversions", "--versioning-configuration", "Status=Enabled")
+	if st := awscli("s3api", "get-bucket-versioning", "--bucket", "viaversions", "--query", "Status", "--output", "text"); strings.TrimSpace(st) != "Enabled" {
+		t.Fatalf("aws s3api get-bucket-versioning: %q", st)
+	}
+	var vids []string
+	for _, f := range []string{"/etc/hostname", "/etc/os-release"} {
+		vid := awscli("s3api", "put-object", "--bucket", "viaversions", "--key", "doc", "--body", f, "--query", "VersionId", "--output", "text")
+		vids = append(vids, strings.TrimSpace(vid))
+	}
+	awscli("s3api", "get-object", "--bucket", "viaversions", "--key", "doc", "--version-id", vids[0], filepath.Join(dir, "v0"))
+	if a, _ := os.ReadFile("/etc/hostname"); !bytes.Equal(a, mustReadFile(t, filepath.Join(dir, "v0"))) {
+		t.Fatal("aws s3api get-object --version-id of the first version differs from what was put")
+	}
+	if got := strings.Fields(awscli("s3api", "list-object-versions", "--bucket", "viaversions", "--query", "Versions[].VersionId", "--output", "text")); !slices.Equal(got, []string{vids[1], vids[0]}) {
+		t.Fatalf("aws s3api list-object-versions: %v; want newest first %v", got, vids)
+	}
+	if out := rclone("ls", "--s3-versions", "shoal:viaversions"); strings.Count(out, "doc") != 2 {
+		t.Fatalf("rclone ls --s3-versions lists %q; want both versions of doc", out)
+	}
+	for _, v := range vids {
+		awscli("s3api", "delete-object", "--bucket", "viaversions", "--key", "doc", "--version-id", v)
+	}
+	awscli("s3api", "delete-bucket", "--bucket", "viaversions")
 	// both Go SDKs
 	ctx := context.Background()
 	sdk := s3.New(s3.Options{Region: "default", BaseEndpoint: aws.String(ep), UsePathStyle: true,
@@ -321,6 +349,214 @@ func TestGatewayKilledMidPut(t *testing.T) {
 	}
 	conditionalRacesWithOSDKilled(ctx, t, c, sdk, *b)
 	multiDeleteKilled(ctx, t, c, sdk)
+	versionedWritesKilled(ctx, t, c, sdk)
+}
+
+// versionedWritesKilled runs versioned PUTs and deletes (markers, and
+// removals of acknowledged versions) of three keys from 6 writers, and
+// kills with SIGKILL first the gateway and then, through the restarted
+// gateway, osd.2: afterwards every acknowledged version reads back by
+// its id with its bytes and is listed, no removed version is, and every
+// listed version is one a writer sent (whole).
+func versionedWritesKilled(ctx context.Context, t *testing.T, c *tcluster, sdk *s3.Client) {
+	const bucket = "versioned"
+	if _, err := sdk.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	type version struct{ key, id string }
+	var mu sync.Mutex
+	acked := map[version][]byte{} // acknowledged versions (nil: a delete marker)
+	removed := map[version]bool{}
+	var sent sync.Map // body → true: every body a writer sent
+	body := func(w, i int) []byte {
+		b := bytes.Repeat(fmt.Appendf(nil, "writer %d put %d ", w, i), 1+(i%5)*3000) // up to ~300 KiB: head-less tails
+		sent.Store(string(b), true)
+		return b
+	}
+	// run writes until stop; a failed request ends it in round 0 (the
+	// gateway is gone) and is counted in round 1 (the OSD's failover).
+	var failed atomic.Int64
+	run := func(stop <-chan struct{}, round, w int, errs chan<- error) {
+		r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+		fail := func(err error) bool {
+			failed.Add(1)
+			if round == 0 {
+				errs <- err
+				return true
+			}
+			return false
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				errs <- nil
+				return
+			default:
+			}
+			key := fmt.Sprintf("k%d", r.IntN(3))
+			switch op := r.IntN(10); {
+			case op < 7:
+				b := body(10*round+w, i)
+				out, err := sdk.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: &key, Body: bytes.NewReader(b)})
+				if err != nil {
+					if fail(err) {
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				acked[version{key, *out.VersionId}] = b
+				mu.Unlock()
+			case op < 8:
+				out, err := sdk.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: &key})
+				if err != nil {
+					if fail(err) {
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				acked[version{key, *out.VersionId}] = nil
+				mu.Unlock()
+			default: // remove an acknowledged version
+				mu.Lock()
+				var v version
+				for v = range acked {
+					break
+				}
+				delete(acked, v) // from here its fate is unknown until answered
+				mu.Unlock()
+				if v.id == "" {
+					continue
+				}
+				if _, err := sdk.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: &v.key, VersionId: &v.id}); err != nil {
+					if fail(err) {
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				removed[v] = true
+				mu.Unlock()
+			}
+		}
+	}
+	// round 1: the gateway dies under the writers; round 2: osd.2
+	for round, victim := range []string{gatewayPidName, "osd.2"} {
+		stop := make(chan struct{})
+		errs := make(chan error, 6)
+		for w := range 6 {
+			go run(stop, round, w, errs)
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			mu.Lock()
+			n := len(acked) + len(removed)
+			mu.Unlock()
+			if n >= 40*(round+1) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d versioned writes acknowledged in 60 s", round, n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.kill9(victim)
+		if victim == "osd.2" { // the cluster keeps serving: write on through the failover
+			mu.Lock()
+			n := len(acked) + len(removed)
+			mu.Unlock()
+			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				mu.Lock()
+				m := len(acked) + len(removed)
+				mu.Unlock()
+				if m >= n+20 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no versioned write acknowledged in 60 s after osd.2 was killed")
+				}
+			}
+		}
+		close(stop)
+		for range 6 {
+			<-errs
+		}
+		c.up()
+	}
+	listed := map[version]bool{}
+	p := s3.NewListObjectVersionsPaginator(sdk, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(7)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page.Versions {
+			listed[version{*v.Key, *v.VersionId}] = true
+		}
+		for _, d := range page.DeleteMarkers {
+			listed[version{*d.Key, *d.VersionId}] = true
+		}
+	}
+	for v, want := range acked {
+		if !listed[v] {
+			t.Fatalf("acknowledged version %s/%s is not listed", v.key, v.id)
+		}
+		if want == nil {
+			continue
+		}
+		out, err := sdk.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: &v.key, VersionId: &v.id})
+		if err != nil {
+			t.Fatalf("acknowledged version %s/%s: %v", v.key, v.id, err)
+		}
+		got, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("acknowledged version %s/%s reads %d bytes (%v), want %d", v.key, v.id, len(got), err, len(want))
+		}
+	}
+	extra := 0
+	for v := range listed {
+		if removed[v] {
+			t.Fatalf("removed version %s/%s is listed", v.key, v.id)
+		}
+		if _, ok := acked[v]; ok {
+			continue
+		}
+		extra++ // a write whose answer the kill lost: whole, and a writer's
+		out, err := sdk.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: &v.key, VersionId: &v.id})
+		if isDeleteMarker(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("listed version %s/%s: %v", v.key, v.id, err)
+		}
+		got, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if _, ok := sent.Load(string(got)); !ok {
+			t.Fatalf("listed version %s/%s holds %d bytes no writer sent", v.key, v.id, len(got))
+		}
+	}
+	t.Logf("versioned writes through a gateway kill and an OSD kill: %d acknowledged versions kept, %d removed, %d unacknowledged listed, %d requests failed", len(acked), len(removed), extra, failed.Load())
+}
+
+// mustReadFile reads a file the test wrote.
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// isDeleteMarker reports whether a GET by version id found a delete marker.
+func isDeleteMarker(err error) bool {
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.Response != nil && re.Response.Header.Get("x-amz-delete-marker") == "true"
 }
 
 // multiDeleteKilled kills the gateway with SIGKILL while multi-object
@@ -561,8 +797,13 @@ func streamPut(ctx context.Context, sdk *s3.Client, bucket, key string, body io.
 	return nil
 }
 
+// maxTreeFiles bounds the tree copyTree makes (the first files in
+// lexical order): thousands, whatever the machine has installed.
+const maxTreeFiles = 2000
+
 // copyTree copies the regular files of dir (following symlinks, skipping
-// dangling ones and anything unreadable) into a temporary directory.
+// dangling ones and anything unreadable) into a temporary directory, at
+// most maxTreeFiles of them.
 func copyTree(t *testing.T, dir string) string {
 	t.Helper()
 	dst := t.TempDir()
@@ -584,8 +825,13 @@ func copyTree(t *testing.T, dir string) string {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		n++
-		return os.WriteFile(out, b, 0o644)
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			return err
+		}
+		if n++; n == maxTreeFiles {
+			return fs.SkipAll
+		}
+		return nil
 	})
 	if err != nil || n < 1000 {
 		t.Fatalf("copy of %s: %d files, %v (the test wants a real tree of thousands)", dir, n, err)
