@@ -246,7 +246,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
 var unsupportedBucketSubresources = []string{"website", "replication",
-	"logging", "notification", "encryption", "object-lock", "requestPayment", "accelerate", "inventory", "analytics",
+	"logging", "notification", "encryption", "requestPayment", "accelerate", "inventory", "analytics",
 	"metrics", "intelligent-tiering"}
 
 func (srv *Server) routeBucket(rq *request) error {
@@ -259,6 +259,9 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	if has(q, "cors") {
 		return srv.bucketCORS(rq)
+	}
+	if has(q, "object-lock") {
+		return srv.bucketObjectLock(rq)
 	}
 	if has(q, "ownershipControls") {
 		return srv.bucketOwnership(rq)
@@ -450,7 +453,13 @@ func (srv *Server) routeObject(rq *request) error {
 	if has(q, "torrent") && rq.r.Method == http.MethodGet {
 		return s3err.NoSuchKey.With("no torrent is kept for object %q", rq.key) // as RGW without torrents
 	}
-	for _, sub := range []string{"retention", "legal-hold", "torrent", "restore", "select"} {
+	if has(q, "retention") {
+		return srv.objectRetention(rq, b)
+	}
+	if has(q, "legal-hold") {
+		return srv.objectLegalHold(rq, b)
+	}
+	for _, sub := range []string{"torrent", "restore", "select"} {
 		if has(q, sub) {
 			return s3err.NotImplemented.With("object %s is not supported", sub)
 		}
@@ -555,6 +564,7 @@ func (srv *Server) routeObject(rq *request) error {
 		if err != nil {
 			return err
 		}
+		cond.BypassGovernance = bypassGovernance(rq.r.Header)
 		res, err := srv.s.DeleteVersion(rq.r.Context(), b, rq.key, q.Get("versionId"), rq.uid, cond)
 		if err != nil {
 			return err
@@ -658,9 +668,6 @@ func (srv *Server) createBucket(rq *request) error {
 			location, placement = region, target
 		}
 	}
-	if rq.r.Header.Get("x-amz-bucket-object-lock-enabled") == "true" {
-		return s3err.NotImplemented.With("object lock is not supported")
-	}
 	acl, err := srv.requestACL(ctx, rq.r.Header, rq.uid, nil)
 	if err != nil {
 		return err
@@ -675,6 +682,9 @@ func (srv *Server) createBucket(rq *request) error {
 		}
 	}
 	_, err = srv.s.CreateBucket(ctx, rq.bucket, rq.uid, placement, location, acl, ownership)
+	if err == nil && strings.EqualFold(rq.r.Header.Get("x-amz-bucket-object-lock-enabled"), "true") {
+		_, err = srv.s.EnableObjectLock(ctx, rq.bucket)
+	}
 	if errors.Is(err, s3err.BucketAlreadyOwnedByYou) {
 		// as RGW (and S3 in us-east-1): creating one's own bucket again
 		// succeeds and changes nothing — unless it asks for another ACL
@@ -806,8 +816,12 @@ func (srv *Server) putObject(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
+	lock, hold, err := lockFromHeaders(r.Header, b)
+	if err != nil {
+		return err
+	}
 	res, err := srv.s.PutObject(r.Context(), b, rq.key, rgw.PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: rgw.WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck})
+		Cond: rgw.WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck, Lock: lock, LegalHold: hold})
 	if err != nil {
 		return err
 	}
@@ -940,6 +954,7 @@ func setObjectHeaders(h http.Header, o *rgw.Object) {
 		h.Set("x-amz-mp-parts-count", strconv.Itoa(n))
 	}
 	setVersionHeader(h, o.VersionID())
+	setLockHeaders(h, o.Info)
 }
 
 var responseOverrides = map[string]string{"response-content-type": "Content-Type", "response-content-language": "Content-Language",
@@ -1152,10 +1167,14 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	} else if c := o.Info.Checksum; c != nil {
 		ck = &rgw.ChecksumReq{Alg: rgw.ChecksumAlgs[c.Alg]}
 	}
+	lock, hold, err := lockFromHeaders(rq.r.Header, b)
+	if err != nil {
+		return err
+	}
 	pr := pipeRange(ctx, o, 0, o.Size())
 	defer pr.Close()
 	res, err := srv.s.PutObject(ctx, b, rq.key, rgw.PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: rgw.WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck})
+		Cond: rgw.WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck, Lock: lock, LegalHold: hold})
 	if err != nil {
 		return err
 	}
@@ -1216,7 +1235,7 @@ func (srv *Server) deleteObjects(rq *request) error {
 // requester may and its conditions hold.
 func (srv *Server) deleteOneOf(rq *request, b *rgw.Bucket, o deleteObject) (rgw.DeleteResult, error) {
 	err := srv.authorize(rq, b, o.Key, "s3:DeleteObject", nil, func() error { return bucketAllows(b, rq.uid, rgw.PermWrite) })
-	cond := rgw.DeleteCond{ETag: o.ETag, Size: o.Size}
+	cond := rgw.DeleteCond{ETag: o.ETag, Size: o.Size, BypassGovernance: bypassGovernance(rq.r.Header)}
 	if err == nil && o.LastModifiedTime != "" {
 		if cond.Mtime, err = parseHTTPOrISOTime(o.LastModifiedTime); err != nil {
 			err = s3err.InvalidArgument.With("LastModifiedTime %q: %v", o.LastModifiedTime, err)
@@ -1364,8 +1383,12 @@ func (srv *Server) createUpload(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
+	lock, hold, err := lockFromHeaders(rq.r.Header, b)
+	if err != nil {
+		return err
+	}
 	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, rgw.Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags,
-		ChecksumAlg: alg, ChecksumType: typ})
+		ChecksumAlg: alg, ChecksumType: typ, Lock: lock, LegalHold: hold})
 	if err != nil {
 		return err
 	}

@@ -496,3 +496,160 @@ func TestVersioningCrashBetweenPhases(t *testing.T) {
 		t.Fatalf("stats after the fix: %+v %v", st, err)
 	}
 }
+
+// TestObjectLock: a bucket created with object lock is versioned for
+// good; retention (explicit, default from the configuration) and legal
+// holds refuse the removal of a version — COMPLIANCE and holds for
+// everyone, GOVERNANCE unless bypassed — in DELETE and DeleteObjects,
+// while a DELETE of the key still adds a delete marker; retention
+// lengthens freely and shortens only as S3 allows; bad configurations
+// and headers get S3's errors and change nothing.
+func TestObjectLock(t *testing.T) {
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "locked"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b, ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: &b}); err != nil || v.Status != types.BucketVersioningStatusEnabled {
+		t.Fatalf("versioning of a bucket created with object lock: %q %v", v.Status, err)
+	}
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: &b,
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}}); code(err) != "InvalidBucketState" {
+		t.Fatalf("suspending a locked bucket's versioning: %v", err)
+	}
+	if _, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String("nolock")}); code(err) != "NoSuchBucket" {
+		t.Fatalf("lock configuration of a missing bucket: %v", err)
+	}
+	conf := func(mode types.ObjectLockRetentionMode, days, years int32) *types.ObjectLockConfiguration {
+		r := &types.DefaultRetention{Mode: mode}
+		if days != 0 {
+			r.Days = aws.Int32(days)
+		}
+		if years != 0 {
+			r.Years = aws.Int32(years)
+		}
+		return &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled, Rule: &types.ObjectLockRule{DefaultRetention: r}}
+	}
+	for _, bad := range []struct {
+		c    *types.ObjectLockConfiguration
+		want string
+	}{{conf(types.ObjectLockRetentionModeGovernance, 1, 1), "MalformedXML"}, {conf("governance", 1, 0), "MalformedXML"},
+		{conf(types.ObjectLockRetentionModeGovernance, -1, 0), "InvalidRetentionPeriod"}} {
+		if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: &b, ObjectLockConfiguration: bad.c}); code(err) != bad.want {
+			t.Fatalf("lock configuration %+v: %v; want %s", bad.c.Rule.DefaultRetention, err, bad.want)
+		}
+	}
+	if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: &b, ObjectLockConfiguration: conf(types.ObjectLockRetentionModeGovernance, 1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &b})
+	if err != nil || got.ObjectLockConfiguration.Rule.DefaultRetention.Mode != types.ObjectLockRetentionModeGovernance || aws.ToInt32(got.ObjectLockConfiguration.Rule.DefaultRetention.Days) != 1 {
+		t.Fatalf("lock configuration read back: %+v %v", got, err)
+	}
+	// the default retention: a day of GOVERNANCE
+	put, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: strings.NewReader("kept")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := *put.VersionId
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("k")})
+	if err != nil || h.ObjectLockMode != types.ObjectLockModeGovernance || time.Until(aws.ToTime(h.ObjectLockRetainUntilDate)) < 23*time.Hour {
+		t.Fatalf("HEAD of a version under the default retention: mode %q until %v, %v", h.ObjectLockMode, h.ObjectLockRetainUntilDate, err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1}); code(err) != "AccessDenied" {
+		t.Fatalf("removing a GOVERNANCE-locked version: %v", err)
+	}
+	// a delete marker is always allowed; the version stays readable
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("k")}); err != nil {
+		t.Fatalf("a delete marker over a locked version: %v", err)
+	}
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close()
+	// COMPLIANCE: no bypass, shortening refused, lengthening allowed
+	until := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	put2, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("c"), Body: strings.NewReader("compliant"),
+		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: &until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := *put2.VersionId
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("c"), VersionId: &v2, BypassGovernanceRetention: aws.Bool(true)}); code(err) != "AccessDenied" {
+		t.Fatalf("removing a COMPLIANCE-locked version with bypass: %v", err)
+	}
+	shorter, longer := until.Add(-time.Hour), until.Add(time.Hour)
+	if _, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: &b, Key: aws.String("c"), BypassGovernanceRetention: aws.Bool(true),
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &shorter}}); code(err) != "AccessDenied" {
+		t.Fatalf("shortening a COMPLIANCE retention: %v", err)
+	}
+	if _, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: &b, Key: aws.String("c"),
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &longer}}); err != nil {
+		t.Fatalf("lengthening a COMPLIANCE retention: %v", err)
+	}
+	if r, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: &b, Key: aws.String("c")}); err != nil || !aws.ToTime(r.Retention.RetainUntilDate).Equal(longer) {
+		t.Fatalf("retention read back: %+v %v; want until %v", r, err, longer)
+	}
+	// GOVERNANCE shortened only with bypass, then removed with bypass
+	soon := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	if _, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1,
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeGovernance, RetainUntilDate: &soon}}); code(err) != "AccessDenied" {
+		t.Fatalf("shortening a GOVERNANCE retention without bypass: %v", err)
+	}
+	if _, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1, BypassGovernanceRetention: aws.Bool(true),
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeGovernance, RetainUntilDate: &soon}}); err != nil {
+		t.Fatalf("shortening a GOVERNANCE retention with bypass: %v", err)
+	}
+	// a legal hold refuses even the bypass; multi-delete answers per key
+	if _, err := c.PutObjectLegalHold(ctx, &s3.PutObjectLegalHoldInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1,
+		LegalHold: &types.ObjectLockLegalHold{Status: types.ObjectLockLegalHoldStatusOn}}); err != nil {
+		t.Fatal(err)
+	}
+	del, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &b, BypassGovernanceRetention: aws.Bool(true), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+		{Key: aws.String("k"), VersionId: &v1}, {Key: aws.String("c"), VersionId: &v2}}}})
+	if err != nil || len(del.Errors) != 2 || len(del.Deleted) != 0 || aws.ToString(del.Errors[0].Code) != "AccessDenied" || aws.ToString(del.Errors[0].VersionId) != v1 {
+		t.Fatalf("multi-delete of a held and a COMPLIANCE version: %+v %v", del, err)
+	}
+	if _, err := c.PutObjectLegalHold(ctx, &s3.PutObjectLegalHoldInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1,
+		LegalHold: &types.ObjectLockLegalHold{Status: "MAYBE"}}); code(err) != "MalformedXML" {
+		t.Fatalf("legal hold status MAYBE: %v", err)
+	}
+	if _, err := c.PutObjectLegalHold(ctx, &s3.PutObjectLegalHoldInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1,
+		LegalHold: &types.ObjectLockLegalHold{Status: types.ObjectLockLegalHoldStatusOff}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("k"), VersionId: &v1, BypassGovernanceRetention: aws.Bool(true)}); err != nil {
+		t.Fatalf("removing a GOVERNANCE version with bypass, hold off: %v", err)
+	}
+	// bad retention input, and lock requests on a bucket without lock
+	past := time.Now().Add(-time.Hour)
+	if _, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: &b, Key: aws.String("c"),
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &past}}); code(err) != "InvalidArgument" {
+		t.Fatalf("retention in the past: %v", err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("half"), Body: strings.NewReader("x"), ObjectLockMode: types.ObjectLockModeGovernance}); code(err) != "InvalidArgument" {
+		t.Fatalf("a lock mode without a date: %v", err)
+	}
+	plain := "plain"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &plain}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &plain, Key: aws.String("x"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: &plain, Key: aws.String("x")}); code(err) != "InvalidRequest" {
+		t.Fatalf("retention in a bucket without lock: %v", err)
+	}
+	if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: &plain, ObjectLockConfiguration: conf(types.ObjectLockRetentionModeGovernance, 1, 0)}); code(err) != "InvalidBucketState" {
+		t.Fatalf("lock configuration on an unversioned bucket: %v", err)
+	}
+	if _, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &plain}); code(err) != "ObjectLockConfigurationNotFoundError" {
+		t.Fatalf("lock configuration of a bucket without: %v", err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("c"), VersionId: &v2}); err != nil {
+		t.Fatalf("the COMPLIANCE version after all that: %v", err)
+	}
+}

@@ -100,6 +100,9 @@ type DeleteCond struct {
 	ETag  string
 	Mtime time.Time
 	Size  *int64
+	// BypassGovernance lets the removal of a version under a GOVERNANCE
+	// retention through (x-amz-bypass-governance-retention; objectlock.go).
+	BypassGovernance bool
 }
 
 func (c DeleteCond) empty() bool { return c.ETag == "" && c.Mtime.IsZero() && c.Size == nil }

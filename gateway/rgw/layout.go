@@ -53,6 +53,11 @@ type HeadInfo struct {
 	VersionID    string `json:"vid,omitempty"`
 	DeleteMarker bool   `json:"dm,omitempty"`
 	Seq          uint64 `json:"seq,omitempty"`
+	// Object lock (objectlock.go): the version's retention mode and
+	// until when (Unix nanoseconds), and its legal hold.
+	LockMode  string `json:"lm,omitempty"`
+	LockUntil int64  `json:"lu,omitempty"`
+	LegalHold bool   `json:"lh,omitempty"`
 }
 
 // extent is a piece of an S3 object's byte range held by one RADOS object.

@@ -511,7 +511,11 @@ func (s *Store) lcVersions(ctx context.Context, lk *objLock, b *Bucket, rule *Li
 				}
 			}
 			for _, id := range due {
-				if _, err := s.unlinkVersion(ctx, b, k.Key, id, DeleteCond{}); err != nil {
+				_, err := s.unlinkVersion(ctx, b, k.Key, id, DeleteCond{})
+				if errors.Is(err, s3err.AccessDenied) {
+					continue // locked (objectlock.go): it stays
+				}
+				if err != nil {
 					return n, err
 				}
 				n++

@@ -48,6 +48,9 @@ type Upload struct {
 	// upload asked for ("": none; checksum.go).
 	ChecksumAlg  string `json:"ck_alg,omitempty"`
 	ChecksumType string `json:"ck_type,omitempty"`
+	// Lock and LegalHold are the completed version's (objectlock.go).
+	Lock      *Retention `json:"lock,omitempty"`
+	LegalHold bool       `json:"hold,omitempty"`
 }
 
 // InitiatedBy is who created the upload.
@@ -276,6 +279,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 		}
 	}
 	h := &HeadInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL, Tags: u.Tags}
+	h.applyLock(b, u.Lock, u.LegalHold)
 	sum := md5.New()
 	var ckSums []string
 	var sizes []int64

@@ -282,6 +282,10 @@ type PutInput struct {
 	// Checksum is the additional checksum the request names (nil: none;
 	// checksum.go): checked, kept and answered.
 	Checksum *ChecksumReq
+	// Lock is the retention asked for (nil: the bucket's default) and
+	// LegalHold the legal hold, in a bucket with object lock.
+	Lock      *Retention
+	LegalHold bool
 }
 
 // PutResult is a completed upload.
@@ -321,6 +325,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if b.Versioned() {
 		h.HeadSize = 0 // a version keeps its bytes in its own tails (versioning.go)
 	}
+	h.applyLock(b, in.Lock, in.LegalHold)
 	prepared := func() error { return nil }
 	if h.HeadSize >= prepareOverlapMin {
 		done := make(chan error, 1)

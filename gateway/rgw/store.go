@@ -516,6 +516,9 @@ type Bucket struct {
 	Versioning   string             `json:"versioning,omitempty"`    // "", VersioningEnabled or VersioningSuspended (versioning.go)
 	// VersionedSince is when versioning was first set (SetVersioning).
 	VersionedSince time.Time `json:"versioned_since,omitzero"`
+	// ObjectLock is the bucket's object lock configuration (nil: none;
+	// objectlock.go).
+	ObjectLock *ObjectLock `json:"object_lock,omitempty"`
 
 	policyOnce sync.Once
 	policy     any // Policy, parsed by ParsedPolicy's caller

@@ -92,6 +92,9 @@ func (s *Store) SetVersioning(ctx context.Context, name, status string) (*Bucket
 			if b.Indexless() {
 				return s3err.InvalidRequest.With("bucket %q keeps no index: it cannot list versions", name)
 			}
+			if b.LockEnabled() && status != VersioningEnabled {
+				return s3err.InvalidBucketState.With("bucket %q has object lock: its versioning stays Enabled", name)
+			}
 			if !b.Versioned() {
 				b.VersionedSince = time.Now()
 			}
@@ -262,6 +265,11 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 		}
 		h.Seq, h.Mtime = seq+1, time.Now().UnixNano()
 		replaced := o.vers[h.VersionID]
+		if replaced != nil {
+			if err := replaced.removable(time.Now(), false); err != nil {
+				return fail(err, true)
+			}
+		}
 		ops := []osdop.Op{o.guard()}
 		if replaced != nil && replaced.inline() {
 			ops = append(ops, osdop.Op{Code: osdop.Truncate})
@@ -363,6 +371,10 @@ func (s *Store) unlinkVersion(ctx context.Context, b *Bucket, key, vid string, c
 				s.cancel(ctx, b, key, tag)
 				return DeleteResult{}, err
 			}
+		}
+		if err := rec.removable(time.Now(), cond.BypassGovernance); err != nil {
+			s.cancel(ctx, b, key, tag)
+			return DeleteResult{}, err
 		}
 		delete(o.vers, vid)
 		rest := o.list()

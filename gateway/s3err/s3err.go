@@ -77,6 +77,10 @@ var (
 	NoSuchBucket                      = &Error{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}
 	NoSuchKey                         = &Error{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."}
 	NoSuchVersion                     = &Error{"NoSuchVersion", http.StatusNotFound, "The specified version does not exist."}
+	InvalidBucketState                = &Error{"InvalidBucketState", http.StatusConflict, "The request is not valid with the current state of the bucket."}
+	InvalidRetentionPeriod            = &Error{"InvalidRetentionPeriod", http.StatusBadRequest, "The retention period must be a positive integer."}
+	ObjectLockConfigurationNotFound   = &Error{"ObjectLockConfigurationNotFoundError", http.StatusNotFound, "Object Lock configuration does not exist for this bucket"}
+	NoSuchObjectLockConfiguration     = &Error{"NoSuchObjectLockConfiguration", http.StatusNotFound, "The specified object does not have a ObjectLock configuration"}
 	NoSuchUpload                      = &Error{"NoSuchUpload", http.StatusNotFound, "The specified multipart upload does not exist."}
 	NotImplemented                    = &Error{"NotImplemented", http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."}
 	NotModified                       = &Error{"NotModified", http.StatusNotModified, "Not Modified"}
