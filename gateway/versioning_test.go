@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/shoal-project/shoal/gateway/rgw"
+	"github.com/shoal-project/shoal/gateway/s3err"
 )
 
 // modelVersion is what the test expects of one version.
@@ -652,4 +653,125 @@ func TestObjectLock(t *testing.T) {
 	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("c"), VersionId: &v2}); err != nil {
 		t.Fatalf("the COMPLIANCE version after all that: %v", err)
 	}
+}
+
+// TestVersioningStaleAndRetried: cases a second reader found. A
+// multipart completion retried after its upload's cleanup was lost links
+// no second version sharing the first's tails; removing a noncurrent
+// version leaves the key's entry naming the current version (bucket check
+// finds nothing stale, lifecycle still expires it); and writes holding a
+// bucket read before versioning was enabled (a long upload, a lifecycle
+// pass) read it again rather than overwrite or remove a head with
+// versions.
+func TestVersioningStaleAndRetried(t *testing.T) {
+	rgw.SetSettle(50 * time.Millisecond)
+	t.Cleanup(func() { rgw.SetSettle(7 * time.Second) })
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk, IndexShards: 2, LCDebugInterval: time.Millisecond})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "vstale"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: strings.NewReader("original")}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := f.store.GetBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enableVersioning(t, c, b, types.BucketVersioningStatusEnabled)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: strings.NewReader("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	rgw.AgeBucket(stale, time.Minute)
+	late := []byte("a late unversioned PUT")
+	if _, err := f.store.PutObject(ctx, stale, "k", rgw.PutInput{Body: bytes.NewReader(late), Size: int64(len(late)), Owner: stale.Owner}); !errors.Is(err, s3err.ServiceUnavailable) {
+		t.Fatalf("a PUT holding the unversioned bucket: %v; want ServiceUnavailable, the head untouched", err)
+	}
+	if _, err := f.store.DeleteVersion(ctx, stale, "k", "", stale.Owner, rgw.DeleteCond{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readVersion(t, c, b, "k", "null"); string(got) != "original" {
+		t.Fatalf("the null version after stale writes reads %q", got)
+	}
+	vs, dms, _ := allVersions(t, c, b, 100)
+	if len(vs) != 2 || len(dms) != 1 {
+		t.Fatalf("after a stale PUT and DELETE: %d versions, %d delete markers; want the 2 versions under a marker", len(vs), len(dms))
+	}
+	// a multipart completion retried after a lost cleanup: one version
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 300<<10)
+	p, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: aws.String("m"), UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cin := &s3.CompleteMultipartUploadInput{Bucket: &b, Key: aws.String("m"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}}}
+	f.store.SetFailpoint("complete-before-cleanup")
+	r1, err := c.CompleteMultipartUpload(ctx, cin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.SetFailpoint("")
+	r2, err := c.CompleteMultipartUpload(ctx, cin)
+	if err != nil || aws.ToString(r2.VersionId) != aws.ToString(r1.VersionId) {
+		t.Fatalf("retried completion: version %q (first %q), %v; want the same version", aws.ToString(r2.VersionId), aws.ToString(r1.VersionId), err)
+	}
+	// a noncurrent version removed: the entry still names the current one
+	r3, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("m"), Body: strings.NewReader("newer")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("m"), VersionId: r1.VersionId}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bk, err := f.store.GetBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := f.store.CheckBucket(ctx, bk, false, true); err != nil || rep.StaleEntries != 0 {
+		t.Fatalf("bucket check after removing a noncurrent version: %+v %v", rep, err)
+	}
+	// lifecycle expiration of the current version: a delete marker
+	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: &b, LifecycleConfiguration: &types.BucketLifecycleConfiguration{
+		Rules: []types.LifecycleRule{{ID: aws.String("x"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("m")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := f.store.LCProcess(ctx, true, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("m")})
+		if deleteMarkerHeader(err) == "true" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lifecycle did not expire m (current %s) in 10 s: HEAD %v", aws.ToString(r3.VersionId), err)
+		}
+	}
+	if got := readVersion(t, c, b, "m", *r3.VersionId); string(got) != "newer" {
+		t.Fatalf("the expired version reads %q", got)
+	}
+}
+
+// readVersion reads version vid of key.
+func readVersion(t *testing.T, c *s3.Client, bucket, key, vid string) []byte {
+	t.Helper()
+	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: &bucket, Key: &key, VersionId: &vid})
+	if err != nil {
+		t.Fatalf("GET %s version %s: %v", key, vid, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -365,7 +365,10 @@ func batch(o cls.Object, x *BatchIn) (*BatchOut, error) {
 		}
 		if c.Entry != nil {
 			e := *c.Entry
-			e.Ver, e.Tag = c.Ver, c.Tag
+			e.Ver = c.Ver
+			if e.Tag == "" { // the write's own; a versioned completion names the current version's
+				e.Tag = c.Tag
+			}
 			b, _ := json.Marshal(e)
 			o.OmapSet([]omap.KV{{Key: c.Key, Value: b}})
 			o.OmapRm([]string{tk})

@@ -334,6 +334,10 @@ func (s *Store) lcExpire(ctx context.Context, lk *objLock, b *Bucket, rule *Life
 // the write tagged tag made and carries every tag of want; it reports
 // whether it deleted.
 func (s *Store) deleteIfCurrent(ctx context.Context, b *Bucket, key, tag string, want []Tag) (bool, error) {
+	b, err := s.recheck(ctx, b) // a pass lasts long: the bucket may have become versioned
+	if err != nil {
+		return false, err
+	}
 	if b.Versioned() { // expiring the current version makes a delete marker
 		o, err := s.readOLH(ctx, b, key)
 		if err != nil {
@@ -470,6 +474,21 @@ func LifecycleDate(s string) (time.Time, error) {
 	return t, nil
 }
 
+// expiresMarker reports whether the rule removes an expired delete
+// marker (the only version of its key) made at mtime: with
+// ExpiredObjectDeleteMarker, or with Expiration Days once the marker is
+// that old (as S3).
+func (rule *LifecycleRule) expiresMarker(mtime, now time.Time, debug time.Duration) bool {
+	e := rule.Expiration
+	switch {
+	case e == nil:
+		return false
+	case e.ExpiredObjectDeleteMarker != nil && *e.ExpiredObjectDeleteMarker:
+		return true
+	}
+	return e.Days != nil && lcDue(mtime, now, *e.Days, debug)
+}
+
 // expiresVersions reports whether the rule removes noncurrent versions
 // or expired delete markers (in a versioned bucket).
 func (rule *LifecycleRule) expiresVersions() bool {
@@ -496,7 +515,7 @@ func (s *Store) lcVersions(ctx context.Context, lk *objLock, b *Bucket, rule *Li
 		for _, k := range keys {
 			list := k.Versions.List
 			var due []string
-			if len(list) == 1 && list[0].DeleteMarker {
+			if len(list) == 1 && list[0].DeleteMarker && rule.expiresMarker(time.Unix(0, list[0].Mtime), now, s.opt.LCDebugInterval) {
 				due = append(due, list[0].ID)
 			}
 			if nc != nil && nc.NoncurrentDays != nil && len(rule.tags()) == 0 {

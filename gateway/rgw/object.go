@@ -448,7 +448,24 @@ func (s *Store) receive(ctx context.Context, body io.Reader, size int64, head *h
 // unknown (a timeout), the tails stay: a leak, never a head pointing at
 // removed data.
 func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadInfo, data *headBuf, cond WriteCond, ownTails bool) (*PutResult, error) {
-	if b.Versioned() {
+	nb, err := s.recheck(ctx, b)
+	if err != nil {
+		if ownTails {
+			s.removeTails(h.tailOIDs())
+		}
+		s.cancel(context.WithoutCancel(ctx), b, key, h.Tag)
+		return nil, err
+	}
+	if nb.Versioned() && !b.Versioned() && data != nil && len(data.data) > 0 {
+		// the bucket became versioned during the upload, whose first
+		// bytes were meant for the head: a version keeps them in tails
+		if ownTails {
+			s.removeTails(h.tailOIDs())
+		}
+		s.cancel(context.WithoutCancel(ctx), b, key, h.Tag)
+		return nil, s3err.ServiceUnavailable.With("bucket %q became versioned during the upload; send it again", b.Name)
+	}
+	if b = nb; b.Versioned() {
 		return s.linkVersion(ctx, b, key, h, cond, ownTails)
 	}
 	h.Mtime = time.Now().UnixNano()
@@ -471,7 +488,6 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadIn
 		sure = err == nil || refused(err)
 		return err
 	}
-	var err error
 	switch {
 	case cond.needsHead():
 		err = conditionally(key, func() error {

@@ -43,14 +43,21 @@ import (
 // settle is how long a layout change waits for every gateway to see it.
 var settle = cacheTTL + 2*time.Second
 
+// versioningSettle is how long the first change of a bucket's versioning
+// waits before versions other than null may be made (SetVersioning,
+// recheck).
+var versioningSettle = cacheTTL + 5*time.Second
+
 // UpdateBucket rewrites the bucket's entry point with fn's change if no
 // one else changed it meanwhile (else it retries with the newer one).
 func (s *Store) UpdateBucket(ctx context.Context, name string, fn func(b *Bucket) error) (*Bucket, error) {
+	loaded := time.Now()
 	b, err := updateJSON(ctx, s.meta, bucketObjP+name, fn)
 	if errors.Is(err, client.ErrNotFound) {
 		return nil, s3err.NoSuchBucket.With("bucket %q does not exist", name)
 	}
 	if err == nil {
+		b.loaded = loaded
 		s.ForgetBucket(name)
 	}
 	return b, err

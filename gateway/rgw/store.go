@@ -521,7 +521,8 @@ type Bucket struct {
 	ObjectLock *ObjectLock `json:"object_lock,omitempty"`
 
 	policyOnce sync.Once
-	policy     any // Policy, parsed by ParsedPolicy's caller
+	policy     any       // Policy, parsed by ParsedPolicy's caller
+	loaded     time.Time // when it was read from the meta pool (recheck)
 }
 
 // Indexless reports whether the bucket keeps no index (cannot be listed).
@@ -555,7 +556,7 @@ func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
-	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault,
+	b := &Bucket{Name: name, ID: hex.EncodeToString(idb), Owner: uid, Created: time.Now().UTC(), Placement: PlacementDefault, loaded: time.Now(),
 		Index: newIndexLayout(s.opt.IndexShards, s.opt.RangeShards), ACL: acl, Location: location, Ownership: ownership}
 	switch placement {
 	case "", PlacementDefault:
@@ -610,7 +611,7 @@ func (s *Store) GetBucket(ctx context.Context, name string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", name, err)
 	}
-	b := &Bucket{}
+	b := &Bucket{loaded: time.Now()}
 	if err := json.Unmarshal(body, b); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", name, err)
 	}

@@ -23,7 +23,7 @@ func (s *Store) SetFailpoint(fp string) {
 
 // SetSettle shortens the wait of each resharding step for tests whose
 // gateways all share one Store (its cache is dropped at each change).
-func SetSettle(d time.Duration) { settle = d }
+func SetSettle(d time.Duration) { settle, versioningSettle = d, d }
 
 // IndexPut records key in the bucket's index as if a PUT of size bytes at
 // version ver completed (no data is written).
@@ -81,3 +81,7 @@ func (s *Store) CancelPending(ctx context.Context, b *Bucket, key string) error 
 	s.cancel(ctx, b, key, h.Tag)
 	return s.Flush(ctx)
 }
+
+// AgeBucket makes b look loaded d ago (a long upload's or a lifecycle
+// pass's view of the bucket), so that its writes read the bucket again.
+func AgeBucket(b *Bucket, d time.Duration) { b.loaded = time.Now().Add(-d) }

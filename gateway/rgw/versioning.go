@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,8 +82,9 @@ func (b *Bucket) Versioned() bool { return b.Versioning != "" }
 // it unversioned overwrites and removes heads whole, which is harmless to
 // null versions but would drop the others. So the first change records
 // when it happened (Bucket.VersionedSince), going through Suspended if
-// Enabled is asked for, and enabling waits until the bucket cache's
-// lifetime and a margin have passed since (as a reshard waits).
+// Enabled is asked for, and enabling waits versioningSettle since: the
+// bucket cache's lifetime, and a margin for the writes that read the
+// bucket before and recheck it (recheck).
 func (s *Store) SetVersioning(ctx context.Context, name, status string) (*Bucket, error) {
 	if status != VersioningEnabled && status != VersioningSuspended {
 		return nil, s3err.MalformedXML.With("versioning status %q is neither Enabled nor Suspended", status)
@@ -112,11 +114,32 @@ func (s *Store) SetVersioning(ctx context.Context, name, status string) (*Bucket
 				return nil, err
 			}
 		}
-		if err := sleepCtx(ctx, time.Until(b.VersionedSince.Add(settle))); err != nil {
+		if err := sleepCtx(ctx, time.Until(b.VersionedSince.Add(versioningSettle))); err != nil {
 			return nil, err
 		}
 	}
 	return set(status)
+}
+
+// recheck returns b, or the bucket read again if b was loaded unversioned
+// longer ago than the bucket cache's lifetime (a long upload, a
+// lifecycle pass). A write or removal of a head that would follow an
+// unversioned b must start less than versioningSettle after versioning
+// was first set (SetVersioning waits that long before versions other
+// than null can exist), and one that starts within cacheTTL of loading b
+// does, with versioningSettle - cacheTTL (5 s) for its request to land.
+func (s *Store) recheck(ctx context.Context, b *Bucket) (*Bucket, error) {
+	if b.Versioned() || time.Since(b.loaded) < cacheTTL {
+		return b, nil
+	}
+	nb, err := s.GetBucket(ctx, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	if nb.ID != b.ID {
+		return b, nil // recreated: the index tells the caller (NoSuchBucket)
+	}
+	return nb, nil
 }
 
 // newVersionID returns a random version id (32 characters, as RGW's).
@@ -220,13 +243,23 @@ func versionsIn(vs []*HeadInfo) *clsrgw.Versions {
 }
 
 // completeIn is the index completion that makes the listing agree with
-// state o (after a change committed at head version ver).
+// state o (after a change committed at head version ver) and clears
+// tag's pending record; the entry carries the current version's own tag
+// (lifecycle and bucket check compare it with the head's).
 func (o *olh) completeIn(key, tag string, ver uint64) clsrgw.CompleteIn {
 	in := clsrgw.CompleteIn{Key: key, Tag: tag, Ver: ver, Versions: versionsIn(o.list())}
 	if h := o.current(); h != nil {
 		in.Entry = h.entry()
+		in.Entry.Tag = h.Tag
 	}
 	return in
+}
+
+// gcEnqueueVersion queues the tails of version h of head object oid; GC
+// checks the head again before removing them, and keeps them if any
+// version there still names them.
+func (s *Store) gcEnqueueVersion(ctx context.Context, oid string, h *HeadInfo) {
+	s.gcAdd(ctx, &GCEntry{Tag: h.Tag, Head: oid, StripeSize: h.StripeSize, Segments: h.Segments})
 }
 
 // maxLinkAttempts bounds the retries of a version change that raced
@@ -255,6 +288,16 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 		o, err := s.readOLH(ctx, b, key)
 		if err != nil {
 			return fail(fmt.Errorf("put %s/%s: %w", b.Name, key, err), true)
+		}
+		for _, v := range o.vers {
+			if v.Tag == h.Tag && !h.DeleteMarker {
+				// this write is linked already (a multipart completion
+				// retried): the same version, not a second one sharing
+				// its tails; the index is completed from the head, in
+				// case the first attempt's completion was lost
+				s.completeAsyncIn(b, o.completeIn(key, h.Tag, o.ver))
+				return &PutResult{ETag: v.ETag, Mtime: time.Unix(0, v.Mtime), Checksum: v.Checksum, VersionID: v.VersionID}, nil
+			}
 		}
 		if err := cond.check(o.current(), key); err != nil {
 			return fail(err, true)
@@ -293,7 +336,7 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum, VersionID: h.VersionID}, nil
 		}
 		if replaced != nil && replaced.Tag != h.Tag {
-			s.gcEnqueue(cctx, replaced)
+			s.gcEnqueueVersion(cctx, oid, replaced)
 		}
 		o.vers[h.VersionID], o.cur, o.plain = h, h, false
 		s.completeAsyncIn(b, o.completeIn(key, h.Tag, rep.Ver))
@@ -314,6 +357,10 @@ type DeleteResult struct {
 // the current version makes the next newest current. A version that does
 // not exist is not an error (S3). owner owns a delete marker made.
 func (s *Store) DeleteVersion(ctx context.Context, b *Bucket, key, vid, owner string, cond DeleteCond) (DeleteResult, error) {
+	b, err := s.recheck(ctx, b)
+	if err != nil {
+		return DeleteResult{}, err
+	}
 	switch {
 	case vid == "" && !b.Versioned():
 		return DeleteResult{}, s.DeleteObjectIf(ctx, b, key, cond)
@@ -404,7 +451,7 @@ func (s *Store) unlinkVersion(ctx context.Context, b *Bucket, key, vid string, c
 		}
 		cctx := context.WithoutCancel(ctx)
 		if !rec.DeleteMarker {
-			s.gcEnqueue(cctx, rec)
+			s.gcEnqueueVersion(cctx, HeadOID(b.ID, key), rec)
 		}
 		if len(rest) == 0 {
 			o.cur = nil
@@ -504,6 +551,10 @@ func (o *Object) VersionID() string {
 // ("": the current version) with fn, atomically with respect to other
 // writes of the key.
 func (s *Store) UpdateVersion(ctx context.Context, b *Bucket, key, vid string, fn func(h *HeadInfo) error) error {
+	b, err := s.recheck(ctx, b)
+	if err != nil {
+		return err
+	}
 	if !b.Versioned() && (vid == "" || vid == NullVersion) {
 		return s.UpdateHead(ctx, b, key, fn)
 	}
@@ -621,11 +672,12 @@ func (s *Store) ListVersions(ctx context.Context, b *Bucket, prefix, delim, keyM
 			}
 			list := e.Versions.List
 			if e.Key == keyMarker && vidMarker != "" {
-				i := 0
-				for i < len(list) && list[i].ID != vidMarker {
-					i++
+				// resume after the marker; a marker removed since the
+				// last page resumes at the key's newest version (rows
+				// shown twice rather than rows lost)
+				if i := slices.IndexFunc(list, func(v clsrgw.Version) bool { return v.ID == vidMarker }); i >= 0 {
+					list = list[i+1:]
 				}
-				list = list[min(i+1, len(list)):]
 			}
 			for _, v := range list {
 				if count == maxKeys {
