@@ -1314,10 +1314,18 @@ func TestDynamicReshard(t *testing.T) {
 		}
 	}
 	put(40) // 2 shards of ~20: under the limit
+	// the completions, which queue the bucket, land after the PUTs are
+	// answered
+	if err := f.store.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if q := f.store.ReshardQueued(); len(q) != 0 {
 		t.Fatalf("queued %v with 40 entries in 2 shards of limit 30", q)
 	}
 	put(120)
+	if err := f.store.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if q := f.store.ReshardQueued(); len(q) != 1 || q[0] != "growing" {
 		t.Fatalf("queued %v after 120 entries in 2 shards of limit 30", q)
 	}

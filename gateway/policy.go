@@ -152,6 +152,17 @@ var conditionOps = map[string]bool{
 // condition operator, a statement without a principal, action or
 // resource, an action outside s3:, or a resource outside the bucket.
 func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
+	return parsePolicy(doc, bucket, false)
+}
+
+// ParseUserPolicy parses and checks a user's inline IAM policy (an
+// identity policy: no Principal; actions of s3: and iam:; resources any
+// ARN; Sids unique), with ParsePolicy's errors.
+func ParseUserPolicy(doc []byte) (*Policy, error) {
+	return parsePolicy(doc, "", true)
+}
+
+func parsePolicy(doc []byte, bucket string, identity bool) (*Policy, error) {
 	bad := func(format string, args ...any) error { return s3err.MalformedPolicy.With(format, args...) }
 	var jp jsonPolicy
 	if err := json.Unmarshal(doc, &jp); err != nil {
@@ -172,13 +183,24 @@ func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
 		return nil, bad("the policy has no statement")
 	}
 	p := &Policy{Version: jp.Version}
+	sids := map[string]bool{}
 	for i, js := range stmts {
+		if identity {
+			if js.Principal != nil || js.NotPrincipal != nil {
+				return nil, bad("statement %d: a user policy has no Principal or NotPrincipal", i)
+			}
+			if js.Sid != "" && sids[js.Sid] {
+				return nil, bad("statement %d: Sid %q is used twice", i, js.Sid)
+			}
+			sids[js.Sid] = true
+		}
 		st := Statement{Sid: js.Sid, Effect: js.Effect, Action: js.Action, NotAction: js.NotAction,
 			Resource: js.Resource, NotResource: js.NotResource}
 		if st.Effect != "Allow" && st.Effect != "Deny" {
 			return nil, bad("statement %d: Effect must be Allow or Deny, not %q", i, st.Effect)
 		}
 		switch {
+		case identity:
 		case js.Principal != nil && js.NotPrincipal == nil:
 			st.Principal = *js.Principal
 		case js.NotPrincipal != nil && js.Principal == nil:
@@ -193,7 +215,8 @@ func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
 			return nil, bad("statement %d: needs one of Action, NotAction", i)
 		}
 		for _, a := range append(append([]string{}, st.Action...), st.NotAction...) {
-			if a != "*" && !strings.HasPrefix(strings.ToLower(a), "s3:") {
+			la := strings.ToLower(a)
+			if a != "*" && !strings.HasPrefix(la, "s3:") && !(identity && strings.HasPrefix(la, "iam:")) {
 				return nil, bad("statement %d: action %q is not an S3 action", i, a)
 			}
 		}
@@ -203,7 +226,7 @@ func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
 		for _, r := range append(append([]string{}, st.Resource...), st.NotResource...) {
 			name, ok := strings.CutPrefix(r, "arn:aws:s3:::")
 			name, _, _ = strings.Cut(name, "/")
-			if r != "*" && (!ok || !globMatch(name, bucket, true)) {
+			if !identity && r != "*" && (!ok || !globMatch(name, bucket, true)) {
 				return nil, bad("statement %d: resource %q is not in bucket %q", i, r, bucket)
 			}
 		}
@@ -665,11 +688,22 @@ func resourceARN(bucket, key string) string {
 // conditions (nil: the request is not about one object).
 func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tags func() ([]rgw.Tag, bool), aclCheck func() error) error {
 	p := bucketPolicy(b)
-	if p == nil {
+	ids := srv.identityPolicies(rq)
+	if p == nil && ids == nil {
 		return aclCheck()
 	}
 	if action == "" {
 		action = s3Action(rq)
+	}
+	idd := evalIdentity(ids, rq, action, resourceARN(b.Name, key), tags)
+	if idd == decDeny {
+		return s3err.AccessDenied.With("a policy of user %q denies %s", rq.uid, action)
+	}
+	if p == nil {
+		if idd == decAllow {
+			return nil
+		}
+		return aclCheck()
 	}
 	if tags == nil && key != "" {
 		tags = func() ([]rgw.Tag, bool) {
@@ -681,10 +715,10 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 		}
 	}
 	d := decide(b, rq.uid, action, key, requestValues(rq.r, rq.uid, tags))
-	switch d {
-	case decDeny:
+	switch {
+	case d == decDeny:
 		return s3err.AccessDenied.With("the policy of bucket %q denies %s", b.Name, action)
-	case decAllow:
+	case d == decAllow, idd == decAllow:
 		return nil
 	}
 	return aclCheck()

@@ -196,6 +196,13 @@ func (srv *Server) route(rq *request) error {
 		rq.uid = "" // anonymous: only what ACLs grant AllUsers
 	}
 	m := rq.r.Method
+	if iamSigned(rq.r) {
+		if rq.bucket != "" || m != http.MethodPost {
+			return s3err.AuthorizationHeaderMalformed.With("a request signed for the iam service must be an IAM action: POST /")
+		}
+		srv.iamRequest(rq)
+		return nil
+	}
 	if want := rq.r.Header.Get("x-amz-expected-bucket-owner"); want != "" && rq.bucket != "" {
 		if b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
 			return s3err.AccessDenied.With("bucket %q is not owned by %q", rq.bucket, want)
@@ -622,6 +629,9 @@ func (srv *Server) listBuckets(rq *request) error {
 	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: owner{ID: rq.uid, DisplayName: srv.s.DisplayName(ctx, rq.uid)}, Buckets: []bucketEntry{}, Prefix: prefix}
 	if rq.uid == "" { // anonymous: owns nothing (as RGW)
 		return writeXML(rq, http.StatusOK, res)
+	}
+	if evalIdentity(srv.identityPolicies(rq), rq, "s3:ListAllMyBuckets", "arn:aws:s3:::*", nil) == decDeny {
+		return s3err.AccessDenied.With("a policy of user %q denies s3:ListAllMyBuckets", rq.uid)
 	}
 	names, err := srv.s.UserBuckets(ctx, rq.uid)
 	if err != nil {

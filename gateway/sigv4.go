@@ -17,6 +17,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha1"
@@ -48,6 +49,8 @@ const (
 	sigV4TrailerAlgorithm = "AWS4-HMAC-SHA256-TRAILER"
 	sigV4Terminator       = "aws4_request"
 	sigV4Service          = "s3"
+	sigV4IAMService       = "iam"   // the user-policy API on the same endpoint (iam.go)
+	maxIAMBody            = 1 << 20 // bytes of an IAM request's form
 
 	// The values of x-amz-content-sha256 besides a hex SHA-256
 	// ("Authenticating Requests: Using the Authorization Header").
@@ -111,7 +114,8 @@ func sigFail(base *s3err.Error, format string, args ...any) error {
 //   - an anonymous request (no Authorization header and none of the query
 //     parameters above), for which it returns "" and a nil error.
 //
-// Any region in the credential scope is accepted; the service must be s3.
+// Any region in the credential scope is accepted; the service must be s3
+// or iam (the caller routes an iam-signed request to the IAM API only).
 // The canonical request uses r.URL.EscapedPath() as sent (S3 neither
 // normalizes nor double-encodes it), the query re-encoded and sorted, and
 // r.Host for the host header. Every x-amz-* header of the request must be
@@ -269,6 +273,18 @@ func sigV4Header(ctx context.Context, r *http.Request, lookup SecretLookup, now 
 		return "", err
 	}
 	header := r.Header.Get("X-Amz-Content-Sha256")
+	if header == "" && a.service == sigV4IAMService && !sigEmptyBody(r) {
+		// IAM's clients sign the body's hash without sending it (the
+		// signature covers it all the same): take it from the body, a
+		// small form
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxIAMBody+1))
+		if err != nil || len(body) > maxIAMBody {
+			return "", sigFail(s3err.InvalidRequest, "an IAM request's body must be a form of at most %d bytes", maxIAMBody)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sum := sha256.Sum256(body)
+		header = hex.EncodeToString(sum[:])
+	}
 	if header == "" && !sigEmptyBody(r) {
 		return "", sigFail(s3err.InvalidRequest, "Missing required header for this request: x-amz-content-sha256")
 	}
@@ -374,7 +390,7 @@ func sigV4ParseCredential(a *sigV4Auth, credential string, malformed *s3err.Erro
 	if _, err := time.Parse(sigScopeDate, a.date); err != nil || len(a.date) != 8 {
 		return sigFail(malformed, "The Credential is mal-formed; invalid date %q.", a.date)
 	}
-	if a.service != sigV4Service {
+	if a.service != sigV4Service && a.service != sigV4IAMService {
 		return sigFail(malformed, "The Credential is mal-formed; incorrect service %q. This endpoint belongs to %q.", a.service, sigV4Service)
 	}
 	if parts[n-1] != sigV4Terminator {

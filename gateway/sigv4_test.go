@@ -321,8 +321,8 @@ func TestAuthSigV4HeaderTampering(t *testing.T) {
 		{name: "bad signature", req: sdkRequest{path: "/bucket/key"}, tamper: func(r *http.Request) {
 			r.Header.Set("Authorization", r.Header.Get("Authorization")+"00")
 		}, authCode: "SignatureDoesNotMatch"},
-		{name: "credential not of s3", req: sdkRequest{path: "/bucket/key"}, tamper: func(r *http.Request) {
-			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "/s3/", "/iam/", 1))
+		{name: "credential neither of s3 nor of iam", req: sdkRequest{path: "/bucket/key"}, tamper: func(r *http.Request) {
+			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "/s3/", "/ec2/", 1))
 		}, authCode: "AuthorizationHeaderMalformed"},
 		{name: "host not signed", req: sdkRequest{path: "/bucket/key"}, tamper: func(r *http.Request) {
 			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "SignedHeaders=host;", "SignedHeaders=", 1))

@@ -122,7 +122,26 @@ func userCmd() *cobra.Command {
 			return st.RemoveKey(ctx, args[0], args[1])
 		})}
 	key.AddCommand(kc, krm)
-	cmd.AddCommand(create, info, ls, rm, key)
+	caps := &cobra.Command{Use: "caps", Short: "Grant or revoke a user's administrative capabilities (radosgw-admin caps add|rm)"}
+	for _, add := range []bool{true, false} {
+		use, short := "add UID CAPS", "Grant capabilities, as TYPE=PERM[;TYPE=PERM] (PERM read, write or *; TYPE user-policy: manage other users' IAM policies)"
+		if !add {
+			use, short = "rm UID CAPS", "Revoke capabilities (TYPE=PERM[;TYPE=PERM]; the PERM is ignored)"
+		}
+		caps.AddCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(2),
+			RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+				c, err := rgw.ParseCaps(args[1])
+				if err != nil {
+					return err
+				}
+				u, err := st.SetCaps(ctx, args[0], c, add)
+				if err != nil {
+					return err
+				}
+				return printJSON(out, u)
+			})})
+	}
+	cmd.AddCommand(create, info, ls, rm, key, caps)
 	return cmd
 }
 

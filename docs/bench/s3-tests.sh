@@ -32,6 +32,8 @@ sed -e 's/<MAIN_ACCESS_KEY>/S3TMAIN0000000000001/; s/<MAIN_SECRET_KEY>/s3tmainse
 "$SHOAL" user create 56789abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234 --display-name john.doe --email john.doe@example.com --access-key S3TALT00000000000002 --secret s3taltsecret0000000000000000000000000002 > /dev/null
 "$SHOAL" user create 9876543210abcdef0123456789abcdef0123456789abcdef0123456789abcdef --display-name tenanteduser --email tenanteduser@example.com --access-key S3TTENANT00000000003 --secret s3ttenantsecret000000000000000000000003 > /dev/null
 "$SHOAL" user create 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef --display-name youruseridhere --email s3@example.com --access-key S3TIAM00000000000004 --secret s3tiamsecret0000000000000000000000000004 > /dev/null
+# the IAM user manages the others' user policies (radosgw-admin caps add --caps=user-policy=*)
+"$SHOAL" user caps add 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef 'user-policy=*' > /dev/null
 # BOTO_DISABLE_CRT: Debian's awscli brings python3-awscrt, whose presigner
 # botocore then uses and which refuses the suite's out-of-range expiries on
 # the client side; the radosgw reference ran without it.

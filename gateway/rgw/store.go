@@ -204,6 +204,7 @@ type Store struct {
 	buckets map[string]cachedBucket // name → info, validated by the index
 	keys    map[string]cachedKey    // access key → secret and user
 	names   map[string]cachedName   // user → display name
+	access  map[string]cachedAccess // user → caps and policies (userpolicy.go)
 }
 
 type cachedBucket struct {
@@ -228,7 +229,7 @@ func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, err
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	s := &Store{lcWorkStart: lcStart, lcWorkEnd: lcEnd, conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
+	s := &Store{lcWorkStart: lcStart, lcWorkEnd: lcEnd, conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, access: map[string]cachedAccess{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
 	for _, p := range []struct {
 		name  string
 		pgNum string
@@ -277,6 +278,12 @@ type User struct {
 	Email       string    `json:"email,omitempty"`
 	Keys        []Key     `json:"keys"`
 	Created     time.Time `json:"created"`
+	// Caps are the user's administrative capabilities, by type (RGW's
+	// user caps: "user-policy" → "read", "write" or "*"; userpolicy.go).
+	Caps map[string]string `json:"caps,omitempty"`
+	// Policies are the user's inline IAM policies, by name (IAM's
+	// PutUserPolicy; the gateway parses and evaluates them).
+	Policies map[string]string `json:"policies,omitempty"`
 }
 
 // Key is an access key pair.
