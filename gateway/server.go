@@ -209,6 +209,9 @@ func (srv *Server) route(rq *request) error {
 		}
 	}
 	if rq.bucket == "" {
+		if m == http.MethodGet && has(rq.q, "usage") && rq.uid != "" {
+			return srv.userUsage(rq)
+		}
 		if m == http.MethodGet {
 			return srv.listBuckets(rq)
 		}
@@ -304,6 +307,7 @@ func (srv *Server) routeBucket(rq *request) error {
 				rq.w.Header().Set("X-RGW-Object-Count", strconv.FormatInt(st.Objects, 10))
 				rq.w.Header().Set("X-RGW-Bytes-Used", strconv.FormatInt(st.Bytes, 10))
 			}
+			srv.setQuotaHeaders(rq, b)
 		}
 		rq.w.WriteHeader(http.StatusOK)
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -141,7 +142,22 @@ func userCmd() *cobra.Command {
 				return printJSON(out, u)
 			})})
 	}
-	cmd.AddCommand(create, info, ls, rm, key, caps)
+	var maxBuckets int
+	modify := &cobra.Command{Use: "modify UID", Short: "Change a user's settings (--max-buckets: -1 for no limit)", Args: cobra.ExactArgs(1)}
+	modify.RunE = func(c *cobra.Command, args []string) error {
+		if !c.Flags().Changed("max-buckets") {
+			return errors.New("nothing to change: give --max-buckets")
+		}
+		return withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+			u, err := st.SetMaxBuckets(ctx, args[0], maxBuckets)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, u)
+		})(c, args)
+	}
+	modify.Flags().IntVar(&maxBuckets, "max-buckets", rgw.DefaultMaxBuckets, "most buckets the user may own (-1: no limit)")
+	cmd.AddCommand(create, info, ls, rm, key, caps, modify)
 	return cmd
 }
 
@@ -282,5 +298,95 @@ func lcCmd() *cobra.Command {
 			return err
 		})}
 	cmd.AddCommand(list, process)
+	return cmd
+}
+
+// quotaCmd is radosgw-admin's quota set|enable|disable.
+func quotaCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "quota", Short: "User and bucket quotas (radosgw-admin quota set|enable|disable)"}
+	var uid, scope, bucket string
+	var maxObjects, maxSize int64
+	flags := func(c *cobra.Command) {
+		c.Flags().StringVar(&uid, "uid", "", "the user (scope user, or bucket: the default of the user's buckets)")
+		c.Flags().StringVar(&scope, "quota-scope", "bucket", "user (all the user's buckets together) or bucket")
+		c.Flags().StringVar(&bucket, "bucket", "", "one bucket's own quota (instead of --uid)")
+	}
+	apply := func(fn func(q *rgw.Quota)) func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+		return func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+			switch {
+			case bucket != "" && uid == "":
+				b, err := st.SetBucketQuota(ctx, bucket, fn)
+				if err != nil {
+					return err
+				}
+				return printJSON(out, b.Quota)
+			case uid != "" && bucket == "":
+				u, err := st.SetQuota(ctx, uid, scope, fn)
+				if err != nil {
+					return err
+				}
+				return printJSON(out, map[string]rgw.Quota{"user_quota": u.UserQuota, "bucket_quota": u.BucketQuota})
+			}
+			return errors.New("give --uid (with --quota-scope) or --bucket")
+		}
+	}
+	set := &cobra.Command{Use: "set", Short: "Set the limits (-1: none) of a quota, leaving it enabled or not", Args: cobra.NoArgs}
+	set.RunE = func(c *cobra.Command, args []string) error {
+		objSet, sizeSet := c.Flags().Changed("max-objects"), c.Flags().Changed("max-size")
+		if !objSet && !sizeSet {
+			return errors.New("give --max-objects or --max-size")
+		}
+		return withStore(apply(func(q *rgw.Quota) {
+			if objSet {
+				q.MaxObjects = maxObjects
+			}
+			if sizeSet {
+				q.MaxSize = maxSize
+			}
+		}))(c, args)
+	}
+	flags(set)
+	set.Flags().Int64Var(&maxObjects, "max-objects", -1, "most objects (-1: no limit)")
+	set.Flags().Int64Var(&maxSize, "max-size", -1, "most bytes (-1: no limit)")
+	enable := &cobra.Command{Use: "enable", Short: "Enforce a quota", Args: cobra.NoArgs,
+		RunE: withStore(apply(func(q *rgw.Quota) { q.Enabled = true }))}
+	disable := &cobra.Command{Use: "disable", Short: "Stop enforcing a quota (its limits are kept)", Args: cobra.NoArgs,
+		RunE: withStore(apply(func(q *rgw.Quota) { q.Enabled = false }))}
+	flags(enable)
+	flags(disable)
+	cmd.AddCommand(set, enable, disable)
+	return cmd
+}
+
+// usageCmd is radosgw-admin's usage show, from the bucket index's totals.
+func usageCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "usage", Short: "Objects and bytes per user and bucket (radosgw-admin usage show)"}
+	var uid string
+	show := &cobra.Command{Use: "show", Short: "Show the usage of --uid, or of every user", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
+			uids := []string{uid}
+			if uid == "" {
+				var err error
+				if uids, err = st.ListUsers(ctx); err != nil {
+					return err
+				}
+			}
+			type entry struct {
+				User    string               `json:"user"`
+				Total   rgw.Usage            `json:"total"`
+				Buckets map[string]rgw.Usage `json:"buckets"`
+			}
+			var res []entry
+			for _, u := range uids {
+				total, per, err := st.UserUsage(ctx, u)
+				if err != nil {
+					return err
+				}
+				res = append(res, entry{User: u, Total: total, Buckets: per})
+			}
+			return printJSON(out, res)
+		})}
+	show.Flags().StringVar(&uid, "uid", "", "one user (default: every user)")
+	cmd.AddCommand(show)
 	return cmd
 }

@@ -319,6 +319,9 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	if wantSum := sums[u.ChecksumAlg]; wantSum != "" && (h.Checksum == nil || wantSum != h.Checksum.Value) {
 		return nil, s3err.BadDigest.With("The %s checksum you specified did not match the calculated checksum.", u.ChecksumAlg)
 	}
+	if err := s.checkQuota(ctx, b, h.Size, 1); err != nil {
+		return nil, err
+	}
 	if err := s.prepare(ctx, b, key, uploadID, "put"); err != nil {
 		return nil, err
 	}

@@ -316,6 +316,9 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	if in.Size > MaxObjectSize {
 		return nil, s3err.EntityTooLarge
 	}
+	if err := s.checkQuota(ctx, b, max(in.Size, 0), 1); err != nil {
+		return nil, err
+	}
 	tag := NewTag()
 	h := &HeadInfo{Tag: tag, Size: in.Size, StripeSize: s.opt.StripeSize, Owner: in.Owner, Headers: in.Headers, Meta: in.Meta, Class: in.Class, ACL: in.ACL, Tags: in.Tags}
 	h.HeadSize = s.opt.ChunkSize

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,6 +206,7 @@ type Store struct {
 	keys    map[string]cachedKey    // access key → secret and user
 	names   map[string]cachedName   // user → display name
 	access  map[string]cachedAccess // user → caps and policies (userpolicy.go)
+	usage   map[string]cachedUsage  // bucket or "user." + uid → index totals (quota.go)
 }
 
 type cachedBucket struct {
@@ -229,7 +231,7 @@ func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, err
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	s := &Store{lcWorkStart: lcStart, lcWorkEnd: lcEnd, conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, access: map[string]cachedAccess{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
+	s := &Store{lcWorkStart: lcStart, lcWorkEnd: lcEnd, conn: conn, opt: opt, asyncSlots: make(chan struct{}, maxAsyncCompletions), buckets: map[string]cachedBucket{}, keys: map[string]cachedKey{}, names: map[string]cachedName{}, access: map[string]cachedAccess{}, usage: map[string]cachedUsage{}, reshard: map[string]bool{}, pendingGrace: defaultPendingGrace}
 	for _, p := range []struct {
 		name  string
 		pgNum string
@@ -284,6 +286,12 @@ type User struct {
 	// Policies are the user's inline IAM policies, by name (IAM's
 	// PutUserPolicy; the gateway parses and evaluates them).
 	Policies map[string]string `json:"policies,omitempty"`
+	// MaxBuckets bounds the buckets the user may own (0: the default,
+	// DefaultMaxBuckets; -1: no limit); UserQuota bounds all its buckets
+	// together, BucketQuota each of them (quota.go).
+	MaxBuckets  int   `json:"max_buckets,omitempty"`
+	UserQuota   Quota `json:"user_quota"`
+	BucketQuota Quota `json:"bucket_quota"`
 }
 
 // Key is an access key pair.
@@ -526,6 +534,9 @@ type Bucket struct {
 	// ObjectLock is the bucket's object lock configuration (nil: none;
 	// objectlock.go).
 	ObjectLock *ObjectLock `json:"object_lock,omitempty"`
+	// Quota is the bucket's own quota (nil: its owner's bucket quota;
+	// quota.go).
+	Quota *Quota `json:"quota,omitempty"`
 
 	policyOnce sync.Once
 	policy     any       // Policy, parsed by ParsedPolicy's caller
@@ -560,6 +571,15 @@ func validBucketName(n string) bool {
 func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location string, acl ACL, ownership string) (*Bucket, error) {
 	if !validBucketName(name) {
 		return nil, s3err.InvalidBucketName.With("bucket name %q is not valid", name)
+	}
+	if u, err := s.GetUser(ctx, uid); err == nil && u.BucketLimit() >= 0 {
+		owned, err := s.UserBuckets(ctx, uid)
+		if err != nil {
+			return nil, err
+		}
+		if len(owned) >= u.BucketLimit() && !slices.Contains(owned, name) {
+			return nil, s3err.TooManyBuckets.With("user %q owns %d buckets, its limit", uid, len(owned))
+		}
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)

@@ -85,3 +85,11 @@ func (s *Store) CancelPending(ctx context.Context, b *Bucket, key string) error 
 // AgeBucket makes b look loaded d ago (a long upload's or a lifecycle
 // pass's view of the bucket), so that its writes read the bucket again.
 func AgeBucket(b *Bucket, d time.Duration) { b.loaded = time.Now().Add(-d) }
+
+// ForgetUsage drops the cached bucket totals quotas are checked against
+// (they are otherwise up to quotaStatsTTL old).
+func (s *Store) ForgetUsage() {
+	s.mu.Lock()
+	clear(s.usage)
+	s.mu.Unlock()
+}

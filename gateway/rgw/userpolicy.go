@@ -24,6 +24,7 @@ var ErrNoSuchPolicy = errors.New("no such user policy")
 
 type cachedAccess struct {
 	caps, policies map[string]string
+	user           *User // the whole record (quota.go)
 	when           time.Time
 }
 
@@ -132,7 +133,7 @@ func (s *Store) UserAccess(ctx context.Context, uid string) (caps, policies map[
 		return nil, nil, err
 	}
 	s.mu.Lock()
-	s.access[uid] = cachedAccess{caps: u.Caps, policies: u.Policies, when: time.Now()}
+	s.access[uid] = cachedAccess{caps: u.Caps, policies: u.Policies, user: u, when: time.Now()}
 	s.mu.Unlock()
 	return u.Caps, u.Policies, nil
 }

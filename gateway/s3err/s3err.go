@@ -80,6 +80,8 @@ var (
 	InvalidBucketState                = &Error{"InvalidBucketState", http.StatusConflict, "The request is not valid with the current state of the bucket."}
 	InvalidRetentionPeriod            = &Error{"InvalidRetentionPeriod", http.StatusBadRequest, "The retention period must be a positive integer."}
 	ObjectLockConfigurationNotFound   = &Error{"ObjectLockConfigurationNotFoundError", http.StatusNotFound, "Object Lock configuration does not exist for this bucket"}
+	QuotaExceeded                     = &Error{"QuotaExceeded", http.StatusForbidden, "The quota has been exceeded."}
+	TooManyBuckets                    = &Error{"TooManyBuckets", http.StatusBadRequest, "You have attempted to create more buckets than allowed."}
 	NoSuchObjectLockConfiguration     = &Error{"NoSuchObjectLockConfiguration", http.StatusNotFound, "The specified object does not have a ObjectLock configuration"}
 	NoSuchUpload                      = &Error{"NoSuchUpload", http.StatusNotFound, "The specified multipart upload does not exist."}
 	NotImplemented                    = &Error{"NotImplemented", http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."}
