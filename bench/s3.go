@@ -59,6 +59,9 @@ type S3Options struct {
 	// NoPopulate: a get or mixed run does not upload missing keys first
 	// (the caller did, with S3Populate, before measuring).
 	NoPopulate bool
+	// SSE asks PUTs for server-side encryption: "" none, "AES256"
+	// (SSE-S3; the objects' GETs then decrypt).
+	SSE string
 
 	transport *http.Transport // of the clients of one call
 }
@@ -300,7 +303,9 @@ func (o *S3Options) clients() ([]*s3.Client, []*s3Raw, error) {
 			RetryMaxAttempts:           1,
 			APIOptions:                 []func(*middleware.Stack) error{unsignedPayload}}))
 		u.Path = strings.TrimSuffix(u.Path, "/")
-		raw = append(raw, newS3Raw(hc, *u, o.AccessKey, o.SecretKey, o.Region))
+		r := newS3Raw(hc, *u, o.AccessKey, o.SecretKey, o.Region)
+		r.sse = o.SSE
+		raw = append(raw, r)
 	}
 	return out, raw, nil
 }

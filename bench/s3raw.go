@@ -27,6 +27,7 @@ type s3Raw struct {
 	creds  aws.Credentials
 	region string
 	signer *v4.Signer
+	sse    string // x-amz-server-side-encryption of PUTs ("": none)
 }
 
 func newS3Raw(hc *http.Client, base url.URL, ak, sk, region string) *s3Raw {
@@ -55,6 +56,9 @@ func (c *s3Raw) do(ctx context.Context, method, bucket, key string, body func() 
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil && c.sse != "" {
+		req.Header.Set("X-Amz-Server-Side-Encryption", c.sse)
 	}
 	if body != nil {
 		req.ContentLength = n

@@ -143,6 +143,7 @@ var Options = []Option{
 	{Name: "rgw_lifecycle_work_time", Type: String, Default: "00:00-06:00", Desc: "Local time window, HH:MM-HH:MM, in which the gateways run their daily bucket lifecycle pass (expiration, aborting incomplete uploads)."},
 	{Name: "rgw_enable_lc_threads", Type: Bool, Default: "true", Desc: "Run bucket lifecycle passes in this gateway (any one gateway of the cluster runs each pass)."},
 	{Name: "rgw_lc_lock_max_time", Type: Seconds, Default: "90", Min: 0.01, Max: 1 << 30, Desc: "Seconds a lifecycle pass holds the cluster's lifecycle lock between renewals (after each bucket and page of keys): how long a gateway killed mid-pass keeps the others from starting one."},
+	{Name: "rgw_crypt_require_ssl", Type: Bool, Default: "true", Desc: "Refuse SSE-C requests (customer-provided keys) that do not come over TLS."},
 	{Name: "rgw_lc_debug_interval", Type: Seconds, Default: "0", Min: 0, Max: 1 << 30, Desc: "For tests: if positive, a lifecycle day lasts this many seconds and passes run that often, outside the work time too."},
 	{Name: "rgw_dns_name", Type: String, Desc: "Domain for virtual-host-style bucket addressing."},
 }

@@ -148,45 +148,6 @@ func TestCrossUserAuthorization(t *testing.T) {
 	}
 }
 
-// TestSSERefused: requests asking for server-side encryption are refused
-// with NotImplemented, and store nothing in the clear.
-func TestSSERefused(t *testing.T) {
-	f := startGateway(t, rgw.Options{})
-	ctx := context.Background()
-	c := f.s3(f.admin)
-	b := "sse"
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("plain"), Body: strings.NewReader("x")}); err != nil {
-		t.Fatal(err)
-	}
-	key := strings.Repeat("k", 32)
-	for _, h := range []map[string]string{
-		{"x-amz-server-side-encryption": "AES256"},
-		{"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "k1"},
-		{"x-amz-server-side-encryption-customer-algorithm": "AES256", "x-amz-server-side-encryption-customer-key": key,
-			"x-amz-server-side-encryption-customer-key-md5": "x"},
-	} {
-		if st, body := f.signed(t, f.admin, "PUT", "/"+b+"/enc", h, "secret"); st != 501 || !strings.Contains(body, "NotImplemented") {
-			t.Fatalf("PUT with %v: %d %s", h, st, body)
-		}
-	}
-	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("enc")}); code(err) != "NotFound" {
-		t.Fatalf("a refused encrypted PUT stored an object: %v", err)
-	}
-	if st, body := f.signed(t, f.admin, "GET", "/"+b+"/plain", map[string]string{"x-amz-server-side-encryption-customer-algorithm": "AES256"}, ""); st != 501 {
-		t.Fatalf("GET with an SSE-C key: %d %s", st, body)
-	}
-	if st, body := f.signed(t, f.admin, "PUT", "/"+b+"/copy", map[string]string{"x-amz-copy-source": b + "/plain",
-		"x-amz-copy-source-server-side-encryption-customer-algorithm": "AES256"}, ""); st != 501 {
-		t.Fatalf("copy with source SSE-C: %d %s", st, body)
-	}
-	if st, body := f.signed(t, f.admin, "POST", "/"+b+"/mp?uploads", map[string]string{"x-amz-server-side-encryption": "AES256"}, ""); st != 501 {
-		t.Fatalf("CreateMultipartUpload with SSE: %d %s", st, body)
-	}
-}
-
 // TestBodyReadWhole: a body longer than what a handler reads is refused,
 // not cut: its signed payload hash is checked on every body acted on.
 func TestBodyReadWhole(t *testing.T) {

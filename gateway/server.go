@@ -448,9 +448,6 @@ func (srv *Server) routeObject(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseSSE(rq.r.Header); err != nil {
-		return err
-	}
 	// object reads, ACL and tagging requests check the object's ACL (RGW
 	// checks WRITE on the object for its tags); the rest write to the
 	// bucket
@@ -834,11 +831,16 @@ func (srv *Server) putObject(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	res, err := srv.s.PutObject(r.Context(), b, rq.key, rgw.PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: rgw.WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck, Lock: lock, LegalHold: hold})
+	sse, err := srv.sseFromHeaders(rq, "")
 	if err != nil {
 		return err
 	}
+	res, err := srv.s.PutObject(r.Context(), b, rq.key, rgw.PutInput{Body: r.Body, Size: size, MD5: sum, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
+		Cond: rgw.WriteCond{IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match")}, Checksum: ck, Lock: lock, LegalHold: hold, SSE: sse})
+	if err != nil {
+		return err
+	}
+	setSSEHeaders(rq.w.Header(), res.SSE)
 	rq.w.Header().Set("ETag", res.ETag)
 	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	setChecksumHeaders(res.Checksum, rq.w.Header())
@@ -969,6 +971,7 @@ func setObjectHeaders(h http.Header, o *rgw.Object) {
 	}
 	setVersionHeader(h, o.VersionID())
 	setLockHeaders(h, o.Info)
+	setSSEHeaders(h, o.Encryption())
 }
 
 var responseOverrides = map[string]string{"response-content-type": "Content-Type", "response-content-language": "Content-Language",
@@ -993,6 +996,16 @@ func (srv *Server) openToRead(rq *request, b *rgw.Bucket, withData bool) (*rgw.O
 	if err := srv.authorizeObject(rq, b, o, rq.key, "", rgw.PermRead); err != nil {
 		o.Close()
 		return nil, err
+	}
+	if o.Encryption() != nil {
+		sse, err := srv.sseFromHeaders(rq, "")
+		if err == nil {
+			err = o.Decrypt(rq.r.Context(), sse)
+		}
+		if err != nil {
+			o.Close()
+			return nil, err
+		}
 	}
 	return o, nil
 }
@@ -1112,6 +1125,16 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 		o.Close()
 		return nil, nil, err
 	}
+	if o.Encryption() != nil {
+		sse, err := srv.sseFromHeaders(rq, "x-amz-copy-source-")
+		if err == nil {
+			err = o.Decrypt(rq.r.Context(), sse)
+		}
+		if err != nil {
+			o.Close()
+			return nil, nil, err
+		}
+	}
 	if sv != "" || src.Versioned() {
 		rq.w.Header().Set("x-amz-copy-source-version-id", o.VersionID())
 	}
@@ -1185,13 +1208,18 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	pr := pipeRange(ctx, o, 0, o.Size())
-	defer pr.Close()
-	res, err := srv.s.PutObject(ctx, b, rq.key, rgw.PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
-		Cond: rgw.WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck, Lock: lock, LegalHold: hold})
+	sse, err := srv.sseFromHeaders(rq, "")
 	if err != nil {
 		return err
 	}
+	pr := pipeRange(ctx, o, 0, o.Size())
+	defer pr.Close()
+	res, err := srv.s.PutObject(ctx, b, rq.key, rgw.PutInput{Body: pr, Size: o.Size(), Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags,
+		Cond: rgw.WriteCond{IfMatch: rq.r.Header.Get("If-Match"), IfNoneMatch: rq.r.Header.Get("If-None-Match")}, Checksum: ck, Lock: lock, LegalHold: hold, SSE: sse})
+	if err != nil {
+		return err
+	}
+	setSSEHeaders(rq.w.Header(), res.SSE)
 	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	return writeXML(rq, http.StatusOK, copyObjectResult{Xmlns: s3NS, LastModified: isoTime(res.Mtime), ETag: res.ETag, checksumXML: checksumXMLOf(res.Checksum)})
 }
@@ -1401,11 +1429,16 @@ func (srv *Server) createUpload(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, rgw.Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags,
-		ChecksumAlg: alg, ChecksumType: typ, Lock: lock, LegalHold: hold})
+	sse, err := srv.sseFromHeaders(rq, "")
 	if err != nil {
 		return err
 	}
+	u, err := srv.s.CreateUpload(rq.r.Context(), b, rq.key, rgw.Upload{Owner: owner, Initiator: rq.uid, Headers: hdr, Meta: meta, Class: sc, ACL: acl, Tags: tags,
+		ChecksumAlg: alg, ChecksumType: typ, Lock: lock, LegalHold: hold, SSEReq: sse})
+	if err != nil {
+		return err
+	}
+	setSSEHeaders(rq.w.Header(), u.SSE)
 	if alg != "" {
 		rq.w.Header().Set("x-amz-checksum-algorithm", alg)
 		rq.w.Header().Set("x-amz-checksum-type", typ)
@@ -1442,10 +1475,15 @@ func (srv *Server) uploadPart(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	p, err := srv.s.UploadPart(rq.r.Context(), b, u, num, rq.r.Body, size, sum, ck)
+	sse, err := srv.sseFromHeaders(rq, "")
 	if err != nil {
 		return err
 	}
+	p, err := srv.s.UploadPart(rq.r.Context(), b, u, num, rq.r.Body, size, sum, ck, sse)
+	if err != nil {
+		return err
+	}
+	setSSEHeaders(rq.w.Header(), u.SSE)
 	rq.w.Header().Set("ETag", p.ETag)
 	if p.Checksum != nil { // a part's value (S3 names no type for a part)
 		rq.w.Header().Set(rgw.ChecksumAlgs[p.Checksum.Alg].Header(), p.Checksum.Value)
@@ -1477,7 +1515,11 @@ func (srv *Server) uploadPartCopy(rq *request, b *rgw.Bucket) error {
 	}
 	pr := pipeRange(ctx, o, off, n)
 	defer pr.Close()
-	p, err := srv.s.UploadPart(ctx, b, u, num, pr, n, nil, nil) // the upload's checksum algorithm, computed over the copy
+	sse, err := srv.sseFromHeaders(rq, "")
+	if err != nil {
+		return err
+	}
+	p, err := srv.s.UploadPart(ctx, b, u, num, pr, n, nil, nil, sse) // the upload's checksum algorithm, computed over the copy
 	if err != nil {
 		return err
 	}
@@ -1505,6 +1547,7 @@ func (srv *Server) completeUpload(rq *request, b *rgw.Bucket) error {
 		return err
 	}
 	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
+	setSSEHeaders(rq.w.Header(), res.SSE)
 	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag,
 		checksumXML: checksumXMLOf(res.Checksum)})
 }
@@ -1641,22 +1684,5 @@ func (srv *Server) putBucketVersioning(rq *request) error {
 		return err
 	}
 	rq.w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-// refuseSSE answers a request asking for server-side encryption — SSE-S3,
-// SSE-KMS or SSE-C, on the object or on a copy source — with
-// NotImplemented: the gateway cannot encrypt, and must not store in the
-// clear what the client asked to be encrypted (or read with a key it
-// would ignore).
-// Header keys are in canonical form (net/http's server and Header.Set
-// make them so), so the prefixes are compared as such, without lowering
-// every key of every request.
-func refuseSSE(h http.Header) error {
-	for k := range h {
-		if strings.HasPrefix(k, "X-Amz-Server-Side-Encryption") || strings.HasPrefix(k, "X-Amz-Copy-Source-Server-Side-Encryption") {
-			return s3err.NotImplemented.With("server-side encryption (%s) is not supported", k)
-		}
-	}
 	return nil
 }

@@ -427,6 +427,7 @@ $AWS_SECRET_ACCESS_KEY, else the cluster's s3.env.`,
 	f.StringVar(&o.SecretKey, "secret-key", "", "secret key")
 	f.StringVar(&o.Bucket, "bucket", "shoal-bench", "bucket (created if missing)")
 	f.StringVar(&o.Location, "location", "", "LocationConstraint of the bucket it creates (\"default:indexless\": an indexless bucket)")
+	f.StringVar(&o.SSE, "sse", "", "server-side encryption of the PUTs: AES256 (SSE-S3; default none)")
 	f.StringVar(&o.Op, "op", "put", "put, get or mixed")
 	f.StringVar(&size, "size", "64K", "object size, or MIN-MAX for uniform sizes")
 	f.IntVar(&o.Concurrency, "concurrency", 16, "requests in flight")

@@ -18,6 +18,9 @@ type segment struct {
 	// Checksum is a multipart part's additional checksum value (the
 	// object's Checksum names the algorithm).
 	Checksum string `json:"ck,omitempty"`
+	// IV is an encrypted multipart part's CTR initial counter block
+	// (sse.go).
+	IV []byte `json:"iv,omitempty"`
 }
 
 // stripes returns how many tail objects the segment has.
@@ -58,6 +61,8 @@ type HeadInfo struct {
 	LockMode  string `json:"lm,omitempty"`
 	LockUntil int64  `json:"lu,omitempty"`
 	LegalHold bool   `json:"lh,omitempty"`
+	// SSE is the version's server-side encryption (nil: none; sse.go).
+	SSE *SSE `json:"sse,omitempty"`
 }
 
 // extent is a piece of an S3 object's byte range held by one RADOS object.

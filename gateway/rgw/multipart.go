@@ -51,6 +51,11 @@ type Upload struct {
 	// Lock and LegalHold are the completed version's (objectlock.go).
 	Lock      *Retention `json:"lock,omitempty"`
 	LegalHold bool       `json:"hold,omitempty"`
+	// SSE is the upload's encryption (sse.go): its parts are encrypted
+	// with its key, each with an IV of its own. SSEReq asks for it at
+	// CreateUpload.
+	SSE    *SSE        `json:"sse,omitempty"`
+	SSEReq *SSERequest `json:"-"`
 }
 
 // InitiatedBy is who created the upload.
@@ -90,6 +95,14 @@ func validUploadID(id string) bool { return id != "" && !strings.ContainsAny(id,
 // CreateUpload starts a multipart upload.
 func (s *Store) CreateUpload(ctx context.Context, b *Bucket, key string, u Upload) (*Upload, error) {
 	u.Key, u.UploadID, u.Initiated = key, newUploadID(), time.Now().UTC()
+	if u.SSEReq != nil {
+		e, _, err := s.newSSE(ctx, u.SSEReq)
+		if err != nil {
+			return nil, err
+		}
+		e.IV = nil // each part has its own
+		u.SSE, u.SSEReq = e, nil
+	}
 	body, _ := json.Marshal(u)
 	if err := operate(ctx, s.nonec, uploadMetaOID(b.ID, u.UploadID), []osdop.Op{{Code: osdop.Create, Exclusive: true}, {Code: osdop.WriteFull, Data: body}}); err != nil {
 		return nil, fmt.Errorf("create upload %s/%s: %w", b.Name, key, err)
@@ -130,7 +143,7 @@ func (s *Store) GetUpload(ctx context.Context, b *Bucket, key, uploadID string) 
 // When the upload has an algorithm the part keeps its checksum: ck's
 // (InvalidRequest if of another algorithm), else one computed with the
 // upload's.
-func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq) (*Part, error) {
+func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, body io.Reader, size int64, wantMD5 []byte, ck *ChecksumReq, sse *SSERequest) (*Part, error) {
 	if num < 1 || num > MaxParts {
 		return nil, s3err.InvalidArgument.With("Part number must be an integer between 1 and %d, inclusive", MaxParts)
 	}
@@ -147,9 +160,37 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 	}
 	uploadID := u.UploadID
 	tag := NewTag()
+	var enc *encReader
+	var iv []byte
+	plainMD5, plainCk := wantMD5, ck
+	switch {
+	case u.SSE != nil:
+		key, err := s.dataKey(ctx, u.SSE, sse)
+		if err != nil {
+			return nil, err
+		}
+		iv = newIV()
+		if enc, err = encryptBody(body, key, iv, ck); err != nil {
+			return nil, err
+		}
+		body, wantMD5, ck = enc, nil, nil
+	case sse != nil && sse.Mode == SSEC:
+		return nil, s3err.InvalidRequest.With("the multipart upload was not created with SSE-C")
+	}
 	seg, etag, cksum, err := s.receive(ctx, body, size, nil, partPrefix(b.ID, uploadID, num, tag), 0, wantMD5, ck, nil)
 	if err != nil {
 		return nil, err
+	}
+	if enc != nil {
+		var pm string
+		if pm, cksum, err = enc.finish(plainMD5, plainCk); err != nil {
+			s.removeTails((&HeadInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
+			return nil, err
+		}
+		if u.SSE.Mode == SSES3 {
+			etag = pm
+		}
+		seg.IV = iv
 	}
 	seg.ETag = etag
 	if cksum != nil && u.ChecksumAlg != "" {
@@ -250,7 +291,7 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	// condition, which the first attempt's own head may now fail
 	done := func() *PutResult {
 		if h, _, herr := s.readHead(ctx, b, key); herr == nil && h.Tag == uploadID && h.Parts == len(list) {
-			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum, VersionID: h.VersionID}
+			return h.result()
 		}
 		return nil
 	}
@@ -280,6 +321,10 @@ func (s *Store) CompleteUpload(ctx context.Context, b *Bucket, key, uploadID str
 	}
 	h := &HeadInfo{Tag: uploadID, StripeSize: s.opt.StripeSize, Owner: u.Owner, Headers: u.Headers, Meta: u.Meta, Class: u.Class, Parts: len(list), ACL: u.ACL, Tags: u.Tags}
 	h.applyLock(b, u.Lock, u.LegalHold)
+	if u.SSE != nil {
+		e := *u.SSE
+		h.SSE = &e
+	}
 	sum := md5.New()
 	var ckSums []string
 	var sizes []int64

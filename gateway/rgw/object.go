@@ -3,6 +3,7 @@ package rgw
 import (
 	"bytes"
 	"context"
+	"crypto/cipher"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -286,6 +287,8 @@ type PutInput struct {
 	// LegalHold the legal hold, in a bucket with object lock.
 	Lock      *Retention
 	LegalHold bool
+	// SSE is the server-side encryption asked for (nil: none; sse.go).
+	SSE *SSERequest
 }
 
 // PutResult is a completed upload.
@@ -294,6 +297,12 @@ type PutResult struct {
 	Mtime     time.Time
 	Checksum  *Checksum // the object's additional checksum, if it has one
 	VersionID string    // in a versioned bucket, the version made
+	SSE       *SSE      // the version's encryption (nil: none)
+}
+
+// result is what the write that made version h answers.
+func (h *HeadInfo) result() *PutResult {
+	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum, VersionID: h.VersionID, SSE: h.SSE}
 }
 
 // prepareOverlapMin is the smallest head (bytes) whose read from the
@@ -329,6 +338,18 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		h.HeadSize = 0 // a version keeps its bytes in its own tails (versioning.go)
 	}
 	h.applyLock(b, in.Lock, in.LegalHold)
+	body, wantMD5, ckReq := in.Body, in.MD5, in.Checksum
+	var enc *encReader
+	if in.SSE != nil {
+		e, key, err := s.newSSE(ctx, in.SSE)
+		if err != nil {
+			return nil, err
+		}
+		if enc, err = encryptBody(in.Body, key, e.IV, in.Checksum); err != nil {
+			return nil, err
+		}
+		h.SSE, body, wantMD5, ckReq = e, enc, nil, nil // the hashes of the plaintext are enc's
+	}
 	prepared := func() error { return nil }
 	if h.HeadSize >= prepareOverlapMin {
 		done := make(chan error, 1)
@@ -339,9 +360,17 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 	}
 	head := &headBuf{data: bufpool.Get(int(h.HeadSize))} // written by commitHead, then free: msgr calls hand buffers back when they return
 	defer func() { bufpool.Put(head.data) }()
-	seg, etag, cksum, err := s.receive(ctx, in.Body, in.Size, head, shadowPrefix(b.ID, tag), 1, in.MD5, in.Checksum, prepared)
+	seg, etag, cksum, err := s.receive(ctx, body, in.Size, head, shadowPrefix(b.ID, tag), 1, wantMD5, ckReq, prepared)
 	if perr := prepared(); perr != nil {
 		return nil, perr // receive wrote nothing, and no pending entry was made
+	}
+	if err == nil && enc != nil {
+		var plainMD5 string
+		if plainMD5, cksum, err = enc.finish(in.MD5, in.Checksum); err != nil {
+			s.removeTails((&HeadInfo{StripeSize: s.opt.StripeSize, Segments: []segment{seg}}).tailOIDs())
+		} else if h.SSE.Mode == SSES3 {
+			etag = plainMD5 // S3's ETag of an SSE-S3 object; SSE-C's stays the stored bytes' MD5
+		}
 	}
 	if err != nil {
 		s.cancel(context.WithoutCancel(ctx), b, key, tag)
@@ -523,7 +552,7 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadIn
 	}
 	cctx := context.WithoutCancel(ctx) // the head is written: finish the bookkeeping
 	if s.failpoint == "before-complete" {
-		return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
+		return h.result(), nil
 	}
 	if old != nil && old.Tag != h.Tag && old.VersionID == "" {
 		// (a version's tails stay: its record in the head object still
@@ -532,7 +561,7 @@ func (s *Store) commitHead(ctx context.Context, b *Bucket, key string, h *HeadIn
 		s.gcEnqueue(cctx, old)
 	}
 	s.completeAsync(b, key, h.Tag, rep.Ver, h.entry())
-	return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum}, nil
+	return h.result(), nil
 }
 
 // Owner is the object's owner (its writer).
@@ -571,7 +600,9 @@ type Object struct {
 	b    *Bucket
 	Key  string
 	Info *HeadInfo
-	head []byte // the head's data if it was read with the metadata
+	// block decrypts an encrypted version's bytes (Decrypt sets it)
+	block cipher.Block
+	head  []byte // the head's data if it was read with the metadata
 	// release returns head's buffer (it aliases the reply's); Close calls it
 	release func()
 }
@@ -658,6 +689,12 @@ func (s *Store) OpenObject(ctx context.Context, b *Bucket, key string, withData 
 // truncated copy (the HTTP layer then drops the connection).
 func (o *Object) WriteRange(ctx context.Context, w io.Writer, off, n int64) error {
 	s := o.s
+	if o.Info.SSE != nil {
+		if o.block == nil {
+			return fmt.Errorf("get %s/%s: encrypted, and Decrypt was not called", o.b.Name, o.Key)
+		}
+		w = &decWriter{w: w, block: o.block, h: o.Info, pos: off}
+	}
 	exts := o.Info.extents(HeadOID(o.b.ID, o.Key), off, n)
 	type pending struct {
 		c    *client.Completion

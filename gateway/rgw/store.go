@@ -86,7 +86,10 @@ type Options struct {
 	// pass holds the cluster's lifecycle lock between renewals: how long
 	// a pass killed mid-way keeps others from starting.
 	LCLockTTL time.Duration
-	Logger    *slog.Logger
+	// CryptRequireSSL (rgw_crypt_require_ssl) refuses SSE-C requests
+	// that do not come over TLS (the customer's key travels with them).
+	CryptRequireSSL bool
+	Logger          *slog.Logger
 	// Clock times the background passes (GC, lifecycle, dynamic
 	// resharding), GC due times, the lifecycle's "now" and work window,
 	// and the cluster-wide locks' leases; nil: the real clock. Object,
@@ -124,6 +127,7 @@ func OptionsFromConfig(c *config.Config) Options {
 		LCWorkTime:      c.String("rgw_lifecycle_work_time"),
 		NoLCThreads:     !c.Bool("rgw_enable_lc_threads"),
 		LCLockTTL:       secs("rgw_lc_lock_max_time"),
+		CryptRequireSSL: c.Bool("rgw_crypt_require_ssl"),
 		MultiDelMaxAIO:  max(1, int(c.Int("rgw_multi_obj_del_max_aio"))),
 		MaxObjsPerShard: func() int64 {
 			if !c.Bool("rgw_dynamic_resharding") {
@@ -207,6 +211,7 @@ type Store struct {
 	names   map[string]cachedName   // user → display name
 	access  map[string]cachedAccess // user → caps and policies (userpolicy.go)
 	usage   map[string]cachedUsage  // bucket or "user." + uid → index totals (quota.go)
+	sseKeys masterKeys              // SSE-S3 master keys (sse.go)
 }
 
 type cachedBucket struct {

@@ -296,7 +296,7 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 				// its tails; the index is completed from the head, in
 				// case the first attempt's completion was lost
 				s.completeAsyncIn(b, o.completeIn(key, h.Tag, o.ver))
-				return &PutResult{ETag: v.ETag, Mtime: time.Unix(0, v.Mtime), Checksum: v.Checksum, VersionID: v.VersionID}, nil
+				return v.result(), nil
 			}
 		}
 		if err := cond.check(o.current(), key); err != nil {
@@ -333,14 +333,14 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 		}
 		cctx := context.WithoutCancel(ctx)
 		if s.failpoint == "before-complete" {
-			return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum, VersionID: h.VersionID}, nil
+			return h.result(), nil
 		}
 		if replaced != nil && replaced.Tag != h.Tag {
 			s.gcEnqueueVersion(cctx, oid, replaced)
 		}
 		o.vers[h.VersionID], o.cur, o.plain = h, h, false
 		s.completeAsyncIn(b, o.completeIn(key, h.Tag, rep.Ver))
-		return &PutResult{ETag: h.ETag, Mtime: time.Unix(0, h.Mtime), Checksum: h.Checksum, VersionID: h.VersionID}, nil
+		return h.result(), nil
 	}
 }
 

@@ -1,0 +1,227 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/shoal-project/shoal/gateway/rgw"
+)
+
+// sseC returns an SSE-C key's three header values.
+func sseC(key []byte) (alg, k, sum *string) {
+	m := md5.Sum(key)
+	return aws.String("AES256"), aws.String(base64.StdEncoding.EncodeToString(key)), aws.String(base64.StdEncoding.EncodeToString(m[:]))
+}
+
+// TestSSE: SSE-S3 and SSE-C objects of sizes around the head, chunk and
+// stripe boundaries, and multipart ones, read back whole and by ranges
+// (and the data pool holds none of their plaintext); SSE-C refuses reads
+// without the key (InvalidRequest) and with another (AccessDenied);
+// copies decrypt with the source's key and encrypt with the
+// destination's; a rotated master key leaves older objects readable;
+// SSE-KMS, malformed keys and SSE-C over plain HTTP (rgw_crypt_require_ssl)
+// are refused, storing nothing.
+func TestSSE(t *testing.T) {
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "sse"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	key := randBytes(r, 32)
+	alg, k64, kmd5 := sseC(key)
+	plain := map[string][]byte{}
+	for _, n := range []int{0, 100, tChunk + 5, 3*tStripe + 7} {
+		for _, mode := range []string{"s3", "c"} {
+			name := mode + "-" + strconv.Itoa(n)
+			data := randBytes(r, n)
+			in := &s3.PutObjectInput{Bucket: &b, Key: &name, Body: bytes.NewReader(data)}
+			if mode == "s3" {
+				in.ServerSideEncryption = types.ServerSideEncryptionAes256
+			} else {
+				in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = alg, k64, kmd5
+			}
+			out, err := c.PutObject(ctx, in)
+			if err != nil {
+				t.Fatalf("PUT %s: %v", name, err)
+			}
+			if mode == "s3" && (out.ServerSideEncryption != types.ServerSideEncryptionAes256 || *out.ETag != md5hex(data)) {
+				t.Fatalf("PUT %s: encryption %q ETag %s; want AES256 and the plaintext's MD5", name, out.ServerSideEncryption, *out.ETag)
+			}
+			if mode == "c" && aws.ToString(out.SSECustomerKeyMD5) != *kmd5 {
+				t.Fatalf("PUT %s: key MD5 %q", name, aws.ToString(out.SSECustomerKeyMD5))
+			}
+			plain[name] = data
+		}
+	}
+	get := func(name, rng string, withKey bool) ([]byte, error) {
+		in := &s3.GetObjectInput{Bucket: &b, Key: &name}
+		if rng != "" {
+			in.Range = &rng
+		}
+		if withKey {
+			in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = alg, k64, kmd5
+		}
+		out, err := c.GetObject(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		defer out.Body.Close()
+		return io.ReadAll(out.Body)
+	}
+	for name, data := range plain {
+		withKey := strings.HasPrefix(name, "c-")
+		got, err := get(name, "", withKey)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("GET %s: %d bytes, %v; want its %d", name, len(got), err, len(data))
+		}
+		if len(data) > 40 {
+			rgs := [][2]int{{1, 17}, {15, 33}, {len(data) - 20, len(data) - 1}}
+			if len(data) > tChunk+40 {
+				rgs = append(rgs, [2]int{tChunk - 3, tChunk + 40}, [2]int{tStripe - 5, len(data) - 1})
+			}
+			for _, rg := range rgs {
+				got, err := get(name, "bytes="+strconv.Itoa(rg[0])+"-"+strconv.Itoa(rg[1]), withKey)
+				if err != nil || !bytes.Equal(got, data[rg[0]:rg[1]+1]) {
+					t.Fatalf("GET %s range %v: %v", name, rg, err)
+				}
+			}
+		}
+	}
+	// SSE-C without the key, with another
+	if _, err := get("c-100", "", false); code(err) != "InvalidRequest" {
+		t.Fatalf("GET of an SSE-C object without its key: %v", err)
+	}
+	other := randBytes(r, 32)
+	oa, ok, om := sseC(other)
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("c-100"), SSECustomerAlgorithm: oa, SSECustomerKey: ok, SSECustomerKeyMD5: om}); code(err) != "AccessDenied" {
+		t.Fatalf("GET of an SSE-C object with another key: %v", err)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("c-100")}); !isStatus(err, http.StatusBadRequest) {
+		t.Fatalf("HEAD of an SSE-C object without its key: %v", err)
+	}
+	// copy: SSE-C source → SSE-S3 destination
+	big := "c-" + strconv.Itoa(3*tStripe+7)
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("copied"), CopySource: aws.String(b + "/" + big),
+		CopySourceSSECustomerAlgorithm: alg, CopySourceSSECustomerKey: k64, CopySourceSSECustomerKeyMD5: kmd5, ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get("copied", "", false); err != nil || !bytes.Equal(got, plain[big]) {
+		t.Fatalf("the copy of an SSE-C object as SSE-S3: %v", err)
+	}
+	// multipart, both modes, read across part boundaries
+	for _, mode := range []string{"s3", "c"} {
+		name := "mp-" + mode
+		cin := &s3.CreateMultipartUploadInput{Bucket: &b, Key: &name}
+		if mode == "s3" {
+			cin.ServerSideEncryption = types.ServerSideEncryptionAes256
+		} else {
+			cin.SSECustomerAlgorithm, cin.SSECustomerKey, cin.SSECustomerKeyMD5 = alg, k64, kmd5
+		}
+		up, err := c.CreateMultipartUpload(ctx, cin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []byte
+		var parts []types.CompletedPart
+		for i := int32(1); i <= 2; i++ {
+			data := randBytes(r, 5<<20+int(i)*1000)
+			pin := &s3.UploadPartInput{Bucket: &b, Key: &name, UploadId: up.UploadId, PartNumber: aws.Int32(i), Body: bytes.NewReader(data)}
+			if mode == "c" {
+				pin.SSECustomerAlgorithm, pin.SSECustomerKey, pin.SSECustomerKeyMD5 = alg, k64, kmd5
+			}
+			p, err := c.UploadPart(ctx, pin)
+			if err != nil {
+				t.Fatalf("part %d of %s: %v", i, name, err)
+			}
+			all = append(all, data...)
+			parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(i), ETag: p.ETag})
+		}
+		if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: &name, UploadId: up.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := get(name, "", mode == "c"); err != nil || !bytes.Equal(got, all) {
+			t.Fatalf("GET %s: %v", name, err)
+		}
+		cut := 5<<20 + 1000
+		if got, err := get(name, "bytes="+strconv.Itoa(cut-10)+"-"+strconv.Itoa(cut+10), mode == "c"); err != nil || !bytes.Equal(got, all[cut-10:cut+11]) {
+			t.Fatalf("GET %s across its parts: %v", name, err)
+		}
+		plain[name] = all
+	}
+	// a rotated master key: new objects sealed by it, old ones readable
+	if _, err := f.store.RotateMasterKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("after-rotation"), Body: strings.NewReader("new key"), ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get("after-rotation", "", false); err != nil || string(got) != "new key" {
+		t.Fatalf("an object sealed by the rotated key: %q %v", got, err)
+	}
+	if got, err := get("s3-100", "", false); err != nil || !bytes.Equal(got, plain["s3-100"]) {
+		t.Fatalf("an object sealed before the rotation: %v", err)
+	}
+	// refused: SSE-KMS, a key whose MD5 does not match, both kinds
+	for _, h := range []map[string]string{
+		{"x-amz-server-side-encryption": "aws:kms"},
+		{"x-amz-server-side-encryption": "AES128"},
+		{"x-amz-server-side-encryption-customer-algorithm": "AES256", "x-amz-server-side-encryption-customer-key": *k64, "x-amz-server-side-encryption-customer-key-md5": *om},
+		{"x-amz-server-side-encryption-customer-algorithm": "AES256", "x-amz-server-side-encryption-customer-key": "c2hvcnQ=", "x-amz-server-side-encryption-customer-key-md5": "x"},
+		{"x-amz-server-side-encryption": "AES256", "x-amz-server-side-encryption-customer-algorithm": "AES256", "x-amz-server-side-encryption-customer-key": *k64, "x-amz-server-side-encryption-customer-key-md5": *kmd5},
+	} {
+		if st, body := f.signed(t, f.admin, "PUT", "/"+b+"/refused", h, "secret"); st/100 != 4 && st != 501 {
+			t.Fatalf("PUT with %v: %d %s", h, st, body)
+		}
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("refused")}); !isStatus(err, http.StatusNotFound) {
+		t.Fatalf("a refused encrypted PUT stored an object: %v", err)
+	}
+	// no plaintext in the data pool
+	data, err := f.conn.Pool(ctx, rgw.DefaultPools.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	if err := data.List(ctx, func(n string) bool { names = append(names, n); return true }); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		raw, err := data.Read(ctx, n, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range plain {
+			for _, off := range []int{0, len(p) / 2, len(p) - 32} {
+				if len(p) >= 64 && off >= 0 && bytes.Contains(raw, p[off:off+32]) {
+					t.Fatalf("RADOS object %s holds plaintext of %s at %d", n, name, off)
+				}
+			}
+		}
+	}
+	// SSE-C over plain HTTP when rgw_crypt_require_ssl holds
+	g := startGateway(t, rgw.Options{CryptRequireSSL: true})
+	gc := g.s3(g.admin)
+	if _, err := gc.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("x"), Body: strings.NewReader("x"),
+		SSECustomerAlgorithm: alg, SSECustomerKey: k64, SSECustomerKeyMD5: kmd5}); code(err) != "InvalidRequest" {
+		t.Fatalf("SSE-C over plain HTTP with rgw_crypt_require_ssl: %v", err)
+	}
+}
