@@ -189,6 +189,11 @@ func TestSSE(t *testing.T) {
 			t.Fatalf("PUT with %v: %d %s", h, st, body)
 		}
 	}
+	wrong := md5.Sum([]byte("not the body"))
+	if st, body := f.signed(t, f.admin, "PUT", "/"+b+"/refused", map[string]string{"content-md5": base64.StdEncoding.EncodeToString(wrong[:]),
+		"x-amz-server-side-encryption-customer-algorithm": "AES256", "x-amz-server-side-encryption-customer-key": *k64, "x-amz-server-side-encryption-customer-key-md5": *kmd5}, "secret"); st != 400 || !strings.Contains(body, "BadDigest") {
+		t.Fatalf("an SSE-C PUT with a wrong Content-MD5: %d %s", st, body)
+	}
 	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("refused")}); !isStatus(err, http.StatusNotFound) {
 		t.Fatalf("a refused encrypted PUT stored an object: %v", err)
 	}

@@ -170,7 +170,7 @@ func (s *Store) UploadPart(ctx context.Context, b *Bucket, u *Upload, num int, b
 			return nil, err
 		}
 		iv = newIV()
-		if enc, err = encryptBody(body, key, iv, ck); err != nil {
+		if enc, err = encryptBody(body, key, iv, ck, wantMD5 != nil || u.SSE.Mode == SSES3); err != nil {
 			return nil, err
 		}
 		body, wantMD5, ck = enc, nil, nil

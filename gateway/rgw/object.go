@@ -345,7 +345,7 @@ func (s *Store) PutObject(ctx context.Context, b *Bucket, key string, in PutInpu
 		if err != nil {
 			return nil, err
 		}
-		if enc, err = encryptBody(in.Body, key, e.IV, in.Checksum); err != nil {
+		if enc, err = encryptBody(in.Body, key, e.IV, in.Checksum, in.MD5 != nil || e.Mode == SSES3); err != nil {
 			return nil, err
 		}
 		h.SSE, body, wantMD5, ckReq = e, enc, nil, nil // the hashes of the plaintext are enc's

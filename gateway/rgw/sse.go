@@ -307,14 +307,16 @@ func open(master, sealed []byte) ([]byte, error) {
 type encReader struct {
 	r   io.Reader
 	st  cipher.Stream
-	md5 hash.Hash
+	md5 hash.Hash // nil: not needed (SSE-C without Content-MD5)
 	ck  hash.Hash // nil: none
 }
 
 func (e *encReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	if n > 0 {
-		e.md5.Write(p[:n])
+		if e.md5 != nil {
+			e.md5.Write(p[:n])
+		}
 		if e.ck != nil {
 			e.ck.Write(p[:n])
 		}
@@ -324,28 +326,37 @@ func (e *encReader) Read(p []byte) (int, error) {
 }
 
 // encryptBody sets up the encryption of an upload's body: the reader of
-// its ciphertext and, once it is read, the plaintext's quoted MD5, the
-// checked Content-MD5 and the additional checksum (ckReq's).
-func encryptBody(body io.Reader, key, iv []byte, ckReq *ChecksumReq) (*encReader, error) {
+// its ciphertext and, once it is read, the plaintext's quoted MD5 (taken
+// if plainMD5: SSE-S3's ETag, or a Content-MD5 to check), the checked
+// Content-MD5 and the additional checksum (ckReq's).
+func encryptBody(body io.Reader, key, iv []byte, ckReq *ChecksumReq, plainMD5 bool) (*encReader, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, s3err.InvalidArgument.With("the encryption key must be 256 bits")
 	}
-	return &encReader{r: body, st: ctrAt(block, iv, 0), md5: md5.New(), ck: ckReq.hash()}, nil
+	e := &encReader{r: body, st: ctrAt(block, iv, 0), ck: ckReq.hash()}
+	if plainMD5 {
+		e.md5 = md5.New()
+	}
+	return e, nil
 }
 
 // finish checks the plaintext's Content-MD5 (wantMD5, nil: none) and
 // returns its quoted MD5 and additional checksum.
 func (e *encReader) finish(wantMD5 []byte, ckReq *ChecksumReq) (string, *Checksum, error) {
-	sum := e.md5.Sum(nil)
-	if wantMD5 != nil && subtle.ConstantTimeCompare(sum, wantMD5) != 1 {
-		return "", nil, s3err.BadDigest
+	etag := ""
+	if e.md5 != nil {
+		sum := e.md5.Sum(nil)
+		if wantMD5 != nil && subtle.ConstantTimeCompare(sum, wantMD5) != 1 {
+			return "", nil, s3err.BadDigest
+		}
+		etag = `"` + hex.EncodeToString(sum) + `"`
 	}
 	ck, err := ckReq.result(e.ck)
 	if err != nil {
 		return "", nil, err
 	}
-	return `"` + hex.EncodeToString(sum) + `"`, ck, nil
+	return etag, ck, nil
 }
 
 // decWriter decrypts what it is written, which is the object's bytes
