@@ -997,15 +997,9 @@ func (srv *Server) openToRead(rq *request, b *rgw.Bucket, withData bool) (*rgw.O
 		o.Close()
 		return nil, err
 	}
-	if o.Encryption() != nil {
-		sse, err := srv.sseFromHeaders(rq, "")
-		if err == nil {
-			err = o.Decrypt(rq.r.Context(), sse)
-		}
-		if err != nil {
-			o.Close()
-			return nil, err
-		}
+	if err := srv.decrypt(rq, o, ""); err != nil {
+		o.Close()
+		return nil, err
 	}
 	return o, nil
 }
@@ -1125,15 +1119,9 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 		o.Close()
 		return nil, nil, err
 	}
-	if o.Encryption() != nil {
-		sse, err := srv.sseFromHeaders(rq, "x-amz-copy-source-")
-		if err == nil {
-			err = o.Decrypt(rq.r.Context(), sse)
-		}
-		if err != nil {
-			o.Close()
-			return nil, nil, err
-		}
+	if err := srv.decrypt(rq, o, "x-amz-copy-source-"); err != nil {
+		o.Close()
+		return nil, nil, err
 	}
 	if sv != "" || src.Versioned() {
 		rq.w.Header().Set("x-amz-copy-source-version-id", o.VersionID())

@@ -69,6 +69,19 @@ func (srv *Server) sseFromHeaders(rq *request, prefix string) (*rgw.SSERequest, 
 	return &rgw.SSERequest{Mode: rgw.SSEC, Key: k, KeyMD5: keyMD5}, nil
 }
 
+// decrypt readies encrypted object o for reading with the key the
+// request's headers give (prefix as sseFromHeaders').
+func (srv *Server) decrypt(rq *request, o *rgw.Object, prefix string) error {
+	if o.Encryption() == nil {
+		return nil
+	}
+	sse, err := srv.sseFromHeaders(rq, prefix)
+	if err != nil {
+		return err
+	}
+	return o.Decrypt(rq.r.Context(), sse)
+}
+
 // setSSEHeaders answers how a version is encrypted (nothing for none).
 func setSSEHeaders(h http.Header, e *rgw.SSE) {
 	switch {

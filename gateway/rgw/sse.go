@@ -265,14 +265,19 @@ func (s *Store) dataKey(ctx context.Context, e *SSE, r *SSERequest) ([]byte, err
 	return nil, fmt.Errorf("sse: unknown mode %q", e.Mode)
 }
 
-// seal encrypts a data key with a master key (AES-256-GCM, random nonce
-// first).
-func seal(master, dk []byte) ([]byte, error) {
-	block, err := aes.NewCipher(master)
+// newGCM is AES-256-GCM with key.
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
-	g, err := cipher.NewGCM(block)
+	return cipher.NewGCM(block)
+}
+
+// seal encrypts a data key with a master key (AES-256-GCM, random nonce
+// first).
+func seal(master, dk []byte) ([]byte, error) {
+	g, err := newGCM(master)
 	if err != nil {
 		return nil, err
 	}
@@ -283,11 +288,7 @@ func seal(master, dk []byte) ([]byte, error) {
 
 // open is seal's inverse.
 func open(master, sealed []byte) ([]byte, error) {
-	block, err := aes.NewCipher(master)
-	if err != nil {
-		return nil, err
-	}
-	g, err := cipher.NewGCM(block)
+	g, err := newGCM(master)
 	if err != nil {
 		return nil, err
 	}
