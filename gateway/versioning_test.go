@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/gateway/s3err"
 )
@@ -774,4 +775,56 @@ func readVersion(t *testing.T, c *s3.Client, bucket, key, vid string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestVersioningECDataPool: versions on an erasure-coded data pool
+// (without overwrites), which takes xattrs and full writes but not
+// truncation: a plain object becomes the null version, versions are
+// added and the inline null version removed and replaced.
+func TestVersioningECDataPool(t *testing.T) {
+	rgw.SetSettle(50 * time.Millisecond)
+	t.Cleanup(func() { rgw.SetSettle(7 * time.Second) })
+	pools := rgw.DefaultPools
+	pools.Data = "ec21"
+	f := startGatewayN(t, 3, rgw.Options{Pools: pools, StripeSize: tStripe, ChunkSize: tChunk}, func(ctx context.Context, c *client.Conn) {
+		if _, err := c.MonCommand(ctx, "osd erasure-code-profile set", map[string]string{"name": "p21", "args": "k=2 m=1 crush-failure-domain=osd"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.MonCommand(ctx, "pool create", map[string]string{"name": "ec21", "type": "erasure", "erasure_code_profile": "p21"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b := "ecversions"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	m := versionModel{}
+	for _, k := range []string{"a", "b"} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String(k), Body: strings.NewReader("plain " + k)}); err != nil {
+			t.Fatal(err)
+		}
+		m.add(k, modelVersion{id: "null", data: []byte("plain " + k)})
+	}
+	enableVersioning(t, c, b, types.BucketVersioningStatusEnabled)
+	for i, k := range []string{"a", "b", "a"} {
+		body := fmt.Sprintf("version %d of %s", i, k)
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String(k), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.add(k, modelVersion{id: *out.VersionId, data: []byte(body)})
+	}
+	// the inline null version of a, removed; b's, replaced while Suspended
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("a"), VersionId: aws.String("null")}); err != nil {
+		t.Fatalf("removing an inline null version on an EC pool: %v", err)
+	}
+	m.remove("a", "null")
+	enableVersioning(t, c, b, types.BucketVersioningStatusSuspended)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("b"), Body: strings.NewReader("new null")}); err != nil {
+		t.Fatalf("replacing the null version on an EC pool: %v", err)
+	}
+	m.add("b", modelVersion{id: "null", data: []byte("new null")})
+	checkModel(t, c, b, m)
 }

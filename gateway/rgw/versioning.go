@@ -315,7 +315,7 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 		}
 		ops := []osdop.Op{o.guard()}
 		if replaced != nil && replaced.inline() {
-			ops = append(ops, osdop.Op{Code: osdop.Truncate})
+			ops = append(ops, osdop.Op{Code: osdop.WriteFull}) // drop the inline bytes (an EC pool without overwrites takes a full write, not a truncate)
 		}
 		if o.plain && h.VersionID != NullVersion {
 			nb, _ := json.Marshal(o.vers[NullVersion])
@@ -430,7 +430,7 @@ func (s *Store) unlinkVersion(ctx context.Context, b *Bucket, key, vid string, c
 			ops = append(ops, osdop.Op{Code: osdop.Remove})
 		} else {
 			if rec.inline() {
-				ops = append(ops, osdop.Op{Code: osdop.Truncate})
+				ops = append(ops, osdop.Op{Code: osdop.WriteFull}) // drop the inline bytes (an EC pool without overwrites takes a full write, not a truncate)
 			}
 			if !(o.plain && vid == NullVersion) {
 				ops = append(ops, osdop.Op{Code: osdop.RmXattr, Name: verAttrPrefix + vid})
