@@ -65,6 +65,16 @@ func (c *tcluster) s3env() map[string]string {
 // nothing from the machine's own AWS configuration.
 func (c *tcluster) tool(env map[string]string, name string, args ...string) string {
 	c.t.Helper()
+	out, err := c.toolErr(env, name, args...)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// toolErr is tool for a command that may fail: its output and error.
+func (c *tcluster) toolErr(env map[string]string, name string, args ...string) (string, error) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -76,10 +86,8 @@ func (c *tcluster) tool(env map[string]string, name string, args ...string) stri
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		c.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
-	}
-	return out.String()
+	err := cmd.Run()
+	return out.String(), err
 }
 
 func sha256File(t *testing.T, p string) [32]byte {
@@ -190,11 +198,15 @@ func TestS3RealClients(t *testing.T) {
 	rclone("copy", "/usr/share/doc/bash", "shoal:viarclone/bash")
 	rclone("check", "/usr/share/doc/bash", "shoal:viarclone/bash")
 	rclone("purge", "shoal:viarclone")
-	// versioning through aws s3api and rclone's --s3-versions
-	awscli("s3api", "create-bucket", "--bucket", "viaversions")
-	awscli("s3api", "put-bucket-versioning", "--bucket", "viaversions", "--versioning-configuration", "Status=Enabled")
+	// versioning and object lock through aws s3api, and rclone's
+	// --s3-versions (a bucket created with object lock is versioned at
+	// once, without the wait of a first PutBucketVersioning)
+	awscli("s3api", "create-bucket", "--bucket", "viaversions", "--object-lock-enabled-for-bucket")
 	if st := awscli("s3api", "get-bucket-versioning", "--bucket", "viaversions", "--query", "Status", "--output", "text"); strings.TrimSpace(st) != "Enabled" {
-		t.Fatalf("aws s3api get-bucket-versioning: %q", st)
+		t.Fatalf("aws s3api get-bucket-versioning of a bucket with object lock: %q", st)
+	}
+	if st := awscli("s3api", "get-object-lock-configuration", "--bucket", "viaversions", "--query", "ObjectLockConfiguration.ObjectLockEnabled", "--output", "text"); strings.TrimSpace(st) != "Enabled" {
+		t.Fatalf("aws s3api get-object-lock-configuration: %q", st)
 	}
 	var vids []string
 	for _, f := range []string{"/etc/hostname", "/etc/os-release"} {
@@ -211,6 +223,12 @@ func TestS3RealClients(t *testing.T) {
 	if out := rclone("ls", "--s3-versions", "shoal:viaversions"); strings.Count(out, "doc") != 2 {
 		t.Fatalf("rclone ls --s3-versions lists %q; want both versions of doc", out)
 	}
+	// a legal hold keeps a version until it is lifted
+	awscli("s3api", "put-object-legal-hold", "--bucket", "viaversions", "--key", "doc", "--version-id", vids[0], "--legal-hold", "Status=ON")
+	if out, err := c.toolErr(env, "/usr/bin/aws", "--endpoint-url", ep, "s3api", "delete-object", "--bucket", "viaversions", "--key", "doc", "--version-id", vids[0]); err == nil || !strings.Contains(out, "AccessDenied") {
+		t.Fatalf("aws s3api delete-object of a version under a legal hold: %v %s", err, out)
+	}
+	awscli("s3api", "put-object-legal-hold", "--bucket", "viaversions", "--key", "doc", "--version-id", vids[0], "--legal-hold", "Status=OFF")
 	for _, v := range vids {
 		awscli("s3api", "delete-object", "--bucket", "viaversions", "--key", "doc", "--version-id", v)
 	}
@@ -360,11 +378,8 @@ func TestGatewayKilledMidPut(t *testing.T) {
 // listed version is one a writer sent (whole).
 func versionedWritesKilled(ctx context.Context, t *testing.T, c *tcluster, sdk *s3.Client) {
 	const bucket = "versioned"
-	if _, err := sdk.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sdk.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+	// created with object lock (no retention): versioned at once
+	if _, err := sdk.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 	type version struct{ key, id string }
@@ -799,7 +814,7 @@ func streamPut(ctx context.Context, sdk *s3.Client, bucket, key string, body io.
 
 // maxTreeFiles bounds the tree copyTree makes (the first files in
 // lexical order): thousands, whatever the machine has installed.
-const maxTreeFiles = 2000
+const maxTreeFiles = 1200
 
 // copyTree copies the regular files of dir (following symlinks, skipping
 // dangling ones and anything unreadable) into a temporary directory, at
