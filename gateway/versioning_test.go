@@ -429,6 +429,25 @@ func TestVersioningRequests(t *testing.T) {
 	if got, _ := get(t, c, b, "copy", ""); string(got) != "body 0" {
 		t.Fatalf("copy after its marker went reads %q", got)
 	}
+	// conditional DELETEs of a key: none there, deleted already; behind a
+	// delete marker, If-Match "*" holds and an ETag does not
+	for _, cond := range []string{"*", `"0123456789abcdef0123456789abcdef"`} {
+		if st, body := f.signed(t, f.admin, "DELETE", "/"+b+"/nokey", map[string]string{"If-Match": cond}, ""); st != http.StatusNoContent {
+			t.Fatalf("DELETE If-Match %s of a missing key: %d %s", cond, st, body)
+		}
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("marked"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("marked")}); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := f.signed(t, f.admin, "DELETE", "/"+b+"/marked", map[string]string{"If-Match": `"0123456789abcdef0123456789abcdef"`}, ""); st != http.StatusPreconditionFailed {
+		t.Fatalf("DELETE If-Match an ETag behind a delete marker: %d %s; want 412", st, body)
+	}
+	if st, body := f.signed(t, f.admin, "DELETE", "/"+b+"/marked", map[string]string{"If-Match": "*"}, ""); st != http.StatusNoContent {
+		t.Fatalf("DELETE If-Match * behind a delete marker: %d %s", st, body)
+	}
 	if got, _ := get(t, c, b, "k", ""); string(got) != "body 2" {
 		t.Fatalf("k after removing version 1 reads %q", got)
 	}

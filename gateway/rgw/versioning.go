@@ -370,11 +370,12 @@ func (s *Store) DeleteVersion(ctx context.Context, b *Bucket, key, vid, owner st
 			if err != nil {
 				return DeleteResult{}, err
 			}
-			h := o.current()
-			if h == nil {
+			if o.cur == nil { // no such key: deleted already
 				return DeleteResult{}, nil
 			}
-			if err := cond.check(h, key); err != nil {
+			// a current delete marker is checked too (as RGW: If-Match
+			// "*" holds, an ETag does not)
+			if err := cond.check(o.cur, key); err != nil {
 				return DeleteResult{}, err
 			}
 		}
