@@ -96,13 +96,7 @@ func (srv *Server) iamRequest(rq *request) {
 	if ie.Status >= 500 {
 		body.Error.Type = "Receiver"
 	}
-	b, _ := xml.Marshal(body)
-	h := rq.w.Header()
-	h.Set("Content-Type", "text/xml")
-	h.Set("Content-Length", strconv.Itoa(len(xml.Header)+len(b)))
-	rq.w.WriteHeader(ie.Status)
-	rq.w.Write([]byte(xml.Header))
-	rq.w.Write(b)
+	writeIAM(rq, ie.Status, body)
 }
 
 func (srv *Server) iamAction(rq *request) error {
@@ -157,20 +151,12 @@ func (srv *Server) iamAction(rq *request) error {
 		if err := srv.s.PutUserPolicy(ctx, user, name, doc); err != nil {
 			return notFound(err)
 		}
-		return writeIAM(rq, struct {
-			XMLName xml.Name    `xml:"PutUserPolicyResponse"`
-			Xmlns   string      `xml:"xmlns,attr"`
-			Meta    iamMetadata `xml:"ResponseMetadata"`
-		}{Xmlns: iamNS, Meta: iamMetadata{rq.id}})
+		return answerIAM(rq, action, nil)
 	case "DeleteUserPolicy":
 		if err := srv.s.DeleteUserPolicy(ctx, user, name); err != nil {
 			return notFound(err)
 		}
-		return writeIAM(rq, struct {
-			XMLName xml.Name    `xml:"DeleteUserPolicyResponse"`
-			Xmlns   string      `xml:"xmlns,attr"`
-			Meta    iamMetadata `xml:"ResponseMetadata"`
-		}{Xmlns: iamNS, Meta: iamMetadata{rq.id}})
+		return answerIAM(rq, action, nil)
 	case "GetUserPolicy":
 		u, err := srv.s.GetUser(ctx, user)
 		if err != nil {
@@ -180,35 +166,13 @@ func (srv *Server) iamAction(rq *request) error {
 		if !ok {
 			return notFound(rgw.ErrNoSuchPolicy)
 		}
-		return writeIAM(rq, struct {
-			XMLName xml.Name `xml:"GetUserPolicyResponse"`
-			Xmlns   string   `xml:"xmlns,attr"`
-			Result  struct {
-				UserName       string `xml:"UserName"`
-				PolicyName     string `xml:"PolicyName"`
-				PolicyDocument string `xml:"PolicyDocument"`
-			} `xml:"GetUserPolicyResult"`
-			Meta iamMetadata `xml:"ResponseMetadata"`
-		}{Xmlns: iamNS, Result: struct {
-			UserName       string `xml:"UserName"`
-			PolicyName     string `xml:"PolicyName"`
-			PolicyDocument string `xml:"PolicyDocument"`
-		}{user, name, doc}, Meta: iamMetadata{rq.id}})
+		return answerIAM(rq, action, getUserPolicyResult{UserName: user, PolicyName: name, PolicyDocument: doc})
 	}
 	names, err := srv.s.UserPolicyNames(ctx, user)
 	if err != nil {
 		return notFound(err)
 	}
-	type listResult struct {
-		Names       []string `xml:"PolicyNames>member"`
-		IsTruncated bool     `xml:"IsTruncated"`
-	}
-	return writeIAM(rq, struct {
-		XMLName xml.Name    `xml:"ListUserPoliciesResponse"`
-		Xmlns   string      `xml:"xmlns,attr"`
-		Result  listResult  `xml:"ListUserPoliciesResult"`
-		Meta    iamMetadata `xml:"ResponseMetadata"`
-	}{Xmlns: iamNS, Result: listResult{Names: names}, Meta: iamMetadata{rq.id}})
+	return answerIAM(rq, action, listUserPoliciesResult{Names: names})
 }
 
 // iamAllowed checks that rq's user may do action on resource: by the
@@ -227,7 +191,8 @@ func (srv *Server) iamAllowed(rq *request, action, resource, perm string) error 
 	return iamErr("AccessDenied", http.StatusForbidden, "user "+rq.uid+" may not "+action+" on "+resource)
 }
 
-func writeIAM(rq *request, v any) error {
+// writeIAM answers v as IAM's XML with status.
+func writeIAM(rq *request, status int, v any) error {
 	b, err := xml.Marshal(v)
 	if err != nil {
 		return err
@@ -235,10 +200,38 @@ func writeIAM(rq *request, v any) error {
 	h := rq.w.Header()
 	h.Set("Content-Type", "text/xml")
 	h.Set("Content-Length", strconv.Itoa(len(xml.Header)+len(b)))
-	rq.w.WriteHeader(http.StatusOK)
+	rq.w.WriteHeader(status)
 	rq.w.Write([]byte(xml.Header))
 	rq.w.Write(b)
 	return nil
+}
+
+// iamResponse is an IAM action's answer, <ACTIONResponse> with its
+// result (nil: none) and metadata.
+type iamResponse struct {
+	XMLName xml.Name
+	Xmlns   string      `xml:"xmlns,attr"`
+	Result  any         `xml:",omitempty"`
+	Meta    iamMetadata `xml:"ResponseMetadata"`
+}
+
+// answerIAM answers action with result (nil: none; its own XMLName names
+// the ACTIONResult element).
+func answerIAM(rq *request, action string, result any) error {
+	return writeIAM(rq, http.StatusOK, iamResponse{XMLName: xml.Name{Local: action + "Response"}, Xmlns: iamNS, Result: result, Meta: iamMetadata{rq.id}})
+}
+
+type getUserPolicyResult struct {
+	XMLName        xml.Name `xml:"GetUserPolicyResult"`
+	UserName       string   `xml:"UserName"`
+	PolicyName     string   `xml:"PolicyName"`
+	PolicyDocument string   `xml:"PolicyDocument"`
+}
+
+type listUserPoliciesResult struct {
+	XMLName     xml.Name `xml:"ListUserPoliciesResult"`
+	Names       []string `xml:"PolicyNames>member"`
+	IsTruncated bool     `xml:"IsTruncated"`
 }
 
 // parsedPolicies caches parsed user policies by their document (a
