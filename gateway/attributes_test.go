@@ -47,7 +47,7 @@ func TestGetObjectAttributes(t *testing.T) {
 		{`"s3:GetObject"`, "AccessDenied"},
 		{`["s3:GetObject","s3:GetObjectAttributes"]`, ""},
 	} {
-		doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::t:user/other"]},"Action":` + tc.actions + `,"Resource":"arn:aws:s3:::` + b + `/*"}]}`
+		doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/other"]},"Action":` + tc.actions + `,"Resource":"arn:aws:s3:::` + b + `/*"}]}`
 		if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &b, Policy: &doc}); err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,8 @@ import (
 // A caller may manage user U's policies if it holds the user-policy
 // capability (`shoal user caps add`: read for Get/List, write for
 // Put/Delete), or if one of its own policies allows the action
-// (iam:PutUserPolicy, …) on arn:aws:iam:::user/U.
+// (iam:PutUserPolicy, …) on arn:aws:iam::TENANT:user/U. A UserName
+// without "TENANT$" names a user of the caller's own tenant.
 //
 // A user's policies are evaluated with every request it makes, beside the
 // bucket's policy and ACLs, as RGW does: a Deny in any policy refuses; an
@@ -127,7 +128,10 @@ func (srv *Server) iamAction(rq *request) error {
 	if action != "ListUserPolicies" && !policyNameRE.MatchString(name) {
 		return iamErr("ValidationError", http.StatusBadRequest, "PolicyName must be 1 to 128 of letters, digits and +=,.@_-")
 	}
-	if err := srv.iamAllowed(rq, "iam:"+action, "arn:aws:iam:::user/"+user, perm); err != nil {
+	if !strings.Contains(user, "$") && rgw.UserTenant(rq.uid) != "" {
+		user = rgw.UserTenant(rq.uid) + "$" + user // a user of the caller's own tenant
+	}
+	if err := srv.iamAllowed(rq, "iam:"+action, "arn:aws:iam::"+rgw.UserTenant(user)+":user/"+rgw.UserName(user), perm); err != nil {
 		return err
 	}
 	notFound := func(err error) error {
@@ -145,7 +149,7 @@ func (srv *Server) iamAction(rq *request) error {
 		if len(doc) > maxUserPolicySize {
 			return iamErr("LimitExceeded", http.StatusBadRequest, "the policy document is larger than "+strconv.Itoa(maxUserPolicySize)+" bytes")
 		}
-		if _, err := ParseUserPolicy([]byte(doc)); err != nil {
+		if _, err := ParseUserPolicy([]byte(doc), rgw.UserTenant(user)); err != nil {
 			return iamErr("MalformedPolicyDocument", http.StatusBadRequest, apiError(err).Message)
 		}
 		if err := srv.s.PutUserPolicy(ctx, user, name, doc); err != nil {
@@ -262,10 +266,11 @@ func (srv *Server) identityPolicies(rq *request) []*Policy {
 		parsedPolicies.m = map[string]*Policy{}
 	}
 	for _, d := range docs {
-		p, ok := parsedPolicies.m[d]
+		tenant := rgw.UserTenant(rq.uid)
+		p, ok := parsedPolicies.m[tenant+"\x00"+d]
 		if !ok {
-			p, _ = ParseUserPolicy([]byte(d))
-			parsedPolicies.m[d] = p
+			p, _ = ParseUserPolicy([]byte(d), tenant)
+			parsedPolicies.m[tenant+"\x00"+d] = p
 		}
 		if p != nil {
 			out = append(out, p)

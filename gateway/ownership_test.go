@@ -87,7 +87,7 @@ func TestObjectOwnership(t *testing.T) {
 	}
 	// a policy's actions: s3:GetBucketOwnershipControls reads,
 	// s3:PutBucketOwnershipControls puts and deletes
-	getOnly := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::t:user/other"]},"Action":"s3:GetBucketOwnershipControls","Resource":"arn:aws:s3:::` + plain + `"}]}`
+	getOnly := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/other"]},"Action":"s3:GetBucketOwnershipControls","Resource":"arn:aws:s3:::` + plain + `"}]}`
 	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &plain, Policy: &getOnly}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,12 @@ import (
 // policy, so no policy locks the owner out.
 //
 // Principals are "*" (anyone, anonymous requests included) or users:
-// "arn:aws:iam::TENANT:user/UID", "arn:aws:iam::UID:root" or the bare UID
-// (tenants are not kept: any tenant part matches). Actions and resources
-// match with the '*' and '?' wildcards, actions case-insensitively.
+// "arn:aws:iam::TENANT:user/UID" (TENANT empty for the legacy tenant),
+// "arn:aws:iam::TENANT:root" (every user of a tenant), or for a user of
+// the legacy tenant "arn:aws:iam::UID:root" or the bare UID. Actions and
+// resources match with the '*' and '?' wildcards, actions
+// case-insensitively; a resource ARN without an account is the policy's
+// own tenant's (qualifyARN).
 // Condition operators: the String*, Numeric*, Date*, Bool, IpAddress,
 // NotIpAddress, Arn* and Null families, each with …IfExists; keys: the
 // aws:* keys of a request (SourceIp, Referer, UserAgent, SecureTransport,
@@ -151,18 +154,51 @@ var conditionOps = map[string]bool{
 // for JSON that does not parse, a missing or unknown Version, Effect or
 // condition operator, a statement without a principal, action or
 // resource, an action outside s3:, or a resource outside the bucket.
+//
+// bucket is the bucket's key (rgw/tenant.go): a resource's ARN with no
+// account, or '*', names a bucket of the bucket's own tenant, one with
+// another tenant's is refused (as RGW's policy parser).
 func ParsePolicy(doc []byte, bucket string) (*Policy, error) {
-	return parsePolicy(doc, bucket, false)
+	tenant, name := rgw.SplitBucketKey(bucket)
+	return parsePolicy(doc, tenant, name, false)
 }
 
 // ParseUserPolicy parses and checks a user's inline IAM policy (an
 // identity policy: no Principal; actions of s3: and iam:; resources any
-// ARN; Sids unique), with ParsePolicy's errors.
-func ParseUserPolicy(doc []byte) (*Policy, error) {
-	return parsePolicy(doc, "", true)
+// ARN; Sids unique), with ParsePolicy's errors. ARNs without an account
+// name tenant's buckets and users (the user's own tenant).
+func ParseUserPolicy(doc []byte, tenant string) (*Policy, error) {
+	return parsePolicy(doc, tenant, "", true)
 }
 
-func parsePolicy(doc []byte, bucket string, identity bool) (*Policy, error) {
+// qualifyARN gives an S3 or IAM ARN in a policy of tenant its account:
+// none or '*' is the policy's own tenant, as RGW; ok is false for another
+// tenant's. Other ARNs and patterns are returned as they are.
+func qualifyARN(arn, tenant string) (string, bool) {
+	var service string
+	switch {
+	case strings.HasPrefix(arn, "arn:aws:s3:"):
+		service = "arn:aws:s3:"
+	case strings.HasPrefix(arn, "arn:aws:iam:"):
+		service = "arn:aws:iam:"
+	default:
+		return arn, true
+	}
+	region, rest, ok1 := strings.Cut(arn[len(service):], ":")
+	account, res, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 {
+		return arn, true // matches no request's resource
+	}
+	if account == "" || account == "*" {
+		account = tenant
+	}
+	if account != tenant {
+		return "", false
+	}
+	return service + region + ":" + account + ":" + res, true
+}
+
+func parsePolicy(doc []byte, tenant, bucket string, identity bool) (*Policy, error) {
 	bad := func(format string, args ...any) error { return s3err.MalformedPolicy.With(format, args...) }
 	var jp jsonPolicy
 	if err := json.Unmarshal(doc, &jp); err != nil {
@@ -223,11 +259,18 @@ func parsePolicy(doc []byte, bucket string, identity bool) (*Policy, error) {
 		if (len(st.Resource) == 0) == (len(st.NotResource) == 0) {
 			return nil, bad("statement %d: needs one of Resource, NotResource", i)
 		}
-		for _, r := range append(append([]string{}, st.Resource...), st.NotResource...) {
-			name, ok := strings.CutPrefix(r, "arn:aws:s3:::")
-			name, _, _ = strings.Cut(name, "/")
-			if !identity && r != "*" && (!ok || !globMatch(name, bucket, true)) {
-				return nil, bad("statement %d: resource %q is not in bucket %q", i, r, bucket)
+		for _, list := range [][]string{st.Resource, st.NotResource} {
+			for j, r := range list {
+				q, ok := qualifyARN(r, tenant)
+				if !ok {
+					return nil, bad("statement %d: resource %q is another tenant's (the policy's tenant is %q)", i, r, tenant)
+				}
+				name, ok := strings.CutPrefix(q, "arn:aws:s3::"+tenant+":")
+				name, _, _ = strings.Cut(name, "/")
+				if !identity && r != "*" && (!ok || !globMatch(name, bucket, true)) {
+					return nil, bad("statement %d: resource %q is not in bucket %q", i, r, bucket)
+				}
+				list[j] = q
 			}
 		}
 		if len(js.Condition) > 0 {
@@ -290,7 +333,7 @@ const (
 type policyRequest struct {
 	uid      string // "" anonymous
 	action   string // e.g. "s3:GetObject"
-	resource string // "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key"
+	resource string // "arn:aws:s3::TENANT:bucket" or "arn:aws:s3::TENANT:bucket/key" (resourceARN)
 	// value returns a condition key's value(s) and whether the request
 	// has the key.
 	value func(key string) ([]string, bool)
@@ -370,10 +413,14 @@ func principalMatches(principals []string, uid string) bool {
 		}
 		if rest, ok := strings.CutPrefix(p, "arn:aws:iam::"); ok {
 			account, res, _ := strings.Cut(rest, ":")
-			if res == "user/"+uid || (res == "root" && account == uid) {
+			tenant, name := rgw.UserTenant(uid), rgw.UserName(uid)
+			if res == "root" && (account == uid || (tenant != "" && account == tenant)) {
 				return true
 			}
-			if u, ok := strings.CutPrefix(res, "user/"); ok && globMatch(u, uid, true) && strings.ContainsAny(u, "*?") {
+			if account != tenant {
+				continue
+			}
+			if u, ok := strings.CutPrefix(res, "user/"); ok && (u == name || (strings.ContainsAny(u, "*?") && globMatch(u, name, true))) {
 				return true
 			}
 			continue
@@ -672,12 +719,14 @@ func s3Action(rq *request) string {
 	return "s3:" + a
 }
 
-// resourceARN names a bucket ("" key) or an object in policies.
-func resourceARN(bucket, key string) string {
+// resourceARN names bucket b ("" key) or an object of it in policies:
+// "arn:aws:s3::TENANT:BUCKET[/KEY]" (qualifyARN).
+func resourceARN(b *rgw.Bucket, key string) string {
+	arn := "arn:aws:s3::" + b.Tenant() + ":" + b.S3Name()
 	if key == "" {
-		return "arn:aws:s3:::" + bucket
+		return arn
 	}
-	return "arn:aws:s3:::" + bucket + "/" + key
+	return arn + "/" + key
 }
 
 // authorize decides whether rq's user may do action ("": the request's
@@ -695,7 +744,7 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 	if action == "" {
 		action = s3Action(rq)
 	}
-	idd := evalIdentity(ids, rq, action, resourceARN(b.Name, key), tags)
+	idd := evalIdentity(ids, rq, action, resourceARN(b, key), tags)
 	if idd == decDeny {
 		return s3err.AccessDenied.With("a policy of user %q denies %s", rq.uid, action)
 	}
@@ -730,7 +779,7 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 // alone.
 func decide(b *rgw.Bucket, uid, action, key string, value func(string) ([]string, bool)) decision {
 	p := bucketPolicy(b)
-	d := p.eval(&policyRequest{uid: uid, action: action, resource: resourceARN(b.Name, key), value: value})
+	d := p.eval(&policyRequest{uid: uid, action: action, resource: resourceARN(b, key), value: value})
 	if d == decAllow && uid != b.Owner && b.PublicAccess != nil && b.PublicAccess.RestrictPublicBuckets && p.isPublic() {
 		d = decPass
 	}

@@ -61,7 +61,7 @@ func TestBucketPolicy(t *testing.T) {
 		}
 	}
 	anyone := `{"Sid":"read","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pol/pub/*"}`
-	listPub := `{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::t:user/other"]},"Action":"s3:ListBucket","Resource":"arn:aws:s3:::pol",` +
+	listPub := `{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/other"]},"Action":"s3:ListBucket","Resource":"arn:aws:s3:::pol",` +
 		`"Condition":{"StringEquals":{"s3:prefix":"pub/"}}}`
 	byTag := `{"Effect":"Allow","Principal":{"AWS":"other"},"Action":["s3:GetObject","s3:GetObjectTagging"],"Resource":"arn:aws:s3:::pol/*",` +
 		`"Condition":{"StringEquals":{"s3:ExistingObjectTag/share":"yes"}}}`

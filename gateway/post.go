@@ -302,7 +302,7 @@ func (srv *Server) postObject(rq *request) error {
 	key = strings.ReplaceAll(key, "${filename}", f.filename)
 	f.fields["key"] = key
 	if pol != nil {
-		if err := checkPostPolicy(pol, f, rq.bucket); err != nil {
+		if err := checkPostPolicy(pol, f, rq.bucketName); err != nil {
 			return err
 		}
 	}
@@ -373,7 +373,7 @@ func (srv *Server) postObject(rq *request) error {
 	rq.w.Header().Set("ETag", res.ETag)
 	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	setChecksumHeaders(res.Checksum, rq.w.Header())
-	location := "/" + b.Name + "/" + (&url.URL{Path: key}).EscapedPath()
+	location := "/" + b.S3Name() + "/" + (&url.URL{Path: key}).EscapedPath()
 	rq.w.Header().Set("Location", location)
 	redirect := f.fields["success_action_redirect"]
 	if redirect == "" {
@@ -385,7 +385,7 @@ func (srv *Server) postObject(rq *request) error {
 			if u.RawQuery != "" {
 				sep = "&"
 			}
-			rq.w.Header().Set("Location", redirect+sep+"bucket="+url.QueryEscape(b.Name)+"&key="+url.QueryEscape(key)+
+			rq.w.Header().Set("Location", redirect+sep+"bucket="+url.QueryEscape(b.S3Name())+"&key="+url.QueryEscape(key)+
 				"&etag="+url.QueryEscape(res.ETag))
 			rq.w.WriteHeader(http.StatusSeeOther)
 			return nil
@@ -395,7 +395,7 @@ func (srv *Server) postObject(rq *request) error {
 	case "200":
 		rq.w.WriteHeader(http.StatusOK)
 	case "201":
-		return writePostResponse(rq, postResponse{Location: location, Bucket: b.Name, Key: key, ETag: res.ETag})
+		return writePostResponse(rq, postResponse{Location: location, Bucket: b.S3Name(), Key: key, ETag: res.ETag})
 	default: // 204, and any other value (as S3)
 		rq.w.WriteHeader(http.StatusNoContent)
 	}

@@ -79,10 +79,12 @@ type request struct {
 	r      *http.Request
 	id     string
 	uid    string // authenticated user ("" anonymous)
-	bucket string
-	key    string
-	vhost  bool // the bucket came from the Host header
-	q      url.Values
+	bucket string // the bucket's key in the store (qualifyBucket)
+	// bucketName is the bucket's S3 name, without its tenant
+	bucketName string
+	key        string
+	vhost      bool // the bucket came from the Host header
+	q          url.Values
 }
 
 func newRequestID() string {
@@ -177,9 +179,11 @@ func (srv *Server) route(rq *request) error {
 		return err
 	}
 	if rq.r.Method == http.MethodOptions { // a CORS preflight: unsigned (cors.go)
+		if err := rq.qualifyBucket(); err != nil {
+			return err
+		}
 		return srv.preflight(rq)
 	}
-	srv.corsHeaders(rq)
 	hostBucket := ""
 	if rq.vhost {
 		hostBucket = rq.bucket // SigV2 signs "/bucket/key" even for virtual-host requests
@@ -189,11 +193,15 @@ func (srv *Server) route(rq *request) error {
 		rq.uid = uid
 		return secret, err
 	}, srv.now(), hostBucket)
+	if err != nil || ak == "" {
+		rq.uid = "" // anonymous: only what ACLs grant AllUsers
+	}
+	if qerr := rq.qualifyBucket(); qerr != nil {
+		return qerr
+	}
+	srv.corsHeaders(rq)
 	if err != nil {
 		return err
-	}
-	if ak == "" {
-		rq.uid = "" // anonymous: only what ACLs grant AllUsers
 	}
 	m := rq.r.Method
 	if iamSigned(rq.r) {
@@ -221,6 +229,22 @@ func (srv *Server) route(rq *request) error {
 		return srv.routeBucket(rq)
 	}
 	return srv.routeObject(rq)
+}
+
+// qualifyBucket turns the bucket the request names into its key in the
+// store: "TENANT:BUCKET" is that tenant's, a bare name the user's own
+// tenant's (rgw/tenant.go). rq.bucketName keeps the S3 name, for answers.
+func (rq *request) qualifyBucket() error {
+	if rq.bucket == "" {
+		return nil
+	}
+	key, ok := rgw.RequestBucketKey(rq.uid, rq.bucket)
+	if !ok {
+		return s3err.InvalidBucketName.With("bucket name %q names a tenant that is not valid", rq.bucket)
+	}
+	rq.bucket = key
+	_, rq.bucketName = rgw.SplitBucketKey(key)
+	return nil
 }
 
 // bucketFor loads the request's bucket and checks that the caller may do
@@ -631,7 +655,7 @@ func (srv *Server) listBuckets(rq *request) error {
 	if rq.uid == "" { // anonymous: owns nothing (as RGW)
 		return writeXML(rq, http.StatusOK, res)
 	}
-	if evalIdentity(srv.identityPolicies(rq), rq, "s3:ListAllMyBuckets", "arn:aws:s3:::*", nil) == decDeny {
+	if evalIdentity(srv.identityPolicies(rq), rq, "s3:ListAllMyBuckets", "arn:aws:s3::"+rgw.UserTenant(rq.uid)+":*", nil) == decDeny {
 		return s3err.AccessDenied.With("a policy of user %q denies s3:ListAllMyBuckets", rq.uid)
 	}
 	names, err := srv.s.UserBuckets(ctx, rq.uid)
@@ -639,7 +663,8 @@ func (srv *Server) listBuckets(rq *request) error {
 		return err
 	}
 	slices.Sort(names)
-	for _, n := range names {
+	for _, key := range names { // all in the user's tenant: sorted as their S3 names
+		_, n := rgw.SplitBucketKey(key)
 		if n <= after || !strings.HasPrefix(n, prefix) {
 			continue
 		}
@@ -647,7 +672,7 @@ func (srv *Server) listBuckets(rq *request) error {
 			res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.Buckets[limit-1].Name))
 			break
 		}
-		b, err := srv.s.GetBucket(ctx, n)
+		b, err := srv.s.GetBucket(ctx, key)
 		if err != nil {
 			continue // being deleted
 		}
@@ -707,7 +732,7 @@ func (srv *Server) createBucket(rq *request) error {
 	if err != nil {
 		return err
 	}
-	rq.w.Header().Set("Location", "/"+rq.bucket)
+	rq.w.Header().Set("Location", "/"+rq.bucketName)
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -1100,7 +1125,11 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := srv.s.LookupBucket(rq.r.Context(), sb)
+	sbk, ok := rgw.RequestBucketKey(rq.uid, sb)
+	if !ok {
+		return nil, nil, s3err.InvalidBucketName.With("copy source bucket %q names a tenant that is not valid", sb)
+	}
+	src, err := srv.s.LookupBucket(rq.r.Context(), sbk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1340,7 +1369,7 @@ func (srv *Server) listObjects(rq *request, b *rgw.Bucket) error {
 	if q.Get("allow-unordered") == "true" && delim != "" { // RGW's unordered listing: answered in order, which is allowed
 		return s3err.InvalidArgument.With("allow-unordered cannot be used with a delimiter")
 	}
-	res := listBucketResult{Xmlns: s3NS, Name: b.Name, Prefix: prefix, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
+	res := listBucketResult{Xmlns: s3NS, Name: b.S3Name(), Prefix: prefix, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc}
 	if v2 { // V1 answers the prefix as given (the SDKs decode it only in V2)
 		res.Prefix = encodeKey(prefix, enc)
 	}
@@ -1431,7 +1460,7 @@ func (srv *Server) createUpload(rq *request, b *rgw.Bucket) error {
 		rq.w.Header().Set("x-amz-checksum-algorithm", alg)
 		rq.w.Header().Set("x-amz-checksum-type", typ)
 	}
-	return writeXML(rq, http.StatusOK, initiateMultipartUploadResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: u.UploadID})
+	return writeXML(rq, http.StatusOK, initiateMultipartUploadResult{Xmlns: s3NS, Bucket: b.S3Name(), Key: rq.key, UploadID: u.UploadID})
 }
 
 func partNumber(q url.Values) (int, error) {
@@ -1536,7 +1565,7 @@ func (srv *Server) completeUpload(rq *request, b *rgw.Bucket) error {
 	}
 	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	setSSEHeaders(rq.w.Header(), res.SSE)
-	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.Name + "/" + rq.key, Bucket: b.Name, Key: rq.key, ETag: res.ETag,
+	return writeXML(rq, http.StatusOK, completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + b.S3Name() + "/" + rq.key, Bucket: b.S3Name(), Key: rq.key, ETag: res.ETag,
 		checksumXML: checksumXMLOf(res.Checksum)})
 }
 
@@ -1562,7 +1591,7 @@ func (srv *Server) listParts(rq *request, b *rgw.Bucket) error {
 		return err
 	}
 	o, in := srv.uploadOwners(rq.r.Context(), u)
-	res := listPartsResult{Xmlns: s3NS, Bucket: b.Name, Key: rq.key, UploadID: uploadID, Initiator: in, Owner: o, StorageClass: u.Class,
+	res := listPartsResult{Xmlns: s3NS, Bucket: b.S3Name(), Key: rq.key, UploadID: uploadID, Initiator: in, Owner: o, StorageClass: u.Class,
 		PartNumberMarker: marker, MaxParts: maxParts, IsTruncated: more, ChecksumAlgorithm: u.ChecksumAlg, ChecksumType: u.ChecksumType}
 	for _, p := range parts {
 		var ck checksumXML
@@ -1583,7 +1612,7 @@ func (srv *Server) listUploads(rq *request, b *rgw.Bucket) error {
 		return err
 	}
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
-	res := listMultipartUploadsResult{Xmlns: s3NS, Bucket: b.Name, KeyMarker: q.Get("key-marker"), UploadIDMarker: q.Get("upload-id-marker"),
+	res := listMultipartUploadsResult{Xmlns: s3NS, Bucket: b.S3Name(), KeyMarker: q.Get("key-marker"), UploadIDMarker: q.Get("upload-id-marker"),
 		Prefix: prefix, Delimiter: delim, MaxUploads: maxUploads}
 	ups, more, err := srv.s.ListUploads(rq.r.Context(), b, prefix, res.KeyMarker, res.UploadIDMarker, maxUploads)
 	if err != nil {
@@ -1626,7 +1655,7 @@ func (srv *Server) listVersions(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	res := listVersionsResult{Xmlns: s3NS, Name: b.Name, Prefix: encodeKey(prefix, enc), KeyMarker: encodeKey(marker, enc),
+	res := listVersionsResult{Xmlns: s3NS, Name: b.S3Name(), Prefix: encodeKey(prefix, enc), KeyMarker: encodeKey(marker, enc),
 		VersionIDMarker: vmarker, MaxKeys: maxKeys, Delimiter: encodeKey(delim, enc), EncodingType: enc, IsTruncated: l.Truncated}
 	for _, v := range l.Versions {
 		o := owner{ID: v.Owner, DisplayName: srv.s.DisplayName(rq.r.Context(), v.Owner)}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -70,16 +71,24 @@ func printJSON(out io.Writer, v any) error {
 
 func userCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "user", Short: "S3 users and their keys (radosgw-admin user ...)"}
-	var display, email, access, secret string
-	create := &cobra.Command{Use: "create UID", Short: "Create a user with one access key (generated unless given)", Args: cobra.ExactArgs(1),
+	var display, email, access, secret, tenant string
+	create := &cobra.Command{Use: "create UID", Short: "Create a user with one access key (generated unless given); UID may be TENANT$UID", Args: cobra.ExactArgs(1),
 		RunE: withStore(func(ctx context.Context, st *rgw.Store, out io.Writer, args []string) error {
-			u, err := st.CreateUser(ctx, args[0], display, email, rgw.Key{AccessKey: access, SecretKey: secret})
+			uid := args[0]
+			if tenant != "" {
+				if strings.Contains(uid, "$") {
+					return fmt.Errorf("user %q: give the tenant once, with --tenant or as TENANT$UID", uid)
+				}
+				uid = tenant + "$" + uid
+			}
+			u, err := st.CreateUser(ctx, uid, display, email, rgw.Key{AccessKey: access, SecretKey: secret})
 			if err != nil {
 				return err
 			}
 			return printJSON(out, u)
 		})}
 	create.Flags().StringVar(&display, "display-name", "", "display name (default the uid)")
+	create.Flags().StringVar(&tenant, "tenant", "", "the user's tenant (its buckets live in the tenant's namespace; users of others name them TENANT:BUCKET)")
 	create.Flags().StringVar(&email, "email", "", "e-mail address")
 	create.Flags().StringVar(&access, "access-key", "", "access key id (default generated)")
 	create.Flags().StringVar(&secret, "secret", "", "secret key (default generated)")

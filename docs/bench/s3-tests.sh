@@ -30,7 +30,7 @@ sed -e 's/<MAIN_ACCESS_KEY>/S3TMAIN0000000000001/; s/<MAIN_SECRET_KEY>/s3tmainse
     "$REF/s3tests.conf.template" > "$conf"
 "$SHOAL" user create testid --display-name "M. Tester" --email tester@ceph.com --access-key S3TMAIN0000000000001 --secret s3tmainsecret000000000000000000000000001 > /dev/null
 "$SHOAL" user create 56789abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234 --display-name john.doe --email john.doe@example.com --access-key S3TALT00000000000002 --secret s3taltsecret0000000000000000000000000002 > /dev/null
-"$SHOAL" user create 9876543210abcdef0123456789abcdef0123456789abcdef0123456789abcdef --display-name tenanteduser --email tenanteduser@example.com --access-key S3TTENANT00000000003 --secret s3ttenantsecret000000000000000000000003 > /dev/null
+"$SHOAL" user create --tenant testx 9876543210abcdef0123456789abcdef0123456789abcdef0123456789abcdef --display-name tenanteduser --email tenanteduser@example.com --access-key S3TTENANT00000000003 --secret s3ttenantsecret000000000000000000000003 > /dev/null
 "$SHOAL" user create 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef --display-name youruseridhere --email s3@example.com --access-key S3TIAM00000000000004 --secret s3tiamsecret0000000000000000000000000004 > /dev/null
 # the IAM user manages the others' user policies (radosgw-admin caps add --caps=user-policy=*)
 "$SHOAL" user caps add 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef 'user-policy=*' > /dev/null

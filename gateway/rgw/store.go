@@ -322,7 +322,9 @@ const (
 	userBuckets = ".buckets" // meta omap user.<uid>.buckets: name → ""
 )
 
-var uidRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
+// uidRE is a user id: 1-64 of A-Z a-z 0-9 _ . @ -, after an optional
+// "TENANT$" (tenant.go).
+var uidRE = regexp.MustCompile(`^([A-Za-z0-9_]{1,64}\$)?[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
 
 func randomKey(n int, alphabet string) string {
 	b := make([]byte, n)
@@ -347,7 +349,7 @@ func NewKey() Key {
 // key is.
 func (s *Store) CreateUser(ctx context.Context, uid, display, email string, k Key) (*User, error) {
 	if !uidRE.MatchString(uid) {
-		return nil, fmt.Errorf("user %q: %w: ids are 1-64 of A-Z a-z 0-9 _ . @ -", uid, client.ErrInvalid)
+		return nil, fmt.Errorf("user %q: %w: ids are 1-64 of A-Z a-z 0-9 _ . @ -, after an optional TENANT$ (1-64 of A-Z a-z 0-9 _)", uid, client.ErrInvalid)
 	}
 	if k == (Key{}) {
 		k = NewKey()
@@ -572,10 +574,16 @@ func validBucketName(n string) bool {
 
 // CreateBucket creates a bucket owned by uid, with a placement target, the
 // location constraint it was asked for and an ACL (nil: the default).
+// name is the bucket's key (tenant.go), in uid's own tenant
+// (s3err.AccessDenied otherwise).
 // s3err.BucketAlreadyOwnedByYou / s3err.BucketAlreadyExists if the name is taken.
 func (s *Store) CreateBucket(ctx context.Context, name, uid, placement, location string, acl ACL, ownership string) (*Bucket, error) {
-	if !validBucketName(name) {
-		return nil, s3err.InvalidBucketName.With("bucket name %q is not valid", name)
+	tenant, s3name := SplitBucketKey(name)
+	if !validBucketName(s3name) || (tenant != "" && !tenantRE.MatchString(tenant)) {
+		return nil, s3err.InvalidBucketName.With("bucket name %q is not valid", s3name)
+	}
+	if tenant != UserTenant(uid) {
+		return nil, s3err.AccessDenied.With("user %q may not create buckets in tenant %q", uid, tenant)
 	}
 	if u, err := s.GetUser(ctx, uid); err == nil && u.BucketLimit() >= 0 {
 		owned, err := s.UserBuckets(ctx, uid)
