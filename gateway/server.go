@@ -179,7 +179,20 @@ func (srv *Server) route(rq *request) error {
 		return err
 	}
 	if rq.r.Method == http.MethodOptions { // a CORS preflight: unsigned (cors.go)
-		if err := rq.qualifyBucket(); err != nil {
+		// A preflight of a presigned URL names its user's access key: the
+		// bucket is in that user's tenant (it is not authenticated, and
+		// is not used for anything else; a preflight reveals only what
+		// the bucket's CORS rules let every origin see).
+		access := rq.q.Get("AWSAccessKeyId")
+		if cred := rq.q.Get("X-Amz-Credential"); cred != "" {
+			access, _, _ = strings.Cut(cred, "/")
+		}
+		if access != "" {
+			rq.uid, _, _ = srv.s.LookupKey(rq.r.Context(), access)
+		}
+		err := rq.qualifyBucket()
+		rq.uid = ""
+		if err != nil {
 			return err
 		}
 		return srv.preflight(rq)

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway/rgw"
@@ -146,6 +149,36 @@ func TestTenants(t *testing.T) {
 	}
 	if got, err := read(legacy, b, "copy"); err != nil || got != "of testx$alice" {
 		t.Fatalf("copy from testx:photos: %q %v", got, err)
+	}
+
+	// a CORS preflight of a presigned URL finds the bucket in its user's tenant
+	if _, err := xa.PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: &b, CORSConfiguration: &types.CORSConfiguration{
+		CORSRules: []types.CORSRule{{AllowedMethods: []string{"GET"}, AllowedOrigins: []string{"example"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s3.NewPresignClient(xa).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k")}, s3.WithPresignExpires(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	preflight := func(url string) (int, string) {
+		req, _ := http.NewRequest(http.MethodOptions, url, nil)
+		req.Header.Set("Origin", "example")
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin")
+	}
+	if st, origin := preflight(ps.URL); st != http.StatusOK || origin != "example" {
+		t.Fatalf("preflight of testx$alice's presigned URL: %d %q", st, origin)
+	}
+	if st, _ := preflight(f.url + "/" + b + "/k"); st != http.StatusForbidden { // the legacy photos: no CORS rules
+		t.Fatalf("preflight of the legacy tenant's photos: %d", st)
+	}
+	if st, origin := preflight(f.url + "/testx:" + b + "/k"); st != http.StatusOK || origin != "example" {
+		t.Fatalf("preflight of testx:photos: %d %q", st, origin)
 	}
 
 	// bad tenant input: nothing created
