@@ -109,9 +109,9 @@ func sha256File(t *testing.T, p string) [32]byte {
 // thousands of files synced up and back, a 200 MiB multipart upload,
 // low-level multipart calls.
 func TestS3RealClients(t *testing.T) {
-	for _, tool := range []string{"/usr/bin/aws", "/usr/bin/s3cmd", "/usr/bin/rclone"} {
+	for _, tool := range []string{"/usr/bin/aws", "/usr/bin/s3cmd", "/usr/bin/rclone", "/usr/bin/restic"} {
 		if _, err := os.Stat(tool); err != nil {
-			t.Fatalf("%s is missing (Debian packages awscli, s3cmd, rclone; .ci/run installs them)", tool)
+			t.Fatalf("%s is missing (Debian packages awscli, s3cmd, rclone, restic; .ci/run installs them)", tool)
 		}
 	}
 	c := upWithGateway(t)
@@ -233,6 +233,7 @@ func TestS3RealClients(t *testing.T) {
 		awscli("s3api", "delete-object", "--bucket", "viaversions", "--key", "doc", "--version-id", v)
 	}
 	awscli("s3api", "delete-bucket", "--bucket", "viaversions")
+	resticOnLockedBucket(t, c, env, awscli)
 	// both Go SDKs
 	ctx := context.Background()
 	sdk := s3.New(s3.Options{Region: "default", BaseEndpoint: aws.String(ep), UsePathStyle: true,
@@ -274,6 +275,61 @@ func TestS3RealClients(t *testing.T) {
 	}
 	awscli("s3", "rm", "--recursive", "--only-show-errors", "s3://tree")
 	awscli("s3", "rb", "s3://tree")
+}
+
+// resticOnLockedBucket keeps a restic repository in a bucket with object
+// lock and a default retention, as immutable backups are kept: init, two
+// backups, check (reading every pack), restore, forget of a snapshot,
+// and the versions the backups wrote stay, each refusing removal.
+func resticOnLockedBucket(t *testing.T, c *tcluster, env map[string]string, awscli func(...string) string) {
+	awscli("s3api", "create-bucket", "--bucket", "viarestic", "--object-lock-enabled-for-bucket")
+	awscli("s3api", "put-object-lock-configuration", "--bucket", "viarestic", "--object-lock-configuration",
+		`{"ObjectLockEnabled":"Enabled","Rule":{"DefaultRetention":{"Mode":"GOVERNANCE","Days":1}}}`)
+	renv := map[string]string{"RESTIC_REPOSITORY": "s3:" + env["S3_ENDPOINT"] + "/viarestic", "RESTIC_PASSWORD": "e2e-restic",
+		"RESTIC_CACHE_DIR": t.TempDir()}
+	for k, v := range env {
+		renv[k] = v
+	}
+	restic := func(args ...string) string { return c.tool(renv, "/usr/bin/restic", args...) }
+	restic("init")
+	src := t.TempDir()
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range 20 {
+		b := make([]byte, 1<<(8+i%13)) // 256 B to 1 MiB
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprint("f", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restic("backup", "--quiet", src)
+	os.WriteFile(filepath.Join(src, "added"), []byte("written after the first backup"), 0o644)
+	restic("backup", "--quiet", src)
+	if n := strings.Count(restic("snapshots", "--json"), `"id"`); n != 2 {
+		t.Fatalf("restic snapshots: %d, want 2", n)
+	}
+	restic("check", "--read-data")
+	back := t.TempDir()
+	restic("restore", "latest", "--target", back)
+	if out, err := exec.Command("diff", "-r", src, filepath.Join(back, src)).CombinedOutput(); err != nil {
+		t.Fatalf("restic restore differs: %v\n%.2000s", err, out)
+	}
+	// forgetting a snapshot deletes its file: a delete marker, the version stays
+	restic("forget", "--keep-last", "1")
+	if n := strings.Count(restic("snapshots", "--json"), `"id"`); n != 1 {
+		t.Fatalf("restic snapshots after forget --keep-last 1: %d", n)
+	}
+	vs := awscli("s3api", "list-object-versions", "--bucket", "viarestic", "--prefix", "snapshots/", "--query", "Versions[].[Key,VersionId]", "--output", "text")
+	if strings.Count(vs, "snapshots/") != 2 {
+		t.Fatalf("versions under snapshots/ after forget: %q; want both snapshots' files kept", vs)
+	}
+	key, vid, _ := strings.Cut(strings.TrimSpace(strings.Split(vs, "\n")[0]), "\t")
+	out, err := c.toolErr(env, "/usr/bin/aws", "--endpoint-url", env["S3_ENDPOINT"], "s3api", "delete-object", "--bucket", "viarestic", "--key", key, "--version-id", vid)
+	if err == nil || !strings.Contains(out, "AccessDenied") {
+		t.Fatalf("removing a retained version of %s: %v %s", key, err, out)
+	}
+	restic("check")
 }
 
 // TestGatewayKilledMidPut kills the gateway with SIGKILL while a large PUT
