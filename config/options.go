@@ -144,6 +144,7 @@ var Options = []Option{
 	{Name: "rgw_enable_lc_threads", Type: Bool, Default: "true", Desc: "Run bucket lifecycle passes in this gateway (any one gateway of the cluster runs each pass)."},
 	{Name: "rgw_lc_lock_max_time", Type: Seconds, Default: "90", Min: 0.01, Max: 1 << 30, Desc: "Seconds a lifecycle pass holds the cluster's lifecycle lock between renewals (after each bucket and page of keys): how long a gateway killed mid-pass keeps the others from starting one."},
 	{Name: "rgw_crypt_require_ssl", Type: Bool, Default: "true", Desc: "Refuse SSE-C requests (customer-provided keys) that do not come over TLS."},
+	{Name: "rgw_bucket_logging_obj_roll_time", Type: Seconds, Default: "300", Min: 1, Max: 1 << 20, Desc: "Seconds a logged bucket's access log records gather before they are committed as one object of its log bucket (RGW's ObjectRollTime)."},
 	{Name: "rgw_lc_debug_interval", Type: Seconds, Default: "0", Min: 0, Max: 1 << 30, Desc: "For tests: if positive, a lifecycle day lasts this many seconds and passes run that often, outside the work time too."},
 	{Name: "rgw_dns_name", Type: String, Desc: "Domain for virtual-host-style bucket addressing."},
 }

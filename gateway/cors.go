@@ -112,7 +112,7 @@ func (srv *Server) corsHeaders(rq *request) {
 	if origin == "" || rq.bucket == "" {
 		return
 	}
-	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.requestBucket(rq)
 	if err != nil || len(b.CORS) == 0 {
 		return
 	}
@@ -140,7 +140,7 @@ func (srv *Server) preflight(rq *request) error {
 	if rq.bucket == "" {
 		return s3err.InvalidRequest.With("a CORS preflight names a bucket")
 	}
-	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.requestBucket(rq)
 	if err != nil {
 		return err
 	}

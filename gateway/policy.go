@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ type Statement struct {
 	Principal, NotPrincipal []string
 	Action, NotAction       []string
 	Resource, NotResource   []string
+	noResource              bool // neither: the statement applies to nothing
 	// Condition: operator → key → values.
 	Condition map[string]map[string][]string
 }
@@ -111,10 +113,16 @@ func (p *principalList) UnmarshalJSON(b []byte) error {
 	}
 	*p = []string{}
 	for k, v := range m {
-		if k != "AWS" && k != "CanonicalUser" {
+		switch k {
+		case "AWS", "CanonicalUser":
+			*p = append(*p, v...)
+		case "Service":
+			for _, s := range v {
+				*p = append(*p, servicePrincipal(s))
+			}
+		default:
 			return fmt.Errorf("unsupported principal type %q", k)
 		}
-		*p = append(*p, v...)
 	}
 	return nil
 }
@@ -152,8 +160,10 @@ var conditionOps = map[string]bool{
 
 // ParsePolicy parses and checks a bucket policy for bucket: MalformedPolicy
 // for JSON that does not parse, a missing or unknown Version, Effect or
-// condition operator, a statement without a principal, action or
-// resource, an action outside s3:, or a resource outside the bucket.
+// condition operator, a statement without a principal or action, one
+// with both Resource and NotResource, an action outside s3:, or a
+// resource outside the bucket. A statement with neither Resource nor
+// NotResource is accepted and applies to nothing, as RGW takes it.
 //
 // bucket is the bucket's key (rgw/tenant.go): a resource's ARN with no
 // account, or '*', names a bucket of the bucket's own tenant, one with
@@ -256,9 +266,15 @@ func parsePolicy(doc []byte, tenant, bucket string, identity bool) (*Policy, err
 				return nil, bad("statement %d: action %q is not an S3 action", i, a)
 			}
 		}
-		if (len(st.Resource) == 0) == (len(st.NotResource) == 0) {
+		switch {
+		case len(st.Resource) > 0 && len(st.NotResource) > 0:
+			return nil, bad("statement %d: takes one of Resource, NotResource", i)
+		case len(st.Resource) == 0 && len(st.NotResource) == 0 && identity:
 			return nil, bad("statement %d: needs one of Resource, NotResource", i)
 		}
+		// a bucket policy's statement without either applies to nothing
+		// (RGW accepts it so: test_bucket_logging_owner)
+		st.noResource = len(st.Resource) == 0 && len(st.NotResource) == 0
 		for _, list := range [][]string{st.Resource, st.NotResource} {
 			for j, r := range list {
 				q, ok := qualifyARN(r, tenant)
@@ -371,7 +387,7 @@ func (st *Statement) applies(r *policyRequest) bool {
 	if len(st.NotAction) > 0 && anyMatch(st.NotAction, r.action, true) {
 		return false
 	}
-	if len(st.Resource) > 0 && !anyMatch(st.Resource, r.resource, false) {
+	if st.noResource || len(st.Resource) > 0 && !anyMatch(st.Resource, r.resource, false) {
 		return false
 	}
 	if len(st.NotResource) > 0 && anyMatch(st.NotResource, r.resource, false) {
@@ -402,8 +418,17 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 	return false
 }
 
-// principalMatches reports whether uid is one of the principals.
+// servicePrincipal is how a service principal ({"Service": name}) is
+// kept, and how a service's own request names its caller: "service:NAME"
+// (no user id holds ':').
+func servicePrincipal(name string) string { return "service:" + name }
+
+// principalMatches reports whether uid is one of the principals. A
+// service (servicePrincipal) matches its own principal alone, not "*".
 func principalMatches(principals []string, uid string) bool {
+	if strings.HasPrefix(uid, "service:") {
+		return slices.Contains(principals, uid)
+	}
 	for _, p := range principals {
 		if p == "*" {
 			return true
@@ -669,7 +694,7 @@ func s3Action(rq *request) string {
 				"tagging", "GetBucketTagging", "uploads", "ListBucketMultipartUploads", "versions", "ListBucketVersions",
 				"cors", "GetBucketCORS", "lifecycle", "GetLifecycleConfiguration", "policy", "GetBucketPolicy",
 				"policyStatus", "GetBucketPolicyStatus", "publicAccessBlock", "GetBucketPublicAccessBlock",
-				"ownershipControls", "GetBucketOwnershipControls")
+				"ownershipControls", "GetBucketOwnershipControls", "logging", "GetBucketLogging")
 			if a == "" {
 				a = "ListBucket"
 			}
@@ -677,7 +702,7 @@ func s3Action(rq *request) string {
 			a = sub("acl", "PutBucketAcl", "tagging", "PutBucketTagging", "cors", "PutBucketCORS",
 				"lifecycle", "PutLifecycleConfiguration", "policy", "PutBucketPolicy",
 				"publicAccessBlock", "PutBucketPublicAccessBlock", "versioning", "PutBucketVersioning",
-				"ownershipControls", "PutBucketOwnershipControls")
+				"ownershipControls", "PutBucketOwnershipControls", "logging", "PutBucketLogging")
 			if a == "" {
 				a = "CreateBucket"
 			}
@@ -689,7 +714,7 @@ func s3Action(rq *request) string {
 				a = "DeleteBucket"
 			}
 		case http.MethodPost:
-			a = sub("delete", "DeleteObject")
+			a = sub("delete", "DeleteObject", "logging", "PostBucketLogging")
 			if a == "" {
 				a = "PutObject"
 			}
@@ -739,7 +764,7 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 	p := bucketPolicy(b)
 	ids := srv.identityPolicies(rq)
 	if p == nil && ids == nil {
-		return aclCheck()
+		return viaACL(rq, b, aclCheck)
 	}
 	if action == "" {
 		action = s3Action(rq)
@@ -752,7 +777,7 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 		if idd == decAllow {
 			return nil
 		}
-		return aclCheck()
+		return viaACL(rq, b, aclCheck)
 	}
 	if tags == nil && key != "" {
 		tags = func() ([]rgw.Tag, bool) {
@@ -770,7 +795,18 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 	case d == decAllow, idd == decAllow:
 		return nil
 	}
-	return aclCheck()
+	return viaACL(rq, b, aclCheck)
+}
+
+// viaACL runs aclCheck as the check that decides and notes, for the
+// access log's ACLRequired, when an ACL let a user other than the
+// bucket's owner in.
+func viaACL(rq *request, b *rgw.Bucket, aclCheck func() error) error {
+	err := aclCheck()
+	if err == nil && rq.uid != b.Owner {
+		rq.aclRequired = true
+	}
+	return err
 }
 
 // decide evaluates b's policy for user uid doing action on key ("": the
@@ -801,7 +837,7 @@ func (srv *Server) authorizeObject(rq *request, b *rgw.Bucket, o *rgw.Object, ke
 // bucketPolicy answers GET, PUT and DELETE ?policy: the bucket's owner
 // alone, whatever the policy says (no policy locks its owner out).
 func (srv *Server) bucketPolicy(rq *request) error {
-	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.requestBucket(rq)
 	if err != nil {
 		return err
 	}

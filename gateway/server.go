@@ -28,19 +28,21 @@ import (
 // Server is the S3 HTTP front end over a Store. It holds no state of its
 // own: any number of servers on one cluster serve the same buckets.
 type Server struct {
-	s   *rgw.Store
-	opt rgw.Options // s's
-	now func() time.Time
-	m   *metrics
+	s    *rgw.Store
+	opt  rgw.Options // s's
+	now  func() time.Time
+	m    *metrics
+	logs logBatches // bucket logging's pending batches (bucketlog.go)
 }
 
 // NewServer returns the S3 handler over s.
 func NewServer(s *rgw.Store) *Server {
-	return &Server{s: s, opt: s.Options(), now: time.Now, m: newMetrics(s)}
+	return &Server{s: s, opt: s.Options(), now: time.Now, m: newMetrics(s), logs: logBatches{since: map[string]time.Time{}}}
 }
 
 // Serve answers S3 requests on ln (TLS if certFile and keyFile are set)
-// and runs the GC, dynamic reshard and lifecycle workers, until ctx ends; then it stops accepting, lets
+// and runs the GC, dynamic reshard, lifecycle and bucket log commit
+// workers, until ctx ends; then it stops accepting, lets
 // requests in flight finish for up to 10 s, and returns.
 func (srv *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -49,10 +51,12 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile
 	gcDone := make(chan struct{})
 	reshardDone := make(chan struct{})
 	lcDone := make(chan struct{})
+	logDone := make(chan struct{})
 	go func() { defer close(gcDone); srv.s.RunGC(gcCtx) }()
 	go func() { defer close(reshardDone); srv.s.RunReshard(gcCtx) }()
 	go func() { defer close(lcDone); srv.s.RunLC(gcCtx) }()
-	defer func() { stopGC(); <-gcDone; <-reshardDone; <-lcDone }()
+	go func() { defer close(logDone); srv.runLogCommits(gcCtx) }()
+	defer func() { stopGC(); <-gcDone; <-reshardDone; <-lcDone; <-logDone }()
 	errc := make(chan error, 1)
 	go func() {
 		if certFile != "" {
@@ -84,7 +88,13 @@ type request struct {
 	bucketName string
 	key        string
 	vhost      bool // the bucket came from the Host header
-	q          url.Values
+	// aclRequired is set when an ACL let a user other than the bucket's
+	// owner in (the access log's ACLRequired); errCode is the S3 error
+	// the request was answered with
+	aclRequired bool
+	errCode     string
+	b           *rgw.Bucket // the bucket as the request loaded it (requestBucket)
+	q           url.Values
 }
 
 func newRequestID() string {
@@ -104,10 +114,12 @@ func (srv *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if err := srv.route(rq); err != nil {
 		srv.writeError(rq, err)
 	}
+	srv.logRequest(rq, w, start)
 }
 
 func (srv *Server) writeError(rq *request, err error) {
 	ae := apiError(err)
+	rq.errCode = ae.Code
 	if ae.Status >= 500 {
 		srv.opt.Logger.Warn("s3 request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
 	}
@@ -225,7 +237,7 @@ func (srv *Server) route(rq *request) error {
 		return nil
 	}
 	if want := rq.r.Header.Get("x-amz-expected-bucket-owner"); want != "" && rq.bucket != "" {
-		if b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket); err == nil && b.Owner != want {
+		if b, err := srv.requestBucket(rq); err == nil && b.Owner != want {
 			return s3err.AccessDenied.With("bucket %q is not owned by %q", rq.bucket, want)
 		}
 	}
@@ -242,6 +254,16 @@ func (srv *Server) route(rq *request) error {
 		return srv.routeBucket(rq)
 	}
 	return srv.routeObject(rq)
+}
+
+// requestBucket loads the request's bucket (through the store's cache)
+// and keeps it for the access log (bucketlog.go).
+func (srv *Server) requestBucket(rq *request) (*rgw.Bucket, error) {
+	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
+	if err == nil {
+		rq.b = b
+	}
+	return b, err
 }
 
 // qualifyBucket turns the bucket the request names into its key in the
@@ -264,7 +286,7 @@ func (rq *request) qualifyBucket() error {
 // the request: the bucket policy, or else perm on the bucket's ACL (""
 // for the owner alone).
 func (srv *Server) bucketFor(rq *request, perm string) (*rgw.Bucket, error) {
-	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket)
+	b, err := srv.requestBucket(rq)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +315,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
 var unsupportedBucketSubresources = []string{"website", "replication",
-	"logging", "notification", "encryption", "requestPayment", "accelerate", "inventory", "analytics",
+	"notification", "encryption", "requestPayment", "accelerate", "inventory", "analytics",
 	"metrics", "intelligent-tiering"}
 
 func (srv *Server) routeBucket(rq *request) error {
@@ -309,6 +331,9 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	if has(q, "object-lock") {
 		return srv.bucketObjectLock(rq)
+	}
+	if has(q, "logging") {
+		return srv.bucketLogging(rq)
 	}
 	if has(q, "ownershipControls") {
 		return srv.bucketOwnership(rq)
@@ -481,7 +506,7 @@ func (srv *Server) objectAllows(rq *request, b *rgw.Bucket, perm string) error {
 func (srv *Server) routeObject(rq *request) error {
 	q := rq.q
 	ctx := rq.r.Context()
-	b, err := srv.s.LookupBucket(ctx, rq.bucket)
+	b, err := srv.requestBucket(rq)
 	if err != nil {
 		return err
 	}
@@ -1255,7 +1280,7 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 }
 
 func (srv *Server) deleteObjects(rq *request) error {
-	b, err := srv.s.LookupBucket(rq.r.Context(), rq.bucket) // each key is authorized (s3:DeleteObject)
+	b, err := srv.requestBucket(rq) // each key is authorized (s3:DeleteObject)
 	if err != nil {
 		return err
 	}

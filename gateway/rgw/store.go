@@ -89,7 +89,11 @@ type Options struct {
 	// CryptRequireSSL (rgw_crypt_require_ssl) refuses SSE-C requests
 	// that do not come over TLS (the customer's key travels with them).
 	CryptRequireSSL bool
-	Logger          *slog.Logger
+	// LogRollTime (rgw_bucket_logging_obj_roll_time; 0:
+	// DefaultLogRollTime) is how long a logged bucket's access log
+	// records gather before they are committed (bucketlog.go).
+	LogRollTime time.Duration
+	Logger      *slog.Logger
 	// Clock times the background passes (GC, lifecycle, dynamic
 	// resharding), GC due times, the lifecycle's "now" and work window,
 	// and the cluster-wide locks' leases; nil: the real clock. Object,
@@ -128,6 +132,7 @@ func OptionsFromConfig(c *config.Config) Options {
 		NoLCThreads:     !c.Bool("rgw_enable_lc_threads"),
 		LCLockTTL:       secs("rgw_lc_lock_max_time"),
 		CryptRequireSSL: c.Bool("rgw_crypt_require_ssl"),
+		LogRollTime:     secs("rgw_bucket_logging_obj_roll_time"),
 		MultiDelMaxAIO:  max(1, int(c.Int("rgw_multi_obj_del_max_aio"))),
 		MaxObjsPerShard: func() int64 {
 			if !c.Bool("rgw_dynamic_resharding") {
@@ -166,6 +171,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.LCLockTTL <= 0 {
 		o.LCLockTTL = 90 * time.Second
+	}
+	if o.LogRollTime <= 0 {
+		o.LogRollTime = DefaultLogRollTime
 	}
 	if o.LCWorkTime == "" {
 		o.LCWorkTime = "00:00-06:00"
@@ -544,6 +552,9 @@ type Bucket struct {
 	// Quota is the bucket's own quota (nil: its owner's bucket quota;
 	// quota.go).
 	Quota *Quota `json:"quota,omitempty"`
+	// Logging is the bucket's logging configuration (nil: not logged;
+	// bucketlog.go).
+	Logging *BucketLogging `json:"logging,omitempty"`
 
 	policyOnce sync.Once
 	policy     any       // Policy, parsed by ParsedPolicy's caller
@@ -781,9 +792,15 @@ func (s *Store) DeleteBucket(ctx context.Context, b *Bucket) error {
 			}
 		}
 	}
+	if b.Logging != nil { // deliver what is pending; its batch goes with the bucket
+		if _, err := s.CommitLog(ctx, b, 0, true); err != nil {
+			s.opt.Logger.Warn("bucket log commit failed", "bucket", b.Name, "err", err)
+		}
+	}
 	if err := s.meta.Remove(ctx, bucketObjP+b.Name); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return err
 	}
+	s.log.Remove(ctx, logBatchOID(b))
 	s.ForgetBucket(b.Name)
 	s.removeShards(ctx, b)
 	s.nonec.Remove(ctx, b.ID+uploadsSuffix)
