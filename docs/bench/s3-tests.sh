@@ -9,7 +9,10 @@
 # 8f0ae7b404a3a2fcf7038bf1e6bf29544fe9b6a3). Needs Debian's python3-boto3,
 # python3-pytest, python3-pytest-timeout, python3-munch, python3-gevent,
 # python3-isodate, python3-requests, python3-tz, python3-httplib2,
-# python3-lxml, python3-yaml, and a built ./shoal.
+# python3-lxml, python3-yaml, and a built ./shoal. For a newer botocore
+# than Debian's (docs/S3-COMPATIBILITY.md ran 1.43.11): PYTHONPATH=DIR,
+# DIR holding boto3, botocore, s3transfer and jmespath with their
+# .dist-info directories.
 set -euo pipefail
 SUITE=$(realpath "$1")
 OUT=$(realpath -m "${2:-/var/tmp/s3-tests-shoal}")
