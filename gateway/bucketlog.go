@@ -110,6 +110,18 @@ func (srv *Server) bucketLogging(rq *request) error {
 		if err != nil {
 			return err
 		}
+		switch old := b.Logging; {
+		case old == nil: // what gathered while logging was off is not delivered
+			if err := srv.s.DropLogBatch(ctx, b); err != nil {
+				return err
+			}
+		case old.TargetBucket != cfg.TargetBucket || old.TargetPrefix != cfg.TargetPrefix || old.TargetID != cfg.TargetID:
+			// what gathered goes to the old target; if it cannot (gone,
+			// or created again), to the new one the owner just chose
+			if _, err := srv.s.CommitLog(ctx, b, 0, true); err != nil {
+				srv.opt.Logger.Warn("bucket log: pending records go to the new log bucket", "bucket", b.Name, "err", err)
+			}
+		}
 		if _, err := srv.s.SetBucketLogging(ctx, b.Name, cfg); err != nil {
 			return err
 		}
@@ -163,11 +175,11 @@ func (srv *Server) loggingConfig(rq *request, b *rgw.Bucket, le *loggingEnabled)
 		}
 		return nil, false
 	}
-	if p == nil || p.eval(&policyRequest{uid: servicePrincipal(logService), action: "s3:PutObject", resource: resourceARN(target, le.TargetPrefix), value: values}) != decAllow {
+	if p == nil || p.eval(&policyRequest{uid: servicePrincipal(logService), action: "s3:PutObject", resource: resourceARN(target, "") + "/" + le.TargetPrefix, value: values}) != decAllow {
 		return nil, s3err.AccessDenied.With("the policy of log bucket %q does not let %s put objects under %q for bucket %q and account %q",
 			le.TargetBucket, logService, le.TargetPrefix, b.S3Name(), rq.uid)
 	}
-	cfg.TargetBucket = target.Name
+	cfg.TargetBucket, cfg.TargetID = target.Name, target.ID
 	return cfg, nil
 }
 
@@ -213,9 +225,10 @@ func (srv *Server) logRequest(rq *request, w *countingWriter, start time.Time) {
 		}
 		b = nb
 	}
-	if b.Logging == nil || (rq.key == "" && rq.r.Method == http.MethodDelete && len(rq.q) == 0 && w.status < 300) {
+	if b.Logging == nil || (rq.key == "" && s3Action(rq) == "s3:DeleteBucket" && w.status < 300) {
 		return // not logged, or the bucket is gone (its batch with it)
 	}
+	record := accessLogRecord(rq, w, b, start) // before a commit: its time is not the request's
 	roll := srv.logRollTime()
 	srv.logs.mu.Lock()
 	since, ok := srv.logs.since[b.Name]
@@ -225,7 +238,7 @@ func (srv *Server) logRequest(rq *request, w *countingWriter, start time.Time) {
 			srv.opt.Logger.Warn("bucket log commit failed", "bucket", b.Name, "err", err)
 		}
 	}
-	since, err := srv.s.AppendLogRecord(ctx, b, accessLogRecord(rq, w, b, start))
+	since, err := srv.s.AppendLogRecord(ctx, b, record)
 	if err != nil {
 		srv.opt.Logger.Warn("bucket log record lost", "bucket", b.Name, "err", err)
 		return
@@ -241,22 +254,29 @@ func (srv *Server) logRequest(rq *request, w *countingWriter, start time.Time) {
 func (srv *Server) commitDueLogs(ctx context.Context) {
 	roll := srv.logRollTime()
 	srv.logs.mu.Lock()
-	var due []string
+	due := map[string]time.Time{}
 	for k, since := range srv.logs.since {
 		if time.Since(since) >= roll {
-			due = append(due, k)
-			delete(srv.logs.since, k)
+			due[k] = since
 		}
 	}
 	srv.logs.mu.Unlock()
-	for _, k := range due {
+	for k, since := range due {
 		b, err := srv.s.LookupBucket(ctx, k)
-		if err != nil || b.Logging == nil {
-			continue
+		if err == nil && b.Logging != nil {
+			var key string
+			if key, err = srv.s.CommitLog(ctx, b, roll, false); err != nil {
+				srv.opt.Logger.Warn("bucket log commit failed", "bucket", k, "err", err)
+			}
+			if err != nil || key == "" {
+				continue // busy elsewhere or failed: tried again next pass
+			}
 		}
-		if _, err := srv.s.CommitLog(ctx, b, roll, false); err != nil {
-			srv.opt.Logger.Warn("bucket log commit failed", "bucket", k, "err", err)
+		srv.logs.mu.Lock()
+		if srv.logs.since[k].Equal(since) { // no record appended meanwhile
+			delete(srv.logs.since, k)
 		}
+		srv.logs.mu.Unlock()
 	}
 }
 
@@ -295,7 +315,7 @@ func accessLogRecord(rq *request, w *countingWriter, b *rgw.Bucket, start time.T
 	}
 	key := "-"
 	if rq.key != "" {
-		key = url.PathEscape(rq.key)
+		key = (&url.URL{Path: rq.key}).EscapedPath()
 	}
 	status := w.status
 	if status == 0 {
@@ -330,7 +350,7 @@ func accessLogRecord(rq *request, w *countingWriter, b *rgw.Bucket, start time.T
 		}
 	}
 	aclRequired := "-"
-	if rq.aclRequired {
+	if rq.aclRequired.Load() {
 		aclRequired = "Yes"
 	}
 	fields := []string{

@@ -374,6 +374,56 @@ func TestBucketLoggingRoll(t *testing.T) {
 	if !seen["REST.PUT.LOGGING_STATUS -"] || !seen["REST.PUT.OBJECT k0"] || !seen["REST.PUT.OBJECT k1"] || len(seen) != 3 {
 		t.Fatalf("records committed: %v; want PutBucketLogging's, k0's and k1's, once each", seen)
 	}
+	// a log bucket removed and created again (by anyone) gets nothing
+	for _, obj := range l.Contents {
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &dst, Key: obj.Key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &dst}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &dst}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &dst, Policy: aws.String(logPolicy(dst, prefix, src, "tester"))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &src, Key: aws.String("k3"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := f.signed(t, f.admin, http.MethodPost, "/"+src+"?logging", nil, ""); st != http.StatusBadRequest || !strings.Contains(body, "created again") {
+		t.Fatalf("flush to a log bucket created again: %d %s", st, body)
+	}
+	if l, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &dst}); err != nil || len(l.Contents) != 0 {
+		t.Fatalf("the log bucket created again received %+v (%v)", l, err)
+	}
+	// configured again (an empty prefix: the policy's resource is the
+	// bucket's "/*"), the kept records go out
+	empty := ""
+	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &dst, Policy: aws.String(strings.Replace(logPolicy(dst, "*", src, "tester"), "p/", "", 1))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketLogging(ctx, &s3.PutBucketLoggingInput{Bucket: &src, BucketLoggingStatus: &types.BucketLoggingStatus{LoggingEnabled: &types.LoggingEnabled{
+		TargetBucket: &dst, TargetPrefix: &empty}}}); err != nil {
+		t.Fatalf("logging with an empty prefix under a policy for %s/*: %v", dst, err)
+	}
+	st, body := f.signed(t, f.admin, http.MethodPost, "/"+src+"?logging", nil, "")
+	if st != http.StatusOK || !regexp.MustCompile(`<FlushedLoggingObject>\d{4}-\d\d-`).MatchString(body) {
+		t.Fatalf("flush after configuring again: %d %s", st, body)
+	}
+	l, err = c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := ""
+	for _, obj := range l.Contents {
+		got, _ := get(t, c, dst, *obj.Key, "")
+		all += string(got)
+	}
+	if strings.Count(all, "REST.PUT.OBJECT k3 ") != 1 {
+		t.Fatalf("the kept records were not delivered once: %q", all)
+	}
 }
 
 // captureResponse copies the HTTP response's header into raw.

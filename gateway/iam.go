@@ -131,7 +131,7 @@ func (srv *Server) iamAction(rq *request) error {
 	if !strings.Contains(user, "$") && rgw.UserTenant(rq.uid) != "" {
 		user = rgw.UserTenant(rq.uid) + "$" + user // a user of the caller's own tenant
 	}
-	if err := srv.iamAllowed(rq, "iam:"+action, "arn:aws:iam::"+rgw.UserTenant(user)+":user/"+rgw.UserName(user), perm); err != nil {
+	if err := srv.iamAllowed(rq, "iam:"+action, user, "arn:aws:iam::"+rgw.UserTenant(user)+":user/"+rgw.UserName(user), perm); err != nil {
 		return err
 	}
 	notFound := func(err error) error {
@@ -181,7 +181,7 @@ func (srv *Server) iamAction(rq *request) error {
 
 // iamAllowed checks that rq's user may do action on resource: by the
 // user-policy capability with perm, or by its own policies.
-func (srv *Server) iamAllowed(rq *request, action, resource, perm string) error {
+func (srv *Server) iamAllowed(rq *request, action, target, resource, perm string) error {
 	caps, _, err := srv.s.UserAccess(rq.r.Context(), rq.uid)
 	if err != nil {
 		return err
@@ -189,7 +189,8 @@ func (srv *Server) iamAllowed(rq *request, action, resource, perm string) error 
 	if rgw.HasCap(caps, rgw.CapUserPolicy, perm) {
 		return nil
 	}
-	if evalIdentity(srv.identityPolicies(rq), rq, action, resource, nil) == decAllow {
+	// a user's own policies reach users of its own tenant only
+	if rgw.UserTenant(target) == rgw.UserTenant(rq.uid) && evalIdentity(srv.identityPolicies(rq), rq, action, resource, nil) == decAllow {
 		return nil
 	}
 	return iamErr("AccessDenied", http.StatusForbidden, "user "+rq.uid+" may not "+action+" on "+resource)

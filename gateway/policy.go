@@ -580,7 +580,7 @@ func (p *Policy) isPublic() bool {
 		return false
 	}
 	for _, st := range p.Statements {
-		if st.Effect != "Allow" || (st.Principal != nil && !principalMatches(st.Principal, "")) {
+		if st.Effect != "Allow" || st.noResource || (st.Principal != nil && !principalMatches(st.Principal, "")) {
 			continue
 		}
 		pinned := false
@@ -770,6 +770,9 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 		action = s3Action(rq)
 	}
 	idd := evalIdentity(ids, rq, action, resourceARN(b, key), tags)
+	if idd == decAllow && b.Tenant() != rgw.UserTenant(rq.uid) {
+		idd = decPass // a user's own policies open its own tenant's buckets only
+	}
 	if idd == decDeny {
 		return s3err.AccessDenied.With("a policy of user %q denies %s", rq.uid, action)
 	}
@@ -804,7 +807,7 @@ func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tag
 func viaACL(rq *request, b *rgw.Bucket, aclCheck func() error) error {
 	err := aclCheck()
 	if err == nil && rq.uid != b.Owner {
-		rq.aclRequired = true
+		rq.aclRequired.Store(true)
 	}
 	return err
 }

@@ -321,6 +321,9 @@ func (srv *Server) postObject(rq *request) error {
 	if len(key) > 1024 {
 		return s3err.KeyTooLong
 	}
+	if err := rq.qualifyBucket(); err != nil { // now in the form's user's tenant
+		return err
+	}
 	b, err := srv.bucketFor(rq, rgw.PermWrite)
 	if err != nil {
 		return err

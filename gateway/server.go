@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,14 +85,15 @@ type request struct {
 	id     string
 	uid    string // authenticated user ("" anonymous)
 	bucket string // the bucket's key in the store (qualifyBucket)
-	// bucketName is the bucket's S3 name, without its tenant
-	bucketName string
-	key        string
-	vhost      bool // the bucket came from the Host header
+	// bucketName is the bucket's S3 name, without its tenant; requested
+	// the name as the request gave it
+	bucketName, requested string
+	key                   string
+	vhost                 bool // the bucket came from the Host header
 	// aclRequired is set when an ACL let a user other than the bucket's
 	// owner in (the access log's ACLRequired); errCode is the S3 error
 	// the request was answered with
-	aclRequired bool
+	aclRequired atomic.Bool // set by parallel key checks of a multi-object delete
 	errCode     string
 	b           *rgw.Bucket // the bucket as the request loaded it (requestBucket)
 	q           url.Values
@@ -268,14 +270,18 @@ func (srv *Server) requestBucket(rq *request) (*rgw.Bucket, error) {
 
 // qualifyBucket turns the bucket the request names into its key in the
 // store: "TENANT:BUCKET" is that tenant's, a bare name the user's own
-// tenant's (rgw/tenant.go). rq.bucketName keeps the S3 name, for answers.
+// tenant's (rgw/tenant.go). rq.bucketName keeps the S3 name, for answers;
+// it runs again when the user is known later (a POST form's).
 func (rq *request) qualifyBucket() error {
-	if rq.bucket == "" {
+	if rq.requested == "" {
+		rq.requested = rq.bucket
+	}
+	if rq.requested == "" {
 		return nil
 	}
-	key, ok := rgw.RequestBucketKey(rq.uid, rq.bucket)
+	key, ok := rgw.RequestBucketKey(rq.uid, rq.requested)
 	if !ok {
-		return s3err.InvalidBucketName.With("bucket name %q names a tenant that is not valid", rq.bucket)
+		return s3err.InvalidBucketName.With("bucket name %q names a tenant that is not valid", rq.requested)
 	}
 	rq.bucket = key
 	_, rq.bucketName = rgw.SplitBucketKey(key)

@@ -181,6 +181,52 @@ func TestTenants(t *testing.T) {
 		t.Fatalf("preflight of testx:photos: %d %q", st, origin)
 	}
 
+	// a browser POST upload signed by a tenant's user lands in its tenant's bucket
+	ua, err := f.store.GetUser(ctx, "testx$alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := postPolicy(time.Hour, map[string]string{"bucket": b}, []any{"starts-with", "$key", ""})
+	resp := postForm(t, f.url+"/"+b, [][2]string{{"key", "posted"}, {"AWSAccessKeyId", ua.Keys[0].AccessKey}, {"policy", pol},
+		{"signature", sigV2Policy(ua.Keys[0].SecretKey, pol)}}, "x", "by testx$alice")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST upload by testx$alice: %d", resp.StatusCode)
+	}
+	if got, err := read(xa, b, "posted"); err != nil || got != "by testx$alice" {
+		t.Fatalf("testx's photos after testx$alice's POST: %q %v", got, err)
+	}
+	if _, err := read(legacy, b, "posted"); code(err) != "NoSuchKey" {
+		t.Fatalf("the legacy photos after testx$alice's POST: %v", err)
+	}
+
+	// a user's own policies open its own tenant only: testy$alice allowed
+	// everything by its policies still cannot read testx's bucket beyond
+	// its policy, nor manage another tenant's users' policies
+	allowAll := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*","iam:*"],"Resource":"*"}]}`
+	if err := f.store.PutUserPolicy(ctx, "testy$alice", "all", allowAll); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := xa.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := read(ya, tb, "k"); code(err) != "AccessDenied" {
+		t.Fatalf("testy$alice reading testx:photos with an allow-all user policy: %v", err)
+	}
+	if got, err := read(ya, b, "k"); err != nil || got != "of testy$alice" {
+		t.Fatalf("testy$alice reading its own photos: %q %v", got, err)
+	}
+	uy, err := f.store.GetUser(ctx, "testy$alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := f.iam(t, uy.Keys[0], iamForm("PutUserPolicy", "UserName", "testx$bob", "PolicyName", "p", "PolicyDocument", allowAll)); st != http.StatusForbidden {
+		t.Fatalf("testy$alice putting a policy on testx$bob: %d %s", st, body)
+	}
+	if st, body := f.iam(t, uy.Keys[0], iamForm("ListUserPolicies", "UserName", "alice")); st != http.StatusOK || !strings.Contains(body, "<member>all</member>") {
+		t.Fatalf("testy$alice listing its own (same-tenant) policies: %d %s", st, body)
+	}
+
 	// bad tenant input: nothing created
 	for _, c := range []struct {
 		c      *s3.Client

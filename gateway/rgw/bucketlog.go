@@ -35,6 +35,9 @@ import (
 // LoggingEnabled).
 type BucketLogging struct {
 	TargetBucket string `json:"target_bucket"` // the log bucket's key (tenant.go)
+	// TargetID is the log bucket's ID when logging was configured: a
+	// bucket of that name created since is not delivered to.
+	TargetID     string `json:"target_id"`
 	TargetPrefix string `json:"target_prefix"`
 	// KeyFormat is LogKeySimple or LogKeyPartitioned; DateSource, for
 	// the partitioned format, EventTime or DeliveryTime.
@@ -50,6 +53,11 @@ const (
 	LogKeySimple      = "SimplePrefix"
 	LogKeyPartitioned = "PartitionedPrefix"
 )
+
+// logCommitTTL is how long a commit holds its batch's lock; a commit
+// gives up at half of it, so a slow one cannot outlive its lock and race
+// the next (two commits of one batch would write the same object).
+const logCommitTTL = time.Minute
 
 // DefaultLogRollTime is how long a batch gathers records before it is
 // committed when rgw_bucket_logging_obj_roll_time is not set (RGW's
@@ -100,7 +108,9 @@ func (s *Store) CommitLog(ctx context.Context, b *Bucket, rollTime time.Duration
 	}
 	oid := logBatchOID(b)
 	cookie := NewTag()
-	if err := s.log.LockExclusive(ctx, oid, "commit", cookie, "bucket log commit", 30*time.Second, false); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, logCommitTTL/2)
+	defer cancel()
+	if err := s.log.LockExclusive(ctx, oid, "commit", cookie, "bucket log commit", logCommitTTL, false); err != nil {
 		if errors.Is(err, osdop.ErrBusy) || errors.Is(err, client.ErrExists) {
 			return "", nil // another gateway is committing it
 		}
@@ -132,6 +142,9 @@ func (s *Store) CommitLog(ctx context.Context, b *Bucket, rollTime time.Duration
 	if err != nil {
 		return "", fmt.Errorf("bucket %s: log bucket %s: %w", b.Name, cfg.TargetBucket, err)
 	}
+	if cfg.TargetID != "" && target.ID != cfg.TargetID {
+		return "", s3err.InvalidRequest.With("bucket %s: log bucket %s was removed and created again since logging was configured: its records are kept, not delivered; configure logging again", b.Name, cfg.TargetBucket)
+	}
 	key := logObjectKey(cfg, b, since, seq)
 	if _, err := s.PutObject(ctx, target, key, PutInput{Body: bytes.NewReader(data), Size: int64(len(data)), Owner: target.Owner,
 		Headers: map[string]string{"Content-Type": "text/plain"}}); err != nil {
@@ -145,6 +158,16 @@ func (s *Store) CommitLog(ctx context.Context, b *Bucket, rollTime time.Duration
 		return "", fmt.Errorf("bucket %s: log batch trim: %w", b.Name, err)
 	}
 	return key, nil
+}
+
+// DropLogBatch removes bucket b's pending batch (records gathered while
+// its logging was being turned off, by gateways that had not seen it yet:
+// not delivered to whatever log bucket is configured next).
+func (s *Store) DropLogBatch(ctx context.Context, b *Bucket) error {
+	if err := s.log.Remove(ctx, logBatchOID(b)); err != nil && !errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("bucket %s: log batch: %w", b.Name, err)
+	}
+	return nil
 }
 
 // logObjectKey names batch seq of bucket b, begun at since: the same for
