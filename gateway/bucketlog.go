@@ -43,10 +43,12 @@ type loggingEnabled struct {
 }
 
 type targetObjectKeyFormat struct {
-	SimplePrefix      *struct{} `xml:"SimplePrefix,omitempty"`
-	PartitionedPrefix *struct {
-		PartitionDateSource string `xml:"PartitionDateSource,omitempty"`
-	} `xml:"PartitionedPrefix,omitempty"`
+	SimplePrefix      *struct{}          `xml:"SimplePrefix,omitempty"`
+	PartitionedPrefix *partitionedPrefix `xml:"PartitionedPrefix,omitempty"`
+}
+
+type partitionedPrefix struct {
+	PartitionDateSource string `xml:"PartitionDateSource,omitempty"`
 }
 
 type postBucketLoggingOutput struct {
@@ -69,9 +71,7 @@ func (srv *Server) bucketLogging(rq *request) error {
 		if c := b.Logging; c != nil {
 			le := &loggingEnabled{TargetBucket: logTargetName(b, c.TargetBucket), TargetPrefix: c.TargetPrefix, TargetObjectKeyFormat: &targetObjectKeyFormat{}}
 			if c.KeyFormat == rgw.LogKeyPartitioned {
-				le.TargetObjectKeyFormat.PartitionedPrefix = &struct {
-					PartitionDateSource string `xml:"PartitionDateSource,omitempty"`
-				}{c.DateSource}
+				le.TargetObjectKeyFormat.PartitionedPrefix = &partitionedPrefix{c.DateSource}
 			} else {
 				le.TargetObjectKeyFormat.SimplePrefix = &struct{}{}
 			}
@@ -83,7 +83,7 @@ func (srv *Server) bucketLogging(rq *request) error {
 		if b.Logging == nil {
 			return s3err.InvalidRequest.With("bucket %q has no logging configuration", b.S3Name())
 		}
-		key, err := srv.s.CommitLog(ctx, b, srv.logRollTime(), true)
+		key, err := srv.s.CommitLog(ctx, b, srv.opt.LogRollTime, true)
 		if err != nil {
 			return err
 		}
@@ -100,9 +100,11 @@ func (srv *Server) bucketLogging(rq *request) error {
 					return err
 				}
 			}
-			if _, err := srv.s.SetBucketLogging(ctx, b.Name, nil); err != nil {
+			nb, err := srv.s.SetBucketLogging(ctx, b.Name, nil)
+			if err != nil {
 				return err
 			}
+			rq.b = nb // this request is logged as the bucket now stands
 			rq.w.WriteHeader(http.StatusOK)
 			return nil
 		}
@@ -115,16 +117,18 @@ func (srv *Server) bucketLogging(rq *request) error {
 			if err := srv.s.DropLogBatch(ctx, b); err != nil {
 				return err
 			}
-		case old.TargetBucket != cfg.TargetBucket || old.TargetPrefix != cfg.TargetPrefix || old.TargetID != cfg.TargetID:
+		case !old.SameDestination(cfg):
 			// what gathered goes to the old target; if it cannot (gone,
 			// or created again), to the new one the owner just chose
 			if _, err := srv.s.CommitLog(ctx, b, 0, true); err != nil {
 				srv.opt.Logger.Warn("bucket log: pending records go to the new log bucket", "bucket", b.Name, "err", err)
 			}
 		}
-		if _, err := srv.s.SetBucketLogging(ctx, b.Name, cfg); err != nil {
+		nb, err := srv.s.SetBucketLogging(ctx, b.Name, cfg)
+		if err != nil {
 			return err
 		}
+		rq.b = nb
 		rq.w.WriteHeader(http.StatusOK)
 		return nil
 	}
@@ -193,13 +197,6 @@ func logTargetName(b *rgw.Bucket, target string) string {
 	return t + ":" + n
 }
 
-func (srv *Server) logRollTime() time.Duration {
-	if d := srv.opt.LogRollTime; d > 0 {
-		return d
-	}
-	return rgw.DefaultLogRollTime
-}
-
 // logBatches remembers, per logged bucket this gateway appended records
 // to, when its pending batch began, so a request after the roll time (or
 // the periodic pass) commits it.
@@ -214,22 +211,15 @@ type logBatches struct {
 func (srv *Server) logRequest(rq *request, w *countingWriter, start time.Time) {
 	b := rq.b
 	if b == nil {
-		return // failed before its bucket was loaded
+		return // failed before its bucket was loaded, or removed it
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rq.r.Context()), 30*time.Second)
 	defer cancel()
-	if has(rq.q, "logging") { // the configuration may have just changed
-		nb, err := srv.s.LookupBucket(ctx, rq.bucket)
-		if err != nil {
-			return
-		}
-		b = nb
-	}
-	if b.Logging == nil || (rq.key == "" && s3Action(rq) == "s3:DeleteBucket" && w.status < 300) {
-		return // not logged, or the bucket is gone (its batch with it)
+	if b.Logging == nil {
+		return
 	}
 	record := accessLogRecord(rq, w, b, start) // before a commit: its time is not the request's
-	roll := srv.logRollTime()
+	roll := srv.opt.LogRollTime
 	srv.logs.mu.Lock()
 	since, ok := srv.logs.since[b.Name]
 	srv.logs.mu.Unlock()
@@ -252,7 +242,7 @@ func (srv *Server) logRequest(rq *request, w *countingWriter, start time.Time) {
 // RollTime old (the periodic pass: a bucket no request reaches still gets
 // its records delivered).
 func (srv *Server) commitDueLogs(ctx context.Context) {
-	roll := srv.logRollTime()
+	roll := srv.opt.LogRollTime
 	srv.logs.mu.Lock()
 	due := map[string]time.Time{}
 	for k, since := range srv.logs.since {
@@ -282,7 +272,7 @@ func (srv *Server) commitDueLogs(ctx context.Context) {
 
 // runLogCommits runs commitDueLogs every half roll time until ctx ends.
 func (srv *Server) runLogCommits(ctx context.Context) {
-	t := time.NewTicker(max(srv.logRollTime()/2, time.Second))
+	t := time.NewTicker(max(srv.opt.LogRollTime/2, time.Second))
 	defer t.Stop()
 	for {
 		select {

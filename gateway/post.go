@@ -302,7 +302,8 @@ func (srv *Server) postObject(rq *request) error {
 	key = strings.ReplaceAll(key, "${filename}", f.filename)
 	f.fields["key"] = key
 	if pol != nil {
-		if err := checkPostPolicy(pol, f, rq.bucketName); err != nil {
+		_, name := rgw.SplitBucketKey(rq.bucket)
+		if err := checkPostPolicy(pol, f, name); err != nil {
 			return err
 		}
 	}

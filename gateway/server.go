@@ -85,11 +85,10 @@ type request struct {
 	id     string
 	uid    string // authenticated user ("" anonymous)
 	bucket string // the bucket's key in the store (qualifyBucket)
-	// bucketName is the bucket's S3 name, without its tenant; requested
-	// the name as the request gave it
-	bucketName, requested string
-	key                   string
-	vhost                 bool // the bucket came from the Host header
+	// requested is the bucket's name as the request gave it
+	requested string
+	key       string
+	vhost     bool // the bucket came from the Host header
 	// aclRequired is set when an ACL let a user other than the bucket's
 	// owner in (the access log's ACLRequired); errCode is the S3 error
 	// the request was answered with
@@ -270,8 +269,8 @@ func (srv *Server) requestBucket(rq *request) (*rgw.Bucket, error) {
 
 // qualifyBucket turns the bucket the request names into its key in the
 // store: "TENANT:BUCKET" is that tenant's, a bare name the user's own
-// tenant's (rgw/tenant.go). rq.bucketName keeps the S3 name, for answers;
-// it runs again when the user is known later (a POST form's).
+// tenant's (rgw/tenant.go). It runs again when the user is known later
+// (a POST form's).
 func (rq *request) qualifyBucket() error {
 	if rq.requested == "" {
 		rq.requested = rq.bucket
@@ -284,7 +283,6 @@ func (rq *request) qualifyBucket() error {
 		return s3err.InvalidBucketName.With("bucket name %q names a tenant that is not valid", rq.requested)
 	}
 	rq.bucket = key
-	_, rq.bucketName = rgw.SplitBucketKey(key)
 	return nil
 }
 
@@ -390,6 +388,7 @@ func (srv *Server) routeBucket(rq *request) error {
 		if err := srv.s.DeleteBucket(ctx, b); err != nil {
 			return err
 		}
+		rq.b = nil // gone, its access log batch with it: nothing to log into
 		rq.w.WriteHeader(http.StatusNoContent)
 		return nil
 	case http.MethodPost:
@@ -776,7 +775,8 @@ func (srv *Server) createBucket(rq *request) error {
 	if err != nil {
 		return err
 	}
-	rq.w.Header().Set("Location", "/"+rq.bucketName)
+	_, name := rgw.SplitBucketKey(rq.bucket)
+	rq.w.Header().Set("Location", "/"+name)
 	rq.w.WriteHeader(http.StatusOK)
 	return nil
 }

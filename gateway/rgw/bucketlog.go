@@ -48,6 +48,12 @@ type BucketLogging struct {
 	Modified time.Time `json:"modified"`
 }
 
+// SameDestination reports whether c (nil: no logging) and o deliver to
+// the same log bucket, under the same prefix.
+func (c *BucketLogging) SameDestination(o *BucketLogging) bool {
+	return c != nil && o != nil && c.TargetBucket == o.TargetBucket && c.TargetID == o.TargetID && c.TargetPrefix == o.TargetPrefix
+}
+
 // Log object key formats (S3's TargetObjectKeyFormat).
 const (
 	LogKeySimple      = "SimplePrefix"
@@ -68,12 +74,12 @@ const DefaultLogRollTime = 300 * time.Second
 func logBatchOID(b *Bucket) string { return "bucketlog." + b.ID }
 
 // SetBucketLogging sets (nil: removes) bucket name's logging
-// configuration; an unchanged one keeps its Modified time.
+// configuration and returns the bucket as updated; an unchanged one keeps
+// its Modified time. s3err.NoSuchBucket if it is gone.
 func (s *Store) SetBucketLogging(ctx context.Context, name string, cfg *BucketLogging) (*Bucket, error) {
 	return s.UpdateBucket(ctx, name, func(b *Bucket) error {
 		if cfg != nil {
-			if old := b.Logging; old != nil && old.TargetBucket == cfg.TargetBucket && old.TargetPrefix == cfg.TargetPrefix &&
-				old.KeyFormat == cfg.KeyFormat && old.DateSource == cfg.DateSource {
+			if old := b.Logging; old.SameDestination(cfg) && old.KeyFormat == cfg.KeyFormat && old.DateSource == cfg.DateSource {
 				cfg.Modified = old.Modified
 			} else {
 				cfg.Modified = time.Now().UTC().Truncate(time.Second)
@@ -85,7 +91,8 @@ func (s *Store) SetBucketLogging(ctx context.Context, name string, cfg *BucketLo
 }
 
 // AppendLogRecord adds one record (a line, with its newline) to bucket
-// b's pending batch and returns when the batch began.
+// b's pending batch and returns when the batch began (now, for a resent
+// append, whose answer has no output); RADOS's error, wrapped.
 func (s *Store) AppendLogRecord(ctx context.Context, b *Bucket, record []byte) (time.Time, error) {
 	out, err := s.log.Exec(ctx, logBatchOID(b), "rgw.log_append", record)
 	if err != nil {
@@ -100,7 +107,11 @@ func (s *Store) AppendLogRecord(ctx context.Context, b *Bucket, record []byte) (
 
 // CommitLog commits bucket b's pending batch to its log bucket if it is
 // at least rollTime old (force: whatever its age, as RGW's flush) and
-// returns the log object's key ("" if nothing was committed).
+// returns the log object's key ("" if nothing was committed: no batch,
+// an empty or young one, or another gateway committing it now). Errors:
+// s3err.InvalidRequest if the log bucket was created again since logging
+// was configured (the batch is kept); the log bucket's or RADOS's
+// otherwise, wrapped (the batch is kept, for the next commit).
 func (s *Store) CommitLog(ctx context.Context, b *Bucket, rollTime time.Duration, force bool) (string, error) {
 	cfg := b.Logging
 	if cfg == nil {

@@ -266,6 +266,11 @@ func (s *Store) gcEnqueueVersion(ctx context.Context, oid string, h *HeadInfo) {
 // with others on the same key.
 const maxLinkAttempts = 64
 
+// dropInline empties a head object's data (the inline bytes of a null
+// version whose bytes leave it): a full write of nothing, which an EC
+// pool without overwrites takes where it refuses a truncate.
+var dropInline = osdop.Op{Code: osdop.WriteFull}
+
 // linkVersion makes h, whose tails are written, the current version of
 // key in a versioned bucket: a new version (Enabled) or the null version
 // (Suspended), replacing the null version if there is one. The index
@@ -315,7 +320,7 @@ func (s *Store) linkVersion(ctx context.Context, b *Bucket, key string, h *HeadI
 		}
 		ops := []osdop.Op{o.guard()}
 		if replaced != nil && replaced.inline() {
-			ops = append(ops, osdop.Op{Code: osdop.WriteFull}) // drop the inline bytes (an EC pool without overwrites takes a full write, not a truncate)
+			ops = append(ops, dropInline)
 		}
 		if o.plain && h.VersionID != NullVersion {
 			nb, _ := json.Marshal(o.vers[NullVersion])
@@ -431,7 +436,7 @@ func (s *Store) unlinkVersion(ctx context.Context, b *Bucket, key, vid string, c
 			ops = append(ops, osdop.Op{Code: osdop.Remove})
 		} else {
 			if rec.inline() {
-				ops = append(ops, osdop.Op{Code: osdop.WriteFull}) // drop the inline bytes (an EC pool without overwrites takes a full write, not a truncate)
+				ops = append(ops, dropInline)
 			}
 			if !(o.plain && vid == NullVersion) {
 				ops = append(ops, osdop.Op{Code: osdop.RmXattr, Name: verAttrPrefix + vid})
