@@ -16,7 +16,9 @@
 //  3. raw = CRUSH(rule, pps, size) with each OSD's in/out weight; OSDs that
 //     do not exist are dropped (replicated) or become holes (erasure). A
 //     PG's pg_upmap entry replaces raw unless it names an out or missing
-//     OSD or has not the pool's size (OSDMap::_apply_upmap).
+//     OSD or has not the pool's size; then each pair of its
+//     pg_upmap_items replaces one OSD, unless the new one is out or
+//     already in the set (OSDMap::_apply_upmap).
 //  4. up = raw without down OSDs (replicated: shifted left; erasure: holes
 //     stay, positionally stable). The up primary is the first OSD, unless
 //     primary affinity below 1.0 makes CRUSH skip it.
@@ -32,7 +34,8 @@
 // Shoal may append fields an older one skips.
 //
 // pg_upmap entries are set by the MONs only, to keep an erasure-coded PG's
-// shards at their positions when CRUSH reorders its OSDs (mon/upmap.go).
-// Not yet modelled: pg_upmap_items and operator-set overrides (the
-// balancer's), CRUSH choose_args, snapshots, cache tiers.
+// shards at their positions when CRUSH reorders its OSDs (mon/upmap.go);
+// pg_upmap_items are the balancer's (package balancer) or an operator's
+// (`shoal osd pg-upmap-items`). Not yet modelled: CRUSH choose_args,
+// cache tiers.
 package osdmap

@@ -11,25 +11,55 @@ import (
 // Encoding versions. Map v1 and Incremental v1 are the first; v2 appends
 // the cluster flags and the OSDs' extra state (AutoOut, Fullness), v3
 // their cluster addresses, v4 their UpFrom, v5 the pg_upmap entries, v6
-// the blocklist. A
+// the blocklist, v7 the pg_upmap_items. A
 // reader accepts newer versions whose compat is 1 and skips fields it
 // does not know. A map or incremental that holds pg_upmap entries has
-// compat 5: they change where PGs map, so a reader that would skip them
-// must refuse it (as Ceph requires luminous clients for pg_upmap).
+// compat 5, one with pg_upmap_items compat 7: they change where PGs map,
+// so a reader that would skip them must refuse it (as Ceph requires
+// luminous clients for pg_upmap).
 const (
-	mapVersion         = 6
-	incrementalVersion = 6
+	mapVersion         = 7
+	incrementalVersion = 7
 	magicMap           = "SHOALMAP"
 	magicIncremental   = "SHOALINC"
 )
 
 // upmapCompat is the compat version of a map or incremental with n
-// pg_upmap entries.
-func upmapCompat(n int) uint8 {
-	if n > 0 {
+// pg_upmap entries and items pg_upmap_items entries.
+func upmapCompat(n, items int) uint8 {
+	switch {
+	case items > 0:
+		return 7
+	case n > 0:
 		return 5
 	}
 	return 1
+}
+
+func encodeUpmapItems(e *wire.Encoder, t map[PGID][]UpmapItem) {
+	e.U32(uint32(len(t)))
+	for _, pg := range sortedPGs(t) {
+		e.I64(pg.Pool)
+		e.U32(pg.Seed)
+		e.U32(uint32(len(t[pg])))
+		for _, it := range t[pg] {
+			e.I32(it.From)
+			e.I32(it.To)
+		}
+	}
+}
+
+func decodeUpmapItems(d *wire.Decoder) map[PGID][]UpmapItem {
+	t := map[PGID][]UpmapItem{}
+	for n := d.Count(16); n > 0 && d.Err() == nil; n-- {
+		pg := PGID{Pool: d.I64(), Seed: d.U32()}
+		items := make([]UpmapItem, d.Count(8))
+		for i := range items {
+			items[i] = UpmapItem{From: d.I32(), To: d.I32()}
+		}
+		t[pg] = items
+	}
+	return t
 }
 
 // Pool encoding versions: v2 appends the snapshot fields (snap_seq, pool
@@ -188,7 +218,7 @@ func (m *Map) Encode() []byte {
 	for i := 0; i < len(magicMap); i++ {
 		e.U8(magicMap[i])
 	}
-	mark := e.Begin(mapVersion, upmapCompat(len(m.PGUpmap)))
+	mark := e.Begin(mapVersion, upmapCompat(len(m.PGUpmap), len(m.PGUpmapItems)))
 	e.U32(uint32(m.Epoch))
 	e.String(m.FSID)
 	e.I64(m.PoolMax)
@@ -211,6 +241,7 @@ func (m *Map) Encode() []byte {
 	encodeOSDFields(&e, ids, func(id int32) OSD { return m.OSDs[id] })
 	encodePGTemp(&e, m.PGUpmap)      // v5
 	encodeBlocklist(&e, m.Blocklist) // v6
+	encodeUpmapItems(&e, m.PGUpmapItems) // v7
 	e.End(mark)
 	return e.Bytes()
 }
@@ -371,6 +402,10 @@ func Decode(b []byte) (*Map, error) {
 	if v >= 6 {
 		m.Blocklist = decodeBlocklist(d)
 	}
+	m.PGUpmapItems = map[PGID][]UpmapItem{}
+	if v >= 7 {
+		m.PGUpmapItems = decodeUpmapItems(d)
+	}
 	d.End("osdmap", end)
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("osdmap: decode: %w", err)
@@ -385,7 +420,7 @@ func (inc *Incremental) Encode() []byte {
 	for i := 0; i < len(magicIncremental); i++ {
 		e.U8(magicIncremental[i])
 	}
-	mark := e.Begin(incrementalVersion, upmapCompat(len(inc.NewPGUpmap)))
+	mark := e.Begin(incrementalVersion, upmapCompat(len(inc.NewPGUpmap), len(inc.NewPGUpmapItems)))
 	e.U32(uint32(inc.Epoch))
 	encodeCrush(&e, inc.NewCrush)
 	e.U32(uint32(len(inc.NewPools)))
@@ -412,6 +447,7 @@ func (inc *Incremental) Encode() []byte {
 	encodePGTemp(&e, inc.NewPGUpmap)      // v5
 	encodeBlocklist(&e, inc.NewBlocklist) // v6
 	e.Strings(inc.OldBlocklist)
+	encodeUpmapItems(&e, inc.NewPGUpmapItems) // v7
 	e.End(mark)
 	return e.Bytes()
 }
@@ -461,6 +497,9 @@ func DecodeIncremental(b []byte) (*Incremental, error) {
 	if v >= 6 {
 		inc.NewBlocklist = decodeBlocklist(d)
 		inc.OldBlocklist = d.Strings()
+	}
+	if v >= 7 {
+		inc.NewPGUpmapItems = decodeUpmapItems(d)
 	}
 	d.End("incremental", end)
 	if err := d.Err(); err != nil {

@@ -30,6 +30,9 @@ type Incremental struct {
 	// NewPGUpmap sets a PG's pg_upmap (Map.PGUpmap); an empty list
 	// removes it.
 	NewPGUpmap map[PGID][]int32
+	// NewPGUpmapItems sets a PG's pg_upmap_items (Map.PGUpmapItems); an
+	// empty list removes them.
+	NewPGUpmapItems map[PGID][]UpmapItem
 	// NewFlags replaces the cluster flags when non-nil.
 	NewFlags *Flags
 	// NewBlocklist adds (or extends) blocklist entries; OldBlocklist
@@ -50,6 +53,7 @@ func (m *Map) Clone() *Map {
 	n.OSDs = slices.Clone(m.OSDs)
 	n.PGTemp = cloneLists(m.PGTemp)
 	n.PGUpmap = cloneLists(m.PGUpmap)
+	n.PGUpmapItems = cloneLists(m.PGUpmapItems)
 	n.PrimaryTemp = maps.Clone(m.PrimaryTemp)
 	if n.PrimaryTemp == nil {
 		n.PrimaryTemp = map[PGID]int32{}
@@ -118,6 +122,11 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 				delete(n.PGUpmap, pg)
 			}
 		}
+		for pg := range n.PGUpmapItems {
+			if pg.Pool == id {
+				delete(n.PGUpmapItems, pg)
+			}
+		}
 		for pg := range n.PrimaryTemp {
 			if pg.Pool == id {
 				delete(n.PrimaryTemp, pg)
@@ -126,6 +135,7 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 	}
 	setLists(n.PGTemp, inc.NewPGTemp)
 	setLists(n.PGUpmap, inc.NewPGUpmap)
+	setLists(n.PGUpmapItems, inc.NewPGUpmapItems)
 	for pg, o := range inc.NewPrimaryTemp {
 		if o < 0 {
 			delete(n.PrimaryTemp, pg)
@@ -190,8 +200,8 @@ func (p *Pool) validate() error {
 }
 
 // cloneLists deep-copies a map of PG → OSD list (never nil).
-func cloneLists(m map[PGID][]int32) map[PGID][]int32 {
-	n := make(map[PGID][]int32, len(m))
+func cloneLists[T any](m map[PGID][]T) map[PGID][]T {
+	n := make(map[PGID][]T, len(m))
 	for pg, v := range m {
 		n[pg] = slices.Clone(v)
 	}
@@ -200,7 +210,7 @@ func cloneLists(m map[PGID][]int32) map[PGID][]int32 {
 
 // setLists applies an incremental's PG → OSD list changes to m: an empty
 // list removes the PG's entry.
-func setLists(m, changes map[PGID][]int32) {
+func setLists[T any](m, changes map[PGID][]T) {
 	for pg, osds := range changes {
 		if len(osds) == 0 {
 			delete(m, pg)

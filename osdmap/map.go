@@ -121,7 +121,11 @@ type Map struct {
 	// MONs set it on erasure-coded PGs whose OSDs CRUSH only reorders, so
 	// that each keeps its shard (mon.positionalUpmaps).
 	PGUpmap map[PGID][]int32
-	Flags   Flags // cluster-wide flags (`shoal osd set`)
+	// PGUpmapItems replaces single OSDs of a PG's placement (Ceph's
+	// pg_upmap_items), applied after PGUpmap: the balancer's moves
+	// (package balancer, `shoal osd pg-upmap-items`).
+	PGUpmapItems map[PGID][]UpmapItem
+	Flags        Flags // cluster-wide flags (`shoal osd set`)
 	// Blocklist holds the refused clients: entry → until when, Unix
 	// nanoseconds (blocklist.go).
 	Blocklist map[string]int64
@@ -142,7 +146,8 @@ var (
 // New returns an empty map at epoch 0 holding the given CRUSH map.
 func New(fsid string, c *crush.Map) *Map {
 	return &Map{FSID: fsid, Pools: map[int64]*Pool{}, Crush: c,
-		PGTemp: map[PGID][]int32{}, PrimaryTemp: map[PGID]int32{}, PGUpmap: map[PGID][]int32{}}
+		PGTemp: map[PGID][]int32{}, PrimaryTemp: map[PGID]int32{}, PGUpmap: map[PGID][]int32{},
+		PGUpmapItems: map[PGID][]UpmapItem{}}
 }
 
 // Pool returns the pool with the given id.
@@ -213,7 +218,7 @@ func (m *Map) ObjectToPG(pool int64, name, namespace string) (PGID, error) {
 
 // Mapping is where a PG lives.
 type Mapping struct {
-	Raw           []int32 // CRUSH's choice or the PG's pg_upmap, nonexistent OSDs removed
+	Raw           []int32 // CRUSH's choice or the PG's pg_upmap, then its pg_upmap_items; nonexistent OSDs removed
 	Up            []int32 // Raw without down OSDs
 	UpPrimary     int32   // -1 when Up is empty
 	Acting        []int32 // pg_temp, else Up
@@ -234,10 +239,14 @@ func (m *Map) mapPG(p *Pool, pg PGID, weights []uint32) Mapping {
 	var mp Mapping
 	pps := p.PlacementSeed(pg)
 	folded := p.RawPGToPG(pg)
-	if u, ok := m.upmap(p, folded, weights); ok {
+	u, ok, rejected := m.upmap(p, folded, weights)
+	if ok {
 		mp.Raw = u
 	} else {
 		mp.Raw = m.crushOSDs(p, pps, weights)
+	}
+	if !rejected {
+		m.applyUpmapItems(folded, mp.Raw, weights)
 	}
 	// up: without down OSDs
 	for _, o := range mp.Raw {
@@ -295,18 +304,54 @@ func (m *Map) crushOSDs(p *Pool, pps uint32, weights []uint32) []int32 {
 // upmap returns the PG's pg_upmap entry (a copy) and true when it applies:
 // as in Ceph's OSDMap::_apply_upmap an entry naming an OSD that is out
 // (weight 0) is ignored, and so is one whose length is not the pool's
-// size or that names an OSD that does not exist.
-func (m *Map) upmap(p *Pool, pg PGID, weights []uint32) ([]int32, bool) {
-	u, ok := m.PGUpmap[pg]
-	if !ok || len(u) != p.Size {
-		return nil, false
+// size or that names an OSD that does not exist. rejected reports an
+// entry that exists but does not apply: as in Ceph, the PG's
+// pg_upmap_items are then ignored too.
+func (m *Map) upmap(p *Pool, pg PGID, weights []uint32) (u []int32, ok, rejected bool) {
+	u, ok = m.PGUpmap[pg]
+	if !ok {
+		return nil, false, false
+	}
+	if len(u) != p.Size {
+		return nil, false, true
 	}
 	for _, o := range u {
 		if o != NoOSD && (!m.exists(o) || int(o) >= len(weights) || weights[o] == 0) {
-			return nil, false
+			return nil, false, true
 		}
 	}
-	return slices.Clone(u), true
+	return slices.Clone(u), true, false
+}
+
+// UpmapItem is one pair of a PG's pg_upmap_items: the OSD From of its
+// placement is replaced by To.
+type UpmapItem struct {
+	From, To int32
+}
+
+// applyUpmapItems replaces OSDs of raw in place by the PG's
+// pg_upmap_items, as Ceph's OSDMap::_apply_upmap: each pair replaces the
+// first position holding From, unless To is already in raw or To is
+// out (weight 0). Pairs apply in order, so [[1,2],[2,1]] is no swap.
+func (m *Map) applyUpmapItems(pg PGID, raw []int32, weights []uint32) {
+	for _, it := range m.PGUpmapItems[pg] {
+		if it.To >= 0 && int(it.To) < len(weights) && weights[it.To] == 0 {
+			continue
+		}
+		pos := -1
+		for i, o := range raw {
+			if o == it.To {
+				pos = -1
+				break
+			}
+			if o == it.From && pos < 0 {
+				pos = i
+			}
+		}
+		if pos >= 0 {
+			raw[pos] = it.To
+		}
+	}
 }
 
 // CrushOSDs returns, for every PG of a pool in seed order, CRUSH's choice

@@ -396,7 +396,7 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
 	grown := append([]byte(nil), b[:hdr]...)
-	grown = append(grown, 7, 1) // version 7 (one past this reader's), compat 1
+	grown = append(grown, 8, 1) // version 8 (one past this reader's), compat 1
 	n := uint32(len(b)-hdr-6) + 3
 	grown = append(grown, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	grown = append(grown, b[hdr+6:]...)
@@ -408,31 +408,53 @@ func TestDecodeForwardCompatible(t *testing.T) {
 	if !bytes.Equal(m2.Encode(), b) {
 		t.Fatal("newer map decoded to different content")
 	}
-	grown[hdr+1] = 7 // compat 7: needs a newer reader
+	grown[hdr+1] = 8 // compat 8: needs a newer reader
 	if _, err := osdmap.Decode(grown); !errors.Is(err, wire.ErrCorrupt) {
-		t.Fatalf("compat 7: err %v, want ErrCorrupt", err)
+		t.Fatalf("compat 8: err %v, want ErrCorrupt", err)
 	}
 }
 
-// A map written before pg_upmap and the blocklist (v4: neither field)
-// still decodes; a map with pg_upmap entries demands a reader that knows
-// them (compat 5), one without does not.
+// A map written before pg_upmap, the blocklist and pg_upmap_items (v4:
+// none of the three fields) or before pg_upmap_items (v6) still decodes;
+// a map with pg_upmap entries demands a reader that knows them (compat
+// 5), one with pg_upmap_items compat 7, one without either does not.
 func TestDecodeBeforeUpmap(t *testing.T) {
 	b := testMap(t).Encode()
 	const hdr = 8 // magic
-	if b[hdr] != 6 || b[hdr+1] != 1 || !bytes.Equal(b[len(b)-8:], make([]byte, 8)) {
-		t.Fatalf("header % x, tail % x: not a v6 map without pg_upmap and blocklist", b[hdr:hdr+2], b[len(b)-8:])
+	if b[hdr] != 7 || b[hdr+1] != 1 || !bytes.Equal(b[len(b)-12:], make([]byte, 12)) {
+		t.Fatalf("header % x, tail % x: not a v7 map without pg_upmap, blocklist and pg_upmap_items", b[hdr:hdr+2], b[len(b)-12:])
 	}
-	old := slices.Clone(b[:len(b)-8]) // without the empty pg_upmap and blocklist counts
-	old[hdr] = 4
-	n := uint32(len(old) - hdr - 6)
-	old[hdr+2], old[hdr+3], old[hdr+4], old[hdr+5] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
-	m, err := osdmap.Decode(old)
+	for _, c := range []struct {
+		version byte
+		cut     int // the trailing empty counts an older writer did not write
+	}{{4, 12}, {6, 4}} {
+		old := slices.Clone(b[:len(b)-c.cut])
+		old[hdr] = c.version
+		n := uint32(len(old) - hdr - 6)
+		old[hdr+2], old[hdr+3], old[hdr+4], old[hdr+5] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+		m, err := osdmap.Decode(old)
+		if err != nil {
+			t.Fatalf("v%d map: %v", c.version, err)
+		}
+		if !bytes.Equal(m.Encode(), b) {
+			t.Fatalf("v%d map decoded to different content", c.version)
+		}
+	}
+	m, err := osdmap.Decode(b)
 	if err != nil {
-		t.Fatalf("v4 map: %v", err)
+		t.Fatal(err)
 	}
-	if !bytes.Equal(m.Encode(), b) {
-		t.Fatal("v4 map decoded to different content")
+	items := apply(t, m, &osdmap.Incremental{NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{{Pool: 2, Seed: 1}: {{From: 1, To: 2}}}})
+	e := items.Encode()
+	if e[hdr+1] != 7 {
+		t.Fatalf("map with pg_upmap_items has compat %d, want 7", e[hdr+1])
+	}
+	back, err := osdmap.Decode(e)
+	if err != nil || !bytes.Equal(back.Encode(), e) || len(back.PGUpmapItems) != 1 {
+		t.Fatalf("map with pg_upmap_items: decode %v, items %v", err, back.PGUpmapItems)
+	}
+	if e := (&osdmap.Incremental{Epoch: 2, NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{{Pool: 2, Seed: 1}: nil}}).Encode(); e[hdr+1] != 7 {
+		t.Fatalf("incremental with pg_upmap_items changes has compat %d, want 7", e[hdr+1])
 	}
 	up := apply(t, m, &osdmap.Incremental{NewPGUpmap: map[osdmap.PGID][]int32{{Pool: 2, Seed: 1}: {1, 2, 3, 4, 5}}})
 	if e := up.Encode(); e[hdr+1] != 5 {
@@ -641,4 +663,59 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded map does not round-trip: %v", err)
 		}
 	})
+}
+
+// pg_upmap_items follow OSDMap::_apply_upmap's rules: a pair replaces its
+// From where it stands (an erasure-coded PG keeps the position), not when
+// To is already a member or is out; pairs apply in order, so a swap of two
+// members is no change; an item of a PG whose pg_upmap is refused is
+// ignored with it; removing the items restores CRUSH's choice.
+func TestUpmapItems(t *testing.T) {
+	m := testMap(t)
+	for _, pool := range []int64{1, 2} {
+		pg := osdmap.PGID{Pool: pool, Seed: 5}
+		base := mapPG(t, m, pool, 5).Up
+		var outsider int32 = -1
+		for o := int32(0); o < 8 && outsider < 0; o++ {
+			if !slices.Contains(base, o) {
+				outsider = o
+			}
+		}
+		with := func(items ...osdmap.UpmapItem) []int32 {
+			return mapPG(t, apply(t, m, &osdmap.Incremental{NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{pg: items}}), pool, 5).Up
+		}
+		want := slices.Clone(base)
+		want[1] = outsider
+		if got := with(osdmap.UpmapItem{From: base[1], To: outsider}); !slices.Equal(got, want) {
+			t.Errorf("pool %d: %v with %d->%d = %v, want %v", pool, base, base[1], outsider, got, want)
+		}
+		if got := with(osdmap.UpmapItem{From: base[1], To: base[2]}); !slices.Equal(got, base) {
+			t.Errorf("pool %d: a pair to a member changed %v to %v", pool, base, got)
+		}
+		if got := with(osdmap.UpmapItem{From: base[0], To: base[1]}, osdmap.UpmapItem{From: base[1], To: base[0]}); !slices.Equal(got, base) {
+			t.Errorf("pool %d: a swap changed %v to %v", pool, base, got)
+		}
+		out := apply(t, m, &osdmap.Incremental{
+			NewOSDs:         map[int32]osdmap.OSD{outsider: {Exists: true, Up: true, Weight: 0, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}},
+			NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{pg: {{From: base[1], To: outsider}}}})
+		if got, crush := mapPG(t, out, pool, 5).Up, mapPG(t, apply(t, m, &osdmap.Incremental{NewOSDs: map[int32]osdmap.OSD{outsider: {Exists: true, Up: true, Weight: 0, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}}}), pool, 5).Up; !slices.Equal(got, crush) {
+			t.Errorf("pool %d: a pair to an out OSD applied: %v, want CRUSH's %v", pool, got, crush)
+		}
+		refused := slices.Clone(base)
+		refused[0] = 99 // no such OSD: the pg_upmap does not apply
+		both := apply(t, m, &osdmap.Incremental{NewPGUpmap: map[osdmap.PGID][]int32{pg: refused},
+			NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{pg: {{From: base[1], To: outsider}}}})
+		if got := mapPG(t, both, pool, 5).Up; !slices.Equal(got, base) {
+			t.Errorf("pool %d: items applied under a refused pg_upmap: %v, want %v", pool, got, base)
+		}
+		moved := apply(t, m, &osdmap.Incremental{NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{pg: {{From: base[1], To: outsider}}}})
+		back := apply(t, moved, &osdmap.Incremental{NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{pg: nil}})
+		if got := mapPG(t, back, pool, 5).Up; !slices.Equal(got, base) || len(back.PGUpmapItems) != 0 {
+			t.Errorf("pool %d: after removing the items %v (%d entries), want %v", pool, got, len(back.PGUpmapItems), base)
+		}
+		gone := apply(t, moved, &osdmap.Incremental{OldPools: []int64{pool}})
+		if len(gone.PGUpmapItems) != 0 {
+			t.Errorf("pool %d removed, its items stay: %v", pool, gone.PGUpmapItems)
+		}
+	}
 }

@@ -36,14 +36,18 @@ type osdmapVector struct {
 	size    int
 	noHash  bool     // create the pool without the hashpspool flag
 	marks   []string // osdmaptool --mark-* arguments
+	// upmap runs Ceph's balancer (osdmaptool --upmap, max deviation 1)
+	// and saves its pg_upmap_items into the map before the dumps.
+	upmap bool
 }
 
 var osdmapVectors = []osdmapVector{
-	{"6osd-pgp-half", 11, mapgen.Spec{HostsPerRack: 3, OSDsPerHost: 2, Tunables: "optimal", Alg: "straw2"}, 3, 2, 3, false, []string{"--mark-up-in"}},
-	{"6osd-one-out", 12, mapgen.Spec{HostsPerRack: 3, OSDsPerHost: 2, Tunables: "optimal", Alg: "straw2", Classes: true}, 3, 3, 3, false, []string{"--mark-up-in", "--mark-out", "2"}},
-	{"12osd-size2-nohash", 13, mapgen.Spec{HostsPerRack: 4, OSDsPerHost: 3, Tunables: "hammer", Alg: "straw"}, 4, 3, 2, true, []string{"--mark-up-in", "--mark-out", "5"}},
-	{"40osd-size5", 14, mapgen.Spec{Racks: 2, HostsPerRack: 5, OSDsPerHost: 4, Tunables: "optimal", Alg: "mixed"}, 2, 2, 5, false, []string{"--mark-up-in"}},
-	{"360osd-3x10x12", 15, mapgen.Spec{Racks: 3, HostsPerRack: 10, OSDsPerHost: 12, Tunables: "optimal", Alg: "straw2", Classes: true}, 2, 1, 3, false, []string{"--mark-up-in", "--mark-out", "100"}},
+	{"6osd-pgp-half", 11, mapgen.Spec{HostsPerRack: 3, OSDsPerHost: 2, Tunables: "optimal", Alg: "straw2"}, 3, 2, 3, false, []string{"--mark-up-in"}, false},
+	{"6osd-one-out", 12, mapgen.Spec{HostsPerRack: 3, OSDsPerHost: 2, Tunables: "optimal", Alg: "straw2", Classes: true}, 3, 3, 3, false, []string{"--mark-up-in", "--mark-out", "2"}, false},
+	{"12osd-size2-nohash", 13, mapgen.Spec{HostsPerRack: 4, OSDsPerHost: 3, Tunables: "hammer", Alg: "straw"}, 4, 3, 2, true, []string{"--mark-up-in", "--mark-out", "5"}, false},
+	{"40osd-size5", 14, mapgen.Spec{Racks: 2, HostsPerRack: 5, OSDsPerHost: 4, Tunables: "optimal", Alg: "mixed"}, 2, 2, 5, false, []string{"--mark-up-in"}, false},
+	{"360osd-3x10x12", 15, mapgen.Spec{Racks: 3, HostsPerRack: 10, OSDsPerHost: 12, Tunables: "optimal", Alg: "straw2", Classes: true}, 2, 1, 3, false, []string{"--mark-up-in", "--mark-out", "100"}, false},
+	{"60osd-upmap", 16, mapgen.Spec{Racks: 3, HostsPerRack: 4, OSDsPerHost: 5, Tunables: "optimal", Alg: "straw2"}, 4, 4, 3, false, []string{"--mark-up-in", "--mark-out", "7"}, true},
 }
 
 func objectNames(rng *rand.Rand) []string {
@@ -70,6 +74,10 @@ func generate(t *testing.T, v osdmapVector, dir string) {
 		"--osd_pool_default_size", strconv.Itoa(v.size),
 		"--osd_pool_default_flag_hashpspool", strconv.FormatBool(!v.noHash))
 	golden.Run(t, "osdmaptool", om, "--import-crush", bin)
+	if v.upmap {
+		golden.Run(t, "osdmaptool", append([]string{om}, append(v.marks, "--upmap", filepath.Join(tmp, "upmap.txt"),
+			"--upmap-deviation", "1", "--upmap-max", "10000", "--save")...)...)
+	}
 	stripHeader := func(b []byte) []byte { // drop osdmaptool's "marking ..." lines
 		var keep []string
 		for _, l := range strings.SplitAfter(string(b), "\n") {
@@ -131,6 +139,13 @@ type dumpJSON struct {
 		PGID string `json:"pgid"`
 		OSD  int32  `json:"osd"`
 	} `json:"primary_temp"`
+	PGUpmapItems []struct {
+		PGID     string `json:"pgid"`
+		Mappings []struct {
+			From int32 `json:"from"`
+			To   int32 `json:"to"`
+		} `json:"mappings"`
+	} `json:"pg_upmap_items"`
 }
 
 // buildMap makes the Shoal map osdmaptool's dump describes.
@@ -171,6 +186,16 @@ func buildMap(t *testing.T, dump []byte, crushSrc []byte) *osdmap.Map {
 			t.Fatal(err)
 		}
 		inc.NewPrimaryTemp[pg] = pt.OSD
+	}
+	inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{}
+	for _, u := range d.PGUpmapItems {
+		pg, err := osdmap.ParsePGID(u.PGID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range u.Mappings {
+			inc.NewPGUpmapItems[pg] = append(inc.NewPGUpmapItems[pg], osdmap.UpmapItem{From: it.From, To: it.To})
+		}
 	}
 	m, err := osdmap.New("", c).Apply(inc)
 	if err != nil {
