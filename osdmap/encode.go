@@ -239,8 +239,8 @@ func (m *Map) Encode() []byte {
 		ids[i] = int32(i)
 	}
 	encodeOSDFields(&e, ids, func(id int32) OSD { return m.OSDs[id] })
-	encodePGTemp(&e, m.PGUpmap)      // v5
-	encodeBlocklist(&e, m.Blocklist) // v6
+	encodePGTemp(&e, m.PGUpmap)          // v5
+	encodeBlocklist(&e, m.Blocklist)     // v6
 	encodeUpmapItems(&e, m.PGUpmapItems) // v7
 	e.End(mark)
 	return e.Bytes()
