@@ -323,6 +323,21 @@ func (m *Map) upmap(p *Pool, pg PGID, weights []uint32) (u []int32, ok, rejected
 	return slices.Clone(u), true, false
 }
 
+// RawBeforeItems returns a PG's raw placement before its pg_upmap_items
+// (CRUSH's choice or its pg_upmap), the set the items' pairs rewrite.
+// ErrNoPool if the PG's pool is not in the map.
+func (m *Map) RawBeforeItems(pg PGID) ([]int32, error) {
+	p, err := m.Pool(pg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	w := m.weights()
+	if u, ok, _ := m.upmap(p, p.RawPGToPG(pg), w); ok {
+		return u, nil
+	}
+	return m.crushOSDs(p, p.PlacementSeed(pg), w), nil
+}
+
 // UpmapItem is one pair of a PG's pg_upmap_items: the OSD From of its
 // placement is replaced by To.
 type UpmapItem struct {

@@ -1,0 +1,259 @@
+package balancer_test
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/shoal-project/shoal/balancer"
+	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// testMap is the 360-OSD map of the placement benchmarks (3 racks × 10
+// hosts × 12 OSDs, failure domain host) with a 3-replica pool of 4,096
+// PGs, an erasure-coded 4+2 pool of 1,024 PGs, one OSD out, and one host
+// whose OSDs weigh twice as much.
+func testMap(t testing.TB) *osdmap.Map {
+	t.Helper()
+	c, err := crush.Simple(crush.SimpleSpec{Racks: 3, HostsPerRack: 10, OSDsPerHost: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.Clone()
+	for o := int32(0); o < 12; o++ { // the first host's OSDs
+		if err := c.AdjustItemWeight(o, 2*crush.WeightOne); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: 360, NewOSDs: map[int32]osdmap.OSD{},
+		NewPools: []*osdmap.Pool{
+			{ID: 1, Name: "data", Type: osdmap.PoolReplicated, Size: 3, MinSize: 2, PGNum: 4096, PGPNum: 4096, CrushRule: 0,
+				Flags: osdmap.FlagHashPSPool, ObjectHash: osdmap.HashRjenkins},
+			{ID: 2, Name: "ec", Type: osdmap.PoolErasure, Size: 6, MinSize: 5, PGNum: 1024, PGPNum: 1024, CrushRule: 1,
+				Flags: osdmap.FlagHashPSPool, ObjectHash: osdmap.HashRjenkins, ECProfile: "k4m2"},
+		}}
+	for i := int32(0); i < 360; i++ {
+		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
+	}
+	inc.NewOSDs[100] = osdmap.OSD{Exists: true, Up: true, Weight: 0, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
+	m, err := osdmap.New("", c).Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func applyPlan(t testing.TB, m *osdmap.Map, p *balancer.Plan) *osdmap.Map {
+	t.Helper()
+	inc := &osdmap.Incremental{Epoch: m.Epoch + 1}
+	p.Apply(inc)
+	n, err := m.Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// hostOf is the failure domain of an OSD of crush.Simple's map.
+func hostOf(m *osdmap.Map, o int32) string { return m.Crush.Ancestor(o, "host") }
+
+// The balancer brings every OSD of both pools within one PG copy of its
+// weighted share (counted by osdmap's own distribution, not the
+// balancer's), keeps failure domains and erasure-coded positions, and
+// moves not many more copies than the least any plan could; a second
+// pass finds nothing to do.
+func TestBalance360(t *testing.T) {
+	m := testMap(t)
+	before := map[int64]osdmap.Distribution{}
+	for _, pool := range []int64{1, 2} {
+		d, err := m.PGDistribution(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[pool] = d
+	}
+	plan, err := balancer.Optimize(m, balancer.Options{MaxDeviation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Skipped) > 0 {
+		t.Fatalf("skipped: %v", plan.Skipped)
+	}
+	n := applyPlan(t, m, plan)
+	for _, pool := range []int64{1, 2} {
+		d, err := n.PGDistribution(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := before[pool]
+		// each copy above target+1 needs a move off its OSD, each missing
+		// below target-1 one onto it
+		over, under, moved := 0, 0, 0
+		for o, exp := range b.Expected {
+			if c := float64(b.Count[o]); c > exp+1 {
+				over += int(math.Ceil(c - (exp + 1)))
+			} else if c < exp-1 {
+				under += int(math.Ceil(exp - 1 - c))
+			}
+		}
+		least := max(over, under)
+		for o, exp := range d.Expected {
+			if c := float64(d.Count[o]); c > exp+1 || c < exp-1 {
+				t.Errorf("pool %d: osd.%d holds %d PG copies, target %.2f", pool, o, d.Count[o], exp)
+			}
+		}
+		if d.Count[100] != 0 {
+			t.Errorf("pool %d: the out osd.100 holds %d PGs", pool, d.Count[100])
+		}
+		p, _ := n.Pool(pool)
+		for s := uint32(0); s < p.PGNum; s++ {
+			pg := osdmap.PGID{Pool: pool, Seed: s}
+			was, _ := m.MapPG(pg)
+			now, _ := n.MapPG(pg)
+			hosts := map[string]bool{}
+			for i, o := range now.Up {
+				if hosts[hostOf(n, o)] {
+					t.Fatalf("pg %s: %v puts two copies on host %s", pg, now.Up, hostOf(n, o))
+				}
+				hosts[hostOf(n, o)] = true
+				if o != was.Up[i] {
+					moved++
+					if p.Type == osdmap.PoolErasure && slices.Contains(now.Up, was.Up[i]) {
+						t.Fatalf("pg %s: %v -> %v moved a shard that stays", pg, was.Up, now.Up)
+					}
+				}
+			}
+		}
+		t.Logf("pool %d: max/mean %.3f -> %.3f, stddev %.2f -> %.2f, %d copies moved (at least %d needed), %d PGs with items",
+			pool, b.MaxRatio, d.MaxRatio, b.StdDev, d.StdDev, moved, least, countItems(n, pool))
+		if d.MaxRatio > 1.05 {
+			t.Errorf("pool %d: max/mean %.3f, want ≤ 1.05", pool, d.MaxRatio)
+		}
+		if float64(moved) > 1.1*float64(least) {
+			t.Errorf("pool %d: %d copies moved, more than 1.1 × the %d needed", pool, moved, least)
+		}
+	}
+	again, err := balancer.Optimize(n, balancer.Options{MaxDeviation: 1})
+	if err != nil || len(again.Changes) > 0 {
+		t.Fatalf("second pass: %d changes, %v", len(again.Changes), err)
+	}
+	scores, err := balancer.Eval(n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scores {
+		if s.MaxDeviation > 1 || s.OSDs != 359 {
+			t.Errorf("eval after: %+v", s)
+		}
+	}
+}
+
+func countItems(m *osdmap.Map, pool int64) int {
+	n := 0
+	for pg := range m.PGUpmapItems {
+		if pg.Pool == pool {
+			n++
+		}
+	}
+	return n
+}
+
+// A bounded plan changes at most MaxMoves PGs, and rounds of bounded
+// plans reach the same balance; moving a PG back where CRUSH put it
+// removes its entry.
+func TestBalanceInRounds(t *testing.T) {
+	m := testMap(t)
+	rounds := 0
+	for ; rounds < 1000; rounds++ {
+		plan, err := balancer.Optimize(m, balancer.Options{MaxDeviation: 1, MaxMoves: 50, Pools: []int64{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Changes) > 50 {
+			t.Fatalf("round %d: %d PGs changed, bound 50", rounds, len(plan.Changes))
+		}
+		if len(plan.Changes) == 0 {
+			break
+		}
+		m = applyPlan(t, m, plan)
+	}
+	d, _ := m.PGDistribution(1)
+	if d.MaxRatio > 1.05 || rounds < 2 {
+		t.Fatalf("after %d rounds: max/mean %.3f", rounds, d.MaxRatio)
+	}
+	// reweighting an OSD down makes the next plan take copies off it,
+	// some of them back to CRUSH's choice
+	inc := &osdmap.Incremental{Epoch: m.Epoch + 1, NewOSDs: map[int32]osdmap.OSD{50: {Exists: true, Up: true, Weight: osdmap.WeightIn / 2, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}}}
+	m2, err := m.Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := balancer.Optimize(m2, balancer.Options{MaxDeviation: 1, Pools: []int64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, items := range plan.Changes {
+		if len(items) == 0 {
+			removed++
+		}
+	}
+	m3 := applyPlan(t, m2, plan)
+	d3, _ := m3.PGDistribution(1)
+	if c, exp := float64(d3.Count[50]), d3.Expected[50]; c > exp+1 {
+		t.Errorf("osd.50 at half weight holds %v copies, target %.2f", c, exp)
+	}
+	t.Logf("%d rounds of 50; after reweighting osd.50: %d PGs changed, %d entries removed", rounds, len(plan.Changes), removed)
+}
+
+// Pools the balancer cannot handle are named, not touched; unknown pools
+// are an error.
+func TestBalanceBadInput(t *testing.T) {
+	m := testMap(t)
+	if _, err := balancer.Optimize(m, balancer.Options{Pools: []int64{9}}); !errors.Is(err, osdmap.ErrNoPool) {
+		t.Fatalf("unknown pool: %v", err)
+	}
+	src := `
+device 0 osd.0
+device 1 osd.1
+device 2 osd.2
+device 3 osd.3
+type 0 osd
+type 1 host
+type 2 root
+host a { id -2 alg straw2 hash 0 item osd.0 weight 1.0 item osd.1 weight 1.0 }
+host b { id -3 alg straw2 hash 0 item osd.2 weight 1.0 item osd.3 weight 1.0 }
+root default { id -1 alg straw2 hash 0 item a weight 2.0 item b weight 2.0 }
+rule two_steps {
+	id 0
+	type replicated
+	step take default
+	step choose firstn 2 type host
+	step chooseleaf firstn 1 type osd
+	step emit
+}
+`
+	c, err := crush.Compile([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: 4, NewOSDs: map[int32]osdmap.OSD{},
+		NewPools: []*osdmap.Pool{{ID: 1, Name: "p", Type: osdmap.PoolReplicated, Size: 2, MinSize: 1, PGNum: 64, PGPNum: 64,
+			Flags: osdmap.FlagHashPSPool, ObjectHash: osdmap.HashRjenkins}}}
+	for i := int32(0); i < 4; i++ {
+		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
+	}
+	m2, err := osdmap.New("", c).Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := balancer.Optimize(m2, balancer.Options{MaxDeviation: 1})
+	if err != nil || len(plan.Changes) != 0 || len(plan.Skipped) != 1 {
+		t.Fatalf("two-step rule: %+v, %v", plan, err)
+	}
+	if _, err := balancer.Eval(m2, []int64{7}); !errors.Is(err, osdmap.ErrNoPool) {
+		t.Fatalf("eval of an unknown pool: %v", err)
+	}
+}
