@@ -399,3 +399,87 @@ func Eval(m *osdmap.Map, pools []int64) ([]PoolScore, error) {
 	}
 	return out, nil
 }
+
+// Check reports whether a PG's placement, its pg_upmap_items applied,
+// keeps its rule: no two members in one failure domain and every member
+// under the rule's root. A pool whose rule the balancer does not handle
+// passes (ErrRule is not returned: nothing to check against).
+func Check(m *osdmap.Map, pg osdmap.PGID) error {
+	return check(m, pg, map[int]*domainMap{})
+}
+
+// check is Check with the rules' analyses kept in rules.
+func check(m *osdmap.Map, pg osdmap.PGID, rules map[int]*domainMap) error {
+	p, err := m.Pool(pg.Pool)
+	if err != nil {
+		return err
+	}
+	if pg.Seed >= p.PGNum {
+		return fmt.Errorf("pg %s: pool %s has %d PGs", pg, p.Name, p.PGNum)
+	}
+	d, seen := rules[p.CrushRule]
+	if !seen {
+		d, err = ruleDomains(m, p.CrushRule)
+		if err != nil && !errors.Is(err, ErrRule) {
+			return err
+		}
+		rules[p.CrushRule] = d
+	}
+	if d == nil {
+		return nil
+	}
+	mp, err := m.MapPG(pg)
+	if err != nil {
+		return err
+	}
+	taken := map[int32]int32{}
+	for _, o := range mp.Raw {
+		if o == osdmap.NoOSD {
+			continue
+		}
+		dom, ok := d.domain[o]
+		if !ok {
+			return fmt.Errorf("pg %s: osd.%d is out or not under rule %d's root", pg, o, p.CrushRule)
+		}
+		if other, dup := taken[dom]; dup {
+			return fmt.Errorf("pg %s: osd.%d and osd.%d share the failure domain %s", pg, other, o, m.Crush.ItemName(dom))
+		}
+		taken[dom] = o
+	}
+	return nil
+}
+
+// Clean returns the pg_upmap_items entries of m that no longer serve
+// (Ceph's OSDMap::clean_pg_upmaps), each mapped to an empty list: of PGs
+// that no longer exist, naming OSDs that no longer exist, changing
+// nothing (none of their pairs applies), or breaking their rule (after a
+// CRUSH change).
+func Clean(m *osdmap.Map) map[osdmap.PGID][]osdmap.UpmapItem {
+	out := map[osdmap.PGID][]osdmap.UpmapItem{}
+	rules := map[int]*domainMap{}
+	for pg, items := range m.PGUpmapItems {
+		p, err := m.Pool(pg.Pool)
+		if err != nil || pg.Seed >= p.PGNum {
+			out[pg] = nil
+			continue
+		}
+		gone := false
+		for _, it := range items {
+			gone = gone || !exists(m, it.From) || !exists(m, it.To)
+		}
+		if gone {
+			out[pg] = nil
+			continue
+		}
+		base, err1 := m.RawBeforeItems(pg)
+		mp, err2 := m.MapPG(pg)
+		if err1 != nil || err2 != nil || slices.Equal(base, mp.Raw) || check(m, pg, rules) != nil {
+			out[pg] = nil
+		}
+	}
+	return out
+}
+
+func exists(m *osdmap.Map, o int32) bool {
+	return o >= 0 && o < m.MaxOSD() && m.OSDs[o].Exists
+}

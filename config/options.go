@@ -125,6 +125,11 @@ var Options = []Option{
 	{Name: "mon_osd_nearfull_ratio", Type: Float, Default: "0.85", Min: 0, Max: 1, Desc: "Device use (fraction) past which an OSD is nearfull: a health warning."},
 	{Name: "mon_osd_backfillfull_ratio", Type: Float, Default: "0.90", Min: 0, Max: 1, Desc: "Device use past which an OSD is backfillfull: a health warning (backfill onto it is to be refused)."},
 	{Name: "mon_osd_full_ratio", Type: Float, Default: "0.95", Min: 0, Max: 1, Desc: "Device use past which an OSD is full: writes that add data to its PGs fail with ENOSPC (deletes still work) — so a device never fills."},
+	{Name: "balancer_active", Type: Bool, Default: "false", Desc: "Let the MONs' leader balance PGs across OSDs with pg_upmap_items every balancer_sleep_interval (`shoal balancer on|off`). Ceph's balancer is on by default; Shoal's is off, so placement changes only when an operator asks."},
+	{Name: "balancer_mode", Type: String, Default: "upmap", Desc: "How the balancer moves PGs: upmap (pg_upmap_items) or none (`shoal balancer mode`)."},
+	{Name: "balancer_upmap_max_deviation", Type: Float, Default: "1", Min: 1, Max: 1000, Desc: "PG copies an OSD may hold above or below its weighted share of a pool's before the balancer moves one (Ceph's upmap_max_deviation, 5 there)."},
+	{Name: "balancer_sleep_interval", Type: Seconds, Default: "60", Min: 1, Max: 1 << 30, Desc: "Seconds between the automatic balancer's rounds."},
+	{Name: "target_max_misplaced_ratio", Type: Float, Default: "0.05", Min: 0, Max: 1, Desc: "Fraction of a cluster's PGs one round of the automatic balancer may move (at least one); the next round waits until they are clean."},
 	{Name: "mon_data", Type: String, Default: "$data/$name", Desc: "A MON's data directory."},
 
 	// gateway

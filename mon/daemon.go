@@ -23,6 +23,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/shoal-project/shoal/balancer"
 	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
@@ -108,6 +109,9 @@ type Daemon struct {
 	// heard from it: its boot or an "osd beacon" (guarded by mu; reset on a
 	// leader change, so an OSD is never marked down early).
 	beacons map[string]time.Time
+	// balancedAt is when the leader's balancer last looked (tickLoop's
+	// goroutine only).
+	balancedAt time.Time
 }
 
 // RaftAddr is the raft address of the MON serving addr: the next port.
@@ -216,7 +220,54 @@ func (d *Daemon) tickLoop() {
 		now := d.clock.Now()
 		d.downOut(now)
 		d.reportTimeout(now)
+		d.balance(now)
 	})
+}
+
+// balance, on the leader with balancer_active set, runs one round of
+// the balancer every balancer_sleep_interval once the cluster is ready
+// (State.BalancerReady): a plan of at most target_max_misplaced_ratio of
+// the PGs (at least one), committed as one osd pg-upmap-items command —
+// Ceph's balancer module in upmap mode, which Ceph runs in its manager.
+func (d *Daemon) balance(now time.Time) {
+	cfg := d.config()
+	if d.raft.State() != raft.Leader || !cfg.Bool("balancer_active") || cfg.String("balancer_mode") != "upmap" {
+		return
+	}
+	interval := time.Duration(cfg.Seconds("balancer_sleep_interval") * float64(time.Second))
+	if now.Sub(d.balancedAt) < interval {
+		return
+	}
+	d.balancedAt = now
+	m, wait := d.fsm.balancerView()
+	if wait != "" {
+		d.log.Info("balancer waits", "why", wait)
+		return
+	}
+	pgs := 0
+	for _, p := range m.Pools {
+		pgs += int(p.PGNum)
+	}
+	plan, err := balancer.Optimize(m, balancer.Options{MaxDeviation: cfg.Float("balancer_upmap_max_deviation"),
+		MaxMoves: max(1, int(cfg.Float("target_max_misplaced_ratio")*float64(pgs)))})
+	if err != nil {
+		d.log.Warn("balancer", "err", err)
+		return
+	}
+	if len(plan.Changes) == 0 {
+		return
+	}
+	raw, _ := json.Marshal(monc.Command{Prefix: "osd pg-upmap-items", Args: map[string]string{"items": monc.FormatUpmapItems(plan.Changes)}})
+	f := d.raft.Apply(raw, 10*time.Second)
+	if err := f.Error(); err != nil {
+		d.log.Warn("balancer", "err", err)
+		return
+	}
+	if r := f.Response().(applyResult); r.err != nil {
+		d.log.Warn("balancer: plan refused", "err", r.err)
+		return
+	}
+	d.log.Info("balancer moved PGs", "pgs", len(plan.Changes), "epoch", plan.Epoch)
 }
 
 // downOut marks out the OSDs that have been down and in for

@@ -102,6 +102,14 @@ func (f *fsm) history(pg osdmap.PGID) []monc.PGInterval {
 	return f.st.History(pg)
 }
 
+// balancerView returns the current map and why the automatic balancer
+// should wait ("" when it may go on): State.BalancerReady.
+func (f *fsm) balancerView() (*osdmap.Map, string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.Map, f.st.BalancerReady()
+}
+
 // view returns the current map and the channel that closes at the next
 // change.
 func (f *fsm) view() (*osdmap.Map, chan struct{}) {
@@ -335,6 +343,7 @@ func (s snapshot) Release() {}
 //	osd blocklist add entry [until|expire]  osd blocklist rm entry
 //	config set who option value             config rm who option
 //	osd erasure-code-profile set name args [force]   osd erasure-code-profile rm name
+//	osd pg-upmap-items items (monc.FormatUpmapItems; an empty list removes a PG's)
 //
 // loc is "type=name" pairs separated by spaces, e.g. "host=a root=default".
 func Translate(c monc.Command) (Command, error) {
@@ -416,6 +425,12 @@ func Translate(c monc.Command) (Command, error) {
 			return nil, fmt.Errorf("osd pg-temp: %w: %v", ErrInvalid, err)
 		}
 		cmd = PGTemp{Sets: sets}
+	case "osd pg-upmap-items":
+		items, err := monc.ParseUpmapItems(a["items"])
+		if err != nil {
+			return nil, fmt.Errorf("osd pg-upmap-items: %w: %v", ErrInvalid, err)
+		}
+		cmd = PGUpmapItems{Items: items}
 	case "osd crush add":
 		loc, err := ParseLoc(a["loc"])
 		if err != nil {

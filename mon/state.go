@@ -102,6 +102,15 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 				return nil, "", err
 			}
 		}
+		if drop := cleanUpmapItems(inc, next); len(drop) > 0 {
+			if inc.NewPGUpmapItems == nil {
+				inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{}
+			}
+			maps.Copy(inc.NewPGUpmapItems, drop)
+			if next, err = s.Map.Apply(inc); err != nil {
+				return nil, "", err
+			}
+		}
 		s.Map = next
 		if len(inc.OldPools) > 0 {
 			s.dropPoolHistory()

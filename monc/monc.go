@@ -569,3 +569,38 @@ func ParsePGIntervals(s string) ([]PGInterval, error) {
 	}
 	return out, nil
 }
+
+// FormatUpmapItems writes pg_upmap_items changes as the "osd
+// pg-upmap-items" command's items argument: "PGID=FROM,TO,FROM,TO..."
+// separated by spaces (FormatPGTemps' form); an empty list removes the
+// PG's entry.
+func FormatUpmapItems(items map[osdmap.PGID][]osdmap.UpmapItem) string {
+	flat := make(map[osdmap.PGID][]int32, len(items))
+	for pg, its := range items {
+		flat[pg] = []int32{}
+		for _, it := range its {
+			flat[pg] = append(flat[pg], it.From, it.To)
+		}
+	}
+	return FormatPGTemps(flat)
+}
+
+// ParseUpmapItems reads FormatUpmapItems' form: each PG's OSD ids taken
+// two by two as (from, to) pairs; an odd count is an error.
+func ParseUpmapItems(s string) (map[osdmap.PGID][]osdmap.UpmapItem, error) {
+	flat, err := ParsePGTemps(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[osdmap.PGID][]osdmap.UpmapItem, len(flat))
+	for pg, ids := range flat {
+		if len(ids)%2 != 0 {
+			return nil, fmt.Errorf("pg %s: %d OSD ids: want from,to pairs", pg, len(ids))
+		}
+		out[pg] = nil
+		for i := 0; i < len(ids); i += 2 {
+			out[pg] = append(out[pg], osdmap.UpmapItem{From: ids[i], To: ids[i+1]})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,128 @@
+package mon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shoal-project/shoal/balancer"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// PGUpmapItems sets PGs' pg_upmap_items (`shoal osd pg-upmap-items`, a
+// balancer plan) or, with an empty list, removes them (`shoal osd
+// rm-pg-upmap-items`), all in one epoch. Each PG must exist and each
+// OSD named exist and be in; a pair must change an OSD into another, and
+// no OSD may appear twice as a pair's source or twice as a target; the
+// PG's resulting placement must keep its rule's failure domains
+// (balancer.Check). Any failure is ErrInvalid or ErrNotFound and changes
+// nothing.
+type PGUpmapItems struct {
+	Items map[osdmap.PGID][]osdmap.UpmapItem
+}
+
+// Apply implements Command.
+func (c PGUpmapItems) Apply(s *State) (*osdmap.Incremental, string, error) {
+	if len(c.Items) == 0 {
+		return nil, "", fmt.Errorf("osd pg-upmap-items: %w: no PGs", ErrInvalid)
+	}
+	m := s.Map
+	set, removed := 0, 0
+	for pg, items := range c.Items {
+		p, err := m.Pool(pg.Pool)
+		if err != nil || pg.Seed >= p.PGNum {
+			return nil, "", fmt.Errorf("osd pg-upmap-items: pg %s: %w", pg, ErrNotFound)
+		}
+		if len(items) == 0 {
+			if _, ok := m.PGUpmapItems[pg]; ok {
+				removed++
+			}
+			continue
+		}
+		set++
+		var froms, tos []int32
+		for _, it := range items {
+			for _, o := range []int32{it.From, it.To} {
+				if o < 0 || o >= m.MaxOSD() || !m.OSDs[o].Exists {
+					return nil, "", fmt.Errorf("osd pg-upmap-items: pg %s: osd.%d: %w", pg, o, ErrNotFound)
+				}
+			}
+			if !m.OSDs[it.To].In() {
+				return nil, "", fmt.Errorf("osd pg-upmap-items: pg %s: %w: osd.%d is out", pg, ErrInvalid, it.To)
+			}
+			if it.From == it.To || slices.Contains(froms, it.From) || slices.Contains(tos, it.To) {
+				return nil, "", fmt.Errorf("osd pg-upmap-items: pg %s: %w: pairs %v: each must move a different OSD to a different one", pg, ErrInvalid, items)
+			}
+			froms, tos = append(froms, it.From), append(tos, it.To)
+		}
+	}
+	inc := s.next()
+	inc.NewPGUpmapItems = c.Items
+	next, err := m.Apply(inc)
+	if err != nil {
+		return nil, "", fmt.Errorf("osd pg-upmap-items: %w: %v", ErrInvalid, err)
+	}
+	for pg, items := range c.Items {
+		if len(items) == 0 {
+			continue
+		}
+		if err := balancer.Check(next, pg); err != nil {
+			return nil, "", fmt.Errorf("osd pg-upmap-items: %w: %v", ErrInvalid, err)
+		}
+	}
+	return inc, fmt.Sprintf("set pg_upmap_items of %d PG(s), removed %d", set, removed), nil
+}
+
+// cleanUpmapItems returns the pg_upmap_items removals next needs
+// (balancer.Clean) when inc changed what they depend on: CRUSH, OSDs,
+// pools or upmaps.
+func cleanUpmapItems(inc *osdmap.Incremental, next *osdmap.Map) map[osdmap.PGID][]osdmap.UpmapItem {
+	if len(next.PGUpmapItems) == 0 || (inc.NewCrush == nil && len(inc.NewOSDs) == 0 && len(inc.NewPools) == 0 &&
+		len(inc.OldPools) == 0 && inc.NewMaxOSD == 0 && len(inc.NewPGUpmap) == 0 && len(inc.NewPGUpmapItems) == 0) {
+		return nil
+	}
+	drop := balancer.Clean(next)
+	for pg := range drop {
+		if items, ok := inc.NewPGUpmapItems[pg]; ok && len(items) > 0 {
+			delete(drop, pg) // this very command set it: Apply checked it
+		}
+	}
+	return drop
+}
+
+// BalancerReady reports why the automatic balancer should not move PGs
+// now ("" when it may), from what the MONs know: an OSD that is in but
+// down (its PGs are degraded), a pg_temp (a PG backfilling), or a PG
+// whose recorded active set is not its acting set now (one still
+// peering since the last change, or never active) — Ceph's balancer
+// waits for the same: no PG inactive, and misplaced objects under
+// target_max_misplaced_ratio before a new round.
+func (s *State) BalancerReady() string {
+	m := s.Map
+	for id, o := range m.OSDs {
+		if o.Exists && o.In() && !o.Up {
+			return fmt.Sprintf("osd.%d is down", id)
+		}
+	}
+	if len(m.PGTemp) > 0 {
+		return fmt.Sprintf("%d PG(s) backfilling (pg_temp)", len(m.PGTemp))
+	}
+	var waiting []string
+	for _, id := range m.PoolIDs() {
+		mps, err := m.PGMappings(id)
+		if err != nil {
+			continue
+		}
+		for seed, mp := range mps {
+			pg := osdmap.PGID{Pool: id, Seed: uint32(seed)}
+			h := s.History(pg)
+			if len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, mp.Acting) {
+				waiting = append(waiting, pg.String())
+			}
+		}
+	}
+	if len(waiting) > 0 {
+		return fmt.Sprintf("%d PG(s) not active on their acting set yet (%s)", len(waiting), strings.Join(waiting[:min(len(waiting), 5)], " "))
+	}
+	return ""
+}
