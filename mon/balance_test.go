@@ -56,9 +56,9 @@ func TestPGUpmapItemsCommand(t *testing.T) {
 	}
 	epoch := s.Map.Epoch
 	bad := []string{
-		"1.ff=0,1",                                   // no such PG
-		fmt.Sprintf("%s=%d,9", pg, was.Up[0]),        // no such OSD
-		fmt.Sprintf("%s=%d,%d", pg, was.Up[0], 7),    // no such OSD either
+		"1.ff=0,1",                                // no such PG
+		fmt.Sprintf("%s=%d,9", pg, was.Up[0]),     // no such OSD
+		fmt.Sprintf("%s=%d,%d", pg, was.Up[0], 7), // no such OSD either
 		fmt.Sprintf("%s=%d,%d", pg, was.Up[0], was.Up[0]),
 		fmt.Sprintf("%s=%d,%d,%d,%d", pg, was.Up[0], outsider, was.Up[2], outsider), // two pairs to one OSD
 	}
