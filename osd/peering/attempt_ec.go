@@ -147,11 +147,18 @@ func (a *Attempt) probeFormers(then func() []Action) []Action {
 // checkPriorShards is checkPrior for an erasure-coded PG: a former
 // member counts for an earlier interval only at the position whose
 // shard its copy still holds (a copy reset to another shard no longer
-// has that interval's writes).
+// has that interval's writes), and only with a write in it — an empty
+// copy may be one made since, for a later interval — unless no copy
+// reached holds any write: a write acknowledged in the interval is on k
+// of its shards, so the empty copies of its positions answering show
+// it took none (without this, an empty PG two of whose shards moved at
+// once stayed down for good).
 func (a *Attempt) checkPriorShards(reached, formers []Member, need int) []Action {
+	written := func(m Member) bool { return m.Info.LastUpdate != (Version{}) }
+	none := !slices.ContainsFunc(reached, written) && !slices.ContainsFunc(formers, written)
 	return a.checkPriorWith(reached, need, func(o int32, pos int) bool {
 		return slices.ContainsFunc(formers, func(m Member) bool {
-			return m.ID == o && int(m.Info.Shard) == pos && m.Info.LastUpdate != (Version{})
+			return m.ID == o && int(m.Info.Shard) == pos && (written(m) || none)
 		})
 	})
 }

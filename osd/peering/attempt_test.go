@@ -436,6 +436,20 @@ func TestAttempt(t *testing.T) {
 			want: []string{"query osd.0 osd.1", "query optional osd.2", "state incomplete", "fail incomplete"},
 		},
 		{
+			// (test/e2e TestBalancer: a balancer plan moved two shards of an
+			// empty 2+1 PG at once, which then stayed down for good)
+			name: "erasure-coded: no copy holds a write: former members' empty copies of their shards count for the interval they held",
+			c:    Config{Whoami: 5, Interval: ec21(5, 4, 2), Map: upMap(6), K: 2, Self: shardAt(5, 0, 0, 0), Past: [][]int32{{5, 1, 0}}},
+			f:    fakePeers{members: map[int32]Member{4: shardAt(4, 1, 0, 0), 2: shardAt(2, 2, 0, 0), 1: shardAt(1, 1, 0, 0), 0: shardAt(0, 2, 0, 0)}},
+			want: []string{"query osd.4 osd.2", "query optional osd.0 osd.1", "activate from osd.5 at 0'0: complete"},
+		},
+		{
+			name: "erasure-coded: a copy holds a write: former members' empty copies do not count",
+			c:    Config{Whoami: 5, Interval: ec21(5, 4, 2), Map: upMap(6), K: 2, Self: shardAt(5, 0, 5, 10), Past: [][]int32{{5, 1, 0}}},
+			f:    fakePeers{members: map[int32]Member{4: shardAt(4, 1, 0, 0), 2: shardAt(2, 2, 0, 0), 1: shardAt(1, 1, 0, 0), 0: shardAt(0, 2, 0, 0)}},
+			want: []string{"query osd.4 osd.2", "query optional osd.0 osd.1", "state down", "fail down"},
+		},
+		{
 			name: "erasure-coded: a backfill target's shard counts for its position",
 			c:    Config{Whoami: 0, Interval: withBackfill(ec21(0, 1, 2), []int32{3}, []int{2}), Map: upMap(4), K: 2, Self: shardAt(0, 0, 5, 10)},
 			f:    fakePeers{members: map[int32]Member{1: shardAt(1, 1, 5, 10), 2: shardAt(2, 2, 5, 10), 3: shardAt(3, 2, 5, 10)}},
