@@ -15,7 +15,8 @@
 // Nautilus. An OSD's target is its share of the pool's PG copies by
 // weight: target(o) = copies × w(o) / Σw, with w its CRUSH weight under
 // the rule's root (device class included) times its reweight, over the
-// OSDs that are in. Its deviation is its count of the pool's PG copies
+// OSDs that are in — but never more than the pool's PG count (one copy
+// of each PG), the excess shared among the others. Its deviation is its count of the pool's PG copies
 // minus its target. Until every deviation is within ±MaxDeviation (or
 // MaxMoves PGs are changed), the OSD most above its target gives one PG
 // copy to the OSD most below it that may take it: one not already in the
@@ -34,6 +35,7 @@ package balancer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -185,7 +187,10 @@ func newPoolState(m *osdmap.Map, id int64) (*poolState, error) {
 			return nil, err
 		}
 		ps.members[pg] = mp.Raw
-		ps.items[pg] = slices.Clone(m.PGUpmapItems[pg])
+		// pairs that no longer apply are dropped when the PG changes
+		if ps.items[pg], err = m.LiveUpmapItems(pg); err != nil {
+			return nil, err
+		}
 		for _, o := range mp.Raw {
 			if _, ok := d.weight[o]; ok {
 				ps.count[o]++
@@ -194,16 +199,41 @@ func newPoolState(m *osdmap.Map, id int64) (*poolState, error) {
 			}
 		}
 	}
-	total := 0.0
-	for _, w := range d.weight {
-		total += w
-	}
-	for o, w := range d.weight {
-		if total > 0 {
-			ps.target[o] = float64(copies) * w / total
+	ps.target = targets(d.weight, float64(copies), float64(p.PGNum))
+	return ps, nil
+}
+
+// targets shares copies among OSDs by weight, none above capacity (an
+// OSD holds at most one copy of each PG): an OSD whose share would pass
+// it gets exactly capacity, and the rest is shared again among the others
+// (water-filling), so that a heavy OSD's unreachable share does not leave
+// the others looking overfull.
+func targets(weight map[int32]float64, copies, capacity float64) map[int32]float64 {
+	t := make(map[int32]float64, len(weight))
+	open := maps.Clone(weight)
+	for len(open) > 0 {
+		total := 0.0
+		for _, w := range open {
+			total += w
+		}
+		if total == 0 {
+			break
+		}
+		capped := false
+		for o, w := range open {
+			if share := copies * w / total; share > capacity {
+				t[o], copies, capped = capacity, copies-capacity, true
+				delete(open, o)
+			}
+		}
+		if !capped {
+			for o, w := range open {
+				t[o] = copies * w / total
+			}
+			break
 		}
 	}
-	return ps, nil
+	return t
 }
 
 func (ps *poolState) deviation(o int32) float64 { return float64(ps.count[o]) - ps.target[o] }
@@ -449,11 +479,12 @@ func check(m *osdmap.Map, pg osdmap.PGID, rules map[int]*domainMap) error {
 	return nil
 }
 
-// Clean returns the pg_upmap_items entries of m that no longer serve
-// (Ceph's OSDMap::clean_pg_upmaps), each mapped to an empty list: of PGs
-// that no longer exist, naming OSDs that no longer exist, changing
-// nothing (none of their pairs applies), or breaking their rule (after a
-// CRUSH change).
+// Clean returns the changes the pg_upmap_items entries of m need (Ceph's
+// OSDMap::clean_pg_upmaps): an entry is removed (an empty list) when its
+// PG no longer exists, it names OSDs that no longer exist, none of its
+// pairs applies, or the placement breaks its rule (after a CRUSH
+// change); an entry some of whose pairs no longer apply keeps only the
+// others.
 func Clean(m *osdmap.Map) map[osdmap.PGID][]osdmap.UpmapItem {
 	out := map[osdmap.PGID][]osdmap.UpmapItem{}
 	rules := map[int]*domainMap{}
@@ -471,10 +502,12 @@ func Clean(m *osdmap.Map) map[osdmap.PGID][]osdmap.UpmapItem {
 			out[pg] = nil
 			continue
 		}
-		base, err1 := m.RawBeforeItems(pg)
-		mp, err2 := m.MapPG(pg)
-		if err1 != nil || err2 != nil || slices.Equal(base, mp.Raw) || check(m, pg, rules) != nil {
+		live, err := m.LiveUpmapItems(pg)
+		switch {
+		case err != nil || len(live) == 0 || check(m, pg, rules) != nil:
 			out[pg] = nil
+		case len(live) < len(items):
+			out[pg] = live
 		}
 	}
 	return out

@@ -257,3 +257,75 @@ rule two_steps {
 		t.Fatalf("eval of an unknown pool: %v", err)
 	}
 }
+
+// An OSD whose weight would give it more copies than the pool has PGs
+// holds one copy of every PG, and the others share the rest: they end
+// within one copy of that share.
+func TestBalanceHeavyOSD(t *testing.T) {
+	c, err := crush.Simple(crush.SimpleSpec{HostsPerRack: 6, OSDsPerHost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.Clone()
+	if err := c.AdjustItemWeight(0, 10*crush.WeightOne); err != nil {
+		t.Fatal(err)
+	}
+	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: 6, NewOSDs: map[int32]osdmap.OSD{},
+		NewPools: []*osdmap.Pool{{ID: 1, Name: "data", Type: osdmap.PoolReplicated, Size: 3, MinSize: 2, PGNum: 64, PGPNum: 64,
+			Flags: osdmap.FlagHashPSPool, ObjectHash: osdmap.HashRjenkins}}}
+	for i := int32(0); i < 6; i++ {
+		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
+	}
+	m, err := osdmap.New("", c).Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := balancer.Optimize(m, balancer.Options{MaxDeviation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := applyPlan(t, m, plan)
+	d, _ := n.PGDistribution(1)
+	if d.Count[0] != 64 {
+		t.Errorf("osd.0 (weight 10 of 15) holds %d copies, want one of each of the 64 PGs", d.Count[0])
+	}
+	for o := int32(1); o < 6; o++ { // the other 128 copies, 25.6 each
+		if c := d.Count[o]; c < 25 || c > 26 {
+			t.Errorf("osd.%d holds %d copies, want 25 or 26", o, c)
+		}
+	}
+	scores, _ := balancer.Eval(n, nil)
+	if scores[0].MaxDeviation > 1 {
+		t.Errorf("eval: %+v", scores[0])
+	}
+}
+
+// Clean removes entries of PGs and OSDs that are gone and entries none of
+// whose pairs apply, and trims an entry to the pairs that still apply.
+func TestClean(t *testing.T) {
+	m := testMap(t)
+	pg := osdmap.PGID{Pool: 1, Seed: 7}
+	mp, _ := m.MapPG(pg)
+	var free []int32 // OSDs on hosts the PG does not use
+	for o := int32(0); o < 360 && len(free) < 3; o++ {
+		if o != 100 && !slices.ContainsFunc(mp.Up, func(x int32) bool { return hostOf(m, x) == hostOf(m, o) }) &&
+			!slices.ContainsFunc(free, func(x int32) bool { return hostOf(m, x) == hostOf(m, o) }) {
+			free = append(free, o)
+		}
+	}
+	live := osdmap.UpmapItem{From: mp.Up[1], To: free[0]}
+	dead := osdmap.UpmapItem{From: free[1], To: free[2]} // free[1] is not in the set
+	gone := osdmap.PGID{Pool: 1, Seed: 5000}             // beyond pg_num
+	n, err := m.Apply(&osdmap.Incremental{Epoch: m.Epoch + 1, NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{
+		pg: {live, dead}, {Pool: 1, Seed: 8}: {dead}, gone: {live}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := balancer.Clean(n)
+	if len(got) != 3 || !slices.Equal(got[pg], []osdmap.UpmapItem{live}) || got[osdmap.PGID{Pool: 1, Seed: 8}] != nil || got[gone] != nil {
+		t.Fatalf("Clean: %v", got)
+	}
+	if _, ok := got[osdmap.PGID{Pool: 1, Seed: 8}]; !ok {
+		t.Fatal("an entry whose only pair is dead is kept")
+	}
+}

@@ -15,7 +15,7 @@ import (
 // Exec beside them for the key database.
 func commandPerm(prefix string) caps.Perm {
 	switch prefix {
-	case "osd erasure-code-profile ls", "osd erasure-code-profile get", "mon status", "mon dump", "config dump", "pg history get":
+	case "osd erasure-code-profile ls", "osd erasure-code-profile get", "mon status", "mon dump", "config dump", "pg history get", "balancer status":
 		return caps.Read
 	case "auth ls", "auth dump", "auth get-key", "auth get":
 		return caps.Read | caps.Exec

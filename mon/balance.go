@@ -13,9 +13,10 @@ import (
 // balancer plan) or, with an empty list, removes them (`shoal osd
 // rm-pg-upmap-items`), all in one epoch. Each PG must exist and each
 // OSD named exist and be in; a pair must change an OSD into another, and
-// no OSD may appear twice as a pair's source or twice as a target; the
-// PG's resulting placement must keep its rule's failure domains
-// (balancer.Check). Any failure is ErrInvalid or ErrNotFound and changes
+// no OSD may appear twice as a pair's source or twice as a target; every
+// pair must apply (its first OSD in the PG's set when its turn comes, its
+// second not); the PG's resulting placement must keep its rule's
+// failure domains (balancer.Check). Any failure is ErrInvalid or ErrNotFound and changes
 // nothing.
 type PGUpmapItems struct {
 	Items map[osdmap.PGID][]osdmap.UpmapItem
@@ -66,6 +67,10 @@ func (c PGUpmapItems) Apply(s *State) (*osdmap.Incremental, string, error) {
 		if len(items) == 0 {
 			continue
 		}
+		if live, _ := next.LiveUpmapItems(pg); len(live) < len(items) {
+			mp, _ := m.MapPG(pg)
+			return nil, "", fmt.Errorf("osd pg-upmap-items: pg %s: %w: of pairs %v only %v apply to its set %v (each needs its first OSD in the set and its second not)", pg, ErrInvalid, items, live, mp.Raw)
+		}
 		if err := balancer.Check(next, pg); err != nil {
 			return nil, "", fmt.Errorf("osd pg-upmap-items: %w: %v", ErrInvalid, err)
 		}
@@ -73,21 +78,15 @@ func (c PGUpmapItems) Apply(s *State) (*osdmap.Incremental, string, error) {
 	return inc, fmt.Sprintf("set pg_upmap_items of %d PG(s), removed %d", set, removed), nil
 }
 
-// cleanUpmapItems returns the pg_upmap_items removals next needs
-// (balancer.Clean) when inc changed what they depend on: CRUSH, OSDs,
-// pools or upmaps.
+// cleanUpmapItems returns the pg_upmap_items changes next needs
+// (balancer.Clean: entries removed or trimmed to the pairs that apply)
+// when inc changed what they depend on: CRUSH, OSDs, pools or upmaps.
 func cleanUpmapItems(inc *osdmap.Incremental, next *osdmap.Map) map[osdmap.PGID][]osdmap.UpmapItem {
 	if len(next.PGUpmapItems) == 0 || (inc.NewCrush == nil && len(inc.NewOSDs) == 0 && len(inc.NewPools) == 0 &&
 		len(inc.OldPools) == 0 && inc.NewMaxOSD == 0 && len(inc.NewPGUpmap) == 0 && len(inc.NewPGUpmapItems) == 0) {
 		return nil
 	}
-	drop := balancer.Clean(next)
-	for pg := range drop {
-		if items, ok := inc.NewPGUpmapItems[pg]; ok && len(items) > 0 {
-			delete(drop, pg) // this very command set it: Apply checked it
-		}
-	}
-	return drop
+	return balancer.Clean(next)
 }
 
 // BalancerReady reports why the automatic balancer should not move PGs

@@ -61,6 +61,7 @@ func TestPGUpmapItemsCommand(t *testing.T) {
 		fmt.Sprintf("%s=%d,%d", pg, was.Up[0], 7), // no such OSD either
 		fmt.Sprintf("%s=%d,%d", pg, was.Up[0], was.Up[0]),
 		fmt.Sprintf("%s=%d,%d,%d,%d", pg, was.Up[0], outsider, was.Up[2], outsider), // two pairs to one OSD
+		fmt.Sprintf("%s=%d,%d", pg, outsider, was.Up[0]),                            // applies to nothing: outsider is not in the set
 	}
 	for _, items := range bad {
 		if _, _, err := s.Commit(translate(items)); err == nil {

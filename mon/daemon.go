@@ -112,6 +112,8 @@ type Daemon struct {
 	// balancedAt is when the leader's balancer last looked (tickLoop's
 	// goroutine only).
 	balancedAt time.Time
+	// balancerLast is the leader's last balancer round (guarded by mu).
+	balancerLast monc.BalancerRound
 }
 
 // RaftAddr is the raft address of the MON serving addr: the next port.
@@ -239,8 +241,17 @@ func (d *Daemon) balance(now time.Time) {
 		return
 	}
 	d.balancedAt = now
+	round := monc.BalancerRound{Started: now.UTC().Format(time.RFC3339)}
+	defer func() {
+		round.Seconds = d.clock.Now().Sub(now).Seconds()
+		d.mu.Lock()
+		d.balancerLast = round
+		d.mu.Unlock()
+	}()
 	m, wait := d.fsm.balancerView()
+	round.Epoch = uint32(m.Epoch)
 	if wait != "" {
+		round.Result = "waiting: " + wait
 		d.log.Info("balancer waits", "why", wait)
 		return
 	}
@@ -251,23 +262,45 @@ func (d *Daemon) balance(now time.Time) {
 	plan, err := balancer.Optimize(m, balancer.Options{MaxDeviation: cfg.Float("balancer_upmap_max_deviation"),
 		MaxMoves: max(1, int(cfg.Float("target_max_misplaced_ratio")*float64(pgs)))})
 	if err != nil {
+		round.Result = "error: " + err.Error()
 		d.log.Warn("balancer", "err", err)
 		return
 	}
 	if len(plan.Changes) == 0 {
+		round.Result = "balanced: nothing to move"
 		return
 	}
 	raw, _ := json.Marshal(monc.Command{Prefix: "osd pg-upmap-items", Args: map[string]string{"items": monc.FormatUpmapItems(plan.Changes)}})
 	f := d.raft.Apply(raw, 10*time.Second)
 	if err := f.Error(); err != nil {
+		round.Result = "error: " + err.Error()
 		d.log.Warn("balancer", "err", err)
 		return
 	}
 	if r := f.Response().(applyResult); r.err != nil {
+		round.Result = "error: plan refused: " + r.err.Error()
 		d.log.Warn("balancer: plan refused", "err", r.err)
 		return
 	}
+	round.Result = fmt.Sprintf("moved %d PG(s)", len(plan.Changes))
+	round.PGs = len(plan.Changes)
 	d.log.Info("balancer moved PGs", "pgs", len(plan.Changes), "epoch", plan.Epoch)
+}
+
+// balancerStatus answers "balancer status" on the leader: the settings,
+// the pg_upmap_items in the map, why the balancer would wait now, and
+// its last round.
+func (d *Daemon) balancerStatus() (monc.Result, error) {
+	cfg := d.config()
+	m, wait := d.fsm.balancerView()
+	d.mu.Lock()
+	last := d.balancerLast
+	d.mu.Unlock()
+	st := monc.BalancerStatus{Active: cfg.Bool("balancer_active"), Mode: cfg.String("balancer_mode"),
+		MaxDeviation: cfg.Float("balancer_upmap_max_deviation"), SleepInterval: cfg.Seconds("balancer_sleep_interval"),
+		MaxMisplaced: cfg.Float("target_max_misplaced_ratio"), UpmapItems: len(m.PGUpmapItems), Waiting: wait, Last: last}
+	b, _ := json.Marshal(st)
+	return monc.Result{Data: b}, nil
 }
 
 // downOut marks out the OSDs that have been down and in for
@@ -508,6 +541,9 @@ func (d *Daemon) command(ctx context.Context, c monc.Command, raw []byte, from s
 	}
 	if c.Prefix == "pg history get" {
 		return d.historyGet(ctx, c)
+	}
+	if c.Prefix == "balancer status" {
+		return d.balancerStatus()
 	}
 	switch c.Prefix {
 	case "mon add":

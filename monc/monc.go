@@ -604,3 +604,27 @@ func ParseUpmapItems(s string) (map[osdmap.PGID][]osdmap.UpmapItem, error) {
 	}
 	return out, nil
 }
+
+// BalancerStatus is the "balancer status" command's reply, from the
+// MONs' leader (`shoal balancer status`).
+type BalancerStatus struct {
+	Active        bool    `json:"active"`
+	Mode          string  `json:"mode"`
+	MaxDeviation  float64 `json:"upmap_max_deviation"`
+	SleepInterval float64 `json:"sleep_interval"`
+	MaxMisplaced  float64 `json:"target_max_misplaced_ratio"`
+	// UpmapItems counts the PGs with pg_upmap_items in the map.
+	UpmapItems int `json:"pg_upmap_items"`
+	// Waiting is why a round would wait now ("" when it would not).
+	Waiting string        `json:"waiting,omitempty"`
+	Last    BalancerRound `json:"last_round"`
+}
+
+// BalancerRound is one round of the automatic balancer.
+type BalancerRound struct {
+	Started string  `json:"started,omitempty"` // RFC 3339, UTC
+	Seconds float64 `json:"duration"`
+	Epoch   uint32  `json:"epoch"`
+	Result  string  `json:"result,omitempty"`
+	PGs     int     `json:"pgs_moved"`
+}

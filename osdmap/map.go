@@ -323,21 +323,6 @@ func (m *Map) upmap(p *Pool, pg PGID, weights []uint32) (u []int32, ok, rejected
 	return slices.Clone(u), true, false
 }
 
-// RawBeforeItems returns a PG's raw placement before its pg_upmap_items
-// (CRUSH's choice or its pg_upmap), the set the items' pairs rewrite.
-// ErrNoPool if the PG's pool is not in the map.
-func (m *Map) RawBeforeItems(pg PGID) ([]int32, error) {
-	p, err := m.Pool(pg.Pool)
-	if err != nil {
-		return nil, err
-	}
-	w := m.weights()
-	if u, ok, _ := m.upmap(p, p.RawPGToPG(pg), w); ok {
-		return u, nil
-	}
-	return m.crushOSDs(p, p.PlacementSeed(pg), w), nil
-}
-
 // UpmapItem is one pair of a PG's pg_upmap_items: the OSD From of its
 // placement is replaced by To.
 type UpmapItem struct {
@@ -347,8 +332,10 @@ type UpmapItem struct {
 // applyUpmapItems replaces OSDs of raw in place by the PG's
 // pg_upmap_items, as Ceph's OSDMap::_apply_upmap: each pair replaces the
 // first position holding From, unless To is already in raw or To is
-// out (weight 0). Pairs apply in order, so [[1,2],[2,1]] is no swap.
-func (m *Map) applyUpmapItems(pg PGID, raw []int32, weights []uint32) {
+// out (weight 0). Pairs apply in order, so [[1,2],[2,1]] is no swap. It
+// returns the pairs that applied.
+func (m *Map) applyUpmapItems(pg PGID, raw []int32, weights []uint32) []UpmapItem {
+	var live []UpmapItem
 	for _, it := range m.PGUpmapItems[pg] {
 		if it.To >= 0 && int(it.To) < len(weights) && weights[it.To] == 0 {
 			continue
@@ -365,8 +352,33 @@ func (m *Map) applyUpmapItems(pg PGID, raw []int32, weights []uint32) {
 		}
 		if pos >= 0 {
 			raw[pos] = it.To
+			live = append(live, it)
 		}
 	}
+	return live
+}
+
+// LiveUpmapItems returns the pairs of a PG's pg_upmap_items that apply
+// now (a CRUSH change can leave a pair's From out of the set, or its To
+// in it), in order; nil for a PG without entries or whose pg_upmap is
+// refused. ErrNoPool if the PG's pool is not in the map.
+func (m *Map) LiveUpmapItems(pg PGID) ([]UpmapItem, error) {
+	p, err := m.Pool(pg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.PGUpmapItems[pg]) == 0 {
+		return nil, nil
+	}
+	w := m.weights()
+	u, ok, rejected := m.upmap(p, p.RawPGToPG(pg), w)
+	if rejected {
+		return nil, nil
+	}
+	if !ok {
+		u = m.crushOSDs(p, p.PlacementSeed(pg), w)
+	}
+	return m.applyUpmapItems(p.RawPGToPG(pg), u, w), nil
 }
 
 // CrushOSDs returns, for every PG of a pool in seed order, CRUSH's choice

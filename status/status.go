@@ -488,3 +488,28 @@ func PGsText(w io.Writer, pgs []osdop.PGStats) {
 			set(up), set(pg.Acting), stamp(pg.LastScrub), stamp(pg.LastDeepScrub))
 	}
 }
+
+// NotClean returns why the cluster is not clean — an OSD that exists and
+// is in but down, a PG not reported, or one not active+clean — or nil
+// when every PG is active+clean on up OSDs: what the balancer waits for
+// before it moves PGs (Ceph's balancer: no PG inactive or degraded).
+func (s *Status) NotClean() error {
+	var why []string
+	if s.UpOSDs < s.OSDs && s.InOSDs > s.UpOSDs {
+		why = append(why, fmt.Sprintf("%d of %d OSDs up, %d in", s.UpOSDs, s.OSDs, s.InOSDs))
+	}
+	states := make([]string, 0, len(s.PGStates))
+	for st := range s.PGStates {
+		if st != "active+clean" && !strings.HasPrefix(st, "active+clean+scrubbing") {
+			states = append(states, fmt.Sprintf("%d %s", s.PGStates[st], st))
+		}
+	}
+	sort.Strings(states)
+	if len(states) > 0 {
+		why = append(why, "PGs "+strings.Join(states, ", "))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cluster not clean: %s", strings.Join(why, "; "))
+}

@@ -348,6 +348,7 @@ func osdCmd() *cobra.Command {
 	cmd.Flags().StringVar(&data, "data", "", "the OSD's data directory")
 	cmd.AddCommand(poolCmd()) // `shoal osd pool …`, as Ceph spells it; `shoal pool …` too
 	cmd.AddCommand(blocklistCmd())
+	cmd.AddCommand(upmapCmds()...)
 	ids := func(a []string) (map[string]string, error) {
 		return map[string]string{"ids": strings.Join(a, ",")}, nil
 	}
