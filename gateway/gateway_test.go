@@ -1513,6 +1513,13 @@ func TestMetrics(t *testing.T) {
 		`shoal_rgw_received_bytes_total`:                                    15,
 		`shoal_rgw_index_updates_total`:                                     6,
 		`shoal_rgw_index_completions_in_flight`:                             0,
+		`ceph_rgw_req`:                                                      6,
+		`ceph_rgw_failed_req`:                                               1,
+		`ceph_rgw_put`:                                                      3,
+		`ceph_rgw_put_b`:                                                    15,
+		`ceph_rgw_get`:                                                      2,
+		`ceph_rgw_put_initial_lat_count`:                                    3,
+		`ceph_rgw_get_initial_lat_count`:                                    2,
 	} {
 		if got, ok := values[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)

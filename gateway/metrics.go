@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,8 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/shoal-project/shoal/gateway/rgw"
+	"github.com/shoal-project/shoal/internal/scrape"
 )
 
 // metrics are a gateway's Prometheus metrics (RGW's perf counters:
@@ -22,6 +22,12 @@ type metrics struct {
 	requests *prometheus.CounterVec   // method, target, code
 	latency  *prometheus.HistogramVec // method, target
 	in, out  prometheus.Counter
+	// RGW's perf counters under the names Ceph's exporter gives them:
+	// requests, failed ones (4xx and 5xx), object GETs and PUTs with
+	// their body bytes and their initial latency (to the response's
+	// headers: _sum over _count is the mean, seconds).
+	cephReq, cephFailed, cephGet, cephGetB, cephPut, cephPutB prometheus.Counter
+	cephGetLat, cephPutLat                                    prometheus.Summary
 }
 
 func newMetrics(s *rgw.Store) *metrics {
@@ -48,18 +54,27 @@ func newMetrics(s *rgw.Store) *metrics {
 	gauge("index_completions_in_flight", "Index completions sent after their requests were answered, not yet applied.",
 		func() float64 { _, _, n := s.IndexCounters(); return float64(n) })
 	m.reg.MustRegister(m.requests, m.latency, m.in, m.out)
+	cephCounter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: "ceph_rgw_" + name, Help: help})
+		m.reg.MustRegister(c)
+		return c
+	}
+	m.cephReq = cephCounter("req", "S3 requests answered (RGW's req).")
+	m.cephFailed = cephCounter("failed_req", "Requests answered with a 4xx or 5xx status (RGW's failed_req).")
+	m.cephGet = cephCounter("get", "Object GETs (RGW's get).")
+	m.cephGetB = cephCounter("get_b", "Bytes sent for object GETs (RGW's get_b).")
+	m.cephPut = cephCounter("put", "Object PUTs (RGW's put).")
+	m.cephPutB = cephCounter("put_b", "Bytes received for object PUTs (RGW's put_b).")
+	m.cephGetLat = prometheus.NewSummary(prometheus.SummaryOpts{Name: "ceph_rgw_get_initial_lat", Help: "Object GET latency to the response's headers, seconds (RGW's get_initial_lat)."})
+	m.cephPutLat = prometheus.NewSummary(prometheus.SummaryOpts{Name: "ceph_rgw_put_initial_lat", Help: "Object PUT latency to the response's headers, seconds (RGW's put_initial_lat)."})
+	m.reg.MustRegister(m.cephGetLat, m.cephPutLat)
 	return m
 }
 
 // ServeMetrics serves the gateway's Prometheus metrics at /metrics on
 // ln until ctx ends.
 func (srv *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	stop := context.AfterFunc(ctx, func() { hs.Close() })
-	defer stop()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := scrape.Serve(ctx, ln, srv.m.reg); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
 	return nil
@@ -90,25 +105,47 @@ func (m *metrics) observe(rq *request, w *countingWriter, start time.Time) {
 	if rq.r.ContentLength > 0 {
 		m.in.Add(float64(rq.r.ContentLength))
 	}
+	m.cephReq.Inc()
+	if status >= 400 {
+		m.cephFailed.Inc()
+	}
+	initial := time.Since(start)
+	if !w.headerAt.IsZero() {
+		initial = w.headerAt.Sub(start)
+	}
+	switch {
+	case target != "object":
+	case method == http.MethodGet:
+		m.cephGet.Inc()
+		m.cephGetB.Add(float64(w.bytes))
+		m.cephGetLat.Observe(initial.Seconds())
+	case method == http.MethodPut:
+		m.cephPut.Inc()
+		if rq.r.ContentLength > 0 {
+			m.cephPutB.Add(float64(rq.r.ContentLength))
+		}
+		m.cephPutLat.Observe(initial.Seconds())
+	}
 }
 
 // countingWriter records a response's status and body bytes.
 type countingWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status   int
+	bytes    int64
+	headerAt time.Time // when the status line was written
 }
 
 func (w *countingWriter) WriteHeader(code int) {
 	if w.status == 0 {
-		w.status = code
+		w.status, w.headerAt = code, time.Now()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *countingWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.status, w.headerAt = http.StatusOK, time.Now()
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)

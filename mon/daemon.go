@@ -114,6 +114,8 @@ type Daemon struct {
 	balancedAt time.Time
 	// balancerLast is the leader's last balancer round (guarded by mu).
 	balancerLast monc.BalancerRound
+	// metricsAddr is where /metrics is served ("" if it is not).
+	metricsAddr string
 }
 
 // RaftAddr is the raft address of the MON serving addr: the next port.
@@ -208,6 +210,12 @@ func Start(o Options) (*Daemon, error) {
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("mon: %w", err)
+	}
+	if addr := d.config().String("metrics_addr"); addr != "" {
+		if err := d.serveMetrics(addr); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	d.wg.Add(2)
 	go d.tickLoop()

@@ -2,9 +2,12 @@ package mon_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,5 +206,52 @@ func TestFailureReports(t *testing.T) {
 	}
 	if !m.OSDs[0].Up || !m.OSDs[1].Up || !m.OSDs[2].Up {
 		t.Errorf("epoch %d: only osd.3 should be down: %+v", m.Epoch, m.OSDs)
+	}
+}
+
+// A MON with metrics_addr serves Ceph's exporter metrics for what it
+// holds: its quorum status, the OSDs, pools, PG counts and flags; `mon
+// status` names the endpoint.
+func TestMonMetrics(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{MONs: 1, OSDs: 2, Conf: "metrics_addr = 127.0.0.1:0\n"})
+	c := cl.MonClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Command(ctx, "pool create", map[string]string{"name": "data", "size": "2", "pg_num": "8"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Command(ctx, "osd set", map[string]string{"key": "noout"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Command(ctx, "mon status", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Metrics string `json:"metrics_addr"`
+	}
+	if err := json.Unmarshal(r.Data, &st); err != nil || st.Metrics == "" || st.Metrics != cl.MONs[0].MetricsAddr() {
+		t.Fatalf("mon status names metrics at %q (%v), the MON serves them at %q", st.Metrics, err, cl.MONs[0].MetricsAddr())
+	}
+	resp, err := http.Get("http://" + st.Metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`ceph_mon_quorum_status{ceph_daemon="` + cl.MONs[0].Name() + `"} 1`,
+		`ceph_osd_up{ceph_daemon="osd.0"} 1`,
+		`ceph_osd_in{ceph_daemon="osd.1"} 1`,
+		`ceph_osd_weight{ceph_daemon="osd.1"} 1`,
+		`ceph_pool_metadata{name="data",pool_id="1",type="replicated"} 1`,
+		`ceph_pg_total{pool_id="1"} 8`,
+		`ceph_osd_flag_noout 1`,
+		`ceph_osd_flag_noup 0`,
+		`shoal_pg_upmap_items{ceph_daemon=`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
 	}
 }

@@ -168,6 +168,9 @@ type monStatus struct {
 	Voter   bool     `json:"voter"` // false while it catches up (or before it is added)
 	Applied uint64   `json:"applied"`
 	Peers   []string `json:"peers"` // the MON map's members
+	// Metrics is where the MON serves Prometheus metrics ("" if it does
+	// not).
+	Metrics string `json:"metrics_addr,omitempty"`
 }
 
 func (d *Daemon) status() monStatus {
@@ -177,7 +180,7 @@ func (d *Daemon) status() monStatus {
 		leader = msgrAddr(string(addr))
 	}
 	mm := d.fsm.monMap()
-	st := monStatus{Addr: d.o.Addr, Leader: leader, State: d.raft.State().String(), Applied: d.raft.AppliedIndex()}
+	st := monStatus{Addr: d.o.Addr, Leader: leader, State: d.raft.State().String(), Applied: d.raft.AppliedIndex(), Metrics: d.metricsAddr}
 	for _, mi := range mm.Mons {
 		st.Peers = append(st.Peers, mi.Addr)
 		if mi.Addr == d.o.Addr {

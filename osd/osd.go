@@ -527,7 +527,7 @@ func (d *OSD) fullnessLoop() {
 func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
 	d.mu.RLock()
-	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot()}
+	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot(), MetricsAddr: d.metricsAddr}
 	st.Perf.MClockCapacityIOPS = d.qos.capacityIOPS(d.conf(), d.qosError)
 	st.Perf.MClockScale = d.qos.scale()
 	now := time.Now()

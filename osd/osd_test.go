@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/internal/testcluster"
@@ -770,6 +774,40 @@ func TestPerfCounters(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), `shoal_osd_subop_w_total{daemon="osd.0"}`) || !strings.Contains(string(body), "shoal_osd_op_w_latency_seconds_bucket") {
 		t.Fatalf("metrics:\n%s", body)
+	}
+	// Ceph's names, summed over the OSDs: each PG counted at its primary
+	var ops, pgsActive, pgsClean, objects float64
+	for i := range c.OSDs {
+		resp, err := http.Get("http://" + c.OSDs[i].MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		fams, err := p.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := func(name string) float64 {
+			v := 0.0
+			if f := fams[name]; f != nil {
+				for _, m := range f.Metric {
+					v += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetSummary().GetSampleCount())
+				}
+			}
+			return v
+		}
+		ops += val("ceph_osd_op_w") + val("ceph_osd_op_r_latency")
+		pgsActive += val("ceph_pg_active")
+		pgsClean += val("ceph_pg_clean")
+		objects += val("ceph_pool_objects")
+	}
+	pgNum := 0.0
+	for _, p := range cl.Map().Pools {
+		pgNum += float64(p.PGNum)
+	}
+	if ops != 2 || pgsActive != pgNum || pgsClean != pgNum || objects != 1 {
+		t.Fatalf("ceph_ metrics over the OSDs: %v ops (want the write and the read), %v active and %v clean PGs of %v, %v objects (want 1)", ops, pgsActive, pgsClean, pgNum, objects)
 	}
 }
 

@@ -2,17 +2,15 @@ package osd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/shoal-project/shoal/internal/scrape"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -141,21 +139,14 @@ func (d *OSD) serveMetrics(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("osd: metrics: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(d.perf.reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	d.perf.reg.MustRegister(cephMetrics{d})
 	d.metricsAddr = ln.Addr().String()
-	d.wg.Add(2)
+	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := scrape.Serve(ctx, ln, d.perf.reg); err != nil {
 			d.log.Error("metrics server", "err", err)
 		}
-	}()
-	go func() {
-		defer d.wg.Done()
-		<-ctx.Done()
-		srv.Close()
 	}()
 	return nil
 }

@@ -479,6 +479,9 @@ type Stats struct {
 	// (Ceph's SLOW_OPS).
 	SlowOps      int     `json:"slow_ops,omitempty"`
 	SlowOpOldest float64 `json:"slow_op_oldest_sec,omitempty"`
+	// MetricsAddr is where the OSD serves Prometheus metrics at /metrics
+	// (metrics_addr), "" if it does not.
+	MetricsAddr string `json:"metrics_addr,omitempty"`
 }
 
 // Perf is an OSD's op counters since it started (Ceph's OSD perf

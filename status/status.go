@@ -43,6 +43,13 @@ type Mon struct {
 	Leader bool   `json:"leader"`
 }
 
+// ScrapeTarget is one daemon's Prometheus endpoint: GET
+// http://ADDR/metrics.
+type ScrapeTarget struct {
+	Daemon string `json:"daemon"` // mon.ADDR, osd.N
+	Addr   string `json:"addr"`
+}
+
 // Status is the cluster's state.
 type Status struct {
 	FSID     string         `json:"fsid"`
@@ -76,6 +83,9 @@ type Status struct {
 	RecoveryOpsRate   float64       `json:"recovering_objects_per_sec"`
 	RecoveryBytesRate float64       `json:"recovering_bytes_per_sec"`
 	OSDStats          []osdop.Stats `json:"osd_stats"`
+	// Scrape lists the daemons' Prometheus endpoints (those with
+	// metrics_addr set): MONs, then OSDs.
+	Scrape []ScrapeTarget `json:"scrape_endpoints"`
 }
 
 // Gather asks every MON and every up OSD.
@@ -87,6 +97,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	s := &Status{FSID: m.FSID, Epoch: uint32(m.Epoch), Flags: m.Flags.Names(), PGStates: map[string]int{}}
 	var wg sync.WaitGroup
 	s.Mons = make([]Mon, len(monAddrs))
+	monMetrics := make([]string, len(monAddrs))
 	for i, a := range monAddrs {
 		s.Mons[i].Addr = a
 		wg.Add(1)
@@ -100,10 +111,14 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			r, err := mc.Command(cctx, "mon status", nil)
-			var ms struct{ State string }
+			var ms struct {
+				State   string
+				Metrics string `json:"metrics_addr"`
+			}
 			if err == nil && json.Unmarshal(r.Data, &ms) == nil {
 				s.Mons[i].Up = true
 				s.Mons[i].Leader = ms.State == "Leader"
+				monMetrics[i] = ms.Metrics
 			}
 		}()
 	}
@@ -137,6 +152,17 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	}
 	wg.Wait()
 	sort.Slice(s.OSDStats, func(a, b int) bool { return s.OSDStats[a].ID < s.OSDStats[b].ID })
+	s.Scrape = []ScrapeTarget{}
+	for i, a := range monMetrics {
+		if a != "" {
+			s.Scrape = append(s.Scrape, ScrapeTarget{Daemon: "mon." + monAddrs[i], Addr: a})
+		}
+	}
+	for _, st := range s.OSDStats {
+		if st.MetricsAddr != "" {
+			s.Scrape = append(s.Scrape, ScrapeTarget{Daemon: fmt.Sprintf("osd.%d", st.ID), Addr: st.MetricsAddr})
+		}
+	}
 	reported := map[string]osdop.PGStats{}
 	for _, st := range s.OSDStats {
 		s.UsedKB += st.Used
