@@ -3,6 +3,7 @@ package mon
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/shoal-project/shoal/balancer"
@@ -124,4 +125,53 @@ func (s *State) BalancerReady() string {
 		return fmt.Sprintf("%d PG(s) not active on their acting set yet (%s)", len(waiting), strings.Join(waiting[:min(len(waiting), 5)], " "))
 	}
 	return ""
+}
+
+// autoscaleKeys are the pool options of the PG autoscaler (`shoal pool
+// set|get`), as Ceph names them.
+var autoscaleKeys = []string{"pg_autoscale_mode", "target_size_ratio", "target_size_bytes", "pg_autoscale_bias", "pg_num_min", "pg_num_max", "bulk"}
+
+// setAutoscale returns p with the autoscaler option key set to value
+// (ok false: key is not one of them). Ceph's mode "on", which changes
+// pg_num, is refused: Shoal's OSDs cannot split or merge PGs yet.
+func setAutoscale(p *osdmap.Pool, key, value string) (np *osdmap.Pool, ok bool, err error) {
+	if !slices.Contains(autoscaleKeys, key) {
+		return nil, false, nil
+	}
+	cp := *p
+	a := &cp.Autoscale
+	f := func() float64 {
+		v, perr := strconv.ParseFloat(value, 64)
+		if perr != nil {
+			err = fmt.Errorf("not a number")
+		}
+		return v
+	}
+	u := func(bits int) uint64 {
+		v, perr := strconv.ParseUint(value, 10, bits)
+		if perr != nil {
+			err = fmt.Errorf("not a whole number")
+		}
+		return v
+	}
+	switch key {
+	case "pg_autoscale_mode":
+		if value == "on" {
+			return nil, true, fmt.Errorf("on changes pg_num, which needs PG splitting and merging (not built yet): use warn, which reports the advice in health, or off")
+		}
+		a.Mode = value
+	case "target_size_ratio":
+		a.TargetRatio = f()
+	case "target_size_bytes":
+		a.TargetBytes = u(64)
+	case "pg_autoscale_bias":
+		a.Bias = f()
+	case "pg_num_min":
+		a.PGNumMin = uint32(u(32))
+	case "pg_num_max":
+		a.PGNumMax = uint32(u(32))
+	case "bulk":
+		a.Bulk, err = strconv.ParseBool(value)
+	}
+	return &cp, true, err
 }

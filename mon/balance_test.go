@@ -156,3 +156,33 @@ func TestBalancerReady(t *testing.T) {
 		t.Error("ready with an OSD down")
 	}
 }
+
+// The autoscaler's pool options are set as Ceph names them; bad values —
+// not numbers, a floor above the ceiling, a mode other than off or warn
+// (on needs PG splitting) — are refused and change nothing.
+func TestPoolAutoscaleOptions(t *testing.T) {
+	s, p := bootSix(t)
+	for k, v := range map[string]string{"pg_autoscale_mode": "warn", "target_size_ratio": "0.5", "target_size_bytes": "1099511627776",
+		"pg_autoscale_bias": "2", "pg_num_min": "16", "pg_num_max": "256", "bulk": "true"} {
+		commit(t, s, mon.PoolSet{Name: p.Name, Key: k, Value: v})
+	}
+	got, _ := s.Map.PoolByName(p.Name)
+	want := osdmap.AutoscaleOptions{Mode: "warn", TargetRatio: 0.5, TargetBytes: 1 << 40, Bias: 2, PGNumMin: 16, PGNumMax: 256, Bulk: true}
+	if got.Autoscale != want {
+		t.Fatalf("options %+v, want %+v", got.Autoscale, want)
+	}
+	back, err := osdmap.Decode(s.Map.Encode())
+	if err != nil || back.Pools[p.ID].Autoscale != want {
+		t.Fatalf("after encoding: %+v, %v", back.Pools[p.ID].Autoscale, err)
+	}
+	epoch := s.Map.Epoch
+	for k, v := range map[string]string{"pg_autoscale_mode": "on", "target_size_ratio": "-1", "pg_autoscale_bias": "x",
+		"pg_num_min": "512", "pg_num_max": "-3", "bulk": "maybe"} {
+		if _, _, err := s.Commit(mon.PoolSet{Name: p.Name, Key: k, Value: v}); !errors.Is(err, mon.ErrInvalid) {
+			t.Errorf("%s = %s: %v", k, v, err)
+		}
+	}
+	if s.Map.Epoch != epoch {
+		t.Fatalf("refused settings changed the map")
+	}
+}

@@ -545,6 +545,17 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 		inc.NewPools = []*osdmap.Pool{&np}
 		return inc, fmt.Sprintf("set pool %d allow_ec_overwrites to %t", p.ID, on), nil
 	}
+	if np, ok, err := setAutoscale(p, c.Key, c.Value); ok {
+		if err != nil {
+			return nil, "", fmt.Errorf("pool %q %s = %q: %w: %v", c.Name, c.Key, c.Value, ErrInvalid, err)
+		}
+		inc := s.next()
+		inc.NewPools = []*osdmap.Pool{np}
+		if _, err := s.Map.Apply(inc); err != nil {
+			return nil, "", fmt.Errorf("pool %q %s = %s: %w: %v", c.Name, c.Key, c.Value, ErrInvalid, err)
+		}
+		return inc, fmt.Sprintf("set pool %d %s to %s", p.ID, c.Key, c.Value), nil
+	}
 	if c.Key == "crush_rule" {
 		r := s.Map.Crush.RuleByName(c.Value)
 		if id, err := strconv.Atoi(c.Value); r == nil && err == nil {
@@ -586,7 +597,7 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	case "pgp_num":
 		np.PGPNum = uint32(v)
 	default:
-		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule, allow_ec_overwrites)", c.Name, ErrInvalid, c.Key)
+		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule, allow_ec_overwrites, %s)", c.Name, ErrInvalid, c.Key, strings.Join(autoscaleKeys, ", "))
 	}
 	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{&np}

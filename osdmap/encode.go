@@ -2,6 +2,7 @@ package osdmap
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/shoal-project/shoal/crush"
@@ -63,9 +64,10 @@ func decodeUpmapItems(d *wire.Decoder) map[PGID][]UpmapItem {
 }
 
 // Pool encoding versions: v2 appends the snapshot fields (snap_seq, pool
-// snapshots, removed snaps), which a v1 reader skips.
+// snapshots, removed snaps), v3 the autoscaler's options; an older reader
+// skips them.
 func encodePool(e *wire.Encoder, p *Pool) {
-	mark := e.Begin(2, 1)
+	mark := e.Begin(3, 1)
 	e.I64(p.ID)
 	e.String(p.Name)
 	e.U8(uint8(p.Type))
@@ -90,6 +92,14 @@ func encodePool(e *wire.Encoder, p *Pool) {
 		e.U64(r.First)
 		e.U64(r.Last)
 	}
+	a := p.Autoscale // v3
+	e.String(a.Mode)
+	e.U64(math.Float64bits(a.TargetRatio))
+	e.U64(a.TargetBytes)
+	e.U64(math.Float64bits(a.Bias))
+	e.U32(a.PGNumMin)
+	e.U32(a.PGNumMax)
+	e.Bool(a.Bulk)
 	e.End(mark)
 }
 
@@ -110,6 +120,10 @@ func decodePool(d *wire.Decoder) *Pool {
 		for n := d.Count(16); n > 0 && d.Err() == nil; n-- {
 			p.RemovedSnaps = append(p.RemovedSnaps, SnapRange{First: d.U64(), Last: d.U64()})
 		}
+	}
+	if v >= 3 {
+		p.Autoscale = AutoscaleOptions{Mode: d.String(), TargetRatio: math.Float64frombits(d.U64()), TargetBytes: d.U64(),
+			Bias: math.Float64frombits(d.U64()), PGNumMin: d.U32(), PGNumMax: d.U32(), Bulk: d.Bool()}
 	}
 	d.End("pool", end)
 	if d.Err() == nil {

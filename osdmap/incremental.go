@@ -196,7 +196,26 @@ func (p *Pool) validate() error {
 	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:
 		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
 	}
+	if err := p.Autoscale.validate(); err != nil {
+		return fmt.Errorf("pool %q: %w", p.Name, err)
+	}
 	return p.validateSnaps()
+}
+
+func (a AutoscaleOptions) validate() error {
+	switch {
+	case a.Mode != "" && a.Mode != "off" && a.Mode != "warn":
+		return fmt.Errorf("pg_autoscale_mode %q: off or warn (on needs PG splitting and merging, not built)", a.Mode)
+	case !(a.TargetRatio >= 0 && a.TargetRatio <= 1e6):
+		return fmt.Errorf("target_size_ratio %g outside [0, 1e6]", a.TargetRatio)
+	case !(a.Bias >= 0 && a.Bias <= 1000):
+		return fmt.Errorf("pg_autoscale_bias %g outside [0, 1000]", a.Bias)
+	case a.PGNumMin > MaxPGNum || a.PGNumMax > MaxPGNum:
+		return fmt.Errorf("pg_num_min %d / pg_num_max %d above %d", a.PGNumMin, a.PGNumMax, MaxPGNum)
+	case a.PGNumMax > 0 && a.PGNumMin > a.PGNumMax:
+		return fmt.Errorf("pg_num_min %d above pg_num_max %d", a.PGNumMin, a.PGNumMax)
+	}
+	return nil
 }
 
 // cloneLists deep-copies a map of PG → OSD list (never nil).

@@ -62,6 +62,32 @@ type Pool struct {
 	SnapSeq      uint64
 	Snaps        map[uint64]PoolSnap
 	RemovedSnaps []SnapRange
+	// Autoscale are the PG autoscaler's options for the pool (package
+	// autoscaler).
+	Autoscale AutoscaleOptions
+}
+
+// AutoscaleOptions are a pool's PG autoscaler settings, Ceph's pool
+// options of the same names (`shoal pool set`).
+type AutoscaleOptions struct {
+	// Mode is pg_autoscale_mode: "" or "off" (Shoal's default: no
+	// advice in health), or "warn" (a health warning when pg_num is off
+	// by more than 3x from the recommendation). Ceph's "on", which
+	// changes pg_num, needs PG splitting and merging.
+	Mode string
+	// TargetRatio (target_size_ratio) is the share of the root's capacity
+	// the pool is expected to take; TargetBytes (target_size_bytes) its
+	// expected size before replication, used when TargetRatio is 0.
+	TargetRatio float64
+	TargetBytes uint64
+	// Bias (pg_autoscale_bias) multiplies the recommendation; 0 means 1.
+	Bias float64
+	// PGNumMin and PGNumMax (pg_num_min, pg_num_max) bound it; 0: Ceph's
+	// floor of 32, and no ceiling.
+	PGNumMin, PGNumMax uint32
+	// Bulk (the bulk flag) gives the pool its full share of PGs from the
+	// start rather than as it fills.
+	Bulk bool
 }
 
 // CanShiftOSDs reports whether OSDs may move positions in the acting set:

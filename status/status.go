@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-project/shoal/autoscaler"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/monc"
@@ -86,6 +87,9 @@ type Status struct {
 	// Scrape lists the daemons' Prometheus endpoints (those with
 	// metrics_addr set): MONs, then OSDs.
 	Scrape []ScrapeTarget `json:"scrape_endpoints"`
+	// Autoscale is the PG autoscaler's advice per pool (`shoal osd pool
+	// autoscale-status`).
+	Autoscale []autoscaler.Row `json:"pg_autoscale"`
 }
 
 // Gather asks every MON and every up OSD.
@@ -173,6 +177,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			reported[pg.PGID] = pg
 		}
 	}
+	poolBytes := map[int64]uint64{}
 	var unknown, inactive, degraded, misplaced, inconsistent []string
 	scrubErrors := 0
 	for _, id := range m.PoolIDs() {
@@ -189,6 +194,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			}
 			s.PGStates[r.State]++
 			s.Objects += r.Objects
+			poolBytes[id] += uint64(max(r.Bytes, 0))
 			s.Bytes += r.Bytes
 			scrubErrors += r.ScrubErrors
 			s.ToRecover += r.ToRecover
@@ -221,6 +227,8 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d/%d mons down", len(monsDown), len(s.Mons)), monsDown})
 	}
 	s.Checks = append(s.Checks, mapChecks(m)...)
+	s.Autoscale = autoscale(ctx, c, m, poolBytes, s.OSDStats)
+	s.Checks = append(s.Checks, autoscaleChecks(s.Autoscale)...)
 	usedPct := map[int32]float64{}
 	for _, st := range s.OSDStats {
 		if st.Total > 0 {
@@ -538,4 +546,65 @@ func (s *Status) NotClean() error {
 		return nil
 	}
 	return fmt.Errorf("cluster not clean: %s", strings.Join(why, "; "))
+}
+
+// autoscale is the PG autoscaler's advice for the map's pools from their
+// logical bytes and the OSDs' device sizes; an erasure-coded pool's raw
+// rate (k+m)/k comes from its profile at the MONs.
+func autoscale(ctx context.Context, c *client.Conn, m *osdmap.Map, poolBytes map[int64]uint64, osds []osdop.Stats) []autoscaler.Row {
+	rates := map[int64]float64{}
+	ks := map[string]int{}
+	for id, p := range m.Pools {
+		if p.Type != osdmap.PoolErasure {
+			continue
+		}
+		k, ok := ks[p.ECProfile]
+		if !ok {
+			if r, err := c.MonCommand(ctx, "osd erasure-code-profile get", map[string]string{"name": p.ECProfile}); err == nil {
+				var args []string
+				if json.Unmarshal(r.Data, &args) == nil {
+					for _, a := range args {
+						if v, found := strings.CutPrefix(a, "k="); found {
+							fmt.Sscan(v, &k)
+						}
+					}
+				}
+			}
+			ks[p.ECProfile] = k
+		}
+		if k > 0 {
+			rates[id] = float64(p.Size) / float64(k)
+		}
+	}
+	sizes := map[int32]uint64{}
+	for _, st := range osds {
+		sizes[st.ID] = st.Total << 10
+	}
+	pools, roots := autoscaler.FromMap(m, poolBytes, rates, sizes)
+	return autoscaler.Recommend(pools, roots, 0)
+}
+
+// autoscaleChecks are Ceph's POOL_TOO_FEW_PGS and POOL_TOO_MANY_PGS for
+// the pools in warn mode whose pg_num is not the autoscaler's.
+func autoscaleChecks(rows []autoscaler.Row) []Check {
+	var few, many []string
+	for _, r := range rows {
+		if r.Mode != "warn" || r.Final == r.PGNum {
+			continue
+		}
+		line := fmt.Sprintf("Pool %s has %d placement groups, should have %d", r.Name, r.PGNum, r.Final)
+		if r.Final > r.PGNum {
+			few = append(few, line)
+		} else {
+			many = append(many, line)
+		}
+	}
+	var out []Check
+	if len(few) > 0 {
+		out = append(out, Check{Warn, fmt.Sprintf("%d pools have too few placement groups", len(few)), few})
+	}
+	if len(many) > 0 {
+		out = append(out, Check{Warn, fmt.Sprintf("%d pools have too many placement groups", len(many)), many})
+	}
+	return out
 }

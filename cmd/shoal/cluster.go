@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/shoal-project/shoal/caps"
+	"github.com/shoal-project/shoal/autoscaler"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
@@ -544,7 +545,7 @@ func poolCmd() *cobra.Command {
 			return nil
 		})}
 	ls.Flags().StringVar(&format, "format", "plain", "plain or detail")
-	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num, pgp_num, crush_rule (a rule name) or allow_ec_overwrites (erasure-coded pools: true)", Args: cobra.ExactArgs(3),
+	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num, pgp_num, crush_rule (a rule name), allow_ec_overwrites (erasure-coded pools: true) or the autoscaler's pg_autoscale_mode (off|warn), target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk", Args: cobra.ExactArgs(3),
 		RunE: monCommand("pool set", func(a []string) (map[string]string, error) {
 			return map[string]string{"name": a[0], "key": a[1], "value": a[2]}, nil
 		})}
@@ -555,18 +556,43 @@ func poolCmd() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("pool %q: %w", a[0], client.ErrPoolNotFound)
 				}
-				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "crush_rule": p.CrushRule}
+				as := p.Autoscale
+				mode := as.Mode
+				if mode == "" {
+					mode = "off"
+				}
+				bias := as.Bias
+				if bias == 0 {
+					bias = 1
+				}
+				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "crush_rule": p.CrushRule,
+					"pg_autoscale_mode": mode, "target_size_ratio": as.TargetRatio, "target_size_bytes": as.TargetBytes, "pg_autoscale_bias": bias,
+					"pg_num_min": as.PGNumMin, "pg_num_max": as.PGNumMax, "bulk": as.Bulk}
 				if p.Type == osdmap.PoolErasure {
 					keys["erasure_code_profile"], keys["allow_ec_overwrites"] = p.ECProfile, p.Flags&osdmap.FlagECOverwrites != 0
 				}
 				v, ok := keys[a[1]]
 				if !ok {
-					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
+					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule, pg_autoscale_mode, target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
 				}
 				fmt.Fprintf(out, "%s: %v\n", a[1], v)
 				return nil
 			})(cmd, a)
 		}}
+	var asFormat string
+	autoscale := &cobra.Command{Use: "autoscale-status", Short: "Show each pool's use and the pg_num Ceph's PG autoscaler would give it (advice: PG splitting and merging are not built)", Args: cobra.NoArgs,
+		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
+			x, err := gather(ctx, s)
+			if err != nil {
+				return err
+			}
+			if asFormat == "json" {
+				return json.NewEncoder(out).Encode(x.Autoscale)
+			}
+			return autoscaler.Text(out, x.Autoscale)
+		})}
+	autoscale.Flags().StringVar(&asFormat, "format", "plain", "plain or json")
+	cmd.AddCommand(autoscale)
 	rm := &cobra.Command{Use: "rm NAME", Short: "Remove a pool and its data", Args: cobra.ExactArgs(1),
 		RunE: monCommand("pool rm", func(a []string) (map[string]string, error) { return map[string]string{"name": a[0]}, nil })}
 	poolSnap := func(a []string) (map[string]string, error) { return map[string]string{"pool": a[0], "snap": a[1]}, nil }

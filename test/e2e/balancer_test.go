@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,7 +38,8 @@ func balanced(t *testing.T, m *osdmap.Map) (bool, float64) {
 
 // TestBalancer balances a live cluster under client load: by hand
 // (optimize, show, execute) across a replicated and an erasure-coded
-// pool, then automatically (balancer on) after a reweight moves PGs.
+// pool, with a backfill target SIGKILLed in the middle of the moves,
+// then automatically (balancer on) after a reweight moves PGs.
 // Every OSD ends within one PG copy of its share, the cluster clean,
 // and every acknowledged write reads back. Bad input: a plan over a
 // cluster with an OSD down is refused and none is written, a stale plan
@@ -77,7 +79,31 @@ func TestBalancer(t *testing.T) {
 	if show := c.must("balancer", "show", plan); !strings.Contains(show, "shoal osd pg-upmap-items ") {
 		t.Fatalf("show: %q", show)
 	}
+	// the moves backfill slowly, and a backfill target is killed in the
+	// middle of one
+	c.must("config", "set", "osd", "osd_recovery_max_active", "1")
+	c.must("config", "set", "osd", "osd_recovery_sleep", "0.05")
 	c.must("balancer", "execute", plan)
+	var victim int32 = -1
+	waitMap(ctx, t, conn, "a backfill the plan started (pg_temp)", func(m *osdmap.Map) bool {
+		for pg := range m.PGTemp {
+			if mp, err := m.MapPG(pg); err == nil {
+				for _, o := range mp.Up {
+					if !slices.Contains(mp.Acting, o) && o != osdmap.NoOSD {
+						victim = o
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	name := fmt.Sprintf("osd.%d", victim)
+	c.kill9(name)
+	waitMap(ctx, t, conn, name+" down", func(m *osdmap.Map) bool { return !m.OSDs[victim].Up })
+	l.waitOps(ctx, 50, "with "+name+" killed mid-backfill")
+	c.startOSD(name)
+	c.must("config", "rm", "osd", "osd_recovery_sleep")
 	c.waitClean(3 * time.Minute)
 	if ok, worst := balanced(t, refresh()); !ok {
 		t.Fatalf("after execute: not within one PG of target (max/target %.3f)", worst)
