@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/autoscaler"
+	"github.com/shoal-project/shoal/caps"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
