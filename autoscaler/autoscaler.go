@@ -117,9 +117,7 @@ func Recommend(pools []Pool, roots map[int32]Root, targetPerOSD int) []Row {
 		live = append(live, p)
 		r.poolCount++
 		r.totalRatio += p.TargetRatio
-		if p.TargetRatio == 0 {
-			r.totalBytes += float64(p.TargetBytes) * p.RawRate
-		}
+		r.totalBytes += float64(p.TargetBytes) * p.RawRate
 	}
 	rows := map[int64]Row{}
 	pass := func(ps []Pool, which int) (later []Pool) {

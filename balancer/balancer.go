@@ -353,7 +353,30 @@ func Optimize(m *osdmap.Map, o Options) (*Plan, error) {
 			}
 		}
 	}
+	dropRefused(m, plan)
 	return plan, nil
+}
+
+// dropRefused leaves out of plan the PGs whose new pairs would not all
+// apply or would break their rule once applied — those the MONs refuse
+// (a PG whose pg_upmap is itself refused, for one): a plan is committed
+// whole or not at all, so one such PG would stop every round.
+func dropRefused(m *osdmap.Map, plan *Plan) {
+	inc := &osdmap.Incremental{Epoch: m.Epoch + 1}
+	plan.Apply(inc)
+	next, err := m.Apply(inc)
+	if err != nil {
+		clear(plan.Changes)
+		return
+	}
+	for pg, items := range plan.Changes {
+		if len(items) == 0 {
+			continue
+		}
+		if live, err := next.LiveUpmapItems(pg); err != nil || len(live) != len(items) || Check(next, pg) != nil {
+			delete(plan.Changes, pg)
+		}
+	}
 }
 
 // Apply returns the incremental change a plan makes: its pg_upmap_items.

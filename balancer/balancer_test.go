@@ -161,8 +161,8 @@ func countItems(m *osdmap.Map, pool int64) int {
 }
 
 // A bounded plan changes at most MaxMoves PGs, and rounds of bounded
-// plans reach the same balance; moving a PG back where CRUSH put it
-// removes its entry.
+// plans reach the same balance; an OSD reweighted down afterwards is
+// brought back within one copy of its smaller share.
 func TestBalanceInRounds(t *testing.T) {
 	m := testMap(t)
 	rounds := 0
@@ -194,18 +194,12 @@ func TestBalanceInRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	removed := 0
-	for _, items := range plan.Changes {
-		if len(items) == 0 {
-			removed++
-		}
-	}
 	m3 := applyPlan(t, m2, plan)
 	d3, _ := m3.PGDistribution(1)
 	if c, exp := float64(d3.Count[50]), d3.Expected[50]; c > exp+1 {
 		t.Errorf("osd.50 at half weight holds %v copies, target %.2f", c, exp)
 	}
-	t.Logf("%d rounds of 50; after reweighting osd.50: %d PGs changed, %d entries removed", rounds, len(plan.Changes), removed)
+	t.Logf("%d rounds of 50; after reweighting osd.50: %d PGs changed", rounds, len(plan.Changes))
 }
 
 // Pools the balancer cannot handle are named, not touched; unknown pools

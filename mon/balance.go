@@ -2,6 +2,7 @@ package mon
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ func (c PGUpmapItems) Apply(s *State) (*osdmap.Incremental, string, error) {
 		}
 	}
 	inc := s.next()
-	inc.NewPGUpmapItems = c.Items
+	inc.NewPGUpmapItems = maps.Clone(c.Items) // Commit adds the entries it cleans
 	next, err := m.Apply(inc)
 	if err != nil {
 		return nil, "", fmt.Errorf("osd pg-upmap-items: %w: %v", ErrInvalid, err)

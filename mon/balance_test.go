@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shoal-project/shoal/balancer"
 	"github.com/shoal-project/shoal/mon"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/osdmap"
@@ -185,4 +186,43 @@ func TestPoolAutoscaleOptions(t *testing.T) {
 	if s.Map.Epoch != epoch {
 		t.Fatalf("refused settings changed the map")
 	}
+}
+
+// An erasure-coded PG whose shard a pg_upmap_items pair moved keeps it
+// there when a CRUSH change reorders its OSDs: every OSD that stays in a
+// PG's set stays at its position (the MONs' positional pg_upmap treats a
+// pair's To as holding its From's position).
+func TestPositionalUpmapWithItems(t *testing.T) {
+	s := newState(t)
+	for i := range 6 {
+		commit(t, s, mon.OSDBoot{ID: -1, Host: fmt.Sprintf("h%d", i), Addr: fmt.Sprintf("127.0.0.1:68%02d", i), SizeBytes: 1 << 40})
+	}
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1"}})
+	commit(t, s, mon.PoolCreate{Name: "ec", Erasure: true, ECProfile: "p21", PGNum: 64})
+	ecp, _ := s.Map.PoolByName("ec")
+	plan, err := balancer.Optimize(s.Map, balancer.Options{MaxDeviation: 1})
+	if err != nil || len(plan.Changes) == 0 {
+		t.Fatalf("plan: %v, %d changes", err, len(plan.Changes))
+	}
+	commit(t, s, mon.PGUpmapItems{Items: plan.Changes})
+	kept := 0
+	for round, w := range []float64{2, 0.5, 1.5, 1, 3} {
+		items := len(s.Map.PGUpmapItems)
+		before, _ := s.Map.PGMappings(ecp.ID)
+		commit(t, s, mon.CrushReweight{Name: fmt.Sprintf("osd.%d", round), Weight: w})
+		after, _ := s.Map.PGMappings(ecp.ID)
+		for seed := range after {
+			for i, o := range before[seed].Up {
+				if at := slices.Index(after[seed].Up, o); at >= 0 {
+					if at != i {
+						t.Fatalf("round %d: pg %d.%x: osd.%d moved from position %d to %d: %v -> %v (items %v)", round, ecp.ID, seed, o, i, at, before[seed].Up, after[seed].Up,
+							s.Map.PGUpmapItems[osdmap.PGID{Pool: ecp.ID, Seed: uint32(seed)}])
+					}
+					kept++
+				}
+			}
+		}
+		t.Logf("round %d: %d PGs with pg_upmap_items before, %d after; %d with pg_upmap", round, items, len(s.Map.PGUpmapItems), len(s.Map.PGUpmap))
+	}
+	t.Logf("%d shards kept their OSD and position", kept)
 }

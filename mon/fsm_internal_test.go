@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -12,6 +13,7 @@ import (
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/osdmap"
 )
 
 // newTestState is a new cluster's state.
@@ -103,5 +105,31 @@ func TestSnapshotMonMap(t *testing.T) {
 	}
 	if got := g.monMap(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored MON map %+v, want %+v", got, want)
+	}
+}
+
+// A shard a pg_upmap_items pair moved stays where it is when CRUSH
+// reorders the PG (a second reader's case): CRUSH [1 2 3] with the pair
+// 2→7 served [1 7 3]; CRUSH's choice becomes [2 4 1]; keeping osd.1 at 0
+// and osd.7 (the pair's To, for osd.2) at 1 gives the pg_upmap [1 2 4],
+// which the pair makes [1 7 4] — one shard moves (3's, to osd.4), not
+// two.
+func TestKeepWithItems(t *testing.T) {
+	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: 8, NewOSDs: map[int32]osdmap.OSD{},
+		NewPGUpmapItems: map[osdmap.PGID][]osdmap.UpmapItem{{Pool: 1, Seed: 0}: {{From: 2, To: 7}}}}
+	for i := int32(0); i < 8; i++ {
+		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn}
+	}
+	c, err := crush.Simple(crush.SimpleSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := osdmap.New("f", c).Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := keepWithItems(m, osdmap.PGID{Pool: 1, Seed: 0}, []int32{2, 4, 1}, []int32{1, 7, 3}, []int32{1, 7, 3})
+	if !slices.Equal(got, []int32{1, 2, 4}) {
+		t.Fatalf("pg_upmap %v, want [1 2 4]", got)
 	}
 }

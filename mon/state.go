@@ -91,6 +91,15 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 				return nil, "", err
 			}
 		}
+		if drop := cleanUpmapItems(inc, next); len(drop) > 0 {
+			if inc.NewPGUpmapItems == nil {
+				inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{}
+			}
+			maps.Copy(inc.NewPGUpmapItems, drop)
+			if next, err = s.Map.Apply(inc); err != nil {
+				return nil, "", err
+			}
+		}
 		if stale := staleTemps(next); len(stale) > 0 {
 			if inc.NewPGTemp == nil {
 				inc.NewPGTemp = map[osdmap.PGID][]int32{}
@@ -98,15 +107,6 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 			for _, pg := range stale {
 				inc.NewPGTemp[pg] = nil
 			}
-			if next, err = s.Map.Apply(inc); err != nil {
-				return nil, "", err
-			}
-		}
-		if drop := cleanUpmapItems(inc, next); len(drop) > 0 {
-			if inc.NewPGUpmapItems == nil {
-				inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{}
-			}
-			maps.Copy(inc.NewPGUpmapItems, drop)
 			if next, err = s.Map.Apply(inc); err != nil {
 				return nil, "", err
 			}

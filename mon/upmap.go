@@ -61,7 +61,7 @@ func positionalUpmaps(prev, next *osdmap.Map) map[osdmap.PGID][]int32 {
 			if err != nil {
 				continue
 			}
-			want := keepPositions(after[s], mp.Acting, mp.Raw)
+			want := keepWithItems(next, pg, after[s], mp.Acting, mp.Raw)
 			cur, has := next.PGUpmap[pg]
 			switch {
 			case slices.Equal(want, after[s]):
@@ -74,6 +74,35 @@ func positionalUpmaps(prev, next *osdmap.Map) map[osdmap.PGID][]int32 {
 		}
 	}
 	return changes
+}
+
+// keepWithItems is keepPositions for a PG with pg_upmap_items: the OSDs
+// kept in place are those of the set the items make of CRUSH's choice
+// (each pair that applies to it puts its To where its From is), so that
+// an OSD a pair put in the PG keeps its position too; the pg_upmap
+// returned holds each such To's From, which the pair then replaces in
+// place.
+func keepWithItems(m *osdmap.Map, pg osdmap.PGID, chosen, acting, raw []int32) []int32 {
+	final := slices.Clone(chosen)
+	var live []osdmap.UpmapItem
+	for _, it := range m.PGUpmapItems[pg] {
+		if it.To < 0 || it.To >= m.MaxOSD() || !m.OSDs[it.To].In() || slices.Contains(final, it.To) {
+			continue
+		}
+		if i := slices.Index(final, it.From); i >= 0 {
+			final[i] = it.To
+			live = append(live, it)
+		}
+	}
+	want := keepPositions(final, acting, raw)
+	for i, o := range want {
+		for _, it := range live {
+			if it.To == o {
+				want[i] = it.From
+			}
+		}
+	}
+	return want
 }
 
 // sameCrushOSDs reports whether the two maps give CRUSH the same OSDs:

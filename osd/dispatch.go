@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osd/opexec"
+	"github.com/shoal-project/shoal/osd/peering"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
 )
@@ -111,7 +112,7 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 	}
 	pg := d.getPG(pm.PG)
 	if pg == nil && (m.Type == msgPGQuery || m.Type == msgPGList) { // never held it, or deleted its copy: nothing to offer
-		return (&peerMsg{PG: pm.PG, Leases: d.promises()}).encode(), nil
+		return (&peerMsg{PG: pm.PG, Info: peering.Info{Shard: peering.NoCopy}, Leases: d.promises()}).encode(), nil
 	}
 	if pg == nil {
 		return nil, fmt.Errorf("%w: pg %s is not here", osdop.ErrRetry, pm.PG)

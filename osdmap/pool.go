@@ -71,8 +71,8 @@ type Pool struct {
 // options of the same names (`shoal pool set`).
 type AutoscaleOptions struct {
 	// Mode is pg_autoscale_mode: "" or "off" (Shoal's default: no
-	// advice in health), or "warn" (a health warning when pg_num is off
-	// by more than 3x from the recommendation). Ceph's "on", which
+	// advice in health), or "warn" (a health warning while pg_num is not
+	// the recommendation, as Ceph's warn mode). Ceph's "on", which
 	// changes pg_num, needs PG splitting and merging.
 	Mode string
 	// TargetRatio (target_size_ratio) is the share of the root's capacity

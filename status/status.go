@@ -523,14 +523,14 @@ func PGsText(w io.Writer, pgs []osdop.PGStats) {
 	}
 }
 
-// NotClean returns why the cluster is not clean — an OSD that exists and
-// is in but down, a PG not reported, or one not active+clean — or nil
+// NotClean returns why the cluster is not clean — an OSD that exists but
+// is down, a PG not reported, or one not active+clean — or nil
 // when every PG is active+clean on up OSDs: what the balancer waits for
 // before it moves PGs (Ceph's balancer: no PG inactive or degraded).
 func (s *Status) NotClean() error {
 	var why []string
-	if s.UpOSDs < s.OSDs && s.InOSDs > s.UpOSDs {
-		why = append(why, fmt.Sprintf("%d of %d OSDs up, %d in", s.UpOSDs, s.OSDs, s.InOSDs))
+	if s.UpOSDs < s.OSDs {
+		why = append(why, fmt.Sprintf("%d of %d OSDs up", s.UpOSDs, s.OSDs))
 	}
 	states := make([]string, 0, len(s.PGStates))
 	for st := range s.PGStates {
@@ -550,7 +550,8 @@ func (s *Status) NotClean() error {
 
 // autoscale is the PG autoscaler's advice for the map's pools from their
 // logical bytes and the OSDs' device sizes; an erasure-coded pool's raw
-// rate (k+m)/k comes from its profile at the MONs.
+// rate (k+m)/k comes from its profile at the MONs (if the MONs cannot
+// say, the pool's size is used: its raw use is overstated).
 func autoscale(ctx context.Context, c *client.Conn, m *osdmap.Map, poolBytes map[int64]uint64, osds []osdop.Stats) []autoscaler.Row {
 	rates := map[int64]float64{}
 	ks := map[string]int{}

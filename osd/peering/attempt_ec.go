@@ -149,13 +149,14 @@ func (a *Attempt) probeFormers(then func() []Action) []Action {
 // shard its copy still holds (a copy reset to another shard no longer
 // has that interval's writes), and only with a write in it — an empty
 // copy may be one made since, for a later interval — unless no copy
-// reached holds any write: a write acknowledged in the interval is on k
-// of its shards, so the empty copies of its positions answering show
-// it took none (without this, an empty PG two of whose shards moved at
-// once stayed down for good).
+// reached holds any write, members moved to other positions included:
+// a write acknowledged in the interval is on k of its shards, so the
+// empty copies of its positions answering show it took none (without
+// this, an empty PG two of whose shards moved at once stayed down for
+// good). An OSD that holds no copy (NoCopy) never counts.
 func (a *Attempt) checkPriorShards(reached, formers []Member, need int) []Action {
 	written := func(m Member) bool { return m.Info.LastUpdate != (Version{}) }
-	none := !slices.ContainsFunc(reached, written) && !slices.ContainsFunc(formers, written)
+	none := !slices.ContainsFunc(reached, written) && !slices.ContainsFunc(formers, written) && !slices.ContainsFunc(a.misplaced, written)
 	return a.checkPriorWith(reached, need, func(o int32, pos int) bool {
 		return slices.ContainsFunc(formers, func(m Member) bool {
 			return m.ID == o && int(m.Info.Shard) == pos && (written(m) || none)

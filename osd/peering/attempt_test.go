@@ -450,6 +450,21 @@ func TestAttempt(t *testing.T) {
 			want: []string{"query osd.4 osd.2", "query optional osd.0 osd.1", "state down", "fail down"},
 		},
 		{
+			// (found by a second reader: osd.1's shard 2 holds 5'10 with
+			// osd.3's, which is down; osd.0's copy of shard 0 is empty)
+			name: "erasure-coded: a member's copy of another shard is a write: an empty copy does not count for the interval",
+			c:    Config{Whoami: 5, Interval: ec21(5, 1, 4), Map: upMap(6, 3), K: 2, Self: shardAt(5, 0, 0, 0), Past: [][]int32{{0, 3, 1}}, TempAsked: true},
+			f:    fakePeers{members: map[int32]Member{1: shardAt(1, 2, 5, 10), 4: shardAt(4, 2, 0, 0), 0: shardAt(0, 0, 0, 0)}},
+			want: []string{"query osd.1 osd.4", "query optional osd.0", "state down", "fail down"},
+		},
+		{
+			name: "erasure-coded: an OSD with no copy does not count for the position it held",
+			c:    Config{Whoami: 5, Interval: ec21(5, 4, 2), Map: upMap(6), K: 2, Self: shardAt(5, 0, 0, 0), Past: [][]int32{{1, 0, 5}}},
+			f: fakePeers{members: map[int32]Member{4: shardAt(4, 1, 0, 0), 2: shardAt(2, 2, 0, 0),
+				1: {ID: 1, Addr: "a1", Info: Info{Shard: NoCopy}}, 0: {ID: 0, Addr: "a0", Info: Info{Shard: NoCopy}}}},
+			want: []string{"query osd.4 osd.2", "query optional osd.0 osd.1", "state down", "fail down"},
+		},
+		{
 			name: "erasure-coded: a backfill target's shard counts for its position",
 			c:    Config{Whoami: 0, Interval: withBackfill(ec21(0, 1, 2), []int32{3}, []int{2}), Map: upMap(4), K: 2, Self: shardAt(0, 0, 5, 10)},
 			f:    fakePeers{members: map[int32]Member{1: shardAt(1, 1, 5, 10), 2: shardAt(2, 2, 5, 10), 3: shardAt(3, 2, 5, 10)}},

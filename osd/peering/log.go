@@ -116,6 +116,11 @@ type Info struct {
 	RolledForward uint64
 }
 
+// NoCopy is the Shard of the Info an OSD answers with for a PG it holds
+// no copy of (it never had one, or deleted it): unlike an empty copy of
+// a shard, it holds nothing of any earlier interval.
+const NoCopy int32 = -1
+
 // Encode appends the info's wire form.
 func (i *Info) Encode(e *wire.Encoder) {
 	e.U32(i.LastUpdate.Epoch)
