@@ -68,7 +68,7 @@ func newRoot() *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return startProfiles() }
 	root.PersistentFlags().StringVarP(&keyringPath, "keyring", "k", "", "keyring file with the entity's key (default the configuration's keyring)")
 	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), rbdCmd(), benchCmd(), sizingCmd(),
-		gatewayCmd(), userCmd(), bucketCmd(), gcCmd(), lcCmd(), pgCmd(), quotaCmd(), usageCmd(), sseCmd(), balancerCmd())
+		gatewayCmd(), userCmd(), bucketCmd(), gcCmd(), lcCmd(), pgCmd(), quotaCmd(), usageCmd(), sseCmd(), balancerCmd(), deployCmd())
 	root.AddCommand(statusCmds()...)
 	return root
 }

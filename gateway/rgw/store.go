@@ -260,10 +260,25 @@ func OpenStore(ctx context.Context, conn *client.Conn, opt Options) (*Store, err
 			if opt.PoolSize > 0 {
 				args["size"] = strconv.Itoa(opt.PoolSize)
 			}
-			if _, err := conn.MonCommand(ctx, "pool create", args); err != nil && !errors.Is(err, client.ErrExists) && !strings.Contains(err.Error(), "exists") {
-				return nil, fmt.Errorf("gateway: create pool %s: %w", p.name, err)
+			if _, err := conn.MonCommand(ctx, "pool create", args); err != nil {
+				if !errors.Is(err, client.ErrExists) && !strings.Contains(err.Error(), "exists") {
+					return nil, fmt.Errorf("gateway: create pool %s: %w", p.name, err)
+				}
 			}
 			pool, err = conn.Pool(ctx, p.name)
+			// another gateway made it: the map the MONs serve may not have
+			// it yet for a moment
+			for try := 0; errors.Is(err, client.ErrPoolNotFound) && try < 50; try++ {
+				select {
+				case <-ctx.Done():
+					return nil, fmt.Errorf("gateway: pool %s: %w", p.name, ctx.Err())
+				case <-time.After(100 * time.Millisecond):
+				}
+				if rerr := conn.RefreshMap(ctx); rerr != nil {
+					return nil, fmt.Errorf("gateway: pool %s: %w", p.name, rerr)
+				}
+				pool, err = conn.Pool(ctx, p.name)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("gateway: pool %s: %w", p.name, err)

@@ -34,7 +34,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	shoalBin = filepath.Join(dir, "shoal")
-	out, err := exec.Command("go", "build", "-o", shoalBin, "github.com/shoal-project/shoal/cmd/shoal").CombinedOutput()
+	// static (no cgo): TestComposeCluster puts it in a FROM-scratch image
+	build := exec.Command("go", "build", "-o", shoalBin, "github.com/shoal-project/shoal/cmd/shoal")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build shoal: %v\n%s", err, out)
 		os.Exit(1)
