@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shoal-project/shoal/balancer"
@@ -321,5 +322,38 @@ func TestClean(t *testing.T) {
 	}
 	if _, ok := got[osdmap.PGID{Pool: 1, Seed: 8}]; !ok {
 		t.Fatal("an entry whose only pair is dead is kept")
+	}
+}
+
+// A plan survives its file form, prints as the commands that make it
+// (removals too), and a malformed file is an error.
+func TestPlanFile(t *testing.T) {
+	p := &balancer.Plan{Epoch: 42, Changes: map[osdmap.PGID][]osdmap.UpmapItem{
+		{Pool: 2, Seed: 0x1f}: {{From: 4, To: 7}, {From: 1, To: 3}},
+		{Pool: 1, Seed: 3}:    {},
+	}}
+	b, err := p.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back balancer.Plan
+	if err := back.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	if back.Epoch != 42 || len(back.Changes) != 2 || !slices.Equal(back.Changes[osdmap.PGID{Pool: 2, Seed: 0x1f}], p.Changes[osdmap.PGID{Pool: 2, Seed: 0x1f}]) ||
+		back.Changes[osdmap.PGID{Pool: 1, Seed: 3}] == nil || len(back.Changes[osdmap.PGID{Pool: 1, Seed: 3}]) != 0 {
+		t.Fatalf("round trip: %+v from %s", back, b)
+	}
+	var out strings.Builder
+	if err := back.Commands(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "shoal osd rm-pg-upmap-items 1.3\nshoal osd pg-upmap-items 2.1f 4 7 1 3\n"; out.String() != want {
+		t.Fatalf("commands:\n%s\nwant:\n%s", out.String(), want)
+	}
+	for _, bad := range []string{`{`, `{"pg_upmap_items":[{"pgid":"x.1"}]}`} {
+		if err := back.UnmarshalJSON([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

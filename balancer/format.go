@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"text/tabwriter"
 
 	"github.com/shoal-project/shoal/osdmap"
@@ -65,19 +64,7 @@ func (p *Plan) UnmarshalJSON(b []byte) error {
 }
 
 // PGs returns the PGs the plan changes, in order.
-func (p *Plan) PGs() []osdmap.PGID {
-	pgs := make([]osdmap.PGID, 0, len(p.Changes))
-	for pg := range p.Changes {
-		pgs = append(pgs, pg)
-	}
-	sort.Slice(pgs, func(i, j int) bool {
-		if pgs[i].Pool != pgs[j].Pool {
-			return pgs[i].Pool < pgs[j].Pool
-		}
-		return pgs[i].Seed < pgs[j].Seed
-	})
-	return pgs
-}
+func (p *Plan) PGs() []osdmap.PGID { return osdmap.SortedPGs(p.Changes) }
 
 // Commands writes the plan as the commands that make it, one per PG, as
 // Ceph's `balancer show` and `osdmaptool --upmap` do: `shoal osd

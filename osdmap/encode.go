@@ -39,7 +39,7 @@ func upmapCompat(n, items int) uint8 {
 
 func encodeUpmapItems(e *wire.Encoder, t map[PGID][]UpmapItem) {
 	e.U32(uint32(len(t)))
-	for _, pg := range sortedPGs(t) {
+	for _, pg := range SortedPGs(t) {
 		e.I64(pg.Pool)
 		e.U32(pg.Seed)
 		e.U32(uint32(len(t[pg])))
@@ -150,7 +150,8 @@ func decodeOSD(d *wire.Decoder) OSD {
 	return o
 }
 
-func sortedPGs[V any](m map[PGID]V) []PGID {
+// SortedPGs returns the PGs of m (keys), by pool, then seed.
+func SortedPGs[V any](m map[PGID]V) []PGID {
 	pgs := make([]PGID, 0, len(m))
 	for pg := range m {
 		pgs = append(pgs, pg)
@@ -166,7 +167,7 @@ func sortedPGs[V any](m map[PGID]V) []PGID {
 
 func encodePGTemp(e *wire.Encoder, t map[PGID][]int32) {
 	e.U32(uint32(len(t)))
-	for _, pg := range sortedPGs(t) {
+	for _, pg := range SortedPGs(t) {
 		e.I64(pg.Pool)
 		e.U32(pg.Seed)
 		e.U32(uint32(len(t[pg])))
@@ -191,7 +192,7 @@ func decodePGTemp(d *wire.Decoder) map[PGID][]int32 {
 
 func encodePrimaryTemp(e *wire.Encoder, t map[PGID]int32) {
 	e.U32(uint32(len(t)))
-	for _, pg := range sortedPGs(t) {
+	for _, pg := range SortedPGs(t) {
 		e.I64(pg.Pool)
 		e.U32(pg.Seed)
 		e.I32(t[pg])
