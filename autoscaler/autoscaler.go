@@ -73,22 +73,31 @@ type Root struct {
 // Row is one pool's recommendation: `ceph osd pool autoscale-status`'s
 // columns.
 type Row struct {
-	Pool          int64   `json:"pool_id"`
-	Name          string  `json:"pool_name"`
-	LogicalUsed   uint64  `json:"logical_used"`
-	TargetBytes   uint64  `json:"target_bytes"`
-	RawRate       float64 `json:"raw_used_rate"`
-	Capacity      uint64  `json:"subtree_capacity"`
+	Pool int64  `json:"pool_id"`
+	Name string `json:"pool_name"`
+	// LogicalUsed is the pool's bytes before replication or coding,
+	// TargetBytes its target_size_bytes (0 when a ratio is set), RawRate
+	// the raw bytes per logical byte, Capacity its root's raw bytes.
+	LogicalUsed uint64  `json:"logical_used"`
+	TargetBytes uint64  `json:"target_bytes"`
+	RawRate     float64 `json:"raw_used_rate"`
+	Capacity    uint64  `json:"subtree_capacity"`
+	// CapacityRatio is the share of Capacity the pool uses or is
+	// expected to use (the larger); TargetRatio its target_size_ratio,
+	// EffRatio that ratio as a share of its root's.
 	CapacityRatio float64 `json:"capacity_ratio"`
 	TargetRatio   float64 `json:"target_ratio"`
 	EffRatio      float64 `json:"effective_target_ratio"`
 	Bias          float64 `json:"bias"`
-	PGNum         uint32  `json:"pg_num_target"`
-	Ideal         int     `json:"pg_num_ideal"`
-	Final         uint32  `json:"pg_num_final"`
-	WouldAdjust   bool    `json:"would_adjust"`
-	Mode          string  `json:"pg_autoscale_mode"`
-	Bulk          bool    `json:"bulk"`
+	// PGNum is the pool's pg_num, Ideal the unrounded recommendation,
+	// Final the recommendation; WouldAdjust: Final is more than Threshold
+	// times above or below PGNum.
+	PGNum       uint32 `json:"pg_num_target"`
+	Ideal       int    `json:"pg_num_ideal"`
+	Final       uint32 `json:"pg_num_final"`
+	WouldAdjust bool   `json:"would_adjust"`
+	Mode        string `json:"pg_autoscale_mode"` // off or warn
+	Bulk        bool   `json:"bulk"`
 }
 
 type rootState struct {

@@ -42,6 +42,8 @@ type Mon struct {
 	Addr   string `json:"addr"`
 	Up     bool   `json:"up"`
 	Leader bool   `json:"leader"`
+	// Metrics is where it serves Prometheus metrics ("" if it does not).
+	Metrics string `json:"metrics_addr,omitempty"`
 }
 
 // ScrapeTarget is one daemon's Prometheus endpoint: GET
@@ -101,7 +103,6 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	s := &Status{FSID: m.FSID, Epoch: uint32(m.Epoch), Flags: m.Flags.Names(), PGStates: map[string]int{}}
 	var wg sync.WaitGroup
 	s.Mons = make([]Mon, len(monAddrs))
-	monMetrics := make([]string, len(monAddrs))
 	for i, a := range monAddrs {
 		s.Mons[i].Addr = a
 		wg.Add(1)
@@ -122,7 +123,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			if err == nil && json.Unmarshal(r.Data, &ms) == nil {
 				s.Mons[i].Up = true
 				s.Mons[i].Leader = ms.State == "Leader"
-				monMetrics[i] = ms.Metrics
+				s.Mons[i].Metrics = ms.Metrics
 			}
 		}()
 	}
@@ -157,9 +158,9 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 	wg.Wait()
 	sort.Slice(s.OSDStats, func(a, b int) bool { return s.OSDStats[a].ID < s.OSDStats[b].ID })
 	s.Scrape = []ScrapeTarget{}
-	for i, a := range monMetrics {
-		if a != "" {
-			s.Scrape = append(s.Scrape, ScrapeTarget{Daemon: "mon." + monAddrs[i], Addr: a})
+	for _, mn := range s.Mons {
+		if mn.Metrics != "" {
+			s.Scrape = append(s.Scrape, ScrapeTarget{Daemon: "mon." + mn.Addr, Addr: mn.Metrics})
 		}
 	}
 	for _, st := range s.OSDStats {
