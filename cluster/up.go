@@ -154,6 +154,30 @@ func Up(ctx context.Context, o UpOptions) error {
 	if err != nil {
 		return err
 	}
+	// managers: every [mgr.ID] section (a cluster made before them has
+	// none), each with its own key
+	var dashboards []string
+	for _, id := range c.MgrIDs() {
+		name := "mgr." + id
+		if err := ensureEntity(ctx, conn, name, mgrCaps, c.For(name).String("keyring")); err != nil {
+			return err
+		}
+		if a := c.For(name).String("mgr_dashboard_addr"); a != "" {
+			dashboards = append(dashboards, "http://"+a+"/")
+		}
+		if running(c, name) {
+			continue
+		}
+		os.Remove(pidPath(c, name)) // a killed one's: waitPid waits for the new one's
+		exited, err := spawnWatched(c, exe, name, "mgr", "--conf", c.Path, "--id", id)
+		if err != nil {
+			return err
+		}
+		if err := waitPid(ctx, c, name, exited); err != nil {
+			return err
+		}
+		started = append(started, name)
+	}
 	var s3 *s3Env
 	if !o.NoGateway {
 		if s3, err = startGateway(ctx, c, exe, conn, len(dirs), &started); err != nil {
@@ -176,6 +200,9 @@ func Up(ctx context.Context, o UpOptions) error {
 		case osd.Exists:
 			fmt.Fprintf(w, "osd.%d:  %s\n", i, osd.Addr)
 		}
+	}
+	for _, d := range dashboards {
+		fmt.Fprintf(w, "dashboard: %s\n", d)
 	}
 	if s3 != nil {
 		fmt.Fprintf(w, "S3:     %s  (user %s, access key %s; secret in %s)\n", s3.Endpoint, s3.User, s3.AccessKey, s3.Path)
@@ -250,6 +277,16 @@ func create(dir string, o UpOptions) error {
 	for !free(gw) && gw < 7580 {
 		gw++
 	}
+	taken := map[int]bool{gw: true}
+	near := func(p int) int {
+		for (!free(p) || taken[p]) && p < 65535 {
+			p++
+		}
+		taken[p] = true
+		return p
+	}
+	fmt.Fprintf(&b, "\n[%s]\n# the manager: dashboard (GET /) and the cluster's metrics (Ceph's mgr ports)\n", MgrName)
+	fmt.Fprintf(&b, "mgr_dashboard_addr = 127.0.0.1:%d\nmetrics_addr = 127.0.0.1:%d\nkeyring = $data/%s.keyring\n", near(8080), near(9283), MgrName)
 	fmt.Fprintf(&b, "\n[%s]\nrgw_frontends = beast endpoint=127.0.0.1:%d\n", GatewayName, gw)
 	fmt.Fprintf(&b, "# the gateway's own key, with only the caps it needs (shoal auth get %s)\nkeyring = $data/%s.keyring\n", GatewayName, GatewayName)
 	return durable.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)
@@ -316,22 +353,51 @@ func readPid(c *Conf, name string) (int, error) {
 // reaches only `shoal up`, which then stops the daemons in order), output
 // appended to its log.
 func spawn(c *Conf, exe, name string, args ...string) error {
+	_, err := spawnWatched(c, exe, name, args...)
+	return err
+}
+
+// spawnWatched is spawn, and a channel closed when the daemon exits.
+func spawnWatched(c *Conf, exe, name string, args ...string) (<-chan struct{}, error) {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "log"), 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	logf, err := os.OpenFile(filepath.Join(c.Dir, "log", name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("up: start %s: %w", name, err)
+		return nil, fmt.Errorf("up: start %s: %w", name, err)
 	}
-	go cmd.Wait() // reap
-	return nil
+	exited := make(chan struct{})
+	go func() { // reap
+		cmd.Wait()
+		close(exited)
+	}()
+	return exited, nil
+}
+
+// waitPid waits until daemon name has written its pid file (it runs), or
+// fails when it exits first or ctx ends.
+func waitPid(ctx context.Context, c *Conf, name string, exited <-chan struct{}) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(pidPath(c, name)); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("up: %s exited at start (see %s)", name, filepath.Join(c.Dir, "log", name+".log"))
+		case <-ctx.Done():
+			return fmt.Errorf("up: %s did not start: %w (see %s)", name, ctx.Err(), filepath.Join(c.Dir, "log", name+".log"))
+		case <-t.C:
+		}
+	}
 }
 
 func waitFile(ctx context.Context, path string) error {

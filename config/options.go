@@ -144,6 +144,10 @@ var Options = []Option{
 	{Name: "rgw_max_objs_per_shard", Type: Int, Default: "100000", Min: 1, Max: 1 << 40, Desc: "Entries per bucket index shard past which dynamic resharding splits the shard's range."},
 	{Name: "rgw_reshard_thread_interval", Type: Seconds, Default: "600", Min: 0.01, Max: 1 << 30, Desc: "Seconds between the gateway's passes over the buckets queued for dynamic resharding."},
 	{Name: "rgw_gc_processor_period", Type: Seconds, Default: "3600", Min: 1, Max: 1 << 30, Desc: "Seconds between the gateway's garbage-collection passes."},
+	// MGR
+	{Name: "mgr_stats_period", Type: Seconds, Default: "5", Min: 0.1, Max: 3600, Desc: "Seconds between the manager's samples of the cluster's status (the dashboard's and the manager's metrics' refresh; Ceph's mgr_stats_period)."},
+	{Name: "mgr_dashboard_addr", Type: String, Desc: "Address (host:port) where the manager serves the dashboard (GET /) and its JSON (GET /api/status); empty: none. `shoal up` sets a free port near 8080."},
+
 	{Name: "rgw_frontends", Type: String, Default: "beast endpoint=127.0.0.1:7480", Desc: "The gateway's HTTP listener, in Ceph's syntax: `beast endpoint=ADDR:PORT`, plus `ssl_endpoint=ADDR:PORT ssl_certificate=PATH ssl_private_key=PATH` for TLS (then only the TLS endpoint is served)."},
 	{Name: "rgw_lifecycle_work_time", Type: String, Default: "00:00-06:00", Desc: "Local time window, HH:MM-HH:MM, in which the gateways run their daily bucket lifecycle pass (expiration, aborting incomplete uploads)."},
 	{Name: "rgw_enable_lc_threads", Type: Bool, Default: "true", Desc: "Run bucket lifecycle passes in this gateway (any one gateway of the cluster runs each pass)."},

@@ -795,8 +795,8 @@ type AuthAdd struct {
 // Apply implements Command.
 func (c AuthAdd) Apply(s *State) (*osdmap.Incremental, string, error) {
 	typ, id, ok := strings.Cut(c.Entity, ".")
-	if !ok || id == "" || (typ != "client" && typ != "osd" && typ != "mon") {
-		return nil, "", fmt.Errorf("auth add: %w: entity %q (client.NAME, osd.N or mon.NAME)", ErrInvalid, c.Entity)
+	if !ok || id == "" || (typ != "client" && typ != "osd" && typ != "mon" && typ != "mgr") {
+		return nil, "", fmt.Errorf("auth add: %w: entity %q (client.NAME, osd.N, mon.NAME or mgr.NAME)", ErrInvalid, c.Entity)
 	}
 	if k, err := base64.StdEncoding.DecodeString(c.Key); err != nil || len(k) != 32 {
 		return nil, "", fmt.Errorf("auth add %s: %w: key must be 32 base64-encoded bytes", c.Entity, ErrInvalid)

@@ -203,7 +203,8 @@ func (r *peerRun) do(ctx context.Context, acts []peering.Action) (peering.Event,
 		case peering.Activate:
 			var rec *recovery
 			if a.Plan != nil {
-				rec = &recovery{Plan: a.Plan}
+				rec = &recovery{Plan: a.Plan, start: d.clock.Now()}
+				rec.total = rec.Count()
 				d.log.Info("peered; recovering", "pg", pg.id, "from", a.Auth.ID, "object_copies", rec.Count(), "backfill", rec.Backfill, "last_update", a.Auth.Info.LastUpdate)
 			}
 			return nil, pg.activate(ctx, r.iv, rec)

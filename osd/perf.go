@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shoal-project/shoal/internal/scrape"
 	"github.com/shoal-project/shoal/osdop"
@@ -130,7 +131,16 @@ func (p *perfCounters) snapshot() osdop.Perf {
 		SubopW: p.subopW.Load(), SubopWBytes: p.subopWBytes.Load(), ShardW: p.shardW.Load(), ShardWBytes: p.shardWBytes.Load(),
 		ShardR: p.shardR.Load(), ShardRBytes: p.shardRBytes.Load(), ECReconstruct: p.ecReconstruct.Load(), ECRebuilds: p.ecRebuilds.Load(), ECShardCopies: p.ecShardCopies.Load(),
 		RecoveryOps: p.recoveryOps.Load(), RecoveryBytes: p.recoveryBytes.Load(), MClockWaits: p.mclockWaits.Load(), RecoveryPreempted: p.recoveryPreempted.Load(),
-		SnapTrimmed: p.snapTrimmed.Load(), OpWPipelined: p.opWPipelined.Load()}
+		SnapTrimmed: p.snapTrimmed.Load(), OpWPipelined: p.opWPipelined.Load(), OpWLatency: histSum(p.opWLat), OpRLatency: histSum(p.opRLat)}
+}
+
+// histSum is the sum of a histogram's observations.
+func histSum(h prometheus.Histogram) float64 {
+	var m dto.Metric
+	if h.Write(&m) != nil || m.Histogram == nil {
+		return 0
+	}
+	return m.Histogram.GetSampleSum()
 }
 
 // serveMetrics exports the counters at addr/metrics until ctx ends.

@@ -613,10 +613,17 @@ func (pg *PG) stats() (osdop.PGStats, bool) {
 		return osdop.PGStats{}, false
 	}
 	n, misplaced := pg.rec.Count(), pg.rec.misplaced(poolSize(pg.pool))
-	return osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.ps.Interval.Acting), Up: slices.Clone(pg.ps.Interval.Up),
+	st := osdop.PGStats{PGID: pg.id.String(), State: pg.stateOf(n, misplaced) + pg.scrubState(), Acting: slices.Clone(pg.ps.Interval.Acting), Up: slices.Clone(pg.ps.Interval.Up),
 		LastUpdate: pg.log.info.LastUpdate.String(), Objects: pg.log.info.Objects, Bytes: pg.log.info.Bytes,
 		LastScrub: pg.scrub.last, LastDeepScrub: pg.scrub.lastDeep, ScrubErrors: pg.scrub.errors,
-		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool), BlockedBy: pg.blockedBy()}, true
+		ToRecover: n, Misplaced: misplaced, Size: poolSize(pg.pool), BlockedBy: pg.blockedBy()}
+	if r := pg.rec; r != nil && n > 0 {
+		st.RecoveryTotal, st.RecoveryStart = max(r.total, n), r.start
+	}
+	if pg.scrub.running != scrubNone {
+		st.ScrubObjects, st.ScrubStart = pg.scrub.compared, pg.scrub.start
+	}
+	return st, true
 }
 
 // blockedBy is what the PG waits for while it is down or incomplete

@@ -53,6 +53,10 @@ type recovery struct {
 	*peering.Plan
 	running bool // holds a recovery reservation and copies
 	toofull bool // a member that lacks objects is too full to take them
+	// the copies lacked when the plan was made, and when (the PG's
+	// progress in its stats)
+	total int64
+	start time.Time
 }
 
 // filling is the members that lack objects, other than the primary (the

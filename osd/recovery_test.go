@@ -16,6 +16,7 @@ import (
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
 	"github.com/shoal-project/shoal/osdop"
+	"github.com/shoal-project/shoal/status"
 )
 
 // TestRecoveryAfterActivation: an OSD that missed writes returns and its
@@ -159,11 +160,21 @@ func readServedOrRefused(ctx context.Context, t *testing.T, p *client.Pool, mode
 // pgStates lists the pool's PGs as their primaries report them.
 func pgStates(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) []string {
 	t.Helper()
+	var out []string
+	for _, pg := range pgStatsOf(ctx, t, cl, pool) {
+		out = append(out, pg.PGID+" "+pg.State)
+	}
+	return out
+}
+
+// pgStatsOf is the stats of pool's PGs as their primaries report them.
+func pgStatsOf(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) []osdop.PGStats {
+	t.Helper()
 	if err := cl.RefreshMap(ctx); err != nil {
 		t.Fatal(err)
 	}
 	m := cl.Map()
-	var out []string
+	var out []osdop.PGStats
 	for o := range m.OSDs {
 		if !m.OSDs[o].Up {
 			continue
@@ -174,7 +185,7 @@ func pgStates(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) []
 		}
 		for _, pg := range st.PGs {
 			if strings.HasPrefix(pg.PGID, fmt.Sprintf("%d.", pool)) {
-				out = append(out, pg.PGID+" "+pg.State)
+				out = append(out, pg)
 			}
 		}
 	}
@@ -768,6 +779,23 @@ func TestDegradedBeforeMisplaced(t *testing.T) {
 		return slices.ContainsFunc(states, func(st string) bool { return strings.Contains(st, s) })
 	}
 	waitState("a backfill", func(states []string) bool { return has(states, "+backfilling") })
+	// the backfilling PGs report their progress: what their plan lacked
+	// at its start, and when; the copies done grow from 0 towards it
+	var ev status.Event
+	eventually(ctx, t, func() bool {
+		pgs := pgStatsOf(ctx, t, cl, p.ID())
+		for _, pg := range pgs {
+			if pg.ToRecover > 0 && (pg.RecoveryTotal < pg.ToRecover || pg.RecoveryStart.IsZero()) {
+				t.Fatalf("pg %s (%s): %d copies to recover of %d planned at %v", pg.PGID, pg.State, pg.ToRecover, pg.RecoveryTotal, pg.RecoveryStart)
+			}
+		}
+		for _, e := range status.Progress(pgs, time.Now()) {
+			if e.Kind == "backfill" {
+				ev = e
+			}
+		}
+		return ev.Done > 0 && ev.Done < ev.Total && ev.Remaining > 0
+	}, func() string { return fmt.Sprintf("waiting for backfill progress: %+v", ev) })
 	c.RestartOSD(1)
 	waitState("osd.1's pgs degraded", func(states []string) bool { return has(states, "degraded") })
 	states := waitState("no degraded pg", func(states []string) bool { return !has(states, "degraded") && !has(states, "peering") })

@@ -74,6 +74,11 @@ type pgScrub struct {
 	// until blocked is closed; to "" means no upper bound
 	from, to string
 	blocked  chan struct{}
+
+	// the running scrub's start and the objects it has compared so far
+	// (its progress in the PG's stats)
+	start    time.Time
+	compared int64
 }
 
 // scrubObj is one object in a member's scrub map.
@@ -327,7 +332,7 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 	}
 	defer release()
 	pg.mu.Lock()
-	pg.scrub.running = kind
+	pg.scrub.running, pg.scrub.start, pg.scrub.compared = kind, d.clock.Now(), 0
 	pg.mu.Unlock()
 	defer func() {
 		pg.unblockChunk()
@@ -388,6 +393,9 @@ func (pg *PG) runScrub(ctx context.Context, kind int) error {
 			incs = append(incs, parity...)
 		}
 		objects += n
+		pg.mu.Lock()
+		pg.scrub.compared = int64(objects)
+		pg.mu.Unlock()
 		for _, inc := range incs {
 			if kind == scrubRepair {
 				if err := pg.repairObject(ctx, iv, acting, addrs, pool, inc); err != nil {

@@ -538,6 +538,12 @@ type Perf struct {
 	// that background work takes (osd_mclock_sched_latency_target; a
 	// gauge).
 	MClockScale float64 `json:"mclock_scale"`
+	// OpWLatency and OpRLatency are the summed latencies (seconds) of the
+	// OpW writes and OpR reads: a mean over an interval is the change of
+	// the sum over the change of the count (Ceph's op_w_latency and
+	// op_r_latency, avgcount and sum).
+	OpWLatency float64 `json:"op_w_latency_sum"`
+	OpRLatency float64 `json:"op_r_latency_sum"`
 }
 
 // PGStats is one PG as its primary sees it.
@@ -571,6 +577,15 @@ type PGStats struct {
 	// OSDs of an earlier interval that may hold its newest writes; Ceph's
 	// peering_blocked_by in `ceph pg query`).
 	BlockedBy string `json:"blocked_by,omitempty"`
+	// RecoveryTotal is the object copies the acting members lacked when
+	// the PG's current recovery or backfill was planned (at peering, at
+	// RecoveryStart): with ToRecover, how far it is (0: none planned).
+	RecoveryTotal int64     `json:"recovery_total,omitempty"`
+	RecoveryStart time.Time `json:"recovery_start,omitzero"`
+	// ScrubObjects is the objects the running scrub has compared since
+	// ScrubStart (of Objects; 0 while none runs).
+	ScrubObjects int64     `json:"scrub_objects,omitempty"`
+	ScrubStart   time.Time `json:"scrub_start,omitzero"`
 }
 
 // MsgPGCommand asks a PG's primary to act on the PG: a JSON PGCommand →

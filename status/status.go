@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -92,6 +94,25 @@ type Status struct {
 	// Autoscale is the PG autoscaler's advice per pool (`shoal osd pool
 	// autoscale-status`).
 	Autoscale []autoscaler.Row `json:"pg_autoscale"`
+	// Pools is each pool's use (`shoal df`'s POOLS section).
+	PoolStats []PoolUsage `json:"pools"`
+	// Progress is the recovery, backfill and scrub under way (`ceph -s`'s
+	// progress section).
+	Progress []Event `json:"progress_events"`
+}
+
+// PoolUsage is one pool's configuration and use: Objects and Bytes
+// (logical, before replication or coding) sum its PGs' as their primaries
+// report them (PGs no primary reports count nothing).
+type PoolUsage struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	Type    string `json:"type"` // replicated or erasure
+	Size    int    `json:"size"`
+	MinSize int    `json:"min_size"`
+	PGNum   uint32 `json:"pg_num"`
+	Objects int64  `json:"objects"`
+	Bytes   int64  `json:"stored"`
 }
 
 // Gather asks every MON and every up OSD.
@@ -178,12 +199,14 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			reported[pg.PGID] = pg
 		}
 	}
+	s.Progress = Progress(s.ReportedPGs(), time.Now())
 	poolBytes := map[int64]uint64{}
 	var unknown, inactive, degraded, misplaced, inconsistent []string
 	scrubErrors := 0
 	for _, id := range m.PoolIDs() {
 		p, _ := m.Pool(id)
 		s.Pools++
+		pu := PoolUsage{ID: id, Name: p.Name, Type: p.Type.String(), Size: p.Size, MinSize: p.MinSize, PGNum: p.PGNum}
 		for seed := uint32(0); seed < p.PGNum; seed++ {
 			s.PGs++
 			pgid := fmt.Sprintf("%d.%x", id, seed)
@@ -194,6 +217,8 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 				continue
 			}
 			s.PGStates[r.State]++
+			pu.Objects += r.Objects
+			pu.Bytes += r.Bytes
 			s.Objects += r.Objects
 			poolBytes[id] += uint64(max(r.Bytes, 0))
 			s.Bytes += r.Bytes
@@ -217,6 +242,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 				inconsistent = append(inconsistent, fmt.Sprintf("pg %s is %s, acting %v; see `shoal pg list-inconsistent %s`, fix with `shoal pg repair %s`", pgid, r.State, r.Acting, pgid, pgid))
 			}
 		}
+		s.PoolStats = append(s.PoolStats, pu)
 	}
 	var monsDown []string
 	for _, mn := range s.Mons {
@@ -293,6 +319,21 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	return s, nil
+}
+
+// ReportedPGs is every PG as its primary reports it (one report per PG:
+// where two OSDs both report one, as while a new primary takes over, the
+// higher-numbered OSD's), in PG id order.
+func (s *Status) ReportedPGs() []osdop.PGStats {
+	reported := map[string]osdop.PGStats{}
+	for _, st := range s.OSDStats {
+		for _, pg := range st.PGs {
+			reported[pg.PGID] = pg
+		}
+	}
+	out := slices.Collect(maps.Values(reported))
+	slices.SortFunc(out, func(a, b osdop.PGStats) int { return strings.Compare(a.PGID, b.PGID) })
+	return out
 }
 
 // mapChecks are the health checks the OSD map alone answers.
@@ -408,6 +449,7 @@ func (s *Status) Text(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	progressText(w, s.Progress)
 }
 
 // HealthText writes `shoal health [detail]`.

@@ -26,6 +26,7 @@ import (
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
+	"github.com/shoal-project/shoal/mgr"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
@@ -85,6 +86,24 @@ func withSession(fn func(ctx context.Context, s *session, out io.Writer) error) 
 		defer s.conn.Close()
 		return fn(ctx, s, cmd.OutOrStdout())
 	}
+}
+
+func mgrCmd() *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "mgr --id ID",
+		Short: "Run a manager daemon: the dashboard and the cluster's metrics (ceph-mgr; its [mgr.ID] section of shoal.conf gives mgr_dashboard_addr and metrics_addr)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := cluster.FindConf(confPath)
+			if err != nil {
+				return err
+			}
+			return cluster.RunMgr(c, "mgr."+id)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "x", "manager id")
+	return cmd
 }
 
 func monCmd() *cobra.Command {
@@ -195,7 +214,24 @@ func gather(ctx context.Context, s *session) (*status.Status, error) {
 	if len(mons) == 0 {
 		mons = s.conf.MonAddrs()
 	}
-	return status.Gather(ctx, s.conn, mons, kr)
+	st, err := status.Gather(ctx, s.conn, mons, kr)
+	if err != nil {
+		return nil, err
+	}
+	// a running manager has followed the events over time: its view
+	// counts the PGs that already finished
+	for _, id := range s.conf.MgrIDs() {
+		if addr := s.conf.For("mgr." + id).String("mgr_dashboard_addr"); addr != "" {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			events, err := mgr.Progress(cctx, addr)
+			cancel()
+			if err == nil {
+				st.Progress = events
+				break
+			}
+		}
+	}
+	return st, nil
 }
 
 func statusCmds() []*cobra.Command {
@@ -254,30 +290,11 @@ func statusCmds() []*cobra.Command {
 				return json.NewEncoder(out).Encode(x)
 			}
 			fmt.Fprintf(out, "--- RAW STORAGE ---\nSIZE        AVAIL       USED\n%-11s %-11s %s\n\n", status.Bytes(x.TotalKB<<10), status.Bytes((x.TotalKB-min(x.UsedKB, x.TotalKB))<<10), status.Bytes(x.UsedKB<<10))
-			type agg struct{ objects, bytes int64 }
-			per := map[int64]*agg{}
-			for _, o := range x.OSDStats {
-				for _, pg := range o.PGs {
-					var pool int64
-					fmt.Sscanf(pg.PGID, "%d.", &pool)
-					if per[pool] == nil {
-						per[pool] = &agg{}
-					}
-					per[pool].objects += pg.Objects
-					per[pool].bytes += pg.Bytes
-				}
-			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(out, "--- POOLS ---")
 			fmt.Fprintln(tw, "POOL\tID\tPGS\tSTORED\tOBJECTS\tSIZE")
-			m := s.conn.Map()
-			for _, id := range m.PoolIDs() {
-				p, _ := m.Pool(id)
-				a := per[id]
-				if a == nil {
-					a = &agg{}
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\n", p.Name, id, p.PGNum, status.Bytes(uint64(max(a.bytes, 0))), a.objects, p.Size)
+			for _, p := range x.PoolStats {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\n", p.Name, p.ID, p.PGNum, status.Bytes(uint64(max(p.Bytes, 0))), p.Objects, p.Size)
 			}
 			return tw.Flush()
 		}),
@@ -639,7 +656,7 @@ Reading keys and caps needs mon 'allow rx'; changing them, mon 'allow wx'
 		_, err = w.Write(msgr.FormatKeyring(kr))
 		return err
 	}
-	add := &cobra.Command{Use: "add ENTITY [mon CAPS] [osd CAPS]", Short: "Create a key for ENTITY (client.NAME, osd.N, mon.NAME) with caps, and print its keyring or write it with -o",
+	add := &cobra.Command{Use: "add ENTITY [mon CAPS] [osd CAPS]", Short: "Create a key for ENTITY (client.NAME, osd.N, mon.NAME, mgr.NAME) with caps, and print its keyring or write it with -o",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
 			granted, err := capsPairs("auth add", a[1:])

@@ -67,7 +67,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&traceFile, "trace", os.Getenv("SHOAL_TRACE"), "write a Go execution trace of this command to `FILE` (%p: the pid; default $SHOAL_TRACE): where it waited, for off-CPU profiles")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return startProfiles() }
 	root.PersistentFlags().StringVarP(&keyringPath, "keyring", "k", "", "keyring file with the entity's key (default the configuration's keyring)")
-	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), rbdCmd(), benchCmd(), sizingCmd(),
+	root.AddCommand(crushCmd(), osdmapCmd(), upCmd(), downCmd(), monCmd(), mgrCmd(), osdCmd(), poolCmd(), configCmd(), authCmd(), radosCmd(), rbdCmd(), benchCmd(), sizingCmd(),
 		gatewayCmd(), userCmd(), bucketCmd(), gcCmd(), lcCmd(), pgCmd(), quotaCmd(), usageCmd(), sseCmd(), balancerCmd(), deployCmd())
 	root.AddCommand(statusCmds()...)
 	return root

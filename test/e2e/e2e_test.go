@@ -1022,6 +1022,7 @@ func TestAddOSD(t *testing.T) {
 			t.Fatalf("o%d after adding an OSD: %q %v", i, got, err)
 		}
 	}
+	checkDashboard(ctx, t, c, 4)
 }
 
 // TestKillDuringCatchUp: an OSD that returns after missing writes is
