@@ -67,9 +67,20 @@ func RunMgr(c *Conf, name string) error {
 		return err
 	}
 	ccfg.Logger = log
-	conn, err := client.Connect(cctx, ccfg)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+	// a MON that has not yet applied the entity's key (`shoal up` made it
+	// a moment ago through another MON) refuses it: try again while the
+	// minute lasts
+	var conn *client.Conn
+	for {
+		if conn, err = client.Connect(cctx, ccfg); err == nil {
+			break
+		}
+		log.Warn("cannot connect yet", "err", err)
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("%s: %w", name, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 	defer conn.Close()
 	m := mgr.New(mgr.Options{Conn: conn, MonAddrs: c.MonAddrs(), Keyring: kr, Logger: log,

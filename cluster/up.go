@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/internal/durable"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
@@ -37,8 +38,17 @@ type UpOptions struct {
 	DBDir, WALDir string
 	Foreground    bool // stay up until SIGINT/SIGTERM, then stop the daemons
 	NoGateway     bool // do not start the S3 gateway
-	Timeout       time.Duration
-	Out           io.Writer
+	// BasePort, if set, places a new cluster's ports from it instead of
+	// at free ports from Ceph's defaults (as vstart.sh's CEPH_PORT): MON i
+	// at BasePort+2i (raft at the next port), the manager's dashboard and
+	// metrics at BasePort+10 and +11, the gateway at BasePort+12. Each
+	// must be free. Runs of tests give each cluster its own range.
+	BasePort int
+	// Set holds "NAME=VALUE" options for [global] of a new cluster's
+	// shoal.conf (Ceph's vstart.sh -o); refused for an existing cluster.
+	Set     []string
+	Timeout time.Duration
+	Out     io.Writer
 }
 
 var monNames = []string{"a", "b", "c", "d", "e"}
@@ -64,10 +74,22 @@ func Up(ctx context.Context, o UpOptions) error {
 		if o.OSDs < 1 {
 			return fmt.Errorf("up: --osds %d: at least one OSD", o.OSDs)
 		}
+		if err := checkSet(o.Set); err != nil {
+			return err
+		}
+		if err := checkBasePort(o); err != nil {
+			return err
+		}
 		if err := create(dir, o); err != nil {
 			return err
 		}
 		fresh = true
+	}
+	if !fresh && o.BasePort > 0 {
+		return fmt.Errorf("up: --base-port %d: the cluster in %s exists; its ports are in %s", o.BasePort, dir, confPath)
+	}
+	if !fresh && len(o.Set) > 0 {
+		return fmt.Errorf("up: --set %s: the cluster in %s exists; change its options in %s or with `shoal config set`", o.Set[0], dir, confPath)
 	}
 	c, err := FindConf(confPath)
 	if err != nil {
@@ -221,6 +243,49 @@ func Up(ctx context.Context, o UpOptions) error {
 	return Down(c.Dir, w)
 }
 
+// Offsets from UpOptions.BasePort.
+const (
+	basePortDashboard = 10
+	basePortMetrics   = 11
+	basePortGateway   = 12
+)
+
+// checkBasePort checks that every port a new cluster would take from
+// o.BasePort is free.
+func checkBasePort(o UpOptions) error {
+	if o.BasePort == 0 {
+		return nil
+	}
+	if o.BasePort < 1024 || o.BasePort > 65535-basePortGateway {
+		return fmt.Errorf("up: --base-port %d: want 1024 to %d", o.BasePort, 65535-basePortGateway)
+	}
+	ports := []int{o.BasePort + basePortDashboard, o.BasePort + basePortMetrics, o.BasePort + basePortGateway}
+	for i := range o.Mons {
+		ports = append(ports, o.BasePort+2*i, o.BasePort+2*i+1)
+	}
+	for _, p := range ports {
+		if !free(p) {
+			return fmt.Errorf("up: --base-port %d: port %d on 127.0.0.1 is in use", o.BasePort, p)
+		}
+	}
+	return nil
+}
+
+// checkSet checks --set's NAME=VALUE options: known names, valid
+// values.
+func checkSet(set []string) error {
+	for _, kv := range set {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("up: --set %q: want NAME=VALUE", kv)
+		}
+		if err := config.Defaults("global").Set(strings.TrimSpace(name), strings.TrimSpace(value)); err != nil {
+			return fmt.Errorf("up: --set %q: %w", kv, err)
+		}
+	}
+	return nil
+}
+
 // create writes a new cluster's keyring and configuration.
 func create(dir string, o UpOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -246,9 +311,16 @@ func create(dir string, o UpOptions) error {
 	if err := msgr.WriteKeyring(filepath.Join(dir, "keyring"), keys); err != nil {
 		return err
 	}
-	ports, err := freePorts(o.Mons, nil)
-	if err != nil {
-		return fmt.Errorf("up: %w", err)
+	var ports []int
+	if o.BasePort > 0 {
+		for i := range o.Mons {
+			ports = append(ports, o.BasePort+2*i)
+		}
+	} else {
+		var err error
+		if ports, err = freePorts(o.Mons, nil); err != nil {
+			return fmt.Errorf("up: %w", err)
+		}
 	}
 	var addrs []string
 	for _, p := range ports {
@@ -270,23 +342,34 @@ func create(dir string, o UpOptions) error {
 	if o.OSDSize != "" {
 		fmt.Fprintf(&b, "bluestore_block_size = %s\n", o.OSDSize)
 	}
+	if len(o.Set) > 0 {
+		fmt.Fprintf(&b, "# shoal up --set\n")
+	}
+	for _, kv := range o.Set {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "%s = %s\n", strings.TrimSpace(name), strings.TrimSpace(value))
+	}
 	for i, a := range addrs {
 		fmt.Fprintf(&b, "\n[mon.%s]\npublic_addr = %s\n", monNames[i], a)
 	}
-	gw := 7480
-	for !free(gw) && gw < 7580 {
-		gw++
-	}
-	taken := map[int]bool{gw: true}
-	near := func(p int) int {
-		for (!free(p) || taken[p]) && p < 65535 {
-			p++
+	gw, dash, metrics := o.BasePort+basePortGateway, o.BasePort+basePortDashboard, o.BasePort+basePortMetrics
+	if o.BasePort == 0 {
+		gw = 7480
+		for !free(gw) && gw < 7580 {
+			gw++
 		}
-		taken[p] = true
-		return p
+		taken := map[int]bool{gw: true}
+		near := func(p int) int {
+			for (!free(p) || taken[p]) && p < 65535 {
+				p++
+			}
+			taken[p] = true
+			return p
+		}
+		dash, metrics = near(8080), near(9283)
 	}
 	fmt.Fprintf(&b, "\n[%s]\n# the manager: dashboard (GET /) and the cluster's metrics (Ceph's mgr ports)\n", MgrName)
-	fmt.Fprintf(&b, "mgr_dashboard_addr = 127.0.0.1:%d\nmetrics_addr = 127.0.0.1:%d\nkeyring = $data/%s.keyring\n", near(8080), near(9283), MgrName)
+	fmt.Fprintf(&b, "mgr_dashboard_addr = 127.0.0.1:%d\nmetrics_addr = 127.0.0.1:%d\nkeyring = $data/%s.keyring\n", dash, metrics, MgrName)
 	fmt.Fprintf(&b, "\n[%s]\nrgw_frontends = beast endpoint=127.0.0.1:%d\n", GatewayName, gw)
 	fmt.Fprintf(&b, "# the gateway's own key, with only the caps it needs (shoal auth get %s)\nkeyring = $data/%s.keyring\n", GatewayName, GatewayName)
 	return durable.WriteFile(filepath.Join(dir, "shoal.conf"), []byte(b.String()), 0o644)

@@ -186,6 +186,8 @@ then stops the cluster; --detach returns once the cluster is healthy.`,
 	f.BoolVar(&fg, "foreground", false, "stay up until Ctrl-C (default when attached to a terminal)")
 	f.BoolVar(&detach, "detach", false, "return once the cluster is healthy")
 	f.BoolVar(&o.NoGateway, "no-gateway", false, "do not start the S3 gateway")
+	f.IntVar(&o.BasePort, "base-port", 0, "place a new cluster's ports from this one (MON i at +2i, the dashboard at +10, metrics +11, S3 +12) instead of free ports from Ceph's defaults")
+	f.StringArrayVarP(&o.Set, "set", "o", nil, "NAME=VALUE: an option for [global] of a new cluster's shoal.conf (repeatable; as vstart.sh -o)")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long to wait for the cluster to become healthy")
 	return cmd
 }

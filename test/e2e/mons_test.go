@@ -84,6 +84,7 @@ func (c *tcluster) monLeader() string {
 // added MONs wait to be promoted; each removed MON stops by itself; the
 // last one restarts with its state.
 func TestMonAddRemove(t *testing.T) {
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
 	c := up(t, "--mons", "1", "--osds", "3")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

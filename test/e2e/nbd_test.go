@@ -352,6 +352,13 @@ func TestRBDNBD(t *testing.T) {
 	}
 }
 
+// shortWatchTimeout sets osd_client_watch_timeout to 10 s (from 30) in a
+// new cluster (shoal up --set): the watch of a lock holder killed by the
+// test expires, and its exclusive lock can be broken, sooner. Live
+// watchers long-poll their primary, so 10 s still spans many of their
+// polls on a loaded machine.
+const shortWatchTimeout = "osd_client_watch_timeout=10"
+
 // TestNBDSurvivesKill9: four connections write 4 KiB blocks (each its
 // own) through the NBD server. The server is killed with SIGKILL
 // mid-write and started again: every block reads back as its last
@@ -362,7 +369,8 @@ func TestRBDNBD(t *testing.T) {
 // primary has several writes to it in flight at once (pipelined: the
 // OSDs' op_w_pipelined counts them).
 func TestNBDSurvivesKill9(t *testing.T) {
-	c := up(t, "--osds", "3")
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
+	c := up(t, "--osds", "3", "--set", shortWatchTimeout)
 	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
 	c.must("rbd", "create", "disk", "--size", "16")
 	prefix := regexp.MustCompile(`block_name_prefix: (\S+)`).FindStringSubmatch(c.must("rbd", "info", "disk"))[1]
@@ -507,7 +515,8 @@ func TestRBDSnapshotUnderLoad(t *testing.T) {
 // same, half copied up; flatten run again detaches it, and it
 // reads the same with its parent's snapshot removed.
 func TestCloneSurvivesKill9(t *testing.T) {
-	c := up(t, "--osds", "3")
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
+	c := up(t, "--osds", "3", "--set", shortWatchTimeout)
 	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
 	const blocks = 4096 // 16 MiB of 4 KiB blocks
 	parent := make([]byte, blocks*4096)

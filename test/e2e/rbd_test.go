@@ -239,7 +239,8 @@ func TestRBDCLI(t *testing.T) {
 // whole stream again — which breaks the killed import's exclusive lock —
 // gives the source's bytes, the snapshot, and a right object map.
 func TestImportDiffSurvivesKill9(t *testing.T) {
-	c := up(t, "--osds", "3")
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
+	c := up(t, "--osds", "3", "--set", shortWatchTimeout)
 	c.must("pool", "create", "rbd", "--size", "3", "--pg-num", "8")
 	dir := t.TempDir()
 	payload := make([]byte, 16<<20)

@@ -340,6 +340,7 @@ func resticOnLockedBucket(t *testing.T, c *tcluster, env map[string]string, awsc
 // (conditionalRacesWithOSDKilled), and the gateway is killed again amid
 // multi-object deletes (multiDeleteKilled).
 func TestGatewayKilledMidPut(t *testing.T) {
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
 	c := upWithGateway(t)
 	env := c.s3env()
 	ctx := context.Background()

@@ -33,6 +33,7 @@ import (
 // with the clones they made or trimmed; its shards and their clones are
 // rebuilt by decoding).
 func TestSnapshotsSurviveKill9(t *testing.T) {
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
 	t.Run("replicated", func(t *testing.T) { snapshotsSurviveKill9(t, false) })
 	t.Run("erasure", func(t *testing.T) { snapshotsSurviveKill9(t, true) })
 }
