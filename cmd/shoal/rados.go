@@ -369,7 +369,64 @@ func benchCmd() *cobra.Command {
 	f.BoolVar(&o.NoCleanup, "no-cleanup", false, "keep the objects (for seq/rand)")
 	f.StringVar(&o.RunName, "run-name", "", "metadata object name (default benchmark_last_metadata)")
 	f.StringVar(&format, "format", "plain", "plain or json")
-	cmd.AddCommand(r, benchS3Cmd(), benchSweepCmd(), benchReportCmd(), benchCompareCmd())
+	cmd.AddCommand(r, benchScaleCmd(), benchS3Cmd(), benchSweepCmd(), benchReportCmd(), benchCompareCmd())
+	return cmd
+}
+
+// scalePool is a pool for bench.Scale.
+type scalePool struct{ *client.Pool }
+
+func (p scalePool) StatSize(ctx context.Context, oid string) (uint64, error) {
+	st, err := p.Stat(ctx, oid)
+	return st.Size, err
+}
+
+func benchScaleCmd() *cobra.Command {
+	var o bench.ScaleOptions
+	var pool, size, format string
+	var levels []int
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "Does a pool slow down as it fills? Fill it in steps; at each, time new-object writes, stat+read of a random hot set, and a listing",
+		Long: `Fill --pool with --levels objects in turn (untimed); at each level time
+--writes more new objects, --reads stat+read pairs of a hot set of --hot
+objects drawn at random from all of them (every read verified), and a
+listing of the first --list names. A store that does not slow down as it
+fills shows the same rates at every level. The objects stay: use a pool of
+its own and remove it after.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, a []string) error {
+			n, err := bench.ParseSize(size)
+			if err != nil {
+				return err
+			}
+			o.ObjectSize, o.Levels = n, levels
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				p, err := s.conn.Pool(ctx, pool)
+				if err != nil {
+					return err
+				}
+				if format != "json" {
+					o.Out = out
+				}
+				res, err := bench.Scale(ctx, scalePool{p}, o)
+				if format == "json" && res != nil {
+					printJSON(out, res)
+				}
+				return err
+			})(c, a)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&pool, "pool", "p", "data", "pool")
+	f.StringVarP(&size, "block-size", "b", "4K", "object size")
+	f.IntSliceVar(&levels, "levels", []int{10_000, 100_000, 1_000_000}, "object counts to measure at, ascending")
+	f.IntVarP(&o.Concurrency, "concurrent-ios", "t", 64, "ops in flight")
+	f.IntVar(&o.Writes, "writes", 20_000, "new objects timed at each level")
+	f.IntVar(&o.HotSet, "hot", 1_000, "objects in the hot set")
+	f.IntVar(&o.Reads, "reads", 20_000, "stat+read pairs timed at each level")
+	f.IntVar(&o.List, "list", 10_000, "names listed and timed at each level")
+	f.StringVar(&format, "format", "plain", "plain or json")
 	return cmd
 }
 

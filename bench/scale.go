@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ScaleTarget is a pool that can also stat and list (the client
+// library's pool handle).
+type ScaleTarget interface {
+	Target
+	// Stat returns the object's size.
+	StatSize(ctx context.Context, oid string) (uint64, error)
+	// List calls fn with each object's name until fn returns false.
+	List(ctx context.Context, fn func(name string) bool) error
+}
+
+// ScaleOptions configure Scale. Zero fields take the defaults in
+// brackets.
+type ScaleOptions struct {
+	// Levels are the object counts to measure at, ascending [10,000,
+	// 100,000, 1,000,000].
+	Levels []int
+	// ObjectSize is each object's size in bytes [4096].
+	ObjectSize int
+	// Concurrency is the ops kept in flight [64].
+	Concurrency int
+	// Writes is how many new objects are written, and timed, at each
+	// level (the pool then holds Level+Writes) [20,000].
+	Writes int
+	// HotSet is how many objects, drawn at random from all those
+	// written, the read phase stats and reads [1,000]; Reads how many
+	// stat+read pairs it times [20,000].
+	HotSet, Reads int
+	// List is how many names the listing phase lists, from the start,
+	// and times [10,000].
+	List int
+	// Prefix names the objects: PREFIX_objectN [scale].
+	Prefix string
+	// Out, if set, gets a line per phase.
+	Out io.Writer
+}
+
+// ScaleLevel is what Scale measured at one level: new-object writes,
+// stat+read pairs of the hot set, and names listed, per second.
+type ScaleLevel struct {
+	Objects    int     `json:"objects"`
+	WriteOps   float64 `json:"write_ops_per_sec"`
+	StatReads  float64 `json:"stat_read_pairs_per_sec"`
+	ListNames  float64 `json:"list_names_per_sec"`
+	WriteBytes float64 `json:"write_bytes_per_sec"`
+}
+
+func (o *ScaleOptions) defaults() {
+	if len(o.Levels) == 0 {
+		o.Levels = []int{10_000, 100_000, 1_000_000}
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.ObjectSize, 4096)
+	def(&o.Concurrency, 64)
+	def(&o.Writes, 20_000)
+	def(&o.HotSet, 1_000)
+	def(&o.Reads, 20_000)
+	def(&o.List, 10_000)
+	if o.Prefix == "" {
+		o.Prefix = "scale"
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+}
+
+// Scale measures whether a pool slows down as it fills (the guides'
+// concern: a cluster of 100M objects must not slow down; one saw Ceph's
+// old FileStore read 50 % slower at 100 M objects). For each level it
+// fills the pool with new objects up to it (untimed), then times Writes
+// more new objects, stat+read pairs of a random hot set drawn from every
+// object written so far (every read verified), and a listing of the
+// first List names. Objects are PREFIX_objectN with content derived from
+// N, as the write benchmark's; Scale removes none of them (run it on a
+// pool of its own, and remove the pool after).
+func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, error) {
+	o.defaults()
+	for i := 1; i < len(o.Levels); i++ {
+		if o.Levels[i] <= o.Levels[i-1] {
+			return nil, fmt.Errorf("scale: levels %v: want ascending", o.Levels)
+		}
+	}
+	written := 0
+	var out []ScaleLevel
+	for _, level := range o.Levels {
+		if level > written {
+			start := time.Now()
+			if err := scaleWrite(ctx, t, o, written, level); err != nil {
+				return out, err
+			}
+			fmt.Fprintf(o.Out, "filled to %d objects in %s\n", level, time.Since(start).Round(time.Second))
+			written = level
+		}
+		r := ScaleLevel{Objects: level}
+		start := time.Now()
+		if err := scaleWrite(ctx, t, o, written, written+o.Writes); err != nil {
+			return out, err
+		}
+		secs := time.Since(start).Seconds()
+		written += o.Writes
+		r.WriteOps, r.WriteBytes = float64(o.Writes)/secs, float64(o.Writes*o.ObjectSize)/secs
+		var err error
+		if r.StatReads, err = scaleRead(ctx, t, o, written); err != nil {
+			return out, err
+		}
+		if r.ListNames, err = scaleList(ctx, t, o); err != nil {
+			return out, err
+		}
+		fmt.Fprintf(o.Out, "at %d objects: %.0f writes/s, %.0f stat+reads/s, %.0f names listed/s\n", level, r.WriteOps, r.StatReads, r.ListNames)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// scaleWrite writes objects [from, to) with o.Concurrency in flight.
+func scaleWrite(ctx context.Context, t ScaleTarget, o ScaleOptions, from, to int) error {
+	var next atomic.Int64
+	next.Store(int64(from))
+	pseed := prefixSeed(o.Prefix)
+	return parallel(ctx, o.Concurrency, func(ctx context.Context) error {
+		buf := make([]byte, o.ObjectSize)
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= to {
+				return nil
+			}
+			name := ObjectName(o.Prefix, i)
+			newContent(pseed, i, o.ObjectSize).fill(buf)
+			if err := t.WriteFull(ctx, name, buf); err != nil {
+				return fmt.Errorf("scale: write %s: %w", name, err)
+			}
+		}
+	})
+}
+
+// scaleRead times o.Reads stat+read pairs of a hot set of o.HotSet
+// objects drawn from the first n, verifying each.
+func scaleRead(ctx context.Context, t ScaleTarget, o ScaleOptions, n int) (float64, error) {
+	rng := rand.New(rand.NewSource(int64(n)))
+	hot := make([]int, min(o.HotSet, n))
+	for i := range hot {
+		hot[i] = rng.Intn(n)
+	}
+	pseed := prefixSeed(o.Prefix)
+	var next atomic.Int64
+	start := time.Now()
+	err := parallel(ctx, o.Concurrency, func(ctx context.Context) error {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= o.Reads {
+				return nil
+			}
+			idx := hot[(i*7919)%len(hot)]
+			name := ObjectName(o.Prefix, idx)
+			size, err := t.StatSize(ctx, name)
+			if err != nil {
+				return fmt.Errorf("scale: stat %s: %w", name, err)
+			}
+			data, err := t.Read(ctx, name, 0, 0)
+			if err != nil {
+				return fmt.Errorf("scale: read %s: %w", name, err)
+			}
+			if size != uint64(o.ObjectSize) || len(data) != o.ObjectSize || newContent(pseed, idx, o.ObjectSize).check(data) >= 0 {
+				return fmt.Errorf("scale: %s: %d bytes (stat %d), not what was written", name, len(data), size)
+			}
+		}
+	})
+	return float64(o.Reads) / time.Since(start).Seconds(), err
+}
+
+// scaleList times listing the first o.List names.
+func scaleList(ctx context.Context, t ScaleTarget, o ScaleOptions) (float64, error) {
+	n := 0
+	start := time.Now()
+	if err := t.List(ctx, func(string) bool { n++; return n < o.List }); err != nil {
+		return 0, fmt.Errorf("scale: list: %w", err)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// parallel runs n copies of fn until all return; the first error cancels
+// the others' context and is returned.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
