@@ -14,6 +14,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +163,30 @@ func signalCh() <-chan os.Signal {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	return ch
+}
+
+// connectDaemon connects a client daemon (a gateway, a manager) with
+// name's configuration as kr's entity. A MON that has not yet applied
+// the entity's key (`shoal up` made it a moment ago through another MON)
+// refuses it, so it tries again until ctx ends.
+func connectDaemon(ctx context.Context, c *Conf, name string, kr msgr.Keyring, log *slog.Logger) (*client.Conn, error) {
+	ccfg, err := c.ClientConfig(name, kr)
+	if err != nil {
+		return nil, err
+	}
+	ccfg.Logger = log
+	for {
+		conn, err := client.Connect(ctx, ccfg)
+		if err == nil {
+			return conn, nil
+		}
+		log.Warn("cannot connect yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: %w", name, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // RunMon runs MON id (its [mon.id] section gives public_addr) until

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/gateway"
 	"github.com/shoal-project/shoal/gateway/rgw"
 )
@@ -103,14 +102,9 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
-	ccfg, err := c.ClientConfig(name, kr)
+	conn, err := connectDaemon(cctx, c, name, kr, log)
 	if err != nil {
 		return err
-	}
-	ccfg.Logger = log
-	conn, err := client.Connect(cctx, ccfg)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer conn.Close()
 	opt := rgw.OptionsFromConfig(cfg)

@@ -62,25 +62,9 @@ func RunMgr(c *Conf, name string) error {
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
-	ccfg, err := c.ClientConfig(name, kr)
+	conn, err := connectDaemon(cctx, c, name, kr, log)
 	if err != nil {
 		return err
-	}
-	ccfg.Logger = log
-	// a MON that has not yet applied the entity's key (`shoal up` made it
-	// a moment ago through another MON) refuses it: try again while the
-	// minute lasts
-	var conn *client.Conn
-	for {
-		if conn, err = client.Connect(cctx, ccfg); err == nil {
-			break
-		}
-		log.Warn("cannot connect yet", "err", err)
-		select {
-		case <-cctx.Done():
-			return fmt.Errorf("%s: %w", name, err)
-		case <-time.After(250 * time.Millisecond):
-		}
 	}
 	defer conn.Close()
 	m := mgr.New(mgr.Options{Conn: conn, MonAddrs: c.MonAddrs(), Keyring: kr, Logger: log,

@@ -80,8 +80,19 @@ var clusterPorts atomic.Int32
 func startUp(t *testing.T, args ...string) *tcluster {
 	t.Helper()
 	c := &tcluster{t: t, data: t.TempDir()}
-	base := 20000 + 20*int(clusterPorts.Add(1))
-	c.up(append([]string{"--base-port", strconv.Itoa(base)}, args...)...)
+	// a range another process holds a port of is refused before anything
+	// is made: take the next
+	for try := 0; ; try++ {
+		base := 20000 + 20*int(clusterPorts.Add(1))
+		out, err := c.tryUp(append([]string{"--base-port", strconv.Itoa(base)}, args...)...)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(out, "is in use") || try == 10 {
+			t.Fatalf("shoal up: %v\n%s", err, out)
+		}
+		t.Logf("shoal up: %s", strings.TrimSpace(out))
+	}
 	t.Cleanup(func() {
 		// SHOAL_E2E_DUMP=DIR: a failed test's daemons dump their goroutines
 		// into their logs (SIGQUIT), which are copied to DIR
@@ -115,11 +126,15 @@ func startUp(t *testing.T, args ...string) *tcluster {
 // up runs `shoal up --detach` (start or restart) and waits for HEALTH_OK.
 func (c *tcluster) up(args ...string) string {
 	c.t.Helper()
-	out, err := c.run(append([]string{"up", "--detach", "--data", c.data, "--osd-size", "2G", "--timeout", "90s"}, args...)...)
+	out, err := c.tryUp(args...)
 	if err != nil {
 		c.t.Fatalf("shoal up: %v\n%s", err, out)
 	}
 	return out
+}
+
+func (c *tcluster) tryUp(args ...string) (string, error) {
+	return c.run(append([]string{"up", "--detach", "--data", c.data, "--osd-size", "2G", "--timeout", "90s"}, args...)...)
 }
 
 func (c *tcluster) run(args ...string) (string, error) {

@@ -32,7 +32,7 @@ func newFirewall(t *testing.T) *firewall {
 	if _, err := exec.LookPath("nft"); err != nil {
 		t.Fatal("nft is missing (Debian package nftables; .ci/run installs it)")
 	}
-	f := &firewall{t: t, table: fmt.Sprintf("shoal_e2e_%d", os.Getpid())}
+	f := &firewall{t: t, table: fmt.Sprintf("shoal_e2e_%d_%s", os.Getpid(), strings.ToLower(t.Name()))}
 	f.nft("add table ip " + f.table)
 	t.Cleanup(f.remove)
 	f.nft("add chain ip " + f.table + " out { type filter hook output priority 0 ; policy accept ; }")
@@ -72,21 +72,32 @@ func (f *firewall) remove() {
 // no read returns an older version than one acknowledged before it, and
 // I/O goes on. Healed, it boots once the period allows and rejoins;
 // every acknowledged write is there and the copies are identical.
-func TestNetworkPartition(t *testing.T) { partition(t, false) }
+func TestNetworkPartition(t *testing.T) {
+	t.Parallel() // waits more than it computes: runs beside another such test (e2e_test.go)
+	partition(t, false)
+}
 
 // TestBackNetworkPartition is TestNetworkPartition with a cluster (back)
 // network: each OSD has a public and a cluster address, and only the
 // cluster network between osd.3 and the others is cut — its public
 // address still answers the others' front heartbeats, the MONs and the
 // clients. The back heartbeats find it; the rest goes as with one network.
-func TestBackNetworkPartition(t *testing.T) { partition(t, true) }
+func TestBackNetworkPartition(t *testing.T) {
+	t.Parallel()
+	partition(t, true)
+}
 
 func partition(t *testing.T, back bool) {
 	c := up(t, "--osds", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	// each OSD on addresses of its own, so the firewall can tell them apart
-	ip := func(i int) string { return fmt.Sprintf("127.0.0.%d", 20+i) }
+	// each OSD on addresses of its own, so the firewall can tell them
+	// apart (and the two tests, which may run at once, theirs)
+	lan := 0
+	if back {
+		lan = 2
+	}
+	ip := func(i int) string { return fmt.Sprintf("127.0.%d.%d", lan, 20+i) }
 	backIP := func(i int) string { return fmt.Sprintf("127.0.1.%d", 20+i) }
 	conf := filepath.Join(c.data, "shoal.conf")
 	extra := ""
