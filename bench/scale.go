@@ -14,7 +14,8 @@ import (
 // library's pool handle).
 type ScaleTarget interface {
 	Target
-	// Stat returns the object's size.
+	// StatSize returns the object's size in bytes (an error for a
+	// missing object).
 	StatSize(ctx context.Context, oid string) (uint64, error)
 	// List calls fn with each object's name until fn returns false.
 	List(ctx context.Context, fn func(name string) bool) error
@@ -46,8 +47,10 @@ type ScaleOptions struct {
 	Out io.Writer
 }
 
-// ScaleLevel is what Scale measured at one level: new-object writes,
-// stat+read pairs of the hot set, and names listed, per second.
+// ScaleLevel is what Scale measured at one level (Objects, the count the
+// pool held when the timing began): new-object writes, stat+read pairs
+// of the hot set and names listed, each per second, and the written
+// bytes per second.
 type ScaleLevel struct {
 	Objects    int     `json:"objects"`
 	WriteOps   float64 `json:"write_ops_per_sec"`

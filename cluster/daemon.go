@@ -165,28 +165,55 @@ func signalCh() <-chan os.Signal {
 	return ch
 }
 
-// connectDaemon connects a client daemon (a gateway, a manager) with
-// name's configuration as kr's entity. A MON that has not yet applied
-// the entity's key (`shoal up` made it a moment ago through another MON)
-// refuses it, so it tries again until ctx ends.
-func connectDaemon(ctx context.Context, c *Conf, name string, kr msgr.Keyring, log *slog.Logger) (*client.Conn, error) {
+// clientDaemon is what a client daemon (a gateway, a manager) runs
+// with: its log, its key and its connection to the cluster.
+type clientDaemon struct {
+	log      *slog.Logger
+	closeLog io.Closer
+	kr       msgr.Keyring
+	conn     *client.Conn
+}
+
+// startClientDaemon opens the log of daemon name (configured by its
+// section), sets its GC (gcPercent), and connects as entity. A MON that
+// has not yet applied the entity's key (`shoal up` made it a moment ago
+// through another MON) refuses it, so it tries again for up to a minute.
+func startClientDaemon(c *Conf, name, entity string, gcPercent int) (*clientDaemon, error) {
+	kr, err := c.Keyring(entity)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	log, closer, err := daemonLog(c, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log: %w", name, err)
+	}
+	tuneGC(c.For(name), gcPercent, 0)
 	ccfg, err := c.ClientConfig(name, kr)
 	if err != nil {
+		closer.Close()
 		return nil, err
 	}
 	ccfg.Logger = log
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for {
 		conn, err := client.Connect(ctx, ccfg)
 		if err == nil {
-			return conn, nil
+			return &clientDaemon{log: log, closeLog: closer, kr: kr, conn: conn}, nil
 		}
 		log.Warn("cannot connect yet", "err", err)
 		select {
 		case <-ctx.Done():
+			closer.Close()
 			return nil, fmt.Errorf("%s: %w", name, err)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+func (d *clientDaemon) close() {
+	d.conn.Close()
+	d.closeLog.Close()
 }
 
 // RunMon runs MON id (its [mon.id] section gives public_addr) until

@@ -88,25 +88,16 @@ func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 			clientName = "client.admin"
 		}
 	}
-	kr, err := c.Keyring(clientName)
+	d, err := startClientDaemon(c, name, clientName, 400)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return err
 	}
-	log, closer, err := daemonLog(c, name)
-	if err != nil {
-		return fmt.Errorf("%s: log: %w", name, err)
-	}
-	defer closer.Close()
-	tuneGC(cfg, 400, 0)
+	defer d.close()
+	log, conn := d.log, d.conn
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
-	conn, err := connectDaemon(cctx, c, name, kr, log)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	opt := rgw.OptionsFromConfig(cfg)
 	opt.Logger = log
 	store, err := rgw.OpenStore(cctx, conn, opt)

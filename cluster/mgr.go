@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +15,8 @@ import (
 	"github.com/shoal-project/shoal/gateway/rgw"
 	"github.com/shoal-project/shoal/internal/scrape"
 	"github.com/shoal-project/shoal/mgr"
+	"github.com/shoal-project/shoal/msgr"
+	"github.com/shoal-project/shoal/status"
 )
 
 // MgrName is the entity name of the manager `shoal up` runs; its [mgr.x]
@@ -39,6 +39,31 @@ func (c *Conf) MgrIDs() []string {
 	return ids
 }
 
+// Status gathers the cluster's status (status.Gather) with the progress
+// events of the first manager shoal.conf configures that answers within
+// a second: it has followed them over time, so its events count the PGs
+// that already finished (one sample's cannot).
+func Status(ctx context.Context, c *Conf, conn *client.Conn, monAddrs []string, kr msgr.Keyring) (*status.Status, error) {
+	st, err := status.Gather(ctx, conn, monAddrs, kr)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range c.MgrIDs() {
+		addr := c.For("mgr." + id).String("mgr_dashboard_addr")
+		if addr == "" {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		events, err := mgr.Progress(cctx, addr)
+		cancel()
+		if err == nil {
+			st.Progress = events
+			break
+		}
+	}
+	return st, nil
+}
+
 // maxDashboardBuckets bounds the buckets the dashboard lists (the first
 // by owner, then name).
 const maxDashboardBuckets = 200
@@ -48,26 +73,15 @@ const maxDashboardBuckets = 200
 // metrics at metrics_addr.
 func RunMgr(c *Conf, name string) error {
 	cfg := c.For(name)
-	kr, err := c.Keyring(name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	log, closer, err := daemonLog(c, name)
-	if err != nil {
-		return fmt.Errorf("%s: log: %w", name, err)
-	}
-	defer closer.Close()
-	tuneGC(cfg, 100, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
-	defer ccancel()
-	conn, err := connectDaemon(cctx, c, name, kr, log)
+	d, err := startClientDaemon(c, name, name, 100)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	m := mgr.New(mgr.Options{Conn: conn, MonAddrs: c.MonAddrs(), Keyring: kr, Logger: log,
+	defer d.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log, conn := d.log, d.conn
+	m := mgr.New(mgr.Options{Conn: conn, MonAddrs: c.MonAddrs(), Keyring: d.kr, Logger: log,
 		Period:  time.Duration(cfg.Seconds("mgr_stats_period") * float64(time.Second)),
 		Buckets: (&bucketLister{conn: conn, opt: rgw.OptionsFromConfig(cfg)}).list})
 	var wg sync.WaitGroup
@@ -89,15 +103,7 @@ func RunMgr(c *Conf, name string) error {
 		return nil
 	}
 	if addr := cfg.String("mgr_dashboard_addr"); addr != "" {
-		if err := serve("dashboard", addr, func(ln net.Listener) error {
-			hs := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}
-			stop := context.AfterFunc(ctx, func() { hs.Close() })
-			defer stop()
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		}); err != nil {
+		if err := serve("dashboard", addr, func(ln net.Listener) error { return scrape.ServeHandler(ctx, ln, m.Handler()) }); err != nil {
 			return err
 		}
 	}

@@ -46,7 +46,8 @@ import (
 // (Ceph's mgr_stats_period, 5 s).
 const DefaultPeriod = 5 * time.Second
 
-// Bucket is one S3 bucket as the dashboard lists it.
+// Bucket is one S3 bucket as the dashboard lists it: Objects and Bytes
+// (logical bytes) from its index.
 type Bucket struct {
 	Name    string    `json:"name"`
 	Owner   string    `json:"owner"`
@@ -60,8 +61,8 @@ type Bucket struct {
 type Options struct {
 	Conn     *client.Conn
 	MonAddrs []string
-	Keyring  msgr.Keyring // the manager's identity (mon 'allow r', osd 'allow r')
-	Period   time.Duration
+	Keyring  msgr.Keyring  // the manager's identity (mon 'allow r', osd 'allow r')
+	Period   time.Duration // between samples; 0: DefaultPeriod
 	// Buckets lists the S3 buckets (nil, or an error: the dashboard shows
 	// none; the error is logged once per change).
 	Buckets func(ctx context.Context) ([]Bucket, error)
@@ -79,8 +80,10 @@ type Snapshot struct {
 	Error string `json:"error,omitempty"`
 }
 
-// OSD is one OSD's state, use and client load over the last period: ops
-// and bytes per second, mean latency in milliseconds (0 without ops).
+// OSD is one OSD's state, use and client load over the last period: its
+// device's size (KiB) and use (percent), the PGs whose acting set holds
+// it, ops and bytes per second, mean latency in milliseconds (0 without
+// ops), objects recovered onto it per second.
 type OSD struct {
 	ID          int32   `json:"id"`
 	Up          bool    `json:"up"`
@@ -139,7 +142,8 @@ func (m *Mgr) Run(ctx context.Context) {
 	}
 }
 
-// Refresh takes one sample now and returns it.
+// Refresh takes one sample now and returns it. When the gather fails
+// the sample keeps the last status that succeeded and says why in Error.
 func (m *Mgr) Refresh(ctx context.Context) Snapshot {
 	cctx, cancel := context.WithTimeout(ctx, max(m.opt.Period, 10*time.Second))
 	defer cancel()

@@ -189,17 +189,18 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 			s.Scrape = append(s.Scrape, ScrapeTarget{Daemon: fmt.Sprintf("osd.%d", st.ID), Addr: st.MetricsAddr})
 		}
 	}
-	reported := map[string]osdop.PGStats{}
 	for _, st := range s.OSDStats {
 		s.UsedKB += st.Used
 		s.TotalKB += st.Total
 		s.RecoveryOpsRate += st.RecoveryOpsRate
 		s.RecoveryBytesRate += st.RecoveryBytesRate
-		for _, pg := range st.PGs {
-			reported[pg.PGID] = pg
-		}
 	}
-	s.Progress = Progress(s.ReportedPGs(), time.Now())
+	pgs := s.ReportedPGs()
+	reported := make(map[string]osdop.PGStats, len(pgs))
+	for _, pg := range pgs {
+		reported[pg.PGID] = pg
+	}
+	s.Progress = Progress(pgs, time.Now())
 	poolBytes := map[int64]uint64{}
 	var unknown, inactive, degraded, misplaced, inconsistent []string
 	scrubErrors := 0
@@ -323,7 +324,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 
 // ReportedPGs is every PG as its primary reports it (one report per PG:
 // where two OSDs both report one, as while a new primary takes over, the
-// higher-numbered OSD's), in PG id order.
+// higher-numbered OSD's), in PG id order (pool, then seed).
 func (s *Status) ReportedPGs() []osdop.PGStats {
 	reported := map[string]osdop.PGStats{}
 	for _, st := range s.OSDStats {
@@ -332,7 +333,11 @@ func (s *Status) ReportedPGs() []osdop.PGStats {
 		}
 	}
 	out := slices.Collect(maps.Values(reported))
-	slices.SortFunc(out, func(a, b osdop.PGStats) int { return strings.Compare(a.PGID, b.PGID) })
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := osdmap.ParsePGID(out[i].PGID)
+		b, _ := osdmap.ParsePGID(out[j].PGID)
+		return a.Pool < b.Pool || (a.Pool == b.Pool && a.Seed < b.Seed)
+	})
 	return out
 }
 
@@ -525,22 +530,15 @@ func Tree(w io.Writer, c *client.Conn) {
 	}
 }
 
-// PGs lists the PGs their primaries reported, sorted by id; prefix ("3.")
-// keeps one pool's.
+// PGs lists the PGs their primaries reported (ReportedPGs); prefix
+// ("3.") keeps one pool's.
 func PGs(s *Status, prefix string) []osdop.PGStats {
 	var out []osdop.PGStats
-	for _, st := range s.OSDStats {
-		for _, pg := range st.PGs {
-			if strings.HasPrefix(pg.PGID, prefix) {
-				out = append(out, pg)
-			}
+	for _, pg := range s.ReportedPGs() {
+		if strings.HasPrefix(pg.PGID, prefix) {
+			out = append(out, pg)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := osdmap.ParsePGID(out[i].PGID)
-		b, _ := osdmap.ParsePGID(out[j].PGID)
-		return a.Pool < b.Pool || (a.Pool == b.Pool && a.Seed < b.Seed)
-	})
 	return out
 }
 

@@ -26,7 +26,6 @@ import (
 	"github.com/shoal-project/shoal/cluster"
 	"github.com/shoal-project/shoal/config"
 	"github.com/shoal-project/shoal/crush"
-	"github.com/shoal-project/shoal/mgr"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdmap"
@@ -216,24 +215,7 @@ func gather(ctx context.Context, s *session) (*status.Status, error) {
 	if len(mons) == 0 {
 		mons = s.conf.MonAddrs()
 	}
-	st, err := status.Gather(ctx, s.conn, mons, kr)
-	if err != nil {
-		return nil, err
-	}
-	// a running manager has followed the events over time: its view
-	// counts the PGs that already finished
-	for _, id := range s.conf.MgrIDs() {
-		if addr := s.conf.For("mgr." + id).String("mgr_dashboard_addr"); addr != "" {
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			events, err := mgr.Progress(cctx, addr)
-			cancel()
-			if err == nil {
-				st.Progress = events
-				break
-			}
-		}
-	}
-	return st, nil
+	return cluster.Status(ctx, s.conf, s.conn, mons, kr)
 }
 
 func statusCmds() []*cobra.Command {

@@ -1,6 +1,7 @@
 // Package scrape serves a daemon's Prometheus metrics at /metrics: the
-// one HTTP endpoint every Shoal daemon (MON, OSD, gateway) opens when
-// metrics_addr is set.
+// HTTP endpoint every Shoal daemon (MON, OSD, gateway, manager) opens
+// when metrics_addr is set; ServeHandler serves any other handler the
+// same way (the manager's dashboard).
 package scrape
 
 import (
@@ -20,7 +21,14 @@ import (
 func Serve(ctx context.Context, ln net.Listener, g prometheus.Gatherer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return ServeHandler(ctx, ln, mux)
+}
+
+// ServeHandler answers HTTP requests on ln with h until ctx ends (then it
+// closes ln and returns nil): the daemons' small HTTP endpoints (metrics,
+// the manager's dashboard). An error is the listener's.
+func ServeHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	stop := context.AfterFunc(ctx, func() { hs.Close() })
 	defer stop()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
