@@ -13,10 +13,11 @@
 // pg_num is worth changing only when the recommendation is more than
 // Threshold (3) times above or below it.
 //
-// It is pure: pools, usage and capacity in, recommendations out. Shoal's
-// OSDs cannot split or merge PGs yet, so a recommendation is advice:
-// `shoal osd pool autoscale-status`, and a health warning for pools in
-// warn mode.
+// It is pure: pools, usage and capacity in, recommendations out: `shoal
+// osd pool autoscale-status`; a health warning for pools in warn mode;
+// and for pools in on mode, the manager raises pg_num to a
+// recommendation worth it (package mgr). Shoal's OSDs split PGs but do
+// not merge them, so a lower recommendation stays advice.
 package autoscaler
 
 import (
@@ -96,7 +97,7 @@ type Row struct {
 	Ideal       int    `json:"pg_num_ideal"`
 	Final       uint32 `json:"pg_num_final"`
 	WouldAdjust bool   `json:"would_adjust"`
-	Mode        string `json:"pg_autoscale_mode"` // off or warn
+	Mode        string `json:"pg_autoscale_mode"` // off, warn or on
 	Bulk        bool   `json:"bulk"`
 }
 

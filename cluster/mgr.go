@@ -24,8 +24,9 @@ import (
 const MgrName = "mgr.x"
 
 // mgrCaps are a manager's caps: it reads the MONs' state and the OSDs'
-// statistics, and the S3 gateway's pools for the bucket list.
-var mgrCaps = map[string]string{"mon": "allow r", "osd": "allow r"}
+// statistics, and the S3 gateway's pools for the bucket list; it sets
+// the pg_num of pools whose pg_autoscale_mode is on.
+var mgrCaps = map[string]string{"mon": `allow r, allow command "pool set"`, "osd": "allow r"}
 
 // MgrIDs are the managers shoal.conf configures: the ids of its [mgr.ID]
 // sections.

@@ -129,7 +129,9 @@ var Options = []Option{
 	{Name: "balancer_mode", Type: String, Default: "upmap", Desc: "How the balancer moves PGs: upmap (pg_upmap_items) or none (`shoal balancer mode`)."},
 	{Name: "balancer_upmap_max_deviation", Type: Float, Default: "1", Min: 1, Max: 1000, Desc: "PG copies an OSD may hold above or below its weighted share of a pool's before the balancer moves one (Ceph's upmap_max_deviation, 5 there)."},
 	{Name: "balancer_sleep_interval", Type: Seconds, Default: "60", Min: 1, Max: 1 << 30, Desc: "Seconds between the automatic balancer's rounds."},
-	{Name: "target_max_misplaced_ratio", Type: Float, Default: "0.05", Min: 0, Max: 1, Desc: "Fraction of a cluster's PGs one round of the automatic balancer may move (at least one); the next round waits until they are clean."},
+	{Name: "target_max_misplaced_ratio", Type: Float, Default: "0.05", Min: 0, Max: 1, Desc: "Fraction of a cluster's PGs one round of the automatic balancer, or one step of a pool's pgp_num toward its target, may move (at least one); the next waits until fewer than this fraction are moving."},
+	{Name: "osd_pool_default_pg_autoscale_mode", Type: String, Default: "off", Desc: "pg_autoscale_mode of new pools: off, warn (a health warning while pg_num is not the autoscaler's) or on (a running manager raises pg_num, splitting PGs, once the autoscaler's value is 3× above it). Ceph's default is on; Shoal's is off, so pg_num changes only when an operator asks."},
+	{Name: "mon_max_pg_per_osd", Type: Int, Default: "250", Min: 1, Max: 1 << 20, Desc: "PG copies per in OSD (the sum over pools of pg_num × size, divided by the OSDs in) above which the MONs refuse a pg_num increase."},
 	{Name: "mon_data", Type: String, Default: "$data/$name", Desc: "A MON's data directory."},
 
 	// gateway

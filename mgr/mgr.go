@@ -14,7 +14,11 @@
 //   - serves the dashboard (Handler): a page that shows health and its
 //     checks, capacity, PG states, per-OSD throughput and latency, pools,
 //     the progress of recovery, backfill and scrub, and the buckets, and
-//     the JSON it is drawn from (GET /api/status, a Snapshot).
+//     the JSON it is drawn from (GET /api/status, a Snapshot);
+//   - raises the pg_num of pools in pg_autoscale_mode on to the PG
+//     autoscaler's recommendation once it is worth it (Ceph's
+//     pg_autoscaler module; autoscale). With several managers each may
+//     ask; the MONs apply the first and find the rest already done.
 //
 // The progress events (status.Event) are followed across samples
 // (status.Tracker), as Ceph's progress module does, so a PG that finished
@@ -33,9 +37,11 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/shoal-project/shoal/autoscaler"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/msgr"
 	"github.com/shoal-project/shoal/osdop"
@@ -110,6 +116,9 @@ type Mgr struct {
 	prev     map[int32]sample // the OSDs' counters at the previous sample
 	progress status.Tracker
 	bucErr   string
+	// asTried holds the pg_num changes the autoscaler asked for and the
+	// MONs refused ("pool=pg_num"), so that each is logged once.
+	asTried map[string]bool
 }
 
 type sample struct {
@@ -125,7 +134,7 @@ func New(opt Options) *Mgr {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Mgr{opt: opt, prev: map[int32]sample{}, snap: Snapshot{OSDs: []OSD{}, Buckets: []Bucket{}}}
+	return &Mgr{opt: opt, prev: map[int32]sample{}, snap: Snapshot{OSDs: []OSD{}, Buckets: []Bucket{}}, asTried: map[string]bool{}}
 }
 
 // Run samples every period until ctx ends.
@@ -154,6 +163,9 @@ func (m *Mgr) Refresh(ctx context.Context) Snapshot {
 	if err == nil && m.opt.Buckets != nil {
 		buckets, bucErr = m.opt.Buckets(cctx)
 	}
+	if err == nil {
+		m.autoscale(cctx, st.Autoscale)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
@@ -173,6 +185,37 @@ func (m *Mgr) Refresh(ctx context.Context) Snapshot {
 	st.Progress = m.progress.Update(st.ReportedPGs(), now)
 	m.snap = Snapshot{Time: now, Status: st, OSDs: m.osds(st, now), Buckets: buckets}
 	return m.snapshot()
+}
+
+// autoscale raises the pg_num of each pool in pg_autoscale_mode on whose
+// recommendation is worth it (autoscaler.Row.WouldAdjust) and above
+// pg_num, unless its last change is still moving (pgp_num short of its
+// target): one "pool set pg_num" each, as Ceph's pg_autoscaler module
+// does. Refusals (mon_max_pg_per_osd, a manager key without the
+// command) are logged once per pool and value; lower recommendations are
+// left (Shoal does not merge PGs; health warns).
+func (m *Mgr) autoscale(ctx context.Context, rows []autoscaler.Row) {
+	pm := m.opt.Conn.Map()
+	for _, r := range rows {
+		if r.Mode != "on" || !r.WouldAdjust || r.Final <= r.PGNum {
+			continue
+		}
+		if p, err := pm.Pool(r.Pool); err != nil || (p.PGPNumTarget != 0 && p.PGPNumTarget != p.PGPNum) {
+			continue
+		}
+		key := fmt.Sprintf("%s=%d", r.Name, r.Final)
+		_, err := m.opt.Conn.MonCommand(ctx, "pool set", map[string]string{"name": r.Name, "key": "pg_num", "value": strconv.FormatUint(uint64(r.Final), 10)})
+		m.mu.Lock()
+		logged := m.asTried[key]
+		m.asTried[key] = err != nil
+		m.mu.Unlock()
+		switch {
+		case err == nil:
+			m.opt.Logger.Info("autoscaler raised pg_num", "pool", r.Name, "from", r.PGNum, "to", r.Final)
+		case !logged:
+			m.opt.Logger.Warn("autoscaler: pg_num change refused", "pool", r.Name, "from", r.PGNum, "to", r.Final, "err", err)
+		}
+	}
 }
 
 func errString(err error) string {

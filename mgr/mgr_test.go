@@ -205,3 +205,60 @@ func TestMgr(t *testing.T) {
 		t.Errorf("shoal_health_checks{severity=%s} %v with checks %+v", snap.Status.Checks[0].Severity, v, snap.Status.Checks)
 	}
 }
+
+// TestMgrAutoscale: the manager raises the pg_num of a pool in
+// pg_autoscale_mode on from 4 to the autoscaler's 32 (the floor for an
+// empty pool: 8× above, past the threshold of 3), and the split pool
+// serves; a pool in on mode with 128 PGs, 4× above the advice, keeps
+// them (Shoal does not merge) and health warns of it.
+func TestMgrAutoscale(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{OSDs: 3, RealStores: true}) // a MemStore has no capacity
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.Client(ctx)
+	for name, pgs := range map[string]string{"grow": "4", "big": "128"} {
+		if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "size": "3", "pg_num": pgs}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": name, "key": "pg_autoscale_mode", "value": "on"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := cl.Pool(ctx, "grow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteFull(ctx, "before", []byte("written at 4 PGs")); err != nil {
+		t.Fatal(err)
+	}
+	m := mgr.New(mgr.Options{Conn: cl, MonAddrs: c.MonAddrs, Keyring: testcluster.Key, Period: time.Second})
+	snap := m.Refresh(ctx)
+	if snap.Error != "" {
+		t.Fatal(snap.Error)
+	}
+	if err := cl.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	grow, _ := cl.Map().PoolByName("grow")
+	big, _ := cl.Map().PoolByName("big")
+	if grow.PGNum != 32 || big.PGNum != 128 {
+		t.Fatalf("after a sample: grow has %d PGs (want 32), big %d (want 128); advice %+v", grow.PGNum, big.PGNum, snap.Status.Autoscale)
+	}
+	for {
+		snap = m.Refresh(ctx)
+		if snap.Error == "" && snap.Status.PGs == 32+128 && snap.Status.PGStates["active+clean"] == 32+128 {
+			break
+		}
+		pause(ctx, t, fmt.Sprintf("never clean at 32+128 PGs: %+v", snap.Status))
+	}
+	if got, err := p.Read(ctx, "before", 0, 0); err != nil || string(got) != "written at 4 PGs" {
+		t.Fatalf("after the split: %q %v", got, err)
+	}
+	warned := false
+	for _, ch := range snap.Status.Checks {
+		warned = warned || strings.Contains(ch.Summary, "too many placement groups")
+	}
+	if !warned {
+		t.Fatalf("no warning for big's 128 PGs: %+v", snap.Status.Checks)
+	}
+}

@@ -108,22 +108,8 @@ func (s *State) BalancerReady() string {
 	if len(m.PGTemp) > 0 {
 		return fmt.Sprintf("%d PG(s) backfilling (pg_temp)", len(m.PGTemp))
 	}
-	var waiting []string
-	for _, id := range m.PoolIDs() {
-		mps, err := m.PGMappings(id)
-		if err != nil {
-			continue
-		}
-		for seed, mp := range mps {
-			pg := osdmap.PGID{Pool: id, Seed: uint32(seed)}
-			h := s.History(pg)
-			if len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, mp.Acting) {
-				waiting = append(waiting, pg.String())
-			}
-		}
-	}
-	if len(waiting) > 0 {
-		return fmt.Sprintf("%d PG(s) not active on their acting set yet (%s)", len(waiting), strings.Join(waiting[:min(len(waiting), 5)], " "))
+	if n, _, some := s.MovingPGs(); n > 0 {
+		return fmt.Sprintf("%d PG(s) not active on their acting set yet (%s)", n, strings.Join(some, " "))
 	}
 	return ""
 }
@@ -133,8 +119,7 @@ func (s *State) BalancerReady() string {
 var autoscaleKeys = []string{"pg_autoscale_mode", "target_size_ratio", "target_size_bytes", "pg_autoscale_bias", "pg_num_min", "pg_num_max", "bulk"}
 
 // setAutoscale returns p with the autoscaler option key set to value
-// (ok false: key is not one of them). Ceph's mode "on", which changes
-// pg_num, is refused: Shoal's OSDs cannot split or merge PGs yet.
+// (ok false: key is not one of them).
 func setAutoscale(p *osdmap.Pool, key, value string) (np *osdmap.Pool, ok bool, err error) {
 	if !slices.Contains(autoscaleKeys, key) {
 		return nil, false, nil
@@ -157,9 +142,6 @@ func setAutoscale(p *osdmap.Pool, key, value string) (np *osdmap.Pool, ok bool, 
 	}
 	switch key {
 	case "pg_autoscale_mode":
-		if value == "on" {
-			return nil, true, fmt.Errorf("on changes pg_num, which needs PG splitting and merging (not built yet): use warn, which reports the advice in health, or off")
-		}
 		a.Mode = value
 	case "target_size_ratio":
 		a.TargetRatio = f()

@@ -112,6 +112,9 @@ type Daemon struct {
 	// balancedAt is when the leader's balancer last looked (tickLoop's
 	// goroutine only).
 	balancedAt time.Time
+	// pgpSteppedAt is when the leader last stepped a pool's pgp_num
+	// (tickLoop's goroutine only).
+	pgpSteppedAt time.Time
 	// balancerLast is the leader's last balancer round (guarded by mu).
 	balancerLast monc.BalancerRound
 	// metricsAddr is where /metrics is served ("" if it is not).
@@ -231,6 +234,7 @@ func (d *Daemon) tickLoop() {
 		d.downOut(now)
 		d.reportTimeout(now)
 		d.balance(now)
+		d.stepPGPNum(now)
 	})
 }
 

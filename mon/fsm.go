@@ -102,6 +102,13 @@ func (f *fsm) history(pg osdmap.PGID) []monc.PGInterval {
 	return f.st.History(pg)
 }
 
+// movingPGs is State.MovingPGs.
+func (f *fsm) movingPGs() (moving, total int, some []string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.MovingPGs()
+}
+
 // balancerView returns the current map and why the automatic balancer
 // should wait ("" when it may go on): State.BalancerReady.
 func (f *fsm) balancerView() (*osdmap.Map, string) {

@@ -72,3 +72,33 @@ func (s *State) dropPoolHistory() {
 		}
 	}
 }
+
+// splitHistory gives the PGs that next splits off (pools whose pg_num
+// grows from s.Map's) their parent's history: until a child first
+// activates, the OSDs that hold its objects are those that held its
+// parent's (each splits its copy locally, osd/split.go).
+func (s *State) splitHistory(next *osdmap.Map) {
+	for _, id := range next.PoolIDs() {
+		np, _ := next.Pool(id)
+		op, err := s.Map.Pool(id)
+		if err != nil || np.PGNum <= op.PGNum {
+			continue
+		}
+		for seed := op.PGNum; seed < np.PGNum; seed++ {
+			kid := osdmap.PGID{Pool: id, Seed: seed}
+			h := s.PGHistory[osdmap.PGID{Pool: id, Seed: osdmap.SplitParent(seed, op.PGNum)}]
+			if len(h) == 0 {
+				continue
+			}
+			kh := make([]monc.PGInterval, len(h))
+			for i, e := range h {
+				e.PG, e.Acting = kid, slices.Clone(e.Acting)
+				kh[i] = e
+			}
+			if s.PGHistory == nil {
+				s.PGHistory = map[osdmap.PGID][]monc.PGInterval{}
+			}
+			s.PGHistory[kid] = kh
+		}
+	}
+}

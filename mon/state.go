@@ -111,6 +111,7 @@ func (s *State) Commit(c Command) (*osdmap.Incremental, string, error) {
 				return nil, "", err
 			}
 		}
+		s.splitHistory(next)
 		s.Map = next
 		if len(inc.OldPools) > 0 {
 			s.dropPoolHistory()
@@ -493,7 +494,13 @@ func (c PoolCreate) Apply(s *State) (*osdmap.Incremental, string, error) {
 			p.PGPNum = p.PGNum
 		}
 	}
+	if mode := cfg.String("osd_pool_default_pg_autoscale_mode"); mode != "off" {
+		p.Autoscale.Mode = mode
+	}
 	inc.NewPools = []*osdmap.Pool{p}
+	if _, err := s.Map.Apply(inc); err != nil { // surface validation as the command's error
+		return nil, "", fmt.Errorf("pool %q: %w: %v", c.Name, ErrInvalid, err)
+	}
 	return inc, fmt.Sprintf("pool '%s' created (id %d)", c.Name, p.ID), nil
 }
 
@@ -589,15 +596,30 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 	case "min_size":
 		np.MinSize = int(v)
 	case "pg_num":
-		if uint32(v) != p.PGNum {
-			// the OSDs cannot split or merge PGs yet: objects would stay in
-			// PGs their names no longer hash to
-			return nil, "", fmt.Errorf("pool %q: %w: changing pg_num (%d -> %d) needs PG splitting or merging, which is not supported yet", c.Name, ErrInvalid, p.PGNum, v)
+		if err := s.checkPGNum(p, uint32(v)); err != nil {
+			return nil, "", fmt.Errorf("pool %q pg_num %d: %w", c.Name, v, err)
 		}
+		if uint32(v) == p.PGNum {
+			return nil, fmt.Sprintf("pool %d pg_num is already %d", p.ID, v), nil
+		}
+		// the OSDs split each PG locally at the new map; pgp_num then
+		// follows in steps (the MONs' tick, stepPGPNum) so that the
+		// children move to their own OSDs a few at a time
+		np.PGNum, np.PGPNumTarget = uint32(v), uint32(v)
 	case "pgp_num":
+		if v < 1 || uint32(v) > p.PGNum {
+			return nil, "", fmt.Errorf("pool %q pgp_num %d: %w: want 1 ≤ pgp_num ≤ pg_num (%d)", c.Name, v, ErrInvalid, p.PGNum)
+		}
+		np.PGPNumTarget = uint32(v)
+	case "pgp_num_actual":
+		// the leader's steps (stepPGPNum), or an operator forcing one, as
+		// Ceph's key of the same name
+		if v < 1 || uint32(v) > p.PGNum {
+			return nil, "", fmt.Errorf("pool %q pgp_num_actual %d: %w: want 1 ≤ pgp_num ≤ pg_num (%d)", c.Name, v, ErrInvalid, p.PGNum)
+		}
 		np.PGPNum = uint32(v)
 	default:
-		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule, allow_ec_overwrites, %s)", c.Name, ErrInvalid, c.Key, strings.Join(autoscaleKeys, ", "))
+		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, pgp_num_actual, crush_rule, allow_ec_overwrites, %s)", c.Name, ErrInvalid, c.Key, strings.Join(autoscaleKeys, ", "))
 	}
 	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{&np}

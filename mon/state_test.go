@@ -88,9 +88,6 @@ func TestClusterLife(t *testing.T) {
 	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "8"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("pg_num decrease: %v", err)
 	}
-	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "64"}); !errors.Is(err, mon.ErrInvalid) {
-		t.Fatalf("pg_num increase (no PG splitting yet): %v", err)
-	}
 	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "min_size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("min_size above size: %v", err)
 	}

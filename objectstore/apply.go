@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -92,7 +93,10 @@ func (g *group) applyOp(op *op) error {
 		return b.Set(collKey(op.coll), nil, nil)
 	case opRemoveColl:
 		g.colls[op.coll] = false
+		g.fences[op.coll] = nil
 		return b.Delete(collKey(op.coll), nil)
+	case opSplit:
+		return g.split(op.coll, op.split)
 	case opRemove:
 		o, err := g.onode(op.coll, op.oid, false)
 		if err != nil || o == nil {
@@ -526,6 +530,125 @@ func (g *group) pendingBlock(phys uint64) []byte {
 		}
 		k := phys - w.phys
 		return w.data[k*BlockSize : (k+1)*BlockSize]
+	}
+	return nil
+}
+
+// split applies SplitCollection: each object of c that sp names a child
+// for gets its onode (inline data and extents as they are) and omap
+// entries under the child's keys and loses them under c's; then the
+// indexes' omap entries are divided. The group's later transactions
+// are fenced off the moved objects (group.fenced).
+func (g *group) split(c Coll, sp *Split) error {
+	prefix := collPrefix(pOnode, c)
+	it, err := g.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	type move struct {
+		oid string
+		dst Coll
+		o   *onode
+	}
+	var moves []move
+	for it.First(); it.Valid(); it.Next() {
+		oid := string(it.Key()[len(prefix):])
+		dst := sp.Target(oid)
+		if dst == "" {
+			continue
+		}
+		if !slices.Contains(sp.Children, dst) {
+			it.Close()
+			return fmt.Errorf("split %s: %s goes to %s, not a child", c, oid, dst)
+		}
+		o, err := decodeOnode(it.Value())
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("split %s: %s: %w", c, oid, err)
+		}
+		moves = append(moves, move{oid, dst, o})
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, m := range moves {
+		if err := g.b.Set(onodeKey(m.dst, m.oid), m.o.encode(), nil); err != nil {
+			return err
+		}
+		if err := g.b.Delete(onodeKey(c, m.oid), nil); err != nil {
+			return err
+		}
+		g.committed[objKey(c, m.oid)], g.committed[objKey(m.dst, m.oid)] = nil, m.o
+		if m.o.Omap != omapNone {
+			if err := g.moveOmap(c, m.oid, m.dst, nil); err != nil {
+				return err
+			}
+		}
+	}
+	for _, oid := range sp.Indexes {
+		o, err := g.onode(c, oid, false)
+		if err != nil {
+			return err
+		}
+		if o == nil || o.Omap == omapNone {
+			continue
+		}
+		if err := g.moveOmap(c, oid, "", sp.KeyTarget); err != nil {
+			return err
+		}
+	}
+	g.fences[c] = append(slices.Clone(g.fenceList(c)), sp)
+	return nil
+}
+
+// fenceList is the splits of c so far, the group's included.
+func (g *group) fenceList(c Coll) []*Split {
+	if fs, ok := g.fences[c]; ok {
+		return fs
+	}
+	return g.s.fences[c]
+}
+
+// moveOmap moves object oid's omap entries from c to the same object in
+// dst, or with keyTarget, each entry to the collection it names ("":
+// stays); a destination object is made if need be.
+func (g *group) moveOmap(c Coll, oid string, dst Coll, keyTarget func(string) Coll) error {
+	p := omapPrefix(c, oid)
+	it, err := g.b.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	type kv struct {
+		key, val []byte
+		dst      Coll
+	}
+	var kvs []kv
+	for it.First(); it.Valid(); it.Next() {
+		to := dst
+		if keyTarget != nil {
+			to = keyTarget(string(it.Key()[len(p):]))
+		}
+		if to != "" {
+			kvs = append(kvs, kv{slices.Clone(it.Key()), slices.Clone(it.Value()), to})
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, e := range kvs {
+		if keyTarget != nil {
+			o, err := g.onode(e.dst, oid, true)
+			if err != nil {
+				return err
+			}
+			o.Omap = omapSome
+		}
+		if err := g.b.Set(omapKey(e.dst, oid, string(e.key[len(p):])), e.val, nil); err != nil {
+			return err
+		}
+		if err := g.b.Delete(e.key, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -113,6 +113,9 @@ type BlockStore struct {
 	onodes                  *onodeCache   // decoded onodes, refreshed by the committer
 	dcache                  *dataCache    // device blocks reads fetched (nil: none)
 	colls                   map[Coll]bool // committed collections; owned by the committer
+	// fences holds, by collection, the splits committed since it was
+	// made (SplitCollection); owned by the committer.
+	fences map[Coll][]*Split
 	// refs holds the extra reference counts of shared blocks by region
 	// (refs.go); owned by the committer.
 	refs map[uint64]refRegion
@@ -550,6 +553,9 @@ type group struct {
 	committed map[string]*onode
 	// colls holds collections the group created (true) or removed (false).
 	colls map[Coll]bool
+	// fences holds the splits the group applied, by collection, and nil
+	// for a collection it removed (SplitCollection).
+	fences map[Coll][]*Split
 }
 
 // pendingWrite is one allocated run: data (whole blocks) for the device
@@ -562,7 +568,7 @@ type pendingWrite struct {
 func (s *BlockStore) commitGroup(reqs []*request) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	g := &group{s: s, b: s.db.NewIndexedBatch(), committed: map[string]*onode{}, colls: map[Coll]bool{}}
+	g := &group{s: s, b: s.db.NewIndexedBatch(), committed: map[string]*onode{}, colls: map[Coll]bool{}, fences: map[Coll][]*Split{}}
 	defer g.b.Close()
 	var fatal error
 	for _, r := range reqs {
@@ -613,6 +619,16 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 				s.colls[c] = true
 			} else {
 				delete(s.colls, c)
+			}
+		}
+		for c, f := range g.fences {
+			if f == nil {
+				delete(s.fences, c)
+			} else {
+				if s.fences == nil {
+					s.fences = map[Coll][]*Split{}
+				}
+				s.fences[c] = f
 			}
 		}
 	}
@@ -790,6 +806,21 @@ func (g *group) check(t *Transaction) error {
 			}
 			colls[o.coll] = true
 			continue
+		case opSplit:
+			if !ce {
+				return fail(ErrNotFound, "split collection")
+			}
+			for _, k := range o.split.Children {
+				if ok, err := collExists(k); err != nil || !ok {
+					return fail(fmt.Errorf("child collection %s: %w", k, ErrNotFound), "split collection")
+				}
+			}
+			for j := range i {
+				if p := &t.ops[j]; p.code != opCreateColl && p.code != opRemoveColl && (p.coll == o.coll || slices.Contains(o.split.Children, p.coll)) {
+					return fail(fmt.Errorf("%w: the transaction changed an object of the collection or a child before the split", ErrInvalid), "split collection")
+				}
+			}
+			continue
 		case opRemoveColl:
 			if !ce {
 				return fail(ErrNotFound, "remove collection")
@@ -806,6 +837,9 @@ func (g *group) check(t *Transaction) error {
 		}
 		if !ce {
 			return fail(fmt.Errorf("collection: %w", ErrNotFound), "object op")
+		}
+		if err := g.fenced(o); err != nil {
+			return fail(err, "object op")
 		}
 		// Only operations on existing objects look the object up;
 		// writes create it, so a write transaction costs no lookup.
@@ -845,6 +879,30 @@ func (g *group) check(t *Transaction) error {
 	}
 	if blocks > g.s.alloc.free() {
 		return fmt.Errorf("objectstore: transaction may need %d blocks, %d free: %w", blocks, g.s.alloc.free(), ErrNoSpace)
+	}
+	return nil
+}
+
+// fenced refuses an operation on an object (or index entry) a split of
+// its collection moved away (SplitCollection): it was built before the
+// split.
+func (g *group) fenced(o *op) error {
+	fs, ok := g.fences[o.coll]
+	if !ok {
+		fs = g.s.fences[o.coll]
+	}
+	for _, sp := range fs {
+		keys := o.keys
+		for _, kv := range o.kvs {
+			keys = append(keys, kv.Key)
+		}
+		bad := sp.moves(o.oid, "") || (o.oid2 != "" && sp.moves(o.oid2, ""))
+		for _, k := range keys {
+			bad = bad || sp.moves(o.oid, k)
+		}
+		if bad {
+			return fmt.Errorf("%w: object %q (or its omap entries) moved to another collection by a split", ErrInvalid, o.oid)
+		}
 	}
 	return nil
 }

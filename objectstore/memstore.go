@@ -3,6 +3,7 @@ package objectstore
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,8 +15,9 @@ import (
 // none of its durability: the model the differential tests compare
 // BlockStore against, and a fast store for tests of the layers above.
 type MemStore struct {
-	mu    sync.RWMutex
-	colls map[Coll]map[string]*memObject
+	mu     sync.RWMutex
+	colls  map[Coll]map[string]*memObject
+	fences map[Coll][]*Split // splits since each collection was made
 }
 
 type memObject struct {
@@ -78,6 +80,13 @@ func (s *MemStore) Apply(t *Transaction) error {
 		colls[c] = cp
 		return cp
 	}
+	fences := map[Coll][]*Split{}
+	fenceList := func(c Coll) []*Split {
+		if fs, ok := fences[c]; ok {
+			return fs
+		}
+		return s.fences[c]
+	}
 	touched := map[*memObject]bool{}
 	obj := func(objs map[string]*memObject, oid string, create bool) *memObject {
 		o := objs[oid]
@@ -112,10 +121,32 @@ func (s *MemStore) Apply(t *Transaction) error {
 				return fail(ErrNotEmpty)
 			}
 			colls[op.coll] = nil
+			fences[op.coll] = nil
+			continue
+		case opSplit:
+			if objs == nil {
+				return fail(ErrNotFound)
+			}
+			if err := s.split(t.ops[:i], op, objs, get, obj); err != nil {
+				return fail(err)
+			}
+			fences[op.coll] = append(slices.Clone(fenceList(op.coll)), op.split)
 			continue
 		}
 		if objs == nil {
 			return fail(ErrNotFound)
+		}
+		for _, sp := range fenceList(op.coll) {
+			bad := sp.moves(op.oid, "") || (op.oid2 != "" && sp.moves(op.oid2, ""))
+			for _, k := range op.keys {
+				bad = bad || sp.moves(op.oid, k)
+			}
+			for _, kv := range op.kvs {
+				bad = bad || sp.moves(op.oid, kv.Key)
+			}
+			if bad {
+				return fail(fmt.Errorf("%w: object %q (or its omap entries) moved to another collection by a split", ErrInvalid, op.oid))
+			}
 		}
 		switch op.code {
 		case opRemove, opRmAttr, opOmapRm, opOmapClear, opClone, opStash:
@@ -177,6 +208,59 @@ func (s *MemStore) Apply(t *Transaction) error {
 			delete(s.colls, c)
 		} else {
 			s.colls[c] = objs
+		}
+	}
+	for c, fs := range fences {
+		if fs == nil {
+			delete(s.fences, c)
+		} else {
+			if s.fences == nil {
+				s.fences = map[Coll][]*Split{}
+			}
+			s.fences[c] = fs
+		}
+	}
+	return nil
+}
+
+// split applies a SplitCollection op (before: the transaction's earlier
+// ops) to objs, the collection's working copy, with Apply's helpers.
+func (s *MemStore) split(before []op, op *op, objs map[string]*memObject, get func(Coll) map[string]*memObject,
+	obj func(map[string]*memObject, string, bool) *memObject) error {
+	sp := op.split
+	kids := map[Coll]map[string]*memObject{}
+	for _, c := range sp.Children {
+		if kids[c] = get(c); kids[c] == nil {
+			return fmt.Errorf("child collection %s: %w", c, ErrNotFound)
+		}
+	}
+	for _, p := range before {
+		if p.code != opCreateColl && p.code != opRemoveColl && (p.coll == op.coll || kids[p.coll] != nil) {
+			return fmt.Errorf("%w: the transaction changed an object of the collection or a child before the split", ErrInvalid)
+		}
+	}
+	for oid, o := range objs {
+		if dst := sp.Target(oid); dst != "" {
+			if kids[dst] == nil {
+				return fmt.Errorf("split %s: %s goes to %s, not a child", op.coll, oid, dst)
+			}
+			kids[dst][oid] = o
+			delete(objs, oid)
+		}
+	}
+	for _, oid := range sp.Indexes {
+		if objs[oid] == nil {
+			continue
+		}
+		src := obj(objs, oid, false)
+		for k, v := range src.omap {
+			if dst := sp.KeyTarget(k); dst != "" {
+				if kids[dst] == nil {
+					return fmt.Errorf("split %s: %s entry %q goes to %s, not a child", op.coll, oid, k, dst)
+				}
+				obj(kids[dst], oid, true).omap[k] = v
+				delete(src.omap, k)
+			}
 		}
 	}
 	return nil

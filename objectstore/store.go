@@ -108,6 +108,7 @@ const (
 	opOmapClear
 	opClone
 	opStash
+	opSplit // local only: not encoded (SplitCollection)
 )
 
 type op struct {
@@ -120,6 +121,33 @@ type op struct {
 	name      string   // attribute name
 	kvs       []KV     // omap set
 	keys      []string
+	split     *Split
+}
+
+// Split says how SplitCollection divides a collection (a PG's, when its
+// pool's pg_num grows).
+type Split struct {
+	// Children are the collections objects may move to; each must exist
+	// when the split applies (made earlier in its transaction, or before).
+	Children []Coll
+	// Target names the child an object moves to, or "" if it stays.
+	Target func(oid string) Coll
+	// Indexes are objects that stay but whose omap entries — an index of
+	// the collection's objects, such as a PG's snap mapper — are divided
+	// by KeyTarget: an entry it names a child for moves to the object of
+	// the same name in that child (made if need be).
+	Indexes   []string
+	KeyTarget func(key string) Coll
+}
+
+// moves reports whether the split moves object oid, or its omap entry
+// key if oid is one of the indexes (key "" stands for any write to the
+// object itself).
+func (sp *Split) moves(oid, key string) bool {
+	if sp.Target(oid) != "" {
+		return true
+	}
+	return key != "" && sp.KeyTarget != nil && slices.Contains(sp.Indexes, oid) && sp.KeyTarget(key) != ""
 }
 
 // Transaction is an ordered list of operations applied atomically. Build it
@@ -154,7 +182,7 @@ func (t *Transaction) Objects(c Coll) []string {
 	}
 	for i := range t.ops {
 		o := &t.ops[i]
-		if o.coll != c || o.code == opCreateColl || o.code == opRemoveColl {
+		if o.coll != c || o.code == opCreateColl || o.code == opRemoveColl || o.code == opSplit {
 			continue
 		}
 		switch o.code {
@@ -170,6 +198,20 @@ func (t *Transaction) Objects(c Coll) []string {
 // CreateCollection creates an empty collection (ErrExists if it exists).
 func (t *Transaction) CreateCollection(c Coll) {
 	t.ops = append(t.ops, op{code: opCreateColl, coll: c})
+}
+
+// SplitCollection moves the objects of c that sp.Target names a child
+// for into that child collection, with their data, attributes and omap,
+// without copying their data (BlueStore's split_collection: the
+// metadata is rewritten, one key per object and omap entry), and
+// divides the omaps of sp.Indexes. The transaction must not have changed
+// an object of c or of a child before it. From the split on, the store
+// refuses (ErrInvalid) any later operation on c that names a moved
+// object or index entry — a transaction built before the split — until
+// c is removed. A split is applied locally only: Encode does not carry
+// it.
+func (t *Transaction) SplitCollection(c Coll, sp *Split) {
+	t.ops = append(t.ops, op{code: opSplit, coll: c, split: sp})
 }
 
 // RemoveCollection removes an empty collection (ErrNotEmpty otherwise).
@@ -328,6 +370,17 @@ func (o *op) validate() error {
 		return fmt.Errorf("%w: collection name of %d bytes (1..%d)", ErrInvalid, len(o.coll), MaxCollLen)
 	}
 	if o.code == opCreateColl || o.code == opRemoveColl {
+		return nil
+	}
+	if o.code == opSplit {
+		if o.split == nil || o.split.Target == nil || len(o.split.Children) == 0 || (len(o.split.Indexes) > 0 && o.split.KeyTarget == nil) {
+			return fmt.Errorf("%w: split of %s without children or targets", ErrInvalid, o.coll)
+		}
+		for _, c := range o.split.Children {
+			if len(c) == 0 || len(c) > MaxCollLen || c == o.coll {
+				return fmt.Errorf("%w: split of %s into collection %q", ErrInvalid, o.coll, c)
+			}
+		}
 		return nil
 	}
 	for _, n := range []string{o.oid, o.oid2} {

@@ -108,9 +108,9 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			d.log.Error("pg mappings", "pool", pid, "err", err)
 			continue
 		}
-		var oldMaps []osdmap.Mapping
+		var oldMaps []osdmap.Mapping // by the old map's pg_num
 		if old != nil {
-			if op, err := old.Pool(pid); err == nil && op.PGNum == pool.PGNum {
+			if _, err := old.Pool(pid); err == nil {
 				oldMaps, _ = old.PGMappings(pid)
 			}
 		}
@@ -126,7 +126,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			if pg == nil {
 				d.abortRemoval(pgid)
 				var err error
-				if pg, err = d.loadPG(pgid); err != nil {
+				if pg, err = d.loadPG(pgid, pool.PGNum); err != nil {
 					d.log.Error("load pg", "pg", pgid, "err", err)
 					continue
 				}
@@ -134,10 +134,31 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			}
 			seen[pgid] = true
 			var prev []int32
-			if seed < len(oldMaps) {
-				prev = oldMaps[seed].Acting
+			if n := len(oldMaps); n > 0 {
+				// a PG split off since: its parent's (split.go)
+				prev = oldMaps[osdmap.SplitParent(uint32(seed), uint32(n))].Acting
 			}
-			pg.setMapping(m, pool, mp, in, prev)
+			if pg.pgNum == 0 {
+				if err := pg.recordPGNum(pool.PGNum); err != nil {
+					d.log.Error("record pg_num", "pg", pgid, "err", err)
+				}
+			}
+			if pg.pgNum != 0 && pg.pgNum < pool.PGNum {
+				// split, and begin the parent's new interval, under its
+				// lock: no write of the old interval follows the split
+				pg.mu.Lock()
+				kids, err := pg.split(pool)
+				if err != nil {
+					d.log.Error("split pg", "pg", pgid, "err", err)
+				}
+				for _, k := range kids {
+					d.pgs[k.id] = k
+				}
+				pg.setMappingLocked(m, pool, mp, in, prev)
+				pg.mu.Unlock()
+			} else {
+				pg.setMapping(m, pool, mp, in, prev)
+			}
 			if p := mp.ActingPrimary; !in && p >= 0 && p < m.MaxOSD() && m.OSDs[p].Up {
 				pg.mu.Lock()
 				iv, told := pg.ps.Interval.ID, pg.notified == pg.ps.Interval.ID
@@ -192,12 +213,15 @@ func (d *OSD) markedDown(now time.Time, wasUp bool) time.Duration {
 	return max(d.bootAt.Sub(now), 0)
 }
 
-// loadPG makes the PG's collection if it is new and reads its log.
-func (d *OSD) loadPG(id osdmap.PGID) (*PG, error) {
+// loadPG makes the PG's collection if it is new — for the pool's pgNum
+// PGs (split.go) — and reads its log.
+func (d *OSD) loadPG(id osdmap.PGID, pgNum uint32) (*PG, error) {
 	c := objectstore.Coll(id.String())
 	if _, err := d.store.List(c, "", 1); errors.Is(err, objectstore.ErrNotFound) {
 		var t objectstore.Transaction
 		t.CreateCollection(c)
+		t.Touch(metaColl, metaOID(c))
+		t.SetAttr(metaColl, metaOID(c), attrPGNum, pgNumBytes(pgNum))
 		if err := d.store.Apply(&t); err != nil {
 			return nil, err
 		}
@@ -209,6 +233,7 @@ func (d *OSD) loadPG(id osdmap.PGID) (*PG, error) {
 		return nil, err
 	}
 	pg := newPG(d, id, c, l)
+	pg.pgNum = loadPGNum(d.store, c)
 	pg.loadScrubStamps()
 	return pg, nil
 }

@@ -355,7 +355,7 @@ func (d *OSD) loadPGs() error {
 			d.log.Warn("ignoring a collection that is not a PG", "collection", c)
 			continue
 		}
-		pg, err := d.loadPG(id)
+		pg, err := d.loadPG(id, 0)
 		if err != nil {
 			return fmt.Errorf("osd: load pg %s: %w", id, err)
 		}

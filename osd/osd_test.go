@@ -681,7 +681,7 @@ func checkFailOK(ctx context.Context, t *testing.T, p *client.Pool) {
 	}
 }
 
-// TestPGPNumChangeMovesData: changing pgp_num remaps PGs to other OSDs;
+// TestPGPNumChangeMovesData: changing pgp_num (pgp_num_actual) remaps PGs to other OSDs;
 // their new members are filled during peering and every object stays
 // readable.
 func TestPGPNumChangeMovesData(t *testing.T) {
@@ -707,7 +707,9 @@ func TestPGPNumChangeMovesData(t *testing.T) {
 	}
 	maps := []*osdmap.Map{cl.Map()}
 	for _, pgp := range []string{"5", "16"} {
-		if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "p", "key": "pgp_num", "value": pgp}); err != nil {
+		// pgp_num_actual: at once (pgp_num sets the target the MONs step
+		// toward, TestPGSplit)
+		if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": "p", "key": "pgp_num_actual", "value": pgp}); err != nil {
 			t.Fatal(err)
 		}
 		maps = append(maps, cl.Map())

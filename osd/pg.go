@@ -24,6 +24,9 @@ type PG struct {
 	id   osdmap.PGID
 	coll objectstore.Coll
 	osd  *OSD
+	// pgNum is the pool's pg_num this copy's collection holds objects
+	// for (split.go); 0 until known. Changed under the map lock.
+	pgNum uint32
 
 	mu      sync.Mutex
 	changed chan struct{} // closed on every change of state or applied version
@@ -108,9 +111,14 @@ func (pg *PG) notify() {
 // prev is the PG's acting set in the previous map, for a PG this OSD did
 // not know before.
 func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool, prev []int32) {
-	iv := peering.NewInterval(m, pool, mp, m.Epoch)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
+	pg.setMappingLocked(m, pool, mp, in, prev)
+}
+
+// setMappingLocked is setMapping with pg.mu held.
+func (pg *PG) setMappingLocked(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool, prev []int32) {
+	iv := peering.NewInterval(m, pool, mp, m.Epoch)
 	pg.pool = pool
 	pg.epoch = m.Epoch
 	if pos := slices.Index(mp.Acting, pg.osd.id); iv.EC && pos >= 0 {

@@ -64,10 +64,10 @@ func decodeUpmapItems(d *wire.Decoder) map[PGID][]UpmapItem {
 }
 
 // Pool encoding versions: v2 appends the snapshot fields (snap_seq, pool
-// snapshots, removed snaps), v3 the autoscaler's options; an older reader
-// skips them.
+// snapshots, removed snaps), v3 the autoscaler's options, v4
+// pgp_num_target; an older reader skips them.
 func encodePool(e *wire.Encoder, p *Pool) {
-	mark := e.Begin(3, 1)
+	mark := e.Begin(4, 1)
 	e.I64(p.ID)
 	e.String(p.Name)
 	e.U8(uint8(p.Type))
@@ -100,6 +100,7 @@ func encodePool(e *wire.Encoder, p *Pool) {
 	e.U32(a.PGNumMin)
 	e.U32(a.PGNumMax)
 	e.Bool(a.Bulk)
+	e.U32(p.PGPNumTarget) // v4
 	e.End(mark)
 }
 
@@ -124,6 +125,9 @@ func decodePool(d *wire.Decoder) *Pool {
 	if v >= 3 {
 		p.Autoscale = AutoscaleOptions{Mode: d.String(), TargetRatio: math.Float64frombits(d.U64()), TargetBytes: d.U64(),
 			Bias: math.Float64frombits(d.U64()), PGNumMin: d.U32(), PGNumMax: d.U32(), Bulk: d.Bool()}
+	}
+	if v >= 4 {
+		p.PGPNumTarget = d.U32()
 	}
 	d.End("pool", end)
 	if d.Err() == nil {

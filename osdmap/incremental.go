@@ -104,6 +104,12 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 		if other, err := n.PoolByName(p.Name); err == nil && other.ID != p.ID {
 			return nil, fmt.Errorf("osdmap: epoch %d: pool name %q already names pool %d", inc.Epoch, p.Name, other.ID)
 		}
+		if old := n.Pools[p.ID]; old != nil && p.PGNum != old.PGNum {
+			if p.PGNum < old.PGNum {
+				return nil, fmt.Errorf("osdmap: epoch %d: pool %q: pg_num %d -> %d: merging PGs is not supported", inc.Epoch, p.Name, old.PGNum, p.PGNum)
+			}
+			n.splitTemps(p.ID, old.PGNum, p.PGNum)
+		}
 		cp := *p
 		n.Pools[p.ID] = &cp
 		if p.ID > n.PoolMax {
@@ -162,6 +168,30 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 	return n, nil
 }
 
+// splitTemps gives the PGs that growing pool from oldPGNum to newPGNum PGs
+// splits off the pg_temp, primary_temp, pg_upmap and pg_upmap_items of
+// their parent, so that each child starts where its parent's copies are
+// (with pgp_num unchanged, CRUSH maps a child as its parent) and a
+// parent's backfill goes on as its children's.
+func (m *Map) splitTemps(pool int64, oldPGNum, newPGNum uint32) {
+	for seed := oldPGNum; seed < newPGNum; seed++ {
+		kid := PGID{Pool: pool, Seed: seed}
+		parent := PGID{Pool: pool, Seed: SplitParent(seed, oldPGNum)}
+		if l, ok := m.PGTemp[parent]; ok {
+			m.PGTemp[kid] = slices.Clone(l)
+		}
+		if l, ok := m.PGUpmap[parent]; ok {
+			m.PGUpmap[kid] = slices.Clone(l)
+		}
+		if l, ok := m.PGUpmapItems[parent]; ok {
+			m.PGUpmapItems[kid] = slices.Clone(l)
+		}
+		if o, ok := m.PrimaryTemp[parent]; ok {
+			m.PrimaryTemp[kid] = o
+		}
+	}
+}
+
 func sortedIDs[V any](m map[int32]V) []int32 {
 	ids := make([]int32, 0, len(m))
 	for id := range m {
@@ -193,6 +223,8 @@ func (p *Pool) validate() error {
 		return fmt.Errorf("pool %q: min_size %d outside [1, size %d]", p.Name, p.MinSize, p.Size)
 	case p.PGNum < 1 || p.PGPNum < 1 || p.PGPNum > p.PGNum || p.PGNum > MaxPGNum:
 		return fmt.Errorf("pool %q: pg_num %d / pgp_num %d: want 1 ≤ pgp_num ≤ pg_num ≤ %d", p.Name, p.PGNum, p.PGPNum, MaxPGNum)
+	case p.PGPNumTarget > p.PGNum:
+		return fmt.Errorf("pool %q: pgp_num_target %d above pg_num %d", p.Name, p.PGPNumTarget, p.PGNum)
 	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:
 		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
 	}
@@ -204,8 +236,8 @@ func (p *Pool) validate() error {
 
 func (a AutoscaleOptions) validate() error {
 	switch {
-	case a.Mode != "" && a.Mode != "off" && a.Mode != "warn":
-		return fmt.Errorf("pg_autoscale_mode %q: off or warn (on needs PG splitting and merging, not built)", a.Mode)
+	case a.Mode != "" && a.Mode != "off" && a.Mode != "warn" && a.Mode != "on":
+		return fmt.Errorf("pg_autoscale_mode %q: off, warn or on", a.Mode)
 	case !(a.TargetRatio >= 0 && a.TargetRatio <= 1e6):
 		return fmt.Errorf("target_size_ratio %g outside [0, 1e6]", a.TargetRatio)
 	case !(a.Bias >= 0 && a.Bias <= 1000):

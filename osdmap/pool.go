@@ -44,17 +44,21 @@ const (
 
 // Pool is one pool's placement parameters.
 type Pool struct {
-	ID         int64
-	Name       string
-	Type       PoolType
-	Size       int // replicas, or k+m shards
-	MinSize    int // fewest acting OSDs that still accept writes
-	PGNum      uint32
-	PGPNum     uint32 // PGs used for placement (≤ PGNum while splitting)
-	CrushRule  int
-	ECProfile  string // erasure-code profile name for erasure pools
-	Flags      uint64
-	ObjectHash uint8
+	ID      int64
+	Name    string
+	Type    PoolType
+	Size    int // replicas, or k+m shards
+	MinSize int // fewest acting OSDs that still accept writes
+	PGNum   uint32
+	PGPNum  uint32 // PGs used for placement (≤ PGNum while splitting)
+	// PGPNumTarget is pgp_num_target: the pgp_num the MONs move PGPNum
+	// to in steps, each bounded by target_max_misplaced_ratio (Ceph's
+	// mgr does this in DaemonServer::adjust_pgs); 0 means PGPNum.
+	PGPNumTarget uint32
+	CrushRule    int
+	ECProfile    string // erasure-code profile name for erasure pools
+	Flags        uint64
+	ObjectHash   uint8
 	// SnapSeq is the newest snap id given out in the pool (pool or
 	// self-managed snapshots; 0: none yet). Snaps are its pool snapshots
 	// by id; RemovedSnaps the ids removed, sorted disjoint intervals
@@ -70,10 +74,12 @@ type Pool struct {
 // AutoscaleOptions are a pool's PG autoscaler settings, Ceph's pool
 // options of the same names (`shoal pool set`).
 type AutoscaleOptions struct {
-	// Mode is pg_autoscale_mode: "" or "off" (Shoal's default: no
-	// advice in health), or "warn" (a health warning while pg_num is not
-	// the recommendation, as Ceph's warn mode). Ceph's "on", which
-	// changes pg_num, needs PG splitting and merging.
+	// Mode is pg_autoscale_mode: "" or "off" (no advice in health),
+	// "warn" (a health warning while pg_num is not the recommendation,
+	// as Ceph's warn mode) or "on" (the manager raises pg_num to the
+	// recommendation once it is 3× above, splitting the PGs; a
+	// recommendation below is a health warning, as Shoal does not merge
+	// PGs). New pools take osd_pool_default_pg_autoscale_mode.
 	Mode string
 	// TargetRatio (target_size_ratio) is the share of the root's capacity
 	// the pool is expected to take; TargetBytes (target_size_bytes) its
@@ -115,6 +121,31 @@ func StableMod(x, b, bmask uint32) uint32 {
 // RawPGToPG folds a raw placement seed into one of the pool's pg_num PGs.
 func (p *Pool) RawPGToPG(pg PGID) PGID {
 	return PGID{Pool: pg.Pool, Seed: StableMod(pg.Seed, p.PGNum, cbitsMask(p.PGNum))}
+}
+
+// SplitParent returns the PG whose objects seed's PG took when the pool
+// grew from oldPGNum PGs (Ceph's pg_t::get_ancestor): seed itself if it
+// is below oldPGNum.
+func SplitParent(seed, oldPGNum uint32) uint32 {
+	return StableMod(seed, oldPGNum, cbitsMask(oldPGNum))
+}
+
+// SplitChildren returns, ascending, the PGs that growing a pool from
+// oldPGNum to newPGNum PGs splits off PG seed (Ceph's pg_t::is_split): the
+// seeds in [oldPGNum, newPGNum) whose SplitParent is seed. Because of
+// StableMod, an object of PG seed maps after the split to seed or to one
+// of these, and to no other PG.
+func SplitChildren(seed, oldPGNum, newPGNum uint32) []uint32 {
+	var kids []uint32
+	if seed >= oldPGNum {
+		return nil
+	}
+	for s := oldPGNum; s < newPGNum; s++ {
+		if SplitParent(s, oldPGNum) == seed {
+			kids = append(kids, s)
+		}
+	}
+	return kids
 }
 
 // PlacementSeed is the CRUSH input for a PG (pg_pool_t::raw_pg_to_pps).

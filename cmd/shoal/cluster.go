@@ -535,6 +535,9 @@ func poolCmd() *cobra.Command {
 				p, _ := m.Pool(id)
 				if format == "detail" {
 					fmt.Fprintf(out, "pool %d '%s' %s size %d min_size %d crush_rule %d pg_num %d pgp_num %d", p.ID, p.Name, p.Type, p.Size, p.MinSize, p.CrushRule, p.PGNum, p.PGPNum)
+					if p.PGPNumTarget != 0 && p.PGPNumTarget != p.PGPNum {
+						fmt.Fprintf(out, " pgp_num_target %d", p.PGPNumTarget)
+					}
 					if p.Type == osdmap.PoolErasure {
 						fmt.Fprintf(out, " erasure_code_profile %s allow_ec_overwrites %t", p.ECProfile, p.Flags&osdmap.FlagECOverwrites != 0)
 					}
@@ -546,11 +549,11 @@ func poolCmd() *cobra.Command {
 			return nil
 		})}
 	ls.Flags().StringVar(&format, "format", "plain", "plain or detail")
-	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num, pgp_num, crush_rule (a rule name), allow_ec_overwrites (erasure-coded pools: true) or the autoscaler's pg_autoscale_mode (off|warn), target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk", Args: cobra.ExactArgs(3),
+	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num (raise it: PGs split online), pgp_num (the target pgp_num moves to in steps; pgp_num_actual: at once), crush_rule (a rule name), allow_ec_overwrites (erasure-coded pools: true) or the autoscaler's pg_autoscale_mode (off|warn|on), target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk", Args: cobra.ExactArgs(3),
 		RunE: monCommand("pool set", func(a []string) (map[string]string, error) {
 			return map[string]string{"name": a[0], "key": a[1], "value": a[2]}, nil
 		})}
-	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pgp_num, crush_rule, erasure_code_profile or allow_ec_overwrites", Args: cobra.ExactArgs(2),
+	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pgp_num, pgp_num_target, crush_rule, erasure_code_profile or allow_ec_overwrites", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
 				p, err := s.conn.Map().PoolByName(a[0])
@@ -566,7 +569,11 @@ func poolCmd() *cobra.Command {
 				if bias == 0 {
 					bias = 1
 				}
-				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "crush_rule": p.CrushRule,
+				target := p.PGPNumTarget
+				if target == 0 {
+					target = p.PGPNum
+				}
+				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "pgp_num_target": target, "crush_rule": p.CrushRule,
 					"pg_autoscale_mode": mode, "target_size_ratio": as.TargetRatio, "target_size_bytes": as.TargetBytes, "pg_autoscale_bias": bias,
 					"pg_num_min": as.PGNumMin, "pg_num_max": as.PGNumMax, "bulk": as.Bulk}
 				if p.Type == osdmap.PoolErasure {
@@ -574,14 +581,14 @@ func poolCmd() *cobra.Command {
 				}
 				v, ok := keys[a[1]]
 				if !ok {
-					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, crush_rule, pg_autoscale_mode, target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
+					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, pgp_num_target, crush_rule, pg_autoscale_mode, target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
 				}
 				fmt.Fprintf(out, "%s: %v\n", a[1], v)
 				return nil
 			})(cmd, a)
 		}}
 	var asFormat string
-	autoscale := &cobra.Command{Use: "autoscale-status", Short: "Show each pool's use and the pg_num Ceph's PG autoscaler would give it (advice: PG splitting and merging are not built)", Args: cobra.NoArgs,
+	autoscale := &cobra.Command{Use: "autoscale-status", Short: "Show each pool's use and the pg_num Ceph's PG autoscaler would give it (pools in pg_autoscale_mode on grow to it; Shoal does not merge PGs)", Args: cobra.NoArgs,
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
 			x, err := gather(ctx, s)
 			if err != nil {

@@ -20,7 +20,7 @@ type Backfill struct {
 
 // Interval is one PG interval as an OSD sees it: a span of map epochs in
 // which the PG's acting set, its members' instances, its up set, its
-// backfill targets and the pool's size and min_size stay the same (Ceph's
+// backfill targets and the pool's size, min_size and pg_num stay the same (Ceph's
 // past_interval boundaries, PastIntervals::check_new_interval).
 //
 // ID identifies the interval in peer messages: a digest of everything
@@ -72,12 +72,13 @@ func NewInterval(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, since osdm
 // down and up again at the same address, in maps a peer may have skipped,
 // still ends the interval), the backfill targets', the up set (as in
 // Ceph: a pg_temp that no longer serves is cleared once the up set
-// changes) and the pool's size and min_size, any change of which makes a
-// new interval that must peer. FNV-1a, 64 bits.
+// changes) and the pool's size, min_size and pg_num (a split; Ceph's
+// PastIntervals::is_new_interval counts pg_num too), any change of which
+// makes a new interval that must peer. FNV-1a, 64 bits.
 func IntervalID(acting []int32, addrs []string, bf Backfill, up []int32, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
 	h := fnv.New64a()
 	if pool != nil {
-		fmt.Fprintf(h, "%d/%d;", pool.Size, pool.MinSize)
+		fmt.Fprintf(h, "%d/%d/%d;", pool.Size, pool.MinSize, pool.PGNum)
 	}
 	fmt.Fprintf(h, "up%v;", up)
 	for i, o := range acting {
