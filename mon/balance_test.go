@@ -159,8 +159,8 @@ func TestBalancerReady(t *testing.T) {
 }
 
 // The autoscaler's pool options are set as Ceph names them; bad values —
-// not numbers, a floor above the ceiling, a mode other than off or warn
-// (on needs PG splitting) — are refused and change nothing.
+// not numbers, a floor above the ceiling, a mode other than off, warn or
+// on — are refused and change nothing.
 func TestPoolAutoscaleOptions(t *testing.T) {
 	s, p := bootSix(t)
 	for k, v := range map[string]string{"pg_autoscale_mode": "warn", "target_size_ratio": "0.5", "target_size_bytes": "1099511627776",
@@ -177,7 +177,7 @@ func TestPoolAutoscaleOptions(t *testing.T) {
 		t.Fatalf("after encoding: %+v, %v", back.Pools[p.ID].Autoscale, err)
 	}
 	epoch := s.Map.Epoch
-	for k, v := range map[string]string{"pg_autoscale_mode": "on", "target_size_ratio": "-1", "pg_autoscale_bias": "x",
+	for k, v := range map[string]string{"pg_autoscale_mode": "sometimes", "target_size_ratio": "-1", "pg_autoscale_bias": "x",
 		"pg_num_min": "512", "pg_num_max": "-3", "bulk": "maybe"} {
 		if _, _, err := s.Commit(mon.PoolSet{Name: p.Name, Key: k, Value: v}); !errors.Is(err, mon.ErrInvalid) {
 			t.Errorf("%s = %s: %v", k, v, err)

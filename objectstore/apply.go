@@ -580,7 +580,7 @@ func (g *group) split(c Coll, sp *Split) error {
 		}
 		g.committed[objKey(c, m.oid)], g.committed[objKey(m.dst, m.oid)] = nil, m.o
 		if m.o.Omap != omapNone {
-			if err := g.moveOmap(c, m.oid, m.dst, nil); err != nil {
+			if err := g.moveOmap(c, m.oid, m.dst, nil, nil); err != nil {
 				return err
 			}
 		}
@@ -593,7 +593,7 @@ func (g *group) split(c Coll, sp *Split) error {
 		if o == nil || o.Omap == omapNone {
 			continue
 		}
-		if err := g.moveOmap(c, oid, "", sp.KeyTarget); err != nil {
+		if err := g.moveOmap(c, oid, "", sp.KeyTarget, sp.Children); err != nil {
 			return err
 		}
 	}
@@ -611,8 +611,9 @@ func (g *group) fenceList(c Coll) []*Split {
 
 // moveOmap moves object oid's omap entries from c to the same object in
 // dst, or with keyTarget, each entry to the collection it names ("":
-// stays); a destination object is made if need be.
-func (g *group) moveOmap(c Coll, oid string, dst Coll, keyTarget func(string) Coll) error {
+// stays), which must be one of kids; a destination object is made if
+// need be.
+func (g *group) moveOmap(c Coll, oid string, dst Coll, keyTarget func(string) Coll, kids []Coll) error {
 	p := omapPrefix(c, oid)
 	it, err := g.b.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
@@ -626,7 +627,10 @@ func (g *group) moveOmap(c Coll, oid string, dst Coll, keyTarget func(string) Co
 	for it.First(); it.Valid(); it.Next() {
 		to := dst
 		if keyTarget != nil {
-			to = keyTarget(string(it.Key()[len(p):]))
+			if to = keyTarget(string(it.Key()[len(p):])); to != "" && !slices.Contains(kids, to) {
+				it.Close()
+				return fmt.Errorf("split %s: %s entry %q goes to %s, not a child", c, oid, it.Key()[len(p):], to)
+			}
 		}
 		if to != "" {
 			kvs = append(kvs, kv{slices.Clone(it.Key()), slices.Clone(it.Value()), to})

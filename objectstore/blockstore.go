@@ -774,6 +774,7 @@ func (g *group) exists(key []byte) (bool, error) {
 func (g *group) check(t *Transaction) error {
 	colls := map[Coll]bool{}
 	objs := map[string]bool{}
+	splits := map[Coll][]*Split{} // splits earlier in t: they fence its later ops
 	collExists := func(c Coll) (bool, error) {
 		if v, ok := colls[c]; ok {
 			return v, nil
@@ -820,6 +821,7 @@ func (g *group) check(t *Transaction) error {
 					return fail(fmt.Errorf("%w: the transaction changed an object of the collection or a child before the split", ErrInvalid), "split collection")
 				}
 			}
+			splits[o.coll] = append(splits[o.coll], o.split)
 			continue
 		case opRemoveColl:
 			if !ce {
@@ -838,7 +840,7 @@ func (g *group) check(t *Transaction) error {
 		if !ce {
 			return fail(fmt.Errorf("collection: %w", ErrNotFound), "object op")
 		}
-		if err := g.fenced(o); err != nil {
+		if err := g.fenced(o, splits[o.coll]); err != nil {
 			return fail(err, "object op")
 		}
 		// Only operations on existing objects look the object up;
@@ -884,14 +886,14 @@ func (g *group) check(t *Transaction) error {
 }
 
 // fenced refuses an operation on an object (or index entry) a split of
-// its collection moved away (SplitCollection): it was built before the
-// split.
-func (g *group) fenced(o *op) error {
+// its collection moved away (SplitCollection): committed, in the group,
+// or earlier in the operation's own transaction (local).
+func (g *group) fenced(o *op, local []*Split) error {
 	fs, ok := g.fences[o.coll]
 	if !ok {
 		fs = g.s.fences[o.coll]
 	}
-	for _, sp := range fs {
+	for _, sp := range append(slices.Clip(fs), local...) {
 		keys := o.keys
 		for _, kv := range o.kvs {
 			keys = append(keys, kv.Key)

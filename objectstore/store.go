@@ -138,13 +138,17 @@ type Split struct {
 	// the same name in that child (made if need be).
 	Indexes   []string
 	KeyTarget func(key string) Coll
+	// Fence, if set, says which object names later transactions may no
+	// longer use in the collection (SplitCollection); nil: those Target
+	// moves.
+	Fence func(oid string) bool
 }
 
-// moves reports whether the split moves object oid, or its omap entry
-// key if oid is one of the indexes (key "" stands for any write to the
-// object itself).
+// moves reports whether later transactions are refused object oid, or
+// its omap entry key if oid is one of the indexes (key "" stands for any
+// write to the object itself).
 func (sp *Split) moves(oid, key string) bool {
-	if sp.Target(oid) != "" {
+	if sp.Fence != nil && sp.Fence(oid) || sp.Fence == nil && sp.Target(oid) != "" {
 		return true
 	}
 	return key != "" && sp.KeyTarget != nil && slices.Contains(sp.Indexes, oid) && sp.KeyTarget(key) != ""
@@ -202,9 +206,11 @@ func (t *Transaction) CreateCollection(c Coll) {
 
 // SplitCollection moves the objects of c that sp.Target names a child
 // for into that child collection, with their data, attributes and omap,
-// without copying their data (BlueStore's split_collection: the
-// metadata is rewritten, one key per object and omap entry), and
-// divides the omaps of sp.Indexes. The transaction must not have changed
+// without copying their data, and divides the omaps of sp.Indexes — the
+// role of BlueStore's split_collection, which only changes the
+// collection's hash bits because its keys sort by hash; here, where they
+// sort by name, each moved object's metadata key and omap entries are
+// rewritten, so the cost grows with the objects moved. The transaction must not have changed
 // an object of c or of a child before it. From the split on, the store
 // refuses (ErrInvalid) any later operation on c that names a moved
 // object or index entry — a transaction built before the split — until

@@ -234,6 +234,14 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 			d.perf.opRLat.Observe(time.Since(start).Seconds())
 		}
 	}
+	if err != nil || !req.IsWrite() {
+		// routed before a split the PG waited across: the client's next
+		// map sends it to the child (a committed write stays answered)
+		if merr := pg.misdirected(req.OID); merr != nil {
+			release()
+			return nil, merr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

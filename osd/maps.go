@@ -114,6 +114,15 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				oldMaps, _ = old.PGMappings(pid)
 			}
 		}
+		failed := map[uint32]uint32{} // parents whose split failed: their pg_num
+		unsplit := func(seed uint32) bool {
+			for p, n := range failed {
+				if seed >= n && osdmap.SplitParent(seed, n) == p {
+					return true
+				}
+			}
+			return false
+		}
 		for seed, mp := range maps {
 			pgid := osdmap.PGID{Pool: pid, Seed: uint32(seed)}
 			// a member of the acting set, or a backfill target (in its
@@ -122,6 +131,9 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			pg := d.pgs[pgid]
 			if !in && pg == nil {
 				continue
+			}
+			if pg == nil && unsplit(uint32(seed)) {
+				continue // its objects are in a parent here that has not split
 			}
 			if pg == nil {
 				d.abortRemoval(pgid)
@@ -149,7 +161,12 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				pg.mu.Lock()
 				kids, err := pg.split(pool)
 				if err != nil {
-					d.log.Error("split pg", "pg", pgid, "err", err)
+					// the parent stays in its interval, the children
+					// unmade here; the next map tries again
+					pg.mu.Unlock()
+					d.log.Error("split pg: it stays unsplit until a later map", "pg", pgid, "err", err)
+					failed[uint32(seed)] = pg.pgNum
+					continue
 				}
 				for _, k := range kids {
 					d.pgs[k.id] = k

@@ -118,7 +118,7 @@ func (pg *PG) setMapping(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in
 
 // setMappingLocked is setMapping with pg.mu held.
 func (pg *PG) setMappingLocked(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, in bool, prev []int32) {
-	iv := peering.NewInterval(m, pool, mp, m.Epoch)
+	iv := peering.NewInterval(m, pool, pg.id.Seed, mp, m.Epoch)
 	pg.pool = pool
 	pg.epoch = m.Epoch
 	if pos := slices.Index(mp.Acting, pg.osd.id); iv.EC && pos >= 0 {
@@ -191,6 +191,27 @@ func (pg *PG) waitReadable(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return pg.checkReadLease(ctx)
+}
+
+// ownsLocked reports whether object oid is this PG's under the pool as
+// the PG last saw it (pg.mu held): an op routed by a map from before a
+// split, that waited for the PG across it, names an object that moved
+// to a child (Ceph answers such a misdirected op with a retry too).
+func (pg *PG) ownsLocked(oid string) bool {
+	p := pg.pool
+	return p == nil || p.RawPGToPG(osdmap.PGID{Pool: p.ID, Seed: p.HashKey(oid, "")}) == pg.id
+}
+
+// misdirected is the retry error for an op on an object that is not
+// this PG's (ownsLocked), nil otherwise.
+func (pg *PG) misdirected(oid string) error {
+	pg.mu.Lock()
+	owns := pg.ownsLocked(oid)
+	pg.mu.Unlock()
+	if owns {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is no longer in pg %s (split)", osdop.ErrRetry, oid, pg.id)
 }
 
 // describe says why the PG does not serve I/O, for the client's error.
@@ -338,6 +359,10 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 	if s := pg.ps.State; !s.IsActive() {
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s is %s", osdop.ErrRetry, pg.id, s.Name())
+	}
+	if !pg.ownsLocked(req.OID) {
+		pg.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s is no longer in pg %s (split)", osdop.ErrRetry, req.OID, pg.id)
 	}
 	if pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) { // peering began since recoverFor
 		pg.mu.Unlock()

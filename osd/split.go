@@ -28,6 +28,7 @@ package osd
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -98,21 +99,31 @@ func splitTarget(pool *osdmap.Pool, parent osdmap.PGID, stashes map[uint64]strin
 // split splits the PG's copy from the pg_num it holds objects for to
 // pool's (the map lock and pg.mu are held): it makes the children,
 // commits the split and returns them, to be mapped as new PGs. A copy
-// that splits into no child only records the new pg_num.
+// that splits into no child only records the new pg_num. A child
+// collection that exists already is used if empty; one that holds
+// objects is a copy this OSD got since (by backfill, while this stale
+// copy of the parent waited to split): the parent's objects of that
+// child are older, and are removed instead of moved. On an error nothing
+// changed and the split is tried again at the next map.
 func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 	d := pg.osd
 	from := pg.pgNum
 	kids := osdmap.SplitChildren(pg.id.Seed, from, pool.PGNum)
 	var t objectstore.Transaction
 	var colls []objectstore.Coll
+	held := map[objectstore.Coll]bool{}
 	for _, s := range kids {
 		c := objectstore.Coll(osdmap.PGID{Pool: pool.ID, Seed: s}.String())
-		if _, err := d.store.List(c, "", 1); err == nil {
-			// a copy this OSD got since (by backfill, while this one
-			// waited): the parent's objects for it are older
-			return nil, fmt.Errorf("pg %s: split into %s: this OSD already holds a copy of %s", pg.id, c, c)
+		names, err := d.store.List(c, "", 1)
+		switch {
+		case errors.Is(err, objectstore.ErrNotFound):
+			t.CreateCollection(c)
+		case err != nil:
+			return nil, fmt.Errorf("pg %s: split: %s: %w", pg.id, c, err)
+		case len(names) > 0:
+			held[c] = true
+			continue
 		}
-		t.CreateCollection(c)
 		colls = append(colls, c)
 	}
 	stashes := map[uint64]string{}
@@ -121,19 +132,17 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 			stashes[e.Ver.Seq] = e.OID
 		}
 	}
-	target := splitTarget(pool, pg.id, stashes)
-	if len(kids) > 0 {
-		t.SplitCollection(pg.coll, &objectstore.Split{Children: colls, Target: target,
-			Indexes: []string{opexec.SnapMapperOID}, KeyTarget: func(key string) objectstore.Coll {
-				_, head, ok := strings.Cut(key, "/")
-				if !ok {
-					return ""
-				}
-				return target(head)
-			}})
+	to := splitTarget(pool, pg.id, stashes)
+	target := func(oid string) objectstore.Coll {
+		if c := to(oid); !held[c] {
+			return c
+		}
+		return ""
 	}
-	// objects and bytes per child, from the parent's objects now
+	// objects and bytes per child, from the parent's objects now; the
+	// stale ones of children held already
 	objs, bytes := map[objectstore.Coll]int64{}, map[objectstore.Coll]int64{}
+	var stale objectstore.Transaction
 	if len(kids) > 0 {
 		for after := ""; ; {
 			names, err := d.store.List(pg.coll, after, 1024)
@@ -141,7 +150,11 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 				return nil, fmt.Errorf("pg %s: split: list: %w", pg.id, err)
 			}
 			for _, n := range names {
-				c := target(n)
+				c := to(n)
+				if held[c] {
+					stale.Remove(pg.coll, n)
+					continue
+				}
 				if _, clone := opexec.CloneHead(n); c == "" || (strings.HasPrefix(n, "\x00") && !clone) {
 					continue // stays, or a stash
 				}
@@ -158,16 +171,40 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 			after = names[len(names)-1]
 		}
 	}
+	if stale.Len() > 0 {
+		// before the split, in its own transaction: these copies are
+		// older than the child's that this OSD holds
+		if err := d.store.Apply(&stale); err != nil {
+			return nil, fmt.Errorf("pg %s: split: remove stale copies: %w", pg.id, err)
+		}
+		d.log.Warn("split: removed the stale copies of children held already", "pg", pg.id, "objects", stale.Len())
+	}
+	if len(colls) > 0 {
+		t.SplitCollection(pg.coll, &objectstore.Split{Children: colls, Target: target,
+			Indexes: []string{opexec.SnapMapperOID}, KeyTarget: func(key string) objectstore.Coll {
+				_, head, ok := strings.Cut(key, "/")
+				if !ok {
+					return ""
+				}
+				return target(head)
+			},
+			// rollback stashes are named by log version, which a later
+			// write of the parent's may take again: not fenced
+			Fence: func(oid string) bool { return !strings.HasPrefix(oid, stashPrefix) && target(oid) != "" }})
+	}
 	var out []*PG
-	for i, s := range kids {
-		c := colls[i]
+	for c := range held { // their log entries are older than the copy's own
+		pg.log.splitOff(func(oid string) bool { return to(oid) == c })
+	}
+	for _, c := range colls {
 		kl := pg.log.splitOff(func(oid string) bool { return target(oid) == c })
 		kl.info.Objects, kl.info.Bytes = objs[c], bytes[c]
 		pg.log.info.Objects -= objs[c]
 		pg.log.info.Bytes -= bytes[c]
 		kl.persistAll(&t, c)
 		t.SetAttr(metaColl, metaOID(c), attrPGNum, pgNumBytes(pool.PGNum))
-		kid := newPG(d, osdmap.PGID{Pool: pool.ID, Seed: s}, c, kl)
+		id, _ := osdmap.ParsePGID(string(c))
+		kid := newPG(d, id, c, kl)
 		kid.pgNum = pool.PGNum
 		kid.pool, kid.epoch, kid.shard = pg.pool, pg.epoch, pg.shard
 		kid.ps = pg.ps
@@ -188,18 +225,11 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 		return nil, fmt.Errorf("pg %s: split %d -> %d: %w", pg.id, from, pool.PGNum, err)
 	}
 	pg.pgNum = pool.PGNum
-	// watches of the children's objects live on with them
-	for k, w := range pg.watch.watchers {
-		for _, kid := range out {
-			if target(k.oid) == kid.coll {
-				kid.watch.init()
-				kid.watch.watchers[k] = w
-				delete(pg.watch.watchers, k)
-			}
-		}
-	}
-	if len(out) > 0 {
-		d.log.Info("split pg", "pg", pg.id, "pg_num", fmt.Sprintf("%d -> %d", from, pool.PGNum), "children", len(out))
+	// Live watches of the children's objects stay here: the parent's new
+	// interval drops them (watchLoop), and a watcher's next poll reaches
+	// the child, which learns them from the object, as any new primary.
+	if len(out)+len(held) > 0 {
+		d.log.Info("split pg", "pg", pg.id, "pg_num", fmt.Sprintf("%d -> %d", from, pool.PGNum), "children", len(out), "held_already", len(held))
 	}
 	return out, nil
 }

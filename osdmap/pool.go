@@ -130,6 +130,21 @@ func SplitParent(seed, oldPGNum uint32) uint32 {
 	return StableMod(seed, oldPGNum, cbitsMask(oldPGNum))
 }
 
+// SplitBits is how many low bits of an object's raw seed decide whether
+// it belongs to PG seed when the pool has pgNum PGs (Ceph's
+// pg_t::get_split_bits): it changes exactly when the PG splits.
+func SplitBits(seed, pgNum uint32) uint32 {
+	if pgNum <= 1 {
+		return 0
+	}
+	p := uint32(bits.Len32(pgNum)) // pgNum in [2^(p-1), 2^p)
+	half := uint32(1) << (p - 1)
+	if seed%half < pgNum%half {
+		return p
+	}
+	return p - 1
+}
+
 // SplitChildren returns, ascending, the PGs that growing a pool from
 // oldPGNum to newPGNum PGs splits off PG seed (Ceph's pg_t::is_split): the
 // seeds in [oldPGNum, newPGNum) whose SplitParent is seed. Because of

@@ -12,8 +12,9 @@ import (
 // TestSplitChildren: for object names hashed at random, growing pg_num
 // from a to b moves each object from its PG p to p or to one of
 // SplitChildren(p, a, b), whose SplitParent is p; every PG in [a, b) is
-// the child of exactly one PG; and a split child maps where its parent
-// maps while pgp_num stays (pg_num from 1 to 70, also not powers of two).
+// the child of exactly one PG; SplitBits changes for the PGs that split
+// and no other; and a split child maps where its parent maps while
+// pgp_num stays (pg_num from 1 to 70, also not powers of two).
 func TestSplitChildren(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	m := testMap(t)
@@ -31,6 +32,10 @@ func TestSplitChildren(t *testing.T) {
 				if got := osdmap.SplitParent(k, a); got != p {
 					t.Fatalf("%d -> %d: parent of %d is %d, want %d", a, b, k, got, p)
 				}
+			}
+			// the split bits change exactly for the PGs that split
+			if split := len(osdmap.SplitChildren(p, a, b)) > 0; split != (osdmap.SplitBits(p, a) != osdmap.SplitBits(p, b)) {
+				t.Fatalf("%d -> %d: pg %d splits %t, split bits %d -> %d", a, b, p, split, osdmap.SplitBits(p, a), osdmap.SplitBits(p, b))
 			}
 		}
 		if len(owner) != int(b-a) {

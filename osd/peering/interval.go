@@ -20,7 +20,7 @@ type Backfill struct {
 
 // Interval is one PG interval as an OSD sees it: a span of map epochs in
 // which the PG's acting set, its members' instances, its up set, its
-// backfill targets and the pool's size, min_size and pg_num stay the same (Ceph's
+// backfill targets, the pool's size and min_size and the PG's split bits stay the same (Ceph's
 // past_interval boundaries, PastIntervals::check_new_interval).
 //
 // ID identifies the interval in peer messages: a digest of everything
@@ -43,9 +43,9 @@ type Interval struct {
 	EC            bool // an erasure-coded pool: positions are shards
 }
 
-// NewInterval builds the interval of mapping mp of a PG of pool (nil: the
-// pool is gone) in map m, as seen in epoch since.
-func NewInterval(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, since osdmap.Epoch) Interval {
+// NewInterval builds the interval of mapping mp of PG seed of pool (nil:
+// the pool is gone) in map m, as seen in epoch since.
+func NewInterval(m *osdmap.Map, pool *osdmap.Pool, seed uint32, mp osdmap.Mapping, since osdmap.Epoch) Interval {
 	iv := Interval{SameIntervalSince: since, Acting: slices.Clone(mp.Acting), Up: slices.Clone(mp.Up), Primary: mp.ActingPrimary}
 	iv.Addrs = make([]string, len(mp.Acting))
 	for i, o := range mp.Acting {
@@ -63,7 +63,7 @@ func NewInterval(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, since osdm
 		}
 		return 0
 	}
-	iv.ID = IntervalID(iv.Acting, iv.Addrs, iv.Backfill, iv.Up, upFrom, pool)
+	iv.ID = IntervalID(iv.Acting, iv.Addrs, iv.Backfill, iv.Up, upFrom, pool, seed)
 	return iv
 }
 
@@ -72,13 +72,13 @@ func NewInterval(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mapping, since osdm
 // down and up again at the same address, in maps a peer may have skipped,
 // still ends the interval), the backfill targets', the up set (as in
 // Ceph: a pg_temp that no longer serves is cleared once the up set
-// changes) and the pool's size, min_size and pg_num (a split; Ceph's
-// PastIntervals::is_new_interval counts pg_num too), any change of which
-// makes a new interval that must peer. FNV-1a, 64 bits.
-func IntervalID(acting []int32, addrs []string, bf Backfill, up []int32, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool) uint64 {
+// changes), the pool's size and min_size and PG seed's split bits (a
+// split: Ceph's PastIntervals::is_new_interval asks pg_t::is_split), any
+// change of which makes a new interval that must peer. FNV-1a, 64 bits.
+func IntervalID(acting []int32, addrs []string, bf Backfill, up []int32, upFrom func(int32) osdmap.Epoch, pool *osdmap.Pool, seed uint32) uint64 {
 	h := fnv.New64a()
 	if pool != nil {
-		fmt.Fprintf(h, "%d/%d/%d;", pool.Size, pool.MinSize, pool.PGNum)
+		fmt.Fprintf(h, "%d/%d/%d;", pool.Size, pool.MinSize, osdmap.SplitBits(seed, pool.PGNum))
 	}
 	fmt.Fprintf(h, "up%v;", up)
 	for i, o := range acting {
