@@ -16,9 +16,27 @@ import (
 // value, and a --base-port out of range or whose range holds a port in
 // use, are refused with a clear error before anything is written.
 func TestUpBadInput(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// a port in use, the ports of the range below it free (else the check
+	// names the first of those that another process holds)
+	var ln net.Listener
+	for try := 0; ln == nil; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		free := true
+		for p := l.Addr().(*net.TCPAddr).Port - 11; p < l.Addr().(*net.TCPAddr).Port && free; p++ {
+			if probe, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err != nil {
+				free = false
+			} else {
+				probe.Close()
+			}
+		}
+		if free || try == 20 {
+			ln = l
+		} else {
+			l.Close()
+		}
 	}
 	defer ln.Close()
 	busy := ln.Addr().(*net.TCPAddr).Port

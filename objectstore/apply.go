@@ -579,6 +579,9 @@ func (g *group) split(c Coll, sp *Split) error {
 			return err
 		}
 		g.committed[objKey(c, m.oid)], g.committed[objKey(m.dst, m.oid)] = nil, m.o
+		if sp.Moved != nil {
+			sp.Moved(m.oid, m.dst, m.o.Size, m.o.Attrs)
+		}
 		if m.o.Omap != omapNone {
 			if err := g.moveOmap(c, m.oid, m.dst, nil, nil); err != nil {
 				return err

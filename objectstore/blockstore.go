@@ -116,6 +116,10 @@ type BlockStore struct {
 	// fences holds, by collection, the splits committed since it was
 	// made (SplitCollection); owned by the committer.
 	fences map[Coll][]*Split
+	// meta is the metadata store's disk use as measured at metaAt
+	// (Unix ns; metaBytes).
+	meta   atomic.Uint64
+	metaAt atomic.Int64
 	// refs holds the extra reference counts of shared blocks by region
 	// (refs.go); owned by the committer.
 	refs map[uint64]refRegion

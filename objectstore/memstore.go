@@ -246,6 +246,9 @@ func (s *MemStore) split(before []op, op *op, objs map[string]*memObject, get fu
 			}
 			kids[dst][oid] = o
 			delete(objs, oid)
+			if sp.Moved != nil {
+				sp.Moved(oid, dst, uint64(len(o.data)), o.attrs)
+			}
 		}
 	}
 	for _, oid := range sp.Indexes {

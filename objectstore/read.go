@@ -3,6 +3,7 @@ package objectstore
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -391,7 +392,17 @@ func (s *BlockStore) Collections() ([]Coll, error) {
 // StatFS reports the data device's size and the bytes in use on it (inline
 // objects live in the metadata store and are not counted).
 func (s *BlockStore) StatFS() (FSStat, error) {
-	return FSStat{Total: s.sb.Blocks * BlockSize, Used: s.used.Load() * BlockSize}, nil
+	return FSStat{Total: s.sb.Blocks * BlockSize, Used: s.used.Load() * BlockSize, Meta: s.metaBytes()}, nil
+}
+
+// metaBytes is the metadata store's disk use, measured again when the
+// last measure is over a second old (callers ask on every write).
+func (s *BlockStore) metaBytes() uint64 {
+	now := time.Now().UnixNano()
+	if last := s.metaAt.Load(); now-last > int64(time.Second) && s.metaAt.CompareAndSwap(last, now) {
+		s.meta.Store(s.db.Metrics().DiskSpaceUsage())
+	}
+	return s.meta.Load()
 }
 
 var _ Store = (*BlockStore)(nil)

@@ -89,6 +89,10 @@ type Store interface {
 // FSStat is the device's capacity and use.
 type FSStat struct {
 	Total, Used uint64 // bytes of the data device
+	// Meta is what the metadata store (onodes with small objects' data,
+	// omap entries, its log) takes on disk, wherever it lives: Ceph
+	// counts BlueFS's use in an OSD's raw use too. At most a second old.
+	Meta uint64
 }
 
 type opCode uint8
@@ -142,6 +146,11 @@ type Split struct {
 	// longer use in the collection (SplitCollection); nil: those Target
 	// moves.
 	Fence func(oid string) bool
+	// Moved, if set, is called for each object moved, as the split
+	// applies (in the store's committer: what it counts is exact, the
+	// transactions before the split included): its name, the child, its
+	// size and attributes (not to be kept).
+	Moved func(oid string, dst Coll, size uint64, attrs map[string][]byte)
 }
 
 // moves reports whether later transactions are refused object oid, or
@@ -218,6 +227,17 @@ func (t *Transaction) CreateCollection(c Coll) {
 // it.
 func (t *Transaction) SplitCollection(c Coll, sp *Split) {
 	t.ops = append(t.ops, op{code: opSplit, coll: c, split: sp})
+}
+
+// Splits are the collections t splits (SplitCollection), in order.
+func (t *Transaction) Splits() []Coll {
+	var out []Coll
+	for i := range t.ops {
+		if t.ops[i].code == opSplit {
+			out = append(out, t.ops[i].coll)
+		}
+	}
+	return out
 }
 
 // RemoveCollection removes an empty collection (ErrNotEmpty otherwise).

@@ -483,13 +483,15 @@ const configPoll = time.Second
 // stats reports the PGs this OSD is primary of.
 // fullness is this OSD's fill level by mon_osd_nearfull_ratio,
 // mon_osd_backfillfull_ratio and mon_osd_full_ratio, and the fraction of
-// its device in use (a store without a size is never full).
+// its device in use — its data blocks and its metadata store's files,
+// against the data device's size (a store without a size is never
+// full).
 func (d *OSD) fullness() (osdmap.Fullness, float64) {
 	fs, err := d.store.StatFS()
 	if err != nil || fs.Total == 0 {
 		return osdmap.NotFull, 0
 	}
-	used := float64(fs.Used) / float64(fs.Total)
+	used := float64(fs.Used+fs.Meta) / float64(fs.Total) // the metadata store's files count: small objects live there
 	cfg := d.conf()
 	switch {
 	case used >= cfg.Float("mon_osd_full_ratio"):
@@ -527,7 +529,7 @@ func (d *OSD) fullnessLoop() {
 func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
 	d.mu.RLock()
-	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: fs.Used >> 10, Perf: d.perf.snapshot(), MetricsAddr: d.metricsAddr}
+	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: (fs.Used + fs.Meta) >> 10, Perf: d.perf.snapshot(), MetricsAddr: d.metricsAddr}
 	st.Perf.MClockCapacityIOPS = d.qos.capacityIOPS(d.conf(), d.qosError)
 	st.Perf.MClockScale = d.qos.scale()
 	now := time.Now()

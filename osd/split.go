@@ -139,37 +139,24 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 		}
 		return ""
 	}
-	// objects and bytes per child, from the parent's objects now; the
-	// stale ones of children held already
+	// objects and bytes per child, counted as the split moves them
 	objs, bytes := map[objectstore.Coll]int64{}, map[objectstore.Coll]int64{}
+	// the stale objects of children held already
 	var stale objectstore.Transaction
-	if len(kids) > 0 {
-		for after := ""; ; {
-			names, err := d.store.List(pg.coll, after, 1024)
-			if err != nil {
-				return nil, fmt.Errorf("pg %s: split: list: %w", pg.id, err)
-			}
-			for _, n := range names {
-				c := to(n)
-				if held[c] {
-					stale.Remove(pg.coll, n)
-					continue
-				}
-				if _, clone := opexec.CloneHead(n); c == "" || (strings.HasPrefix(n, "\x00") && !clone) {
-					continue // stays, or a stash
-				}
-				objs[c]++ // heads and clones, as the PG's counts
-				if b, err := d.store.GetAttr(pg.coll, n, attrECSize); err == nil && len(b) == 8 {
-					bytes[c] += int64(binary.LittleEndian.Uint64(b)) // a shard: the object's size
-				} else if st, err := d.store.Stat(pg.coll, n); err == nil {
-					bytes[c] += int64(st.Size)
-				}
-			}
-			if len(names) < 1024 {
-				break
-			}
-			after = names[len(names)-1]
+	for after := ""; len(held) > 0; {
+		names, err := d.store.List(pg.coll, after, 1024)
+		if err != nil {
+			return nil, fmt.Errorf("pg %s: split: list: %w", pg.id, err)
 		}
+		for _, n := range names {
+			if held[to(n)] {
+				stale.Remove(pg.coll, n)
+			}
+		}
+		if len(names) < 1024 {
+			break
+		}
+		after = names[len(names)-1]
 	}
 	if stale.Len() > 0 {
 		// before the split, in its own transaction: these copies are
@@ -190,7 +177,17 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 			},
 			// rollback stashes are named by log version, which a later
 			// write of the parent's may take again: not fenced
-			Fence: func(oid string) bool { return !strings.HasPrefix(oid, stashPrefix) && target(oid) != "" }})
+			Fence: func(oid string) bool { return !strings.HasPrefix(oid, stashPrefix) && target(oid) != "" },
+			Moved: func(oid string, c objectstore.Coll, size uint64, attrs map[string][]byte) {
+				if _, clone := opexec.CloneHead(oid); strings.HasPrefix(oid, "\x00") && !clone {
+					return // a stash: not an object of the PG's counts
+				}
+				objs[c]++ // heads and clones, as the PG's counts
+				if b := attrs[attrECSize]; len(b) == 8 {
+					size = binary.LittleEndian.Uint64(b) // a shard: the object's size
+				}
+				bytes[c] += int64(size)
+			}})
 	}
 	var out []*PG
 	for c := range held { // their log entries are older than the copy's own
@@ -198,9 +195,7 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 	}
 	for _, c := range colls {
 		kl := pg.log.splitOff(func(oid string) bool { return target(oid) == c })
-		kl.info.Objects, kl.info.Bytes = objs[c], bytes[c]
-		pg.log.info.Objects -= objs[c]
-		pg.log.info.Bytes -= bytes[c]
+		kl.info.Objects, kl.info.Bytes = 0, 0
 		kl.persistAll(&t, c)
 		t.SetAttr(metaColl, metaOID(c), attrPGNum, pgNumBytes(pool.PGNum))
 		id, _ := osdmap.ParsePGID(string(c))
@@ -225,6 +220,19 @@ func (pg *PG) split(pool *osdmap.Pool) ([]*PG, error) {
 		return nil, fmt.Errorf("pg %s: split %d -> %d: %w", pg.id, from, pool.PGNum, err)
 	}
 	pg.pgNum = pool.PGNum
+	// the counts, now known: in memory, and on disk in a transaction of
+	// their own (a crash before it leaves them off by what moved)
+	var counts objectstore.Transaction
+	for _, kid := range out {
+		kid.log.info.Objects, kid.log.info.Bytes = objs[kid.coll], bytes[kid.coll]
+		pg.log.info.Objects -= objs[kid.coll]
+		pg.log.info.Bytes -= bytes[kid.coll]
+		kid.log.persistInfo(&counts, kid.coll)
+	}
+	pg.log.persistInfo(&counts, pg.coll)
+	if err := d.store.Apply(&counts); err != nil {
+		d.log.Warn("split: counts not recorded", "pg", pg.id, "err", err)
+	}
 	// Live watches of the children's objects stay here: the parent's new
 	// interval drops them (watchLoop), and a watcher's next poll reaches
 	// the child, which learns them from the object, as any new primary.

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 )
@@ -44,12 +46,13 @@ func (c *cluster) splitPool(ctx context.Context, pgNum int) (*client.Conn, *clie
 // splitUnderLoad grows pool p from its pg_num to pgNum while a writer
 // overwrites some of model's objects, then checks every object against
 // model (the last acknowledged bytes), each PG's object count against
-// the objects the map sends to it, and that the listing names every
+// the objects the map sends to it and their clones, and that the listing names every
 // object once; then it lets pgp_num follow (the MONs' steps) and checks
-// again. objects says how many objects (clones included) the pool holds
-// once the writer overwrote the objects written.
+// again. clones says how many clones an object has once the writer
+// overwrote the objects written: each PG must count its objects and
+// their clones exactly.
 func splitUnderLoad(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool, model map[string][]byte, pgNum int,
-	objects func(written map[string]bool) int64, check func(stage string)) {
+	clones func(oid string, written map[string]bool) int64, check func(stage string)) {
 	t.Helper()
 	var mu sync.Mutex
 	stop := make(chan struct{})
@@ -88,7 +91,6 @@ func splitUnderLoad(ctx context.Context, t *testing.T, cl *client.Conn, p *clien
 	if writes == 0 {
 		t.Fatal("no write ran during the split")
 	}
-	total := objects(written)
 	verify := func(stage string) {
 		t.Helper()
 		waitClean(ctx, t, cl, p.ID())
@@ -99,30 +101,26 @@ func splitUnderLoad(ctx context.Context, t *testing.T, cl *client.Conn, p *clien
 			t.Fatal(err)
 		}
 		slices.Sort(names)
-		want := make([]string, 0, len(model))
+		all := make([]string, 0, len(model))
 		for oid := range model {
-			want = append(want, oid)
+			all = append(all, oid)
 		}
-		slices.Sort(want)
-		if !slices.Equal(names, want) {
-			t.Fatalf("%s: listing has %d names, want %d", stage, len(names), len(want))
+		slices.Sort(all)
+		if !slices.Equal(names, all) {
+			t.Fatalf("%s: listing has %d names, want %d", stage, len(names), len(all))
 		}
 		m := cl.Map()
-		per := objectsPerPG(t, m, p.ID(), model)
+		want := map[string]int64{} // by PG: heads and clones
+		for oid := range model {
+			pg, _ := m.ObjectToPG(p.ID(), oid, "")
+			want[pg.String()] += 1 + clones(oid, written)
+		}
 		got := pgObjects(ctx, t, cl, p.ID())
-		sum := int64(0)
 		for seed := range uint32(pgNum) {
 			pg := osdmap.PGID{Pool: p.ID(), Seed: seed}.String()
-			if _, ok := got[pg]; !ok {
-				t.Fatalf("%s: pg %s not reported", stage, pg)
+			if n, ok := got[pg]; !ok || n != want[pg] {
+				t.Fatalf("%s: pg %s counts %d objects (reported %t), want %d", stage, pg, n, ok, want[pg])
 			}
-			sum += got[pg]
-			if per[seed] == 0 && got[pg] != 0 {
-				t.Fatalf("%s: pg %s reports %d objects, none map to it", stage, pg, got[pg])
-			}
-		}
-		if sum != total {
-			t.Fatalf("%s: the PGs count %d objects, want %d", stage, sum, total)
 		}
 	}
 	verify("after the split")
@@ -177,10 +175,15 @@ func TestPGSplit(t *testing.T) {
 		snapped[oid] = model[oid]
 		putModel(ctx, t, p, model, oid, []byte("after the snapshot "+oid))
 	}
-	// 120 heads, the 40 clones of o80–o119, and one clone of each of
-	// o0–o39 the writer overwrote (the snapshot's first write to it)
-	heads := func(w map[string]bool) int64 { return int64(120 + 40 + len(w)) }
-	splitUnderLoad(ctx, t, cl, p, model, 32, heads, func(stage string) {
+	// one clone each of o80–o119 and of the objects of o0–o39 the writer
+	// overwrote (the snapshot's first write to it)
+	clones := func(oid string, w map[string]bool) int64 {
+		if _, ok := snapped[oid]; ok || w[oid] {
+			return 1
+		}
+		return 0
+	}
+	splitUnderLoad(ctx, t, cl, p, model, 32, clones, func(stage string) {
 		for i := range 120 {
 			oid := fmt.Sprintf("o%d", i)
 			if v, err := p.GetXattr(ctx, oid, "who"); err != nil || string(v) != oid {
@@ -212,7 +215,7 @@ func TestECPGSplit(t *testing.T) {
 	for i := range 80 {
 		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(rng, 1+rng.IntN(40000)))
 	}
-	splitUnderLoad(ctx, t, cl, p, model, 6, func(map[string]bool) int64 { return 80 }, func(string) {})
+	splitUnderLoad(ctx, t, cl, p, model, 6, func(string, map[string]bool) int64 { return 0 }, func(string) {})
 }
 
 // TestPGSplitWhileDown: an OSD down while its pool splits (8 → 16 PGs)
@@ -276,4 +279,87 @@ func TestPGSplitWhileDown(t *testing.T) {
 		t.Fatalf("osd.3 holds %d child collections, %d objects", kids, held)
 	}
 	t.Logf("osd.3 holds %d objects, %d child PG copies", held, kids)
+}
+
+// splitFailStore fails every transaction that splits a collection while
+// failing is set, as a store that cannot commit would.
+type splitFailStore struct {
+	objectstore.Store
+	failing atomic.Bool
+	failed  atomic.Int32
+}
+
+func (s *splitFailStore) Apply(t *objectstore.Transaction) error { return <-s.Submit(t) }
+
+func (s *splitFailStore) Submit(t *objectstore.Transaction) <-chan error {
+	if s.failing.Load() && len(t.Splits()) > 0 {
+		s.failed.Add(1)
+		out := make(chan error, 1)
+		out <- fmt.Errorf("injected: %w", objectstore.ErrNoSpace)
+		return out
+	}
+	return s.Store.Submit(t)
+}
+
+// TestPGSplitFailsThenRetries: an OSD whose store refuses its splits
+// keeps its parents whole and in their old interval, makes no child,
+// and splits them at a later map once its store commits again; the
+// cluster then goes clean with every object intact.
+func TestPGSplitFailsThenRetries(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	fs := &splitFailStore{}
+	c.Wrap = func(i int, s objectstore.Store) objectstore.Store {
+		if i != 0 {
+			return s
+		}
+		fs.Store = s
+		return fs
+	}
+	c.RestartOSD(0)
+	cl, p := c.splitPool(ctx, 8)
+	model := map[string][]byte{}
+	for i := range 60 {
+		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), []byte(fmt.Sprintf("o%d before", i)))
+	}
+	waitClean(ctx, t, cl, p.ID())
+	fs.failing.Store(true)
+	c.poolSet(ctx, cl, "p", "pg_num", "16")
+	eventually(ctx, t, func() bool { return fs.failed.Load() >= 8 }, func() string {
+		return fmt.Sprintf("osd.0 tried %d splits, want its 8 PGs", fs.failed.Load())
+	})
+	colls, err := fs.Store.Collections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range colls {
+		if pg, err := osdmap.ParsePGID(string(coll)); err == nil && pg.Pool == p.ID() && pg.Seed >= 8 {
+			t.Fatalf("osd.0 made child %s of a split that failed", pg)
+		}
+	}
+	// the parents on osd.0 (a member of every PG) still hold every object
+	pool, _ := cl.Map().Pool(p.ID())
+	old := *pool
+	old.PGNum = 8
+	for oid := range model {
+		pg := old.RawPGToPG(osdmap.PGID{Pool: p.ID(), Seed: old.HashKey(oid, "")})
+		if _, err := fs.Store.Stat(objectstore.Coll(pg.String()), oid); err != nil {
+			t.Fatalf("osd.0's pg %s lost %s while its split failed: %v", pg, oid, err)
+		}
+	}
+	fs.failing.Store(false)
+	c.poolSet(ctx, cl, "p", "pgp_num", "8") // any new map: osd.0 tries again
+	waitClean(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, model, "after the retried split")
+	colls, _ = fs.Store.Collections()
+	kids := 0
+	for _, coll := range colls {
+		if pg, err := osdmap.ParsePGID(string(coll)); err == nil && pg.Pool == p.ID() && pg.Seed >= 8 {
+			kids++
+		}
+	}
+	if kids != 8 {
+		t.Fatalf("osd.0 holds %d children after the retry, want 8", kids)
+	}
 }

@@ -463,8 +463,8 @@ func FromErrno(no syscall.Errno, msg string) error {
 type Stats struct {
 	ID    int32     `json:"osd"`
 	Epoch uint32    `json:"epoch"`
-	Total uint64    `json:"kb_total"`
-	Used  uint64    `json:"kb_used"`
+	Total uint64    `json:"kb_total"` // the data device
+	Used  uint64    `json:"kb_used"`  // its blocks in use and the metadata store's files
 	PGs   []PGStats `json:"pgs"`
 	// HeldPGs counts the PG copies in this OSD's store: those it serves,
 	// strays, and those being deleted.
