@@ -10,14 +10,15 @@ import (
 
 // Collector exports the last sample under the names of Ceph's prometheus
 // manager module where the meaning is the same (ceph_health_status: 0
-// HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR; ceph_pool_*,
+// HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR; ceph_health_detail, 1 for each
+// health check raised, by its code and severity; ceph_pool_*,
 // ceph_cluster_total_*, ceph_num_objects_*), and the progress events as
 // shoal_progress_* by kind. Nothing is exported before the first sample
 // succeeds.
 type Collector struct {
 	m *Mgr
 
-	health, checks, poolObjects, poolStored, total, used, degraded, misplaced, objects, pgState, progress, remaining *prometheus.Desc
+	health, detail, checks, poolObjects, poolStored, total, used, degraded, misplaced, objects, pgState, progress, remaining *prometheus.Desc
 }
 
 // Collector returns the manager's collector, for a prometheus.Registry.
@@ -27,6 +28,7 @@ func (m *Mgr) Collector() *Collector {
 	}
 	return &Collector{m: m,
 		health:      desc("ceph_health_status", "The cluster's health: 0 HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR."),
+		detail:      desc("ceph_health_detail", "1 for each health check raised, by its code (name: OSD_DOWN, PG_DEGRADED, ...) and severity.", "name", "severity"),
 		checks:      desc("shoal_health_checks", "Health checks raised, by severity.", "severity"),
 		poolObjects: desc("ceph_pool_objects", "Objects in the pool (as its PGs' primaries report them).", "pool_id"),
 		poolStored:  desc("ceph_pool_stored", "Data bytes stored in the pool, before replication or coding.", "pool_id"),
@@ -43,7 +45,7 @@ func (m *Mgr) Collector() *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.health, c.checks, c.poolObjects, c.poolStored, c.total, c.used, c.objects, c.degraded, c.misplaced, c.pgState, c.progress, c.remaining} {
+	for _, d := range []*prometheus.Desc{c.health, c.detail, c.checks, c.poolObjects, c.poolStored, c.total, c.used, c.objects, c.degraded, c.misplaced, c.pgState, c.progress, c.remaining} {
 		ch <- d
 	}
 }
@@ -72,6 +74,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	bySev := map[string]int{status.Warn: 0, status.Err: 0}
 	for _, ck := range st.Checks {
 		bySev[ck.Severity]++
+		gauge(c.detail, 1, ck.Code, ck.Severity)
 	}
 	for sev, n := range bySev {
 		gauge(c.checks, float64(n), sev)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,28 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, label string) (float64,
 		}
 		for _, m := range mf.GetMetric() {
 			if label == "" && len(m.GetLabel()) == 0 || len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label {
+				return value(m), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// gaugeWith is the value of metric name whose labels are exactly want,
+// and whether it was exported.
+func gaugeWith(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if mf.GetName() == name && maps.Equal(got, want) {
 				return value(m), true
 			}
 		}
@@ -203,6 +226,21 @@ func TestMgr(t *testing.T) {
 	}
 	if v, _ := gauge(t, reg, "shoal_health_checks", snap.Status.Checks[0].Severity); v < 1 {
 		t.Errorf("shoal_health_checks{severity=%s} %v with checks %+v", snap.Status.Checks[0].Severity, v, snap.Status.Checks)
+	}
+	// each check by its code, in the metrics and in `shoal health detail`
+	var text strings.Builder
+	snap.Status.HealthText(&text, true)
+	for _, ck := range snap.Status.Checks {
+		if ck.Code == "" {
+			t.Errorf("check without a code: %+v", ck)
+		}
+		if v, ok := gaugeWith(t, reg, "ceph_health_detail", map[string]string{"name": ck.Code, "severity": ck.Severity}); !ok || v != 1 {
+			t.Errorf("ceph_health_detail{name=%s} %v (exported %t)", ck.Code, v, ok)
+		}
+		sev := map[string]string{status.Warn: "[WRN] ", status.Err: "[ERR] "}[ck.Severity]
+		if !strings.Contains(text.String(), sev+ck.Code+": "+ck.Summary) {
+			t.Errorf("health detail without %s's line:\n%s", ck.Code, text.String())
+		}
 	}
 }
 

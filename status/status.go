@@ -32,8 +32,11 @@ const (
 	Err  = "HEALTH_ERR"
 )
 
-// Check is one health problem.
+// Check is one health problem. Code names it as Ceph's health checks do
+// (OSD_DOWN, PG_DEGRADED, ...: Ceph's "Health checks" documentation),
+// or with a name of Shoal's where Ceph has none.
 type Check struct {
+	Code     string   `json:"code"`
 	Severity string   `json:"severity"`
 	Summary  string   `json:"summary"`
 	Detail   []string `json:"detail,omitempty"`
@@ -252,7 +255,7 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	if len(monsDown) > 0 {
-		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d/%d mons down", len(monsDown), len(s.Mons)), monsDown})
+		s.Checks = append(s.Checks, Check{"MON_DOWN", Warn, fmt.Sprintf("%d/%d mons down", len(monsDown), len(s.Mons)), monsDown})
 	}
 	s.Checks = append(s.Checks, mapChecks(m)...)
 	s.Autoscale = autoscale(ctx, c, m, poolBytes, s.OSDStats)
@@ -270,46 +273,46 @@ func Gather(ctx context.Context, c *client.Conn, monAddrs []string, kr msgr.Keyr
 		}
 	}
 	if f := full[osdmap.Full]; len(f) > 0 {
-		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d full osd(s): writes to their PGs fail; delete data, add OSDs or raise mon_osd_full_ratio", len(f)), head(f)})
+		s.Checks = append(s.Checks, Check{"OSD_FULL", Err, fmt.Sprintf("%d full osd(s): writes to their PGs fail; delete data, add OSDs or raise mon_osd_full_ratio", len(f)), head(f)})
 	}
 	if f := full[osdmap.BackfillFull]; len(f) > 0 {
-		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d backfillfull osd(s)", len(f)), head(f)})
+		s.Checks = append(s.Checks, Check{"OSD_BACKFILLFULL", Warn, fmt.Sprintf("%d backfillfull osd(s)", len(f)), head(f)})
 	}
 	if f := full[osdmap.NearFull]; len(f) > 0 {
-		s.Checks = append(s.Checks, Check{Warn, fmt.Sprintf("%d nearfull osd(s)", len(f)), head(f)})
+		s.Checks = append(s.Checks, Check{"OSD_NEARFULL", Warn, fmt.Sprintf("%d nearfull osd(s)", len(f)), head(f)})
 	}
 	if c, ok := slowOps(s.OSDStats); ok {
 		s.Checks = append(s.Checks, c)
 	}
 	if len(s.Flags) > 0 {
-		s.Checks = append(s.Checks, Check{Warn, strings.Join(s.Flags, ",") + " flag(s) set",
+		s.Checks = append(s.Checks, Check{"OSDMAP_FLAGS", Warn, strings.Join(s.Flags, ",") + " flag(s) set",
 			[]string{"clear with `shoal osd unset FLAG` when the maintenance is over"}})
 	}
 	if len(unknown) > 0 {
-		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d pgs unknown (no primary reports them)", len(unknown)), head(unknown)})
+		s.Checks = append(s.Checks, Check{"PG_AVAILABILITY", Err, fmt.Sprintf("%d pgs unknown (no primary reports them)", len(unknown)), head(unknown)})
 	}
 	if len(inactive) > 0 {
-		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("Reduced data availability: %d pgs inactive", len(inactive)), head(inactive)})
+		s.Checks = append(s.Checks, Check{"PG_AVAILABILITY", Err, fmt.Sprintf("Reduced data availability: %d pgs inactive", len(inactive)), head(inactive)})
 	}
 	if len(degraded) > 0 {
 		sum := fmt.Sprintf("Degraded data redundancy: %d pgs degraded", len(degraded))
 		if s.Degraded > 0 && s.Copies > 0 {
 			sum = fmt.Sprintf("Degraded data redundancy: %d/%d objects degraded (%.3f%%), %d pgs degraded", s.Degraded, s.Copies, float64(s.Degraded)*100/float64(s.Copies), len(degraded))
 		}
-		s.Checks = append(s.Checks, Check{Warn, sum, head(degraded)})
+		s.Checks = append(s.Checks, Check{"PG_DEGRADED", Warn, sum, head(degraded)})
 	}
 	if len(misplaced) > 0 || s.Misplaced > 0 {
 		sum := fmt.Sprintf("%d pgs remapped: data moving to their new OSDs", len(misplaced))
 		if s.Misplaced > 0 && s.Copies > 0 {
 			sum = fmt.Sprintf("%d/%d objects misplaced (%.3f%%)", s.Misplaced, s.Copies, float64(s.Misplaced)*100/float64(s.Copies))
 		}
-		s.Checks = append(s.Checks, Check{Warn, sum, head(misplaced)})
+		s.Checks = append(s.Checks, Check{"OBJECT_MISPLACED", Warn, sum, head(misplaced)})
 	}
 	if scrubErrors > 0 {
-		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("%d scrub errors", scrubErrors), nil})
+		s.Checks = append(s.Checks, Check{"OSD_SCRUB_ERRORS", Err, fmt.Sprintf("%d scrub errors", scrubErrors), nil})
 	}
 	if len(inconsistent) > 0 {
-		s.Checks = append(s.Checks, Check{Err, fmt.Sprintf("Possible data damage: %d pgs inconsistent", len(inconsistent)), head(inconsistent)})
+		s.Checks = append(s.Checks, Check{"PG_DAMAGED", Err, fmt.Sprintf("Possible data damage: %d pgs inconsistent", len(inconsistent)), head(inconsistent)})
 	}
 	s.Health = OK
 	for _, ch := range s.Checks {
@@ -354,7 +357,7 @@ func mapChecks(m *osdmap.Map) []Check {
 		}
 	}
 	if len(osdsDown) > 0 {
-		checks = append(checks, Check{Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
+		checks = append(checks, Check{"OSD_DOWN", Warn, fmt.Sprintf("%d osds down", len(osdsDown)), osdsDown})
 	}
 	var noSpare []string
 	for _, id := range m.PoolIDs() {
@@ -364,7 +367,7 @@ func mapChecks(m *osdmap.Map) []Check {
 		}
 	}
 	if len(noSpare) > 0 {
-		checks = append(checks, Check{Warn, fmt.Sprintf("%d erasure-coded pool(s) stop at the first OSD down", len(noSpare)), noSpare})
+		checks = append(checks, Check{"POOL_EC_NO_SPARE", Warn, fmt.Sprintf("%d erasure-coded pool(s) stop at the first OSD down", len(noSpare)), noSpare})
 	}
 	return checks
 }
@@ -387,7 +390,7 @@ func slowOps(stats []osdop.Stats) (c Check, ok bool) {
 	if n == 0 {
 		return c, false
 	}
-	c.Severity = Warn
+	c.Code, c.Severity = "SLOW_OPS", Warn
 	c.Summary = fmt.Sprintf("%d slow ops, oldest one blocked for %.0f sec, daemons [%s] have slow ops", n, oldest, strings.Join(daemons, ","))
 	return c, true
 }
@@ -470,7 +473,8 @@ func (s *Status) HealthText(w io.Writer, detail bool) {
 	fmt.Fprintf(w, "%s %s\n", s.Health, strings.Join(sums, "; "))
 	if detail {
 		for _, c := range s.Checks {
-			fmt.Fprintf(w, "[%s] %s\n", strings.TrimPrefix(c.Severity, "HEALTH_"), c.Summary)
+			sev := map[string]string{Warn: "WRN", Err: "ERR"}[c.Severity] // as `ceph health detail`
+			fmt.Fprintf(w, "[%s] %s: %s\n", sev, c.Code, c.Summary)
 			for _, d := range c.Detail {
 				fmt.Fprintf(w, "    %s\n", d)
 			}
@@ -644,10 +648,10 @@ func autoscaleChecks(rows []autoscaler.Row) []Check {
 	}
 	var out []Check
 	if len(few) > 0 {
-		out = append(out, Check{Warn, fmt.Sprintf("%d pools have too few placement groups", len(few)), few})
+		out = append(out, Check{"POOL_TOO_FEW_PGS", Warn, fmt.Sprintf("%d pools have too few placement groups", len(few)), few})
 	}
 	if len(many) > 0 {
-		out = append(out, Check{Warn, fmt.Sprintf("%d pools have too many placement groups", len(many)), many})
+		out = append(out, Check{"POOL_TOO_MANY_PGS", Warn, fmt.Sprintf("%d pools have too many placement groups", len(many)), many})
 	}
 	return out
 }
