@@ -200,7 +200,7 @@ func (m *Mgr) autoscale(ctx context.Context, rows []autoscaler.Row) {
 		if r.Mode != "on" || !r.WouldAdjust || r.Final <= r.PGNum {
 			continue
 		}
-		if p, err := pm.Pool(r.Pool); err != nil || (p.PGPNumTarget != 0 && p.PGPNumTarget != p.PGPNum) {
+		if p, err := pm.Pool(r.Pool); err != nil || p.PGPMoving() {
 			continue
 		}
 		key := fmt.Sprintf("%s=%d", r.Name, r.Final)

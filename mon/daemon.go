@@ -282,14 +282,13 @@ func (d *Daemon) balance(now time.Time) {
 		round.Result = "balanced: nothing to move"
 		return
 	}
-	raw, _ := json.Marshal(monc.Command{Prefix: "osd pg-upmap-items", Args: map[string]string{"items": monc.FormatUpmapItems(plan.Changes)}})
-	f := d.raft.Apply(raw, 10*time.Second)
-	if err := f.Error(); err != nil {
+	r, err := d.commit(monc.Command{Prefix: "osd pg-upmap-items", Args: map[string]string{"items": monc.FormatUpmapItems(plan.Changes)}})
+	if err != nil {
 		round.Result = "error: " + err.Error()
 		d.log.Warn("balancer", "err", err)
 		return
 	}
-	if r := f.Response().(applyResult); r.err != nil {
+	if r.err != nil {
 		round.Result = "error: plan refused: " + r.err.Error()
 		d.log.Warn("balancer: plan refused", "err", r.err)
 		return
@@ -297,6 +296,18 @@ func (d *Daemon) balance(now time.Time) {
 	round.Result = fmt.Sprintf("moved %d PG(s)", len(plan.Changes))
 	round.PGs = len(plan.Changes)
 	d.log.Info("balancer moved PGs", "pgs", len(plan.Changes), "epoch", plan.Epoch)
+}
+
+// commit applies command c through the MONs' log (on the leader, 10 s
+// at most) and returns its result; err is the log's failure (no longer
+// the leader, a timeout), the command's own refusal is the result's err.
+func (d *Daemon) commit(c monc.Command) (applyResult, error) {
+	raw, _ := json.Marshal(c)
+	f := d.raft.Apply(raw, 10*time.Second)
+	if err := f.Error(); err != nil {
+		return applyResult{}, err
+	}
+	return f.Response().(applyResult), nil
 }
 
 // balancerStatus answers "balancer status" on the leader: the settings,
@@ -349,8 +360,7 @@ func (d *Daemon) downOut(now time.Time) {
 		return
 	}
 	d.log.Info("marking down osds out", "osds", due, "interval", interval)
-	raw, _ := json.Marshal(monc.Command{Prefix: "osd out", Args: map[string]string{"ids": strings.Join(due, ","), "auto": "true"}})
-	if err := d.raft.Apply(raw, 10*time.Second).Error(); err != nil {
+	if _, err := d.commit(monc.Command{Prefix: "osd out", Args: map[string]string{"ids": strings.Join(due, ","), "auto": "true"}}); err != nil {
 		d.log.Warn("down-out", "err", err)
 	}
 }
@@ -701,12 +711,10 @@ func (d *Daemon) failure(c monc.Command) (monc.Result, error) {
 	d.log.Info("marking osd down", "osd", target, "reporters", len(domains))
 	// the instance reported, not one booted since (the map can change
 	// before this applies)
-	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strconv.Itoa(target), "addrs": c.Args["addr"]}})
-	f := d.raft.Apply(raw, 10*time.Second)
-	if err := f.Error(); err != nil {
+	r, err := d.commit(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strconv.Itoa(target), "addrs": c.Args["addr"]}})
+	if err != nil {
 		return monc.Result{}, fmt.Errorf("%w: %v", monc.ErrNotLeader, err)
 	}
-	r := f.Response().(applyResult)
 	return monc.Result{Message: r.msg}, r.err
 }
 
@@ -762,8 +770,7 @@ func (d *Daemon) reportTimeout(now time.Time) {
 		return
 	}
 	d.log.Warn("marking osds down: no beacon", "osds", due, "timeout", timeout)
-	raw, _ := json.Marshal(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strings.Join(due, ","), "addrs": strings.Join(addrs, ",")}})
-	if err := d.raft.Apply(raw, 10*time.Second).Error(); err != nil {
+	if _, err := d.commit(monc.Command{Prefix: "osd down", Args: map[string]string{"ids": strings.Join(due, ","), "addrs": strings.Join(addrs, ",")}}); err != nil {
 		d.log.Warn("report timeout", "err", err)
 	}
 }

@@ -8,7 +8,6 @@ package mon
 // pg_num) is not supported.
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,15 +21,14 @@ import (
 // checkPGNum reports why pool p may not have n PGs: fewer than it has
 // (a merge), outside its pg_num_min / pg_num_max, or more PG copies per
 // in OSD than mon_max_pg_per_osd over all pools (Ceph's
-// OSDMonitor::check_pg_num, which counts at least 3 OSDs). Errors wrap
-// ErrInvalid.
+// OSDMonitor::check_pg_num, which counts at least 3 OSDs); the map's own
+// bounds (osdmap.MaxPGNum) are checked when the change is applied.
+// Errors wrap ErrInvalid.
 func (s *State) checkPGNum(p *osdmap.Pool, n uint32) error {
 	a := p.Autoscale
 	switch {
 	case n < p.PGNum:
 		return fmt.Errorf("%w: lowering pg_num from %d merges PGs, which Shoal does not support", ErrInvalid, p.PGNum)
-	case n > osdmap.MaxPGNum:
-		return fmt.Errorf("%w: above the largest pg_num, %d", ErrInvalid, osdmap.MaxPGNum)
 	case a.PGNumMax > 0 && n > a.PGNumMax:
 		return fmt.Errorf("%w: above the pool's pg_num_max %d", ErrInvalid, a.PGNumMax)
 	case a.PGNumMin > 0 && n < a.PGNumMin:
@@ -50,10 +48,10 @@ func (s *State) checkPGNum(p *osdmap.Pool, n uint32) error {
 		}
 		copies += uint64(pgs) * uint64(q.Size)
 	}
-	limit := uint64(s.ConfigFor("mon").Int("mon_max_pg_per_osd")) * uint64(max(in, 3))
-	if copies > limit {
+	perOSD := uint64(s.ConfigFor("mon").Int("mon_max_pg_per_osd"))
+	if limit := perOSD * uint64(max(in, 3)); copies > limit {
 		return fmt.Errorf("%w: %d PG copies in all pools would exceed mon_max_pg_per_osd %d × %d OSDs in (at least 3 counted) = %d",
-			ErrInvalid, copies, s.ConfigFor("mon").Int("mon_max_pg_per_osd"), max(in, 3), limit)
+			ErrInvalid, copies, perOSD, max(in, 3), limit)
 	}
 	return nil
 }
@@ -91,8 +89,8 @@ func (s *State) MovingPGs() (moving, total int, some []string) {
 // at most the room left under the ratio (at least one PG), as Ceph's
 // DaemonServer::adjust_pgs, and none while the ratio is reached.
 func PGPNumStep(p *osdmap.Pool, moving, total int, maxRatio float64) (uint32, bool) {
-	target := p.PGPNumTarget
-	if target == 0 || target == p.PGPNum || total == 0 {
+	target := p.PGPTarget()
+	if target == p.PGPNum || total == 0 {
 		return p.PGPNum, false
 	}
 	room := maxRatio - float64(moving)/float64(total)
@@ -116,7 +114,7 @@ func (d *Daemon) stepPGPNum(now time.Time) {
 	m, _ := d.fsm.view()
 	var pools []*osdmap.Pool
 	for _, id := range m.PoolIDs() {
-		if p, _ := m.Pool(id); p.PGPNumTarget != 0 && p.PGPNumTarget != p.PGPNum {
+		if p, _ := m.Pool(id); p.PGPMoving() {
 			pools = append(pools, p)
 		}
 	}
@@ -132,13 +130,12 @@ func (d *Daemon) stepPGPNum(now time.Time) {
 			d.log.Info("pgp_num step waits: PGs moving", "pool", p.Name, "moving", moving, "of", total, "some", some)
 			return
 		}
-		raw, _ := json.Marshal(monc.Command{Prefix: "pool set", Args: map[string]string{"name": p.Name, "key": "pgp_num_actual", "value": strconv.FormatUint(uint64(next), 10)}})
-		f := d.raft.Apply(raw, 10*time.Second)
-		if err := f.Error(); err != nil {
+		r, err := d.commit(monc.Command{Prefix: "pool set", Args: map[string]string{"name": p.Name, "key": "pgp_num_actual", "value": strconv.FormatUint(uint64(next), 10)}})
+		if err != nil {
 			d.log.Warn("pgp_num step", "pool", p.Name, "err", err)
 			return
 		}
-		if r := f.Response().(applyResult); r.err != nil {
+		if r.err != nil {
 			d.log.Warn("pgp_num step refused", "pool", p.Name, "err", r.err)
 			return
 		}

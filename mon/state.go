@@ -606,18 +606,15 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 		// follows in steps (the MONs' tick, stepPGPNum) so that the
 		// children move to their own OSDs a few at a time
 		np.PGNum, np.PGPNumTarget = uint32(v), uint32(v)
-	case "pgp_num":
+	case "pgp_num", "pgp_num_actual":
 		if v < 1 || uint32(v) > p.PGNum {
-			return nil, "", fmt.Errorf("pool %q pgp_num %d: %w: want 1 ≤ pgp_num ≤ pg_num (%d)", c.Name, v, ErrInvalid, p.PGNum)
+			return nil, "", fmt.Errorf("pool %q %s %d: %w: want 1 ≤ pgp_num ≤ pg_num (%d)", c.Name, c.Key, v, ErrInvalid, p.PGNum)
 		}
-		np.PGPNumTarget = uint32(v)
-	case "pgp_num_actual":
-		// the leader's steps (stepPGPNum), or an operator forcing one, as
-		// Ceph's key of the same name
-		if v < 1 || uint32(v) > p.PGNum {
-			return nil, "", fmt.Errorf("pool %q pgp_num_actual %d: %w: want 1 ≤ pgp_num ≤ pg_num (%d)", c.Name, v, ErrInvalid, p.PGNum)
+		if c.Key == "pgp_num" {
+			np.PGPNumTarget = uint32(v)
+		} else { // the leader's steps (stepPGPNum), or an operator forcing one, as Ceph's key
+			np.PGPNum = uint32(v)
 		}
-		np.PGPNum = uint32(v)
 	default:
 		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, pgp_num_actual, crush_rule, allow_ec_overwrites, %s)", c.Name, ErrInvalid, c.Key, strings.Join(autoscaleKeys, ", "))
 	}

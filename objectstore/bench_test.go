@@ -189,26 +189,23 @@ func BenchmarkSplitCollection(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			odd := func(oid string) objectstore.Coll {
-				if (oid[len(oid)-1]-'0')%2 == 1 {
-					return "1.1"
+			oddTo := func(c objectstore.Coll) func(string) objectstore.Coll { // the odd-numbered half
+				return func(oid string) objectstore.Coll {
+					if (oid[len(oid)-1]-'0')%2 == 1 {
+						return c
+					}
+					return ""
 				}
-				return ""
-			}
-			back := func(oid string) objectstore.Coll {
-				if (oid[len(oid)-1]-'0')%2 == 1 {
-					return "1.0"
-				}
-				return ""
 			}
 			b.ResetTimer()
 			for i := range b.N {
 				// 1.0 → 1.1 on even runs, back on odd ones (the other way a split
 				// goes: same work)
-				from, to, target := objectstore.Coll("1.0"), objectstore.Coll("1.1"), odd
+				from, to := objectstore.Coll("1.0"), objectstore.Coll("1.1")
 				if i%2 == 1 {
-					from, to, target = "1.1", "1.0", back
+					from, to = to, from
 				}
+				target := oddTo(to)
 				var txn objectstore.Transaction
 				if i%2 == 0 {
 					txn.CreateCollection(to)

@@ -625,16 +625,7 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 				delete(s.colls, c)
 			}
 		}
-		for c, f := range g.fences {
-			if f == nil {
-				delete(s.fences, c)
-			} else {
-				if s.fences == nil {
-					s.fences = map[Coll][]*Split{}
-				}
-				s.fences[c] = f
-			}
-		}
+		installFences(&s.fences, g.fences)
 	}
 	s.used.Store(s.alloc.used)
 	for _, r := range reqs {
@@ -820,10 +811,8 @@ func (g *group) check(t *Transaction) error {
 					return fail(fmt.Errorf("child collection %s: %w", k, ErrNotFound), "split collection")
 				}
 			}
-			for j := range i {
-				if p := &t.ops[j]; p.code != opCreateColl && p.code != opRemoveColl && (p.coll == o.coll || slices.Contains(o.split.Children, p.coll)) {
-					return fail(fmt.Errorf("%w: the transaction changed an object of the collection or a child before the split", ErrInvalid), "split collection")
-				}
+			if err := splitPreceded(t.ops[:i], o); err != nil {
+				return fail(err, "split collection")
 			}
 			splits[o.coll] = append(splits[o.coll], o.split)
 			continue
@@ -844,7 +833,7 @@ func (g *group) check(t *Transaction) error {
 		if !ce {
 			return fail(fmt.Errorf("collection: %w", ErrNotFound), "object op")
 		}
-		if err := g.fenced(o, splits[o.coll]); err != nil {
+		if err := o.fenced(append(slices.Clip(g.fenceList(o.coll)), splits[o.coll]...)); err != nil {
 			return fail(err, "object op")
 		}
 		// Only operations on existing objects look the object up;
@@ -885,30 +874,6 @@ func (g *group) check(t *Transaction) error {
 	}
 	if blocks > g.s.alloc.free() {
 		return fmt.Errorf("objectstore: transaction may need %d blocks, %d free: %w", blocks, g.s.alloc.free(), ErrNoSpace)
-	}
-	return nil
-}
-
-// fenced refuses an operation on an object (or index entry) a split of
-// its collection moved away (SplitCollection): committed, in the group,
-// or earlier in the operation's own transaction (local).
-func (g *group) fenced(o *op, local []*Split) error {
-	fs, ok := g.fences[o.coll]
-	if !ok {
-		fs = g.s.fences[o.coll]
-	}
-	for _, sp := range append(slices.Clip(fs), local...) {
-		keys := o.keys
-		for _, kv := range o.kvs {
-			keys = append(keys, kv.Key)
-		}
-		bad := sp.moves(o.oid, "") || (o.oid2 != "" && sp.moves(o.oid2, ""))
-		for _, k := range keys {
-			bad = bad || sp.moves(o.oid, k)
-		}
-		if bad {
-			return fmt.Errorf("%w: object %q (or its omap entries) moved to another collection by a split", ErrInvalid, o.oid)
-		}
 	}
 	return nil
 }

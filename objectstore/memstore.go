@@ -136,17 +136,8 @@ func (s *MemStore) Apply(t *Transaction) error {
 		if objs == nil {
 			return fail(ErrNotFound)
 		}
-		for _, sp := range fenceList(op.coll) {
-			bad := sp.moves(op.oid, "") || (op.oid2 != "" && sp.moves(op.oid2, ""))
-			for _, k := range op.keys {
-				bad = bad || sp.moves(op.oid, k)
-			}
-			for _, kv := range op.kvs {
-				bad = bad || sp.moves(op.oid, kv.Key)
-			}
-			if bad {
-				return fail(fmt.Errorf("%w: object %q (or its omap entries) moved to another collection by a split", ErrInvalid, op.oid))
-			}
+		if err := op.fenced(fenceList(op.coll)); err != nil {
+			return fail(err)
 		}
 		switch op.code {
 		case opRemove, opRmAttr, opOmapRm, opOmapClear, opClone, opStash:
@@ -210,16 +201,7 @@ func (s *MemStore) Apply(t *Transaction) error {
 			s.colls[c] = objs
 		}
 	}
-	for c, fs := range fences {
-		if fs == nil {
-			delete(s.fences, c)
-		} else {
-			if s.fences == nil {
-				s.fences = map[Coll][]*Split{}
-			}
-			s.fences[c] = fs
-		}
-	}
+	installFences(&s.fences, fences)
 	return nil
 }
 
@@ -234,10 +216,8 @@ func (s *MemStore) split(before []op, op *op, objs map[string]*memObject, get fu
 			return fmt.Errorf("child collection %s: %w", c, ErrNotFound)
 		}
 	}
-	for _, p := range before {
-		if p.code != opCreateColl && p.code != opRemoveColl && (p.coll == op.coll || kids[p.coll] != nil) {
-			return fmt.Errorf("%w: the transaction changed an object of the collection or a child before the split", ErrInvalid)
-		}
+	if err := splitPreceded(before, op); err != nil {
+		return err
 	}
 	for oid, o := range objs {
 		if dst := sp.Target(oid); dst != "" {

@@ -163,6 +163,53 @@ func (sp *Split) moves(oid, key string) bool {
 	return key != "" && sp.KeyTarget != nil && slices.Contains(sp.Indexes, oid) && sp.KeyTarget(key) != ""
 }
 
+// fenced refuses op (ErrInvalid) if one of the splits of its collection
+// since it was made (fs) moved an object or index entry it names: it was
+// built before the split. Both stores check every object op with it.
+func (o *op) fenced(fs []*Split) error {
+	for _, sp := range fs {
+		bad := sp.moves(o.oid, "") || (o.oid2 != "" && sp.moves(o.oid2, ""))
+		for _, k := range o.keys {
+			bad = bad || sp.moves(o.oid, k)
+		}
+		for _, kv := range o.kvs {
+			bad = bad || sp.moves(o.oid, kv.Key)
+		}
+		if bad {
+			return fmt.Errorf("%w: object %q (or its omap entries) moved to another collection by a split", ErrInvalid, o.oid)
+		}
+	}
+	return nil
+}
+
+// splitPreceded refuses (ErrInvalid) a split whose transaction changed an
+// object of its collection or of a child before it (before: the ops
+// ahead of it): a split works on the state its transaction started from.
+func splitPreceded(before []op, split *op) error {
+	for i := range before {
+		if p := &before[i]; p.code != opCreateColl && p.code != opRemoveColl && (p.coll == split.coll || slices.Contains(split.split.Children, p.coll)) {
+			return fmt.Errorf("%w: the transaction changed an object of the collection or a child before the split", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// installFences records, in fences (made if nil), the splits a commit
+// applied by collection, and forgets those of collections it removed
+// (nil).
+func installFences(fences *map[Coll][]*Split, changes map[Coll][]*Split) {
+	for c, f := range changes {
+		if f == nil {
+			delete(*fences, c)
+			continue
+		}
+		if *fences == nil {
+			*fences = map[Coll][]*Split{}
+		}
+		(*fences)[c] = f
+	}
+}
+
 // Transaction is an ordered list of operations applied atomically. Build it
 // with the methods below; data slices are referenced, not copied, until
 // Apply returns.

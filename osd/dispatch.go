@@ -237,7 +237,7 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	if err != nil || !req.IsWrite() {
 		// routed before a split the PG waited across: the client's next
 		// map sends it to the child (a committed write stays answered)
-		if merr := pg.misdirected(req.OID); merr != nil {
+		if merr := d.misdirected(m, pgid, req.OID); merr != nil {
 			release()
 			return nil, merr
 		}
@@ -259,6 +259,30 @@ func (d *OSD) handleOp(ctx context.Context, msg *msgr.Message, req *osdop.Reques
 	rep.Encode(e)
 	release()
 	return e.Bytes(), nil
+}
+
+// misdirected is the retry error for an op that map m routed to pgid,
+// on an object a split since moved to a child (Ceph answers such a
+// misdirected op with a retry too), and nil otherwise: a pointer compare
+// while the map is m, one placement once the pool's pg_num changed. A
+// split runs while handleMap holds the map lock, so a map read after it
+// shows it.
+func (d *OSD) misdirected(m *osdmap.Map, pgid osdmap.PGID, oid string) error {
+	cur, _ := d.curMap()
+	if cur == m {
+		return nil
+	}
+	p, err := cur.Pool(pgid.Pool)
+	if err != nil {
+		return nil // the pool is gone: the op's own error says so
+	}
+	if was, err := m.Pool(pgid.Pool); err == nil && was.PGNum == p.PGNum {
+		return nil
+	}
+	if to, _ := cur.ObjectToPG(pgid.Pool, oid, ""); to != pgid {
+		return errSplitAway(oid, pgid)
+	}
+	return nil
 }
 
 // onlyOp is the code of a request's one op (0 for none or several):

@@ -202,16 +202,10 @@ func (pg *PG) ownsLocked(oid string) bool {
 	return p == nil || p.RawPGToPG(osdmap.PGID{Pool: p.ID, Seed: p.HashKey(oid, "")}) == pg.id
 }
 
-// misdirected is the retry error for an op on an object that is not
-// this PG's (ownsLocked), nil otherwise.
-func (pg *PG) misdirected(oid string) error {
-	pg.mu.Lock()
-	owns := pg.ownsLocked(oid)
-	pg.mu.Unlock()
-	if owns {
-		return nil
-	}
-	return fmt.Errorf("%w: %s is no longer in pg %s (split)", osdop.ErrRetry, oid, pg.id)
+// errSplitAway is the retry error for an op on object oid, routed to pg
+// before a split moved the object to a child.
+func errSplitAway(oid string, pg osdmap.PGID) error {
+	return fmt.Errorf("%w: %s is no longer in pg %s (split)", osdop.ErrRetry, oid, pg)
 }
 
 // describe says why the PG does not serve I/O, for the client's error.
@@ -362,7 +356,7 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 	}
 	if !pg.ownsLocked(req.OID) {
 		pg.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s is no longer in pg %s (split)", osdop.ErrRetry, req.OID, pg.id)
+		return nil, errSplitAway(req.OID, pg.id)
 	}
 	if pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) { // peering began since recoverFor
 		pg.mu.Unlock()

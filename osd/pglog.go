@@ -84,9 +84,7 @@ func (l *pgLog) add(t *objectstore.Transaction, c objectstore.Coll, e LogEntry, 
 	if e.Client != 0 {
 		l.reqs[[2]uint64{e.Client, e.Tid}] = e.Ver
 	}
-	enc := wire.NewEncoder(nil)
-	e.Encode(enc)
-	kvs := []omap.KV{{Key: logKey(e.Ver.Seq), Value: enc.Bytes()}}
+	kvs := []omap.KV{{Key: logKey(e.Ver.Seq), Value: encodeEntry(e)}}
 	if len(l.entries) > max {
 		drop := l.entries[:len(l.entries)-min]
 		keys := make([]string, len(drop))
@@ -120,20 +118,35 @@ func (l *pgLog) replace(t *objectstore.Transaction, c objectstore.Coll, info Inf
 	l.entries = append([]LogEntry(nil), entries...)
 	l.reqs = map[[2]uint64]Version{}
 	l.missing = map[string]Version{}
-	t.Touch(metaColl, metaOID(c)) // a copy that never wrote has none yet
-	t.OmapClear(metaColl, metaOID(c))
-	kvs := make([]omap.KV, 0, len(entries)+len(missing))
 	for _, oid := range missing {
 		l.missing[oid] = info.LastUpdate
-		kvs = append(kvs, omap.KV{Key: missingKey(oid), Value: info.LastUpdate.Bytes()})
 	}
 	for _, e := range entries {
 		if e.Client != 0 {
 			l.reqs[[2]uint64{e.Client, e.Tid}] = e.Ver
 		}
-		enc := wire.NewEncoder(nil)
-		e.Encode(enc)
-		kvs = append(kvs, omap.KV{Key: logKey(e.Ver.Seq), Value: enc.Bytes()})
+	}
+	l.persistAll(t, c)
+}
+
+func encodeEntry(e LogEntry) []byte {
+	enc := wire.NewEncoder(nil)
+	e.Encode(enc)
+	return enc.Bytes()
+}
+
+// persistAll writes the whole log — info, entries and missing objects
+// with their versions — as the PG's metadata in t, replacing what was
+// there.
+func (l *pgLog) persistAll(t *objectstore.Transaction, c objectstore.Coll) {
+	t.Touch(metaColl, metaOID(c)) // a copy that never wrote has none yet
+	t.OmapClear(metaColl, metaOID(c))
+	kvs := make([]omap.KV, 0, len(l.entries)+len(l.missing))
+	for oid, v := range l.missing {
+		kvs = append(kvs, omap.KV{Key: missingKey(oid), Value: v.Bytes()})
+	}
+	for _, e := range l.entries {
+		kvs = append(kvs, omap.KV{Key: logKey(e.Ver.Seq), Value: encodeEntry(e)})
 	}
 	if len(kvs) > 0 {
 		t.OmapSet(metaColl, metaOID(c), kvs)

@@ -7,10 +7,11 @@ package osd
 // objects into their collections without copying data
 // (objectstore.SplitCollection), divides the snap mapper's index, and
 // writes each child's log (the parent's entries and missing objects that
-// are the child's), info (the parent's versions; objects and bytes
-// recounted) and peering state (the parent's). The split is a new
-// interval for the parent (peering.IntervalID counts pg_num) and the
-// first of each child, so both peer; with pgp_num unchanged a child maps
+// are the child's), info (the parent's versions; objects and bytes as
+// the store counts them moving) and peering state (the parent's). The
+// split is a new interval for the parent (peering.IntervalID counts the
+// PG's split bits, osdmap.SplitBits) and the first of each child, so
+// both peer; with pgp_num unchanged a child maps
 // to its parent's OSDs, which all hold its objects, and the MONs gave it
 // the parent's pg_temp, upmaps and recorded history. pgp_num then moves
 // the children to their own OSDs by backfill.
@@ -34,7 +35,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shoal-project/shoal/internal/wire"
 	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osd/opexec"
 	"github.com/shoal-project/shoal/osdmap"
@@ -268,29 +268,4 @@ func (l *pgLog) splitOff(keep func(oid string) bool) *pgLog {
 		}
 	}
 	return kl
-}
-
-func encodeEntry(e LogEntry) []byte {
-	enc := wire.NewEncoder(nil)
-	e.Encode(enc)
-	return enc.Bytes()
-}
-
-// persistAll writes the whole log — info, entries and missing objects
-// with their versions — as the PG's metadata in t, replacing what was
-// there.
-func (l *pgLog) persistAll(t *objectstore.Transaction, c objectstore.Coll) {
-	t.Touch(metaColl, metaOID(c))
-	t.OmapClear(metaColl, metaOID(c))
-	var kvs []objectstore.KV
-	for oid, v := range l.missing {
-		kvs = append(kvs, objectstore.KV{Key: missingKey(oid), Value: v.Bytes()})
-	}
-	for _, e := range l.entries {
-		kvs = append(kvs, objectstore.KV{Key: logKey(e.Ver.Seq), Value: encodeEntry(e)})
-	}
-	if len(kvs) > 0 {
-		t.OmapSet(metaColl, metaOID(c), kvs)
-	}
-	l.persistInfo(t, c)
 }

@@ -175,7 +175,7 @@ func (d *OSD) handleWatchPoll(ctx context.Context, from, fromIP string, poll *os
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
-	if err := pg.misdirected(poll.OID); err != nil {
+	if err := d.misdirected(m, pgid, poll.OID); err != nil {
 		return nil, err
 	}
 	id := osdop.WatcherID{Instance: osdmap.InstanceName(from, poll.Client), Cookie: poll.Cookie}

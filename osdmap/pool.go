@@ -96,6 +96,19 @@ type AutoscaleOptions struct {
 	Bulk bool
 }
 
+// PGPTarget is the pgp_num the pool's pgp_num moves to: PGPNumTarget,
+// or PGPNum when none is set.
+func (p *Pool) PGPTarget() uint32 {
+	if p.PGPNumTarget == 0 {
+		return p.PGPNum
+	}
+	return p.PGPNumTarget
+}
+
+// PGPMoving reports whether pgp_num is still on its way to its target
+// (children of a split moving to their own OSDs).
+func (p *Pool) PGPMoving() bool { return p.PGPTarget() != p.PGPNum }
+
 // CanShiftOSDs reports whether OSDs may move positions in the acting set:
 // true for replicated pools; erasure pools keep shard positions fixed.
 func (p *Pool) CanShiftOSDs() bool { return p.Type == PoolReplicated }

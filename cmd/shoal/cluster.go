@@ -535,8 +535,8 @@ func poolCmd() *cobra.Command {
 				p, _ := m.Pool(id)
 				if format == "detail" {
 					fmt.Fprintf(out, "pool %d '%s' %s size %d min_size %d crush_rule %d pg_num %d pgp_num %d", p.ID, p.Name, p.Type, p.Size, p.MinSize, p.CrushRule, p.PGNum, p.PGPNum)
-					if p.PGPNumTarget != 0 && p.PGPNumTarget != p.PGPNum {
-						fmt.Fprintf(out, " pgp_num_target %d", p.PGPNumTarget)
+					if p.PGPMoving() {
+						fmt.Fprintf(out, " pgp_num_target %d", p.PGPTarget())
 					}
 					if p.Type == osdmap.PoolErasure {
 						fmt.Fprintf(out, " erasure_code_profile %s allow_ec_overwrites %t", p.ECProfile, p.Flags&osdmap.FlagECOverwrites != 0)
@@ -569,11 +569,7 @@ func poolCmd() *cobra.Command {
 				if bias == 0 {
 					bias = 1
 				}
-				target := p.PGPNumTarget
-				if target == 0 {
-					target = p.PGPNum
-				}
-				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "pgp_num_target": target, "crush_rule": p.CrushRule,
+				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "pgp_num_target": p.PGPTarget(), "crush_rule": p.CrushRule,
 					"pg_autoscale_mode": mode, "target_size_ratio": as.TargetRatio, "target_size_bytes": as.TargetBytes, "pg_autoscale_bias": bias,
 					"pg_num_min": as.PGNumMin, "pg_num_max": as.PGNumMax, "bulk": as.Bulk}
 				if p.Type == osdmap.PoolErasure {
