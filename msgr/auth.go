@@ -181,7 +181,7 @@ func LoadKeyring(path, name string) (Keyring, error) {
 const (
 	helloMagic    = "SHOAL-HELLO"
 	nonceSize     = 32
-	handshakeVers = 2
+	handshakeVers = 3 // 3: frame version 2 (a crc session authenticates payloads by segment)
 )
 
 func proof(key []byte, role string, a, b []byte, name, peer string, m Mode) []byte {

@@ -156,8 +156,9 @@ func (c *Client) Call(ctx context.Context, typ uint16, payload []byte) (*Message
 }
 
 // CallVec is Call with the payload given as parts to concatenate (requests
-// that carry large data); the writer gathers them into one pooled buffer
-// for the frame's cipher. The parts must not change until CallVec returns.
+// that carry large data), written from where they lie (in a secure
+// session, encrypted into one pooled buffer). The parts must not change
+// until CallVec returns.
 func (c *Client) CallVec(ctx context.Context, typ uint16, parts [][]byte) (*Message, error) {
 	return c.call(ctx, typ, nil, parts, nil)
 }

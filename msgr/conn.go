@@ -25,7 +25,7 @@ var ErrClosed = errors.New("msgr: closed")
 type outFrame struct {
 	h       header
 	payload []byte
-	parts   [][]byte     // if set, the payload is their concatenation (gathered into one buffer for the frame's cipher)
+	parts   [][]byte     // if set, the payload is their concatenation (written from them: they must not change until sent is closed)
 	sums    []crc32c.Sum // checksums of parts known to the sender (index by part; may be short)
 	sum     uint32       // the payload's checksum, if hasSum (else, ModeCRC and no sums, the frame goes without: flagNoCRC)
 	hasSum  bool
@@ -135,41 +135,34 @@ func (c *conn) writer() {
 
 // appendFrame appends f's wire form to bufs, protected as the session's
 // mode says: header, payload, checksum and tag (ModeCRC), or header,
-// ciphertext and tag (ModeSecure). A payload in parts is gathered into a
-// pooled buffer (appended to scratch) for the cipher, which needs it
-// whole; ModeCRC's single-slice payloads are written from the caller's
-// buffer.
+// ciphertext and tag (ModeSecure). ModeCRC writes the payload from the
+// caller's buffers, parts and all (its tag is made segment by segment,
+// frameCipher.addPartSegs); ModeSecure encrypts a copy, in a pooled
+// buffer appended to scratch.
 func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net.Buffers, [][]byte) {
 	fc := c.sess.out
-	n := len(f.payload)
-	if f.parts != nil {
-		n = 0
-		for _, p := range f.parts {
-			n += len(p)
-		}
+	parts := f.parts
+	if parts == nil {
+		parts = [][]byte{f.payload}
 	}
-	whole := f.payload
-	if f.parts != nil || fc.mode == ModeSecure {
-		room := n
-		if fc.mode == ModeSecure {
-			room += tagLen // sealed in place
-		}
-		b := bufpool.Get(room)
-		scratch = append(scratch, b)
-		off := copy(b, f.payload)
-		for _, p := range f.parts {
-			off += copy(b[off:], p)
-		}
-		whole = b[:n]
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
 	// header, checksum and tag share one small buffer
 	frame := make([]byte, headerLen+4+tagLen)
 	hdr := frame[:headerLen]
 	f.h.length = uint32(n)
 	if fc.mode == ModeSecure {
+		b := bufpool.Get(n + tagLen) // sealed in place
+		scratch = append(scratch, b)
+		off := 0
+		for _, p := range parts {
+			off += copy(b[off:], p)
+		}
 		f.h.put(hdr)
 		bufs = append(bufs, hdr)
-		return append(bufs, fc.seal(hdr, whole[:cap(whole)], n)), scratch
+		return append(bufs, fc.seal(hdr, b, n)), scratch
 	}
 	// The payload's crc32c goes along when the sender has checksums for
 	// it — data with its stored checksums, which the receiver checks end
@@ -195,9 +188,16 @@ func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net
 	}
 	f.h.put(hdr)
 	bufs = append(bufs, hdr)
+	fc.resetSegs()
+	fc.addPartSegs(parts, n)
 	binary.LittleEndian.PutUint32(frame[headerLen:], crc)
-	copy(frame[headerLen+4:], fc.crcTag(hdr, crc, whole))
-	return append(bufs, whole, frame[headerLen:]), scratch
+	copy(frame[headerLen+4:], fc.crcTag(hdr, crc))
+	for _, p := range parts {
+		if len(p) > 0 {
+			bufs = append(bufs, p)
+		}
+	}
+	return append(bufs, frame[headerLen:]), scratch
 }
 
 // drain releases senders of frames that will never be written.

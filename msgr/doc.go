@@ -14,8 +14,9 @@
 // request id, the sender's OSD map epoch, payload length, a crc32c of the
 // header), the payload, and in ModeCRC its crc32c (or 0 with flagNoCRC
 // when the sender has no checksum for it) and an AES-GCM tag over all
-// three — in ModeSecure the payload encrypted and its tag. The tag's
-// nonce is the frame's number in its direction, so an altered, injected,
+// three (the payload by 64 KiB segments, frameCipher.crcTag) — in
+// ModeSecure the payload encrypted and its tag. A tag's nonce counts the
+// tags made in its direction, so an altered, injected,
 // dropped, reordered or replayed frame fails, as does a corrupt one: the
 // connection closes (ErrProtocol) and nothing is delivered. Sessions live
 // Config.SessionTTL: a client then moves new requests to a new connection
@@ -47,8 +48,8 @@
 // that the receiver returns with Message.Release. A 4 MiB write therefore
 // costs, in ModeCRC, one copy into the kernel and one out of it, and no
 // steady-state allocation; a payload given in parts (CallVec, ReplyVec) is
-// gathered into one pooled buffer first, as the tag's cipher needs it
-// whole, and ModeSecure encrypts such a copy.
+// written from its parts too (only a 64 KiB segment across a part
+// boundary is copied, for its tag), and ModeSecure encrypts a copy.
 // A payload of 256 KiB or more is read straight from the socket in pieces
 // checksummed while in cache, with a receive low-water mark (SO_RCVLOWAT)
 // of what the frame still has to deliver, up to 1 MiB: the reader is

@@ -12,7 +12,7 @@ import (
 	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
-// Frame layout (little-endian), protocol version 1. A 32-byte header:
+// Frame layout (little-endian), protocol version 2. A 32-byte header:
 //
 //	magic   [4]byte "SHM1"
 //	version u8      protocol version of this frame
@@ -24,15 +24,16 @@ import (
 //	hcrc    u32     crc32c of the 28 bytes before it
 //
 // then, in a crc session (Mode), the payload, its crc32c (u32; 0 with
-// flagNoCRC) and a 16-byte AES-GCM tag over header, payload and
-// checksum; in a secure session, the payload encrypted and its tag (the
-// header is the associated data). The tag's nonce is the frame's number in its
-// direction of the session, so a frame verifies nowhere else. A reply
+// flagNoCRC) and a 16-byte AES-GCM tag over header, checksum and the
+// payload's segments (frameCipher.crcTag); in a secure session, the
+// payload encrypted and its tag (the header is the associated data). A
+// tag's nonce counts the tags made in its direction of the session, so a
+// frame verifies nowhere else. A reply
 // carries the request's reqID; an error reply's payload is a code (i32)
 // and a message.
 const (
 	headerLen    = 32
-	frameVersion = 1
+	frameVersion = 2 // 2: a crc session's tag covers the payload's segment tags
 	flagReply    = 1 << 0
 	flagError    = 1 << 1
 	// flagNoCRC: a crc session's frame whose checksum field is 0, not
@@ -101,7 +102,8 @@ const sockReadMin = 256 << 10
 // protection of this direction: the payload is read into a pooled buffer
 // the caller must release with bufpool.Put. ModeCRC: the payload's
 // crc32c unless the sender gave none (flagNoCRC), then the tag over
-// header, payload and checksum field; with keepSums, a payload of
+// header, checksum field and payload segments (each segment's tag taken
+// as it is read); with keepSums, a payload of
 // blockSumsMin bytes or more is checksummed block by block: sums holds
 // the crc32c of each of its whole 4 KiB blocks (from its start),
 // combined into the frame's checksum (a server's requests: data an OSD
@@ -168,6 +170,7 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 	// the tag authenticates it.
 	check := h.flags&flagNoCRC == 0
 	var got uint32
+	fc.resetSegs()
 	for off := 0; off < len(payload); {
 		end := min(off+crc32c.Piece, len(payload))
 		if err := fill(payload[off:end], len(buf)-end); err != nil {
@@ -177,6 +180,9 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 			sums = crc32c.BlockSums(sums, payload[off:end])
 		} else if check {
 			got = crc32c.Update(got, payload[off:end])
+		}
+		for s := off; s < end; s += segLen { // off is a multiple of segLen
+			fc.addSeg(payload[s:min(s+segLen, end)])
 		}
 		off = end
 	}
@@ -192,7 +198,7 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 			return fail(fmt.Errorf("%w: payload checksum %08x, want %08x", ErrProtocol, got, want))
 		}
 	}
-	if err := fc.checkCRCTag(hdr[:headerLen], want, payload, buf[int(h.length)+4:int(h.length)+trailer]); err != nil {
+	if err := fc.checkCRCTag(hdr[:headerLen], want, buf[int(h.length)+4:int(h.length)+trailer]); err != nil {
 		return fail(err)
 	}
 	return h, payload, sums, nil

@@ -25,15 +25,15 @@ func cipherAt(m Mode, seq uint64) *frameCipher {
 	return fc
 }
 
-// encodeFrameMode is frame number seq of a session in mode m, as a
+// encodeFrameMode is the next frame of the session direction out, as a
 // connection's writer makes it.
-func encodeFrameMode(m Mode, seq uint64, h header, payload []byte) []byte {
-	return encodeOut(m, seq, &outFrame{h: h, payload: payload})
+func encodeFrameMode(out *frameCipher, h header, payload []byte) []byte {
+	return encodeOut(out, &outFrame{h: h, payload: payload})
 }
 
-// encodeOut is frame f, number seq of a session in mode m.
-func encodeOut(m Mode, seq uint64, f *outFrame) []byte {
-	c := &conn{sess: &session{out: cipherAt(m, seq)}}
+// encodeOut is frame f, the next of the session direction out.
+func encodeOut(fc *frameCipher, f *outFrame) []byte {
+	c := &conn{sess: &session{out: fc}}
 	bufs, scratch := c.appendFrame(nil, nil, f)
 	var out []byte
 	for _, b := range bufs {
@@ -46,7 +46,9 @@ func encodeOut(m Mode, seq uint64, f *outFrame) []byte {
 }
 
 // encodeFrame is the first frame of a ModeCRC session.
-func encodeFrame(h header, payload []byte) []byte { return encodeFrameMode(ModeCRC, 0, h, payload) }
+func encodeFrame(h header, payload []byte) []byte {
+	return encodeFrameMode(cipherAt(ModeCRC, 0), h, payload)
+}
 
 // in is the receiving side of encodeFrame's session, at its first frame.
 func in() *frameCipher { return cipherAt(ModeCRC, 0) }
@@ -82,7 +84,7 @@ func TestFrameChecksumOnlyWhenKnown(t *testing.T) {
 		t.Fatalf("without a checksum: %q %v", p, err)
 	}
 	sum := crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli))
-	f = encodeOut(ModeCRC, 0, &outFrame{h: header{typ: 1}, payload: payload, sum: sum, hasSum: true})
+	f = encodeOut(cipherAt(ModeCRC, 0), &outFrame{h: header{typ: 1}, payload: payload, sum: sum, hasSum: true})
 	if f[5]&flagNoCRC != 0 || binary.LittleEndian.Uint32(f[headerLen+len(payload):]) != sum {
 		t.Fatalf("a frame with its sender's checksum: flags %#x, checksum field %08x, want %08x", f[5], binary.LittleEndian.Uint32(f[headerLen+len(payload):]), sum)
 	}
@@ -91,7 +93,7 @@ func TestFrameChecksumOnlyWhenKnown(t *testing.T) {
 			t.Fatalf("with the checksum (keepSums %v): %v", keep, err)
 		}
 	}
-	f = encodeOut(ModeCRC, 0, &outFrame{h: header{typ: 1}, payload: payload, sum: sum ^ 1, hasSum: true})
+	f = encodeOut(cipherAt(ModeCRC, 0), &outFrame{h: header{typ: 1}, payload: payload, sum: sum ^ 1, hasSum: true})
 	if _, _, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a checksum that is not the payload's: %v", err)
 	}
@@ -138,6 +140,66 @@ func TestFrameBlockSums(t *testing.T) {
 		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), true, nil, in()); !errors.Is(err, ErrProtocol) {
 			t.Fatalf("flipped byte %d delivered: %v", i, err)
 		}
+	}
+}
+
+// A payload sent in parts is authenticated segment by segment where its
+// parts lie: whatever the parts' sizes (empty, smaller than a segment,
+// straddling segment boundaries), the frame is byte for byte the one its
+// concatenation makes, no part is copied into a buffer of the payload's
+// size, and the reader gets the payload back; a byte changed anywhere, or
+// two equal-sized segments swapped, fails the frame's tag.
+func TestFramePartsSegments(t *testing.T) {
+	payload := make([]byte, 3*segLen+4096*5+77)
+	for i := range payload {
+		payload[i] = byte(i*31 + i>>9)
+	}
+	layouts := map[string][]int{ // part sizes, the rest in a last part
+		"one part":             nil,
+		"header then data":     {96},
+		"stripe units":         {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
+		"empty parts":          {0, 10, 0, segLen - 10, 0, 0},
+		"across two segments":  {segLen - 1, segLen + 2},
+		"exactly segments":     {segLen, segLen, segLen},
+		"tiny then very large": {1, 2, 3, 2*segLen + 5},
+	}
+	want := encodeFrame(header{typ: 4, reqID: 9}, payload)
+	for name, sizes := range layouts {
+		var parts [][]byte
+		rest := payload
+		for _, n := range sizes {
+			parts, rest = append(parts, rest[:n]), rest[n:]
+		}
+		parts = append(parts, rest)
+		c := &conn{sess: &session{out: cipherAt(ModeCRC, 0)}}
+		bufs, scratch := c.appendFrame(nil, nil, &outFrame{h: header{typ: 4, reqID: 9}, parts: parts})
+		if len(scratch) != 0 {
+			t.Fatalf("%s: %d pooled buffers: the payload was gathered", name, len(scratch))
+		}
+		var got []byte
+		for _, b := range bufs {
+			got = append(got, b...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: the frame differs from the one of the whole payload", name)
+		}
+	}
+	_, p, _, err := readFrame(bytes.NewReader(want), make([]byte, headerLen), false, nil, in())
+	if err != nil || !bytes.Equal(p, payload) {
+		t.Fatalf("round trip: %v", err)
+	}
+	for _, i := range []int{headerLen, headerLen + segLen - 1, headerLen + segLen, headerLen + 2*segLen + 4096, headerLen + len(payload) - 1} {
+		bad := append([]byte(nil), want...)
+		bad[i] ^= 0x40
+		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("flipped byte %d delivered: %v", i, err)
+		}
+	}
+	swapped := append([]byte(nil), want...)
+	copy(swapped[headerLen:], want[headerLen+segLen:headerLen+2*segLen])
+	copy(swapped[headerLen+segLen:], want[headerLen:headerLen+segLen])
+	if _, _, _, err := readFrame(bytes.NewReader(swapped), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("segments 0 and 1 swapped delivered: %v", err)
 	}
 }
 

@@ -55,9 +55,10 @@ func TestSockReaderTail(t *testing.T) {
 		for i := range payload {
 			payload[i] = byte(i * 13)
 		}
-		small := encodeFrameMode(ModeCRC, 0, header{typ: 1, reqID: 1}, []byte("before"))
-		large := encodeFrameMode(ModeCRC, 1, header{typ: 2, reqID: 2}, payload)
-		after := encodeFrameMode(ModeCRC, 2, header{typ: 3, reqID: 3}, []byte("after"))
+		out := cipherAt(ModeCRC, 0)
+		small := encodeFrameMode(out, header{typ: 1, reqID: 1}, []byte("before"))
+		large := encodeFrameMode(out, header{typ: 2, reqID: 2}, payload)
+		after := encodeFrameMode(out, header{typ: 3, reqID: 3}, []byte("after"))
 		type read struct {
 			typ uint16
 			p   []byte

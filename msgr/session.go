@@ -9,14 +9,16 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/shoal-project/shoal/internal/crc32c"
 )
 
 // Mode is how a session protects its frames once the handshake has
 // proved both ends (Ceph's msgr2 ms_mode names):
 //
 //   - ModeCRC: payloads travel in the clear with their crc32c, and every
-//     frame — header, payload and checksum — carries an AES-GCM
-//     authentication tag under the session's key: nobody on the path can
+//     frame — header, payload (by segments) and checksum — carries an
+//     AES-GCM authentication tag under the session's key: nobody on the path can
 //     alter, inject, drop, reorder or replay a frame unnoticed.
 //   - ModeSecure: payloads are also encrypted (AES-256-GCM, the header as
 //     associated data).
@@ -78,17 +80,32 @@ func sessionKeys(key, cn, sn []byte, cname, sname string, m Mode) (c2s, s2c []by
 }
 
 // frameCipher protects one direction of a session: AES-256-GCM under the
-// direction's key, with a nonce of the frame's sequence number, so a frame
-// verifies only at its own place in the stream. One goroutine uses it
-// (the connection's writer, or its reader).
+// direction's key, with a nonce of a counter of the tags made in that
+// direction, so a frame verifies only at its own place in the stream. One
+// goroutine uses it (the connection's writer, or its reader).
 type frameCipher struct {
-	mode  Mode
-	aead  cipher.AEAD
-	seq   uint64
-	nonce [12]byte
-	ad    [headerLen + 4]byte // ModeCRC: the header and checksum the tag covers
-	tag   [headerLen + 4 + tagLen]byte
+	mode   Mode
+	aead   cipher.AEAD
+	seq    uint64
+	nonce  [12]byte
+	ad     [headerLen + 4]byte // ModeCRC: the header and checksum the tag covers
+	tag    [headerLen + 4 + tagLen]byte
+	segs   []byte // ModeCRC: the segment tags of the frame being made or checked
+	gather []byte // ModeCRC: a segment across a payload's parts (segLen bytes)
 }
+
+// segLen is the size of the segments a crc session authenticates a
+// frame's payload in (bytes; the last segment of a payload may be
+// shorter). A segment that lies within one of the sender's buffers is
+// authenticated where it lies, so a payload sent in parts (a reply
+// written from a store's read buffers, an EC read's stripe units) is
+// never gathered into one buffer; and the receiver authenticates each
+// segment as it reads it, while it is in the CPU's cache. crc32c.Piece,
+// the receiver's read unit, is a multiple of it.
+const segLen = 64 << 10
+
+// readFrame tags segments piece by piece: a piece must hold whole ones.
+var _ [0]struct{} = [crc32c.Piece % segLen]struct{}{}
 
 func newFrameCipher(key []byte, m Mode) (*frameCipher, error) {
 	b, err := aes.NewCipher(key)
@@ -102,26 +119,73 @@ func newFrameCipher(key []byte, m Mode) (*frameCipher, error) {
 	return &frameCipher{mode: m, aead: g}, nil
 }
 
-// next is the nonce of the next frame.
+// next is the nonce of the next tag.
 func (c *frameCipher) next() []byte {
 	binary.LittleEndian.PutUint64(c.nonce[4:], c.seq)
 	c.seq++
 	return c.nonce[:]
 }
 
-// crcTag is ModeCRC's tag of a frame: tagOver its header and checksum and
-// its payload.
-func (c *frameCipher) crcTag(hdr []byte, crc uint32, payload []byte) []byte {
-	copy(c.ad[:headerLen], hdr)
-	binary.LittleEndian.PutUint32(c.ad[headerLen:], crc)
-	return c.tagOver(c.ad[:], payload)
+// ModeCRC's frame tag is a tag over the frame's header and checksum
+// field and the tags of its payload's segments, each segment's tag
+// being GCM's over that segment (as associated data, nothing encrypted)
+// under the next nonce: sender and receiver take the same nonces in the
+// same order (segments first, then the frame), and the segment tags
+// themselves are not sent. A changed segment changes its tag (GCM's
+// authenticator, under a nonce used once), and so fails the frame's tag.
+// The calls, in order: resetSegs, addSeg for each segment (or
+// addPartSegs), then crcTag or checkCRCTag.
+
+// resetSegs starts a frame's segment tags.
+func (c *frameCipher) resetSegs() { c.segs = c.segs[:0] }
+
+// addSeg adds the tag of the next segment, seg (at most segLen bytes).
+func (c *frameCipher) addSeg(seg []byte) {
+	c.segs = c.aead.Seal(c.segs, c.next(), nil, seg)
 }
 
-// checkCRCTag verifies a received ModeCRC tag.
-func (c *frameCipher) checkCRCTag(hdr []byte, crc uint32, payload, tag []byte) error {
+// addPartSegs adds the tags of the segments of the concatenation of
+// parts, n bytes in all: a segment within one part where it lies, one
+// across parts gathered first (at most segLen bytes copied per part
+// boundary).
+func (c *frameCipher) addPartSegs(parts [][]byte, n int) {
+	fill := 0 // bytes gathered of the segment being made
+	for _, p := range parts {
+		for len(p) > 0 {
+			if fill == 0 {
+				if k := min(segLen, n); len(p) >= k {
+					c.addSeg(p[:k])
+					p, n = p[k:], n-k
+					continue
+				}
+				if c.gather == nil {
+					c.gather = make([]byte, segLen)
+				}
+			}
+			k := copy(c.gather[fill:min(segLen, fill+n)], p)
+			p, n, fill = p[k:], n-k, fill+k
+			if fill == segLen || n == 0 {
+				c.addSeg(c.gather[:fill])
+				fill = 0
+			}
+		}
+	}
+}
+
+// crcTag is ModeCRC's tag of a frame, over its header, checksum field
+// and the segment tags added since resetSegs.
+func (c *frameCipher) crcTag(hdr []byte, crc uint32) []byte {
 	copy(c.ad[:headerLen], hdr)
 	binary.LittleEndian.PutUint32(c.ad[headerLen:], crc)
-	return c.checkTag(c.ad[:], payload, tag)
+	return c.tagOver(c.ad[:], c.segs)
+}
+
+// checkCRCTag verifies a received ModeCRC tag (after the payload's
+// segments were added).
+func (c *frameCipher) checkCRCTag(hdr []byte, crc uint32, tag []byte) error {
+	copy(c.ad[:headerLen], hdr)
+	binary.LittleEndian.PutUint32(c.ad[headerLen:], crc)
+	return c.checkTag(c.ad[:], c.segs, tag)
 }
 
 // tagOver is the tag authenticating small (at most headerLen+4 bytes: a

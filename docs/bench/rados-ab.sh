@@ -12,6 +12,9 @@
 # generator for both sides (NEW_BINARY's `shoal bench rados`), printing
 # MB/s, IOPS, latency and the daemons' CPU (lib.sh).
 #
+# OWN_LOADGEN=1 runs each side's own `shoal bench rados` instead (needed
+# when the two binaries' messengers do not speak the same frame version).
+#
 # CONF_A and CONF_B, when set, are lines added, under a [global] header, to side A's or B's
 # shoal.conf before its daemons start (one binary under two settings):
 #   CONF_A='daemon_sysmon_poll = true' CONF_B='daemon_sysmon_poll = false' \
@@ -36,7 +39,8 @@ for round in $(seq "$ROUNDS"); do
       "$bin" up --detach --data "$DIR" --no-gateway > /dev/null
     fi
     export SHOAL_CONF=$DIR/shoal.conf
-    shoal_rados "$side r$round" "$DIR/run" "$NEW"
+    lg=$NEW; [ -n "${OWN_LOADGEN:-}" ] && lg=$bin
+    shoal_rados "$side r$round" "$DIR/run" "$lg"
     "$bin" down --data "$DIR" > /dev/null
     rm -rf "$DIR"
   done
