@@ -221,7 +221,6 @@ func (d *clientDaemon) close() {
 func RunMon(c *Conf, id string) error {
 	name := "mon." + id
 	cfg := c.For(name)
-	keepSysmonPolling(cfg, name)
 	addr := cfg.String("public_addr")
 	if addr == "" {
 		return fmt.Errorf("%s: no public_addr in [%s] of %s", name, name, c.Path)
@@ -293,7 +292,6 @@ func RunOSD(c *Conf, dir string) error {
 		name = "osd." + strings.TrimSpace(string(b))
 	}
 	cfg := c.For(name)
-	keepSysmonPolling(cfg, name)
 	kr, err := c.Keyring(name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

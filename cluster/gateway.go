@@ -72,7 +72,6 @@ func ParseFrontends(v string) (Frontend, error) {
 // client.admin.
 func RunGateway(c *Conf, name, clientName string, fe Frontend) error {
 	cfg := c.For(name)
-	keepSysmonPolling(cfg, name)
 	if fe.Addr == "" {
 		var err error
 		if fe, err = ParseFrontends(cfg.String("rgw_frontends")); err != nil {

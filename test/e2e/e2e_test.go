@@ -263,28 +263,6 @@ func (c *tcluster) waitHealth(want string, timeout time.Duration) {
 
 func TestRadosRoundTripAndBadInput(t *testing.T) {
 	c := up(t, "--osds", "3")
-	// Every daemon runs with Go's default runtime monitor
-	// (daemon_sysmon_poll is off by default): none re-executed itself with
-	// the polling setting, unless this test's own GODEBUG carries it.
-	pids, _ := filepath.Glob(filepath.Join(c.data, "run", "*.pid"))
-	if len(pids) < 4 {
-		t.Fatalf("pid files: %v", pids)
-	}
-	if strings.Contains(","+os.Getenv("GODEBUG"), ",schedtrace=") {
-		pids = nil
-	}
-	for _, pf := range pids {
-		b, _ := os.ReadFile(pf)
-		env, err := os.ReadFile("/proc/" + strings.TrimSpace(string(b)) + "/environ")
-		if err != nil {
-			t.Fatalf("%s: %v", filepath.Base(pf), err)
-		}
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok && slices.Contains(strings.Split(v, ","), "schedtrace=2147483647") {
-				t.Errorf("%s runs with GODEBUG=%q: daemon_sysmon_poll is on by default", filepath.Base(pf), v)
-			}
-		}
-	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
 	payload := make([]byte, 3<<20+17)
