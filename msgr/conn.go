@@ -137,8 +137,9 @@ func (c *conn) writer() {
 // mode says: header, payload, checksum and tag (ModeCRC), or header,
 // ciphertext and tag (ModeSecure). ModeCRC writes the payload from the
 // caller's buffers, parts and all (its tag is made segment by segment,
-// frameCipher.addPartSegs); ModeSecure encrypts a copy, in a pooled
-// buffer appended to scratch.
+// frameCipher.addPartSegs: only segments across parts are copied, into a
+// segment-sized scratch); ModeSecure encrypts a copy, in a pooled buffer
+// appended to scratch.
 func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net.Buffers, [][]byte) {
 	fc := c.sess.out
 	parts := f.parts
@@ -189,7 +190,7 @@ func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net
 	f.h.put(hdr)
 	bufs = append(bufs, hdr)
 	fc.resetSegs()
-	fc.addPartSegs(parts, n)
+	fc.addPartSegs(parts)
 	binary.LittleEndian.PutUint32(frame[headerLen:], crc)
 	copy(frame[headerLen+4:], fc.crcTag(hdr, crc))
 	for _, p := range parts {

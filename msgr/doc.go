@@ -48,8 +48,10 @@
 // that the receiver returns with Message.Release. A 4 MiB write therefore
 // costs, in ModeCRC, one copy into the kernel and one out of it, and no
 // steady-state allocation; a payload given in parts (CallVec, ReplyVec) is
-// written from its parts too (only a 64 KiB segment across a part
-// boundary is copied, for its tag), and ModeSecure encrypts a copy.
+// written from its parts too (a 64 KiB segment across a part boundary is
+// copied into a segment-sized scratch for its tag: with parts smaller than
+// a segment, such as an EC read's 4 KiB stripe units, every segment is),
+// and ModeSecure encrypts a copy.
 // A payload of 256 KiB or more is read straight from the socket in pieces
 // checksummed while in cache, with a receive low-water mark (SO_RCVLOWAT)
 // of what the frame still has to deliver, up to 1 MiB: the reader is

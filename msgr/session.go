@@ -97,11 +97,14 @@ type frameCipher struct {
 // segLen is the size of the segments a crc session authenticates a
 // frame's payload in (bytes; the last segment of a payload may be
 // shorter). A segment that lies within one of the sender's buffers is
-// authenticated where it lies, so a payload sent in parts (a reply
-// written from a store's read buffers, an EC read's stripe units) is
-// never gathered into one buffer; and the receiver authenticates each
-// segment as it reads it, while it is in the CPU's cache. crc32c.Piece,
-// the receiver's read unit, is a multiple of it.
+// tagged where it lies, and one that crosses a part boundary is first
+// copied into a segLen scratch: a payload sent in parts is never gathered
+// into a buffer of its own size (with parts smaller than a segment, an EC
+// read's 4 KiB stripe units or data-cache units behind a reply header,
+// that still copies every segment, into the scratch). The receiver
+// computes each segment's tag as it reads the segment, while it is in
+// the CPU's cache. crc32c.Piece, the receiver's read unit, is a multiple
+// of it.
 const segLen = 64 << 10
 
 // readFrame tags segments piece by piece: a piece must hold whole ones.
@@ -145,10 +148,13 @@ func (c *frameCipher) addSeg(seg []byte) {
 }
 
 // addPartSegs adds the tags of the segments of the concatenation of
-// parts, n bytes in all: a segment within one part where it lies, one
-// across parts gathered first (at most segLen bytes copied per part
-// boundary).
-func (c *frameCipher) addPartSegs(parts [][]byte, n int) {
+// parts: a segment within one part where it lies, one across parts
+// gathered first (at most segLen bytes copied per part boundary).
+func (c *frameCipher) addPartSegs(parts [][]byte) {
+	n := 0 // bytes left to tag
+	for _, p := range parts {
+		n += len(p)
+	}
 	fill := 0 // bytes gathered of the segment being made
 	for _, p := range parts {
 		for len(p) > 0 {
