@@ -187,10 +187,14 @@ func (c *conn) appendFrame(bufs net.Buffers, scratch [][]byte, f *outFrame) (net
 		crc = 0
 		f.h.flags |= flagNoCRC
 	}
+	seg := segmentFor(parts, n)
+	if seg == smallSegLen {
+		f.h.flags |= flagSmallSegs
+	}
 	f.h.put(hdr)
 	bufs = append(bufs, hdr)
 	fc.resetSegs()
-	fc.addPartSegs(parts)
+	fc.addPartSegs(parts, seg)
 	binary.LittleEndian.PutUint32(frame[headerLen:], crc)
 	copy(frame[headerLen+4:], fc.crcTag(hdr, crc))
 	for _, p := range parts {

@@ -14,7 +14,7 @@
 // request id, the sender's OSD map epoch, payload length, a crc32c of the
 // header), the payload, and in ModeCRC its crc32c (or 0 with flagNoCRC
 // when the sender has no checksum for it) and an AES-GCM tag over all
-// three (the payload by 64 KiB segments, frameCipher.crcTag) — in
+// three (the payload by 64 or 4 KiB segments, frameCipher.crcTag) — in
 // ModeSecure the payload encrypted and its tag. A tag's nonce counts the
 // tags made in its direction, so an altered, injected,
 // dropped, reordered or replayed frame fails, as does a corrupt one: the
@@ -48,10 +48,10 @@
 // that the receiver returns with Message.Release. A 4 MiB write therefore
 // costs, in ModeCRC, one copy into the kernel and one out of it, and no
 // steady-state allocation; a payload given in parts (CallVec, ReplyVec) is
-// written from its parts too (a 64 KiB segment across a part boundary is
-// copied into a segment-sized scratch for its tag: with parts smaller than
-// a segment, such as an EC read's 4 KiB stripe units, every segment is),
-// and ModeSecure encrypts a copy.
+// written from its parts too (a segment across a part boundary is copied
+// into a segment-sized scratch for its tag; a large payload in many small
+// parts, such as an EC read's 4 KiB stripe units, goes in 4 KiB segments
+// so that few do), and ModeSecure encrypts a copy.
 // A payload of 256 KiB or more is read straight from the socket in pieces
 // checksummed while in cache, with a receive low-water mark (SO_RCVLOWAT)
 // of what the frame still has to deliver, up to 1 MiB: the reader is

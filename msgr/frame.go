@@ -40,6 +40,9 @@ const (
 	// the payload's crc32c — the sender did not know it, and the tag
 	// authenticates the payload anyway.
 	flagNoCRC = 1 << 2
+	// flagSmallSegs: a crc session's frame whose payload is authenticated
+	// in segments of smallSegLen bytes rather than segLen (segmentFor).
+	flagSmallSegs = 1 << 3
 	// MaxPayload bounds one message (an object write of up to 64 MiB plus
 	// its op encoding).
 	MaxPayload = 96 << 20
@@ -170,6 +173,10 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 	// the tag authenticates it.
 	check := h.flags&flagNoCRC == 0
 	var got uint32
+	seg := segLen
+	if h.flags&flagSmallSegs != 0 {
+		seg = smallSegLen
+	}
 	fc.resetSegs()
 	for off := 0; off < len(payload); {
 		end := min(off+crc32c.Piece, len(payload))
@@ -181,8 +188,8 @@ func readFrame(r io.Reader, hdr []byte, keepSums bool, sr *sockReader, fc *frame
 		} else if check {
 			got = crc32c.Update(got, payload[off:end])
 		}
-		for s := off; s < end; s += segLen { // off is a multiple of segLen
-			fc.addSeg(payload[s:min(s+segLen, end)])
+		for s := off; s < end; s += seg { // off is a multiple of seg
+			fc.addSeg(payload[s:min(s+seg, end)])
 		}
 		off = end
 	}

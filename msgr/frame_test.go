@@ -145,61 +145,87 @@ func TestFrameBlockSums(t *testing.T) {
 
 // A payload sent in parts is authenticated segment by segment where its
 // parts lie: whatever the parts' sizes (empty, smaller than a segment,
-// straddling segment boundaries), the frame is byte for byte the one its
-// concatenation makes, no part is copied into a buffer of the payload's
-// size, and the reader gets the payload back; a byte changed anywhere, or
-// two equal-sized segments swapped, fails the frame's tag.
+// straddling segment boundaries), no part is copied into a buffer of the
+// payload's size, the reader gets the payload back, and every layout that
+// takes the same segment size (64 KiB for one or two parts, 4 KiB for
+// many: segmentFor) makes the same frame byte for byte, so segments
+// follow the payload, not the parts. A byte changed anywhere, or two
+// equal-sized segments swapped, fails the frame's tag, in both sizes.
 func TestFramePartsSegments(t *testing.T) {
-	payload := make([]byte, 3*segLen+4096*5+77)
+	payload := make([]byte, 5*segLen+4096*5+77)
 	for i := range payload {
 		payload[i] = byte(i*31 + i>>9)
 	}
-	layouts := map[string][]int{ // part sizes, the rest in a last part
-		"one part":             nil,
-		"header then data":     {96},
-		"stripe units":         {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096},
-		"empty parts":          {0, 10, 0, segLen - 10, 0, 0},
-		"across two segments":  {segLen - 1, segLen + 2},
-		"exactly segments":     {segLen, segLen, segLen},
-		"tiny then very large": {1, 2, 3, 2*segLen + 5},
+	if segmentFor([][]byte{payload[:4096], payload[4096 : 2*4096], payload[2*4096 : 4*segLen]}, 4*segLen) != segLen {
+		t.Fatalf("a payload of 4 segments in parts takes small segments")
 	}
-	want := encodeFrame(header{typ: 4, reqID: 9}, payload)
-	for name, sizes := range layouts {
+	layouts := []struct {
+		name  string
+		sizes []int // part sizes, the rest in a last part
+		small bool  // segmentFor picks smallSegLen
+	}{
+		{"one part", nil, false},
+		{"header then data", []int{96}, false},
+		{"stripe units", []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, true},
+		{"empty parts", []int{0, 10, 0, segLen - 10, 0, 0}, true},
+		{"across two segments", []int{segLen - 1, segLen + 2}, true},
+		{"exactly segments", []int{segLen, segLen, segLen, segLen, segLen}, true},
+		{"tiny then very large", []int{1, 2, 3, 2*segLen + 5}, true},
+		{"units behind a header", []int{100, 4096, 4096, 4096, 4095, 4097, 4096}, true},
+	}
+	want := map[bool][]byte{}
+	for _, l := range layouts {
 		var parts [][]byte
 		rest := payload
-		for _, n := range sizes {
+		for _, n := range l.sizes {
 			parts, rest = append(parts, rest[:n]), rest[n:]
 		}
 		parts = append(parts, rest)
+		if got := segmentFor(parts, len(payload)) == smallSegLen; got != l.small {
+			t.Fatalf("%s: small segments %t, want %t", l.name, got, l.small)
+		}
 		c := &conn{sess: &session{out: cipherAt(ModeCRC, 0)}}
 		bufs, scratch := c.appendFrame(nil, nil, &outFrame{h: header{typ: 4, reqID: 9}, parts: parts})
 		if len(scratch) != 0 {
-			t.Fatalf("%s: %d pooled buffers: the payload was gathered", name, len(scratch))
+			t.Fatalf("%s: %d pooled buffers: the payload was gathered", l.name, len(scratch))
 		}
-		var got []byte
+		var f []byte
 		for _, b := range bufs {
-			got = append(got, b...)
+			f = append(f, b...)
 		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%s: the frame differs from the one of the whole payload", name)
+		if got := f[5]&flagSmallSegs != 0; got != l.small {
+			t.Fatalf("%s: flagSmallSegs %t, want %t", l.name, got, l.small)
 		}
-	}
-	_, p, _, err := readFrame(bytes.NewReader(want), make([]byte, headerLen), false, nil, in())
-	if err != nil || !bytes.Equal(p, payload) {
-		t.Fatalf("round trip: %v", err)
-	}
-	for _, i := range []int{headerLen, headerLen + segLen - 1, headerLen + segLen, headerLen + 2*segLen + 4096, headerLen + len(payload) - 1} {
-		bad := append([]byte(nil), want...)
-		bad[i] ^= 0x40
-		if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
-			t.Fatalf("flipped byte %d delivered: %v", i, err)
+		if w, ok := want[l.small]; !ok {
+			want[l.small] = f
+		} else if !bytes.Equal(f, w) {
+			t.Fatalf("%s: the frame differs from another layout's with the same segment size", l.name)
+		}
+		if _, p, _, err := readFrame(bytes.NewReader(f), make([]byte, headerLen), false, nil, in()); err != nil || !bytes.Equal(p, payload) {
+			t.Fatalf("%s: round trip: %v", l.name, err)
 		}
 	}
-	swapped := append([]byte(nil), want...)
-	copy(swapped[headerLen:], want[headerLen+segLen:headerLen+2*segLen])
-	copy(swapped[headerLen+segLen:], want[headerLen:headerLen+segLen])
-	if _, _, _, err := readFrame(bytes.NewReader(swapped), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
-		t.Fatalf("segments 0 and 1 swapped delivered: %v", err)
+	if !bytes.Equal(want[false], encodeFrame(header{typ: 4, reqID: 9}, payload)) {
+		t.Fatalf("the frame of one part differs from the frame of the payload")
+	}
+	for small, f := range want {
+		for _, i := range []int{5, headerLen, headerLen + smallSegLen, headerLen + segLen - 1, headerLen + segLen, headerLen + 2*segLen + 4096, headerLen + len(payload) - 1} {
+			bad := append([]byte(nil), f...)
+			bad[i] ^= 0x08
+			if _, _, _, err := readFrame(bytes.NewReader(bad), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
+				t.Fatalf("small %t: flipped byte %d delivered: %v", small, i, err)
+			}
+		}
+		seg := segLen
+		if small {
+			seg = smallSegLen
+		}
+		swapped := append([]byte(nil), f...)
+		copy(swapped[headerLen:], f[headerLen+seg:headerLen+2*seg])
+		copy(swapped[headerLen+seg:], f[headerLen:headerLen+seg])
+		if _, _, _, err := readFrame(bytes.NewReader(swapped), make([]byte, headerLen), false, nil, in()); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("small %t: segments 0 and 1 swapped delivered: %v", small, err)
+		}
 	}
 }
 
