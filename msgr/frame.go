@@ -33,7 +33,7 @@ import (
 // and a message.
 const (
 	headerLen    = 32
-	frameVersion = 2 // 2: a crc session's tag covers the payload's segment tags
+	frameVersion = 2 // 2: a crc session's tag covers the payload's segment tags (64 or 4 KiB)
 	flagReply    = 1 << 0
 	flagError    = 1 << 1
 	// flagNoCRC: a crc session's frame whose checksum field is 0, not

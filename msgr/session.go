@@ -117,13 +117,15 @@ var (
 )
 
 // segmentFor is the segment size a sender uses for a payload of n bytes
-// in parts: smallSegLen when the payload is larger than the CPU's L2
-// cache holds comfortably (4 segments) and its parts' boundaries would
-// make more than about a sixth of its 64 KiB segments cross parts (each
-// such segment is copied whole), since a 4 KiB segment's tag costs about
-// a sixth more than its share of a 64 KiB one's (go test -bench on GCM's
-// Seal here: 11.3 against 13.0 GB/s on one core). A smaller payload's
-// copies stay in cache and cost less than the extra tags.
+// in parts: smallSegLen when the payload is over 4 segments (256 KiB) and
+// its parts' boundaries would make more than about a sixth of its 64 KiB
+// segments cross parts (each such segment is copied whole), since a
+// 4 KiB segment's tag costs about a sixth more than its share of a
+// 64 KiB one's (a throwaway go test -bench of GCM's Seal, one core of
+// the 2026-11-30 host: 11.3 against 13.0 GB/s). Payloads up to 256 KiB
+// keep 64 KiB segments: their few gathers are small, and an A/B with 4 KiB
+// segments for them saw 64 KiB S3 GETs on EC slower once, not repeated
+// (docs/perf-log/datapath-2026-11-30.md).
 func segmentFor(parts [][]byte, n int) int {
 	if len(parts) > 2 && n > 4*segLen && (len(parts)-1)*6*segLen > n {
 		return smallSegLen
@@ -160,8 +162,15 @@ func (c *frameCipher) next() []byte {
 // The calls, in order: resetSegs, addSeg for each segment (or
 // addPartSegs), then crcTag or checkCRCTag.
 
-// resetSegs starts a frame's segment tags.
-func (c *frameCipher) resetSegs() { c.segs = c.segs[:0] }
+// resetSegs starts a frame's segment tags. A list grown by a very large
+// frame (more than 4,096 segments: 16 MiB in 4 KiB ones) is not kept, so
+// an idle connection holds at most 64 KiB of them.
+func (c *frameCipher) resetSegs() {
+	if cap(c.segs) > 4096*tagLen {
+		c.segs = nil
+	}
+	c.segs = c.segs[:0]
+}
 
 // addSeg adds the tag of the next segment, seg.
 func (c *frameCipher) addSeg(seg []byte) {
@@ -211,9 +220,7 @@ func (c *frameCipher) crcTag(hdr []byte, crc uint32) []byte {
 // checkCRCTag verifies a received ModeCRC tag (after the payload's
 // segments were added).
 func (c *frameCipher) checkCRCTag(hdr []byte, crc uint32, tag []byte) error {
-	copy(c.ad[:headerLen], hdr)
-	binary.LittleEndian.PutUint32(c.ad[headerLen:], crc)
-	return c.checkTag(c.ad[:], c.segs, tag)
+	return checkEqual(c.crcTag(hdr, crc), tag)
 }
 
 // tagOver is the tag authenticating small (at most headerLen+4 bytes: a
@@ -228,7 +235,13 @@ func (c *frameCipher) tagOver(small, payload []byte) []byte {
 
 // checkTag verifies a tag made by tagOver.
 func (c *frameCipher) checkTag(small, payload, tag []byte) error {
-	if subtle.ConstantTimeCompare(c.tagOver(small, payload), tag) != 1 {
+	return checkEqual(c.tagOver(small, payload), tag)
+}
+
+// checkEqual compares a computed tag with a received one in constant
+// time: ErrProtocol if they differ.
+func checkEqual(want, got []byte) error {
+	if subtle.ConstantTimeCompare(want, got) != 1 {
 		return fmt.Errorf("%w: frame authentication failed (altered, injected or out of order)", ErrProtocol)
 	}
 	return nil

@@ -82,6 +82,18 @@ print("%-30s %9.1f ops/s %8.1f MB/s  p50 %7.1f ms  p99 %7.1f ms  errors %d  CPU 
 ' "$name" "$(echo "($c1 - $c0) / $TCK" | bc -l)" "$(echo "($g1 - $g0) / $TCK" | bc -l)" "$(echo "($m1 - $m0) / $TCK" | bc -l)"
 }
 
+# s3_table LABEL RUNDIR FRONTPIDFILE ENDPOINT AK SK -> the issue-5
+# table's four s3run lines: 64 KiB PUT and GET at concurrency 16, 32 MiB
+# PUT and GET at concurrency 4 (FRONTPIDFILE: the S3 front end's pid, a
+# gateway's or a whole server's)
+s3_table() {
+  local l=$1; shift
+  s3run "$l PUT 64K c16" "$@" --op put --size 64K --concurrency 16 --objects 2000 --bucket bench64k
+  s3run "$l GET 64K c16" "$@" --op get --size 64K --concurrency 16 --objects 2000 --bucket bench64k
+  s3run "$l PUT 32M c4"  "$@" --op put --size 32M --concurrency 4 --objects 40 --bucket bench32m
+  s3run "$l GET 32M c4"  "$@" --op get --size 32M --concurrency 4 --objects 40 --bucket bench32m
+}
+
 # shoal_rados LABEL RUNDIR SHOAL -> the four `shoal bench rados` runs of
 # the issue-3 table (4 MiB writes and sequential reads, 4 KiB writes and
 # random reads, 16 threads, $SECS each) on pool data of the cluster

@@ -21,24 +21,16 @@ CEPH_DIR=/var/tmp/ceph-reference-s3
 SHOAL_DIR=/var/tmp/shoal-bench-s3
 . "$(dirname "$0")/lib.sh"
 
-table() { # table LABEL RUNDIR GWPIDFILE ENDPOINT AK SK
-  local l=$1; shift
-  s3run "$l PUT 64K c16" "$@" --op put --size 64K --concurrency 16 --objects 2000 --bucket bench64k
-  s3run "$l GET 64K c16" "$@" --op get --size 64K --concurrency 16 --objects 2000 --bucket bench64k
-  s3run "$l PUT 32M c4"  "$@" --op put --size 32M --concurrency 4 --objects 40 --bucket bench32m
-  s3run "$l GET 32M c4"  "$@" --op get --size 32M --concurrency 4 --objects 40 --bucket bench32m
-}
-
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per run"
 if [ -z "${SKIP_CEPH:-}" ]; then
   "$REF"/up.sh "$CEPH_DIR" > /tmp/ceph-ref-s3-up.log 2>&1
   set -a; . "$CEPH_DIR/s3.env"; set +a
-  table "radosgw" "$CEPH_DIR/run" "$CEPH_DIR/run/client.rgw.a.pid" "${S3_ENDPOINT:-http://127.0.0.1:7480}" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"
+  s3_table "radosgw" "$CEPH_DIR/run" "$CEPH_DIR/run/client.rgw.a.pid" "${S3_ENDPOINT:-http://127.0.0.1:7480}" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"
   "$REF"/down.sh "$CEPH_DIR" > /dev/null 2>&1
 fi
 rm -rf "$SHOAL_DIR"
 "$SHOAL" up --detach --data "$SHOAL_DIR" --osds 3 --osd-size 16G > /tmp/shoal-bench-s3-up.log
 set -a; . "$SHOAL_DIR/s3.env"; set +a
-table "shoal" "$SHOAL_DIR/run" "$SHOAL_DIR/run/client.rgw.gateway.pid" "$S3_ENDPOINT" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"
+s3_table "shoal" "$SHOAL_DIR/run" "$SHOAL_DIR/run/client.rgw.gateway.pid" "$S3_ENDPOINT" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"
 "$SHOAL" down --data "$SHOAL_DIR" > /dev/null
 rm -rf "$SHOAL_DIR"

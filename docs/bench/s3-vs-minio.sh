@@ -33,14 +33,6 @@ MINIO_DIR=/var/tmp/minio-bench
 SHOAL_DIR=/var/tmp/shoal-bench-minio
 . "$(dirname "$0")/lib.sh"
 
-table() { # table LABEL RUNDIR FRONTPIDFILE ENDPOINT AK SK
-  local l=$1; shift
-  s3run "$l PUT 64K c16" "$@" --op put --size 64K --concurrency 16 --objects 2000 --bucket bench64k
-  s3run "$l GET 64K c16" "$@" --op get --size 64K --concurrency 16 --objects 2000 --bucket bench64k
-  s3run "$l PUT 32M c4"  "$@" --op put --size 32M --concurrency 4 --objects 40 --bucket bench32m
-  s3run "$l GET 32M c4"  "$@" --op get --size 32M --concurrency 4 --objects 40 --bucket bench32m
-}
-
 skipped() { [[ ",$SKIP," == *",$1,"* ]]; }
 
 minio_table() {
@@ -56,7 +48,7 @@ minio_table() {
     curl -sf http://127.0.0.1:9000/minio/health/cluster > /dev/null && break
     sleep 0.2
   done
-  table minio "$MINIO_DIR/run" "$MINIO_DIR/run/minio.pid" http://127.0.0.1:9000 benchadmin benchsecret1234
+  s3_table minio "$MINIO_DIR/run" "$MINIO_DIR/run/minio.pid" http://127.0.0.1:9000 benchadmin benchsecret1234
   kill "$(cat "$MINIO_DIR/run/minio.pid")"
   wait "$(cat "$MINIO_DIR/run/minio.pid")" 2> /dev/null || true
   rm -rf "$MINIO_DIR"
@@ -74,7 +66,7 @@ shoal_table() { # shoal_table LABEL OSDS [K M]
   fi
   "$SHOAL" up --detach --data "$SHOAL_DIR" > /dev/null # the gateway, its user and s3.env
   set -a; . "$SHOAL_DIR/s3.env"; set +a
-  table "$l" "$SHOAL_DIR/run" "$SHOAL_DIR/run/client.rgw.gateway.pid" "$S3_ENDPOINT" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"
+  s3_table "$l" "$SHOAL_DIR/run" "$SHOAL_DIR/run/client.rgw.gateway.pid" "$S3_ENDPOINT" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"
   "$SHOAL" down --data "$SHOAL_DIR" > /dev/null
   unset SHOAL_CONF
   rm -rf "$SHOAL_DIR"
