@@ -694,7 +694,8 @@ func s3Action(rq *request) string {
 				"tagging", "GetBucketTagging", "uploads", "ListBucketMultipartUploads", "versions", "ListBucketVersions",
 				"cors", "GetBucketCORS", "lifecycle", "GetLifecycleConfiguration", "policy", "GetBucketPolicy",
 				"policyStatus", "GetBucketPolicyStatus", "publicAccessBlock", "GetBucketPublicAccessBlock",
-				"ownershipControls", "GetBucketOwnershipControls", "logging", "GetBucketLogging")
+				"ownershipControls", "GetBucketOwnershipControls", "logging", "GetBucketLogging",
+				"encryption", "GetEncryptionConfiguration", "requestPayment", "GetBucketRequestPayment")
 			if a == "" {
 				a = "ListBucket"
 			}
@@ -702,14 +703,15 @@ func s3Action(rq *request) string {
 			a = sub("acl", "PutBucketAcl", "tagging", "PutBucketTagging", "cors", "PutBucketCORS",
 				"lifecycle", "PutLifecycleConfiguration", "policy", "PutBucketPolicy",
 				"publicAccessBlock", "PutBucketPublicAccessBlock", "versioning", "PutBucketVersioning",
-				"ownershipControls", "PutBucketOwnershipControls", "logging", "PutBucketLogging")
+				"ownershipControls", "PutBucketOwnershipControls", "logging", "PutBucketLogging",
+				"encryption", "PutEncryptionConfiguration", "requestPayment", "PutBucketRequestPayment")
 			if a == "" {
 				a = "CreateBucket"
 			}
 		case http.MethodDelete:
 			a = sub("tagging", "PutBucketTagging", "cors", "PutBucketCORS", "lifecycle", "PutLifecycleConfiguration",
 				"policy", "DeleteBucketPolicy", "publicAccessBlock", "PutBucketPublicAccessBlock",
-				"ownershipControls", "PutBucketOwnershipControls")
+				"ownershipControls", "PutBucketOwnershipControls", "encryption", "PutEncryptionConfiguration")
 			if a == "" {
 				a = "DeleteBucket"
 			}
@@ -759,8 +761,12 @@ func resourceARN(b *rgw.Bucket, key string) string {
 // bucket policy's Deny refuses (AccessDenied), its Allow permits, and
 // otherwise aclCheck decides. Without a policy it costs aclCheck alone.
 // tags loads the object's current tags for s3:ExistingObjectTag
-// conditions (nil: the request is not about one object).
+// conditions (nil: the request is not about one object). A Requester
+// Pays bucket first refuses whom checkRequestPayer refuses.
 func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tags func() ([]rgw.Tag, bool), aclCheck func() error) error {
+	if err := checkRequestPayer(rq, b); err != nil {
+		return err
+	}
 	p := bucketPolicy(b)
 	ids := srv.identityPolicies(rq)
 	if p == nil && ids == nil {

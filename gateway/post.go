@@ -75,8 +75,8 @@ func readPostForm(r *http.Request) (*postForm, error) {
 		if total += len(v); len(v) > postFieldMax || total > postFieldsMax {
 			return nil, s3err.MaxPostPreDataLength
 		}
-		if strings.HasPrefix(name, "x-amz-server-side-encryption") {
-			return nil, s3err.NotImplemented.With("server-side encryption (%s) is not supported", p.FormName())
+		if strings.HasPrefix(name, "x-amz-server-side-encryption-") { // SSE-C's and SSE-KMS's; SSE-S3's is postSSE's
+			return nil, s3err.NotImplemented.With("POST form field %s: a browser upload may ask for SSE-S3 only", p.FormName())
 		}
 		f.fields[name], f.names[name] = string(v), p.FormName()
 	}
@@ -370,11 +370,16 @@ func (srv *Server) postObject(rq *request) error {
 		}
 		ck = &rgw.ChecksumReq{Alg: a, Want: v}
 	}
-	res, err := srv.s.PutObject(ctx, b, key, rgw.PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, Checksum: ck})
+	sse, err := postSSE(f, b)
+	if err != nil {
+		return err
+	}
+	res, err := srv.s.PutObject(ctx, b, key, rgw.PutInput{Body: body, Size: -1, Headers: hdr, Meta: meta, Class: sc, Owner: owner, ACL: acl, Tags: tags, Checksum: ck, SSE: sse})
 	if err != nil {
 		return err
 	}
 	rq.w.Header().Set("ETag", res.ETag)
+	setSSEHeaders(rq.w.Header(), res.SSE)
 	setWrittenVersionHeader(rq.w.Header(), res.VersionID)
 	setChecksumHeaders(res.Checksum, rq.w.Header())
 	location := "/" + b.S3Name() + "/" + (&url.URL{Path: key}).EscapedPath()
@@ -436,4 +441,22 @@ func slicesContainsFold(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// postSSE is the encryption a POST form asks for with its
+// x-amz-server-side-encryption field (AES256: SSE-S3), else bucket b's
+// default. SSE-C's and SSE-KMS's fields were refused as the form was
+// read rather than ignored: a form that asks for encryption never stores
+// its file in the clear.
+func postSSE(f *postForm, b *rgw.Bucket) (*rgw.SSERequest, error) {
+	switch v, ok := f.fields["x-amz-server-side-encryption"]; {
+	case !ok:
+		return b.DefaultSSE(), nil
+	case v == "AES256":
+		return &rgw.SSERequest{Mode: rgw.SSES3}, nil
+	case strings.HasPrefix(v, "aws:kms"):
+		return nil, s3err.NotImplemented.With("server-side encryption %s needs a KMS; none is configured", v)
+	default:
+		return nil, s3err.InvalidArgument.With("x-amz-server-side-encryption %q: AES256 is the one algorithm", v)
+	}
 }

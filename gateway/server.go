@@ -319,7 +319,7 @@ func has(q url.Values, k string) bool { _, ok := q[k]; return ok }
 // unsupportedBucketSubresources answer NotImplemented rather than being
 // mistaken for a listing.
 var unsupportedBucketSubresources = []string{"website", "replication",
-	"notification", "encryption", "requestPayment", "accelerate", "inventory", "analytics",
+	"notification", "accelerate", "inventory", "analytics",
 	"metrics", "intelligent-tiering"}
 
 func (srv *Server) routeBucket(rq *request) error {
@@ -341,6 +341,12 @@ func (srv *Server) routeBucket(rq *request) error {
 	}
 	if has(q, "ownershipControls") {
 		return srv.bucketOwnership(rq)
+	}
+	if has(q, "encryption") {
+		return srv.bucketEncryption(rq)
+	}
+	if has(q, "requestPayment") {
+		return srv.bucketRequestPayment(rq)
 	}
 	if has(q, "lifecycle") {
 		return srv.bucketLifecycle(rq)
@@ -900,7 +906,7 @@ func (srv *Server) putObject(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	sse, err := srv.sseFromHeaders(rq, "")
+	sse, err := srv.sseForWrite(rq, b)
 	if err != nil {
 		return err
 	}
@@ -1269,7 +1275,7 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	sse, err := srv.sseFromHeaders(rq, "")
+	sse, err := srv.sseForWrite(rq, b)
 	if err != nil {
 		return err
 	}
@@ -1490,7 +1496,7 @@ func (srv *Server) createUpload(rq *request, b *rgw.Bucket) error {
 	if err != nil {
 		return err
 	}
-	sse, err := srv.sseFromHeaders(rq, "")
+	sse, err := srv.sseForWrite(rq, b)
 	if err != nil {
 		return err
 	}

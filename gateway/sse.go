@@ -70,8 +70,13 @@ func (srv *Server) sseFromHeaders(rq *request, prefix string) (*rgw.SSERequest, 
 }
 
 // decrypt readies encrypted object o for reading with the key the
-// request's headers give (prefix as sseFromHeaders').
+// request's headers give (prefix as sseFromHeaders'). A GET or HEAD that
+// sends x-amz-server-side-encryption is InvalidArgument, as in S3: SSE-S3
+// needs nothing from the reader.
 func (srv *Server) decrypt(rq *request, o *rgw.Object, prefix string) error {
+	if prefix == "" && rq.r.Header.Get("x-amz-server-side-encryption") != "" {
+		return s3err.InvalidArgument.With("x-amz-server-side-encryption is not allowed on a read: an SSE-S3 object needs no key")
+	}
 	if o.Encryption() == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -197,7 +198,25 @@ func TestSSE(t *testing.T) {
 	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("refused")}); !isStatus(err, http.StatusNotFound) {
 		t.Fatalf("a refused encrypted PUT stored an object: %v", err)
 	}
-	// no plaintext in the data pool
+	f.noPlaintext(t, "", plain)
+	// SSE-C over plain HTTP when rgw_crypt_require_ssl holds
+	g := startGateway(t, rgw.Options{CryptRequireSSL: true})
+	gc := g.s3(g.admin)
+	if _, err := gc.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("x"), Body: strings.NewReader("x"),
+		SSECustomerAlgorithm: alg, SSECustomerKey: k64, SSECustomerKeyMD5: kmd5}); code(err) != "InvalidRequest" {
+		t.Fatalf("SSE-C over plain HTTP with rgw_crypt_require_ssl: %v", err)
+	}
+}
+
+// noPlaintext fails t if any RADOS object of the data pool whose name
+// begins with prefix holds 32 bytes from the start, middle or end of one
+// of plain's objects (those of 64 bytes or more).
+func (f *fixture) noPlaintext(t *testing.T, prefix string, plain map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
 	data, err := f.conn.Pool(ctx, rgw.DefaultPools.Data)
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +226,9 @@ func TestSSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range names {
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
 		raw, err := data.Read(ctx, n, 0, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -219,14 +241,189 @@ func TestSSE(t *testing.T) {
 			}
 		}
 	}
-	// SSE-C over plain HTTP when rgw_crypt_require_ssl holds
-	g := startGateway(t, rgw.Options{CryptRequireSSL: true})
-	gc := g.s3(g.admin)
-	if _, err := gc.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b}); err != nil {
+}
+
+// TestBucketDefaultEncryption: PutBucketEncryption's AES256 rule makes
+// every write that asks for no encryption SSE-S3 (PUT, multipart, copy,
+// POST), kept out of the data pool in the clear; a write's own SSE-C key
+// wins; GET and HEAD answer AES256 and refuse the header on a read;
+// DELETE ?encryption stops new writes being encrypted and leaves the old
+// readable; bad configurations (malformed XML, two rules, aws:kms, an
+// unknown algorithm, a KMS key with AES256) and another user's are
+// refused, changing nothing; a log bucket may not be encrypted.
+func TestBucketDefaultEncryption(t *testing.T) {
+	f := startGateway(t, rgw.Options{StripeSize: tStripe, ChunkSize: tChunk})
+	ctx := context.Background()
+	c := f.s3(f.admin)
+	b, src := "enc", "src"
+	for _, n := range []string{b, src} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	plain := map[string][]byte{}
+	notFound := func() {
+		t.Helper()
+		if _, err := c.GetBucketEncryption(ctx, &s3.GetBucketEncryptionInput{Bucket: &b}); code(err) != "ServerSideEncryptionConfigurationNotFoundError" || !isStatus(err, 404) {
+			t.Fatalf("GET ?encryption of a bucket without default encryption: %v", err)
+		}
+	}
+	notFound()
+	if _, err := c.DeleteBucketEncryption(ctx, &s3.DeleteBucketEncryptionInput{Bucket: &b}); err != nil {
+		t.Fatalf("DELETE ?encryption of a bucket without one: %v", err)
+	}
+	// bad configurations
+	for _, tc := range []struct{ body, want string }{
+		{"<ServerSideEncryptionConfiguration><Rule>", "MalformedXML"},
+		{"<ServerSideEncryptionConfiguration></ServerSideEncryptionConfiguration>", "MalformedXML"},
+		{"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>", "MalformedXML"},
+		{"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>k</KMSMasterKeyID></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>", "NotImplemented"},
+		{"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES128</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>", "MalformedXML"},
+		{"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm><KMSMasterKeyID>k</KMSMasterKeyID></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>", "InvalidArgument"},
+	} {
+		if st, body := f.signed(t, f.admin, "PUT", "/"+b+"?encryption", nil, tc.body); !strings.Contains(body, "<Code>"+tc.want+"</Code>") {
+			t.Fatalf("PUT ?encryption %s: %d %s; want %s", tc.body, st, body, tc.want)
+		}
+		notFound()
+	}
+	rule := &types.ServerSideEncryptionConfiguration{Rules: []types.ServerSideEncryptionRule{{BucketKeyEnabled: aws.Bool(true),
+		ApplyServerSideEncryptionByDefault: &types.ServerSideEncryptionByDefault{SSEAlgorithm: types.ServerSideEncryptionAes256}}}}
+	if _, err := f.s3(f.other).PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: &b, ServerSideEncryptionConfiguration: rule}); code(err) != "AccessDenied" {
+		t.Fatalf("PUT ?encryption by another user: %v", err)
+	}
+	notFound()
+	// a plaintext source to copy from, written before the rule
+	srcData := randBytes(r, 3*tStripe+11)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &src, Key: aws.String("s"), Body: bytes.NewReader(srcData)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gc.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("x"), Body: strings.NewReader("x"),
-		SSECustomerAlgorithm: alg, SSECustomerKey: k64, SSECustomerKeyMD5: kmd5}); code(err) != "InvalidRequest" {
-		t.Fatalf("SSE-C over plain HTTP with rgw_crypt_require_ssl: %v", err)
+	if _, err := c.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: &b, ServerSideEncryptionConfiguration: rule}); err != nil {
+		t.Fatal(err)
 	}
+	got, err := c.GetBucketEncryption(ctx, &s3.GetBucketEncryptionInput{Bucket: &b})
+	if err != nil || len(got.ServerSideEncryptionConfiguration.Rules) != 1 {
+		t.Fatalf("GET ?encryption: %+v %v", got, err)
+	}
+	if gr := got.ServerSideEncryptionConfiguration.Rules[0]; gr.ApplyServerSideEncryptionByDefault.SSEAlgorithm != types.ServerSideEncryptionAes256 || !aws.ToBool(gr.BucketKeyEnabled) {
+		t.Fatalf("GET ?encryption: %+v", gr)
+	}
+	// PUT with no encryption header
+	for _, n := range []int{100, 3*tStripe + 7} {
+		name := "put-" + strconv.Itoa(n)
+		data := randBytes(r, n)
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &name, Body: bytes.NewReader(data)})
+		if err != nil || out.ServerSideEncryption != types.ServerSideEncryptionAes256 {
+			t.Fatalf("PUT %s into a default-encrypted bucket: %v, encryption %q", name, err, out.ServerSideEncryption)
+		}
+		plain[name] = data
+	}
+	// copy
+	if out, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("copied"), CopySource: aws.String(src + "/s")}); err != nil || out.ServerSideEncryption != types.ServerSideEncryptionAes256 {
+		t.Fatalf("copy into a default-encrypted bucket: %v", err)
+	}
+	plain["copied"] = srcData
+	// multipart
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("mp")})
+	if err != nil || up.ServerSideEncryption != types.ServerSideEncryptionAes256 {
+		t.Fatalf("CreateMultipartUpload into a default-encrypted bucket: %v", err)
+	}
+	var all []byte
+	var parts []types.CompletedPart
+	for i := int32(1); i <= 2; i++ {
+		data := randBytes(r, 5<<20+int(i))
+		p, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: aws.String("mp"), UploadId: up.UploadId, PartNumber: aws.Int32(i), Body: bytes.NewReader(data)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, data...)
+		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(i), ETag: p.ETag})
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: aws.String("mp"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+	plain["mp"] = all
+	// POST, signed with a policy
+	pol := postPolicy(time.Hour, map[string]string{"bucket": b}, []any{"starts-with", "$key", ""})
+	postData := randBytes(r, 4096)
+	resp := postForm(t, f.url+"/"+b, [][2]string{{"key", "posted"}, {"AWSAccessKeyId", f.admin.AccessKey}, {"policy", pol},
+		{"signature", sigV2Policy(f.admin.SecretKey, pol)}}, "f", string(postData))
+	resp.Body.Close()
+	if resp.StatusCode != 204 || resp.Header.Get("x-amz-server-side-encryption") != "AES256" {
+		t.Fatalf("POST into a default-encrypted bucket: %d, encryption %q", resp.StatusCode, resp.Header.Get("x-amz-server-side-encryption"))
+	}
+	plain["posted"] = postData
+	// POST's own field, into the bucket without a default: AES256 encrypts,
+	// another algorithm and SSE-C's fields are refused, storing nothing
+	for i, tc := range []struct {
+		field [2]string
+		want  int
+	}{
+		{[2]string{"x-amz-server-side-encryption", "AES256"}, 204},
+		{[2]string{"x-amz-server-side-encryption", "AES128"}, 400},
+		{[2]string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501},
+	} {
+		spol := postPolicy(time.Hour, map[string]string{"bucket": src}, []any{"starts-with", "$key", ""}, []any{"starts-with", "$" + tc.field[0], ""})
+		resp := postForm(t, f.url+"/"+src, [][2]string{{"key", "posted-" + strconv.Itoa(i)}, {"AWSAccessKeyId", f.admin.AccessKey}, {"policy", spol},
+			{"signature", sigV2Policy(f.admin.SecretKey, spol)}, tc.field}, "f", "posted with a field")
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Fatalf("POST with %v: %d, want %d", tc.field, resp.StatusCode, tc.want)
+		}
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &src, Key: aws.String("posted-" + strconv.Itoa(i))})
+		if tc.want == 204 && (err != nil || h.ServerSideEncryption != types.ServerSideEncryptionAes256) {
+			t.Fatalf("POST with %v: HEAD %v, encryption %q", tc.field, err, h.ServerSideEncryption)
+		}
+		if tc.want != 204 && !isStatus(err, http.StatusNotFound) {
+			t.Fatalf("a refused POST with %v stored an object: %v", tc.field, err)
+		}
+	}
+	// SSE-C asked for: the customer's key, not the default
+	alg, k64, kmd5 := sseC(randBytes(r, 32))
+	if out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("customer"), Body: strings.NewReader("customer's"),
+		SSECustomerAlgorithm: alg, SSECustomerKey: k64, SSECustomerKeyMD5: kmd5}); err != nil || out.ServerSideEncryption != "" || aws.ToString(out.SSECustomerKeyMD5) != *kmd5 {
+		t.Fatalf("an SSE-C PUT into a default-encrypted bucket: %v", err)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("customer")}); code(err) != "InvalidRequest" {
+		t.Fatalf("GET of an SSE-C object in a default-encrypted bucket without its key: %v", err)
+	}
+	check := func() {
+		t.Helper()
+		for name, data := range plain {
+			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: &name})
+			if err != nil {
+				t.Fatalf("GET %s: %v", name, err)
+			}
+			body, err := io.ReadAll(out.Body)
+			out.Body.Close()
+			if err != nil || !bytes.Equal(body, data) || out.ServerSideEncryption != types.ServerSideEncryptionAes256 {
+				t.Fatalf("GET %s: %d bytes, %v, encryption %q; want its %d, AES256", name, len(body), err, out.ServerSideEncryption, len(data))
+			}
+		}
+	}
+	check()
+	eb, err := f.store.LookupBucket(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.noPlaintext(t, eb.ID, plain) // the source bucket holds the copy's plaintext
+	// a read that sends x-amz-server-side-encryption
+	if st, body := f.signed(t, f.admin, "HEAD", "/"+b+"/put-100", map[string]string{"x-amz-server-side-encryption": "AES256"}, ""); st != 400 {
+		t.Fatalf("HEAD with x-amz-server-side-encryption: %d %s", st, body)
+	}
+	// a log bucket may not be encrypted
+	if _, err := c.PutBucketLogging(ctx, &s3.PutBucketLoggingInput{Bucket: &src, BucketLoggingStatus: &types.BucketLoggingStatus{
+		LoggingEnabled: &types.LoggingEnabled{TargetBucket: &b, TargetPrefix: aws.String("log/")}}}); code(err) != "InvalidArgument" {
+		t.Fatalf("logging into a default-encrypted bucket: %v", err)
+	}
+	// DELETE: new writes plain, old ones still readable
+	if _, err := c.DeleteBucketEncryption(ctx, &s3.DeleteBucketEncryptionInput{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	notFound()
+	if out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("after"), Body: strings.NewReader("plain")}); err != nil || out.ServerSideEncryption != "" {
+		t.Fatalf("PUT after DELETE ?encryption: %v, encryption %q", err, out.ServerSideEncryption)
+	}
+	check()
 }

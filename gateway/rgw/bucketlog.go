@@ -196,13 +196,21 @@ func logObjectKey(cfg *BucketLogging, b *Bucket, since time.Time, seq uint64) st
 }
 
 // ValidLogTarget checks that target may receive source's logs: another
-// bucket, itself not logged (s3err.InvalidArgument otherwise).
+// bucket, itself not logged, with no default encryption and not Requester
+// Pays (s3err.InvalidArgument otherwise; RGW's rules, which refuse any
+// default encryption of a log bucket where AWS allows SSE-S3).
 func ValidLogTarget(source, target *Bucket) error {
 	if source.Name == target.Name {
 		return s3err.InvalidArgument.With("bucket %q cannot be its own log bucket", source.S3Name())
 	}
 	if target.Logging != nil {
 		return s3err.InvalidArgument.With("log bucket %q has logging enabled itself", target.S3Name())
+	}
+	if target.Encryption != nil {
+		return s3err.InvalidArgument.With("log bucket %q has default encryption", target.S3Name())
+	}
+	if target.RequesterPays() {
+		return s3err.InvalidArgument.With("log bucket %q is a Requester Pays bucket", target.S3Name())
 	}
 	return nil
 }

@@ -19,3 +19,13 @@ const (
 	OwnershipBucketOwnerPreferred = "BucketOwnerPreferred"
 	OwnershipBucketOwnerEnforced  = "BucketOwnerEnforced"
 )
+
+// PayerRequester is a Requester Pays bucket's Payer (S3 user guide,
+// "Using Requester Pays buckets"): every request from someone other than
+// the bucket's owner must say, with x-amz-request-payer: requester, that
+// it accepts the charges, or is refused. Shoal bills nothing; the rule is
+// enforced as S3 documents it.
+const PayerRequester = "Requester"
+
+// RequesterPays reports whether b is a Requester Pays bucket.
+func (b *Bucket) RequesterPays() bool { return b != nil && b.Payer == PayerRequester }

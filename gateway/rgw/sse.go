@@ -426,3 +426,22 @@ func (o *Object) Decrypt(ctx context.Context, r *SSERequest) error {
 
 // Encryption is the version's server-side encryption (nil: none).
 func (o *Object) Encryption() *SSE { return o.Info.SSE }
+
+// BucketEncryption is a bucket's default encryption
+// (PutBucketEncryption's ApplyServerSideEncryptionByDefault): a write
+// that asks for no encryption of its own is encrypted with SSE-S3. The
+// one algorithm is AES256; aws:kms is refused while no KMS is configured.
+type BucketEncryption struct {
+	// BucketKey is the rule's BucketKeyEnabled, kept and answered; it
+	// changes nothing, SSE-S3 data keys being per object anyway.
+	BucketKey bool `json:"bucket_key,omitempty"`
+}
+
+// DefaultSSE is the encryption a write into b gets when it asks for none:
+// SSE-S3 under a default encryption rule, else nil.
+func (b *Bucket) DefaultSSE() *SSERequest {
+	if b == nil || b.Encryption == nil {
+		return nil
+	}
+	return &SSERequest{Mode: SSES3}
+}

@@ -570,6 +570,11 @@ type Bucket struct {
 	// Logging is the bucket's logging configuration (nil: not logged;
 	// bucketlog.go).
 	Logging *BucketLogging `json:"logging,omitempty"`
+	// Encryption is the bucket's default encryption (nil: none; sse.go).
+	Encryption *BucketEncryption `json:"encryption,omitempty"`
+	// Payer is who pays for requests: "" (the bucket's owner) or
+	// PayerRequester (PutBucketRequestPayment's; ownership.go).
+	Payer string `json:"payer,omitempty"`
 
 	policyOnce sync.Once
 	policy     any       // Policy, parsed by ParsedPolicy's caller

@@ -108,6 +108,7 @@ var ConditionalRequestConflict = &Error{"ConditionalRequestConflict", http.Statu
 // objects").
 var (
 	OwnershipControlsNotFound           = &Error{"OwnershipControlsNotFoundError", http.StatusNotFound, "The bucket ownership controls were not found."}
+	SSEConfigurationNotFound            = &Error{"ServerSideEncryptionConfigurationNotFoundError", http.StatusNotFound, "The server side encryption configuration was not found."}
 	AccessControlListNotSupported       = &Error{"AccessControlListNotSupported", http.StatusBadRequest, "The bucket does not allow ACLs."}
 	InvalidBucketAclWithObjectOwnership = &Error{"InvalidBucketAclWithObjectOwnership", http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting."}
 )

@@ -1,0 +1,122 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/shoal-project/shoal/gateway/rgw"
+)
+
+// TestRequesterPays: a bucket is BucketOwner-pays until its owner sets
+// Payer Requester; then another user's requests (read or write, bucket or
+// object) are refused unless they send x-amz-request-payer: requester and
+// are answered x-amz-request-charged, anonymous ones are refused even
+// where an ACL grants AllUsers, and the owner's need nothing; a bad Payer
+// and another user's PUT ?requestPayment change nothing; a Requester Pays
+// bucket may not receive access logs.
+func TestRequesterPays(t *testing.T) {
+	f := startGateway(t, rgw.Options{})
+	ctx := context.Background()
+	c, o := f.s3(f.admin), f.s3(f.other)
+	b, src := "pays", "logged"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b, ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &src}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: strings.NewReader("v"), ACL: types.ObjectCannedACLPublicRead}); err != nil {
+		t.Fatal(err)
+	}
+	payer := func() types.Payer {
+		t.Helper()
+		out, err := c.GetBucketRequestPayment(ctx, &s3.GetBucketRequestPaymentInput{Bucket: &b})
+		if err != nil {
+			t.Fatalf("GET ?requestPayment: %v", err)
+		}
+		return out.Payer
+	}
+	if p := payer(); p != types.PayerBucketOwner {
+		t.Fatalf("a new bucket's payer: %q", p)
+	}
+	// before: the other user and anonymous read through the ACLs
+	if _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k")}); err != nil {
+		t.Fatalf("GET by another user of a BucketOwner-pays bucket: %v", err)
+	}
+	if st, _ := anon(t, "GET", f.url+"/"+b+"/k", ""); st != 200 {
+		t.Fatalf("anonymous GET of a BucketOwner-pays bucket: %d", st)
+	}
+	// refused: a bad Payer, another user
+	if st, body := f.signed(t, f.admin, "PUT", "/"+b+"?requestPayment", nil, "<RequestPaymentConfiguration><Payer>Nobody</Payer></RequestPaymentConfiguration>"); !strings.Contains(body, "<Code>MalformedXML</Code>") {
+		t.Fatalf("PUT ?requestPayment Nobody: %d %s", st, body)
+	}
+	if st, body := f.signed(t, f.admin, "PUT", "/"+b+"?requestPayment", nil, "<RequestPaymentConfiguration>"); !strings.Contains(body, "<Code>MalformedXML</Code>") {
+		t.Fatalf("PUT ?requestPayment with malformed XML: %d %s", st, body)
+	}
+	set := func(cl *s3.Client, p types.Payer) error {
+		_, err := cl.PutBucketRequestPayment(ctx, &s3.PutBucketRequestPaymentInput{Bucket: &b, RequestPaymentConfiguration: &types.RequestPaymentConfiguration{Payer: p}})
+		return err
+	}
+	if err := set(o, types.PayerRequester); code(err) != "AccessDenied" {
+		t.Fatalf("PUT ?requestPayment by another user: %v", err)
+	}
+	if p := payer(); p != types.PayerBucketOwner {
+		t.Fatalf("after refused changes the payer is %q", p)
+	}
+	if err := set(c, types.PayerRequester); err != nil {
+		t.Fatal(err)
+	}
+	if p := payer(); p != types.PayerRequester {
+		t.Fatalf("after PUT Requester the payer is %q", p)
+	}
+	// the other user: refused without the header, served with it
+	if _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k")}); code(err) != "AccessDenied" {
+		t.Fatalf("GET by another user without x-amz-request-payer: %v", err)
+	}
+	if _, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("theirs"), Body: strings.NewReader("x")}); code(err) != "AccessDenied" {
+		t.Fatalf("PUT by another user without x-amz-request-payer: %v", err)
+	}
+	if _, err := o.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &b}); code(err) != "AccessDenied" {
+		t.Fatalf("listing by another user without x-amz-request-payer: %v", err)
+	}
+	out, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k"), RequestPayer: types.RequestPayerRequester})
+	if err != nil {
+		t.Fatalf("GET by another user with x-amz-request-payer: %v", err)
+	}
+	body, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(body) != "v" || out.RequestCharged != types.RequestChargedRequester {
+		t.Fatalf("GET by another user with x-amz-request-payer: %q, charged %q", body, out.RequestCharged)
+	}
+	if _, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("theirs"), Body: strings.NewReader("x"), RequestPayer: types.RequestPayerRequester}); err != nil {
+		t.Fatalf("PUT by another user with x-amz-request-payer: %v", err)
+	}
+	// anonymous: refused even though the ACLs grant AllUsers
+	if st, _ := anon(t, "GET", f.url+"/"+b+"/k", ""); st != 403 {
+		t.Fatalf("anonymous GET of a Requester Pays bucket: %d", st)
+	}
+	// the owner needs no header
+	if out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k")}); err != nil || out.RequestCharged != "" {
+		t.Fatalf("GET by the owner of a Requester Pays bucket: %v", err)
+	} else {
+		out.Body.Close()
+	}
+	// no access logs into it
+	if _, err := c.PutBucketLogging(ctx, &s3.PutBucketLoggingInput{Bucket: &src, BucketLoggingStatus: &types.BucketLoggingStatus{
+		LoggingEnabled: &types.LoggingEnabled{TargetBucket: &b, TargetPrefix: aws.String("log/")}}}); code(err) != "InvalidArgument" {
+		t.Fatalf("logging into a Requester Pays bucket: %v", err)
+	}
+	// back to BucketOwner: anonymous reads again
+	if err := set(c, types.PayerBucketOwner); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := anon(t, "GET", f.url+"/"+b+"/k", ""); st != 200 {
+		t.Fatalf("anonymous GET after Payer BucketOwner: %d", st)
+	}
+}
