@@ -116,6 +116,44 @@ type Conn struct {
 	m     *osdmap.Map
 	mapCh chan struct{}
 	osds  map[string]*msgr.Client
+
+	primaries atomic.Pointer[primaryCache] // of the map ops were last routed by
+}
+
+// primaryCache memoizes the acting primaries of one map's PGs: every op
+// maps its PG, and CRUSH's straw2 draws (osdmap.MapPG) were 5 % of a
+// block client's CPU at 4 KiB reads (`shoal rbd nbd serve` under fio,
+// docs/perf-log/rbd-2026-11-30.md). A map never changes once published
+// (osdmap.Map.Apply returns a new one), so its entries hold for as long
+// as it is the map.
+type primaryCache struct {
+	m   *osdmap.Map
+	mu  sync.Mutex
+	pgs map[osdmap.PGID]int32
+}
+
+// actingPrimary is PG pg's acting primary in map m (-1: none).
+func (c *Conn) actingPrimary(m *osdmap.Map, pg osdmap.PGID) (int32, error) {
+	pc := c.primaries.Load()
+	if pc == nil || pc.m != m {
+		npc := &primaryCache{m: m, pgs: map[osdmap.PGID]int32{}}
+		c.primaries.CompareAndSwap(pc, npc)
+		pc = npc
+	}
+	pc.mu.Lock()
+	p, ok := pc.pgs[pg]
+	pc.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	mp, err := m.MapPG(pg)
+	if err != nil {
+		return 0, err
+	}
+	pc.mu.Lock()
+	pc.pgs[pg] = mp.ActingPrimary
+	pc.mu.Unlock()
+	return mp.ActingPrimary, nil
 }
 
 // Connect reaches the MONs, fetches the OSD map and keeps it current.
@@ -505,7 +543,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 		if err != nil {
 			return nil, nil, err
 		}
-		mp, err := m.MapPG(pgid)
+		primary, err := p.c.actingPrimary(m, pgid)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -519,7 +557,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 				payload = e.Bytes()
 			}
 		}
-		if mp.ActingPrimary >= 0 {
+		if primary >= 0 {
 			var rep *msgr.Message
 			var err error
 			if sent && summed {
@@ -533,11 +571,11 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 			sent = true
 			switch {
 			case parts != nil && summed:
-				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVecSum(ctx, osdop.MsgOp, parts, msgr.Checksum(parts, knownDataSum(ops)))
+				rep, err = p.c.osd(m.OSDs[primary].Addr).CallVecSum(ctx, osdop.MsgOp, parts, msgr.Checksum(parts, knownDataSum(ops)))
 			case parts != nil:
-				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).CallVec(ctx, osdop.MsgOp, parts)
+				rep, err = p.c.osd(m.OSDs[primary].Addr).CallVec(ctx, osdop.MsgOp, parts)
 			default:
-				rep, err = p.c.osd(m.OSDs[mp.ActingPrimary].Addr).Call(ctx, osdop.MsgOp, payload)
+				rep, err = p.c.osd(m.OSDs[primary].Addr).Call(ctx, osdop.MsgOp, payload)
 			}
 			if err == nil {
 				r, err := osdop.DecodeReply(rep.Payload)
@@ -555,7 +593,7 @@ func (p *Pool) operate(ctx context.Context, oid string, ops []osdop.Op) (*osdop.
 				return nil, nil, fmt.Errorf("%w: %v", ErrPermission, err)
 			}
 			if last == nil || ctx.Err() == nil { // keep the OSD's reason over our own deadline
-				last = fmt.Errorf("osd.%d: %w", mp.ActingPrimary, err)
+				last = fmt.Errorf("osd.%d: %w", primary, err)
 			}
 		} else {
 			last = fmt.Errorf("pg %s has no primary (acting set empty)", pgid)

@@ -32,6 +32,8 @@ import (
 	"net"
 	"sort"
 	"sync"
+
+	"github.com/shoal-project/shoal/internal/bufpool"
 )
 
 // Device is what an export serves (an rbd.Image): whole-buffer reads and
@@ -324,8 +326,15 @@ type conn struct {
 	exp *Export
 	r   *bufio.Reader
 
-	wmu sync.Mutex // replies are written whole, one at a time
-	nc  net.Conn   // replies go straight to it: header and data in one writev
+	nc net.Conn // replies go straight to it, those ready together in one writev
+
+	// The replies ready and not yet written, and whether a request's
+	// goroutine is writing them (send).
+	rmu      sync.Mutex
+	replies  []answer
+	spare    []answer // the last batch written, reused for the next
+	writing  bool
+	writeBuf net.Buffers
 
 	mu       sync.Mutex
 	seq      uint64
@@ -436,6 +445,7 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 	end := q.off + uint64(q.length)
 	inRange := end >= q.off && end <= size
 	var data []byte
+	var done func()
 	errno := uint32(0)
 	fail := func(code uint32, err error) {
 		errno = code
@@ -452,7 +462,8 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 			fail(errInval, nil)
 			break
 		}
-		data = make([]byte, q.length)
+		data = bufpool.Get(int(q.length))
+		done = func() { bufpool.Put(data) } // once the reply is written
 		if err := dev.ReadAt(ctx, data, q.off); err != nil {
 			fail(errIO, err)
 		}
@@ -491,17 +502,63 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 			fail(errIO, err)
 		}
 	}
-	var h [16]byte
-	binary.BigEndian.PutUint32(h[0:], simpleReplyMagc)
-	binary.BigEndian.PutUint32(h[4:], errno)
-	binary.BigEndian.PutUint64(h[8:], q.handle)
-	bufs := net.Buffers{h[:]}
+	r := answer{done: done}
+	binary.BigEndian.PutUint32(r.h[0:], simpleReplyMagc)
+	binary.BigEndian.PutUint32(r.h[4:], errno)
+	binary.BigEndian.PutUint64(r.h[8:], q.handle)
 	if errno == 0 && q.typ == cmdRead {
-		bufs = append(bufs, data)
+		r.data = data
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := bufs.WriteTo(c.nc); err != nil {
-		c.nc.Close() // a reply lost or cut short: the client must not wait for it, nor read the next one from its middle
+	c.send(r)
+}
+
+// answer is a reply ready to be written: its header, a read's data, and
+// what to run once it is written (or dropped with the connection).
+type answer struct {
+	h    [16]byte
+	data []byte
+	done func()
+}
+
+// send queues r and, unless another request's goroutine is writing
+// already (which then writes r too), writes every reply queued, in one
+// writev per batch, until none is left: under load one system call
+// answers several requests. A failed write closes the connection: a
+// reply lost or cut short must not leave the client waiting for it, nor
+// reading the next one from its middle.
+func (c *conn) send(r answer) {
+	c.rmu.Lock()
+	c.replies = append(c.replies, r)
+	if c.writing {
+		c.rmu.Unlock()
+		return
 	}
+	c.writing = true
+	for len(c.replies) > 0 {
+		batch := c.replies
+		c.replies = c.spare[:0]
+		c.rmu.Unlock()
+		bufs := c.writeBuf[:0]
+		for i := range batch {
+			bufs = append(bufs, batch[i].h[:])
+			if len(batch[i].data) > 0 {
+				bufs = append(bufs, batch[i].data)
+			}
+		}
+		c.writeBuf = bufs[:0]
+		if _, err := bufs.WriteTo(c.nc); err != nil {
+			c.nc.Close()
+		}
+		clear(c.writeBuf[:cap(c.writeBuf)])
+		for i := range batch {
+			if batch[i].done != nil {
+				batch[i].done()
+			}
+			batch[i] = answer{}
+		}
+		c.rmu.Lock()
+		c.spare = batch[:0]
+	}
+	c.writing = false
+	c.rmu.Unlock()
 }

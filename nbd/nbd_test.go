@@ -362,3 +362,65 @@ func TestClient(t *testing.T) {
 		t.Fatalf("after an error the connection goes on: %v", err)
 	}
 }
+
+// gatedDevice holds every read until n have arrived, so that their
+// replies are ready together and written in batches.
+type gatedDevice struct {
+	*memDevice
+	n       int
+	mu      sync.Mutex
+	arrived int
+	open    chan struct{}
+}
+
+func (d *gatedDevice) ReadAt(ctx context.Context, p []byte, off uint64) error {
+	d.mu.Lock()
+	d.arrived++
+	if d.arrived == d.n {
+		close(d.open)
+	}
+	d.mu.Unlock()
+	<-d.open
+	return d.memDevice.ReadAt(ctx, p, off)
+}
+
+// TestRepliesTogether: reads of many sizes in flight at once, released
+// together so that their replies are written in batches from pooled
+// buffers: each is answered once, with its own bytes (a buffer returned
+// to the pool before its reply was written would show another read's).
+func TestRepliesTogether(t *testing.T) {
+	const n = 48
+	mem := &memDevice{data: make([]byte, 4<<20)}
+	for i := range mem.data {
+		mem.data[i] = byte(i*7 + i>>12)
+	}
+	disk := &gatedDevice{memDevice: mem, n: n, open: make(chan struct{})}
+	cl := dial(t, serve(t, Export{Name: "disk", Device: disk}))
+	if !cl.goTo("disk") {
+		t.Fatal("go refused")
+	}
+	reads := map[uint64]uint32{}
+	offs := map[uint64]uint64{}
+	for h := uint64(1); h <= n; h++ {
+		length := uint32(1 + (h*4099)%(96<<10))
+		off := (h * 65537) % (uint64(len(mem.data)) - uint64(length))
+		reads[h], offs[h] = length, off
+		cl.send(cmdRead, 0, h, off, length, nil)
+	}
+	cl.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	seen := map[uint64]bool{}
+	for range n {
+		h, errno, d := cl.recv(reads)
+		if errno != 0 || seen[h] || reads[h] == 0 {
+			t.Fatalf("reply for handle %d: errno %d, seen before %v", h, errno, seen[h])
+		}
+		seen[h] = true
+		if want := mem.data[offs[h] : offs[h]+uint64(reads[h])]; !bytes.Equal(d, want) {
+			t.Fatalf("read %d (%d bytes at %d): other bytes than the device's", h, reads[h], offs[h])
+		}
+	}
+	cl.send(cmdRead, 0, n+1, 10, 5, nil)
+	if h, errno, d := cl.recv(map[uint64]uint32{n + 1: 5}); h != n+1 || errno != 0 || !bytes.Equal(d, mem.data[10:15]) {
+		t.Fatalf("a read after the batch: handle %d errno %d", h, errno)
+	}
+}

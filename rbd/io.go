@@ -28,7 +28,8 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 		if img.snap == nil && img.absent(e.object) {
 			continue // a hole, as the object map knows
 		}
-		comps[i] = src.ReadAsync(ctx, lay.objectName(e.object), e.objOff, e.length)
+		// the reply's own buffer, copied once into p below
+		comps[i] = src.OperateRefAsync(ctx, lay.objectName(e.object), []osdop.Op{{Code: osdop.Read, Off: e.objOff, Len: e.length}})
 	}
 	var first error
 	var fromParent []extent // holes of a clone that its parent shows through
@@ -56,6 +57,9 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off uint64) error {
 				data = rep.Results[0].Data
 			}
 			clear(dst[copy(dst, data):]) // past the object's end: zeros
+		}
+		if c != nil {
+			c.Release()
 		}
 	}
 	if first == nil && len(fromParent) > 0 {
