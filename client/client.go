@@ -137,7 +137,9 @@ func (c *Conn) actingPrimary(m *osdmap.Map, pg osdmap.PGID) (int32, error) {
 	pc := c.primaries.Load()
 	if pc == nil || pc.m != m {
 		npc := &primaryCache{m: m, pgs: map[osdmap.PGID]int32{}}
-		c.primaries.CompareAndSwap(pc, npc)
+		if pc == nil || m.Epoch > pc.m.Epoch { // an op routed by an older map does not evict the newer one's
+			c.primaries.CompareAndSwap(pc, npc)
+		}
 		pc = npc
 	}
 	pc.mu.Lock()

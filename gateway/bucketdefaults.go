@@ -126,8 +126,12 @@ func (srv *Server) bucketRequestPayment(rq *request) error {
 
 // checkRequestPayer refuses a request about Requester Pays bucket b from
 // anyone but its owner unless it sends x-amz-request-payer: requester
-// (anonymous requests are refused outright, as S3 refuses them), and
-// answers x-amz-request-charged to one that does.
+// (as a header, or as a presigned URL's query parameter; anonymous
+// requests are refused outright, as S3 refuses them), and answers
+// x-amz-request-charged to one that does. It runs on the request's own
+// goroutine where the request loads its bucket (bucketFor, routeObject,
+// deleteObjects, a copy's source), so that every path — a missing key's
+// 404 among them — is covered and the header is set once.
 func checkRequestPayer(rq *request, b *rgw.Bucket) error {
 	if !b.RequesterPays() || rq.uid == b.Owner {
 		return nil
@@ -135,9 +139,19 @@ func checkRequestPayer(rq *request, b *rgw.Bucket) error {
 	if rq.uid == "" {
 		return s3err.AccessDenied.With("bucket %q is a Requester Pays bucket: anonymous requests are refused", b.S3Name())
 	}
-	if !strings.EqualFold(rq.r.Header.Get("x-amz-request-payer"), "requester") {
+	v := rq.r.Header.Get("x-amz-request-payer")
+	if v == "" {
+		v = rq.q.Get("x-amz-request-payer")
+	}
+	if !strings.EqualFold(v, "requester") {
 		return s3err.AccessDenied.With("bucket %q is a Requester Pays bucket: send x-amz-request-payer: requester", b.S3Name())
 	}
 	rq.w.Header().Set("x-amz-request-charged", "requester")
 	return nil
+}
+
+// asksSSE reports whether a request's headers ask for server-side
+// encryption of what it writes (SSE-S3 or SSE-C).
+func asksSSE(h http.Header) bool {
+	return h.Get("x-amz-server-side-encryption") != "" || h.Get(sseCustomer+"algorithm") != ""
 }

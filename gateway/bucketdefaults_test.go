@@ -97,6 +97,26 @@ func TestRequesterPays(t *testing.T) {
 	if _, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("theirs"), Body: strings.NewReader("x"), RequestPayer: types.RequestPayerRequester}); err != nil {
 		t.Fatalf("PUT by another user with x-amz-request-payer: %v", err)
 	}
+	// a missing key: AccessDenied without the header (not NoSuchKey)
+	if _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("missing")}); code(err) != "AccessDenied" {
+		t.Fatalf("GET of a missing key by another user without x-amz-request-payer: %v", err)
+	}
+	// a multi-object delete: refused whole without the header; with it,
+	// its keys are deleted in parallel
+	var objs []types.ObjectIdentifier
+	for _, k := range []string{"d1", "d2", "d3", "d4"} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String(k), Body: strings.NewReader(k)}); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, types.ObjectIdentifier{Key: aws.String(k)})
+	}
+	if _, err := o.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &b, Delete: &types.Delete{Objects: objs}}); code(err) != "AccessDenied" {
+		t.Fatalf("DeleteObjects by another user without x-amz-request-payer: %v", err)
+	}
+	del, err := o.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &b, Delete: &types.Delete{Objects: objs}, RequestPayer: types.RequestPayerRequester})
+	if err != nil || len(del.Deleted) != len(objs) || len(del.Errors) != 0 {
+		t.Fatalf("DeleteObjects by another user with x-amz-request-payer: %v, %d deleted, errors %v", err, len(del.Deleted), del.Errors)
+	}
 	// anonymous: refused even though the ACLs grant AllUsers
 	if st, _ := anon(t, "GET", f.url+"/"+b+"/k", ""); st != 403 {
 		t.Fatalf("anonymous GET of a Requester Pays bucket: %d", st)

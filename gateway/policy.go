@@ -761,12 +761,10 @@ func resourceARN(b *rgw.Bucket, key string) string {
 // bucket policy's Deny refuses (AccessDenied), its Allow permits, and
 // otherwise aclCheck decides. Without a policy it costs aclCheck alone.
 // tags loads the object's current tags for s3:ExistingObjectTag
-// conditions (nil: the request is not about one object). A Requester
-// Pays bucket first refuses whom checkRequestPayer refuses.
+// conditions (nil: the request is not about one object). (A Requester
+// Pays bucket's rule is checked where the request loads its bucket:
+// checkRequestPayer.)
 func (srv *Server) authorize(rq *request, b *rgw.Bucket, key, action string, tags func() ([]rgw.Tag, bool), aclCheck func() error) error {
-	if err := checkRequestPayer(rq, b); err != nil {
-		return err
-	}
 	p := bucketPolicy(b)
 	ids := srv.identityPolicies(rq)
 	if p == nil && ids == nil {

@@ -75,7 +75,7 @@ func readPostForm(r *http.Request) (*postForm, error) {
 		if total += len(v); len(v) > postFieldMax || total > postFieldsMax {
 			return nil, s3err.MaxPostPreDataLength
 		}
-		if strings.HasPrefix(name, "x-amz-server-side-encryption-") { // SSE-C's and SSE-KMS's; SSE-S3's is postSSE's
+		if strings.HasPrefix(name, "x-amz-server-side-encryption-") && name != "x-amz-server-side-encryption-bucket-key-enabled" { // SSE-C's and SSE-KMS's; SSE-S3's is postSSE's
 			return nil, s3err.NotImplemented.With("POST form field %s: a browser upload may ask for SSE-S3 only", p.FormName())
 		}
 		f.fields[name], f.names[name] = string(v), p.FormName()

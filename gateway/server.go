@@ -294,6 +294,9 @@ func (srv *Server) bucketFor(rq *request, perm string) (*rgw.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRequestPayer(rq, b); err != nil {
+		return nil, err
+	}
 	if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, perm) }); err != nil {
 		return nil, err
 	}
@@ -519,6 +522,9 @@ func (srv *Server) routeObject(rq *request) error {
 	ctx := rq.r.Context()
 	b, err := srv.requestBucket(rq)
 	if err != nil {
+		return err
+	}
+	if err := checkRequestPayer(rq, b); err != nil {
 		return err
 	}
 	// object reads, ACL and tagging requests check the object's ACL (RGW
@@ -1183,6 +1189,9 @@ func (srv *Server) openCopySource(rq *request) (*rgw.Bucket, *rgw.Object, error)
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkRequestPayer(rq, src); err != nil {
+		return nil, nil, err
+	}
 	o, err := srv.s.OpenVersion(rq.r.Context(), src, sk, sv, false)
 	if errors.Is(err, s3err.NoSuchKey) {
 		return nil, nil, srv.missingKey(rq, src, sk, err)
@@ -1227,7 +1236,7 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 	var hdr, meta map[string]string
 	switch directive {
 	case "", "COPY":
-		if src.ID == b.ID && o.Key == rq.key && !b.Versioned() {
+		if src.ID == b.ID && o.Key == rq.key && !b.Versioned() && !asksSSE(rq.r.Header) {
 			return s3err.InvalidRequest.With("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 		}
 		hdr, meta = o.Headers(), o.Meta()
@@ -1294,6 +1303,9 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 func (srv *Server) deleteObjects(rq *request) error {
 	b, err := srv.requestBucket(rq) // each key is authorized (s3:DeleteObject)
 	if err != nil {
+		return err
+	}
+	if err := checkRequestPayer(rq, b); err != nil {
 		return err
 	}
 	body, err := readBody(rq.r, 2<<20)

@@ -70,8 +70,9 @@ func (srv *Server) sseFromHeaders(rq *request, prefix string) (*rgw.SSERequest, 
 }
 
 // decrypt readies encrypted object o for reading with the key the
-// request's headers give (prefix as sseFromHeaders'). A GET or HEAD that
-// sends x-amz-server-side-encryption is InvalidArgument, as in S3: SSE-S3
+// request's headers give (prefix as sseFromHeaders'). A read of the
+// object itself (prefix "": GET, HEAD, GetObjectAttributes) that sends
+// x-amz-server-side-encryption is InvalidArgument, as in S3: SSE-S3
 // needs nothing from the reader.
 func (srv *Server) decrypt(rq *request, o *rgw.Object, prefix string) error {
 	if prefix == "" && rq.r.Header.Get("x-amz-server-side-encryption") != "" {

@@ -426,4 +426,15 @@ func TestBucketDefaultEncryption(t *testing.T) {
 		t.Fatalf("PUT after DELETE ?encryption: %v, encryption %q", err, out.ServerSideEncryption)
 	}
 	check()
+	// a copy onto itself is legal when it asks for encryption, and
+	// encrypts the object in place
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("after"), CopySource: aws.String(b + "/after")}); code(err) != "InvalidRequest" {
+		t.Fatalf("a copy onto itself changing nothing: %v", err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b, Key: aws.String("after"), CopySource: aws.String(b + "/after"),
+		ServerSideEncryption: types.ServerSideEncryptionAes256}); err != nil {
+		t.Fatalf("a copy onto itself asking for SSE-S3: %v", err)
+	}
+	plain["after"] = []byte("plain")
+	check()
 }

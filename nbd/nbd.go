@@ -38,6 +38,8 @@ import (
 
 // Device is what an export serves (an rbd.Image): whole-buffer reads and
 // writes at byte offsets within Size, discards, zeroing, and flushes.
+// ReadAt fills all of p and keeps no reference to it once it returns (p
+// is a pooled buffer, reused after the reply is written).
 type Device interface {
 	ReadAt(ctx context.Context, p []byte, off uint64) error
 	WriteAt(ctx context.Context, p []byte, off uint64) error
@@ -55,8 +57,9 @@ type Export struct {
 	ReadOnly    bool
 }
 
-// MaxInFlight is how many requests of one connection run at once; the
-// connection reads no further requests meanwhile.
+// MaxInFlight is how many requests of one connection run or wait for
+// their reply to be written at once; the connection reads no further
+// requests meanwhile.
 const MaxInFlight = 64
 
 // MaxRequest is the largest read or write one request may carry (32 MiB,
@@ -354,10 +357,10 @@ type request struct {
 // most MaxInFlight at once, until the client disconnects.
 func (c *conn) transmit(ctx context.Context) error {
 	slots := make(chan struct{}, MaxInFlight)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait() // before cancel: requests in flight finish, and are answered
 	for {
 		var h [28]byte
 		if _, err := io.ReadFull(c.r, h[:]); err != nil {
@@ -391,15 +394,15 @@ func (c *conn) transmit(ctx context.Context) error {
 		if q.typ == cmdFlush {
 			earlier = c.pending()
 		}
-		slots <- struct{}{}
+		slots <- struct{}{} // taken until the reply is written: a client that reads no replies stops being read
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			c.serve(ctx, q, earlier)
-			if id != 0 {
-				c.untrack(id)
-			}
+			c.serve(ctx, q, earlier, func() {
+				if id != 0 {
+					c.untrack(id)
+				}
+			}, func() { <-slots })
 		}()
 	}
 }
@@ -439,13 +442,15 @@ func (c *conn) pending() []chan struct{} {
 }
 
 // serve runs one request and answers it. A flush first waits for the
-// writes received before it (each is durable once answered).
-func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
+// writes received before it (each is durable once done). done runs once
+// the request's work is over, before its reply is queued; sent once its
+// reply is written (or dropped with the connection).
+func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}, done, sent func()) {
 	dev, size := c.exp.Device, c.exp.Device.Size()
 	end := q.off + uint64(q.length)
 	inRange := end >= q.off && end <= size
 	var data []byte
-	var done func()
+	release := sent
 	errno := uint32(0)
 	fail := func(code uint32, err error) {
 		errno = code
@@ -463,7 +468,7 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 			break
 		}
 		data = bufpool.Get(int(q.length))
-		done = func() { bufpool.Put(data) } // once the reply is written
+		release = func() { bufpool.Put(data); sent() } // once the reply is written
 		if err := dev.ReadAt(ctx, data, q.off); err != nil {
 			fail(errIO, err)
 		}
@@ -502,7 +507,8 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) {
 			fail(errIO, err)
 		}
 	}
-	r := answer{done: done}
+	done()
+	r := answer{done: release}
 	binary.BigEndian.PutUint32(r.h[0:], simpleReplyMagc)
 	binary.BigEndian.PutUint32(r.h[4:], errno)
 	binary.BigEndian.PutUint64(r.h[8:], q.handle)

@@ -158,7 +158,8 @@ func (s *Store) CommitLog(ctx context.Context, b *Bucket, rollTime time.Duration
 	}
 	key := logObjectKey(cfg, b, since, seq)
 	if _, err := s.PutObject(ctx, target, key, PutInput{Body: bytes.NewReader(data), Size: int64(len(data)), Owner: target.Owner,
-		Headers: map[string]string{"Content-Type": "text/plain"}}); err != nil {
+		Headers: map[string]string{"Content-Type": "text/plain"},
+		SSE:     target.DefaultSSE()}); err != nil { // a log bucket given default encryption after logging was set up
 		return "", fmt.Errorf("bucket %s: log object %s/%s: %w", b.Name, target.Name, key, err)
 	}
 	if s.failpoint == "log-before-trim" { // as if killed here
