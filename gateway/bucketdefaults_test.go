@@ -2,13 +2,17 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/shoal-project/shoal/gateway/rgw"
 )
@@ -97,6 +101,16 @@ func TestRequesterPays(t *testing.T) {
 	if _, err := o.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("theirs"), Body: strings.NewReader("x"), RequestPayer: types.RequestPayerRequester}); err != nil {
 		t.Fatalf("PUT by another user with x-amz-request-payer: %v", err)
 	}
+	// refused for another reason (the object's ACL grants no READ_ACP):
+	// not charged
+	_, err = o.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: &b, Key: aws.String("k"), RequestPayer: types.RequestPayerRequester})
+	var re *smithyhttp.ResponseError
+	if code(err) != "AccessDenied" || !errors.As(err, &re) {
+		t.Fatalf("GET ?acl by another user without READ_ACP: %v", err)
+	}
+	if charged := re.Response.Header.Get("x-amz-request-charged"); charged != "" {
+		t.Fatalf("a refused GET ?acl was answered x-amz-request-charged: %q", charged)
+	}
 	// a missing key: AccessDenied without the header (not NoSuchKey)
 	if _, err := o.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("missing")}); code(err) != "AccessDenied" {
 		t.Fatalf("GET of a missing key by another user without x-amz-request-payer: %v", err)
@@ -116,6 +130,22 @@ func TestRequesterPays(t *testing.T) {
 	del, err := o.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &b, Delete: &types.Delete{Objects: objs}, RequestPayer: types.RequestPayerRequester})
 	if err != nil || len(del.Deleted) != len(objs) || len(del.Errors) != 0 {
 		t.Fatalf("DeleteObjects by another user with x-amz-request-payer: %v, %d deleted, errors %v", err, len(del.Deleted), del.Errors)
+	}
+	// a presigned URL carries x-amz-request-payer as a query parameter
+	for _, tc := range []struct {
+		payer types.RequestPayer
+		want  int
+	}{{"", http.StatusForbidden}, {types.RequestPayerRequester, http.StatusOK}} {
+		ps, err := s3.NewPresignClient(o).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k"), RequestPayer: tc.payer}, s3.WithPresignExpires(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.payer != "" && !strings.Contains(ps.URL, "x-amz-request-payer=requester") {
+			t.Fatalf("the presigned URL does not carry the payer: %s", ps.URL)
+		}
+		if st, _ := anon(t, "GET", ps.URL, ""); st != tc.want {
+			t.Fatalf("another user's presigned GET, payer %q: %d, want %d", tc.payer, st, tc.want)
+		}
 	}
 	// anonymous: refused even though the ACLs grant AllUsers
 	if st, _ := anon(t, "GET", f.url+"/"+b+"/k", ""); st != 403 {

@@ -130,6 +130,7 @@ func (srv *Server) writeError(rq *request, err error) {
 		h.Del("Last-Modified")
 	}
 	h.Del("Content-Length")
+	h.Del("x-amz-request-charged") // a refused request is not charged
 	if dm := (*rgw.DeleteMarkerError)(nil); errors.As(err, &dm) {
 		h.Set("x-amz-delete-marker", "true")
 		h.Set("x-amz-version-id", dm.VersionID)
