@@ -129,9 +129,9 @@ func (srv *Server) bucketRequestPayment(rq *request) error {
 // (as a header, or as a presigned URL's query parameter; anonymous
 // requests are refused outright, as S3 refuses them), and answers
 // x-amz-request-charged to one that does. It runs on the request's own
-// goroutine where the request loads its bucket (bucketFor, routeObject,
-// deleteObjects, a copy's source), so that every path — a missing key's
-// 404 among them — is covered and the header is set once.
+// goroutine where the request loads its bucket (payingBucket, and a
+// copy's source), so that every path — a missing key's 404 among them —
+// is covered and the header is set once.
 func checkRequestPayer(rq *request, b *rgw.Bucket) error {
 	if !b.RequesterPays() || rq.uid == b.Owner {
 		return nil

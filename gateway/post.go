@@ -444,19 +444,13 @@ func slicesContainsFold(list []string, s string) bool {
 }
 
 // postSSE is the encryption a POST form asks for with its
-// x-amz-server-side-encryption field (AES256: SSE-S3), else bucket b's
-// default. SSE-C's and SSE-KMS's fields were refused as the form was
-// read rather than ignored: a form that asks for encryption never stores
-// its file in the clear.
+// x-amz-server-side-encryption field (sseS3), else bucket b's default.
+// SSE-C's and SSE-KMS's fields were refused as the form was read rather
+// than ignored: a form that asks for encryption never stores its file in
+// the clear.
 func postSSE(f *postForm, b *rgw.Bucket) (*rgw.SSERequest, error) {
-	switch v, ok := f.fields["x-amz-server-side-encryption"]; {
-	case !ok:
-		return b.DefaultSSE(), nil
-	case v == "AES256":
-		return &rgw.SSERequest{Mode: rgw.SSES3}, nil
-	case strings.HasPrefix(v, "aws:kms"):
-		return nil, s3err.NotImplemented.With("server-side encryption %s needs a KMS; none is configured", v)
-	default:
-		return nil, s3err.InvalidArgument.With("x-amz-server-side-encryption %q: AES256 is the one algorithm", v)
+	if v, ok := f.fields["x-amz-server-side-encryption"]; ok {
+		return sseS3(v)
 	}
+	return b.DefaultSSE(), nil
 }

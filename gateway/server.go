@@ -268,6 +268,17 @@ func (srv *Server) requestBucket(rq *request) (*rgw.Bucket, error) {
 	return b, err
 }
 
+// payingBucket is requestBucket with Requester Pays' rule applied
+// (checkRequestPayer): how a request about a bucket or its objects loads
+// it. (A CORS preflight uses requestBucket alone: it is not charged.)
+func (srv *Server) payingBucket(rq *request) (*rgw.Bucket, error) {
+	b, err := srv.requestBucket(rq)
+	if err != nil {
+		return nil, err
+	}
+	return b, checkRequestPayer(rq, b)
+}
+
 // qualifyBucket turns the bucket the request names into its key in the
 // store: "TENANT:BUCKET" is that tenant's, a bare name the user's own
 // tenant's (rgw/tenant.go). It runs again when the user is known later
@@ -291,11 +302,8 @@ func (rq *request) qualifyBucket() error {
 // the request: the bucket policy, or else perm on the bucket's ACL (""
 // for the owner alone).
 func (srv *Server) bucketFor(rq *request, perm string) (*rgw.Bucket, error) {
-	b, err := srv.requestBucket(rq)
+	b, err := srv.payingBucket(rq)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkRequestPayer(rq, b); err != nil {
 		return nil, err
 	}
 	if err := srv.authorize(rq, b, rq.key, "", nil, func() error { return bucketAllows(b, rq.uid, perm) }); err != nil {
@@ -521,11 +529,8 @@ func (srv *Server) objectAllows(rq *request, b *rgw.Bucket, perm string) error {
 func (srv *Server) routeObject(rq *request) error {
 	q := rq.q
 	ctx := rq.r.Context()
-	b, err := srv.requestBucket(rq)
+	b, err := srv.payingBucket(rq)
 	if err != nil {
-		return err
-	}
-	if err := checkRequestPayer(rq, b); err != nil {
 		return err
 	}
 	// object reads, ACL and tagging requests check the object's ACL (RGW
@@ -1302,11 +1307,8 @@ func (srv *Server) copyObject(rq *request, b *rgw.Bucket) error {
 }
 
 func (srv *Server) deleteObjects(rq *request) error {
-	b, err := srv.requestBucket(rq) // each key is authorized (s3:DeleteObject)
+	b, err := srv.payingBucket(rq) // each key is authorized (s3:DeleteObject)
 	if err != nil {
-		return err
-	}
-	if err := checkRequestPayer(rq, b); err != nil {
 		return err
 	}
 	body, err := readBody(rq.r, 2<<20)

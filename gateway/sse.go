@@ -33,14 +33,9 @@ func (srv *Server) sseFromHeaders(rq *request, prefix string) (*rgw.SSERequest, 
 	key, keyMD5 := h.Get(cust+"key"), h.Get(cust+"key-MD5")
 	var sse *rgw.SSERequest
 	if prefix == "" {
-		switch v := h.Get("x-amz-server-side-encryption"); {
-		case v == "":
-		case v == "AES256":
-			sse = &rgw.SSERequest{Mode: rgw.SSES3}
-		case strings.HasPrefix(v, "aws:kms"):
-			return nil, s3err.NotImplemented.With("server-side encryption %s needs a KMS; none is configured", v)
-		default:
-			return nil, s3err.InvalidArgument.With("x-amz-server-side-encryption %q: AES256 is the one algorithm", v)
+		var err error
+		if sse, err = sseS3(h.Get("x-amz-server-side-encryption")); err != nil {
+			return nil, err
 		}
 		if h.Get("x-amz-server-side-encryption-aws-kms-key-id") != "" || h.Get("x-amz-server-side-encryption-context") != "" {
 			return nil, s3err.NotImplemented.With("SSE-KMS needs a KMS; none is configured")
@@ -67,6 +62,21 @@ func (srv *Server) sseFromHeaders(rq *request, prefix string) (*rgw.SSERequest, 
 		return nil, s3err.InvalidArgument.With("The calculated MD5 hash of the key did not match the hash that was provided.")
 	}
 	return &rgw.SSERequest{Mode: rgw.SSEC, Key: k, KeyMD5: keyMD5}, nil
+}
+
+// sseS3 reads an x-amz-server-side-encryption value (a header, or a POST
+// form's field): nil for none, SSE-S3 for AES256; aws:kms is
+// NotImplemented (no KMS is configured), anything else InvalidArgument.
+func sseS3(v string) (*rgw.SSERequest, error) {
+	switch {
+	case v == "":
+		return nil, nil
+	case v == "AES256":
+		return &rgw.SSERequest{Mode: rgw.SSES3}, nil
+	case strings.HasPrefix(v, "aws:kms"):
+		return nil, s3err.NotImplemented.With("server-side encryption %s needs a KMS; none is configured", v)
+	}
+	return nil, s3err.InvalidArgument.With("x-amz-server-side-encryption %q: AES256 is the one algorithm", v)
 }
 
 // decrypt readies encrypted object o for reading with the key the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/xml"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -412,10 +413,38 @@ func TestBucketDefaultEncryption(t *testing.T) {
 	if st, body := f.signed(t, f.admin, "HEAD", "/"+b+"/put-100", map[string]string{"x-amz-server-side-encryption": "AES256"}, ""); st != 400 {
 		t.Fatalf("HEAD with x-amz-server-side-encryption: %d %s", st, body)
 	}
-	// a log bucket may not be encrypted
+	// a log bucket may not be encrypted; one that gains default
+	// encryption after logging was set up gets its log objects encrypted
 	if _, err := c.PutBucketLogging(ctx, &s3.PutBucketLoggingInput{Bucket: &src, BucketLoggingStatus: &types.BucketLoggingStatus{
 		LoggingEnabled: &types.LoggingEnabled{TargetBucket: &b, TargetPrefix: aws.String("log/")}}}); code(err) != "InvalidArgument" {
 		t.Fatalf("logging into a default-encrypted bucket: %v", err)
+	}
+	logs := "logs"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &logs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &logs, Policy: aws.String(logPolicy(logs, "log/*", src, "tester"))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketLogging(ctx, &s3.PutBucketLoggingInput{Bucket: &src, BucketLoggingStatus: &types.BucketLoggingStatus{
+		LoggingEnabled: &types.LoggingEnabled{TargetBucket: &logs, TargetPrefix: aws.String("log/")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: &logs, ServerSideEncryptionConfiguration: rule}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &src, Key: aws.String("s")}); err != nil {
+		t.Fatal(err)
+	}
+	st, body := f.signed(t, f.admin, http.MethodPost, "/"+src+"?logging", nil, "")
+	var flushed struct {
+		Key string `xml:"FlushedLoggingObject"`
+	}
+	if st != 200 || xml.Unmarshal([]byte(body), &flushed) != nil || flushed.Key == "" {
+		t.Fatalf("flush: %d %s", st, body)
+	}
+	if h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &logs, Key: &flushed.Key}); err != nil || h.ServerSideEncryption != types.ServerSideEncryptionAes256 {
+		t.Fatalf("a log object in a bucket given default encryption later: %v", err)
 	}
 	// DELETE: new writes plain, old ones still readable
 	if _, err := c.DeleteBucketEncryption(ctx, &s3.DeleteBucketEncryptionInput{Bucket: &b}); err != nil {

@@ -325,9 +325,10 @@ func reply(w *bufio.Writer, opt, typ uint32, data []byte) {
 
 // conn is one client's transmission phase.
 type conn struct {
-	s   *Server
-	exp *Export
-	r   *bufio.Reader
+	s     *Server
+	exp   *Export
+	r     *bufio.Reader
+	slots chan struct{} // one per request read and not yet answered (MaxInFlight)
 
 	nc net.Conn // replies go straight to it, those ready together in one writev
 
@@ -356,7 +357,7 @@ type request struct {
 // transmit reads requests and runs each on a goroutine of its own, at
 // most MaxInFlight at once, until the client disconnects.
 func (c *conn) transmit(ctx context.Context) error {
-	slots := make(chan struct{}, MaxInFlight)
+	c.slots = make(chan struct{}, MaxInFlight)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -394,15 +395,15 @@ func (c *conn) transmit(ctx context.Context) error {
 		if q.typ == cmdFlush {
 			earlier = c.pending()
 		}
-		slots <- struct{}{} // taken until the reply is written: a client that reads no replies stops being read
+		c.slots <- struct{}{} // given back once the reply is written (send): a client that reads no replies stops being read
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.serve(ctx, q, earlier, func() {
-				if id != 0 {
-					c.untrack(id)
-				}
-			}, func() { <-slots })
+			a := c.serve(ctx, q, earlier)
+			if id != 0 {
+				c.untrack(id) // its work is done: a flush behind it need not wait for its reply
+			}
+			c.send(a)
 		}()
 	}
 }
@@ -441,16 +442,13 @@ func (c *conn) pending() []chan struct{} {
 	return out
 }
 
-// serve runs one request and answers it. A flush first waits for the
-// writes received before it (each is durable once done). done runs once
-// the request's work is over, before its reply is queued; sent once its
-// reply is written (or dropped with the connection).
-func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}, done, sent func()) {
+// serve runs one request and returns its reply. A flush first waits for
+// the writes received before it (each is durable once done).
+func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}) answer {
 	dev, size := c.exp.Device, c.exp.Device.Size()
 	end := q.off + uint64(q.length)
 	inRange := end >= q.off && end <= size
 	var data []byte
-	release := sent
 	errno := uint32(0)
 	fail := func(code uint32, err error) {
 		errno = code
@@ -467,8 +465,7 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}, do
 			fail(errInval, nil)
 			break
 		}
-		data = bufpool.Get(int(q.length))
-		release = func() { bufpool.Put(data); sent() } // once the reply is written
+		data = bufpool.Get(int(q.length)) // back to the pool once the reply is written
 		if err := dev.ReadAt(ctx, data, q.off); err != nil {
 			fail(errIO, err)
 		}
@@ -507,31 +504,32 @@ func (c *conn) serve(ctx context.Context, q request, earlier []chan struct{}, do
 			fail(errIO, err)
 		}
 	}
-	done()
-	r := answer{done: release}
+	r := answer{buf: data}
 	binary.BigEndian.PutUint32(r.h[0:], simpleReplyMagc)
 	binary.BigEndian.PutUint32(r.h[4:], errno)
 	binary.BigEndian.PutUint64(r.h[8:], q.handle)
 	if errno == 0 && q.typ == cmdRead {
 		r.data = data
 	}
-	c.send(r)
+	return r
 }
 
 // answer is a reply ready to be written: its header, a read's data, and
-// what to run once it is written (or dropped with the connection).
+// the pooled buffer to give back once it is written (or dropped with the
+// connection).
 type answer struct {
 	h    [16]byte
 	data []byte
-	done func()
+	buf  []byte
 }
 
 // send queues r and, unless another request's goroutine is writing
 // already (which then writes r too), writes every reply queued, in one
 // writev per batch, until none is left: under load one system call
-// answers several requests. A failed write closes the connection: a
-// reply lost or cut short must not leave the client waiting for it, nor
-// reading the next one from its middle.
+// answers several requests. Each reply written gives back its buffer and
+// its request's slot. A failed write closes the connection: a reply lost
+// or cut short must not leave the client waiting for it, nor reading the
+// next one from its middle.
 func (c *conn) send(r answer) {
 	c.rmu.Lock()
 	c.replies = append(c.replies, r)
@@ -557,10 +555,11 @@ func (c *conn) send(r answer) {
 		}
 		clear(c.writeBuf[:cap(c.writeBuf)])
 		for i := range batch {
-			if batch[i].done != nil {
-				batch[i].done()
+			if batch[i].buf != nil {
+				bufpool.Put(batch[i].buf)
 			}
 			batch[i] = answer{}
+			<-c.slots
 		}
 		c.rmu.Lock()
 		c.spare = batch[:0]
