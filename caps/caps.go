@@ -109,7 +109,7 @@ var profileMon = map[string]struct {
 	commands []string
 }{
 	"mon":           {perm: all},
-	"osd":           {perm: Read, commands: []string{"osd boot", "osd failure", "osd beacon", "osd fullness", "osd pg-temp", "pg history", "pg history get", "auth dump"}},
+	"osd":           {perm: Read, commands: []string{"osd boot", "osd failure", "osd beacon", "osd fullness", "osd pg-temp", "pg ready-to-merge", "pg history", "pg history get", "auth dump"}},
 	"rbd":           {perm: Read, commands: []string{"osd blocklist add"}},
 	"rgw":           {perm: Read, commands: []string{"pool create"}},
 	"bootstrap-osd": {perm: Read, commands: []string{"auth add"}},

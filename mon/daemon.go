@@ -115,6 +115,10 @@ type Daemon struct {
 	// pgpSteppedAt is when the leader last stepped a pool's pgp_num
 	// (tickLoop's goroutine only).
 	pgpSteppedAt time.Time
+	// mergeSteppedAt and merges are the leader's merge steps' clock
+	// (stepMerge; tickLoop's goroutine only).
+	mergeSteppedAt time.Time
+	merges         map[int64]mergeTimes
 	// balancerLast is the leader's last balancer round (guarded by mu).
 	balancerLast monc.BalancerRound
 	// metricsAddr is where /metrics is served ("" if it is not).
@@ -235,6 +239,7 @@ func (d *Daemon) tickLoop() {
 		d.reportTimeout(now)
 		d.balance(now)
 		d.stepPGPNum(now)
+		d.stepMerge(now)
 	})
 }
 

@@ -340,6 +340,7 @@ func (s snapshot) Release() {}
 //	osd rm id                               osd crush add id weight loc [class]
 //	osd pg-temp pgs ("PGID=OSD,OSD PGID=": an empty list clears)
 //	pg history entries ("PGID@EPOCH:OSD,OSD ...", in order)
+//	pg ready-to-merge pool source epoch source_version target_version ready (versions "EPOCH'SEQ")
 //	osd crush move name loc                 osd crush reweight name weight
 //	osd crush rule create-replicated name root type [class]
 //	pool create name [type size min_size pg_num pgp_num rule erasure_code_profile]
@@ -426,6 +427,14 @@ func Translate(c monc.Command) (Command, error) {
 			return nil, fmt.Errorf("pg history: %w: %v", ErrInvalid, err)
 		}
 		cmd = PGHistoryUpdate{Entries: ivs}
+	case "pg ready-to-merge":
+		sv, err1 := monc.ParseVersion(a["source_version"])
+		tv, err2 := monc.ParseVersion(a["target_version"])
+		ready, err3 := strconv.ParseBool(a["ready"])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("pg ready-to-merge: %w: %v", ErrInvalid, err)
+		}
+		cmd = MergeReady{Pool: n("pool"), Source: uint32(n("source")), Epoch: osdmap.Epoch(n("epoch")), SourceVersion: sv, TargetVersion: tv, Ready: ready}
 	case "osd pg-temp":
 		sets, err := monc.ParsePGTemps(a["pgs"])
 		if err != nil {

@@ -73,16 +73,20 @@ func (s *State) dropPoolHistory() {
 	}
 }
 
-// splitHistory gives the PGs that next splits off (pools whose pg_num
-// grows from s.Map's) their parent's history: until a child first
+// splitHistory forgets the history of PGs that next merges away, and
+// gives the PGs it splits off (pools whose pg_num grows from s.Map's)
+// their parent's history: until a child first
 // activates, the OSDs that hold its objects are those that held its
 // parent's (each splits its copy locally, osd/split.go).
 func (s *State) splitHistory(next *osdmap.Map) {
 	for _, id := range next.PoolIDs() {
 		np, _ := next.Pool(id)
 		op, err := s.Map.Pool(id)
-		if err != nil || np.PGNum <= op.PGNum {
+		if err != nil || np.PGNum == op.PGNum {
 			continue
+		}
+		for seed := np.PGNum; seed < op.PGNum; seed++ { // merged away
+			delete(s.PGHistory, osdmap.PGID{Pool: id, Seed: seed})
 		}
 		for seed := op.PGNum; seed < np.PGNum; seed++ {
 			kid := osdmap.PGID{Pool: id, Seed: seed}

@@ -1,13 +1,23 @@
 package mon
 
-// pg_num and pgp_num changes: `pool set pg_num` splits PGs at once (each
+// pg_num and pgp_num changes. Raising pg_num splits PGs at once (each
 // OSD splits its copies locally when it sees the new map, osd/split.go)
 // and sets pgp_num_target; the leader then moves pgp_num toward it in
 // steps, so that the children leave their parents' OSDs a few at a time
-// — as Ceph's manager does (DaemonServer::adjust_pgs). Merging (lowering
-// pg_num) is not supported.
+// — as Ceph's manager does (DaemonServer::adjust_pgs). Lowering pg_num
+// sets pg_num_target and lowers pgp_num_target with it; the leader first
+// steps pgp_num down (so that each PG to merge maps where its target
+// does), then merges one PG at a time, as Ceph: it sets pg_num_pending
+// to pg_num-1 once the last PG (the source) and its target are active on
+// one full acting set with nothing moving (mergeStart); the OSDs hold
+// both PGs' writes and the source's primary reports them clean at their
+// versions (MergeReady, Ceph's MOSDPGReadyToMerge); pg_num then drops to
+// pg_num_pending with those versions recorded, and each OSD merges its
+// copies locally (osd/merge.go). A merge that gets no report within
+// mergeReadyTimeout is cancelled and tried again later.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,8 +28,8 @@ import (
 	"github.com/shoal-project/shoal/osdmap"
 )
 
-// checkPGNum reports why pool p may not have n PGs: fewer than it has
-// (a merge), outside its pg_num_min / pg_num_max, or more PG copies per
+// checkPGNum reports why pool p may not have n PGs: none, outside its
+// pg_num_min / pg_num_max, or more PG copies per
 // in OSD than mon_max_pg_per_osd over all pools (Ceph's
 // OSDMonitor::check_pg_num, which counts at least 3 OSDs); the map's own
 // bounds (osdmap.MaxPGNum) are checked when the change is applied.
@@ -27,8 +37,8 @@ import (
 func (s *State) checkPGNum(p *osdmap.Pool, n uint32) error {
 	a := p.Autoscale
 	switch {
-	case n < p.PGNum:
-		return fmt.Errorf("%w: lowering pg_num from %d merges PGs, which Shoal does not support", ErrInvalid, p.PGNum)
+	case n < 1:
+		return fmt.Errorf("%w: a pool has at least 1 PG", ErrInvalid)
 	case a.PGNumMax > 0 && n > a.PGNumMax:
 		return fmt.Errorf("%w: above the pool's pg_num_max %d", ErrInvalid, a.PGNumMax)
 	case a.PGNumMin > 0 && n < a.PGNumMin:
@@ -142,4 +152,222 @@ func (d *Daemon) stepPGPNum(now time.Time) {
 		d.log.Info("pgp_num step", "pool", p.Name, "pgp_num", next, "target", p.PGPNumTarget)
 		moving += int(max(next, p.PGPNum) - min(next, p.PGPNum)) // the next pool's room
 	}
+}
+
+// mergeStart answers "pool set POOL pg_num_actual N" (the leader's merge
+// steps, stepMerge): N = pg_num-1 starts merging the last PG into its
+// target by setting pg_num_pending, once pgp_num is at most N and both
+// PGs are active on one full acting set of up OSDs, with no pg_temp and
+// no data moving (the MONs' view; the source's primary checks that both
+// are clean before it reports them ready). Where only pg_upmap or
+// pg_upmap_items keep them apart, it gives the source the target's
+// instead, and the merge waits for that move. N = pg_num cancels a
+// pending merge. Other values are ErrInvalid; a merge that must wait is
+// ErrBusy with the reason.
+func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, string, error) {
+	np := *p
+	inc := s.next()
+	inc.NewPools = []*osdmap.Pool{&np}
+	_, _, pending := p.MergePending()
+	switch {
+	case n == p.PGNum && pending:
+		np.PGNumPending = 0
+		return inc, fmt.Sprintf("pool %d: merge of pg %d.%x cancelled", p.ID, p.ID, p.PGNum-1), nil
+	case n == p.PGNum:
+		return nil, fmt.Sprintf("pool %d: no merge pending", p.ID), nil
+	case n+1 != p.PGNum:
+		return nil, "", fmt.Errorf("pool %q pg_num_actual %d: %w: a merge lowers pg_num by one (to %d); raise pg_num with pg_num", p.Name, n, ErrInvalid, p.PGNum-1)
+	case pending:
+		return nil, fmt.Sprintf("pool %d: merge of pg %d.%x pending already", p.ID, p.ID, p.PGNum-1), nil
+	case p.PGPNum > n:
+		return nil, "", fmt.Errorf("pool %q pg_num_actual %d: %w: pgp_num %d must first be at most %d", p.Name, n, ErrBusy, p.PGPNum, n)
+	}
+	src := osdmap.PGID{Pool: p.ID, Seed: n}
+	dst := osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(n, n)}
+	m := s.Map
+	if err := ecPositionsAgree(m, p, src, dst); err != nil {
+		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %v", p.Name, src, dst, ErrBusy, err)
+	}
+	if !slices.Equal(m.PGUpmap[src], m.PGUpmap[dst]) || !slices.Equal(m.PGUpmapItems[src], m.PGUpmapItems[dst]) {
+		// the same CRUSH input (pgp_num ≤ n) but other upmaps: move the
+		// source to the target's OSDs first
+		inc.NewPools = nil
+		inc.NewPGUpmap = map[osdmap.PGID][]int32{src: slices.Clone(m.PGUpmap[dst])}
+		inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{src: slices.Clone(m.PGUpmapItems[dst])}
+		return inc, fmt.Sprintf("pool %d: pg %s given the upmaps of pg %s, to merge into it", p.ID, src, dst), nil
+	}
+	sm, err := m.MapPG(src)
+	if err != nil {
+		return nil, "", err
+	}
+	dm, err := m.MapPG(dst)
+	if err != nil {
+		return nil, "", err
+	}
+	busy := func(why string, args ...any) (*osdmap.Incremental, string, error) {
+		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %s", p.Name, src, dst, ErrBusy, fmt.Sprintf(why, args...))
+	}
+	if !slices.Equal(sm.Acting, dm.Acting) || !slices.Equal(sm.Up, dm.Up) {
+		return busy("acting sets %v and %v differ", sm.Acting, dm.Acting)
+	}
+	if osdmap.Members(sm.Acting) != p.Size || !slices.Equal(sm.Acting, sm.Up) {
+		return busy("acting set %v is not the full up set %v", sm.Acting, sm.Up)
+	}
+	for _, pg := range []osdmap.PGID{src, dst} {
+		if _, temp := m.PGTemp[pg]; temp {
+			return busy("pg %s has a pg_temp (backfilling)", pg)
+		}
+		h := s.History(pg)
+		if len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, sm.Acting) {
+			return busy("pg %s has not activated on %v", pg, sm.Acting)
+		}
+	}
+	np.PGNumPending = n
+	return inc, fmt.Sprintf("pool %d: merging pg %s into %s (pg_num_pending %d)", p.ID, src, dst, n), nil
+}
+
+// ecPositionsAgree reports, for an erasure-coded pool, an OSD of the
+// merge source's acting set that holds another position (shard) of the
+// target's: merging needs each OSD to hold the same shard of both PGs,
+// and an OSD holds one shard of a PG at a time (Ceph keeps a collection
+// per shard), so the source cannot take the target's order by moving
+// data there, and the merge cannot go on. Such a source typically kept
+// its OSDs at their positions under a positional pg_upmap (upmap.go)
+// when pgp_num came down.
+func ecPositionsAgree(m *osdmap.Map, p *osdmap.Pool, src, dst osdmap.PGID) error {
+	if p.Type != osdmap.PoolErasure {
+		return nil
+	}
+	sm, err1 := m.MapPG(src)
+	dm, err2 := m.MapPG(dst)
+	if err1 != nil || err2 != nil {
+		return errors.Join(err1, err2)
+	}
+	for i, o := range sm.Acting {
+		if j := slices.Index(dm.Acting, o); o != osdmap.NoOSD && j >= 0 && j != i {
+			return fmt.Errorf("osd.%d holds shard %d of pg %s and shard %d of pg %s; an OSD holds one shard of a PG, so an erasure-coded merge needs the source's shards at the target's positions", o, i, src, j, dst)
+		}
+	}
+	return nil
+}
+
+// MergeReady is a source primary's report that a pending merge's source
+// PG and its target are clean on one acting set with their writes held,
+// at the versions given (Ceph's MOSDPGReadyToMerge): pg_num drops to
+// pg_num_pending, with the versions recorded in the pool's LastMerge for
+// every OSD to check its copies against, and the source's pg_temp,
+// upmaps and history go. With Ready false the merge is cancelled. A
+// report for a merge no longer pending, or made at another map epoch
+// than the MONs' (the versions may predate a cancelled merge, after
+// which writes went on), changes nothing.
+type MergeReady struct {
+	Pool                         int64
+	Source                       uint32
+	Epoch                        osdmap.Epoch // the reporter's map
+	SourceVersion, TargetVersion [2]uint64    // epoch, seq
+	Ready                        bool
+}
+
+// Apply implements Command.
+func (c MergeReady) Apply(s *State) (*osdmap.Incremental, string, error) {
+	p, err := s.Map.Pool(c.Pool)
+	if err != nil {
+		return nil, "", fmt.Errorf("pg ready-to-merge: pool %d: %w", c.Pool, ErrNotFound)
+	}
+	if src, _, ok := p.MergePending(); !ok || src != c.Source {
+		return nil, fmt.Sprintf("pg %d.%x: no such merge pending", c.Pool, c.Source), nil
+	}
+	if c.Epoch != s.Map.Epoch {
+		return nil, fmt.Sprintf("pg %d.%x: report of epoch %d, the map is at %d: to be made again", c.Pool, c.Source, c.Epoch, s.Map.Epoch), nil
+	}
+	np := *p
+	inc := s.next()
+	inc.NewPools = []*osdmap.Pool{&np}
+	if !c.Ready {
+		np.PGNumPending = 0
+		return inc, fmt.Sprintf("pg %d.%x: merge cancelled by its primary", c.Pool, c.Source), nil
+	}
+	np.PGNum, np.PGNumPending = p.PGNumPending, 0
+	np.PGPNum, np.PGPNumTarget = min(np.PGPNum, np.PGNum), min(np.PGPTarget(), np.PGNum)
+	if np.PGNumTarget >= np.PGNum {
+		np.PGNumTarget = 0
+	}
+	np.LastMerge = osdmap.MergeMeta{Source: c.Source, Epoch: inc.Epoch, SourceVersion: c.SourceVersion, TargetVersion: c.TargetVersion}
+	return inc, fmt.Sprintf("pg %d.%x merged into %d.%x (pg_num %d)", c.Pool, c.Source, c.Pool, osdmap.MergeTarget(c.Source, np.PGNum), np.PGNum), nil
+}
+
+// mergeReadyTimeout is how long a pending merge waits for its source
+// primary's report before the leader cancels it (the PGs' writes are
+// held meanwhile), and how long it then waits before trying again.
+const mergeReadyTimeout = 30 * time.Second
+
+// stepMerge, on the leader, moves pools whose pg_num_target is below
+// pg_num one merge on (every 2 s at most): it starts the next merge
+// (mergeStart, through "pool set pg_num_actual") once pgp_num is low
+// enough, and cancels a pending merge whose source primary has not
+// reported it ready within mergeReadyTimeout.
+func (d *Daemon) stepMerge(now time.Time) {
+	if d.raft.State() != raft.Leader {
+		d.merges = nil
+		return
+	}
+	if now.Sub(d.mergeSteppedAt) < 2*time.Second {
+		return
+	}
+	d.mergeSteppedAt = now
+	if d.merges == nil {
+		d.merges = map[int64]mergeTimes{}
+	}
+	m, _ := d.fsm.view()
+	for _, id := range m.PoolIDs() {
+		p, _ := m.Pool(id)
+		mt := d.merges[id]
+		_, _, pending := p.MergePending()
+		switch {
+		case pending && mt.pending.IsZero():
+			mt.pending = now
+		case pending && now.Sub(mt.pending) > mergeReadyTimeout:
+			d.log.Warn("merge not reported ready in time: cancelled, to be tried again", "pool", p.Name, "pg", fmt.Sprintf("%d.%x", id, p.PGNum-1), "after", mergeReadyTimeout)
+			d.poolSet(p.Name, "pg_num_actual", p.PGNum)
+			mt = mergeTimes{retry: now.Add(mergeReadyTimeout)}
+		case pending:
+		case p.PGNumTargetOr() >= p.PGNum || p.PGPNum >= p.PGNum || now.Before(mt.retry):
+			mt.pending = time.Time{}
+		default:
+			mt.pending = time.Time{}
+			if err := d.poolSet(p.Name, "pg_num_actual", p.PGNum-1); err == nil || !errors.Is(err, ErrBusy) {
+				mt.waiting = time.Time{}
+			} else if mt.waiting.IsZero() {
+				mt.waiting = now
+			} else if now.Sub(mt.waiting) > time.Minute {
+				d.log.Warn("merge waits", "pool", p.Name, "why", err)
+				mt.waiting = now
+			}
+		}
+		d.merges[id] = mt
+	}
+}
+
+// mergeTimes is the leader's clock of a pool's merges: since when one is
+// pending, when a cancelled one may be tried again, and since when (or,
+// once warned, when last warned) the next has been waiting.
+type mergeTimes struct{ pending, retry, waiting time.Time }
+
+// poolSet commits "pool set NAME KEY VALUE" for the leader's own steps,
+// logging the outcome, and returns the command's error (ErrBusy: it must
+// wait).
+func (d *Daemon) poolSet(pool, key string, value uint32) error {
+	r, err := d.commit(monc.Command{Prefix: "pool set", Args: map[string]string{"name": pool, "key": key, "value": strconv.FormatUint(uint64(value), 10)}})
+	switch {
+	case err != nil:
+		d.log.Warn("pool set", "pool", pool, "key", key, "err", err)
+		return err
+	case errors.Is(r.err, ErrBusy):
+		d.log.Debug("pool set waits", "pool", pool, "key", key, "why", r.err)
+	case r.err != nil:
+		d.log.Warn("pool set refused", "pool", pool, "key", key, "err", r.err)
+	default:
+		d.log.Info(r.msg, "pool", pool)
+	}
+	return r.err
 }

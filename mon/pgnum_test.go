@@ -13,7 +13,7 @@ import (
 // TestPGNumSplit: pg_num 32 → 64 on six OSDs keeps pgp_num, aims
 // pgp_num_target at 64, and gives each child its parent's pg_temp,
 // pg_upmap_items and recorded history, so that every child maps exactly
-// as its parent; bad values (a merge, pgp_num above pg_num, too many PGs
+// as its parent; bad values (no PGs, pgp_num above pg_num, too many PGs
 // per OSD, above pg_num_max) are refused and change nothing.
 func TestPGNumSplit(t *testing.T) {
 	s, p := bootSix(t)
@@ -35,7 +35,7 @@ func TestPGNumSplit(t *testing.T) {
 	before := s.Map
 
 	for _, bad := range []struct{ key, value string }{
-		{"pg_num", "16"},    // a merge
+		{"pg_num", "0"},
 		{"pg_num", "40000"}, // 40,000 × 3 copies over 6 OSDs
 		{"pgp_num", "33"},   // above pg_num
 		{"pgp_num", "0"},
@@ -111,5 +111,117 @@ func TestPGPNumStep(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("pgp %d → %d with %d/%d moving: %d %t, want %d %t", c.pgp, c.target, c.moving, c.total, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestPGNumMerge: lowering pg_num 32 → 30 sets pg_num_target and lowers
+// pgp_num_target, changing no PG; a merge starts only once pgp_num is low
+// enough and both PGs activated on one acting set (a source with other
+// upmaps first gets its target's); the source primary's report lowers
+// pg_num with the versions recorded and the source's history gone; a
+// split waits while a merge is pending; pg_num_actual = pg_num cancels
+// one; a report of another PG or an earlier epoch changes nothing; bad
+// values are refused and change nothing.
+func TestPGNumMerge(t *testing.T) {
+	s, p := bootSix(t)
+	before := s.Map.Epoch
+	for _, bad := range []struct{ key, value string }{
+		{"pg_num_actual", "20"}, // more than one PG at once
+		{"pg_num_actual", "40"}, // not a merge
+	} {
+		if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: bad.key, Value: bad.value}); !errors.Is(err, mon.ErrInvalid) {
+			t.Fatalf("%s %s: %v, want ErrInvalid", bad.key, bad.value, err)
+		}
+	}
+	commit(t, s, mon.PoolSet{Name: "data", Key: "pg_num_min", Value: "31"})
+	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "30"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("pg_num below pg_num_min: %v", err)
+	}
+	commit(t, s, mon.PoolSet{Name: "data", Key: "pg_num_min", Value: "0"})
+	if s.Map.Epoch != before+2 {
+		t.Fatalf("refused changes moved the epoch from %d to %d", before, s.Map.Epoch)
+	}
+	commit(t, s, mon.PoolSet{Name: "data", Key: "pg_num", Value: "30"})
+	np, _ := s.Map.PoolByName("data")
+	if np.PGNum != 32 || np.PGNumTarget != 30 || np.PGPNumTarget != 30 || np.PGPNum != 32 {
+		t.Fatalf("after pg_num 30: %+v", np)
+	}
+	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pgp_num", Value: "31"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("pgp_num above pg_num_target: %v", err)
+	}
+	start := mon.PoolSet{Name: "data", Key: "pg_num_actual", Value: "31"}
+	if _, _, err := s.Commit(start); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("merge with pgp_num 32: %v, want ErrBusy", err)
+	}
+	commit(t, s, mon.PoolSet{Name: "data", Key: "pgp_num_actual", Value: "30"})
+	src, dst := osdmap.PGID{Pool: p.ID, Seed: 31}, osdmap.PGID{Pool: p.ID, Seed: 15}
+	sm, _ := s.Map.MapPG(src)
+	if dm, _ := s.Map.MapPG(dst); !slices.Equal(sm.Acting, dm.Acting) {
+		t.Fatalf("pgp_num 30: source on %v, target on %v", sm.Acting, dm.Acting)
+	}
+	if _, _, err := s.Commit(start); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("merge of PGs that never activated: %v, want ErrBusy", err)
+	}
+	// an upmap on the target only: the source is given it first
+	var spare int32 = -1
+	for o := int32(0); o < 6 && spare < 0; o++ {
+		if !slices.Contains(sm.Up, o) {
+			spare = o
+		}
+	}
+	items := []osdmap.UpmapItem{{From: sm.Up[1], To: spare}}
+	commit(t, s, mon.PGUpmapItems{Items: map[osdmap.PGID][]osdmap.UpmapItem{dst: items}})
+	commit(t, s, start)
+	if got := s.Map.PGUpmapItems[src]; !slices.Equal(got, items) {
+		t.Fatalf("source upmap items %v, want the target's %v", got, items)
+	}
+	if np, _ := s.Map.PoolByName("data"); np.PGNumPending != 0 {
+		t.Fatal("merge pending before the source moved")
+	}
+	mp, _ := s.Map.MapPG(dst)
+	commit(t, s, mon.PGHistoryUpdate{Entries: []monc.PGInterval{
+		{PG: src, Epoch: uint32(s.Map.Epoch), Acting: mp.Acting}, {PG: dst, Epoch: uint32(s.Map.Epoch), Acting: mp.Acting}}})
+	commit(t, s, start)
+	np, _ = s.Map.PoolByName("data")
+	if sd, td, ok := np.MergePending(); !ok || sd != 31 || td != 15 {
+		t.Fatalf("pending merge %d -> %d %t (%+v)", sd, td, ok, np)
+	}
+	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "64"}); !errors.Is(err, mon.ErrBusy) {
+		t.Fatalf("split while a merge is pending: %v, want ErrBusy", err)
+	}
+	// a stale report changes nothing; ready=false cancels
+	if inc, _, err := s.Commit(mon.MergeReady{Pool: p.ID, Source: 30, Epoch: s.Map.Epoch, Ready: true}); err != nil || inc != nil {
+		t.Fatalf("report for another PG: %v %v", inc, err)
+	}
+	if inc, _, err := s.Commit(mon.MergeReady{Pool: p.ID, Source: 31, Epoch: s.Map.Epoch - 1, Ready: true}); err != nil || inc != nil {
+		t.Fatalf("report of an earlier epoch: %v %v", inc, err)
+	}
+	commit(t, s, mon.MergeReady{Pool: p.ID, Source: 31, Epoch: s.Map.Epoch, Ready: false})
+	if np, _ := s.Map.PoolByName("data"); np.PGNumPending != 0 || np.PGNum != 32 {
+		t.Fatalf("cancelled merge: %+v", np)
+	}
+	commit(t, s, start)
+	commit(t, s, mon.PoolSet{Name: "data", Key: "pg_num_actual", Value: "32"}) // the leader's cancel
+	if np, _ := s.Map.PoolByName("data"); np.PGNumPending != 0 {
+		t.Fatalf("merge not cancelled: %+v", np)
+	}
+	commit(t, s, start)
+	rep := mon.MergeReady{Pool: p.ID, Source: 31, Epoch: s.Map.Epoch, SourceVersion: [2]uint64{40, 7}, TargetVersion: [2]uint64{41, 3}, Ready: true}
+	commit(t, s, rep)
+	np, _ = s.Map.PoolByName("data")
+	want := osdmap.MergeMeta{Source: 31, Epoch: s.Map.Epoch, SourceVersion: rep.SourceVersion, TargetVersion: rep.TargetVersion}
+	if np.PGNum != 31 || np.PGNumPending != 0 || np.PGNumTarget != 30 || np.LastMerge != want {
+		t.Fatalf("after the merge: %+v", np)
+	}
+	if _, ok := s.Map.PGUpmapItems[src]; ok || len(s.History(src)) != 0 || len(s.History(dst)) != 1 {
+		t.Fatalf("the source's upmaps %v or history %v stay, or the target's went", s.Map.PGUpmapItems[src], s.History(src))
+	}
+	if np.PGPNum != 30 {
+		t.Fatalf("pgp_num %d", np.PGPNum)
+	}
+	// pg_num back up stops merging and splits
+	commit(t, s, mon.PoolSet{Name: "data", Key: "pg_num", Value: "32"})
+	if np, _ := s.Map.PoolByName("data"); np.PGNum != 32 || np.PGNumTarget != 0 {
+		t.Fatalf("after pg_num 32: %+v", np)
 	}
 }

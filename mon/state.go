@@ -599,24 +599,50 @@ func (c PoolSet) Apply(s *State) (*osdmap.Incremental, string, error) {
 		if err := s.checkPGNum(p, uint32(v)); err != nil {
 			return nil, "", fmt.Errorf("pool %q pg_num %d: %w", c.Name, v, err)
 		}
-		if uint32(v) == p.PGNum {
+		n := uint32(v)
+		_, _, pending := p.MergePending()
+		switch {
+		case n == p.PGNumTargetOr() && n == p.PGNum:
 			return nil, fmt.Sprintf("pool %d pg_num is already %d", p.ID, v), nil
+		case n <= p.PGNum:
+			// a merge (or the end of one: n == pg_num stops it): the
+			// leader lowers pgp_num first, then merges one PG at a time
+			// (stepMerge)
+			np.PGNumTarget = n
+			if n == p.PGNum {
+				np.PGNumTarget = 0
+			}
+			np.PGPNumTarget = min(p.PGPTarget(), n)
+		case pending:
+			return nil, "", fmt.Errorf("pool %q pg_num %d: %w: PG %d is merging; set pg_num again once pg_num_pending is gone", c.Name, v, ErrBusy, p.PGNum-1)
+		default:
+			// the OSDs split each PG locally at the new map; pgp_num then
+			// follows in steps (the MONs' tick, stepPGPNum) so that the
+			// children move to their own OSDs a few at a time
+			np.PGNum, np.PGPNumTarget, np.PGNumTarget = n, n, 0
 		}
-		// the OSDs split each PG locally at the new map; pgp_num then
-		// follows in steps (the MONs' tick, stepPGPNum) so that the
-		// children move to their own OSDs a few at a time
-		np.PGNum, np.PGPNumTarget = uint32(v), uint32(v)
+	case "pg_num_actual":
+		// the leader's merge steps (stepMerge), or an operator forcing
+		// one, as Ceph's key: pg_num-1 starts the merge of the last PG,
+		// pg_num cancels a pending one
+		return s.mergeStart(p, uint32(v))
 	case "pgp_num", "pgp_num_actual":
 		if v < 1 || uint32(v) > p.PGNum {
 			return nil, "", fmt.Errorf("pool %q %s %d: %w: want 1 ≤ pgp_num ≤ pg_num (%d)", c.Name, c.Key, v, ErrInvalid, p.PGNum)
 		}
+		if _, _, pending := p.MergePending(); pending && uint32(v) > p.PGNumPending {
+			return nil, "", fmt.Errorf("pool %q %s %d: %w: PG %d is merging: pgp_num stays at most pg_num_pending %d", c.Name, c.Key, v, ErrBusy, p.PGNum-1, p.PGNumPending)
+		}
 		if c.Key == "pgp_num" {
+			if t := p.PGNumTargetOr(); uint32(v) > t {
+				return nil, "", fmt.Errorf("pool %q pgp_num %d: %w: above pg_num_target %d, which the pool is merging to", c.Name, v, ErrInvalid, t)
+			}
 			np.PGPNumTarget = uint32(v)
 		} else { // the leader's steps (stepPGPNum), or an operator forcing one, as Ceph's key
 			np.PGPNum = uint32(v)
 		}
 	default:
-		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pgp_num, pgp_num_actual, crush_rule, allow_ec_overwrites, %s)", c.Name, ErrInvalid, c.Key, strings.Join(autoscaleKeys, ", "))
+		return nil, "", fmt.Errorf("pool %q: %w: unknown key %q (size, min_size, pg_num, pg_num_actual, pgp_num, pgp_num_actual, crush_rule, allow_ec_overwrites, %s)", c.Name, ErrInvalid, c.Key, strings.Join(autoscaleKeys, ", "))
 	}
 	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{&np}

@@ -85,8 +85,8 @@ func TestClusterLife(t *testing.T) {
 	if _, _, err := s.Commit(mon.PoolCreate{Name: "data"}); !errors.Is(err, mon.ErrExists) {
 		t.Fatalf("second pool 'data': %v", err)
 	}
-	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "8"}); !errors.Is(err, mon.ErrInvalid) {
-		t.Fatalf("pg_num decrease: %v", err)
+	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "pg_num", Value: "0"}); !errors.Is(err, mon.ErrInvalid) {
+		t.Fatalf("pg_num 0: %v", err)
 	}
 	if _, _, err := s.Commit(mon.PoolSet{Name: "data", Key: "min_size", Value: "5"}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("min_size above size: %v", err)

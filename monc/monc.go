@@ -491,6 +491,22 @@ func ParseOSDIDs(s string) ([]int32, error) {
 }
 
 // ParsePGTemps reads the "osd pg-temp" command's pgs argument, as
+// FormatVersion writes a PG log version (epoch, seq) as the "pg
+// ready-to-merge" command's versions: "EPOCH'SEQ", as Ceph prints
+// eversion_t.
+func FormatVersion(v [2]uint64) string { return fmt.Sprintf("%d'%d", v[0], v[1]) }
+
+// ParseVersion parses FormatVersion's form.
+func ParseVersion(s string) ([2]uint64, error) {
+	e, q, ok := strings.Cut(s, "'")
+	ev, err1 := strconv.ParseUint(e, 10, 32)
+	qv, err2 := strconv.ParseUint(q, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return [2]uint64{}, fmt.Errorf("version %q: want EPOCH'SEQ", s)
+	}
+	return [2]uint64{ev, qv}, nil
+}
+
 // FormatPGTemps writes it.
 func ParsePGTemps(s string) (map[osdmap.PGID][]int32, error) {
 	sets := map[osdmap.PGID][]int32{}

@@ -114,6 +114,11 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				oldMaps, _ = old.PGMappings(pid)
 			}
 		}
+		if old == nil {
+			d.mergePGs(m, pool) // copies of a pg_num merged since this OSD stopped
+		} else if op, err := old.Pool(pid); err == nil && op.PGNum > pool.PGNum {
+			d.mergePGs(m, pool)
+		}
 		failed := map[uint32]uint32{} // parents whose split failed: their pg_num
 		unsplit := func(seed uint32) bool {
 			for p, n := range failed {
@@ -190,6 +195,7 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			}
 		}
 	}
+	d.startMergeReports(m)
 	for id, pg := range d.pgs {
 		if seen[id] {
 			continue

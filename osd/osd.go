@@ -130,8 +130,11 @@ type OSD struct {
 	history     historyRecords
 	pgs         map[osdmap.PGID]*PG
 	removing    map[osdmap.PGID]*pgRemoval // stray copies being deleted
-	cfg         atomic.Pointer[config.Config]
-	name        string // entity name, osd.N
+	// mergeReporting: the merge sources whose readiness this OSD, their
+	// primary, reports (merge.go; guarded by mu)
+	mergeReporting map[osdmap.PGID]bool
+	cfg            atomic.Pointer[config.Config]
+	name           string // entity name, osd.N
 
 	auth atomic.Pointer[authState] // the MONs' key database and every entity's caps
 	// msgr is the base of the OSD's messenger configurations: its logger,

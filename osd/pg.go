@@ -75,6 +75,10 @@ type PG struct {
 	// rec is the PG's recovery after activation, on its primary
 	// (nil when every acting member's copy is complete).
 	rec *recovery
+	// premerge: the map has a merge of this PG pending (as its source or
+	// target), and it holds new writes; merged: it was merged into its
+	// target and is gone (merge.go).
+	premerge, merged bool
 }
 
 func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
@@ -121,6 +125,10 @@ func (pg *PG) setMappingLocked(m *osdmap.Map, pool *osdmap.Pool, mp osdmap.Mappi
 	iv := peering.NewInterval(m, pool, pg.id.Seed, mp, m.Epoch)
 	pg.pool = pool
 	pg.epoch = m.Epoch
+	if held := premergeOf(pool, pg.id.Seed); held != pg.premerge {
+		pg.premerge = held
+		pg.notify()
+	}
 	if pos := slices.Index(mp.Acting, pg.osd.id); iv.EC && pos >= 0 {
 		pg.setShard(pos)
 	} else if t := slices.Index(iv.Backfill.OSDs, pg.osd.id); iv.EC && t >= 0 {
@@ -259,6 +267,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
+	if err := pg.waitMerge(ctx); err != nil {
+		return nil, err
+	}
 	if req.AddsData() {
 		if err := pg.checkFull(); err != nil {
 			return nil, err
@@ -358,6 +369,10 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 		pg.mu.Unlock()
 		return nil, errSplitAway(req.OID, pg.id)
 	}
+	if pg.premerge || pg.merged { // prepared before the merge was pending
+		pg.mu.Unlock()
+		return nil, fmt.Errorf("%w: pg %s is merging", osdop.ErrRetry, pg.id)
+	}
 	if pg.log.lacks(req.OID) || pg.needsRecovery(req.OID, true) { // peering began since recoverFor
 		pg.mu.Unlock()
 		return nil, fmt.Errorf("%w: pg %s: %s is not recovered yet", osdop.ErrRetry, pg.id, req.OID)
@@ -452,6 +467,9 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 		pg.mu.Lock()
 		delete(pg.writing, v)
 		close(finished)
+		if pg.premerge { // the merge's report waits for the writes in flight
+			pg.notify()
+		}
 		if proj != nil {
 			if proj.n--; proj.n == 0 {
 				delete(pg.projected, req.OID)

@@ -54,76 +54,13 @@ func (c *cluster) splitPool(ctx context.Context, pgNum int) (*client.Conn, *clie
 func splitUnderLoad(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool, model map[string][]byte, pgNum int,
 	clones func(oid string, written map[string]bool) int64, check func(stage string)) {
 	t.Helper()
-	var mu sync.Mutex
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	writes, written := 0, map[string]bool{}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(2, 2))
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			oid := fmt.Sprintf("o%d", rng.IntN(40))
-			data := []byte(fmt.Sprintf("%s written %d times under load", oid, i))
-			if err := p.WriteFull(ctx, oid, data); err != nil {
-				t.Errorf("write %s during the split: %v", oid, err)
-				return
-			}
-			mu.Lock()
-			model[oid] = data
-			writes++
-			written[oid] = true
-			mu.Unlock()
-		}
-	}()
+	w := startModelWriter(ctx, t, p, model)
 	if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": p.Name(), "key": "pg_num", "value": strconv.Itoa(pgNum)}); err != nil {
 		t.Fatal(err)
 	}
 	waitClean(ctx, t, cl, p.ID())
-	close(stop)
-	wg.Wait()
-	t.Logf("%d writes during the split", writes)
-	if writes == 0 {
-		t.Fatal("no write ran during the split")
-	}
-	verify := func(stage string) {
-		t.Helper()
-		waitClean(ctx, t, cl, p.ID())
-		verifyModel(ctx, t, p, model, stage)
-		check(stage)
-		var names []string
-		if err := p.List(ctx, func(n string) bool { names = append(names, n); return true }); err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(names)
-		all := make([]string, 0, len(model))
-		for oid := range model {
-			all = append(all, oid)
-		}
-		slices.Sort(all)
-		if !slices.Equal(names, all) {
-			t.Fatalf("%s: listing has %d names, want %d", stage, len(names), len(all))
-		}
-		m := cl.Map()
-		want := map[string]int64{} // by PG: heads and clones
-		for oid := range model {
-			pg, _ := m.ObjectToPG(p.ID(), oid, "")
-			want[pg.String()] += 1 + clones(oid, written)
-		}
-		got := pgObjects(ctx, t, cl, p.ID())
-		for seed := range uint32(pgNum) {
-			pg := osdmap.PGID{Pool: p.ID(), Seed: seed}.String()
-			if n, ok := got[pg]; !ok || n != want[pg] {
-				t.Fatalf("%s: pg %s counts %d objects (reported %t), want %d", stage, pg, n, ok, want[pg])
-			}
-		}
-	}
-	verify("after the split")
+	written := w.stop(t, "the split")
+	verifyResized(ctx, t, cl, p, model, pgNum, func(oid string) int64 { return clones(oid, written) }, check, "after the split")
 	pool, _ := cl.Map().Pool(p.ID())
 	if pool.PGNum != uint32(pgNum) {
 		t.Fatalf("pg_num %d", pool.PGNum)
@@ -136,7 +73,99 @@ func splitUnderLoad(ctx context.Context, t *testing.T, cl *client.Conn, p *clien
 		pool, _ := cl.Map().Pool(p.ID())
 		return fmt.Sprintf("pgp_num %d, target %d", pool.PGPNum, pool.PGPNumTarget)
 	})
-	verify("after pgp_num followed")
+	verifyResized(ctx, t, cl, p, model, pgNum, func(oid string) int64 { return clones(oid, written) }, check, "after pgp_num followed")
+}
+
+// modelWriter overwrites objects o0–o39 of a pool, recording each
+// acknowledged write in the model, until stopped.
+type modelWriter struct {
+	mu      sync.Mutex
+	stopc   chan struct{}
+	wg      sync.WaitGroup
+	writes  int
+	written map[string]bool
+}
+
+func startModelWriter(ctx context.Context, t *testing.T, p *client.Pool, model map[string][]byte) *modelWriter {
+	w := &modelWriter{stopc: make(chan struct{}), written: map[string]bool{}}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		rng := rand.New(rand.NewPCG(2, 2))
+		for i := 0; ; i++ {
+			select {
+			case <-w.stopc:
+				return
+			default:
+			}
+			oid := fmt.Sprintf("o%d", rng.IntN(40))
+			data := []byte(fmt.Sprintf("%s written %d times under load", oid, i))
+			if err := p.WriteFull(ctx, oid, data); err != nil {
+				t.Errorf("write %s under load: %v", oid, err)
+				return
+			}
+			w.mu.Lock()
+			model[oid] = data
+			w.writes++
+			w.written[oid] = true
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// stop ends the writer and returns the objects it wrote; it fails the
+// test if it wrote none during what.
+func (w *modelWriter) stop(t *testing.T, what string) map[string]bool {
+	t.Helper()
+	close(w.stopc)
+	w.wg.Wait()
+	t.Logf("%d writes during %s", w.writes, what)
+	if w.writes == 0 {
+		t.Fatalf("no write ran during %s", what)
+	}
+	return w.written
+}
+
+// verifyResized waits for pool p to be clean, then checks every object
+// against model, check(stage), that the listing names each object once,
+// and that each of the pool's pgNum PGs counts the objects the map sends
+// to it and their clones (clones(oid) each).
+func verifyResized(ctx context.Context, t *testing.T, cl *client.Conn, p *client.Pool, model map[string][]byte, pgNum int,
+	clones func(oid string) int64, check func(stage string), stage string) {
+	t.Helper()
+	waitClean(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, model, stage)
+	check(stage)
+	var names []string
+	if err := p.List(ctx, func(n string) bool { names = append(names, n); return true }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	all := make([]string, 0, len(model))
+	for oid := range model {
+		all = append(all, oid)
+	}
+	slices.Sort(all)
+	if !slices.Equal(names, all) {
+		t.Fatalf("%s: listing has %d names, want %d", stage, len(names), len(all))
+	}
+	m := cl.Map()
+	want := map[string]int64{} // by PG: heads and clones
+	for oid := range model {
+		pg, _ := m.ObjectToPG(p.ID(), oid, "")
+		want[pg.String()] += 1 + clones(oid)
+	}
+	got := pgObjects(ctx, t, cl, p.ID())
+	for seed := range uint32(pgNum) {
+		pg := osdmap.PGID{Pool: p.ID(), Seed: seed}.String()
+		if n, ok := got[pg]; !ok || n != want[pg] {
+			t.Fatalf("%s: pg %s counts %d objects (reported %t), want %d", stage, pg, n, ok, want[pg])
+		}
+	}
+	if len(got) != pgNum {
+		t.Fatalf("%s: %d PGs report, want %d", stage, len(got), pgNum)
+	}
 }
 
 // TestPGSplit: a 3-replica pool of 8 PGs holding objects inline and on

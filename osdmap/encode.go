@@ -65,9 +65,10 @@ func decodeUpmapItems(d *wire.Decoder) map[PGID][]UpmapItem {
 
 // Pool encoding versions: v2 appends the snapshot fields (snap_seq, pool
 // snapshots, removed snaps), v3 the autoscaler's options, v4
-// pgp_num_target; an older reader skips them.
+// pgp_num_target, v5 pg_num_target, pg_num_pending and the last merge;
+// an older reader skips them.
 func encodePool(e *wire.Encoder, p *Pool) {
-	mark := e.Begin(4, 1)
+	mark := e.Begin(5, 1)
 	e.I64(p.ID)
 	e.String(p.Name)
 	e.U8(uint8(p.Type))
@@ -101,6 +102,15 @@ func encodePool(e *wire.Encoder, p *Pool) {
 	e.U32(a.PGNumMax)
 	e.Bool(a.Bulk)
 	e.U32(p.PGPNumTarget) // v4
+	e.U32(p.PGNumTarget)  // v5
+	e.U32(p.PGNumPending)
+	lm := p.LastMerge
+	e.U32(lm.Source)
+	e.U32(uint32(lm.Epoch))
+	e.U64(lm.SourceVersion[0])
+	e.U64(lm.SourceVersion[1])
+	e.U64(lm.TargetVersion[0])
+	e.U64(lm.TargetVersion[1])
 	e.End(mark)
 }
 
@@ -128,6 +138,11 @@ func decodePool(d *wire.Decoder) *Pool {
 	}
 	if v >= 4 {
 		p.PGPNumTarget = d.U32()
+	}
+	if v >= 5 {
+		p.PGNumTarget, p.PGNumPending = d.U32(), d.U32()
+		p.LastMerge = MergeMeta{Source: d.U32(), Epoch: Epoch(d.U32()),
+			SourceVersion: [2]uint64{d.U64(), d.U64()}, TargetVersion: [2]uint64{d.U64(), d.U64()}}
 	}
 	d.End("pool", end)
 	if d.Err() == nil {

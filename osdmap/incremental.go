@@ -105,10 +105,18 @@ func (m *Map) Apply(inc *Incremental) (*Map, error) {
 			return nil, fmt.Errorf("osdmap: epoch %d: pool name %q already names pool %d", inc.Epoch, p.Name, other.ID)
 		}
 		if old := n.Pools[p.ID]; old != nil && p.PGNum != old.PGNum {
-			if p.PGNum < old.PGNum {
-				return nil, fmt.Errorf("osdmap: epoch %d: pool %q: pg_num %d -> %d: merging PGs is not supported", inc.Epoch, p.Name, old.PGNum, p.PGNum)
+			_, _, pending := old.MergePending()
+			switch {
+			case p.PGNum < old.PGNum && (!pending || p.PGNum != old.PGNumPending):
+				return nil, fmt.Errorf("osdmap: epoch %d: pool %q: pg_num %d -> %d: a merge lowers pg_num by one, to the pg_num_pending set before (%d)",
+					inc.Epoch, p.Name, old.PGNum, p.PGNum, old.PGNumPending)
+			case p.PGNum < old.PGNum:
+				n.mergeTemps(p.ID, p.PGNum)
+			case pending:
+				return nil, fmt.Errorf("osdmap: epoch %d: pool %q: pg_num %d -> %d while a merge is pending", inc.Epoch, p.Name, old.PGNum, p.PGNum)
+			default:
+				n.splitTemps(p.ID, old.PGNum, p.PGNum)
 			}
-			n.splitTemps(p.ID, old.PGNum, p.PGNum)
 		}
 		cp := *p
 		n.Pools[p.ID] = &cp
@@ -192,6 +200,17 @@ func (m *Map) splitTemps(pool int64, oldPGNum, newPGNum uint32) {
 	}
 }
 
+// mergeTemps drops the pg_temp, primary_temp, pg_upmap and
+// pg_upmap_items of the PG that shrinking pool to newPGNum PGs merges
+// away (PG newPGNum): its objects now map to its target's.
+func (m *Map) mergeTemps(pool int64, newPGNum uint32) {
+	src := PGID{Pool: pool, Seed: newPGNum}
+	delete(m.PGTemp, src)
+	delete(m.PGUpmap, src)
+	delete(m.PGUpmapItems, src)
+	delete(m.PrimaryTemp, src)
+}
+
 func sortedIDs[V any](m map[int32]V) []int32 {
 	ids := make([]int32, 0, len(m))
 	for id := range m {
@@ -225,6 +244,10 @@ func (p *Pool) validate() error {
 		return fmt.Errorf("pool %q: pg_num %d / pgp_num %d: want 1 ≤ pgp_num ≤ pg_num ≤ %d", p.Name, p.PGNum, p.PGPNum, MaxPGNum)
 	case p.PGPNumTarget > p.PGNum:
 		return fmt.Errorf("pool %q: pgp_num_target %d above pg_num %d", p.Name, p.PGPNumTarget, p.PGNum)
+	case p.PGNumTarget > p.PGNum:
+		return fmt.Errorf("pool %q: pg_num_target %d above pg_num %d", p.Name, p.PGNumTarget, p.PGNum)
+	case p.PGNumPending != 0 && p.PGNumPending != p.PGNum && (p.PGNumPending != p.PGNum-1 || p.PGPNum > p.PGNumPending):
+		return fmt.Errorf("pool %q: pg_num_pending %d: want pg_num %d, or pg_num-1 with pgp_num (%d) at most that", p.Name, p.PGNumPending, p.PGNum, p.PGPNum)
 	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:
 		return fmt.Errorf("pool %q: unknown object hash %d", p.Name, p.ObjectHash)
 	}

@@ -55,10 +55,23 @@ type Pool struct {
 	// to in steps, each bounded by target_max_misplaced_ratio (Ceph's
 	// mgr does this in DaemonServer::adjust_pgs); 0 means PGPNum.
 	PGPNumTarget uint32
-	CrushRule    int
-	ECProfile    string // erasure-code profile name for erasure pools
-	Flags        uint64
-	ObjectHash   uint8
+	// PGNumTarget is pg_num_target: the pg_num a merge moves PGNum down
+	// to, one PG at a time (0: PGNum; a split sets PGNum at once).
+	// PGNumPending is pg_num_pending: while it is PGNum-1, PG PGNum-1
+	// (the merge source) and its MergeTarget wait, writes held, for the
+	// source's primary to report both clean (ready to merge); the MONs
+	// then lower PGNum to it (0: PGNum, no merge pending). As Ceph's
+	// pg_pool_t fields of the same names.
+	PGNumTarget, PGNumPending uint32
+	// LastMerge records the last merge: its source PG and the versions
+	// source and target were at when reported ready. An OSD whose copies
+	// were not at exactly those versions makes its merged copy a backfill
+	// target (Ceph's last_pg_merge_meta).
+	LastMerge  MergeMeta
+	CrushRule  int
+	ECProfile  string // erasure-code profile name for erasure pools
+	Flags      uint64
+	ObjectHash uint8
 	// SnapSeq is the newest snap id given out in the pool (pool or
 	// self-managed snapshots; 0: none yet). Snaps are its pool snapshots
 	// by id; RemovedSnaps the ids removed, sorted disjoint intervals
@@ -95,6 +108,40 @@ type AutoscaleOptions struct {
 	// start rather than as it fills.
 	Bulk bool
 }
+
+// MergeMeta is what the MONs record of a PG merge (Ceph's
+// pg_merge_meta_t): Source merged into its target at Epoch, when the two
+// were at SourceVersion and TargetVersion (an OSD's PG log versions:
+// epoch, then write count).
+type MergeMeta struct {
+	Source                       uint32
+	Epoch                        Epoch
+	SourceVersion, TargetVersion [2]uint64 // epoch, seq
+}
+
+// PGNumTargetOr is the pg_num the pool moves to: PGNumTarget, or PGNum
+// when none is set.
+func (p *Pool) PGNumTargetOr() uint32 {
+	if p.PGNumTarget == 0 {
+		return p.PGNum
+	}
+	return p.PGNumTarget
+}
+
+// MergePending reports whether a merge is pending (pg_num_pending below
+// pg_num) and, if so, its source and target seeds.
+func (p *Pool) MergePending() (source, target uint32, ok bool) {
+	if p.PGNumPending == 0 || p.PGNumPending >= p.PGNum {
+		return 0, 0, false
+	}
+	s := p.PGNum - 1
+	return s, MergeTarget(s, p.PGNumPending), true
+}
+
+// MergeTarget returns the PG that PG source merges into when the pool
+// shrinks to newPGNum PGs (Ceph's pg_t::get_parent of the last PG): the
+// PG it split off from, SplitParent(source, newPGNum).
+func MergeTarget(source, newPGNum uint32) uint32 { return SplitParent(source, newPGNum) }
 
 // PGPTarget is the pgp_num the pool's pgp_num moves to: PGPNumTarget,
 // or PGPNum when none is set.

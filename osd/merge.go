@@ -1,0 +1,403 @@
+package osd
+
+// PG merging, the inverse of splitting (split.go), as Ceph's OSD does it
+// (PG::merge_from, MOSDPGReadyToMerge). The MONs merge one PG at a time
+// (mon/pgnum.go): once pgp_num has come down so that the pool's last PG
+// (the source) maps where its target (osdmap.MergeTarget) does, they set
+// pg_num_pending to pg_num-1.
+//
+//   - Premerge. While a map has the merge pending, both PGs hold new
+//     writes (waitMerge; a write prepared earlier is refused at its
+//     submit and retried by its client). The source's primary — the
+//     target's too, as they share an acting set — waits until both are
+//     clean with no write in flight and reports their log heads to the
+//     MONs with the map's epoch (reportMergeReady); the MONs take the
+//     report only at that epoch, so the versions are those of the writes
+//     held since.
+//   - Merge. The MONs lower pg_num and record the versions
+//     (osdmap.Pool.LastMerge). Each OSD merges its copies locally in one
+//     store transaction: the source's objects move into the target's
+//     collection without copying data (objectstore.SplitCollection
+//     toward the target), its snap mapper's entries with them; both
+//     logs' erasure-coding rollback stashes go (nothing is rolled back in
+//     a clean PG); the source's metadata is removed (its empty
+//     collection right after, in a transaction of its own); and
+//     the target's log restarts empty at the newer of the two heads, with
+//     the summed object and byte counts. Like Ceph, the merged log keeps
+//     no entries, so requests logged before the merge are not recognised
+//     as duplicates after it.
+//   - Copies that were not exactly at the recorded versions (a stray or
+//     an OSD that was down, a copy of only one of the two, an OSD that
+//     missed several merges) are merged the same way but with an empty
+//     history (version 0'0): peering backfills them from the listings,
+//     as it does a copy new to an OSD, and never takes them as
+//     authoritative over a copy that merged at the recorded versions.
+//
+// The merge is a new interval for the target (pg_num is in its interval
+// id through osdmap.SplitBits); an op for the source still in flight gets
+// a retry and the client's next map sends it to the target.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-project/shoal/monc"
+	"github.com/shoal-project/shoal/objectstore"
+	"github.com/shoal-project/shoal/osd/opexec"
+	"github.com/shoal-project/shoal/osd/peering"
+	"github.com/shoal-project/shoal/osdmap"
+	"github.com/shoal-project/shoal/osdop"
+)
+
+// premergeOf reports whether PG seed of pool holds its writes for a
+// pending merge: it is the merge's source or target.
+func premergeOf(pool *osdmap.Pool, seed uint32) bool {
+	if pool == nil {
+		return false
+	}
+	s, t, ok := pool.MergePending()
+	return ok && (seed == s || seed == t)
+}
+
+// waitMerge waits while the PG holds writes for a pending merge (up to
+// 5 s, then a retry error for the client to resend with a newer map),
+// and fails with a retry if the PG merged away.
+func (pg *PG) waitMerge(ctx context.Context) error {
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for {
+		pg.mu.Lock()
+		held, gone, ch := pg.premerge, pg.merged, pg.changed
+		pg.mu.Unlock()
+		switch {
+		case gone:
+			return fmt.Errorf("%w: pg %s merged into another", osdop.ErrRetry, pg.id)
+		case !held:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("%w: pg %s is merging (premerge): writes wait", osdop.ErrRetry, pg.id)
+		}
+	}
+}
+
+// startMergeReports starts, for every pool with a merge pending in m
+// whose source this OSD is the acting primary of, the goroutine that
+// reports the merge ready (the map lock is held).
+func (d *OSD) startMergeReports(m *osdmap.Map) {
+	for _, id := range m.PoolIDs() {
+		pool, _ := m.Pool(id)
+		src, dst, ok := pool.MergePending()
+		if !ok {
+			continue
+		}
+		sid := osdmap.PGID{Pool: id, Seed: src}
+		if mp, err := m.MapPG(sid); err != nil || mp.ActingPrimary != d.id || d.mergeReporting[sid] {
+			continue
+		}
+		if d.mergeReporting == nil {
+			d.mergeReporting = map[osdmap.PGID]bool{}
+		}
+		d.mergeReporting[sid] = true
+		d.wg.Add(1)
+		go d.reportMergeReady(sid, osdmap.PGID{Pool: id, Seed: dst})
+	}
+}
+
+// reportMergeReady, on the source's acting primary, waits until the
+// source and target PGs are ready to merge (mergeReady) and reports
+// their versions to the MONs with the map's epoch ("pg ready-to-merge"),
+// again at each new map while the merge stays pending; it ends when the
+// merge is no longer pending or this OSD no longer the source's primary.
+func (d *OSD) reportMergeReady(src, dst osdmap.PGID) {
+	defer d.wg.Done()
+	var sent osdmap.Epoch
+	for {
+		d.mu.Lock()
+		m, ch := d.m, d.mapCh
+		pool, err := m.Pool(src.Pool)
+		mp, _ := m.MapPG(src)
+		if err != nil || !premergeOf(pool, src.Seed) || pool.PGNum-1 != src.Seed || mp.ActingPrimary != d.id {
+			delete(d.mergeReporting, src)
+			d.mu.Unlock()
+			return
+		}
+		sp, tp := d.pgs[src], d.pgs[dst]
+		d.mu.Unlock()
+		var wake []chan struct{}
+		if sent != m.Epoch && sp != nil && tp != nil {
+			sv, tv, why := mergeReady(sp, tp)
+			if why == "" {
+				if d.sendMergeReady(m.Epoch, src, sv, tv) {
+					sent = m.Epoch
+				}
+			} else {
+				d.log.Debug("merge waits", "source", src, "target", dst, "why", why)
+			}
+			wake = []chan struct{}{sp.changedCh(), tp.changedCh()}
+		}
+		t := time.NewTimer(time.Second) // a failed report, or a PG not yet made
+		select {
+		case <-ch:
+		case <-d.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		case <-chanOr(wake, 0):
+		case <-chanOr(wake, 1):
+		}
+		t.Stop()
+	}
+}
+
+// chanOr returns chs[i], or nil (never ready) if there is none.
+func chanOr(chs []chan struct{}, i int) chan struct{} {
+	if i < len(chs) {
+		return chs[i]
+	}
+	return nil
+}
+
+// changedCh returns the channel closed at the PG's next change.
+func (pg *PG) changedCh() chan struct{} {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	return pg.changed
+}
+
+// mergeReady reports the log heads of a merge's source and target PGs
+// on their primary, or why they are not ready: each must hold its writes
+// (premerge), be active and clean on the same acting set with this OSD
+// its primary, and have no write in flight and nothing to recover.
+func mergeReady(src, dst *PG) (sv, tv peering.Version, why string) {
+	dst.mu.Lock()
+	defer dst.mu.Unlock()
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	for _, pg := range []*PG{src, dst} {
+		switch {
+		case !pg.premerge:
+			return sv, tv, fmt.Sprintf("pg %s does not hold its writes yet", pg.id)
+		case pg.ps.Interval.Primary != pg.osd.id:
+			return sv, tv, fmt.Sprintf("pg %s: not its primary", pg.id)
+		case !pg.isClean() || len(pg.log.missing) > 0:
+			return sv, tv, fmt.Sprintf("pg %s is %s", pg.id, pg.stateName())
+		case len(pg.writing) > 0 || len(pg.pending) > 0:
+			return sv, tv, fmt.Sprintf("pg %s has writes in flight", pg.id)
+		}
+	}
+	if !slices.Equal(src.ps.Interval.Acting, dst.ps.Interval.Acting) {
+		return sv, tv, fmt.Sprintf("acting sets %v and %v differ", src.ps.Interval.Acting, dst.ps.Interval.Acting)
+	}
+	return src.log.info.LastUpdate, dst.log.info.LastUpdate, ""
+}
+
+// sendMergeReady reports a merge ready at map epoch e; false if the
+// MONs could not be told.
+func (d *OSD) sendMergeReady(e osdmap.Epoch, src osdmap.PGID, sv, tv peering.Version) bool {
+	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+	defer cancel()
+	r, err := d.mc.Command(ctx, "pg ready-to-merge", map[string]string{
+		"pool": strconv.FormatInt(src.Pool, 10), "source": strconv.FormatUint(uint64(src.Seed), 10),
+		"epoch":          strconv.FormatUint(uint64(e), 10),
+		"source_version": monc.FormatVersion(versionPair(sv)), "target_version": monc.FormatVersion(versionPair(tv)),
+		"ready": "true"})
+	if err != nil {
+		if d.ctx.Err() == nil {
+			d.log.Warn("reporting a merge ready; retrying", "source", src, "err", err)
+		}
+		return false
+	}
+	d.log.Info("merge reported ready", "source", src, "epoch", e, "source_version", sv, "target_version", tv, "answer", r.Message)
+	return true
+}
+
+func versionPair(v peering.Version) [2]uint64 { return [2]uint64{uint64(v.Epoch), v.Seq} }
+
+// mergePGs merges, when map m lowered pool's pg_num, each copy this OSD
+// holds of a PG merged away into its target's copy (made if this OSD
+// has none), and records the new pg_num on copies it does not change
+// (the map lock is held). A merge that fails leaves both copies as they
+// were and is tried again at the next map.
+func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) {
+	groups := map[uint32][]*PG{} // target seed → the sources held
+	for id, pg := range d.pgs {
+		if id.Pool != pool.ID || id.Seed < pool.PGNum {
+			continue
+		}
+		if _, err := d.store.Stat(metaColl, metaOID(pg.coll)); errors.Is(err, objectstore.ErrNotFound) {
+			// merged already: a crash left its empty collection
+			var t objectstore.Transaction
+			t.RemoveCollection(pg.coll)
+			if err := d.store.Apply(&t); err != nil {
+				d.log.Error("merge: remove a merged source's collection", "pg", id, "err", err)
+				continue
+			}
+			pg.merged = true
+			delete(d.pgs, id)
+			continue
+		}
+		t := osdmap.MergeTarget(id.Seed, pool.PGNum)
+		groups[t] = append(groups[t], pg)
+	}
+	for id, pg := range d.pgs {
+		if id.Pool != pool.ID || id.Seed >= pool.PGNum || pg.pgNum <= pool.PGNum {
+			continue
+		}
+		if len(osdmap.SplitChildren(id.Seed, pool.PGNum, pg.pgNum)) > 0 {
+			if _, ok := groups[id.Seed]; !ok {
+				groups[id.Seed] = nil // a target whose sources this OSD lacks
+			}
+		} else if err := pg.recordPGNum(pool.PGNum); err != nil {
+			d.log.Error("record pg_num", "pg", id, "err", err)
+		}
+	}
+	for seed, srcs := range groups {
+		tid := osdmap.PGID{Pool: pool.ID, Seed: seed}
+		dst, fresh := d.pgs[tid], false
+		if dst == nil {
+			d.abortRemoval(tid)
+			var err error
+			if dst, err = d.loadPG(tid, pool.PGNum); err != nil {
+				d.log.Error("merge: load target", "pg", tid, "err", err)
+				continue
+			}
+			d.pgs[tid], fresh = dst, true
+		}
+		slices.SortFunc(srcs, func(a, b *PG) int { return int(a.id.Seed) - int(b.id.Seed) })
+		if err := dst.merge(m, pool, srcs, fresh); err != nil {
+			d.log.Error("merge pg: the copies stay apart until a later map", "target", tid, "err", err)
+			continue
+		}
+		for _, s := range srcs {
+			delete(d.pgs, s.id)
+		}
+	}
+}
+
+// merge merges the source copies srcs into the PG's copy (fresh: made
+// just now, this OSD held none) for pool's pg_num (the map lock is held;
+// see the file's comment).
+func (pg *PG) merge(m *osdmap.Map, pool *osdmap.Pool, srcs []*PG, fresh bool) error {
+	d := pg.osd
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for _, s := range srcs {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	lm := pool.LastMerge
+	exact := !fresh && len(srcs) == 1 && srcs[0].id.Seed == lm.Source &&
+		pg.pgNum == pool.PGNum+1 && srcs[0].pgNum == pool.PGNum+1 &&
+		versionPair(srcs[0].log.info.LastUpdate) == lm.SourceVersion && versionPair(pg.log.info.LastUpdate) == lm.TargetVersion &&
+		len(srcs[0].log.missing) == 0 && len(pg.log.missing) == 0
+	var t objectstore.Transaction
+	objects, bytes := pg.log.info.Objects, pg.log.info.Bytes
+	if fresh {
+		objects, bytes = 0, 0
+	}
+	// the stashes of both logs: nothing is rolled back after a merge
+	var leftovers [][2]string // collection, object
+	for _, s := range srcs {
+		stay := func(oid string) bool { return strings.HasPrefix(oid, stashPrefix) || oid == opexec.SnapMapperOID }
+		t.SplitCollection(s.coll, &objectstore.Split{Children: []objectstore.Coll{pg.coll},
+			Target: func(oid string) objectstore.Coll {
+				if stay(oid) {
+					return ""
+				}
+				return pg.coll
+			},
+			Indexes:   []string{opexec.SnapMapperOID},
+			KeyTarget: func(string) objectstore.Coll { return pg.coll }})
+		objects += s.log.info.Objects
+		bytes += s.log.info.Bytes
+	}
+	for _, c := range append([]*PG{pg}, srcs...) {
+		names, err := internalObjects(d.store, c.coll)
+		if err != nil {
+			return fmt.Errorf("pg %s: merge: list %s: %w", pg.id, c.coll, err)
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, stashPrefix) || (c != pg && n == opexec.SnapMapperOID) {
+				leftovers = append(leftovers, [2]string{string(c.coll), n})
+			}
+		}
+	}
+	for _, lo := range leftovers {
+		t.Remove(objectstore.Coll(lo[0]), lo[1])
+	}
+	for _, s := range srcs {
+		// the collection goes in a transaction of its own (the store checks
+		// that it is empty before this one moves its objects): a crash in
+		// between leaves it empty and without metadata (mergePGs)
+		t.Remove(metaColl, metaOID(s.coll))
+	}
+	l := newPGLog()
+	l.info = peering.Info{Objects: objects, Bytes: bytes, Shard: pg.log.info.Shard}
+	if exact {
+		head := srcs[0].log.info.LastUpdate
+		if head.Less(pg.log.info.LastUpdate) {
+			head = pg.log.info.LastUpdate
+		}
+		l.info.LastUpdate, l.info.LogTail, l.info.RolledForward = head, head, head.Seq
+	} else if fresh && len(srcs) > 0 {
+		l.info.Shard = srcs[0].log.info.Shard
+	}
+	l.persistAll(&t, pg.coll)
+	t.SetAttr(metaColl, metaOID(pg.coll), attrPGNum, pgNumBytes(pool.PGNum))
+	if err := d.store.Apply(&t); err != nil {
+		return fmt.Errorf("pg %s: merge of %d copies for pg_num %d: %w", pg.id, len(srcs), pool.PGNum, err)
+	}
+	var rm objectstore.Transaction
+	for _, s := range srcs {
+		rm.RemoveCollection(s.coll)
+	}
+	if err := d.store.Apply(&rm); err != nil {
+		d.log.Warn("merge: remove the sources' empty collections; removed at the next start", "pg", pg.id, "err", err)
+	}
+	pg.log, pg.applied, pg.pgNum = l, l.info.LastUpdate, pool.PGNum
+	pg.projected, pg.snaptrim = map[string]*projection{}, pgSnapTrim{}
+	pg.peerings++ // projections from before are not trusted
+	for _, s := range srcs {
+		s.merged = true
+		s.setMappingLocked(m, nil, osdmap.Mapping{ActingPrimary: -1}, false, nil)
+		s.notify()
+	}
+	d.log.Info("merged pg", "pg", pg.id, "sources", len(srcs), "pg_num", pool.PGNum, "exact", exact, "head", l.info.LastUpdate)
+	if !exact {
+		d.log.Warn("merged copies were not at the recorded versions: the merged copy is backfilled", "pg", pg.id,
+			"want_source", lm.SourceVersion, "want_target", lm.TargetVersion)
+	}
+	return nil
+}
+
+// internalObjects lists the objects of collection c whose names begin
+// with "\x00" (snap mapper, clones, rollback stashes): they sort first.
+func internalObjects(s objectstore.Store, c objectstore.Coll) ([]string, error) {
+	var out []string
+	for after := ""; ; {
+		names, err := s.List(c, after, 1024)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if !strings.HasPrefix(n, "\x00") {
+				return out, nil
+			}
+			out = append(out, n)
+		}
+		if len(names) < 1024 {
+			return out, nil
+		}
+		after = names[len(names)-1]
+	}
+}

@@ -1,0 +1,211 @@
+package osd_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/omap"
+	"github.com/shoal-project/shoal/osdmap"
+)
+
+// mergeUnderLoad shrinks pool p to pgNum PGs while a writer overwrites
+// some of model's objects: it waits for the MONs' merges (pgp_num first,
+// then one PG at a time), then checks as verifyResized, and that no OSD
+// keeps a collection of a merged-away PG.
+func (c *cluster) mergeUnderLoad(ctx context.Context, cl *client.Conn, p *client.Pool, model map[string][]byte, pgNum int,
+	clones func(oid string, written map[string]bool) int64, check func(stage string)) {
+	t := c.t
+	t.Helper()
+	w := startModelWriter(ctx, t, p, model)
+	c.poolSet(ctx, cl, p.Name(), "pg_num", strconv.Itoa(pgNum))
+	eventually(ctx, t, func() bool {
+		_ = cl.RefreshMap(ctx)
+		pool, _ := cl.Map().Pool(p.ID())
+		return pool.PGNum == uint32(pgNum)
+	}, func() string {
+		pool, _ := cl.Map().Pool(p.ID())
+		return fmt.Sprintf("pg_num %d (pending %d), pgp_num %d, target %d", pool.PGNum, pool.PGNumPending, pool.PGPNum, pool.PGNumTarget)
+	})
+	waitClean(ctx, t, cl, p.ID())
+	written := w.stop(t, "the merges")
+	verifyResized(ctx, t, cl, p, model, pgNum, func(oid string) int64 { return clones(oid, written) }, check, "after the merges")
+	pool, _ := cl.Map().Pool(p.ID())
+	if pool.PGNumTarget != 0 || pool.PGPNum != uint32(pgNum) || pool.LastMerge.Source != uint32(pgNum) {
+		t.Fatalf("after the merges: %+v", pool)
+	}
+	for i, st := range c.Stores {
+		colls, err := st.Collections()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, coll := range colls {
+			if pg, err := osdmap.ParsePGID(string(coll)); err == nil && pg.Pool == p.ID() && pg.Seed >= uint32(pgNum) {
+				t.Fatalf("osd.%d keeps collection %s of a merged PG", i, coll)
+			}
+		}
+	}
+}
+
+// TestPGMerge: a 3-replica pool of 16 PGs holding objects inline and on
+// the device, with xattrs, omap entries and clones of a pool snapshot,
+// shrinks to 12 PGs under a writer: every object keeps its last
+// acknowledged bytes, xattr, omap and snapshot, each PG counts the
+// objects the map sends to it (clones included), the listing names each
+// object once, and no OSD keeps the merged PGs' collections.
+func TestPGMerge(t *testing.T) {
+	c := startClusterWith(t, 4, "target_max_misplaced_ratio = 0.5\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	cl, p := c.splitPool(ctx, 16)
+	model := map[string][]byte{}
+	for i := range 120 {
+		oid := fmt.Sprintf("o%d", i)
+		data := bytes.Repeat([]byte{byte(i)}, 100+i*700) // up to 84 KB: inline and on the device
+		putModel(ctx, t, p, model, oid, data)
+		if err := p.SetXattr(ctx, oid, "who", []byte(oid)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.OmapSet(ctx, oid, []omap.KV{{Key: "k", Value: []byte(oid)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.SnapCreate(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := p.SnapLookup("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapped := map[string][]byte{}
+	for i := 80; i < 120; i++ {
+		oid := fmt.Sprintf("o%d", i)
+		snapped[oid] = model[oid]
+		putModel(ctx, t, p, model, oid, []byte("after the snapshot "+oid))
+	}
+	clones := func(oid string, w map[string]bool) int64 {
+		if _, ok := snapped[oid]; ok || w[oid] {
+			return 1
+		}
+		return 0
+	}
+	c.mergeUnderLoad(ctx, cl, p, model, 12, clones, func(stage string) {
+		for i := range 120 {
+			oid := fmt.Sprintf("o%d", i)
+			if v, err := p.GetXattr(ctx, oid, "who"); err != nil || string(v) != oid {
+				t.Fatalf("%s: %s xattr %q %v", stage, oid, v, err)
+			}
+			if kvs, err := p.OmapGet(ctx, oid, []string{"k"}); err != nil || len(kvs) != 1 || string(kvs[0].Value) != oid {
+				t.Fatalf("%s: %s omap %v %v", stage, oid, kvs, err)
+			}
+		}
+		at := p.AtSnap(snap)
+		for oid, want := range snapped {
+			if got, err := at.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %s at the snapshot: %d bytes %v, want %d", stage, oid, len(got), err, len(want))
+			}
+		}
+	})
+}
+
+// TestECPGMerge: an erasure-coded 2+1 pool of 6 PGs placed as 4
+// (pgp_num 4: each source's shards already at its target's positions,
+// which an erasure-coded merge needs, mon.ecPositionsAgree) shrinks to 4
+// under a writer (5 merges into 1, 4 into 0), its rollback stashes
+// dropped.
+func TestECPGMerge(t *testing.T) {
+	c := startClusterWith(t, 4, "target_max_misplaced_ratio = 0.5\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	cl := c.Client(ctx)
+	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec21", "args", "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd")
+	monDo(ctx, t, cl, "pool create", "name", "ec21", "type", "erasure", "erasure_code_profile", "ec21", "pg_num", "6", "pgp_num", "4")
+	p, err := cl.Pool(ctx, "ec21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string][]byte{}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range 80 {
+		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(rng, 1+rng.IntN(40000)))
+	}
+	c.mergeUnderLoad(ctx, cl, p, model, 4, func(string, map[string]bool) int64 { return 0 }, func(string) {})
+}
+
+// TestPGMergeWhileOut: an OSD down and out while its pool merges (8 → 6
+// PGs) comes back with copies of the old pg_num: it merges them with an
+// empty history (they are not at the recorded versions), and peering
+// backfills them: the PGs go clean, every object reads back, and its
+// store holds each object in the collection of the PG the map sends it
+// to, with the last acknowledged bytes.
+func TestPGMergeWhileOut(t *testing.T) {
+	c := startClusterWith(t, 4, "target_max_misplaced_ratio = 0.5\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	cl, p := c.splitPool(ctx, 8)
+	model := map[string][]byte{}
+	for i := range 100 {
+		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), []byte(fmt.Sprintf("first o%d", i)))
+	}
+	waitClean(ctx, t, cl, p.ID())
+	c.stop(ctx, cl, 3)
+	monDo(ctx, t, cl, "osd out", "ids", "3")
+	waitClean(ctx, t, cl, p.ID())
+	c.poolSet(ctx, cl, "p", "pg_num", "6")
+	eventually(ctx, t, func() bool {
+		_ = cl.RefreshMap(ctx)
+		pool, _ := cl.Map().Pool(p.ID())
+		return pool.PGNum == 6
+	}, func() string { return "pg_num still above 6" })
+	for i := range 100 {
+		if i%2 == 0 {
+			putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), []byte(fmt.Sprintf("second o%d, after the merge", i)))
+		}
+	}
+	c.RestartOSD(3)
+	monDo(ctx, t, cl, "osd in", "ids", "3")
+	waitClean(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, model, "after osd.3 came back")
+	m := cl.Map()
+	st := c.Stores[3]
+	colls, err := st.Collections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, coll := range colls {
+		pg, err := osdmap.ParsePGID(string(coll))
+		if err != nil || pg.Pool != p.ID() {
+			continue
+		}
+		if pg.Seed >= 6 {
+			t.Fatalf("osd.3 keeps the collection of merged pg %s", pg)
+		}
+		names, err := st.List(coll, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if n[0] == 0 {
+				continue // the snap mapper
+			}
+			want, _ := m.ObjectToPG(p.ID(), n, "")
+			if want != pg {
+				t.Fatalf("osd.3 holds %s in %s, the map sends it to %s", n, pg, want)
+			}
+			if got, err := st.Read(coll, n, 0, 0); err != nil || !bytes.Equal(got, model[n]) {
+				t.Fatalf("osd.3's copy of %s: %q %v", n, got, err)
+			}
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatal("osd.3 holds no object of the pool")
+	}
+	t.Logf("osd.3 holds %d objects", held)
+}
