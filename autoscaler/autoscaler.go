@@ -15,9 +15,8 @@
 //
 // It is pure: pools, usage and capacity in, recommendations out: `shoal
 // osd pool autoscale-status`; a health warning for pools in warn mode;
-// and for pools in on mode, the manager raises pg_num to a
-// recommendation worth it (package mgr). Shoal's OSDs split PGs but do
-// not merge them, so a lower recommendation stays advice.
+// and for pools in on mode, the manager sets pg_num to a recommendation
+// worth it (package mgr): PGs split at once, or merge one at a time.
 package autoscaler
 
 import (

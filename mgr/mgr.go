@@ -187,20 +187,21 @@ func (m *Mgr) Refresh(ctx context.Context) Snapshot {
 	return m.snapshot()
 }
 
-// autoscale raises the pg_num of each pool in pg_autoscale_mode on whose
-// recommendation is worth it (autoscaler.Row.WouldAdjust) and above
-// pg_num, unless its last change is still moving (pgp_num short of its
-// target): one "pool set pg_num" each, as Ceph's pg_autoscaler module
-// does. Refusals (mon_max_pg_per_osd, a manager key without the
-// command) are logged once per pool and value; lower recommendations are
-// left (Shoal does not merge PGs; health warns).
+// autoscale sets the pg_num of each pool in pg_autoscale_mode on whose
+// recommendation is worth it (autoscaler.Row.WouldAdjust), unless its
+// last change is still under way (pgp_num short of its target, or merges
+// toward a pg_num_target left): one "pool set pg_num" each, as Ceph's
+// pg_autoscaler module does — a higher value splits PGs at once, a lower
+// one has the MONs merge them one at a time. Refusals
+// (mon_max_pg_per_osd, a manager key without the command) are logged
+// once per pool and value.
 func (m *Mgr) autoscale(ctx context.Context, rows []autoscaler.Row) {
 	pm := m.opt.Conn.Map()
 	for _, r := range rows {
-		if r.Mode != "on" || !r.WouldAdjust || r.Final <= r.PGNum {
+		if r.Mode != "on" || !r.WouldAdjust || r.Final == r.PGNum {
 			continue
 		}
-		if p, err := pm.Pool(r.Pool); err != nil || p.PGPMoving() {
+		if p, err := pm.Pool(r.Pool); err != nil || p.PGPMoving() || p.PGNumTargetOr() != p.PGNum {
 			continue
 		}
 		key := fmt.Sprintf("%s=%d", r.Name, r.Final)
@@ -211,7 +212,7 @@ func (m *Mgr) autoscale(ctx context.Context, rows []autoscaler.Row) {
 		m.mu.Unlock()
 		switch {
 		case err == nil:
-			m.opt.Logger.Info("autoscaler raised pg_num", "pool", r.Name, "from", r.PGNum, "to", r.Final)
+			m.opt.Logger.Info("autoscaler set pg_num", "pool", r.Name, "from", r.PGNum, "to", r.Final)
 		case !logged:
 			m.opt.Logger.Warn("autoscaler: pg_num change refused", "pool", r.Name, "from", r.PGNum, "to", r.Final, "err", err)
 		}

@@ -247,18 +247,24 @@ func TestMgr(t *testing.T) {
 // TestMgrAutoscale: the manager raises the pg_num of a pool in
 // pg_autoscale_mode on from 4 to the autoscaler's 32 (the floor for an
 // empty pool: 8× above, past the threshold of 3), and the split pool
-// serves; a pool in on mode with 128 PGs, 4× above the advice, keeps
-// them (Shoal does not merge) and health warns of it.
+// serves; a pool in on mode with 100 PGs, 3.1× above the advice, gets
+// pg_num_target 32 (the MONs merge its PGs one at a time) and no health
+// warning; a pool in warn mode with 100 PGs keeps them and health warns
+// of it.
 func TestMgrAutoscale(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{OSDs: 3, RealStores: true}) // a MemStore has no capacity
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cl := c.Client(ctx)
-	for name, pgs := range map[string]string{"grow": "4", "big": "128"} {
+	for name, pgs := range map[string]string{"grow": "4", "shrink": "100", "big": "100"} {
 		if _, err := cl.MonCommand(ctx, "pool create", map[string]string{"name": name, "size": "3", "pg_num": pgs}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": name, "key": "pg_autoscale_mode", "value": "on"}); err != nil {
+		mode := "on"
+		if name == "big" {
+			mode = "warn"
+		}
+		if _, err := cl.MonCommand(ctx, "pool set", map[string]string{"name": name, "key": "pg_autoscale_mode", "value": mode}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,24 +285,28 @@ func TestMgrAutoscale(t *testing.T) {
 	}
 	grow, _ := cl.Map().PoolByName("grow")
 	big, _ := cl.Map().PoolByName("big")
-	if grow.PGNum != 32 || big.PGNum != 128 {
-		t.Fatalf("after a sample: grow has %d PGs (want 32), big %d (want 128); advice %+v", grow.PGNum, big.PGNum, snap.Status.Autoscale)
+	shrink, _ := cl.Map().PoolByName("shrink")
+	if grow.PGNum != 32 || big.PGNum != 100 || shrink.PGNumTargetOr() != 32 {
+		t.Fatalf("after a sample: grow has %d PGs (want 32), big %d (want 100), shrink a target of %d (want 32); advice %+v",
+			grow.PGNum, big.PGNum, shrink.PGNumTargetOr(), snap.Status.Autoscale)
 	}
 	for {
 		snap = m.Refresh(ctx)
-		if snap.Error == "" && snap.Status.PGs == 32+128 && snap.Status.PGStates["active+clean"] == 32+128 {
+		if snap.Error == "" && snap.Status.PGs >= 32+100 && snap.Status.PGStates["active+clean"] == snap.Status.PGs {
 			break
 		}
-		pause(ctx, t, fmt.Sprintf("never clean at 32+128 PGs: %+v", snap.Status))
+		pause(ctx, t, fmt.Sprintf("never clean: %+v", snap.Status))
 	}
 	if got, err := p.Read(ctx, "before", 0, 0); err != nil || string(got) != "written at 4 PGs" {
 		t.Fatalf("after the split: %q %v", got, err)
 	}
-	warned := false
+	var warned []string
 	for _, ch := range snap.Status.Checks {
-		warned = warned || strings.Contains(ch.Summary, "too many placement groups")
+		if ch.Code == "POOL_TOO_MANY_PGS" {
+			warned = ch.Detail
+		}
 	}
-	if !warned {
-		t.Fatalf("no warning for big's 128 PGs: %+v", snap.Status.Checks)
+	if len(warned) != 1 || !strings.Contains(warned[0], "Pool big ") {
+		t.Fatalf("too many PGs warned of for %v, want big only: %+v", warned, snap.Status.Checks)
 	}
 }

@@ -89,10 +89,9 @@ type Pool struct {
 type AutoscaleOptions struct {
 	// Mode is pg_autoscale_mode: "" or "off" (no advice in health),
 	// "warn" (a health warning while pg_num is not the recommendation,
-	// as Ceph's warn mode) or "on" (the manager raises pg_num to the
-	// recommendation once it is 3× above, splitting the PGs; a
-	// recommendation below is a health warning, as Shoal does not merge
-	// PGs). New pools take osd_pool_default_pg_autoscale_mode.
+	// as Ceph's warn mode) or "on" (the manager sets pg_num to the
+	// recommendation once it is 3× above or below: PGs split, or merge
+	// one at a time). New pools take osd_pool_default_pg_autoscale_mode.
 	Mode string
 	// TargetRatio (target_size_ratio) is the share of the root's capacity
 	// the pool is expected to take; TargetBytes (target_size_bytes) its
@@ -126,6 +125,15 @@ func (p *Pool) PGNumTargetOr() uint32 {
 		return p.PGNum
 	}
 	return p.PGNumTarget
+}
+
+// PGNumPendingOr is pg_num_pending as Ceph shows it: PGNumPending, or
+// PGNum when no merge is pending.
+func (p *Pool) PGNumPendingOr() uint32 {
+	if p.PGNumPending == 0 {
+		return p.PGNum
+	}
+	return p.PGNumPending
 }
 
 // MergePending reports whether a merge is pending (pg_num_pending below

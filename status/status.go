@@ -631,12 +631,12 @@ func autoscale(ctx context.Context, c *client.Conn, m *osdmap.Map, poolBytes map
 }
 
 // autoscaleChecks are Ceph's POOL_TOO_FEW_PGS and POOL_TOO_MANY_PGS for
-// the pools in warn mode whose pg_num is not the autoscaler's, and for
-// those in on mode it would lower (Shoal does not merge PGs).
+// the pools in warn mode whose pg_num is not the autoscaler's (in on
+// mode the manager changes it).
 func autoscaleChecks(rows []autoscaler.Row) []Check {
 	var few, many []string
 	for _, r := range rows {
-		if r.Final == r.PGNum || (r.Mode != "warn" && (r.Mode != "on" || !r.WouldAdjust || r.Final > r.PGNum)) {
+		if r.Final == r.PGNum || r.Mode != "warn" {
 			continue
 		}
 		line := fmt.Sprintf("Pool %s has %d placement groups, should have %d", r.Name, r.PGNum, r.Final)

@@ -538,6 +538,12 @@ func poolCmd() *cobra.Command {
 					if p.PGPMoving() {
 						fmt.Fprintf(out, " pgp_num_target %d", p.PGPTarget())
 					}
+					if t := p.PGNumTargetOr(); t != p.PGNum {
+						fmt.Fprintf(out, " pg_num_target %d", t)
+					}
+					if s, _, ok := p.MergePending(); ok {
+						fmt.Fprintf(out, " pg_num_pending %d (merging %d.%x)", p.PGNumPending, p.ID, s)
+					}
 					if p.Type == osdmap.PoolErasure {
 						fmt.Fprintf(out, " erasure_code_profile %s allow_ec_overwrites %t", p.ECProfile, p.Flags&osdmap.FlagECOverwrites != 0)
 					}
@@ -549,11 +555,11 @@ func poolCmd() *cobra.Command {
 			return nil
 		})}
 	ls.Flags().StringVar(&format, "format", "plain", "plain or detail")
-	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num (raise it: PGs split online), pgp_num (the target pgp_num moves to in steps; pgp_num_actual: at once), crush_rule (a rule name), allow_ec_overwrites (erasure-coded pools: true) or the autoscaler's pg_autoscale_mode (off|warn|on), target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk", Args: cobra.ExactArgs(3),
+	set := &cobra.Command{Use: "set NAME KEY VALUE", Short: "Set size, min_size, pg_num (raise it: PGs split online; lower it: pgp_num comes down, then PGs merge one at a time), pgp_num (the target pgp_num moves to in steps; pgp_num_actual: at once), crush_rule (a rule name), allow_ec_overwrites (erasure-coded pools: true) or the autoscaler's pg_autoscale_mode (off|warn|on), target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk", Args: cobra.ExactArgs(3),
 		RunE: monCommand("pool set", func(a []string) (map[string]string, error) {
 			return map[string]string{"name": a[0], "key": a[1], "value": a[2]}, nil
 		})}
-	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pgp_num, pgp_num_target, crush_rule, erasure_code_profile or allow_ec_overwrites", Args: cobra.ExactArgs(2),
+	get := &cobra.Command{Use: "get NAME KEY", Short: "Show size, min_size, pg_num, pg_num_target, pg_num_pending, pgp_num, pgp_num_target, crush_rule, erasure_code_profile or allow_ec_overwrites", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
 				p, err := s.conn.Map().PoolByName(a[0])
@@ -569,7 +575,7 @@ func poolCmd() *cobra.Command {
 				if bias == 0 {
 					bias = 1
 				}
-				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "pgp_num_target": p.PGPTarget(), "crush_rule": p.CrushRule,
+				keys := map[string]any{"size": p.Size, "min_size": p.MinSize, "pg_num": p.PGNum, "pgp_num": p.PGPNum, "pgp_num_target": p.PGPTarget(), "pg_num_target": p.PGNumTargetOr(), "pg_num_pending": p.PGNumPendingOr(), "crush_rule": p.CrushRule,
 					"pg_autoscale_mode": mode, "target_size_ratio": as.TargetRatio, "target_size_bytes": as.TargetBytes, "pg_autoscale_bias": bias,
 					"pg_num_min": as.PGNumMin, "pg_num_max": as.PGNumMax, "bulk": as.Bulk}
 				if p.Type == osdmap.PoolErasure {
@@ -577,14 +583,14 @@ func poolCmd() *cobra.Command {
 				}
 				v, ok := keys[a[1]]
 				if !ok {
-					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pgp_num, pgp_num_target, crush_rule, pg_autoscale_mode, target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
+					return fmt.Errorf("pool get: unknown key %q (size, min_size, pg_num, pg_num_target, pg_num_pending, pgp_num, pgp_num_target, crush_rule, pg_autoscale_mode, target_size_ratio, target_size_bytes, pg_autoscale_bias, pg_num_min, pg_num_max, bulk; erasure-coded pools: erasure_code_profile, allow_ec_overwrites)", a[1])
 				}
 				fmt.Fprintf(out, "%s: %v\n", a[1], v)
 				return nil
 			})(cmd, a)
 		}}
 	var asFormat string
-	autoscale := &cobra.Command{Use: "autoscale-status", Short: "Show each pool's use and the pg_num Ceph's PG autoscaler would give it (pools in pg_autoscale_mode on grow to it; Shoal does not merge PGs)", Args: cobra.NoArgs,
+	autoscale := &cobra.Command{Use: "autoscale-status", Short: "Show each pool's use and the pg_num Ceph's PG autoscaler would give it (pools in pg_autoscale_mode on are resized to it: PGs split, or merge one at a time)", Args: cobra.NoArgs,
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
 			x, err := gather(ctx, s)
 			if err != nil {
