@@ -847,19 +847,27 @@ func (p *Pool) RemoveAsync(ctx context.Context, oid string) *Completion {
 }
 
 // List calls fn with every object name of the pool, PG by PG (in no
-// global order), until fn returns false.
+// global order), until fn returns false. A listing that runs across a
+// change of pg_num may miss objects that moved into a PG it had listed
+// (a PG merged away meanwhile is skipped).
 func (p *Pool) List(ctx context.Context, fn func(name string) bool) error {
 	if p.c.local != nil {
 		return p.c.local.List(ctx, p.id, fn)
 	}
-	pool, err := p.c.Map().Pool(p.id)
-	if err != nil {
-		return fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
-	}
-	for seed := uint32(0); seed < pool.PGNum; seed++ {
+	for seed := uint32(0); ; seed++ {
+		pool, err := p.c.Map().Pool(p.id)
+		if err != nil {
+			return fmt.Errorf("pool %q: %w", p.name, ErrPoolNotFound)
+		}
+		if seed >= pool.PGNum {
+			return nil
+		}
 		after := ""
 		for {
 			page, err := p.listPG(ctx, seed, after)
+			if errors.Is(err, errMergedAway) {
+				break
+			}
 			if err != nil {
 				return err
 			}
@@ -874,13 +882,19 @@ func (p *Pool) List(ctx context.Context, fn func(name string) bool) error {
 			after = page.Next
 		}
 	}
-	return nil
 }
+
+// errMergedAway: listPG's PG no longer exists (the pool's pg_num went
+// below it).
+var errMergedAway = errors.New("pg merged away")
 
 func (p *Pool) listPG(ctx context.Context, seed uint32, after string) (*osdop.ListReply, error) {
 	req := (&osdop.ListRequest{Pool: p.id, Seed: seed, After: after, Max: 1000, Snap: p.snap}).Encode()
 	for {
 		m := p.c.Map()
+		if pool, err := m.Pool(p.id); err == nil && seed >= pool.PGNum {
+			return nil, errMergedAway
+		}
 		mp, err := m.MapPG(osdmap.PGID{Pool: p.id, Seed: seed})
 		if err != nil {
 			return nil, err

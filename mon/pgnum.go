@@ -171,7 +171,7 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 	_, _, pending := p.MergePending()
 	switch {
 	case n == p.PGNum && pending:
-		np.PGNumPending = 0
+		np.PGNumPending, np.PendingSince = 0, 0
 		return inc, fmt.Sprintf("pool %d: merge of pg %d.%x cancelled", p.ID, p.ID, p.PGNum-1), nil
 	case n == p.PGNum:
 		return nil, fmt.Sprintf("pool %d: no merge pending", p.ID), nil
@@ -222,7 +222,7 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 			return busy("pg %s has not activated on %v", pg, sm.Acting)
 		}
 	}
-	np.PGNumPending = n
+	np.PGNumPending, np.PendingSince = n, inc.Epoch
 	return inc, fmt.Sprintf("pool %d: merging pg %s into %s (pg_num_pending %d)", p.ID, src, dst, n), nil
 }
 
@@ -254,12 +254,12 @@ func ecPositionsAgree(m *osdmap.Map, p *osdmap.Pool, src, dst osdmap.PGID) error
 // MergeReady is a source primary's report that a pending merge's source
 // PG and its target are clean on one acting set with their writes held,
 // at the versions given (Ceph's MOSDPGReadyToMerge): pg_num drops to
-// pg_num_pending, with the versions recorded in the pool's LastMerge for
+// pg_num_pending, with the versions recorded in the pool's Merges for
 // every OSD to check its copies against, and the source's pg_temp,
 // upmaps and history go. With Ready false the merge is cancelled. A
-// report for a merge no longer pending, or made at another map epoch
-// than the MONs' (the versions may predate a cancelled merge, after
-// which writes went on), changes nothing.
+// report for a merge no longer pending, or made at a map from before the
+// merge was set pending (the versions may predate a cancelled merge,
+// after which writes went on), changes nothing.
 type MergeReady struct {
 	Pool                         int64
 	Source                       uint32
@@ -277,22 +277,26 @@ func (c MergeReady) Apply(s *State) (*osdmap.Incremental, string, error) {
 	if src, _, ok := p.MergePending(); !ok || src != c.Source {
 		return nil, fmt.Sprintf("pg %d.%x: no such merge pending", c.Pool, c.Source), nil
 	}
-	if c.Epoch != s.Map.Epoch {
-		return nil, fmt.Sprintf("pg %d.%x: report of epoch %d, the map is at %d: to be made again", c.Pool, c.Source, c.Epoch, s.Map.Epoch), nil
+	if c.Epoch < p.PendingSince || c.Epoch > s.Map.Epoch {
+		return nil, fmt.Sprintf("pg %d.%x: report of epoch %d, the merge pending since %d: to be made again", c.Pool, c.Source, c.Epoch, p.PendingSince), nil
 	}
 	np := *p
 	inc := s.next()
 	inc.NewPools = []*osdmap.Pool{&np}
 	if !c.Ready {
-		np.PGNumPending = 0
+		np.PGNumPending, np.PendingSince = 0, 0
 		return inc, fmt.Sprintf("pg %d.%x: merge cancelled by its primary", c.Pool, c.Source), nil
 	}
-	np.PGNum, np.PGNumPending = p.PGNumPending, 0
+	np.PGNum, np.PGNumPending, np.PendingSince = p.PGNumPending, 0, 0
 	np.PGPNum, np.PGPNumTarget = min(np.PGPNum, np.PGNum), min(np.PGPTarget(), np.PGNum)
 	if np.PGNumTarget >= np.PGNum {
 		np.PGNumTarget = 0
 	}
-	np.LastMerge = osdmap.MergeMeta{Source: c.Source, Epoch: inc.Epoch, SourceVersion: c.SourceVersion, TargetVersion: c.TargetVersion}
+	rec := osdmap.MergeMeta{Source: c.Source, Epoch: inc.Epoch, SourceVersion: c.SourceVersion, TargetVersion: c.TargetVersion}
+	np.Merges = append(slices.Clone(p.Merges), rec)
+	if over := len(np.Merges) - osdmap.MaxMergeRecords; over > 0 {
+		np.Merges = np.Merges[over:]
+	}
 	return inc, fmt.Sprintf("pg %d.%x merged into %d.%x (pg_num %d)", c.Pool, c.Source, c.Pool, osdmap.MergeTarget(c.Source, np.PGNum), np.PGNum), nil
 }
 
@@ -303,8 +307,8 @@ const mergeReadyTimeout = 30 * time.Second
 
 // stepMerge, on the leader, moves pools whose pg_num_target is below
 // pg_num one merge on (every 2 s at most): it starts the next merge
-// (mergeStart, through "pool set pg_num_actual") once pgp_num is low
-// enough, and cancels a pending merge whose source primary has not
+// (mergeStart, through "pool set pg_num_actual") once pgp_num has come
+// down to its target, and cancels a pending merge whose source primary has not
 // reported it ready within mergeReadyTimeout.
 func (d *Daemon) stepMerge(now time.Time) {
 	if d.raft.State() != raft.Leader {
@@ -331,7 +335,7 @@ func (d *Daemon) stepMerge(now time.Time) {
 			d.poolSet(p.Name, "pg_num_actual", p.PGNum)
 			mt = mergeTimes{retry: now.Add(mergeReadyTimeout)}
 		case pending:
-		case p.PGNumTargetOr() >= p.PGNum || p.PGPNum >= p.PGNum || now.Before(mt.retry):
+		case p.PGNumTargetOr() >= p.PGNum || p.PGPNum >= p.PGNum || p.PGPMoving() || now.Before(mt.retry):
 			mt.pending = time.Time{}
 		default:
 			mt.pending = time.Time{}

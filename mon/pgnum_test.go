@@ -194,7 +194,7 @@ func TestPGNumMerge(t *testing.T) {
 		t.Fatalf("report for another PG: %v %v", inc, err)
 	}
 	if inc, _, err := s.Commit(mon.MergeReady{Pool: p.ID, Source: 31, Epoch: s.Map.Epoch - 1, Ready: true}); err != nil || inc != nil {
-		t.Fatalf("report of an earlier epoch: %v %v", inc, err)
+		t.Fatalf("report of a map from before the merge was pending: %v %v", inc, err)
 	}
 	commit(t, s, mon.MergeReady{Pool: p.ID, Source: 31, Epoch: s.Map.Epoch, Ready: false})
 	if np, _ := s.Map.PoolByName("data"); np.PGNumPending != 0 || np.PGNum != 32 {
@@ -206,11 +206,13 @@ func TestPGNumMerge(t *testing.T) {
 		t.Fatalf("merge not cancelled: %+v", np)
 	}
 	commit(t, s, start)
-	rep := mon.MergeReady{Pool: p.ID, Source: 31, Epoch: s.Map.Epoch, SourceVersion: [2]uint64{40, 7}, TargetVersion: [2]uint64{41, 3}, Ready: true}
+	since := s.Map.Epoch
+	commit(t, s, mon.PoolCreate{Name: "other", PGNum: 8, PGPNum: 8}) // an epoch on: a report of the map that set it stays good
+	rep := mon.MergeReady{Pool: p.ID, Source: 31, Epoch: since, SourceVersion: [2]uint64{40, 7}, TargetVersion: [2]uint64{41, 3}, Ready: true}
 	commit(t, s, rep)
 	np, _ = s.Map.PoolByName("data")
 	want := osdmap.MergeMeta{Source: 31, Epoch: s.Map.Epoch, SourceVersion: rep.SourceVersion, TargetVersion: rep.TargetVersion}
-	if np.PGNum != 31 || np.PGNumPending != 0 || np.PGNumTarget != 30 || np.LastMerge != want {
+	if got, ok := np.MergeRecord(31); np.PGNum != 31 || np.PGNumPending != 0 || np.PGNumTarget != 30 || !ok || got != want {
 		t.Fatalf("after the merge: %+v", np)
 	}
 	if _, ok := s.Map.PGUpmapItems[src]; ok || len(s.History(src)) != 0 || len(s.History(dst)) != 1 {

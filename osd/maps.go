@@ -114,11 +114,9 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 				oldMaps, _ = old.PGMappings(pid)
 			}
 		}
-		if old == nil {
-			d.mergePGs(m, pool) // copies of a pg_num merged since this OSD stopped
-		} else if op, err := old.Pool(pid); err == nil && op.PGNum > pool.PGNum {
-			d.mergePGs(m, pool)
-		}
+		// copies of PGs merged away: at the merge, at this OSD's first map
+		// (merged while it was down), or after a merge that failed
+		failedMerge := d.mergePGs(m, pool)
 		failed := map[uint32]uint32{} // parents whose split failed: their pg_num
 		unsplit := func(seed uint32) bool {
 			for p, n := range failed {
@@ -135,6 +133,10 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			in := slices.Contains(mp.Acting, d.id) || slices.Contains(mp.Up, d.id)
 			pg := d.pgs[pgid]
 			if !in && pg == nil {
+				continue
+			}
+			if failedMerge[uint32(seed)] {
+				seen[pgid] = pg != nil // it stays in its interval, out of service
 				continue
 			}
 			if pg == nil && unsplit(uint32(seed)) {

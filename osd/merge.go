@@ -15,7 +15,7 @@ package osd
 //     report only at that epoch, so the versions are those of the writes
 //     held since.
 //   - Merge. The MONs lower pg_num and record the versions
-//     (osdmap.Pool.LastMerge). Each OSD merges its copies locally in one
+//     (osdmap.Pool.Merges). Each OSD merges its copies locally in one
 //     store transaction: the source's objects move into the target's
 //     collection without copying data (objectstore.SplitCollection
 //     toward the target), its snap mapper's entries with them; both
@@ -27,8 +27,9 @@ package osd
 //     no entries, so requests logged before the merge are not recognised
 //     as duplicates after it.
 //   - Copies that were not exactly at the recorded versions (a stray or
-//     an OSD that was down, a copy of only one of the two, an OSD that
-//     missed several merges) are merged the same way but with an empty
+//     an OSD that was down, a copy of only one of the two, copies of
+//     different shards, an OSD that missed several merges into one PG or
+//     more than osdmap.MaxMergeRecords merges) are merged the same way but with an empty
 //     history (version 0'0): peering backfills them from the listings,
 //     as it does a copy new to an OSD, and never takes them as
 //     authoritative over a copy that merged at the recorded versions.
@@ -121,18 +122,27 @@ func (d *OSD) startMergeReports(m *osdmap.Map) {
 func (d *OSD) reportMergeReady(src, dst osdmap.PGID) {
 	defer d.wg.Done()
 	var sent osdmap.Epoch
-	for {
-		d.mu.Lock()
-		m, ch := d.m, d.mapCh
+	stillOurs := func(m *osdmap.Map) bool { // d.mu held
 		pool, err := m.Pool(src.Pool)
 		mp, _ := m.MapPG(src)
-		if err != nil || !premergeOf(pool, src.Seed) || pool.PGNum-1 != src.Seed || mp.ActingPrimary != d.id {
-			delete(d.mergeReporting, src)
-			d.mu.Unlock()
-			return
-		}
+		return err == nil && premergeOf(pool, src.Seed) && pool.PGNum-1 == src.Seed && mp.ActingPrimary == d.id
+	}
+	for {
+		d.mu.RLock()
+		m, ch := d.m, d.mapCh
+		ours := stillOurs(m)
 		sp, tp := d.pgs[src], d.pgs[dst]
-		d.mu.Unlock()
+		d.mu.RUnlock()
+		if !ours {
+			d.mu.Lock()
+			if !stillOurs(d.m) { // else a newer map wants the report again
+				delete(d.mergeReporting, src)
+				d.mu.Unlock()
+				return
+			}
+			d.mu.Unlock()
+			continue
+		}
 		var wake []chan struct{}
 		if sent != m.Epoch && sp != nil && tp != nil {
 			sv, tv, why := mergeReady(sp, tp)
@@ -223,27 +233,34 @@ func (d *OSD) sendMergeReady(e osdmap.Epoch, src osdmap.PGID, sv, tv peering.Ver
 
 func versionPair(v peering.Version) [2]uint64 { return [2]uint64{uint64(v.Epoch), v.Seq} }
 
-// mergePGs merges, when map m lowered pool's pg_num, each copy this OSD
-// holds of a PG merged away into its target's copy (made if this OSD
-// has none), and records the new pg_num on copies it does not change
-// (the map lock is held). A merge that fails leaves both copies as they
-// were and is tried again at the next map.
-func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) {
+// mergePGs merges, at each map, each copy this OSD holds of a PG of pool
+// merged away into its target's copy (made if this OSD has none), and
+// records the new pg_num on copies it does not change (the map lock is
+// held). It returns the targets whose merge failed: both copies stay as
+// they were, the target kept out of the new map's interval (it must not
+// serve without the source's objects), and the merge is tried again at
+// the next map.
+func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) (failed map[uint32]bool) {
 	groups := map[uint32][]*PG{} // target seed → the sources held
 	for id, pg := range d.pgs {
 		if id.Pool != pool.ID || id.Seed < pool.PGNum {
 			continue
 		}
 		if _, err := d.store.Stat(metaColl, metaOID(pg.coll)); errors.Is(err, objectstore.ErrNotFound) {
-			// merged already: a crash left its empty collection
-			var t objectstore.Transaction
-			t.RemoveCollection(pg.coll)
-			if err := d.store.Apply(&t); err != nil {
-				d.log.Error("merge: remove a merged source's collection", "pg", id, "err", err)
-				continue
-			}
+			// no metadata: merged already (a crash left its emptied
+			// collection) or a stray copy whose deletion was cut short
+			pg.mu.Lock()
 			pg.merged = true
+			pg.setMappingLocked(m, nil, osdmap.Mapping{ActingPrimary: -1}, false, nil)
+			pg.mu.Unlock()
 			delete(d.pgs, id)
+			d.wg.Add(1)
+			go func() {
+				defer d.wg.Done()
+				if err := d.removePG(pg, &pgRemoval{}); err != nil {
+					d.log.Error("merge: remove a merged source's leftover collection", "pg", id, "err", err)
+				}
+			}()
 			continue
 		}
 		t := osdmap.MergeTarget(id.Seed, pool.PGNum)
@@ -269,19 +286,28 @@ func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) {
 			var err error
 			if dst, err = d.loadPG(tid, pool.PGNum); err != nil {
 				d.log.Error("merge: load target", "pg", tid, "err", err)
-				continue
+				continue // the sources stay, as strays, and are merged at a later map
 			}
 			d.pgs[tid], fresh = dst, true
 		}
 		slices.SortFunc(srcs, func(a, b *PG) int { return int(a.id.Seed) - int(b.id.Seed) })
 		if err := dst.merge(m, pool, srcs, fresh); err != nil {
-			d.log.Error("merge pg: the copies stay apart until a later map", "target", tid, "err", err)
+			d.log.Error("merge pg: the copies stay apart, the target out of service, until a later map", "target", tid, "err", err)
+			dst.mu.Lock()
+			dst.unmerged = true
+			dst.notify()
+			dst.mu.Unlock()
+			if failed == nil {
+				failed = map[uint32]bool{}
+			}
+			failed[seed] = true
 			continue
 		}
 		for _, s := range srcs {
 			delete(d.pgs, s.id)
 		}
 	}
+	return failed
 }
 
 // merge merges the source copies srcs into the PG's copy (fresh: made
@@ -295,11 +321,18 @@ func (pg *PG) merge(m *osdmap.Map, pool *osdmap.Pool, srcs []*PG, fresh bool) er
 		s.mu.Lock()
 		defer s.mu.Unlock()
 	}
-	lm := pool.LastMerge
-	exact := !fresh && len(srcs) == 1 && srcs[0].id.Seed == lm.Source &&
-		pg.pgNum == pool.PGNum+1 && srcs[0].pgNum == pool.PGNum+1 &&
-		versionPair(srcs[0].log.info.LastUpdate) == lm.SourceVersion && versionPair(pg.log.info.LastUpdate) == lm.TargetVersion &&
-		len(srcs[0].log.missing) == 0 && len(pg.log.missing) == 0
+	// exact: the one merge into this PG since its copy's pg_num, of the
+	// source held here, both at the versions the MONs recorded (and, on
+	// an erasure-coded PG, copies of the same shard)
+	var lm osdmap.MergeMeta
+	exact := !fresh && len(srcs) == 1 && slices.Equal(osdmap.SplitChildren(pg.id.Seed, pool.PGNum, pg.pgNum), []uint32{srcs[0].id.Seed}) &&
+		srcs[0].pgNum == pg.pgNum && len(srcs[0].log.missing) == 0 && len(pg.log.missing) == 0 &&
+		srcs[0].log.info.Shard == pg.log.info.Shard
+	if exact {
+		var kept bool
+		lm, kept = pool.MergeRecord(srcs[0].id.Seed)
+		exact = kept && versionPair(srcs[0].log.info.LastUpdate) == lm.SourceVersion && versionPair(pg.log.info.LastUpdate) == lm.TargetVersion
+	}
 	var t objectstore.Transaction
 	objects, bytes := pg.log.info.Objects, pg.log.info.Bytes
 	if fresh {
@@ -364,7 +397,7 @@ func (pg *PG) merge(m *osdmap.Map, pool *osdmap.Pool, srcs []*PG, fresh bool) er
 	if err := d.store.Apply(&rm); err != nil {
 		d.log.Warn("merge: remove the sources' empty collections; removed at the next start", "pg", pg.id, "err", err)
 	}
-	pg.log, pg.applied, pg.pgNum = l, l.info.LastUpdate, pool.PGNum
+	pg.log, pg.applied, pg.pgNum, pg.unmerged = l, l.info.LastUpdate, pool.PGNum, false
 	pg.projected, pg.snaptrim = map[string]*projection{}, pgSnapTrim{}
 	pg.peerings++ // projections from before are not trusted
 	for _, s := range srcs {

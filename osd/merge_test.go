@@ -3,6 +3,7 @@ package osd_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 )
@@ -36,7 +38,7 @@ func (c *cluster) mergeUnderLoad(ctx context.Context, cl *client.Conn, p *client
 	written := w.stop(t, "the merges")
 	verifyResized(ctx, t, cl, p, model, pgNum, func(oid string) int64 { return clones(oid, written) }, check, "after the merges")
 	pool, _ := cl.Map().Pool(p.ID())
-	if pool.PGNumTarget != 0 || pool.PGPNum != uint32(pgNum) || pool.LastMerge.Source != uint32(pgNum) {
+	if _, ok := pool.MergeRecord(uint32(pgNum)); pool.PGNumTarget != 0 || pool.PGPNum != uint32(pgNum) || !ok {
 		t.Fatalf("after the merges: %+v", pool)
 	}
 	for i, st := range c.Stores {
@@ -208,4 +210,79 @@ func TestPGMergeWhileOut(t *testing.T) {
 		t.Fatal("osd.3 holds no object of the pool")
 	}
 	t.Logf("osd.3 holds %d objects", held)
+}
+
+// TestPGMergeFailsThenRetries: the primary of a merge's target (PG 3 of
+// 8; source PG 7), whose store refuses its merges, keeps the source and
+// target copies apart and the target out of service until a later map,
+// when it merges them. The target took more writes than the source, so
+// its unmerged copy would look newest: were it to serve, reads of the
+// source's objects would answer "not found". None does; every object
+// reads back after the retry and the merged-away collection is gone.
+func TestPGMergeFailsThenRetries(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, p := c.splitPool(ctx, 8)
+	m := cl.Map()
+	target, _ := m.MapPG(osdmap.PGID{Pool: p.ID(), Seed: 3})
+	fs := &splitFailStore{}
+	c.Wrap = func(i int, s objectstore.Store) objectstore.Store {
+		if i != int(target.ActingPrimary) {
+			return s
+		}
+		fs.Store = s
+		return fs
+	}
+	c.RestartOSD(int(target.ActingPrimary))
+	model := map[string][]byte{}
+	var inSource []string
+	for i := 0; len(inSource) < 5 || i < 60; i++ {
+		oid := fmt.Sprintf("o%d", i)
+		pg, _ := m.ObjectToPG(p.ID(), oid, "")
+		switch {
+		case pg.Seed == 7 && len(inSource) < 5:
+			inSource = append(inSource, oid)
+		case pg.Seed == 7 || i >= 60:
+			continue
+		}
+		putModel(ctx, t, p, model, oid, []byte(fmt.Sprintf("%s before", oid)))
+	}
+	for i, n := 1000, 0; n < 40; i++ { // the target's log runs ahead of the source's
+		oid := fmt.Sprintf("t%d", i)
+		if pg, _ := m.ObjectToPG(p.ID(), oid, ""); pg.Seed == 3 {
+			putModel(ctx, t, p, model, oid, []byte("in the target"))
+			n++
+		}
+	}
+	waitClean(ctx, t, cl, p.ID())
+	fs.failing.Store(true)
+	c.poolSet(ctx, cl, "p", "pg_num", "7")
+	eventually(ctx, t, func() bool { return fs.failed.Load() >= 1 }, func() string { return "the target's primary never tried the merge" })
+	if pool, _ := cl.Map().Pool(p.ID()); pool.PGNum != 7 {
+		t.Fatalf("pg_num %d after the merge was recorded", pool.PGNum)
+	}
+	for _, oid := range inSource { // still in the source's collection
+		if _, err := fs.Store.Stat(objectstore.Coll(osdmap.PGID{Pool: p.ID(), Seed: 7}.String()), oid); err != nil {
+			t.Fatalf("%s on the failing OSD: %v", oid, err)
+		}
+	}
+	// reads of the source's objects wait or fail; none answers "not found"
+	short, stop := context.WithTimeout(ctx, 2*time.Second)
+	for _, oid := range inSource {
+		if got, err := p.Read(short, oid, 0, 0); (err == nil && !bytes.Equal(got, model[oid])) || errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("read %s while the merge failed: %q %v", oid, got, err)
+		}
+	}
+	stop()
+	fs.failing.Store(false)
+	c.poolSet(ctx, cl, "p", "min_size", "2") // any new map: the merge is tried again
+	waitClean(ctx, t, cl, p.ID())
+	verifyModel(ctx, t, p, model, "after the retried merge")
+	colls, _ := fs.Store.Collections()
+	for _, coll := range colls {
+		if pg, err := osdmap.ParsePGID(string(coll)); err == nil && pg.Pool == p.ID() && pg.Seed >= 7 {
+			t.Fatalf("the failing OSD keeps %s after the retried merge", pg)
+		}
+	}
 }

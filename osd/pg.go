@@ -77,8 +77,10 @@ type PG struct {
 	rec *recovery
 	// premerge: the map has a merge of this PG pending (as its source or
 	// target), and it holds new writes; merged: it was merged into its
-	// target and is gone (merge.go).
-	premerge, merged bool
+	// target and is gone; unmerged: its merge with its sources failed
+	// here, and it serves nothing until a later map merges them
+	// (merge.go).
+	premerge, merged, unmerged bool
 }
 
 func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
@@ -172,9 +174,11 @@ func (pg *PG) waitActive(ctx context.Context) error {
 	defer timeout.Stop()
 	for {
 		pg.mu.Lock()
-		state, ch := pg.ps.State, pg.changed
+		state, ch, unmerged := pg.ps.State, pg.changed, pg.unmerged
 		pg.mu.Unlock()
 		switch {
+		case unmerged:
+			return fmt.Errorf("%w: pg %s waits to merge with the PGs merged into it", osdop.ErrRetry, pg.id)
 		case state.IsActive():
 			return nil
 		case state == peering.ReplicaActive || state == peering.Stray:
@@ -267,6 +271,9 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
+	if rep := pg.loggedAlready(req); rep != nil {
+		return rep, nil // a resend, answered even while a merge holds writes
+	}
 	if err := pg.waitMerge(ctx); err != nil {
 		return nil, err
 	}
@@ -289,6 +296,21 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 		rep, err = pg.writeAs(ctx, req, be, keylock.Excl)
 	}
 	return rep, err
+}
+
+// loggedAlready answers a resend of a write the PG logged and finished
+// committing (writeAs answers those still in flight), or returns nil.
+func (pg *PG) loggedAlready(req *osdop.Request) *osdop.Reply {
+	if req.Client == 0 {
+		return nil
+	}
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
+	if !dup || pg.writing[v] != nil || !pg.ps.State.IsActive() {
+		return nil
+	}
+	return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}
 }
 
 // writeAs is write holding the object's lock in mode m: keylock.Write

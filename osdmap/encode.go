@@ -65,7 +65,8 @@ func decodeUpmapItems(d *wire.Decoder) map[PGID][]UpmapItem {
 
 // Pool encoding versions: v2 appends the snapshot fields (snap_seq, pool
 // snapshots, removed snaps), v3 the autoscaler's options, v4
-// pgp_num_target, v5 pg_num_target, pg_num_pending and the last merge;
+// pgp_num_target, v5 pg_num_target, pg_num_pending, the epoch that set
+// it and the latest merges;
 // an older reader skips them.
 func encodePool(e *wire.Encoder, p *Pool) {
 	mark := e.Begin(5, 1)
@@ -104,13 +105,16 @@ func encodePool(e *wire.Encoder, p *Pool) {
 	e.U32(p.PGPNumTarget) // v4
 	e.U32(p.PGNumTarget)  // v5
 	e.U32(p.PGNumPending)
-	lm := p.LastMerge
-	e.U32(lm.Source)
-	e.U32(uint32(lm.Epoch))
-	e.U64(lm.SourceVersion[0])
-	e.U64(lm.SourceVersion[1])
-	e.U64(lm.TargetVersion[0])
-	e.U64(lm.TargetVersion[1])
+	e.U32(uint32(p.PendingSince))
+	e.U32(uint32(len(p.Merges)))
+	for _, lm := range p.Merges {
+		e.U32(lm.Source)
+		e.U32(uint32(lm.Epoch))
+		e.U64(lm.SourceVersion[0])
+		e.U64(lm.SourceVersion[1])
+		e.U64(lm.TargetVersion[0])
+		e.U64(lm.TargetVersion[1])
+	}
 	e.End(mark)
 }
 
@@ -141,8 +145,11 @@ func decodePool(d *wire.Decoder) *Pool {
 	}
 	if v >= 5 {
 		p.PGNumTarget, p.PGNumPending = d.U32(), d.U32()
-		p.LastMerge = MergeMeta{Source: d.U32(), Epoch: Epoch(d.U32()),
-			SourceVersion: [2]uint64{d.U64(), d.U64()}, TargetVersion: [2]uint64{d.U64(), d.U64()}}
+		p.PendingSince = Epoch(d.U32())
+		for n := d.Count(40); n > 0 && d.Err() == nil; n-- {
+			p.Merges = append(p.Merges, MergeMeta{Source: d.U32(), Epoch: Epoch(d.U32()),
+				SourceVersion: [2]uint64{d.U64(), d.U64()}, TargetVersion: [2]uint64{d.U64(), d.U64()}})
+		}
 	}
 	d.End("pool", end)
 	if d.Err() == nil {

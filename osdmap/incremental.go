@@ -246,6 +246,8 @@ func (p *Pool) validate() error {
 		return fmt.Errorf("pool %q: pgp_num_target %d above pg_num %d", p.Name, p.PGPNumTarget, p.PGNum)
 	case p.PGNumTarget > p.PGNum:
 		return fmt.Errorf("pool %q: pg_num_target %d above pg_num %d", p.Name, p.PGNumTarget, p.PGNum)
+	case len(p.Merges) > MaxMergeRecords:
+		return fmt.Errorf("pool %q: %d merge records, at most %d", p.Name, len(p.Merges), MaxMergeRecords)
 	case p.PGNumPending != 0 && p.PGNumPending != p.PGNum && (p.PGNumPending != p.PGNum-1 || p.PGPNum > p.PGNumPending):
 		return fmt.Errorf("pool %q: pg_num_pending %d: want pg_num %d, or pg_num-1 with pgp_num (%d) at most that", p.Name, p.PGNumPending, p.PGNum, p.PGPNum)
 	case p.ObjectHash != HashLinux && p.ObjectHash != HashRjenkins:

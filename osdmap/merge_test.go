@@ -84,7 +84,8 @@ func TestMergeInMap(t *testing.T) {
 	refused("two PGs merged at once", two)
 	done := np
 	done.PGNum, done.PGNumPending = 63, 0
-	done.LastMerge = osdmap.MergeMeta{Source: 63, Epoch: m.Epoch + 1, SourceVersion: [2]uint64{7, 10}, TargetVersion: [2]uint64{9, 4}}
+	rec := osdmap.MergeMeta{Source: 63, Epoch: m.Epoch + 1, SourceVersion: [2]uint64{7, 10}, TargetVersion: [2]uint64{9, 4}}
+	done.Merges = []osdmap.MergeMeta{{Source: 70, Epoch: 2}, rec}
 	g := apply(t, m, &osdmap.Incremental{NewPools: []*osdmap.Pool{&done}})
 	if _, ok := g.PGTemp[src]; ok || g.PrimaryTemp[src] != 0 || g.PGUpmapItems[src] != nil {
 		t.Fatalf("the source's entries stay: %v %v %v", g.PGTemp, g.PrimaryTemp, g.PGUpmapItems)
@@ -97,8 +98,11 @@ func TestMergeInMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := d.PoolByName("rep")
-	if p.PGNum != 63 || p.PGNumTarget != 32 || p.LastMerge != done.LastMerge {
+	if got, ok := p.MergeRecord(63); p.PGNum != 63 || p.PGNumTarget != 32 || len(p.Merges) != 2 || !ok || got != rec {
 		t.Fatalf("decoded pool %+v", p)
+	}
+	if _, ok := p.MergeRecord(5); ok {
+		t.Fatal("a record of a merge that never was")
 	}
 	if _, _, ok := p.MergePending(); ok {
 		t.Fatal("a merge pending after it was done")

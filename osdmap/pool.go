@@ -63,11 +63,16 @@ type Pool struct {
 	// then lower PGNum to it (0: PGNum, no merge pending). As Ceph's
 	// pg_pool_t fields of the same names.
 	PGNumTarget, PGNumPending uint32
-	// LastMerge records the last merge: its source PG and the versions
-	// source and target were at when reported ready. An OSD whose copies
-	// were not at exactly those versions makes its merged copy a backfill
-	// target (Ceph's last_pg_merge_meta).
-	LastMerge  MergeMeta
+	// PendingSince is the epoch that set PGNumPending (a report of the
+	// merge made at an earlier map is stale).
+	PendingSince Epoch
+	// Merges records the latest merges, oldest first, at most
+	// MaxMergeRecords: each source PG and the versions source and target
+	// were at when reported ready. An OSD whose copies were not at
+	// exactly those versions makes its merged copy a backfill target
+	// (Ceph's last_pg_merge_meta, which keeps the last only: Ceph's OSDs
+	// go through every map, Shoal's may skip to the newest).
+	Merges     []MergeMeta
 	CrushRule  int
 	ECProfile  string // erasure-code profile name for erasure pools
 	Flags      uint64
@@ -116,6 +121,20 @@ type MergeMeta struct {
 	Source                       uint32
 	Epoch                        Epoch
 	SourceVersion, TargetVersion [2]uint64 // epoch, seq
+}
+
+// MaxMergeRecords bounds Pool.Merges: an OSD that comes back after more
+// merges than this of its pool backfills the copies it merges.
+const MaxMergeRecords = 256
+
+// MergeRecord returns the record of the merge of PG source, if kept.
+func (p *Pool) MergeRecord(source uint32) (MergeMeta, bool) {
+	for i := len(p.Merges) - 1; i >= 0; i-- {
+		if p.Merges[i].Source == source {
+			return p.Merges[i], true
+		}
+	}
+	return MergeMeta{}, false
 }
 
 // PGNumTargetOr is the pg_num the pool moves to: PGNumTarget, or PGNum
