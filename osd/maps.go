@@ -100,6 +100,15 @@ func (d *OSD) handleMap(m *osdmap.Map) {
 			d.mc.Command(ctx, "osd boot", map[string]string{"id": strconv.Itoa(int(d.id)), "host": d.o.Host, "addr": d.addr, "cluster_addr": d.clusterAddr})
 		}()
 	}
+	d.mapPGs(m, old)
+}
+
+// mapPGs maps every PG this OSD holds or gains under map m, old the map
+// before it (the map lock is held): merges and splits its copies as m's
+// pg_num asks, sets each PG's mapping (a new interval begins where it
+// changed), and has the PGs it left go stray. Mapping again under the
+// same map changes nothing but what a failed merge or split left to do.
+func (d *OSD) mapPGs(m, old *osdmap.Map) {
 	seen := map[osdmap.PGID]bool{}
 	for _, pid := range m.PoolIDs() {
 		pool, _ := m.Pool(pid)

@@ -254,12 +254,19 @@ func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) (failed map[uint32]bool
 			pg.setMappingLocked(m, nil, osdmap.Mapping{ActingPrimary: -1}, false, nil)
 			pg.mu.Unlock()
 			delete(d.pgs, id)
+			rm := &pgRemoval{} // stopped by abortRemoval if the PG maps here again
+			d.removing[id] = rm
 			d.wg.Add(1)
 			go func() {
 				defer d.wg.Done()
-				if err := d.removePG(pg, &pgRemoval{}); err != nil {
+				if err := d.removePG(pg, rm); err != nil && d.ctx.Err() == nil {
 					d.log.Error("merge: remove a merged source's leftover collection", "pg", id, "err", err)
 				}
+				d.mu.Lock()
+				if d.removing[id] == rm {
+					delete(d.removing, id)
+				}
+				d.mu.Unlock()
 			}()
 			continue
 		}
@@ -267,7 +274,13 @@ func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) (failed map[uint32]bool
 		groups[t] = append(groups[t], pg)
 	}
 	for id, pg := range d.pgs {
-		if id.Pool != pool.ID || id.Seed >= pool.PGNum || pg.pgNum <= pool.PGNum {
+		if id.Pool != pool.ID || id.Seed >= pool.PGNum {
+			continue
+		}
+		if pg.pgNum <= pool.PGNum {
+			if _, merging := groups[id.Seed]; !merging {
+				pg.clearUnmerged() // its merge became moot (pg_num raised again, its sources gone)
+			}
 			continue
 		}
 		if len(osdmap.SplitChildren(id.Seed, pool.PGNum, pg.pgNum)) > 0 {
@@ -285,14 +298,18 @@ func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) (failed map[uint32]bool
 			d.abortRemoval(tid)
 			var err error
 			if dst, err = d.loadPG(tid, pool.PGNum); err != nil {
-				d.log.Error("merge: load target", "pg", tid, "err", err)
-				continue // the sources stay, as strays, and are merged at a later map
+				d.log.Error("merge: load target: the sources stay, as strays, and are merged at a later map", "pg", tid, "err", err)
+				if failed == nil {
+					failed = map[uint32]bool{}
+				}
+				failed[seed] = true // not loaded again (and served without them) at this map
+				continue
 			}
 			d.pgs[tid], fresh = dst, true
 		}
 		slices.SortFunc(srcs, func(a, b *PG) int { return int(a.id.Seed) - int(b.id.Seed) })
 		if err := dst.merge(m, pool, srcs, fresh); err != nil {
-			d.log.Error("merge pg: the copies stay apart, the target out of service, until a later map", "target", tid, "err", err)
+			d.log.Error("merge pg: the copies stay apart, the target out of service, until a later map or the retry in 5 s", "target", tid, "err", err)
 			dst.mu.Lock()
 			dst.unmerged = true
 			dst.notify()
@@ -301,6 +318,7 @@ func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) (failed map[uint32]bool
 				failed = map[uint32]bool{}
 			}
 			failed[seed] = true
+			d.retryMergesSoon()
 			continue
 		}
 		for _, s := range srcs {
@@ -433,4 +451,39 @@ func internalObjects(s objectstore.Store, c objectstore.Coll) ([]string, error) 
 		}
 		after = names[len(names)-1]
 	}
+}
+
+// clearUnmerged puts back in service a PG whose merge failed and is no
+// longer to be made.
+func (pg *PG) clearUnmerged() {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.unmerged {
+		pg.unmerged = false
+		pg.notify()
+	}
+}
+
+// retryMergesSoon has the OSD map its PGs again in 5 s, under the map it
+// holds then, so that a merge that failed is retried without waiting for
+// a new map (one retry pending at a time).
+func (d *OSD) retryMergesSoon() {
+	if !d.mergeRetry.CompareAndSwap(false, true) {
+		return
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		d.mergeRetry.Store(false)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.m != nil {
+			d.mapPGs(d.m, d.m)
+		}
+	}()
 }

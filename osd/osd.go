@@ -133,8 +133,10 @@ type OSD struct {
 	// mergeReporting: the merge sources whose readiness this OSD, their
 	// primary, reports (merge.go; guarded by mu)
 	mergeReporting map[osdmap.PGID]bool
-	cfg            atomic.Pointer[config.Config]
-	name           string // entity name, osd.N
+	// mergeRetry: a retry of failed merges is scheduled (merge.go)
+	mergeRetry atomic.Bool
+	cfg        atomic.Pointer[config.Config]
+	name       string // entity name, osd.N
 
 	auth atomic.Pointer[authState] // the MONs' key database and every entity's caps
 	// msgr is the base of the OSD's messenger configurations: its logger,

@@ -426,6 +426,9 @@ func (pg *PG) adoptLog(iv uint64, info Info, entries []LogEntry, missing []strin
 func (pg *PG) checkInterval(pm *peerMsg) error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
+	if pg.unmerged { // its copy lacks the objects of PGs merged into it
+		return fmt.Errorf("%w: pg %s on osd.%d waits to merge with the PGs merged into it", osdop.ErrRetry, pg.id, pg.osd.id)
+	}
 	if pg.ps.State == peering.Stray {
 		return nil
 	}

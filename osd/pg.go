@@ -712,6 +712,9 @@ func (pg *PG) stateName() string {
 // stateOf is stateName given the plan's object copies to recover (n) and
 // how many of them are misplaced (each is a walk of the plan).
 func (pg *PG) stateOf(n, misplaced int64) string {
+	if pg.unmerged { // out of service (merge.go): not active
+		return "merge_failed"
+	}
 	if !pg.ps.State.IsActive() {
 		return pg.ps.State.Name()
 	}
