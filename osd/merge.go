@@ -23,9 +23,10 @@ package osd
 //     a clean PG); the source's metadata is removed (its empty
 //     collection right after, in a transaction of its own); and
 //     the target's log restarts empty at the newer of the two heads, with
-//     the summed object and byte counts. Like Ceph, the merged log keeps
-//     no entries, so requests logged before the merge are not recognised
-//     as duplicates after it.
+//     the summed object and byte counts. Like Ceph's, the merged log
+//     keeps no entries but keeps both logs' requests as dups (pgLog.dups),
+//     so a resend of a write logged before the merge is answered, not
+//     applied again, until the log first trims.
 //   - Copies that were not exactly at the recorded versions (a stray or
 //     an OSD that was down, a copy of only one of the two, copies of
 //     different shards, an OSD that missed several merges into one PG or
@@ -42,6 +43,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -394,6 +396,12 @@ func (pg *PG) merge(m *osdmap.Map, pool *osdmap.Pool, srcs []*PG, fresh bool) er
 	}
 	l := newPGLog()
 	l.info = peering.Info{Objects: objects, Bytes: bytes, Shard: pg.log.info.Shard}
+	// the requests of both logs stay known as duplicates
+	l.dups = map[[2]uint64]Version{}
+	for _, c := range append([]*PG{pg}, srcs...) {
+		maps.Copy(l.dups, c.log.dups)
+		maps.Copy(l.dups, c.log.reqs)
+	}
 	if exact {
 		head := srcs[0].log.info.LastUpdate
 		if head.Less(pg.log.info.LastUpdate) {

@@ -306,7 +306,7 @@ func (pg *PG) loggedAlready(req *osdop.Request) *osdop.Reply {
 	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
+	v, dup := pg.log.logged(req.Client, req.Tid)
 	if !dup || pg.writing[v] != nil || !pg.ps.State.IsActive() {
 		return nil
 	}
@@ -335,7 +335,7 @@ func (pg *PG) writeAs(ctx context.Context, req *osdop.Request, be backend, m key
 	// duplicate only once the original is on disk).
 	for req.Client != 0 {
 		pg.mu.Lock()
-		v, dup := pg.log.reqs[[2]uint64{req.Client, req.Tid}]
+		v, dup := pg.log.logged(req.Client, req.Tid)
 		active := pg.ps.State.IsActive()
 		first := pg.writing[v]
 		pg.mu.Unlock()

@@ -55,6 +55,24 @@ type pgLog struct {
 	// Persisted beside the log ("m"+name keys), so a restart never
 	// mistakes a stale copy for a current one.
 	missing map[string]Version
+	// dups are requests, by client and tid, whose log entries a merge
+	// dropped (merge.go) with the versions they were logged at, answered
+	// as duplicates like reqs until the log first trims (Ceph's merged
+	// log keeps its dups too). Persisted beside the log ("d" keys).
+	dups map[[2]uint64]Version
+}
+
+func dupKey(k [2]uint64) string { return fmt.Sprintf("d%016x%016x", k[0], k[1]) }
+
+// logged returns the version client's request tid was logged at, if the
+// log (or a merge's dups) holds it.
+func (l *pgLog) logged(client, tid uint64) (Version, bool) {
+	k := [2]uint64{client, tid}
+	if v, ok := l.reqs[k]; ok {
+		return v, true
+	}
+	v, ok := l.dups[k]
+	return v, ok
 }
 
 func newPGLog() *pgLog { return &pgLog{reqs: map[[2]uint64]Version{}, missing: map[string]Version{}} }
@@ -97,6 +115,10 @@ func (l *pgLog) add(t *objectstore.Transaction, c objectstore.Coll, e LogEntry, 
 		}
 		l.info.LogTail = drop[len(drop)-1].Ver
 		l.entries = append([]LogEntry(nil), l.entries[len(drop):]...)
+		for k := range l.dups { // a merge's dups go at the first trim after it
+			keys = append(keys, dupKey(k))
+		}
+		l.dups = nil
 		t.OmapRm(metaColl, metaOID(c), keys)
 	}
 	t.OmapSet(metaColl, metaOID(c), kvs)
@@ -148,6 +170,9 @@ func (l *pgLog) persistAll(t *objectstore.Transaction, c objectstore.Coll) {
 	for _, e := range l.entries {
 		kvs = append(kvs, omap.KV{Key: logKey(e.Ver.Seq), Value: encodeEntry(e)})
 	}
+	for k, v := range l.dups {
+		kvs = append(kvs, omap.KV{Key: dupKey(k), Value: v.Bytes()})
+	}
 	if len(kvs) > 0 {
 		t.OmapSet(metaColl, metaOID(c), kvs)
 	}
@@ -173,6 +198,26 @@ func loadPGLog(s objectstore.Store, c objectstore.Coll) (*pgLog, error) {
 		}
 		for _, kv := range kvs {
 			l.missing[kv.Key[1:]] = peering.VersionFrom(kv.Value)
+			after = kv.Key
+		}
+		if !more || len(kvs) == 0 {
+			break
+		}
+	}
+	for after := ""; ; {
+		kvs, more, err := s.OmapList(metaColl, metaOID(c), after, "d", 1024)
+		if err != nil {
+			return nil, fmt.Errorf("pg %s dups: %w", c, err)
+		}
+		for _, kv := range kvs {
+			var k [2]uint64
+			if _, err := fmt.Sscanf(kv.Key, "d%016x%016x", &k[0], &k[1]); err != nil {
+				return nil, fmt.Errorf("pg %s dup %q: %w", c, kv.Key, err)
+			}
+			if l.dups == nil {
+				l.dups = map[[2]uint64]Version{}
+			}
+			l.dups[k] = peering.VersionFrom(kv.Value)
 			after = kv.Key
 		}
 		if !more || len(kvs) == 0 {
