@@ -2,7 +2,9 @@ package mon_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shoal-project/shoal/mon"
@@ -225,5 +227,50 @@ func TestPGNumMerge(t *testing.T) {
 	commit(t, s, mon.PoolSet{Name: "data", Key: "pg_num", Value: "32"})
 	if np, _ := s.Map.PoolByName("data"); np.PGNum != 32 || np.PGNumTarget != 0 {
 		t.Fatalf("after pg_num 32: %+v", np)
+	}
+}
+
+// TestECMergePositions: on erasure-coded pools (2+1 over six hosts,
+// 16 PGs, pgp_num brought to 8 at once, so positional pg_upmaps keep the
+// sources' OSDs in place), a merge waits with the reason exactly when an
+// OSD would hold one shard of the source and another of its target, and
+// goes on to its other checks otherwise; both cases occur over the pools.
+func TestECMergePositions(t *testing.T) {
+	s, _ := bootSix(t)
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1"}})
+	conflicts, agree := 0, 0
+	for i := range 8 {
+		name := fmt.Sprintf("ec%d", i)
+		commit(t, s, mon.PoolCreate{Name: name, Erasure: true, ECProfile: "p21", PGNum: 16, PGPNum: 16})
+		commit(t, s, mon.PoolSet{Name: name, Key: "pg_num", Value: "15"})
+		commit(t, s, mon.PoolSet{Name: name, Key: "pgp_num_actual", Value: "15"})
+		p, _ := s.Map.PoolByName(name)
+		sm, _ := s.Map.MapPG(osdmap.PGID{Pool: p.ID, Seed: 15})
+		dm, _ := s.Map.MapPG(osdmap.PGID{Pool: p.ID, Seed: 7})
+		want := false
+		for i, o := range sm.Acting {
+			if j := slices.Index(dm.Acting, o); j >= 0 && j != i {
+				want = true
+			}
+		}
+		_, _, err := s.Commit(mon.PoolSet{Name: name, Key: "pg_num_actual", Value: "15"})
+		if !errors.Is(err, mon.ErrBusy) {
+			t.Fatalf("%s: merge start %v, want ErrBusy (never activated, or positions)", name, err)
+		}
+		if got := strings.Contains(err.Error(), "holds shard"); got != want {
+			t.Fatalf("%s: source %v, target %v: waits for positions %t, want %t (%v)", name, sm.Acting, dm.Acting, got, want, err)
+		}
+		if want {
+			conflicts++
+		} else {
+			agree++
+		}
+		if np, _ := s.Map.PoolByName(name); np.PGNumPending != 0 {
+			t.Fatalf("%s: merge pending", name)
+		}
+	}
+	t.Logf("%d pools wait for positions, %d do not", conflicts, agree)
+	if conflicts == 0 || agree == 0 {
+		t.Fatalf("%d pools wait for positions, %d do not: both cases wanted", conflicts, agree)
 	}
 }
