@@ -185,7 +185,7 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 	src := osdmap.PGID{Pool: p.ID, Seed: n}
 	dst := osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(n, n)}
 	m := s.Map
-	if err := ecPositionsAgree(m, p, src, dst); err != nil {
+	if err := m.MergeShardConflict(p, src, dst); err != nil {
 		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %v", p.Name, src, dst, ErrBusy, err)
 	}
 	if !slices.Equal(m.PGUpmap[src], m.PGUpmap[dst]) || !slices.Equal(m.PGUpmapItems[src], m.PGUpmapItems[dst]) {
@@ -224,31 +224,6 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 	}
 	np.PGNumPending, np.PendingSince = n, inc.Epoch
 	return inc, fmt.Sprintf("pool %d: merging pg %s into %s (pg_num_pending %d)", p.ID, src, dst, n), nil
-}
-
-// ecPositionsAgree reports, for an erasure-coded pool, an OSD of the
-// merge source's acting set that holds another position (shard) of the
-// target's: merging needs each OSD to hold the same shard of both PGs,
-// and an OSD holds one shard of a PG at a time (Ceph keeps a collection
-// per shard), so the source cannot take the target's order by moving
-// data there, and the merge cannot go on. Such a source typically kept
-// its OSDs at their positions under a positional pg_upmap (upmap.go)
-// when pgp_num came down.
-func ecPositionsAgree(m *osdmap.Map, p *osdmap.Pool, src, dst osdmap.PGID) error {
-	if p.Type != osdmap.PoolErasure {
-		return nil
-	}
-	sm, err1 := m.MapPG(src)
-	dm, err2 := m.MapPG(dst)
-	if err1 != nil || err2 != nil {
-		return errors.Join(err1, err2)
-	}
-	for i, o := range sm.Acting {
-		if j := slices.Index(dm.Acting, o); o != osdmap.NoOSD && j >= 0 && j != i {
-			return fmt.Errorf("osd.%d holds shard %d of pg %s and shard %d of pg %s; an OSD holds one shard of a PG, so an erasure-coded merge needs the source's shards at the target's positions", o, i, src, j, dst)
-		}
-	}
-	return nil
 }
 
 // MergeReady is a source primary's report that a pending merge's source

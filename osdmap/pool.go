@@ -1,8 +1,10 @@
 package osdmap
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -294,4 +296,28 @@ func ParsePGID(s string) (PGID, error) {
 		return PGID{}, fmt.Errorf("pgid %q: bad seed (hex)", s)
 	}
 	return PGID{Pool: p, Seed: uint32(sd)}, nil
+}
+
+// MergeShardConflict reports, for an erasure-coded pool, an OSD of the
+// merge source's acting set that holds another position (shard) of the
+// target's: merging needs each OSD to hold the same shard of both PGs,
+// and a Shoal OSD holds one shard of a PG at a time (Ceph keeps a
+// collection per shard), so such a merge cannot go on. A source
+// typically keeps its OSDs at their old positions under a positional
+// pg_upmap once pgp_num came down. Nil for replicated pools.
+func (m *Map) MergeShardConflict(p *Pool, src, dst PGID) error {
+	if p.Type != PoolErasure {
+		return nil
+	}
+	sm, err1 := m.MapPG(src)
+	dm, err2 := m.MapPG(dst)
+	if err1 != nil || err2 != nil {
+		return errors.Join(err1, err2)
+	}
+	for i, o := range sm.Acting {
+		if j := slices.Index(dm.Acting, o); o != NoOSD && j >= 0 && j != i {
+			return fmt.Errorf("osd.%d holds shard %d of pg %s and shard %d of pg %s; an OSD holds one shard of a PG, so an erasure-coded merge needs the source's shards at the target's positions", o, i, src, j, dst)
+		}
+	}
+	return nil
 }

@@ -7,11 +7,14 @@ import (
 
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/mon"
+	"github.com/shoal-project/shoal/osdmap"
 )
 
 // OSD_DOWN counts OSDs that are down and in, as Ceph's: once a down OSD is
 // out (its data recovered elsewhere) the cluster can be healthy again. An
-// erasure-coded pool whose min_size is its size gets a warning saying so.
+// erasure-coded pool whose min_size is its size gets a warning saying so,
+// and one whose next merge needs an OSD at two shard positions a
+// POOL_MERGE_BLOCKED warning.
 func TestMapChecks(t *testing.T) {
 	cm, err := crush.Simple(crush.SimpleSpec{})
 	if err != nil {
@@ -49,5 +52,27 @@ func TestMapChecks(t *testing.T) {
 	c = mapChecks(st.Map)
 	if len(c) != 1 || !strings.Contains(c[0].Summary, "stop at the first OSD down") || !strings.Contains(c[0].Detail[0], "pool ec: min_size 3 = size") {
 		t.Fatalf("2+1 pool with min_size 3: %+v", c)
+	}
+	commit(mon.PoolSet{Name: "ec", Key: "min_size", Value: "2"})
+	blocked := 0
+	for i := range 8 { // as mon.TestECMergePositions: some pools conflict
+		name := fmt.Sprintf("m%d", i)
+		commit(mon.PoolCreate{Name: name, Erasure: true, ECProfile: "p21", PGNum: 16, PGPNum: 16})
+		commit(mon.PoolSet{Name: name, Key: "min_size", Value: "2"})
+		commit(mon.PoolSet{Name: name, Key: "pg_num", Value: "15"})
+		commit(mon.PoolSet{Name: name, Key: "pgp_num_actual", Value: "15"})
+		p, _ := st.Map.PoolByName(name)
+		if st.Map.MergeShardConflict(p, osdmap.PGID{Pool: p.ID, Seed: 15}, osdmap.PGID{Pool: p.ID, Seed: 7}) != nil {
+			blocked++
+		}
+	}
+	c = mapChecks(st.Map)
+	switch {
+	case blocked == 0:
+		t.Fatal("no pool's merge conflicts: the check is not exercised")
+	case blocked == 8:
+		t.Fatal("every pool's merge conflicts")
+	case len(c) != 1 || c[0].Code != "POOL_MERGE_BLOCKED" || len(c[0].Detail) != blocked || !strings.Contains(c[0].Detail[0], "holds shard"):
+		t.Fatalf("%d pools blocked: %+v", blocked, c)
 	}
 }

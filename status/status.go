@@ -369,6 +369,24 @@ func mapChecks(m *osdmap.Map) []Check {
 	if len(noSpare) > 0 {
 		checks = append(checks, Check{"POOL_EC_NO_SPARE", Warn, fmt.Sprintf("%d erasure-coded pool(s) stop at the first OSD down", len(noSpare)), noSpare})
 	}
+	// Shoal's own: an erasure-coded pool whose next merge cannot go on
+	// (docs/rados.md, PG merging)
+	var blocked []string
+	for _, id := range m.PoolIDs() {
+		p, _ := m.Pool(id)
+		if p.Type != osdmap.PoolErasure || p.PGNumTargetOr() >= p.PGNum || p.PGPNum >= p.PGNum || p.PGNumPendingOr() != p.PGNum {
+			continue
+		}
+		src := osdmap.PGID{Pool: id, Seed: p.PGNum - 1}
+		dst := osdmap.PGID{Pool: id, Seed: osdmap.MergeTarget(p.PGNum-1, p.PGNum-1)}
+		if err := m.MergeShardConflict(p, src, dst); err != nil {
+			blocked = append(blocked, fmt.Sprintf("pool %s: pg_num %d cannot come down toward %d: %v (raise pg_num back to stop: `shoal pool set %s pg_num %d`)",
+				p.Name, p.PGNum, p.PGNumTargetOr(), err, p.Name, p.PGNum))
+		}
+	}
+	if len(blocked) > 0 {
+		checks = append(checks, Check{"POOL_MERGE_BLOCKED", Warn, fmt.Sprintf("%d erasure-coded pool(s) cannot merge their next PG", len(blocked)), blocked})
+	}
 	return checks
 }
 
