@@ -140,16 +140,9 @@ func (d *Daemon) stepPGPNum(now time.Time) {
 			d.log.Info("pgp_num step waits: PGs moving", "pool", p.Name, "moving", moving, "of", total, "some", some)
 			return
 		}
-		r, err := d.commit(monc.Command{Prefix: "pool set", Args: map[string]string{"name": p.Name, "key": "pgp_num_actual", "value": strconv.FormatUint(uint64(next), 10)}})
-		if err != nil {
-			d.log.Warn("pgp_num step", "pool", p.Name, "err", err)
+		if d.poolSet(p.Name, "pgp_num_actual", next) != nil {
 			return
 		}
-		if r.err != nil {
-			d.log.Warn("pgp_num step refused", "pool", p.Name, "err", r.err)
-			return
-		}
-		d.log.Info("pgp_num step", "pool", p.Name, "pgp_num", next, "target", p.PGPNumTarget)
 		moving += int(max(next, p.PGPNum) - min(next, p.PGPNum)) // the next pool's room
 	}
 }

@@ -496,7 +496,7 @@ func ParseOSDIDs(s string) ([]int32, error) {
 // eversion_t.
 func FormatVersion(v [2]uint64) string { return fmt.Sprintf("%d'%d", v[0], v[1]) }
 
-// ParseVersion parses FormatVersion's form.
+// ParseVersion parses FormatVersion's form; any other string is an error naming it.
 func ParseVersion(s string) ([2]uint64, error) {
 	e, q, ok := strings.Cut(s, "'")
 	ev, err1 := strconv.ParseUint(e, 10, 32)

@@ -68,27 +68,34 @@ func premergeOf(pool *osdmap.Pool, seed uint32) bool {
 }
 
 // waitMerge waits while the PG holds writes for a pending merge (up to
-// 5 s, then a retry error for the client to resend with a newer map),
-// and fails with a retry if the PG merged away.
-func (pg *PG) waitMerge(ctx context.Context) error {
+// 5 s, then a retry error for the client to resend with a newer map) and
+// fails with a retry if the PG merged away. A resend of a write the PG
+// logged and finished is answered meanwhile (rep), not held: it changes
+// nothing. Outside a merge it costs one lock, as the check it replaces.
+func (pg *PG) waitMerge(ctx context.Context, req *osdop.Request) (rep *osdop.Reply, err error) {
 	timeout := time.NewTimer(5 * time.Second)
 	defer timeout.Stop()
 	for {
 		pg.mu.Lock()
 		held, gone, ch := pg.premerge, pg.merged, pg.changed
+		if held && req.Client != 0 {
+			if v, dup := pg.log.logged(req.Client, req.Tid); dup && pg.writing[v] == nil && pg.ps.State.IsActive() {
+				rep = &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}
+			}
+		}
 		pg.mu.Unlock()
 		switch {
 		case gone:
-			return fmt.Errorf("%w: pg %s merged into another", osdop.ErrRetry, pg.id)
-		case !held:
-			return nil
+			return nil, fmt.Errorf("%w: pg %s merged into another", osdop.ErrRetry, pg.id)
+		case !held || rep != nil:
+			return rep, nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-timeout.C:
-			return fmt.Errorf("%w: pg %s is merging (premerge): writes wait", osdop.ErrRetry, pg.id)
+			return nil, fmt.Errorf("%w: pg %s is merging (premerge): writes wait", osdop.ErrRetry, pg.id)
 		}
 	}
 }
@@ -145,7 +152,7 @@ func (d *OSD) reportMergeReady(src, dst osdmap.PGID) {
 			d.mu.Unlock()
 			continue
 		}
-		var wake []chan struct{}
+		var wakeS, wakeT chan struct{} // nil: never ready
 		if sent != m.Epoch && sp != nil && tp != nil {
 			sv, tv, why := mergeReady(sp, tp)
 			if why == "" {
@@ -155,7 +162,7 @@ func (d *OSD) reportMergeReady(src, dst osdmap.PGID) {
 			} else {
 				d.log.Debug("merge waits", "source", src, "target", dst, "why", why)
 			}
-			wake = []chan struct{}{sp.changedCh(), tp.changedCh()}
+			wakeS, wakeT = sp.changedCh(), tp.changedCh()
 		}
 		t := time.NewTimer(time.Second) // a failed report, or a PG not yet made
 		select {
@@ -164,19 +171,11 @@ func (d *OSD) reportMergeReady(src, dst osdmap.PGID) {
 			t.Stop()
 			return
 		case <-t.C:
-		case <-chanOr(wake, 0):
-		case <-chanOr(wake, 1):
+		case <-wakeS:
+		case <-wakeT:
 		}
 		t.Stop()
 	}
-}
-
-// chanOr returns chs[i], or nil (never ready) if there is none.
-func chanOr(chs []chan struct{}, i int) chan struct{} {
-	if i < len(chs) {
-		return chs[i]
-	}
-	return nil
 }
 
 // changedCh returns the channel closed at the PG's next change.
@@ -255,21 +254,7 @@ func (d *OSD) mergePGs(m *osdmap.Map, pool *osdmap.Pool) (failed map[uint32]bool
 			pg.merged = true
 			pg.setMappingLocked(m, nil, osdmap.Mapping{ActingPrimary: -1}, false, nil)
 			pg.mu.Unlock()
-			delete(d.pgs, id)
-			rm := &pgRemoval{} // stopped by abortRemoval if the PG maps here again
-			d.removing[id] = rm
-			d.wg.Add(1)
-			go func() {
-				defer d.wg.Done()
-				if err := d.removePG(pg, rm); err != nil && d.ctx.Err() == nil {
-					d.log.Error("merge: remove a merged source's leftover collection", "pg", id, "err", err)
-				}
-				d.mu.Lock()
-				if d.removing[id] == rm {
-					delete(d.removing, id)
-				}
-				d.mu.Unlock()
-			}()
+			d.startRemoval(pg, "a merged source's leftover collection")
 			continue
 		}
 		t := osdmap.MergeTarget(id.Seed, pool.PGNum)
@@ -485,7 +470,7 @@ func (d *OSD) retryMergesSoon() {
 		select {
 		case <-d.ctx.Done():
 			return
-		case <-time.After(5 * time.Second):
+		case <-d.clock.After(5 * time.Second):
 		}
 		d.mergeRetry.Store(false)
 		d.mu.Lock()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/objectstore"
-	"github.com/shoal-project/shoal/omap"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -66,53 +65,8 @@ func TestPGMerge(t *testing.T) {
 	defer cancel()
 	cl, p := c.splitPool(ctx, 16)
 	model := map[string][]byte{}
-	for i := range 120 {
-		oid := fmt.Sprintf("o%d", i)
-		data := bytes.Repeat([]byte{byte(i)}, 100+i*700) // up to 84 KB: inline and on the device
-		putModel(ctx, t, p, model, oid, data)
-		if err := p.SetXattr(ctx, oid, "who", []byte(oid)); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.OmapSet(ctx, oid, []omap.KV{{Key: "k", Value: []byte(oid)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.SnapCreate(ctx, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := p.SnapLookup("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snapped := map[string][]byte{}
-	for i := 80; i < 120; i++ {
-		oid := fmt.Sprintf("o%d", i)
-		snapped[oid] = model[oid]
-		putModel(ctx, t, p, model, oid, []byte("after the snapshot "+oid))
-	}
-	clones := func(oid string, w map[string]bool) int64 {
-		if _, ok := snapped[oid]; ok || w[oid] {
-			return 1
-		}
-		return 0
-	}
-	c.mergeUnderLoad(ctx, cl, p, model, 12, clones, func(stage string) {
-		for i := range 120 {
-			oid := fmt.Sprintf("o%d", i)
-			if v, err := p.GetXattr(ctx, oid, "who"); err != nil || string(v) != oid {
-				t.Fatalf("%s: %s xattr %q %v", stage, oid, v, err)
-			}
-			if kvs, err := p.OmapGet(ctx, oid, []string{"k"}); err != nil || len(kvs) != 1 || string(kvs[0].Value) != oid {
-				t.Fatalf("%s: %s omap %v %v", stage, oid, kvs, err)
-			}
-		}
-		at := p.AtSnap(snap)
-		for oid, want := range snapped {
-			if got, err := at.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("%s: %s at the snapshot: %d bytes %v, want %d", stage, oid, len(got), err, len(want))
-			}
-		}
-	})
+	clones, check := fillRich(ctx, t, p, model)
+	c.mergeUnderLoad(ctx, cl, p, model, 12, clones, check)
 }
 
 // TestECPGMerge: an erasure-coded 2+1 pool of 6 PGs placed as 4

@@ -271,11 +271,8 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 	if err := pg.waitActive(ctx); err != nil {
 		return nil, err
 	}
-	if rep := pg.loggedAlready(req); rep != nil {
-		return rep, nil // a resend, answered even while a merge holds writes
-	}
-	if err := pg.waitMerge(ctx); err != nil {
-		return nil, err
+	if rep, err := pg.waitMerge(ctx, req); rep != nil || err != nil {
+		return rep, err
 	}
 	if req.AddsData() {
 		if err := pg.checkFull(); err != nil {
@@ -296,21 +293,6 @@ func (pg *PG) write(ctx context.Context, req *osdop.Request, be backend) (*osdop
 		rep, err = pg.writeAs(ctx, req, be, keylock.Excl)
 	}
 	return rep, err
-}
-
-// loggedAlready answers a resend of a write the PG logged and finished
-// committing (writeAs answers those still in flight), or returns nil.
-func (pg *PG) loggedAlready(req *osdop.Request) *osdop.Reply {
-	if req.Client == 0 {
-		return nil
-	}
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	v, dup := pg.log.logged(req.Client, req.Tid)
-	if !dup || pg.writing[v] != nil || !pg.ps.State.IsActive() {
-		return nil
-	}
-	return &osdop.Reply{Ver: v.Seq, Results: make([]osdop.Result, len(req.Ops))}
 }
 
 // writeAs is write holding the object's lock in mode m: keylock.Write

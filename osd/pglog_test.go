@@ -10,13 +10,7 @@ import (
 func name(s uint64) string { return string(rune('a' + s%26)) }
 
 func TestPGLogTrimAndReload(t *testing.T) {
-	s := objectstore.NewMemStore()
-	var t0 objectstore.Transaction
-	t0.CreateCollection(metaColl)
-	t0.CreateCollection("1.0")
-	if err := s.Apply(&t0); err != nil {
-		t.Fatal(err)
-	}
+	s := logStore(t)
 	l := newPGLog()
 	for seq := uint64(1); seq <= 25; seq++ {
 		var tx objectstore.Transaction
@@ -52,13 +46,7 @@ func TestPGLogTrimAndReload(t *testing.T) {
 // a reload and a log replaced at peering, and go — in memory and in the
 // store — at the log's first trim.
 func TestPGLogDups(t *testing.T) {
-	s := objectstore.NewMemStore()
-	var t0 objectstore.Transaction
-	t0.CreateCollection(metaColl)
-	t0.CreateCollection("1.0")
-	if err := s.Apply(&t0); err != nil {
-		t.Fatal(err)
-	}
+	s := logStore(t)
 	l := newPGLog()
 	l.info.LastUpdate, l.info.LogTail = Version{Epoch: 3, Seq: 40}, Version{Epoch: 3, Seq: 40}
 	l.dups = map[[2]uint64]Version{{7, 1}: {Epoch: 2, Seq: 30}, {8, 5}: {Epoch: 3, Seq: 40}}
@@ -104,4 +92,17 @@ func TestPGLogDups(t *testing.T) {
 	if again, err := loadPGLog(s, "1.0"); err != nil || len(again.dups) != 0 {
 		t.Fatalf("dups in the store after the log trimmed: %v %v", again.dups, err)
 	}
+}
+
+// logStore is a MemStore holding the meta collection and PG 1.0's.
+func logStore(t *testing.T) objectstore.Store {
+	t.Helper()
+	s := objectstore.NewMemStore()
+	var tx objectstore.Transaction
+	tx.CreateCollection(metaColl)
+	tx.CreateCollection("1.0")
+	if err := s.Apply(&tx); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -96,6 +96,15 @@ func (d *OSD) purgeStray(id osdmap.PGID) {
 	if !stray {
 		return
 	}
+	d.startRemoval(pg, "stray copy")
+}
+
+// startRemoval deletes this OSD's copy of pg in the background (the map
+// lock is held): it leaves d.pgs and is registered in d.removing, so
+// that abortRemoval stops the deletion if the PG maps here again. what
+// names the copy in the log.
+func (d *OSD) startRemoval(pg *PG, what string) {
+	id := pg.id
 	delete(d.pgs, id)
 	rm := &pgRemoval{}
 	d.removing[id] = rm
@@ -103,9 +112,9 @@ func (d *OSD) purgeStray(id osdmap.PGID) {
 	go func() {
 		defer d.wg.Done()
 		if err := d.removePG(pg, rm); err != nil && d.ctx.Err() == nil {
-			d.log.Error("delete stray copy", "pg", id, "err", err)
+			d.log.Error("delete "+what, "pg", id, "err", err)
 		} else if !rm.abort.Load() {
-			d.log.Info("deleted stray copy", "pg", id)
+			d.log.Info("deleted "+what, "pg", id)
 		}
 		d.mu.Lock()
 		if d.removing[id] == rm {

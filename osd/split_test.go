@@ -180,55 +180,8 @@ func TestPGSplit(t *testing.T) {
 	defer cancel()
 	cl, p := c.splitPool(ctx, 8)
 	model := map[string][]byte{}
-	for i := range 120 {
-		oid := fmt.Sprintf("o%d", i)
-		data := bytes.Repeat([]byte{byte(i)}, 100+i*700) // up to 84 KB: inline and on the device
-		putModel(ctx, t, p, model, oid, data)
-		if err := p.SetXattr(ctx, oid, "who", []byte(oid)); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.OmapSet(ctx, oid, []omap.KV{{Key: "k", Value: []byte(oid)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.SnapCreate(ctx, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := p.SnapLookup("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snapped := map[string][]byte{}
-	for i := 80; i < 120; i++ { // clones of o80–o119
-		oid := fmt.Sprintf("o%d", i)
-		snapped[oid] = model[oid]
-		putModel(ctx, t, p, model, oid, []byte("after the snapshot "+oid))
-	}
-	// one clone each of o80–o119 and of the objects of o0–o39 the writer
-	// overwrote (the snapshot's first write to it)
-	clones := func(oid string, w map[string]bool) int64 {
-		if _, ok := snapped[oid]; ok || w[oid] {
-			return 1
-		}
-		return 0
-	}
-	splitUnderLoad(ctx, t, cl, p, model, 32, clones, func(stage string) {
-		for i := range 120 {
-			oid := fmt.Sprintf("o%d", i)
-			if v, err := p.GetXattr(ctx, oid, "who"); err != nil || string(v) != oid {
-				t.Fatalf("%s: %s xattr %q %v", stage, oid, v, err)
-			}
-			if kvs, err := p.OmapGet(ctx, oid, []string{"k"}); err != nil || len(kvs) != 1 || string(kvs[0].Value) != oid {
-				t.Fatalf("%s: %s omap %v %v", stage, oid, kvs, err)
-			}
-		}
-		at := p.AtSnap(snap)
-		for oid, want := range snapped {
-			if got, err := at.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("%s: %s at the snapshot: %d bytes %v, want %d", stage, oid, len(got), err, len(want))
-			}
-		}
-	})
+	clones, check := fillRich(ctx, t, p, model)
+	splitUnderLoad(ctx, t, cl, p, model, 32, clones, check)
 }
 
 // TestECPGSplit: an erasure-coded 2+1 pool of 4 PGs grows to 6 under a
@@ -391,4 +344,63 @@ func TestPGSplitFailsThenRetries(t *testing.T) {
 	if kids != 8 {
 		t.Fatalf("osd.0 holds %d children after the retry, want 8", kids)
 	}
+}
+
+// fillRich writes o0–o119 to p and model (100 B to 84 KB: inline and on
+// the device), each with an xattr and an omap entry, takes pool snapshot
+// s1 and overwrites o80–o119 after it. It returns how many clones an
+// object has once a writer (startModelWriter, objects o0–o39) overwrote
+// those in written, and the check that every xattr, omap entry and
+// snapshot read reads back.
+func fillRich(ctx context.Context, t *testing.T, p *client.Pool, model map[string][]byte) (clones func(oid string, written map[string]bool) int64, check func(stage string)) {
+	t.Helper()
+	for i := range 120 {
+		oid := fmt.Sprintf("o%d", i)
+		putModel(ctx, t, p, model, oid, bytes.Repeat([]byte{byte(i)}, 100+i*700))
+		if err := p.SetXattr(ctx, oid, "who", []byte(oid)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.OmapSet(ctx, oid, []omap.KV{{Key: "k", Value: []byte(oid)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.SnapCreate(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := p.SnapLookup("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapped := map[string][]byte{}
+	for i := 80; i < 120; i++ { // clones of o80–o119
+		oid := fmt.Sprintf("o%d", i)
+		snapped[oid] = model[oid]
+		putModel(ctx, t, p, model, oid, []byte("after the snapshot "+oid))
+	}
+	// one clone each of o80–o119 and of the objects of o0–o39 the writer
+	// overwrote (the snapshot's first write to it)
+	clones = func(oid string, w map[string]bool) int64 {
+		if _, ok := snapped[oid]; ok || w[oid] {
+			return 1
+		}
+		return 0
+	}
+	check = func(stage string) {
+		for i := range 120 {
+			oid := fmt.Sprintf("o%d", i)
+			if v, err := p.GetXattr(ctx, oid, "who"); err != nil || string(v) != oid {
+				t.Fatalf("%s: %s xattr %q %v", stage, oid, v, err)
+			}
+			if kvs, err := p.OmapGet(ctx, oid, []string{"k"}); err != nil || len(kvs) != 1 || string(kvs[0].Value) != oid {
+				t.Fatalf("%s: %s omap %v %v", stage, oid, kvs, err)
+			}
+		}
+		at := p.AtSnap(snap)
+		for oid, want := range snapped {
+			if got, err := at.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %s at the snapshot: %d bytes %v, want %d", stage, oid, len(got), err, len(want))
+			}
+		}
+	}
+	return clones, check
 }

@@ -1,12 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,49 +28,14 @@ func TestMergeSurvivesKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	content := func(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("pre-%d|", i)), 200+i%400) }
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < 3000; i += 16 {
-				if err := p.WriteFull(ctx, fmt.Sprintf("pre-%d", i), content(i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	prefill(ctx, t, p, 3000)
 	l := startLoad(ctx, t, p, 4, 2, 50)
 	l.waitOps(ctx, 200, "before the merges")
 
 	// kill osd.1 once it has merged one PG
-	logPath := filepath.Join(c.data, "log", "osd.1.log")
-	seen, _ := os.ReadFile(logPath)
-	killed := make(chan struct{})
-	go func() {
-		defer close(killed)
-		for ctx.Err() == nil {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > len(seen) && bytes.Contains(b[len(seen):], []byte("merged pg")) {
-				c.kill9("osd.1")
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	k := c.killOnLog(ctx, "osd.1", "merged pg")
 	c.must("pool", "set", "merge", "pg_num", "8")
-	<-killed
-	if ctx.Err() != nil {
-		t.Fatal("osd.1 never logged a merge")
-	}
+	k.wait(t)
 	l.waitOps(ctx, 200, "with osd.1 killed mid-merges")
 	if m := conn.Map(); m != nil {
 		if pool, err := m.Pool(p.ID()); err == nil && pool.PGNum == 8 {
@@ -92,16 +52,10 @@ func TestMergeSurvivesKill9(t *testing.T) {
 	c.waitHealth("HEALTH_OK", 90*time.Second)
 	c.waitClean(90 * time.Second)
 	l.verify(ctx, "after the merges and the kill")
-	for i := range 3000 {
-		oid := fmt.Sprintf("pre-%d", i)
-		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, content(i)) {
-			t.Fatalf("%s: %v (%d bytes)", oid, err, len(got))
-		}
-	}
+	verifyPrefill(ctx, t, p, 3000)
 	n, wrong := c.poolObjects(ctx, conn, p)
 	if len(wrong) > 0 || n != 3000+len(l.acked) {
 		t.Fatalf("pgs count %d objects (want %d): %v", n, 3000+len(l.acked), wrong)
 	}
-	b, _ := os.ReadFile(logPath)
-	t.Logf("osd.1 logged %d merges", bytes.Count(b[len(seen):], []byte("merged pg")))
+	t.Logf("osd.1 logged %d merges", k.count())
 }
