@@ -45,6 +45,12 @@ type ScaleOptions struct {
 	Prefix string
 	// Out, if set, gets a line per phase.
 	Out io.Writer
+	// Settle, if set, is called before each timed phase and should
+	// return once the cluster's stores have caught up with the writes
+	// before it (client.Conn.SettleMetaStores): each window then
+	// measures the level, not the compactions the untimed fill left
+	// behind.
+	Settle func(ctx context.Context) error
 }
 
 // ScaleLevel is what Scale measured at one level (Objects, the count the
@@ -110,6 +116,9 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 			written = level
 		}
 		r := ScaleLevel{Objects: level}
+		if err := o.settle(ctx); err != nil {
+			return out, err
+		}
 		start := time.Now()
 		if err := scaleWrite(ctx, t, o, written, written+o.Writes); err != nil {
 			return out, err
@@ -117,8 +126,14 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 		secs := time.Since(start).Seconds()
 		written += o.Writes
 		r.WriteOps, r.WriteBytes = float64(o.Writes)/secs, float64(o.Writes*o.ObjectSize)/secs
+		if err := o.settle(ctx); err != nil {
+			return out, err
+		}
 		var err error
 		if r.StatReads, err = scaleRead(ctx, t, o, written); err != nil {
+			return out, err
+		}
+		if err := o.settle(ctx); err != nil {
 			return out, err
 		}
 		if r.ListNames, err = scaleList(ctx, t, o); err != nil {
@@ -128,6 +143,17 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// settle calls o.Settle if set.
+func (o *ScaleOptions) settle(ctx context.Context) error {
+	if o.Settle == nil {
+		return nil
+	}
+	if err := o.Settle(ctx); err != nil {
+		return fmt.Errorf("scale: settle: %w", err)
+	}
+	return nil
 }
 
 // scaleWrite writes objects [from, to) with o.Concurrency in flight.

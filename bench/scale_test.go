@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,10 +34,20 @@ func TestScale(t *testing.T) {
 	ctx := context.Background()
 	m := scaleMem{newMem()}
 	var log bytes.Buffer
-	o := ScaleOptions{Levels: []int{100, 300}, ObjectSize: 64, Concurrency: 4, Writes: 50, HotSet: 20, Reads: 200, List: 30, Out: &log}
+	var settled []int // the objects written when each Settle was called
+	o := ScaleOptions{Levels: []int{100, 300}, ObjectSize: 64, Concurrency: 4, Writes: 50, HotSet: 20, Reads: 200, List: 30, Out: &log,
+		Settle: func(context.Context) error { settled = append(settled, len(m.names())); return nil }}
 	res, err := Scale(ctx, m, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// before each level's writes, reads and listing
+	if want := []int{100, 150, 150, 300, 350, 350}; !slices.Equal(settled, want) {
+		t.Fatalf("settled with %v objects written, want %v", settled, want)
+	}
+	// a Settle that fails stops the run
+	if _, err := Scale(ctx, scaleMem{newMem()}, ScaleOptions{Levels: []int{10}, Settle: func(context.Context) error { return errors.New("osd.0 down") }}); err == nil || !strings.Contains(err.Error(), "osd.0 down") {
+		t.Fatalf("a failing settle: %v", err)
 	}
 	// 0..99, 50 timed, up to 300, 50 timed
 	if n := len(m.names()); n != 350 {

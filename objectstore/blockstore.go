@@ -61,6 +61,9 @@ type Options struct {
 	CommitWindow time.Duration
 	// Logger receives the store's and Pebble's warnings; default slog's.
 	Logger *slog.Logger
+	// legacyMeta opens a new metadata store in the format Shoal used
+	// before value separation (tests of the upgrade).
+	legacyMeta bool
 }
 
 // Defaults.
@@ -95,6 +98,9 @@ type BlockStore struct {
 	alloc *allocator // owned by the committer goroutine
 	used  atomic.Uint64
 	mu    sync.RWMutex // readers hold it shared; the committer takes it to retire freed blocks
+	// metaMu is held shared by FlushMeta, CompactMeta and MetaStats,
+	// which may take long, and by Close to close the metadata store.
+	metaMu sync.RWMutex
 	// commitMu is held while a commit group runs; Fsck takes it to see a
 	// quiescent allocator.
 	commitMu                sync.Mutex
@@ -193,9 +199,18 @@ func Open(opts Options) (*BlockStore, error) {
 	// written, so most die in the memtable instead of being compacted.
 	popts.MemTableSize = memTableSize
 	popts.MemTableStopWritesThreshold = memTablesQueued
+	if !opts.legacyMeta {
+		separateValues(popts)
+	}
 	db, err := pebble.Open(opts.DBDir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: open metadata in %s: %w", opts.DBDir, err)
+	}
+	if db.FormatMajorVersion() < metaFormat && !opts.legacyMeta {
+		if err := db.RatchetFormatMajorVersion(metaFormat); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("objectstore: upgrade metadata in %s to format %s: %w", opts.DBDir, metaFormat, err)
+		}
 	}
 	if opts.CommitWindow == 0 {
 		opts.CommitWindow = DefaultCommitWindow
@@ -474,6 +489,8 @@ func (s *BlockStore) Close() error {
 		s.submitMu.Unlock()
 		close(s.quit)
 		<-s.exited
+		s.metaMu.Lock() // a CompactMeta stops at its next step (s.quit)
+		defer s.metaMu.Unlock()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		err = errors.Join(s.dev.Close(), s.db.Close())
@@ -962,3 +979,35 @@ func (s *BlockStore) SetCacheSizes(data int64, onodes int) {
 func (s *BlockStore) CacheBytes() (data int64, onodes int) {
 	return s.dcache.bytes(), s.onodes.held()
 }
+
+// metaFormat is the metadata store's on-disk format: Pebble's first with
+// value separation. A store made by an older Shoal is upgraded to it when
+// opened (one way: older Shoals then refuse it).
+const metaFormat = pebble.FormatValueSeparation
+
+// separateValues keeps large values — onodes with inline data, the
+// bulk of an OSD of small objects — out of the LSM's sstables, in
+// Pebble's blob files (WiscKey's key–value separation: Lu et al., FAST
+// '16), so compactions rewrite keys and short handles, not the data.
+// BlueStore gets the same by keeping only metadata in RocksDB. Values
+// below valueSeparationMin (most onodes without inline data, PG log
+// entries, omap keys) stay in the sstables.
+func separateValues(o *pebble.Options) {
+	o.FormatMajorVersion = metaFormat
+	o.Experimental.EnableColumnarBlocks = func() bool { return true }
+	o.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           valueSeparationMin,
+			MaxBlobReferenceDepth: 10,
+			// blob files whose values are a fifth dead (objects
+			// overwritten or removed) are rewritten once 5 min old
+			RewriteMinimumAge:  5 * time.Minute,
+			TargetGarbageRatio: 0.2,
+		}
+	}
+}
+
+// valueSeparationMin is the smallest value, in bytes, kept in a blob file
+// (Pebble's command-line tool uses 512; CockroachDB 256).
+const valueSeparationMin = 512

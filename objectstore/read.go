@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -406,3 +407,82 @@ func (s *BlockStore) metaBytes() uint64 {
 }
 
 var _ Store = (*BlockStore)(nil)
+
+// MetaStats describes the metadata store's LSM (Pebble) now: what an
+// operator watches as Ceph's BlueStore exposes RocksDB's counters.
+type MetaStats struct {
+	Flushes     int64 // memtables flushed since the store opened
+	Compactions int64 // compactions since the store opened
+	// CompactionsRunning and FlushesRunning are in progress now;
+	// CompactionDebt is the bytes Pebble estimates its compactions must
+	// still rewrite to bring every level within its target size.
+	CompactionsRunning, FlushesRunning int64
+	CompactionDebt                     uint64
+	// ReadAmp is the sstables (or L0 sublevels) a lookup may visit.
+	ReadAmp int
+	// SSTBytes is the sstables' size; BlobBytes the blob files' (values
+	// kept out of the sstables: separateValues); BlobGarbageBytes what of
+	// the blob files' values no key refers to any more, reclaimed by
+	// rewriting them.
+	SSTBytes, BlobBytes, BlobGarbageBytes uint64
+}
+
+// MetaStats returns the metadata store's LSM statistics.
+// A closed store's are zero.
+func (s *BlockStore) MetaStats() MetaStats {
+	s.metaMu.RLock()
+	defer s.metaMu.RUnlock()
+	if s.readable() != nil {
+		return MetaStats{}
+	}
+	m := s.db.Metrics()
+	t := m.Total()
+	return MetaStats{
+		Flushes: m.Flush.Count, Compactions: m.Compact.Count,
+		CompactionsRunning: m.Compact.NumInProgress, FlushesRunning: m.Flush.NumInProgress,
+		CompactionDebt: m.Compact.EstimatedDebt, ReadAmp: m.ReadAmp(),
+		SSTBytes: uint64(t.TablesSize), BlobBytes: m.BlobFiles.LiveSize,
+		BlobGarbageBytes: m.BlobFiles.ValueSize - min(m.BlobFiles.ReferencedValueSize, m.BlobFiles.ValueSize),
+	}
+}
+
+// FlushMeta writes the metadata store's memtable out to an sstable now
+// and returns when it is durable there; compactions it triggers go on in
+// the background.
+func (s *BlockStore) FlushMeta() error {
+	s.metaMu.RLock()
+	defer s.metaMu.RUnlock()
+	if err := s.readable(); err != nil {
+		return err
+	}
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("objectstore: flush metadata: %w", err)
+	}
+	return nil
+}
+
+// CompactMeta compacts the whole metadata store into its last level
+// (Ceph's `ceph tell osd.N compact`): lookups then visit the fewest
+// sstables, at the cost of rewriting every key once. It returns when
+// done, or when ctx ends or the store closes (the compaction then stops
+// at its next step).
+func (s *BlockStore) CompactMeta(ctx context.Context) error {
+	s.metaMu.RLock()
+	defer s.metaMu.RUnlock()
+	if err := s.readable(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // ends with the compaction, or ends it when the store closes
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := s.db.Compact(ctx, []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, true); err != nil {
+		return fmt.Errorf("objectstore: compact metadata: %w", err)
+	}
+	return nil
+}

@@ -140,12 +140,13 @@ func (d *OSD) authorizeOp(from string, pool *osdmap.Pool, req *osdop.Request) er
 // send: OSD-to-OSD messages (replication, peering, recovery, scrub,
 // leases) from anyone but an OSD; listings without read access to the
 // whole pool; PG commands (scrub, repair) without osd 'allow *', except
-// list-inconsistent, a read of the pool; OSD statistics without mon 'allow
+// list-inconsistent, a read of the pool; OSD commands (flush, compact)
+// without osd 'allow *'; OSD statistics without mon 'allow
 // r' (cluster status, as the MONs' read commands).
 func (d *OSD) authorizeMsg(m *msgr.Message) error {
 	var e caps.Entity
 	switch m.Type {
-	case osdop.MsgStats, osdop.MsgList, osdop.MsgPGCommand:
+	case osdop.MsgStats, osdop.MsgList, osdop.MsgPGCommand, osdop.MsgOSDCommand:
 		e = d.auth.Load().caps.Lookup(m.From)
 	}
 	switch m.Type {
@@ -180,6 +181,11 @@ func (d *OSD) authorizeMsg(m *msgr.Message) error {
 			return nil
 		}
 		return errDenied(m.From, fmt.Sprintf("run pg %s on %s", c.Cmd, id), e)
+	case osdop.MsgOSDCommand:
+		if e.OSD.Allows("", "", caps.Admin) {
+			return nil
+		}
+		return errDenied(m.From, "run an osd command", e)
 	}
 	if typ, _, _ := strings.Cut(m.From, "."); typ != "osd" { // "osd" before an OSD has an id, as its keyring's name
 		return fmt.Errorf("%w: %s sent an OSD-to-OSD message (type %d)", osdop.ErrPermission, m.From, m.Type)

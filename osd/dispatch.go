@@ -61,6 +61,8 @@ func (d *OSD) dispatch(ctx context.Context, m *msgr.Message) ([]byte, error) {
 		return json.Marshal(d.stats())
 	case osdop.MsgPGCommand:
 		return d.pgCommand(m.Payload)
+	case osdop.MsgOSDCommand:
+		return d.osdCommand(ctx, m.Payload)
 	case osdop.MsgList:
 		req, err := osdop.DecodeListRequest(m.Payload)
 		if err != nil {

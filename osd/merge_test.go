@@ -127,8 +127,31 @@ func TestPGMergeWhileOut(t *testing.T) {
 	monDo(ctx, t, cl, "osd in", "ids", "3")
 	waitClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, model, "after osd.3 came back")
+	// osd.3's store holds each object in the collection of the PG the map
+	// sends it to, with the last acknowledged bytes, once it has deleted
+	// its stray copies (after the PGs are clean: a stray is never served)
 	m := cl.Map()
 	st := c.Stores[3]
+	held, why := 0, ""
+	eventually(ctx, t, func() bool {
+		held, why = storeMatches(t, st, m, p.ID(), model)
+		return why == ""
+	}, func() string { return why })
+	if held == 0 {
+		t.Fatal("osd.3 holds no object of the pool")
+	}
+	t.Logf("osd.3 holds %d objects", held)
+}
+
+// storeMatches checks that st holds each object of pool in the collection
+// of the PG m sends it to, with model's bytes, and no collection of a PG
+// beyond the pool's pg_num: it returns the objects held, or why not.
+func storeMatches(t *testing.T, st objectstore.Store, m *osdmap.Map, pool int64, model map[string][]byte) (int, string) {
+	t.Helper()
+	p, err := m.Pool(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
 	colls, err := st.Collections()
 	if err != nil {
 		t.Fatal(err)
@@ -136,34 +159,31 @@ func TestPGMergeWhileOut(t *testing.T) {
 	held := 0
 	for _, coll := range colls {
 		pg, err := osdmap.ParsePGID(string(coll))
-		if err != nil || pg.Pool != p.ID() {
+		if err != nil || pg.Pool != pool {
 			continue
 		}
-		if pg.Seed >= 6 {
-			t.Fatalf("osd.3 keeps the collection of merged pg %s", pg)
+		if pg.Seed >= p.PGNum {
+			return 0, fmt.Sprintf("the store keeps the collection of merged pg %s", pg)
 		}
 		names, err := st.List(coll, "", 0)
 		if err != nil {
-			t.Fatal(err)
+			return 0, fmt.Sprintf("list %s: %v", coll, err)
 		}
 		for _, n := range names {
 			if n[0] == 0 {
 				continue // the snap mapper
 			}
-			want, _ := m.ObjectToPG(p.ID(), n, "")
+			want, _ := m.ObjectToPG(pool, n, "")
 			if want != pg {
-				t.Fatalf("osd.3 holds %s in %s, the map sends it to %s", n, pg, want)
+				return 0, fmt.Sprintf("the store holds %s in %s, the map sends it to %s", n, pg, want)
 			}
 			if got, err := st.Read(coll, n, 0, 0); err != nil || !bytes.Equal(got, model[n]) {
-				t.Fatalf("osd.3's copy of %s: %q %v", n, got, err)
+				return 0, fmt.Sprintf("the store's copy of %s in %s: %q %v", n, pg, got, err)
 			}
 			held++
 		}
 	}
-	if held == 0 {
-		t.Fatal("osd.3 holds no object of the pool")
-	}
-	t.Logf("osd.3 holds %d objects", held)
+	return held, ""
 }
 
 // TestPGMergeFailsThenRetries: the primary of a merge's target (PG 3 of

@@ -543,6 +543,12 @@ func (d *OSD) stats() osdop.Stats {
 		st.SlowOpOldest = now.Sub(oldest).Seconds()
 	}
 	st.RecoveryOpsRate, st.RecoveryBytesRate = d.perf.recoveryRates()
+	if ms, ok := d.store.(metaStore); ok {
+		m := ms.MetaStats()
+		st.MetaStore = &osdop.MetaStore{Flushes: m.Flushes, Compactions: m.Compactions, FlushesRunning: m.FlushesRunning,
+			CompactionsRunning: m.CompactionsRunning, CompactionDebt: m.CompactionDebt, ReadAmp: m.ReadAmp,
+			SSTBytes: m.SSTBytes, BlobBytes: m.BlobBytes, BlobGarbageBytes: m.BlobGarbageBytes}
+	}
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {
 		pgs = append(pgs, pg)
@@ -555,6 +561,41 @@ func (d *OSD) stats() osdop.Stats {
 		}
 	}
 	return st
+}
+
+// metaStore is a store with a metadata LSM (BlockStore).
+type metaStore interface {
+	MetaStats() objectstore.MetaStats
+	FlushMeta() error
+	CompactMeta(ctx context.Context) error
+}
+
+// osdCommand serves MsgOSDCommand: "flush" or "compact" the metadata
+// store, answering when done.
+func (d *OSD) osdCommand(ctx context.Context, payload []byte) ([]byte, error) {
+	var c osdop.OSDCommand
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, fmt.Errorf("%w: osd command: %v", osdop.ErrInvalid, err)
+	}
+	ms, ok := d.store.(metaStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: osd.%d: its store has no metadata store to %s", osdop.ErrInvalid, d.id, c.Cmd)
+	}
+	start := time.Now()
+	var err error
+	switch c.Cmd {
+	case "flush":
+		err = ms.FlushMeta()
+	case "compact":
+		err = ms.CompactMeta(ctx)
+	default:
+		return nil, fmt.Errorf("%w: osd command %q (flush or compact)", osdop.ErrInvalid, c.Cmd)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("osd.%d: %s: %w", d.id, c.Cmd, err)
+	}
+	d.log.Info("metadata store command done", "cmd", c.Cmd, "took", time.Since(start).Round(time.Millisecond))
+	return []byte(fmt.Sprintf("osd.%d: %s done in %s", d.id, c.Cmd, time.Since(start).Round(time.Millisecond))), nil
 }
 
 // storeCommitWindow is objectstore_commit_window as objectstore.Options

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shoal-project/shoal/internal/scrape"
+	"github.com/shoal-project/shoal/objectstore"
 	"github.com/shoal-project/shoal/osdop"
 )
 
@@ -91,6 +92,18 @@ func newPerf(daemon string, store any, mclockScale func() float64) *perfCounters
 			func() float64 { g, _ := cs.ChecksumStats(); return float64(g) })
 		counterFunc("store_csum_computed_blocks_total", "Data blocks whose crc32c the object store computed itself (partial blocks, erasure-coded shards, recovery).",
 			func() float64 { _, c := cs.ChecksumStats(); return float64(c) })
+	}
+	if ms, ok := store.(interface{ MetaStats() objectstore.MetaStats }); ok {
+		gauge := func(name, help string, f func(m objectstore.MetaStats) float64) {
+			p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels},
+				func() float64 { return f(ms.MetaStats()) }))
+		}
+		counterFunc("meta_flushes_total", "Memtables the metadata store (Pebble) flushed.", func() float64 { return float64(ms.MetaStats().Flushes) })
+		counterFunc("meta_compactions_total", "Compactions of the metadata store.", func() float64 { return float64(ms.MetaStats().Compactions) })
+		gauge("meta_compaction_debt_bytes", "Bytes the metadata store's compactions still owe (Pebble's estimate).", func(m objectstore.MetaStats) float64 { return float64(m.CompactionDebt) })
+		gauge("meta_sst_bytes", "The metadata store's sstables.", func(m objectstore.MetaStats) float64 { return float64(m.SSTBytes) })
+		gauge("meta_blob_bytes", "The metadata store's blob files (values kept out of the sstables).", func(m objectstore.MetaStats) float64 { return float64(m.BlobBytes) })
+		gauge("meta_blob_garbage_bytes", "Values in the blob files that no key refers to any more.", func(m objectstore.MetaStats) float64 { return float64(m.BlobGarbageBytes) })
 	}
 	counter := func(name, help string, v *atomic.Uint64) {
 		counterFunc(name, help, func() float64 { return float64(v.Load()) })

@@ -482,6 +482,48 @@ type Stats struct {
 	// MetricsAddr is where the OSD serves Prometheus metrics at /metrics
 	// (metrics_addr), "" if it does not.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
+	// MetaStore is the OSD's metadata store (its LSM), nil for a store
+	// without one.
+	MetaStore *MetaStore `json:"meta_store,omitempty"`
+}
+
+// MetaStore describes an OSD's metadata store (Pebble's LSM), as BlueStore
+// reports RocksDB's counters: flushes and compactions since the OSD
+// started, those running now, the bytes compactions still owe (Pebble's
+// estimated debt), the sstables a lookup may visit, and the bytes in
+// sstables, in blob files (values kept apart), and of the blob files'
+// values no key refers to any more.
+type MetaStore struct {
+	Flushes            int64  `json:"flushes"`
+	Compactions        int64  `json:"compactions"`
+	FlushesRunning     int64  `json:"flushes_running"`
+	CompactionsRunning int64  `json:"compactions_running"`
+	CompactionDebt     uint64 `json:"compaction_debt_bytes"`
+	ReadAmp            int    `json:"read_amp"`
+	SSTBytes           uint64 `json:"sst_bytes"`
+	BlobBytes          uint64 `json:"blob_bytes"`
+	BlobGarbageBytes   uint64 `json:"blob_garbage_bytes"`
+}
+
+// Idle says whether the metadata store has no flush or compaction
+// running (nil: a store without one). Pebble starts a compaction as soon
+// as a level is over its target, so a store that stays idle with no
+// writes coming has reached its steady state; compaction debt may still
+// be above zero then (Pebble counts L0's bytes, which wait for more
+// files before they are compacted).
+func (m *MetaStore) Idle() bool {
+	return m == nil || m.FlushesRunning == 0 && m.CompactionsRunning == 0
+}
+
+// MsgOSDCommand asks an OSD to act on itself: a JSON OSDCommand → a text
+// reply. Cmd "flush" writes the metadata store's memtable out; "compact"
+// compacts the whole metadata store (Ceph's `ceph tell osd.N compact`);
+// both answer when done.
+const MsgOSDCommand uint16 = 113
+
+// OSDCommand is a MsgOSDCommand request.
+type OSDCommand struct {
+	Cmd string `json:"cmd"`
 }
 
 // Perf is an OSD's op counters since it started (Ceph's OSD perf

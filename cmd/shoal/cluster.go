@@ -451,7 +451,25 @@ func osdCmd() *cobra.Command {
 			return tw.Flush()
 		})}
 	perf.Flags().StringVar(&perfFormat, "format", "plain", "plain or json")
-	cmd.AddCommand(perf, ecProfileCmd())
+	compact := &cobra.Command{Use: "compact [ID...]", Short: "Compact OSDs' metadata stores, every up OSD's without IDs (ceph tell osd.N compact); answers when done",
+		RunE: func(c *cobra.Command, a []string) error {
+			return withSession(func(ctx context.Context, s *session, out io.Writer) error {
+				ids, err := osdIDsOrUp(s.conn.Map(), a)
+				if err != nil {
+					return err
+				}
+				for _, id := range ids {
+					fmt.Fprintf(out, "compacting osd.%d ...\n", id)
+					msg, err := s.conn.OSDCommand(ctx, id, "compact")
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(out, msg)
+				}
+				return nil
+			})(c, a)
+		}}
+	cmd.AddCommand(perf, compact, ecProfileCmd())
 	crush := &cobra.Command{Use: "crush", Short: "Change the CRUSH map (add, move, reweight, rule create-replicated)"}
 	crush.AddCommand(&cobra.Command{Use: "add osd.N WEIGHT TYPE=NAME...", Short: "Place an OSD in CRUSH", Args: cobra.MinimumNArgs(3),
 		RunE: monCommand("osd crush add", func(a []string) (map[string]string, error) {
@@ -901,4 +919,25 @@ func blocklistCmd() *cobra.Command {
 			return nil
 		})})
 	return cmd
+}
+
+// osdIDsOrUp parses OSD ids ("3" or "osd.3"), or with none returns every
+// up OSD's.
+func osdIDsOrUp(m *osdmap.Map, args []string) ([]int32, error) {
+	var ids []int32
+	for _, a := range args {
+		n, err := strconv.ParseInt(strings.TrimPrefix(a, "osd."), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: not an OSD id", a)
+		}
+		ids = append(ids, int32(n))
+	}
+	if len(args) == 0 {
+		for i, o := range m.OSDs {
+			if o.Exists && o.Up {
+				ids = append(ids, int32(i))
+			}
+		}
+	}
+	return ids, nil
 }

@@ -385,6 +385,7 @@ func benchScaleCmd() *cobra.Command {
 	var o bench.ScaleOptions
 	var pool, size, format string
 	var levels []int
+	var settle bool
 	cmd := &cobra.Command{
 		Use:   "scale",
 		Short: "Does a pool slow down as it fills? Fill it in steps; at each, time new-object writes, stat+read of a random hot set, and a listing",
@@ -392,8 +393,11 @@ func benchScaleCmd() *cobra.Command {
 --writes more new objects, --reads stat+read pairs of a hot set of --hot
 objects drawn at random from all of them (every read verified), and a
 listing of the first --list names. A store that does not slow down as it
-fills shows the same rates at every level. The objects stay: use a pool of
-its own and remove it after.`,
+fills shows the same rates at every level. With --settle, each timed phase
+starts once every OSD has flushed its metadata store's memtable and its
+compactions have stopped (the steady state a store reaches when writes
+pause), so a window does not pay for the compactions the fill before it
+left behind. The objects stay: use a pool of its own and remove it after.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, a []string) error {
 			n, err := bench.ParseSize(size)
@@ -408,6 +412,9 @@ its own and remove it after.`,
 				}
 				if format != "json" {
 					o.Out = out
+				}
+				if settle {
+					o.Settle = s.conn.SettleMetaStores
 				}
 				res, err := bench.Scale(ctx, scalePool{p}, o)
 				if format == "json" && res != nil {
@@ -426,6 +433,7 @@ its own and remove it after.`,
 	f.IntVar(&o.HotSet, "hot", 1_000, "objects in the hot set")
 	f.IntVar(&o.Reads, "reads", 20_000, "stat+read pairs timed at each level")
 	f.IntVar(&o.List, "list", 10_000, "names listed and timed at each level")
+	f.BoolVar(&settle, "settle", false, "before each timed phase, flush every OSD's metadata store and wait until its compactions stop")
 	f.StringVar(&format, "format", "plain", "plain or json")
 	return cmd
 }

@@ -7,7 +7,11 @@
 # in flight). Issue 41 asks for every rate at 10 M objects within 10 % of
 # its rate at 10 thousand.
 #
-#   docs/bench/scale.sh [LEVELS]     (default 10000,100000,1000000,10000000)
+#   docs/bench/scale.sh [LEVELS] [BENCH-ARGS...]
+#
+# LEVELS defaults to 10000,100000,1000000,10000000; BENCH-ARGS go to
+# `shoal bench scale` (e.g. --settle: each timed phase starts once the
+# OSD's metadata store has flushed and its compactions have stopped).
 #
 # Long: 10 M objects take about an hour here. Not in CI. The OSD is a
 # 100 GiB sparse file under /var/tmp (4 KiB objects live inline in its
@@ -15,6 +19,7 @@
 # ./shoal (go build -o shoal ./cmd/shoal).
 set -euo pipefail
 LEVELS=${1:-10000,100000,1000000,10000000}
+shift || true
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 SHOAL=${SHOAL:-$HERE/shoal}
 D=/var/tmp/shoal-scale
@@ -22,6 +27,7 @@ D=/var/tmp/shoal-scale
 rm -rf "$D"
 trap '"$SHOAL" down --data "$D" >/dev/null 2>&1 || true' EXIT
 "$SHOAL" up --detach --data "$D" --osds 1 --no-gateway --osd-size 100G >/dev/null
-echo "# $(date -u +%FT%TZ) $(git -C "$HERE" rev-parse --short HEAD) $(nproc) cores; levels $LEVELS"
-SHOAL_CONF=$D/shoal.conf "$SHOAL" bench scale -p data -b 4K -t 64 --levels "$LEVELS"
+echo "# $(date -u +%FT%TZ) $(git -C "$HERE" rev-parse --short HEAD) $(nproc) cores; levels $LEVELS $*"
+SHOAL_CONF=$D/shoal.conf "$SHOAL" bench scale -p data -b 4K -t 64 --levels "$LEVELS" "$@"
+SHOAL_CONF=$D/shoal.conf "$SHOAL" osd perf --format json | python3 -c 'import json,sys; [print("osd.%d metadata store:" % s["osd"], json.dumps(s.get("meta_store"))) for s in json.load(sys.stdin)]'
 SHOAL_CONF=$D/shoal.conf "$SHOAL" df

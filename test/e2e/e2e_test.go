@@ -603,6 +603,7 @@ func TestAuthKeysAndCaps(t *testing.T) {
 	denied("reads pool b", "rados", "-p", "b", "get", "x", "-")
 	denied("lists pool b", "rados", "-p", "b", "ls")
 	denied("scrubs", "pg", "scrub", "1.0")
+	denied("compacts an OSD's metadata store", "osd", "compact", "0")
 	denied("creates a pool", "pool", "create", "c")
 	denied("adds an entity", "auth", "add", "client.mallory", "mon", "allow *", "osd", "allow *")
 	denied("reads a key", "auth", "get-key", "client.admin")
@@ -610,6 +611,24 @@ func TestAuthKeysAndCaps(t *testing.T) {
 	denied("gives itself caps", "auth", "caps", "client.bob", "mon", "allow *", "osd", "allow *")
 	if out := c.must("rados", "-p", "a", "ls"); strings.Contains(out, "z") {
 		t.Fatalf("a refused write left an object: %q", out)
+	}
+	// the admin may: each up OSD compacts and says so; their statistics
+	// show the compaction
+	if out := c.must("osd", "compact"); strings.Count(out, "compact done in") != 2 {
+		t.Fatalf("osd compact: %q, want two OSDs done", out)
+	}
+	var perf []struct {
+		MetaStore *struct {
+			Compactions int64 `json:"compactions"`
+		} `json:"meta_store"`
+	}
+	if err := json.Unmarshal([]byte(c.must("osd", "perf", "--format", "json")), &perf); err != nil || len(perf) != 2 {
+		t.Fatalf("osd perf: %v %+v", err, perf)
+	}
+	for i, p := range perf {
+		if p.MetaStore == nil || p.MetaStore.Compactions == 0 {
+			t.Fatalf("osd perf: OSD %d's metadata store %+v, want compactions counted", i, p.MetaStore)
+		}
 	}
 
 	// new caps apply (on every OSD within its next fetch of the key
