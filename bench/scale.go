@@ -32,7 +32,8 @@ type ScaleOptions struct {
 	// Concurrency is the ops kept in flight [64].
 	Concurrency int
 	// Writes is how many new objects are written, and timed, at each
-	// level (the pool then holds Level+Writes) [20,000].
+	// level (the pool then holds Level+Writes; with Settle twice as many
+	// are written: one window before settling, one after) [20,000].
 	Writes int
 	// HotSet is how many objects, drawn at random from all those
 	// written, the read phase stats and reads [1,000]; Reads how many
@@ -45,11 +46,12 @@ type ScaleOptions struct {
 	Prefix string
 	// Out, if set, gets a line per phase.
 	Out io.Writer
-	// Settle, if set, is called before each timed phase and should
-	// return once the cluster's stores have caught up with the writes
-	// before it (client.Conn.SettleMetaStores): each window then
-	// measures the level, not the compactions the untimed fill left
-	// behind.
+	// Settle, if set, is called before each timed phase but the first
+	// write window (timed right after the fill, as without Settle) and
+	// should return once the cluster's stores have caught up with the
+	// writes before it (client.Conn.SettleMetaStores): each later window
+	// then measures the level, not the compactions the writes before it
+	// left behind.
 	Settle func(ctx context.Context) error
 }
 
@@ -58,8 +60,12 @@ type ScaleOptions struct {
 // of the hot set and names listed, each per second, and the written
 // bytes per second.
 type ScaleLevel struct {
-	Objects    int     `json:"objects"`
-	WriteOps   float64 `json:"write_ops_per_sec"`
+	Objects  int     `json:"objects"`
+	WriteOps float64 `json:"write_ops_per_sec"`
+	// WriteOpsAfterFill is, with Settle, the new-object writes per second
+	// of a window timed right after the fill, before settling (WriteOps
+	// is then timed after it).
+	WriteOpsAfterFill float64 `json:"write_ops_after_fill_per_sec,omitempty"`
 	StatReads  float64 `json:"stat_read_pairs_per_sec"`
 	ListNames  float64 `json:"list_names_per_sec"`
 	WriteBytes float64 `json:"write_bytes_per_sec"`
@@ -106,6 +112,7 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 	}
 	written := 0
 	var out []ScaleLevel
+	var err error
 	for _, level := range o.Levels {
 		if level > written {
 			start := time.Now()
@@ -116,20 +123,23 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 			written = level
 		}
 		r := ScaleLevel{Objects: level}
-		if err := o.settle(ctx); err != nil {
+		if o.Settle != nil {
+			if r.WriteOpsAfterFill, err = scaleTimedWrite(ctx, t, o, written); err != nil {
+				return out, err
+			}
+			written += o.Writes
+			if err := o.settle(ctx); err != nil {
+				return out, err
+			}
+		}
+		if r.WriteOps, err = scaleTimedWrite(ctx, t, o, written); err != nil {
 			return out, err
 		}
-		start := time.Now()
-		if err := scaleWrite(ctx, t, o, written, written+o.Writes); err != nil {
-			return out, err
-		}
-		secs := time.Since(start).Seconds()
 		written += o.Writes
-		r.WriteOps, r.WriteBytes = float64(o.Writes)/secs, float64(o.Writes*o.ObjectSize)/secs
+		r.WriteBytes = r.WriteOps * float64(o.ObjectSize)
 		if err := o.settle(ctx); err != nil {
 			return out, err
 		}
-		var err error
 		if r.StatReads, err = scaleRead(ctx, t, o, written); err != nil {
 			return out, err
 		}
@@ -139,10 +149,24 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 		if r.ListNames, err = scaleList(ctx, t, o); err != nil {
 			return out, err
 		}
-		fmt.Fprintf(o.Out, "at %d objects: %.0f writes/s, %.0f stat+reads/s, %.0f names listed/s\n", level, r.WriteOps, r.StatReads, r.ListNames)
+		after := ""
+		if o.Settle != nil {
+			after = fmt.Sprintf(" (%.0f right after the fill)", r.WriteOpsAfterFill)
+		}
+		fmt.Fprintf(o.Out, "at %d objects: %.0f writes/s%s, %.0f stat+reads/s, %.0f names listed/s\n", level, r.WriteOps, after, r.StatReads, r.ListNames)
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// scaleTimedWrite times o.Writes new objects from the written-th on:
+// writes per second.
+func scaleTimedWrite(ctx context.Context, t ScaleTarget, o ScaleOptions, written int) (float64, error) {
+	start := time.Now()
+	if err := scaleWrite(ctx, t, o, written, written+o.Writes); err != nil {
+		return 0, err
+	}
+	return float64(o.Writes) / time.Since(start).Seconds(), nil
 }
 
 // settle calls o.Settle if set.

@@ -41,19 +41,20 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// before each level's writes, reads and listing
-	if want := []int{100, 150, 150, 300, 350, 350}; !slices.Equal(settled, want) {
+	// after each level's first write window, then before its reads and
+	// listing
+	if want := []int{150, 200, 200, 350, 400, 400}; !slices.Equal(settled, want) {
 		t.Fatalf("settled with %v objects written, want %v", settled, want)
 	}
 	// a Settle that fails stops the run
 	if _, err := Scale(ctx, scaleMem{newMem()}, ScaleOptions{Levels: []int{10}, Settle: func(context.Context) error { return errors.New("osd.0 down") }}); err == nil || !strings.Contains(err.Error(), "osd.0 down") {
 		t.Fatalf("a failing settle: %v", err)
 	}
-	// 0..99, 50 timed, up to 300, 50 timed
-	if n := len(m.names()); n != 350 {
-		t.Fatalf("%d objects written, want 350", n)
+	// 0..99, 50 timed, 50 timed after settling, up to 300, 50 and 50
+	if n := len(m.names()); n != 400 {
+		t.Fatalf("%d objects written, want 400", n)
 	}
-	for i := range 350 {
+	for i := range 400 {
 		b, err := m.Read(ctx, ObjectName("scale", i), 0, 0)
 		if err != nil || len(b) != 64 || newContent(prefixSeed("scale"), i, 64).check(b) >= 0 {
 			t.Fatalf("object %d: %d bytes, %v", i, len(b), err)
@@ -63,7 +64,7 @@ func TestScale(t *testing.T) {
 		t.Fatalf("levels: %+v", res)
 	}
 	for _, r := range res {
-		if r.WriteOps <= 0 || r.StatReads <= 0 || r.ListNames <= 0 || r.WriteBytes != r.WriteOps*64 {
+		if r.WriteOps <= 0 || r.WriteOpsAfterFill <= 0 || r.StatReads <= 0 || r.ListNames <= 0 || r.WriteBytes != r.WriteOps*64 {
 			t.Errorf("level %d: %+v", r.Objects, r)
 		}
 	}

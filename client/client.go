@@ -368,7 +368,8 @@ func (c *Conn) OSDCommand(ctx context.Context, id int32, cmd string) (string, er
 // SettleMetaStores brings every up OSD's metadata store to its steady
 // state: it flushes each one's memtable, then polls the OSDs' statistics
 // every 200 ms until, for a whole second, none has a flush or compaction
-// running or has finished one (osdop.MetaStore.Idle), or ctx ends. A
+// running or has finished one (osdop.MetaStore.Idle), or ctx ends, or
+// 10 minutes pass (an error: writes from elsewhere keep them busy). A
 // benchmark calls it before a timed window so that the window neither
 // pays for the compactions of the writes before it nor starts with a
 // memtable half full.
@@ -385,6 +386,8 @@ func (c *Conn) SettleMetaStores(ctx context.Context) error {
 		}
 	}
 	const quietPolls = 5
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	last, quiet := int64(-1), 0

@@ -398,7 +398,12 @@ func (g *group) clone(c Coll, src, dst string) error {
 	}
 	var kvs [][2][]byte
 	for it.First(); it.Valid(); it.Next() {
-		kvs = append(kvs, [2][]byte{append(append([]byte(nil), dp...), it.Key()[len(sp):]...), append([]byte(nil), it.Value()...)})
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		kvs = append(kvs, [2][]byte{append(append([]byte(nil), dp...), it.Key()[len(sp):]...), append([]byte(nil), v...)})
 	}
 	if err := it.Close(); err != nil {
 		return err
@@ -561,7 +566,12 @@ func (g *group) split(c Coll, sp *Split) error {
 			it.Close()
 			return fmt.Errorf("split %s: %s goes to %s, not a child", c, oid, dst)
 		}
-		o, err := decodeOnode(it.Value())
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("split %s: %s: %w", c, oid, err)
+		}
+		o, err := decodeOnode(v)
 		if err != nil {
 			it.Close()
 			return fmt.Errorf("split %s: %s: %w", c, oid, err)
@@ -636,7 +646,12 @@ func (g *group) moveOmap(c Coll, oid string, dst Coll, keyTarget func(string) Co
 			}
 		}
 		if to != "" {
-			kvs = append(kvs, kv{slices.Clone(it.Key()), slices.Clone(it.Value()), to})
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return fmt.Errorf("split %s: %s: %w", c, oid, err)
+			}
+			kvs = append(kvs, kv{slices.Clone(it.Key()), slices.Clone(v), to})
 		}
 	}
 	if err := it.Close(); err != nil {

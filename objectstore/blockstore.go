@@ -206,12 +206,6 @@ func Open(opts Options) (*BlockStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: open metadata in %s: %w", opts.DBDir, err)
 	}
-	if db.FormatMajorVersion() < metaFormat && !opts.legacyMeta {
-		if err := db.RatchetFormatMajorVersion(metaFormat); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("objectstore: upgrade metadata in %s to format %s: %w", opts.DBDir, metaFormat, err)
-		}
-	}
 	if opts.CommitWindow == 0 {
 		opts.CommitWindow = DefaultCommitWindow
 	}
@@ -262,7 +256,12 @@ func (s *BlockStore) load(opts Options) error {
 			it.Close()
 			return fmt.Errorf("objectstore: %w: bitmap key %x", ErrCorrupt, k)
 		}
-		s.alloc.loadRegion(beUint64(k[1:]), it.Value())
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("objectstore: read bitmap: %w", err)
+		}
+		s.alloc.loadRegion(beUint64(k[1:]), v)
 	}
 	if err := it.Close(); err != nil {
 		return err
@@ -981,17 +980,23 @@ func (s *BlockStore) CacheBytes() (data int64, onodes int) {
 }
 
 // metaFormat is the metadata store's on-disk format: Pebble's first with
-// value separation. A store made by an older Shoal is upgraded to it when
-// opened (one way: older Shoals then refuse it).
+// value separation. Pebble moves a store made by an older Shoal to it
+// when opened (Options.FormatMajorVersion); Shoal has always used a Pebble
+// that reads it.
 const metaFormat = pebble.FormatValueSeparation
 
 // separateValues keeps large values — onodes with inline data, the
 // bulk of an OSD of small objects — out of the LSM's sstables, in
 // Pebble's blob files (WiscKey's key–value separation: Lu et al., FAST
-// '16), so compactions rewrite keys and short handles, not the data.
-// BlueStore gets the same by keeping only metadata in RocksDB. Values
-// below valueSeparationMin (most onodes without inline data, PG log
-// entries, omap keys) stay in the sstables.
+// '16): a flush writes them there, and compactions carry short handles
+// instead of the values, rewriting values only when an sstable would
+// refer to more than 10 blob files, or to reclaim space once a fifth of
+// all the blob files' values are dead (overwritten or removed objects;
+// files at least 5 min old). BlueStore gets the same by keeping only
+// metadata in RocksDB. Values below valueSeparationMin (onodes without
+// inline data, PG log entries, omap values, allocation bitmaps) stay in
+// the sstables; values already in an upgraded store's sstables stay there
+// until a compaction of tables that refer to no blob file moves them.
 func separateValues(o *pebble.Options) {
 	o.FormatMajorVersion = metaFormat
 	o.Experimental.EnableColumnarBlocks = func() bool { return true }
@@ -1000,14 +1005,14 @@ func separateValues(o *pebble.Options) {
 			Enabled:               true,
 			MinimumSize:           valueSeparationMin,
 			MaxBlobReferenceDepth: 10,
-			// blob files whose values are a fifth dead (objects
-			// overwritten or removed) are rewritten once 5 min old
-			RewriteMinimumAge:  5 * time.Minute,
-			TargetGarbageRatio: 0.2,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
 		}
 	}
 }
 
-// valueSeparationMin is the smallest value, in bytes, kept in a blob file
-// (Pebble's command-line tool uses 512; CockroachDB 256).
-const valueSeparationMin = 512
+// valueSeparationMin is the smallest value, in bytes, kept in a blob
+// file: above the allocation bitmap's 512-byte regions, which are
+// rewritten on every allocation (Pebble's command-line tool uses 512,
+// CockroachDB 256).
+const valueSeparationMin = 1024

@@ -37,7 +37,15 @@
 // no omap entry belongs to an onode that says it has none.
 //
 // Objects up to InlineMax (32 KiB by default) keep their bytes in the onode:
-// one write to the log per transaction, no data-device I/O. Larger objects
+// one write to the log per transaction, no data-device I/O. Values of 1 KiB
+// and more (such onodes, mostly) leave the LSM's sstables when their
+// memtable is flushed: Pebble keeps them in blob files (value separation,
+// WiscKey's idea) that compactions mostly leave alone, so an OSD filled
+// with millions of small objects compacts keys and short handles, not the
+// objects' bytes (separateValues says when values are rewritten). A store
+// made before value separation is moved to the Pebble format that allows
+// it when opened. MetaStats reports the LSM's state, and
+// FlushMeta and CompactMeta act on it (`shoal osd compact`). Larger objects
 // live on the data device (a file or block device, Options.Size bytes) in
 // 4 KiB blocks, mapped by extents (logical block → physical block) that
 // carry a crc32c per block; partial blocks are read, checked and rewritten

@@ -29,7 +29,11 @@ func (s *BlockStore) Fsck(deep bool) error {
 	buf := make([]byte, BlockSize)
 	for it.First(); it.Valid(); it.Next() {
 		name := fmt.Sprintf("%q", it.Key()[1:])
-		o, err := decodeOnode(it.Value())
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("fsck: onode %s: %w", name, err)
+		}
+		o, err := decodeOnode(v)
 		if err != nil {
 			return fmt.Errorf("fsck: onode %s: %w", name, err)
 		}

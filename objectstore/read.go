@@ -335,7 +335,11 @@ func (s *BlockStore) OmapList(c Coll, oid, startAfter, prefix string, max int) (
 		if max > 0 && len(out) == max {
 			return out, true, nil
 		}
-		out = append(out, KV{Key: string(it.Key()[len(base):]), Value: append([]byte(nil), it.Value()...)})
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, KV{Key: string(it.Key()[len(base):]), Value: append([]byte(nil), v...)})
 	}
 	return out, false, it.Error()
 }
@@ -421,9 +425,9 @@ type MetaStats struct {
 	// ReadAmp is the sstables (or L0 sublevels) a lookup may visit.
 	ReadAmp int
 	// SSTBytes is the sstables' size; BlobBytes the blob files' (values
-	// kept out of the sstables: separateValues); BlobGarbageBytes what of
-	// the blob files' values no key refers to any more, reclaimed by
-	// rewriting them.
+	// kept out of the sstables: separateValues), both on disk;
+	// BlobGarbageBytes the blob files' values (uncompressed) that no key
+	// refers to any more, reclaimed by rewriting the files.
 	SSTBytes, BlobBytes, BlobGarbageBytes uint64
 }
 
@@ -464,8 +468,8 @@ func (s *BlockStore) FlushMeta() error {
 // CompactMeta compacts the whole metadata store into its last level
 // (Ceph's `ceph tell osd.N compact`): lookups then visit the fewest
 // sstables, at the cost of rewriting every key once. It returns when
-// done, or when ctx ends or the store closes (the compaction then stops
-// at its next step).
+// done, or when ctx ends or the store closes: compactions not yet started
+// are dropped then, and Close waits for the one running.
 func (s *BlockStore) CompactMeta(ctx context.Context) error {
 	s.metaMu.RLock()
 	defer s.metaMu.RUnlock()

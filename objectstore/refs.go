@@ -256,7 +256,11 @@ func loadRefs(r pebble.Reader) (map[uint64]refRegion, error) {
 		if len(k) != 9 {
 			return nil, fmt.Errorf("objectstore: %w: reference table key %x", ErrCorrupt, k)
 		}
-		reg, err := decodeRefRegion(it.Value())
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		reg, err := decodeRefRegion(v)
 		if err != nil {
 			return nil, err
 		}

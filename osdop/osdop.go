@@ -508,9 +508,10 @@ type MetaStore struct {
 // Idle says whether the metadata store has no flush or compaction
 // running (nil: a store without one). Pebble starts a compaction as soon
 // as a level is over its target, so a store that stays idle with no
-// writes coming has reached its steady state; compaction debt may still
-// be above zero then (Pebble counts L0's bytes, which wait for more
-// files before they are compacted).
+// writes coming has caught up with the writes before (a blob-file
+// rewrite may still start minutes later); compaction debt may be above
+// zero then (Pebble counts L0's bytes, which wait for more files before
+// they are compacted).
 func (m *MetaStore) Idle() bool {
 	return m == nil || m.FlushesRunning == 0 && m.CompactionsRunning == 0
 }

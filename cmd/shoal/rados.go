@@ -393,11 +393,12 @@ func benchScaleCmd() *cobra.Command {
 --writes more new objects, --reads stat+read pairs of a hot set of --hot
 objects drawn at random from all of them (every read verified), and a
 listing of the first --list names. A store that does not slow down as it
-fills shows the same rates at every level. With --settle, each timed phase
-starts once every OSD has flushed its metadata store's memtable and its
-compactions have stopped (the steady state a store reaches when writes
-pause), so a window does not pay for the compactions the fill before it
-left behind. The objects stay: use a pool of its own and remove it after.`,
+fills shows the same rates at every level. With --settle, a first write
+window is timed right after the fill; then every OSD flushes its metadata
+store's memtable, and once their compactions have stopped the writes are
+timed again, then the reads and the listing (each after settling again):
+those windows do not pay for the compactions the writes before them left
+behind. The objects stay: use a pool of its own and remove it after.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, a []string) error {
 			n, err := bench.ParseSize(size)
@@ -433,7 +434,7 @@ left behind. The objects stay: use a pool of its own and remove it after.`,
 	f.IntVar(&o.HotSet, "hot", 1_000, "objects in the hot set")
 	f.IntVar(&o.Reads, "reads", 20_000, "stat+read pairs timed at each level")
 	f.IntVar(&o.List, "list", 10_000, "names listed and timed at each level")
-	f.BoolVar(&settle, "settle", false, "before each timed phase, flush every OSD's metadata store and wait until its compactions stop")
+	f.BoolVar(&settle, "settle", false, "also time each level's writes, reads and listing after every OSD's metadata store has flushed and its compactions stopped")
 	f.StringVar(&format, "format", "plain", "plain or json")
 	return cmd
 }
