@@ -81,6 +81,12 @@ func TestCrashChild(t *testing.T) {
 					say("BEGIN %s %d", name, v)
 				}
 				err := s.Apply(&txn)
+				if err == nil && g == 0 && v%8 == 0 {
+					// flush the metadata store's memtable now and then,
+					// so that the kill may fall in a flush and the reopened
+					// store reads values from blob files
+					err = s.FlushMeta()
+				}
 				switch {
 				case err == nil:
 					say("ACK %s", name)
@@ -239,7 +245,11 @@ func TestCrashKill9(t *testing.T) {
 				t.Fatalf("round %d: %s%s: %d bytes, not version %q's (%v)", round, name, crashSnap, len(snap), a, err)
 			}
 		}
+		blobs := s.MetaStats().BlobBytes
 		s.Close()
-		t.Logf("round %d: killed after %d acknowledged transactions; %d objects verified", round, acks, len(want))
+		t.Logf("round %d: killed after %d acknowledged transactions; %d objects verified, %d bytes in blob files", round, acks, len(want), blobs)
+		if round > 0 && blobs == 0 {
+			t.Fatalf("round %d: no value in a blob file: the test did not exercise them", round)
+		}
 	}
 }
