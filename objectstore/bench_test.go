@@ -50,6 +50,37 @@ func benchWrites(b *testing.B, s objectstore.Store, size int) {
 // BenchmarkWrite4K: 4 KiB objects (stored inline in the metadata store).
 func BenchmarkWrite4K(b *testing.B) { benchWrites(b, benchStore(b), 4<<10) }
 
+// BenchmarkFill4K fills a new store with b.N new 4 KiB objects from 32
+// writers (run it with -benchtime 1000000x): how fast a store of small
+// objects grows, and what its metadata store holds after — the blob
+// files' bytes, the part of them no key refers to (values compactions
+// copied; separateValues), and the sstables'.
+func BenchmarkFill4K(b *testing.B) {
+	s := benchStore(b)
+	var next atomic.Int64
+	b.SetBytes(4 << 10)
+	b.SetParallelism(16) // 32 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewSource(next.Add(1) << 40))
+		data := make([]byte, 4<<10)
+		for pb.Next() {
+			rng.Read(data)
+			var txn objectstore.Transaction
+			txn.WriteFull("1.0", fmt.Sprintf("obj-%x", rng.Int63()), data)
+			if err := s.Apply(&txn); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.StopTimer()
+	m := s.MetaStats()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txn/s")
+	b.ReportMetric(float64(m.BlobBytes)/1e6, "blob-MB")
+	b.ReportMetric(float64(m.BlobGarbageBytes)/1e6, "blob-garbage-MB")
+	b.ReportMetric(float64(m.SSTBytes)/1e6, "sst-MB")
+}
+
 // BenchmarkWrite64K: 64 KiB objects (on the data device).
 func BenchmarkWrite64K(b *testing.B) { benchWrites(b, benchStore(b), 64<<10) }
 

@@ -990,9 +990,15 @@ const metaFormat = pebble.FormatValueSeparation
 // Pebble's blob files (WiscKey's key–value separation: Lu et al., FAST
 // '16): a flush writes them there, and compactions carry short handles
 // instead of the values, rewriting values only when an sstable would
-// refer to more than 10 blob files, or to reclaim space once a fifth of
+// refer to more than 100 blob files, or to reclaim space once a fifth of
 // all the blob files' values are dead (overwritten or removed objects;
-// files at least 5 min old). BlueStore gets the same by keeping only
+// files at least 5 min old). An onode is read by a point lookup, which
+// reads one blob file whatever the depth (the depth bounds the blob
+// files a scan of values touches), so the depth is ten times Pebble's
+// tool's: with 10, filling one store with a million new 4 KiB
+// objects took 1.34 times as long and left 1.1 GB of its 5.2 GB of blob
+// files dead (values copied by compactions; with 100: 4.1 GB, none dead;
+// docs/perf-log/scale-2026-11-30.md). BlueStore gets the same by keeping only
 // metadata in RocksDB. Values below valueSeparationMin (onodes without
 // inline data, PG log entries, omap values, allocation bitmaps) stay in
 // the sstables; values already in an upgraded store's sstables stay there
@@ -1004,7 +1010,7 @@ func separateValues(o *pebble.Options) {
 		return pebble.ValueSeparationPolicy{
 			Enabled:               true,
 			MinimumSize:           valueSeparationMin,
-			MaxBlobReferenceDepth: 10,
+			MaxBlobReferenceDepth: 100,
 			RewriteMinimumAge:     5 * time.Minute,
 			TargetGarbageRatio:    0.2,
 		}
