@@ -66,9 +66,9 @@ type ScaleLevel struct {
 	// of a window timed right after the fill, before settling (WriteOps
 	// is then timed after it).
 	WriteOpsAfterFill float64 `json:"write_ops_after_fill_per_sec,omitempty"`
-	StatReads  float64 `json:"stat_read_pairs_per_sec"`
-	ListNames  float64 `json:"list_names_per_sec"`
-	WriteBytes float64 `json:"write_bytes_per_sec"`
+	StatReads         float64 `json:"stat_read_pairs_per_sec"`
+	ListNames         float64 `json:"list_names_per_sec"`
+	WriteBytes        float64 `json:"write_bytes_per_sec"`
 }
 
 func (o *ScaleOptions) defaults() {
