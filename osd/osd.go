@@ -115,6 +115,8 @@ type OSD struct {
 	installed atomic.Pointer[osdmap.Map]
 
 	scrubKick wake // wakes the scrub loop for a requested scrub
+	// compacting is set while a `shoal osd compact` runs: one at a time
+	compacting atomic.Bool
 	// snapTrimKick wakes the snap trimmer for a new map
 	snapTrimKick wake
 	notifyID     atomic.Uint64 // the last notify id given out (watch.go)
@@ -571,7 +573,9 @@ type metaStore interface {
 }
 
 // osdCommand serves MsgOSDCommand: "flush" or "compact" the metadata
-// store, answering when done.
+// store, answering when done. One compaction runs at a time (another
+// asked meanwhile gets osdop.ErrBusy); it runs to its end even if the
+// client goes away, or until the OSD stops.
 func (d *OSD) osdCommand(ctx context.Context, payload []byte) ([]byte, error) {
 	var c osdop.OSDCommand
 	if err := json.Unmarshal(payload, &c); err != nil {
@@ -587,7 +591,11 @@ func (d *OSD) osdCommand(ctx context.Context, payload []byte) ([]byte, error) {
 	case "flush":
 		err = ms.FlushMeta()
 	case "compact":
+		if !d.compacting.CompareAndSwap(false, true) {
+			return nil, fmt.Errorf("%w: osd.%d: a compaction of its metadata store is already running", osdop.ErrBusy, d.id)
+		}
 		err = ms.CompactMeta(ctx)
+		d.compacting.Store(false)
 	default:
 		return nil, fmt.Errorf("%w: osd command %q (flush or compact)", osdop.ErrInvalid, c.Cmd)
 	}
