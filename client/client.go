@@ -350,8 +350,10 @@ func (c *Conn) osdCall(ctx context.Context, id int32, typ uint16, payload []byte
 }
 
 // OSDCommand asks OSD id to "flush" or "compact" its metadata store
-// (osdop.MsgOSDCommand; needs osd 'allow *') and returns its answer once
-// done.
+// (osdop.MsgOSDCommand) and returns its answer once done. Errors:
+// osdop.ErrPermission without osd 'allow *', osdop.ErrBusy while the OSD
+// compacts already, osdop.ErrInvalid for another command or a store
+// without a metadata LSM, ErrNotFound for an OSD not in the map.
 func (c *Conn) OSDCommand(ctx context.Context, id int32, cmd string) (string, error) {
 	payload, err := json.Marshal(osdop.OSDCommand{Cmd: cmd})
 	if err != nil {
@@ -374,12 +376,7 @@ func (c *Conn) OSDCommand(ctx context.Context, id int32, cmd string) (string, er
 // pays for the compactions of the writes before it nor starts with a
 // memtable half full.
 func (c *Conn) SettleMetaStores(ctx context.Context) error {
-	var up []int32
-	for i, o := range c.Map().OSDs {
-		if o.Exists && o.Up {
-			up = append(up, int32(i))
-		}
-	}
+	up := c.Map().UpOSDs()
 	for _, id := range up {
 		if _, err := c.OSDCommand(ctx, id, "flush"); err != nil {
 			return err

@@ -178,7 +178,7 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 	src := osdmap.PGID{Pool: p.ID, Seed: n}
 	dst := osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(n, n)}
 	m := s.Map
-	if err := m.MergeShardConflict(p, src, dst); err != nil {
+	if err := m.MergeShardConflict(p, n); err != nil {
 		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %v", p.Name, src, dst, ErrBusy, err)
 	}
 	if !slices.Equal(m.PGUpmap[src], m.PGUpmap[dst]) || !slices.Equal(m.PGUpmapItems[src], m.PGUpmapItems[dst]) {

@@ -490,7 +490,6 @@ func ParseOSDIDs(s string) ([]int32, error) {
 	return ids, nil
 }
 
-// ParsePGTemps reads the "osd pg-temp" command's pgs argument, as
 // FormatVersion writes a PG log version (epoch, seq) as the "pg
 // ready-to-merge" command's versions: "EPOCH'SEQ", as Ceph prints
 // eversion_t.
@@ -507,6 +506,7 @@ func ParseVersion(s string) ([2]uint64, error) {
 	return [2]uint64{ev, qv}, nil
 }
 
+// ParsePGTemps reads the "osd pg-temp" command's pgs argument, as
 // FormatPGTemps writes it.
 func ParsePGTemps(s string) (map[osdmap.PGID][]int32, error) {
 	sets := map[osdmap.PGID][]int32{}

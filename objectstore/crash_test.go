@@ -3,6 +3,7 @@ package objectstore_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -81,11 +82,15 @@ func TestCrashChild(t *testing.T) {
 					say("BEGIN %s %d", name, v)
 				}
 				err := s.Apply(&txn)
-				if err == nil && g == 0 && v%8 == 0 {
+				switch {
+				case err == nil && g == 0 && v%8 == 0:
 					// flush the metadata store's memtable now and then,
 					// so that the kill may fall in a flush and the reopened
 					// store reads values from blob files
 					err = s.FlushMeta()
+				case err == nil && g == 1 && v%16 == 0:
+					// or in a full compaction (shoal osd compact)
+					err = s.CompactMeta(context.Background())
 				}
 				switch {
 				case err == nil:

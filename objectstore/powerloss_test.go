@@ -2,6 +2,7 @@ package objectstore_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -244,13 +245,18 @@ func TestPowerLoss(t *testing.T) {
 					mu.Lock()
 					st.acked = st.inflight
 					mu.Unlock()
-					if g == 0 && v%8 == 0 {
+					var err error
+					switch {
+					case g == 0 && v%8 == 0:
 						// a memtable flush now and then: the cut may fall
 						// in one, and values then live in blob files
-						if err := s.FlushMeta(); err != nil && !c.crashedNow() {
-							t.Errorf("flush: %v", err)
-							return
-						}
+						err = s.FlushMeta()
+					case g == 1 && v%16 == 0:
+						err = s.CompactMeta(context.Background()) // or in a full compaction
+					}
+					if err != nil && !c.crashedNow() {
+						t.Errorf("flush or compaction: %v", err)
+						return
 					}
 				}
 			}(g)

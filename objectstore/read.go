@@ -452,7 +452,7 @@ func (s *BlockStore) MetaStats() MetaStats {
 
 // FlushMeta writes the metadata store's memtable out to an sstable now
 // and returns when it is durable there; compactions it triggers go on in
-// the background.
+// the background. ErrClosed once the store is closed.
 func (s *BlockStore) FlushMeta() error {
 	s.metaMu.RLock()
 	defer s.metaMu.RUnlock()
@@ -469,7 +469,8 @@ func (s *BlockStore) FlushMeta() error {
 // (Ceph's `ceph tell osd.N compact`): lookups then visit the fewest
 // sstables, at the cost of rewriting every key once. It returns when
 // done, or when ctx ends or the store closes: compactions not yet started
-// are dropped then, and Close waits for the one running.
+// are dropped then (an error wrapping ctx's), and Close waits for the one
+// running. ErrClosed once the store is closed.
 func (s *BlockStore) CompactMeta(ctx context.Context) error {
 	s.metaMu.RLock()
 	defer s.metaMu.RUnlock()

@@ -535,8 +535,15 @@ func (d *OSD) fullnessLoop() {
 
 func (d *OSD) stats() osdop.Stats {
 	fs, _ := d.store.StatFS()
+	var meta *osdop.MetaStore // outside the map lock: it may wait for the store's Close
+	if ms, ok := d.store.(metaStore); ok {
+		m := ms.MetaStats()
+		meta = &osdop.MetaStore{Flushes: m.Flushes, Compactions: m.Compactions, FlushesRunning: m.FlushesRunning,
+			CompactionsRunning: m.CompactionsRunning, CompactionDebt: m.CompactionDebt, ReadAmp: m.ReadAmp,
+			SSTBytes: m.SSTBytes, BlobBytes: m.BlobBytes, BlobGarbageBytes: m.BlobGarbageBytes}
+	}
 	d.mu.RLock()
-	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: (fs.Used + fs.Meta) >> 10, Perf: d.perf.snapshot(), MetricsAddr: d.metricsAddr}
+	st := osdop.Stats{ID: d.id, Epoch: uint32(d.m.Epoch), Total: fs.Total >> 10, Used: (fs.Used + fs.Meta) >> 10, Perf: d.perf.snapshot(), MetricsAddr: d.metricsAddr, MetaStore: meta}
 	st.Perf.MClockCapacityIOPS = d.qos.capacityIOPS(d.conf(), d.qosError)
 	st.Perf.MClockScale = d.qos.scale()
 	now := time.Now()
@@ -545,12 +552,6 @@ func (d *OSD) stats() osdop.Stats {
 		st.SlowOpOldest = now.Sub(oldest).Seconds()
 	}
 	st.RecoveryOpsRate, st.RecoveryBytesRate = d.perf.recoveryRates()
-	if ms, ok := d.store.(metaStore); ok {
-		m := ms.MetaStats()
-		st.MetaStore = &osdop.MetaStore{Flushes: m.Flushes, Compactions: m.Compactions, FlushesRunning: m.FlushesRunning,
-			CompactionsRunning: m.CompactionsRunning, CompactionDebt: m.CompactionDebt, ReadAmp: m.ReadAmp,
-			SSTBytes: m.SSTBytes, BlobBytes: m.BlobBytes, BlobGarbageBytes: m.BlobGarbageBytes}
-	}
 	pgs := make([]*PG, 0, len(d.pgs))
 	for _, pg := range d.pgs {
 		pgs = append(pgs, pg)
@@ -602,8 +603,9 @@ func (d *OSD) osdCommand(ctx context.Context, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("osd.%d: %s: %w", d.id, c.Cmd, err)
 	}
-	d.log.Info("metadata store command done", "cmd", c.Cmd, "took", time.Since(start).Round(time.Millisecond))
-	return []byte(fmt.Sprintf("osd.%d: %s done in %s", d.id, c.Cmd, time.Since(start).Round(time.Millisecond))), nil
+	took := time.Since(start).Round(time.Millisecond)
+	d.log.Info("metadata store command done", "cmd", c.Cmd, "took", took)
+	return []byte(fmt.Sprintf("osd.%d: %s done in %s", d.id, c.Cmd, took)), nil
 }
 
 // storeCommitWindow is objectstore_commit_window as objectstore.Options

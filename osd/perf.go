@@ -94,16 +94,7 @@ func newPerf(daemon string, store any, mclockScale func() float64) *perfCounters
 			func() float64 { _, c := cs.ChecksumStats(); return float64(c) })
 	}
 	if ms, ok := store.(interface{ MetaStats() objectstore.MetaStats }); ok {
-		gauge := func(name, help string, f func(m objectstore.MetaStats) float64) {
-			p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels},
-				func() float64 { return f(ms.MetaStats()) }))
-		}
-		counterFunc("meta_flushes_total", "Memtables the metadata store (Pebble) flushed.", func() float64 { return float64(ms.MetaStats().Flushes) })
-		counterFunc("meta_compactions_total", "Compactions of the metadata store.", func() float64 { return float64(ms.MetaStats().Compactions) })
-		gauge("meta_compaction_debt_bytes", "Bytes the metadata store's compactions still owe (Pebble's estimate).", func(m objectstore.MetaStats) float64 { return float64(m.CompactionDebt) })
-		gauge("meta_sst_bytes", "The metadata store's sstables.", func(m objectstore.MetaStats) float64 { return float64(m.SSTBytes) })
-		gauge("meta_blob_bytes", "The metadata store's blob files (values kept out of the sstables).", func(m objectstore.MetaStats) float64 { return float64(m.BlobBytes) })
-		gauge("meta_blob_garbage_bytes", "Values in the blob files that no key refers to any more.", func(m objectstore.MetaStats) float64 { return float64(m.BlobGarbageBytes) })
+		p.reg.MustRegister(newMetaCollector(ms.MetaStats, labels))
 	}
 	counter := func(name, help string, v *atomic.Uint64) {
 		counterFunc(name, help, func() float64 { return float64(v.Load()) })
@@ -172,4 +163,56 @@ func (d *OSD) serveMetrics(ctx context.Context, addr string) error {
 		}
 	}()
 	return nil
+}
+
+// metaCollector exports the metadata store's statistics (shoal_osd_meta_*)
+// from one objectstore.MetaStats per scrape: reading Pebble's metrics
+// walks its levels under its lock.
+type metaCollector struct {
+	stats func() objectstore.MetaStats
+	descs []*prometheus.Desc // in metaValues' order
+}
+
+// metaValue is one exported statistic: name, help, whether a counter,
+// and its value.
+type metaValue struct {
+	name, help string
+	counter    bool
+	v          float64
+}
+
+// metaValues are the exported statistics of m.
+func metaValues(m objectstore.MetaStats) []metaValue {
+	return []metaValue{
+		{"meta_flushes_total", "Memtables the metadata store (Pebble) flushed.", true, float64(m.Flushes)},
+		{"meta_compactions_total", "Compactions of the metadata store.", true, float64(m.Compactions)},
+		{"meta_compaction_debt_bytes", "Bytes the metadata store's compactions still owe (Pebble's estimate).", false, float64(m.CompactionDebt)},
+		{"meta_sst_bytes", "The metadata store's sstables.", false, float64(m.SSTBytes)},
+		{"meta_blob_bytes", "The metadata store's blob files (values kept out of the sstables).", false, float64(m.BlobBytes)},
+		{"meta_blob_garbage_bytes", "Values in the blob files that no key refers to any more (uncompressed).", false, float64(m.BlobGarbageBytes)},
+	}
+}
+
+func newMetaCollector(stats func() objectstore.MetaStats, labels prometheus.Labels) *metaCollector {
+	c := &metaCollector{stats: stats}
+	for _, v := range metaValues(objectstore.MetaStats{}) {
+		c.descs = append(c.descs, prometheus.NewDesc(prometheus.BuildFQName("shoal", "osd", v.name), v.help, nil, labels))
+	}
+	return c
+}
+
+func (c *metaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *metaCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, v := range metaValues(c.stats()) {
+		typ := prometheus.GaugeValue
+		if v.counter {
+			typ = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs[i], typ, v.v)
+	}
 }

@@ -186,6 +186,17 @@ func (m *Map) exists(o int32) bool { return o >= 0 && int(o) < len(m.OSDs) && m.
 
 func (m *Map) isUp(o int32) bool { return m.exists(o) && m.OSDs[o].Up }
 
+// UpOSDs returns the ids of the OSDs that exist and are up, ascending.
+func (m *Map) UpOSDs() []int32 {
+	var ids []int32
+	for i := range m.OSDs {
+		if m.isUp(int32(i)) {
+			ids = append(ids, int32(i))
+		}
+	}
+	return ids
+}
+
 // weights is the per-OSD reweight vector CRUSH reads. As in Ceph it holds
 // each entry's weight even for OSDs that no longer exist (removing an OSD
 // does not reset its weight): CRUSH may choose one, and the mapping then

@@ -719,3 +719,14 @@ func TestUpmapItems(t *testing.T) {
 		}
 	}
 }
+
+// TestUpOSDs: only OSDs that exist and are up, in id order.
+func TestUpOSDs(t *testing.T) {
+	m := &osdmap.Map{OSDs: []osdmap.OSD{{Exists: true, Up: true}, {Exists: true}, {Up: true}, {}, {Exists: true, Up: true}}}
+	if got := m.UpOSDs(); !slices.Equal(got, []int32{0, 4}) {
+		t.Fatalf("UpOSDs %v, want [0 4]", got)
+	}
+	if got := (&osdmap.Map{}).UpOSDs(); got != nil {
+		t.Fatalf("an empty map's UpOSDs %v", got)
+	}
+}

@@ -299,16 +299,18 @@ func ParsePGID(s string) (PGID, error) {
 }
 
 // MergeShardConflict reports, for an erasure-coded pool, an OSD of the
-// merge source's acting set that holds another position (shard) of the
-// target's: merging needs each OSD to hold the same shard of both PGs,
+// acting set of PG source (the PG the merge to pg_num source removes)
+// that holds another position (shard) of its target's (MergeTarget):
+// merging needs each OSD to hold the same shard of both PGs,
 // and a Shoal OSD holds one shard of a PG at a time (Ceph keeps a
 // collection per shard), so such a merge cannot go on. A source
 // typically keeps its OSDs at their old positions under a positional
 // pg_upmap once pgp_num came down. Nil for replicated pools.
-func (m *Map) MergeShardConflict(p *Pool, src, dst PGID) error {
+func (m *Map) MergeShardConflict(p *Pool, source uint32) error {
 	if p.Type != PoolErasure {
 		return nil
 	}
+	src, dst := PGID{Pool: p.ID, Seed: source}, PGID{Pool: p.ID, Seed: MergeTarget(source, source)}
 	sm, err1 := m.MapPG(src)
 	dm, err2 := m.MapPG(dst)
 	if err1 != nil || err2 != nil {

@@ -377,9 +377,7 @@ func mapChecks(m *osdmap.Map) []Check {
 		if p.Type != osdmap.PoolErasure || p.PGNumTargetOr() >= p.PGNum || p.PGPNum >= p.PGNum || p.PGNumPendingOr() != p.PGNum {
 			continue
 		}
-		src := osdmap.PGID{Pool: id, Seed: p.PGNum - 1}
-		dst := osdmap.PGID{Pool: id, Seed: osdmap.MergeTarget(p.PGNum-1, p.PGNum-1)}
-		if err := m.MergeShardConflict(p, src, dst); err != nil {
+		if err := m.MergeShardConflict(p, p.PGNum-1); err != nil {
 			blocked = append(blocked, fmt.Sprintf("pool %s: pg_num %d cannot come down toward %d: %v (raise pg_num back to stop: `shoal pool set %s pg_num %d`)",
 				p.Name, p.PGNum, p.PGNumTargetOr(), err, p.Name, p.PGNum))
 		}

@@ -426,13 +426,9 @@ func osdCmd() *cobra.Command {
 	var perfFormat string
 	perf := &cobra.Command{Use: "perf", Short: "Show each OSD's op counters: client ops and bytes as primary, replicated sub-ops (Ceph's perf counters)", Args: cobra.NoArgs,
 		RunE: withSession(func(ctx context.Context, s *session, out io.Writer) error {
-			m := s.conn.Map()
 			var all []osdop.Stats
-			for i, o := range m.OSDs {
-				if !o.Exists || !o.Up {
-					continue
-				}
-				st, err := s.conn.OSDStats(ctx, int32(i))
+			for _, id := range s.conn.Map().UpOSDs() {
+				st, err := s.conn.OSDStats(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -924,20 +920,8 @@ func blocklistCmd() *cobra.Command {
 // osdIDsOrUp parses OSD ids ("3" or "osd.3"), or with none returns every
 // up OSD's.
 func osdIDsOrUp(m *osdmap.Map, args []string) ([]int32, error) {
-	var ids []int32
-	for _, a := range args {
-		n, err := strconv.ParseInt(strings.TrimPrefix(a, "osd."), 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q: not an OSD id", a)
-		}
-		ids = append(ids, int32(n))
+	if len(args) > 0 {
+		return monc.ParseOSDIDs(strings.Join(args, ","))
 	}
-	if len(args) == 0 {
-		for i, o := range m.OSDs {
-			if o.Exists && o.Up {
-				ids = append(ids, int32(i))
-			}
-		}
-	}
-	return ids, nil
+	return m.UpOSDs(), nil
 }
