@@ -539,3 +539,79 @@ func Clean(m *osdmap.Map) map[osdmap.PGID][]osdmap.UpmapItem {
 func exists(m *osdmap.Map, o int32) bool {
 	return o >= 0 && o < m.MaxOSD() && m.OSDs[o].Exists
 }
+
+// ErrNoSpare: ShardOrderStep found no OSD to move a shard through.
+var ErrNoSpare = errors.New("no spare OSD")
+
+// ShardOrderStep returns the next placement of an erasure-coded PG of
+// rule placed on have (its OSDs by shard position, no holes) toward
+// want, the same size, when an OSD of have holds another position in
+// want. An OSD holds one shard of a PG at a time, so no OSD may change
+// position in one step: every position whose OSD in want is not in have
+// takes it; when none is (the positions form cycles), the first OSD
+// that changes position moves instead to a spare (Spare: in a failure
+// domain no OSD of have or want is in), which frees it for its position
+// in want. A cycle of L positions
+// thus takes L+1 steps. spare is the OSD used that way, or NoOSD; the
+// error is ErrNoSpare when no OSD qualifies. The MONs step an
+// erasure-coded merge's source this way (mon's mergeShardStep).
+func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, spare int32, err error) {
+	next = slices.Clone(have)
+	for i := range have {
+		if have[i] != want[i] && !slices.Contains(have, want[i]) {
+			next[i] = want[i]
+		}
+	}
+	if !slices.Equal(next, have) {
+		return next, osdmap.NoOSD, nil
+	}
+	j := slices.IndexFunc(have, func(o int32) bool { i := slices.Index(want, o); return i >= 0 && have[i] != o })
+	if j < 0 {
+		return next, osdmap.NoOSD, nil // in order already
+	}
+	// the OSD moved out stays in the PG (at another position, later), so
+	// the spare shares a failure domain with no OSD of either order
+	members := slices.Concat(have, want)
+	spare, ok := Spare(m, rule, members, osdmap.NoOSD, members)
+	if !ok {
+		return nil, osdmap.NoOSD, fmt.Errorf("%w: no up, in OSD in a failure domain of its own to move osd.%d's shard %d through", ErrNoSpare, have[j], j)
+	}
+	next[j] = spare
+	return next, spare, nil
+}
+
+// Spare picks an OSD to stand in for from among members, a PG's
+// placement under rule (from may be NoOSD: an OSD to add): up, in and
+// under the rule's root, neither a member nor in avoid, and in a failure
+// domain no member other than from is in;
+// of those, the one of most weight (then the lowest id). For a rule the
+// balancer does not analyse (ErrRule) any up, in OSD outside members and
+// avoid qualifies. False when none does. The MONs use it to move an
+// erasure-coded PG's shard through another OSD when two of its OSDs must
+// trade positions (mon's merge steps).
+func Spare(m *osdmap.Map, rule int, members []int32, from int32, avoid []int32) (int32, bool) {
+	d, err := ruleDomains(m, rule)
+	if err != nil && !errors.Is(err, ErrRule) {
+		return osdmap.NoOSD, false
+	}
+	best, bestW := osdmap.NoOSD, -1.0
+	for o := range m.MaxOSD() {
+		info := m.OSDs[o]
+		if !info.Exists || !info.Up || !info.In() || slices.Contains(avoid, o) {
+			continue
+		}
+		w := float64(info.Weight)
+		if d != nil {
+			if !d.allowed(members, from, o) {
+				continue
+			}
+			w = d.weight[o]
+		} else if slices.Contains(members, o) {
+			continue
+		}
+		if w > bestW {
+			best, bestW = o, w
+		}
+	}
+	return best, best != osdmap.NoOSD
+}

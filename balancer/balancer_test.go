@@ -3,6 +3,7 @@ package balancer_test
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -355,5 +356,87 @@ func TestPlanFile(t *testing.T) {
 		if err := back.UnmarshalJSON([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// ShardOrderStep brings an erasure-coded PG's OSDs into any other order
+// of the same OSDs without an OSD ever changing position within a step
+// (an OSD holds one shard of a PG): a cycle of L positions takes L+1
+// steps through a spare, which keeps the rule's failure domains and is
+// outside both orders. With no OSD to spare it says so.
+func TestShardOrderStep(t *testing.T) {
+	m := testMap(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	spares := 0
+	for seed := uint32(0); seed < 64; seed++ {
+		mp, err := m.MapPG(osdmap.PGID{Pool: 2, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := slices.Clone(mp.Up)
+		want := slices.Clone(have)
+		rng.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
+		// the most steps: L+1 for each cycle of L ≥ 2 positions
+		bound, seen := 0, make([]bool, len(have))
+		for i := range have {
+			l := 0
+			for j := i; !seen[j]; j = slices.Index(have, want[j]) {
+				seen[j] = true
+				l++
+			}
+			if l > 1 {
+				bound += l + 1
+			}
+		}
+		cur := have
+		for steps := 0; !slices.Equal(cur, want); steps++ {
+			if steps == bound {
+				t.Fatalf("pg 2.%x: %v to %v not done in %d steps (at %v)", seed, have, want, bound, cur)
+			}
+			next, spare, err := balancer.ShardOrderStep(m, 1, cur, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hosts := map[string]bool{}
+			for i, o := range next {
+				if j := slices.Index(cur, o); j >= 0 && j != i {
+					t.Fatalf("pg 2.%x: osd.%d moves from position %d to %d in one step (%v to %v)", seed, o, j, i, cur, next)
+				}
+				if hosts[hostOf(m, o)] {
+					t.Fatalf("pg 2.%x: %v puts two shards on host %s", seed, next, hostOf(m, o))
+				}
+				hosts[hostOf(m, o)] = true
+			}
+			if spare != osdmap.NoOSD {
+				spares++
+				if slices.Contains(have, spare) || !slices.Contains(next, spare) || !m.OSDs[spare].In() {
+					t.Fatalf("pg 2.%x: spare osd.%d (%v to %v)", seed, spare, cur, next)
+				}
+			}
+			cur = next
+		}
+	}
+	if spares == 0 {
+		t.Fatal("no order needed a spare")
+	}
+
+	// three hosts, a 2+1 PG on all of them: a swap has no spare
+	c, err := crush.Simple(crush.SimpleSpec{HostsPerRack: 3, OSDsPerHost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: 3, NewOSDs: map[int32]osdmap.OSD{}}
+	for i := int32(0); i < 3; i++ {
+		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
+	}
+	small, err := osdmap.New("", c).Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := balancer.ShardOrderStep(small, 1, []int32{0, 1, 2}, []int32{1, 0, 2}); !errors.Is(err, balancer.ErrNoSpare) {
+		t.Fatalf("swap on three OSDs: %v, want ErrNoSpare", err)
+	}
+	if next, spare, err := balancer.ShardOrderStep(small, 1, []int32{0, 1, 2}, []int32{0, 1, 2}); err != nil || spare != osdmap.NoOSD || !slices.Equal(next, []int32{0, 1, 2}) {
+		t.Fatalf("in order already: %v %d %v", next, spare, err)
 	}
 }

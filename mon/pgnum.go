@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/shoal-project/shoal/balancer"
 	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/osdmap"
 )
@@ -178,10 +179,22 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 	src := osdmap.PGID{Pool: p.ID, Seed: n}
 	dst := osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(n, n)}
 	m := s.Map
-	if err := m.MergeShardConflict(p, n); err != nil {
-		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %v", p.Name, src, dst, ErrBusy, err)
+	conflict := m.MergeShardConflict(p, n)
+	upmapsDiffer := !slices.Equal(m.PGUpmap[src], m.PGUpmap[dst]) || !slices.Equal(m.PGUpmapItems[src], m.PGUpmapItems[dst])
+	if p.Type == osdmap.PoolErasure && (conflict != nil || upmapsDiffer) {
+		// an erasure-coded source moves one step at a time (an OSD must
+		// never be asked for a second shard of it while a backfill runs)
+		if why := s.mergeMoveWaits(p, src, dst); why != "" {
+			if conflict != nil {
+				why = conflict.Error() + "; " + why
+			}
+			return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %s", p.Name, src, dst, ErrBusy, why)
+		}
 	}
-	if !slices.Equal(m.PGUpmap[src], m.PGUpmap[dst]) || !slices.Equal(m.PGUpmapItems[src], m.PGUpmapItems[dst]) {
+	if conflict != nil {
+		return s.mergeShardStep(p, src, dst, conflict)
+	}
+	if upmapsDiffer {
 		// the same CRUSH input (pgp_num ≤ n) but other upmaps: move the
 		// source to the target's OSDs first
 		inc.NewPools = nil
@@ -217,6 +230,79 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 	}
 	np.PGNumPending, np.PendingSince = n, inc.Epoch
 	return inc, fmt.Sprintf("pool %d: merging pg %s into %s (pg_num_pending %d)", p.ID, src, dst, n), nil
+}
+
+// mergeShardStep moves an erasure-coded merge's source PG one step
+// toward its target's shard order, when an OSD holds one position of the
+// source and another of the target (conflict, osdmap.MergeShardConflict;
+// usual once pgp_num came down, as positional pg_upmaps keep the
+// source's OSDs where they were). A Shoal OSD holds one shard of a PG at
+// a time, so two OSDs cannot trade positions in place (Ceph's OSDs keep a
+// collection per shard and backfill each position in place). Each step
+// sets the source's pg_upmap (dropping its pg_upmap_items) to
+// balancer.ShardOrderStep's next placement: every position whose OSD in
+// the target's order is not in the source's set takes it; when there is
+// none — the positions form cycles — one conflicting position moves to a
+// spare OSD (outside both sets, in a failure domain no other member is
+// in), which frees its OSD for its position in the target's order. A
+// cycle of L positions thus takes L+1 backfills. Each step waits until the source
+// serves from its full up set with no pg_temp (its last backfill done)
+// and has activated there, and until the target is whole; with no spare
+// OSD the merge waits, with the reason. Once no OSD holds two positions,
+// mergeStart gives the source the target's upmaps and the merge goes on
+// as for a replicated pool.
+func (s *State) mergeShardStep(p *osdmap.Pool, src, dst osdmap.PGID, conflict error) (*osdmap.Incremental, string, error) {
+	m := s.Map
+	sm, err := m.MapPG(src)
+	if err != nil {
+		return nil, "", err
+	}
+	dm, err := m.MapPG(dst)
+	if err != nil {
+		return nil, "", err
+	}
+	have, want := sm.Up, dm.Up
+	next, spare, err := balancer.ShardOrderStep(m, p.CrushRule, have, want)
+	if err != nil {
+		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %v; %v: add an OSD, or raise pg_num back", p.Name, src, dst, ErrBusy, conflict, err)
+	}
+	how := "to the target's OSDs"
+	if spare != osdmap.NoOSD {
+		j := slices.Index(next, spare)
+		how = fmt.Sprintf("osd.%d's shard %d through osd.%d", have[j], j, spare)
+	}
+	inc := s.next()
+	inc.NewPGUpmap = map[osdmap.PGID][]int32{src: next}
+	if len(m.PGUpmapItems[src]) > 0 {
+		inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{src: nil}
+	}
+	return inc, fmt.Sprintf("pool %d: pg %s placed on %v (from %v: %s), toward pg %s's shard order %v, to merge into it", p.ID, src, next, have, how, dst, want), nil
+}
+
+// mergeMoveWaits says why an erasure-coded merge's source may not be
+// moved now ("" when it may): it, or its target, does not serve from its
+// full up set, or it has a pg_temp (a backfill runs) or has not activated
+// on its acting set since its last move.
+func (s *State) mergeMoveWaits(p *osdmap.Pool, src, dst osdmap.PGID) string {
+	for _, pg := range []osdmap.PGID{src, dst} {
+		mp, err := s.Map.MapPG(pg)
+		if err != nil {
+			return err.Error()
+		}
+		if osdmap.Members(mp.Up) != p.Size || !slices.Equal(mp.Acting, mp.Up) {
+			return fmt.Sprintf("pg %s serves from %v, not its full up set %v", pg, mp.Acting, mp.Up)
+		}
+		if pg != src {
+			continue
+		}
+		if _, temp := s.Map.PGTemp[src]; temp {
+			return fmt.Sprintf("pg %s has a pg_temp (backfilling)", src)
+		}
+		if h := s.History(src); len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, mp.Acting) {
+			return fmt.Sprintf("pg %s has not activated on %v", src, mp.Acting)
+		}
+	}
+	return ""
 }
 
 // MergeReady is a source primary's report that a pending merge's source

@@ -274,3 +274,78 @@ func TestECMergePositions(t *testing.T) {
 		t.Fatalf("%d pools wait for positions, %d do not: both cases wanted", conflicts, agree)
 	}
 }
+
+// TestECMergeShardSteps: where an OSD holds one shard of an erasure-coded
+// merge's source and another of its target, the MONs move the source
+// toward the target's order one backfill at a time — no OSD ever changes
+// position within a step, a swap goes through a spare OSD on a host of
+// its own, and each step waits for the source to activate on its new
+// set — until the merge itself starts.
+func TestECMergeShardSteps(t *testing.T) {
+	s, _ := bootSix(t)
+	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1"}})
+	start := func(name string) (*osdmap.Incremental, string, error) {
+		return s.Commit(mon.PoolSet{Name: name, Key: "pg_num_actual", Value: "15"})
+	}
+	host := func(o int32) string { return s.Map.Crush.Ancestor(o, "host") }
+	stepped, spared := 0, 0
+	for i := range 8 {
+		name := fmt.Sprintf("ec%d", i)
+		commit(t, s, mon.PoolCreate{Name: name, Erasure: true, ECProfile: "p21", PGNum: 16, PGPNum: 16})
+		commit(t, s, mon.PoolSet{Name: name, Key: "pg_num", Value: "15"})
+		commit(t, s, mon.PoolSet{Name: name, Key: "pgp_num_actual", Value: "15"})
+		p, _ := s.Map.PoolByName(name)
+		src, dst := osdmap.PGID{Pool: p.ID, Seed: 15}, osdmap.PGID{Pool: p.ID, Seed: 7}
+		if s.Map.MergeShardConflict(p, 15) == nil {
+			continue
+		}
+		activate := func() {
+			sm, _ := s.Map.MapPG(src)
+			dm, _ := s.Map.MapPG(dst)
+			commit(t, s, mon.PGHistoryUpdate{Entries: []monc.PGInterval{
+				{PG: src, Epoch: uint32(s.Map.Epoch), Acting: sm.Acting}, {PG: dst, Epoch: uint32(s.Map.Epoch), Acting: dm.Acting}}})
+		}
+		activate()
+		for step := 0; ; step++ {
+			if step == 8 { // a swap of two positions takes three, a cycle of three four
+				t.Fatalf("%s: no merge after %d steps", name, step)
+			}
+			before, _ := s.Map.MapPG(src)
+			_, msg, err := start(name)
+			if err != nil {
+				t.Fatalf("%s step %d: %v", name, step, err)
+			}
+			if np, _ := s.Map.PoolByName(name); np.PGNumPending == 15 {
+				if step < 2 || s.Map.MergeShardConflict(np, 15) != nil {
+					t.Fatalf("%s: merge started after %d steps, positions %v", name, step, s.Map.MergeShardConflict(np, 15))
+				}
+				break
+			}
+			after, _ := s.Map.MapPG(src)
+			hosts := map[string]bool{}
+			for i, o := range after.Up {
+				if j := slices.Index(before.Up, o); j >= 0 && j != i {
+					t.Fatalf("%s: osd.%d moves from shard %d to %d in one step (%v to %v)", name, o, j, i, before.Up, after.Up)
+				}
+				if hosts[host(o)] {
+					t.Fatalf("%s: %v puts two shards on %s", name, after.Up, host(o))
+				}
+				hosts[host(o)] = true
+			}
+			if strings.Contains(msg, " through osd.") {
+				spared++
+			}
+			stepped++
+			// the next step waits for the source to activate on its new set
+			if !slices.Equal(before.Up, after.Up) {
+				if _, _, err := start(name); !errors.Is(err, mon.ErrBusy) || !strings.Contains(err.Error(), "has not activated") {
+					t.Fatalf("%s: step before the source activated: %v", name, err)
+				}
+			}
+			activate()
+		}
+	}
+	if stepped == 0 || spared == 0 {
+		t.Fatalf("%d steps, %d through a spare: both wanted", stepped, spared)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -91,6 +92,67 @@ func TestECPGMerge(t *testing.T) {
 		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(rng, 1+rng.IntN(40000)))
 	}
 	c.mergeUnderLoad(ctx, cl, p, model, 4, func(string, map[string]bool) int64 { return 0 }, func(string) {})
+}
+
+// TestECPGMergeShardOrder: an erasure-coded 2+1 pool of 6 PGs on 4 OSDs
+// shrinks to 4 under a writer with pgp_num coming down first, so
+// positional pg_upmaps keep sources' OSDs where they were and some OSD
+// holds one shard of a source and another of its target: the MONs move
+// such a source through the spare OSD into its target's order, one
+// backfill at a time, and the merges complete with every object intact.
+func TestECPGMergeShardOrder(t *testing.T) {
+	c := startClusterWith(t, 4, "target_max_misplaced_ratio = 0.5\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	defer cancel()
+	cl := c.Client(ctx)
+	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec21", "args", "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd")
+	monDo(ctx, t, cl, "pool create", "name", "ec21", "type", "erasure", "erasure_code_profile", "ec21", "pg_num", "6", "pgp_num", "6")
+	p, err := cl.Pool(ctx, "ec21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string][]byte{}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := range 80 {
+		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(rng, 1+rng.IntN(40000)))
+	}
+	// watch the maps for a source placed on an OSD its target does not
+	// use: a shard moving through the spare
+	watch := c.Client(ctx)
+	spared := make(chan bool, 1)
+	wctx, stop := context.WithCancel(ctx)
+	go func() {
+		seen := false
+		defer func() { spared <- seen }()
+		for wctx.Err() == nil && !seen {
+			_ = watch.RefreshMap(wctx)
+			m := watch.Map()
+			pool, err := m.Pool(p.ID())
+			if err != nil {
+				return
+			}
+			for pg, osds := range m.PGUpmap {
+				if pg.Pool != p.ID() || pg.Seed < pool.PGPNum {
+					continue
+				}
+				dm, err := m.MapPG(osdmap.PGID{Pool: pg.Pool, Seed: osdmap.MergeTarget(pg.Seed, pg.Seed)})
+				for _, o := range osds {
+					if err == nil && o != osdmap.NoOSD && !slices.Contains(dm.Up, o) {
+						seen = true
+					}
+				}
+			}
+			select {
+			case <-wctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	c.mergeUnderLoad(ctx, cl, p, model, 4, func(string, map[string]bool) int64 { return 0 }, func(string) {})
+	stop()
+	if !<-spared {
+		t.Fatal("no source moved through the spare OSD: the shard-order steps were not exercised")
+	}
 }
 
 // TestPGMergeWhileOut: an OSD down and out while its pool merges (8 → 6

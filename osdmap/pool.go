@@ -303,9 +303,11 @@ func ParsePGID(s string) (PGID, error) {
 // that holds another position (shard) of its target's (MergeTarget):
 // merging needs each OSD to hold the same shard of both PGs,
 // and a Shoal OSD holds one shard of a PG at a time (Ceph keeps a
-// collection per shard), so such a merge cannot go on. A source
-// typically keeps its OSDs at their old positions under a positional
-// pg_upmap once pgp_num came down. Nil for replicated pools.
+// collection per shard), so such a merge cannot go on as it is: the
+// MONs first move the source into the target's order (mon's merge
+// steps, balancer.ShardOrderStep). A source typically keeps its OSDs at
+// their old positions under a positional pg_upmap once pgp_num came
+// down. Nil for replicated pools.
 func (m *Map) MergeShardConflict(p *Pool, source uint32) error {
 	if p.Type != PoolErasure {
 		return nil

@@ -13,7 +13,9 @@ import (
 // out (its data recovered elsewhere) the cluster can be healthy again. An
 // erasure-coded pool whose min_size is its size gets a warning saying so,
 // and one whose next merge needs an OSD at two shard positions a
-// POOL_MERGE_BLOCKED warning.
+// POOL_MERGE_BLOCKED warning — while no spare OSD is there to move a
+// shard through (three OSDs in for 2+1 pools); once one boots, the MONs
+// can step the merge and the warning goes.
 func TestMapChecks(t *testing.T) {
 	cm, err := crush.Simple(crush.SimpleSpec{})
 	if err != nil {
@@ -73,5 +75,21 @@ func TestMapChecks(t *testing.T) {
 		t.Fatal("every pool's merge conflicts")
 	case len(c) != 1 || c[0].Code != "POOL_MERGE_BLOCKED" || len(c[0].Detail) != blocked || !strings.Contains(c[0].Detail[0], "holds shard"):
 		t.Fatalf("%d pools blocked: %+v", blocked, c)
+	}
+	commit(mon.OSDBoot{ID: -1, Host: "h", Addr: "127.0.0.1:6810", SizeBytes: 1 << 40})
+	still := 0
+	for i := range 8 {
+		p, _ := st.Map.PoolByName(fmt.Sprintf("m%d", i))
+		if st.Map.MergeShardConflict(p, 15) != nil {
+			still++
+		}
+	}
+	if still == 0 {
+		t.Fatal("no pool's merge conflicts with osd.4 in: the spare is not exercised")
+	}
+	for _, c := range mapChecks(st.Map) {
+		if c.Code == "POOL_MERGE_BLOCKED" {
+			t.Fatalf("%d pools conflict with a spare OSD up: %+v", still, c)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shoal-project/shoal/autoscaler"
+	"github.com/shoal-project/shoal/balancer"
 	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/crush"
 	"github.com/shoal-project/shoal/monc"
@@ -377,8 +378,8 @@ func mapChecks(m *osdmap.Map) []Check {
 		if p.Type != osdmap.PoolErasure || p.PGNumTargetOr() >= p.PGNum || p.PGPNum >= p.PGNum || p.PGNumPendingOr() != p.PGNum {
 			continue
 		}
-		if err := m.MergeShardConflict(p, p.PGNum-1); err != nil {
-			blocked = append(blocked, fmt.Sprintf("pool %s: pg_num %d cannot come down toward %d: %v (raise pg_num back to stop: `shoal pool set %s pg_num %d`)",
+		if err := mergeNoSpare(m, p); err != nil {
+			blocked = append(blocked, fmt.Sprintf("pool %s: pg_num %d cannot come down toward %d: %v (add an OSD, or raise pg_num back to stop: `shoal pool set %s pg_num %d`)",
 				p.Name, p.PGNum, p.PGNumTargetOr(), err, p.Name, p.PGNum))
 		}
 	}
@@ -386,6 +387,28 @@ func mapChecks(m *osdmap.Map) []Check {
 		checks = append(checks, Check{"POOL_MERGE_BLOCKED", Warn, fmt.Sprintf("%d erasure-coded pool(s) cannot merge their next PG", len(blocked)), blocked})
 	}
 	return checks
+}
+
+// mergeNoSpare reports why erasure-coded pool p's next merge cannot go
+// on: an OSD holds one shard of the source and another of the target
+// (osdmap.MergeShardConflict), and the MONs find no spare OSD to move the
+// source's shards through toward the target's order
+// (balancer.ShardOrderStep). Nil when the merge can proceed or step.
+func mergeNoSpare(m *osdmap.Map, p *osdmap.Pool) error {
+	source := p.PGNum - 1
+	conflict := m.MergeShardConflict(p, source)
+	if conflict == nil {
+		return nil
+	}
+	sm, err1 := m.MapPG(osdmap.PGID{Pool: p.ID, Seed: source})
+	dm, err2 := m.MapPG(osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(source, source)})
+	if err1 != nil || err2 != nil || osdmap.Members(sm.Up) != p.Size || osdmap.Members(dm.Up) != p.Size {
+		return nil // waits for its PGs, not for positions
+	}
+	if _, _, err := balancer.ShardOrderStep(m, p.CrushRule, sm.Up, dm.Up); err != nil {
+		return fmt.Errorf("%v; %w", conflict, err)
+	}
+	return nil
 }
 
 // slowOps is Ceph's SLOW_OPS check from the OSDs' stats: "N slow ops,
