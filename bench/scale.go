@@ -36,12 +36,22 @@ type ScaleOptions struct {
 	// are written: one window before settling, one after) [20,000].
 	Writes int
 	// HotSet is how many objects, drawn at random from all those
-	// written, the read phase stats and reads [1,000]; Reads how many
-	// stat+read pairs it times [20,000].
+	// written, the read phase stats and reads [1,000]: it first touches
+	// each once (timed on its own: from a store larger than memory, these
+	// come from the device), then times Reads stat+read pairs of the set
+	// [20,000].
 	HotSet, Reads int
-	// List is how many names the listing phase lists, from the start,
-	// and times [10,000].
-	List int
+	// List is how many names the listing phase lists, from the start
+	// [10,000]: once, timed on its own (from a store larger than memory,
+	// the first pass reads from the device), then ListRounds times more,
+	// timed together [100].
+	List, ListRounds int
+	// Start is how many objects the pool holds already, PREFIX_object0
+	// to PREFIX_object(Start-1) as an earlier run of the same prefix and
+	// object size wrote them: filling starts after them, and a level at
+	// or below Start is measured as it is (the hot set is drawn from all
+	// of them) [0].
+	Start int
 	// Prefix names the objects: PREFIX_objectN [scale].
 	Prefix string
 	// Out, if set, gets a line per phase.
@@ -67,8 +77,14 @@ type ScaleLevel struct {
 	// is then timed after it).
 	WriteOpsAfterFill float64 `json:"write_ops_after_fill_per_sec,omitempty"`
 	StatReads         float64 `json:"stat_read_pairs_per_sec"`
-	ListNames         float64 `json:"list_names_per_sec"`
-	WriteBytes        float64 `json:"write_bytes_per_sec"`
+	// FirstStatReads is the stat+read pairs per second of the hot set's
+	// first touch, one per object, before StatReads is timed.
+	FirstStatReads float64 `json:"first_stat_read_pairs_per_sec"`
+	ListNames      float64 `json:"list_names_per_sec"`
+	// FirstListNames is the names per second of the first listing, before
+	// ListNames is timed over the rounds after it.
+	FirstListNames float64 `json:"first_list_names_per_sec"`
+	WriteBytes     float64 `json:"write_bytes_per_sec"`
 }
 
 func (o *ScaleOptions) defaults() {
@@ -86,6 +102,7 @@ func (o *ScaleOptions) defaults() {
 	def(&o.HotSet, 1_000)
 	def(&o.Reads, 20_000)
 	def(&o.List, 10_000)
+	def(&o.ListRounds, 100)
 	if o.Prefix == "" {
 		o.Prefix = "scale"
 	}
@@ -110,7 +127,10 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 			return nil, fmt.Errorf("scale: levels %v: want ascending", o.Levels)
 		}
 	}
-	written := 0
+	if o.Start < 0 {
+		return nil, fmt.Errorf("scale: start %d: want 0 or more", o.Start)
+	}
+	written := o.Start
 	var out []ScaleLevel
 	var err error
 	for _, level := range o.Levels {
@@ -122,7 +142,7 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 			fmt.Fprintf(o.Out, "filled to %d objects in %s\n", level, time.Since(start).Round(time.Second))
 			written = level
 		}
-		r := ScaleLevel{Objects: level}
+		r := ScaleLevel{Objects: written}
 		if o.Settle != nil {
 			if r.WriteOpsAfterFill, err = scaleTimedWrite(ctx, t, o, written); err != nil {
 				return out, err
@@ -140,20 +160,21 @@ func Scale(ctx context.Context, t ScaleTarget, o ScaleOptions) ([]ScaleLevel, er
 		if err := o.settle(ctx); err != nil {
 			return out, err
 		}
-		if r.StatReads, err = scaleRead(ctx, t, o, written); err != nil {
+		if r.FirstStatReads, r.StatReads, err = scaleRead(ctx, t, o, written); err != nil {
 			return out, err
 		}
 		if err := o.settle(ctx); err != nil {
 			return out, err
 		}
-		if r.ListNames, err = scaleList(ctx, t, o); err != nil {
+		if r.FirstListNames, r.ListNames, err = scaleList(ctx, t, o); err != nil {
 			return out, err
 		}
 		after := ""
 		if o.Settle != nil {
 			after = fmt.Sprintf(" (%.0f right after the fill)", r.WriteOpsAfterFill)
 		}
-		fmt.Fprintf(o.Out, "at %d objects: %.0f writes/s%s, %.0f stat+reads/s, %.0f names listed/s\n", level, r.WriteOps, after, r.StatReads, r.ListNames)
+		fmt.Fprintf(o.Out, "at %d objects: %.0f writes/s%s, %.0f stat+reads/s (%.0f on first touch), %.0f names listed/s (%.0f on the first pass)\n",
+			r.Objects, r.WriteOps, after, r.StatReads, r.FirstStatReads, r.ListNames, r.FirstListNames)
 		out = append(out, r)
 	}
 	return out, nil
@@ -201,49 +222,74 @@ func scaleWrite(ctx context.Context, t ScaleTarget, o ScaleOptions, from, to int
 	})
 }
 
-// scaleRead times o.Reads stat+read pairs of a hot set of o.HotSet
-// objects drawn from the first n, verifying each.
-func scaleRead(ctx context.Context, t ScaleTarget, o ScaleOptions, n int) (float64, error) {
+// scaleRead draws a hot set of o.HotSet objects from the first n and
+// stat+reads each once, then o.Reads pairs of the set, verifying each:
+// the pairs per second of the first pass and of the second.
+func scaleRead(ctx context.Context, t ScaleTarget, o ScaleOptions, n int) (first, hot float64, err error) {
 	rng := rand.New(rand.NewSource(int64(n)))
-	hot := make([]int, min(o.HotSet, n))
-	for i := range hot {
-		hot[i] = rng.Intn(n)
+	set := make([]int, min(o.HotSet, n))
+	for i := range set {
+		set[i] = rng.Intn(n)
 	}
 	pseed := prefixSeed(o.Prefix)
-	var next atomic.Int64
-	start := time.Now()
-	err := parallel(ctx, o.Concurrency, func(ctx context.Context) error {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= o.Reads {
-				return nil
+	timed := func(reads int, pick func(i int) int) (float64, error) {
+		var next atomic.Int64
+		start := time.Now()
+		err := parallel(ctx, o.Concurrency, func(ctx context.Context) error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= reads {
+					return nil
+				}
+				idx := pick(i)
+				name := ObjectName(o.Prefix, idx)
+				size, err := t.StatSize(ctx, name)
+				if err != nil {
+					return fmt.Errorf("scale: stat %s: %w", name, err)
+				}
+				data, err := t.Read(ctx, name, 0, 0)
+				if err != nil {
+					return fmt.Errorf("scale: read %s: %w", name, err)
+				}
+				if size != uint64(o.ObjectSize) || len(data) != o.ObjectSize || newContent(pseed, idx, o.ObjectSize).check(data) >= 0 {
+					return fmt.Errorf("scale: %s: %d bytes (stat %d), not what was written", name, len(data), size)
+				}
 			}
-			idx := hot[(i*7919)%len(hot)]
-			name := ObjectName(o.Prefix, idx)
-			size, err := t.StatSize(ctx, name)
-			if err != nil {
-				return fmt.Errorf("scale: stat %s: %w", name, err)
-			}
-			data, err := t.Read(ctx, name, 0, 0)
-			if err != nil {
-				return fmt.Errorf("scale: read %s: %w", name, err)
-			}
-			if size != uint64(o.ObjectSize) || len(data) != o.ObjectSize || newContent(pseed, idx, o.ObjectSize).check(data) >= 0 {
-				return fmt.Errorf("scale: %s: %d bytes (stat %d), not what was written", name, len(data), size)
-			}
-		}
-	})
-	return float64(o.Reads) / time.Since(start).Seconds(), err
+		})
+		return float64(reads) / time.Since(start).Seconds(), err
+	}
+	if first, err = timed(len(set), func(i int) int { return set[i] }); err != nil {
+		return 0, 0, err
+	}
+	hot, err = timed(o.Reads, func(i int) int { return set[(i*7919)%len(set)] })
+	return first, hot, err
 }
 
-// scaleList times listing the first o.List names.
-func scaleList(ctx context.Context, t ScaleTarget, o ScaleOptions) (float64, error) {
-	n := 0
-	start := time.Now()
-	if err := t.List(ctx, func(string) bool { n++; return n < o.List }); err != nil {
-		return 0, fmt.Errorf("scale: list: %w", err)
+// scaleList lists the first o.List names once, then o.ListRounds times
+// more: the names per second of the first pass and of the rounds.
+func scaleList(ctx context.Context, t ScaleTarget, o ScaleOptions) (first, rounds float64, err error) {
+	pass := func() (int, error) {
+		n := 0
+		if err := t.List(ctx, func(string) bool { n++; return n < o.List }); err != nil {
+			return n, fmt.Errorf("scale: list: %w", err)
+		}
+		return n, nil
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	start := time.Now()
+	n, err := pass()
+	if err != nil {
+		return 0, 0, err
+	}
+	first = float64(n) / time.Since(start).Seconds()
+	start, n = time.Now(), 0
+	for range o.ListRounds {
+		m, err := pass()
+		if err != nil {
+			return first, 0, err
+		}
+		n += m
+	}
+	return first, float64(n) / time.Since(start).Seconds(), nil
 }
 
 // parallel runs n copies of fn until all return; the first error cancels

@@ -64,7 +64,7 @@ func TestScale(t *testing.T) {
 		t.Fatalf("levels: %+v", res)
 	}
 	for _, r := range res {
-		if r.WriteOps <= 0 || r.WriteOpsAfterFill <= 0 || r.StatReads <= 0 || r.ListNames <= 0 || r.WriteBytes != r.WriteOps*64 {
+		if r.WriteOps <= 0 || r.WriteOpsAfterFill <= 0 || r.StatReads <= 0 || r.FirstStatReads <= 0 || r.ListNames <= 0 || r.FirstListNames <= 0 || r.WriteBytes != r.WriteOps*64 {
 			t.Errorf("level %d: %+v", r.Objects, r)
 		}
 	}
@@ -80,11 +80,24 @@ func TestScale(t *testing.T) {
 	for _, n := range bad.names() {
 		bad.mutate(t, n, func(b []byte) []byte { b[0] ^= 1; return b })
 	}
-	if _, err := scaleRead(ctx, bad, ScaleOptions{ObjectSize: 64, Concurrency: 2, HotSet: 1, Reads: 1, Prefix: "scale"}, 41); err == nil || !strings.Contains(err.Error(), "not what was written") {
+	if _, _, err := scaleRead(ctx, bad, ScaleOptions{ObjectSize: 64, Concurrency: 2, HotSet: 1, Reads: 1, Prefix: "scale"}, 41); err == nil || !strings.Contains(err.Error(), "not what was written") {
 		t.Errorf("corrupt objects read back: %v", err)
 	}
 
 	if _, err := Scale(ctx, m, ScaleOptions{Levels: []int{10, 10}}); err == nil {
 		t.Error("levels 10, 10 accepted")
+	}
+
+	// a run resumed on the 400 objects above: a level at or below them
+	// is measured as it is (10 written), a higher one filled from there
+	res, err = Scale(ctx, m, ScaleOptions{Levels: []int{200, 500}, Start: 400, ObjectSize: 64, Concurrency: 4, Writes: 10, HotSet: 20, Reads: 40, List: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.names()); n != 510 || len(res) != 2 || res[0].Objects != 400 || res[1].Objects != 500 {
+		t.Fatalf("resumed at 400: %d objects, levels %+v", n, res)
+	}
+	if _, err := Scale(ctx, m, ScaleOptions{Levels: []int{10}, Start: -1}); err == nil {
+		t.Error("start -1 accepted")
 	}
 }

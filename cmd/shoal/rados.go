@@ -391,8 +391,10 @@ func benchScaleCmd() *cobra.Command {
 		Short: "Does a pool slow down as it fills? Fill it in steps; at each, time new-object writes, stat+read of a random hot set, and a listing",
 		Long: `Fill --pool with --levels objects in turn (untimed); at each level time
 --writes more new objects, --reads stat+read pairs of a hot set of --hot
-objects drawn at random from all of them (every read verified), and a
-listing of the first --list names. A store that does not slow down as it
+objects drawn at random from all of them (every read verified; each
+object is first touched once, timed apart: from a store larger than
+memory those reads come from the device), and a listing of the first
+--list names (once, timed apart, then --list-rounds times more). A store that does not slow down as it
 fills shows the same rates at every level. With --settle, a first write
 window is timed right after the fill; then every OSD flushes its metadata
 store's memtable, and once their compactions have stopped the writes are
@@ -432,8 +434,10 @@ behind. The objects stay: use a pool of its own and remove it after.`,
 	f.IntVarP(&o.Concurrency, "concurrent-ios", "t", 64, "ops in flight")
 	f.IntVar(&o.Writes, "writes", 20_000, "new objects timed at each level")
 	f.IntVar(&o.HotSet, "hot", 1_000, "objects in the hot set")
+	f.IntVar(&o.Start, "start", 0, "objects an earlier run with the same object size left in the pool: filling resumes after them (a level at or below is measured as it is)")
 	f.IntVar(&o.Reads, "reads", 20_000, "stat+read pairs timed at each level")
-	f.IntVar(&o.List, "list", 10_000, "names listed and timed at each level")
+	f.IntVar(&o.List, "list", 10_000, "names listed at each level (from the start)")
+	f.IntVar(&o.ListRounds, "list-rounds", 100, "times the listing is repeated after its first pass, timed together")
 	f.BoolVar(&settle, "settle", false, "also time each level's writes, reads and listing after every OSD's metadata store has flushed and its compactions stopped")
 	f.StringVar(&format, "format", "plain", "plain or json")
 	return cmd
