@@ -91,6 +91,10 @@ func (d *cephDriver) check(ctx context.Context, p Point) error {
 		return err
 	case "block":
 		_, _, _, _, err := blockOptions(p)
+		if err == nil && p.Params["engine"] == "fio" && d.spec.Target.Keyring != "" {
+			// fio's rbd engine reads only the conf (CEPH_CONF)
+			return errors.New("engine fio: fio's rbd engine takes its keyring from the conf, not from target keyring")
+		}
 		return err
 	case "s3":
 		if d.s3 == nil {
@@ -185,7 +189,19 @@ func (d *cephDriver) run(ctx context.Context, p Point, dur time.Duration, rec *R
 			return err
 		})
 	case "block":
-		bo, _, _, _, _ := blockOptions(p)
+		bo, pool, image, _, _ := blockOptions(p)
+		if p.Params["engine"] == "fio" {
+			var env []string
+			if t := d.spec.Target; t.Conf != "" {
+				env = append(env, "CEPH_CONF="+t.Conf)
+			}
+			user := strings.TrimPrefix(d.spec.Target.User, "client.")
+			if user == "" {
+				user = "admin"
+			}
+			args := append(fioArgs(p, dur), "--ioengine=rbd", "--clientname="+user, "--pool="+pool, "--rbdname="+image)
+			return runFio(ctx, args, env, rec, out)
+		}
 		// rbd bench stops by bytes only: give it more than it can move
 		// and stop it at the point's end.
 		bctx, cancel := context.WithTimeout(ctx, dur)

@@ -117,3 +117,138 @@ func TestCephTarget(t *testing.T) {
 		t.Fatalf("rados calls\n%s\nwant\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// fioOut is the shape of fio 3.33's --output-format=json+
+// --status-interval=1 output through its nbd engine (a line of text,
+// then one report a second and the final one, each of totals so far),
+// trimmed to the fields a sweep reads; figures made up.
+const fioOut = `connected to NBD server
+{
+  "fio version" : "fio-3.33",
+  "jobs" : [
+    {
+      "jobname" : "sweep",
+      "read" : {
+        "io_bytes" : 8192,
+        "total_ios" : 2,
+        "clat_ns" : {
+          "bins" : {
+            "1000000" : 2
+          }
+        }
+      },
+      "write" : {
+        "io_bytes" : 0,
+        "total_ios" : 0,
+        "clat_ns" : {}
+      }
+    }
+  ]
+}
+{
+  "fio version" : "fio-3.33",
+  "jobs" : [
+    {
+      "jobname" : "sweep",
+      "read" : {
+        "io_bytes" : 16384,
+        "total_ios" : 4,
+        "clat_ns" : {
+          "bins" : {
+            "1000000" : 3,
+            "8000000" : 1
+          }
+        }
+      },
+      "write" : {
+        "io_bytes" : 4096,
+        "total_ios" : 1,
+        "clat_ns" : {
+          "bins" : {
+            "2000000" : 1
+          }
+        }
+      }
+    }
+  ]
+}
+`
+
+// readFioReports records what each report adds to the one before: the
+// operations, bytes and each completion's latency from fio's bins; text
+// between reports goes to the log; output without a report, or totals
+// that go down, are errors.
+func TestReadFioReports(t *testing.T) {
+	var rec Recorder
+	var log strings.Builder
+	if err := readFioReports(strings.NewReader(fioOut), &rec, &log); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rec.cut()
+	if s.ops != 5 || s.bytes != 20480 || s.lat.Count() != 5 || log.String() != "connected to NBD server\n" {
+		t.Fatalf("ops %d bytes %d latencies %d log %q", s.ops, s.bytes, s.lat.Count(), log.String())
+	}
+	// 1, 1, 1, 2 and 8 ms: the mean exact, the percentiles within a bucket
+	if m := s.lat.Mean(); m != 2600*time.Microsecond {
+		t.Errorf("mean %v, want 2.6ms", m)
+	}
+	if p, m := s.lat.Quantile(0.5), s.lat.Quantile(0.99); p < 980*time.Microsecond || p > 1020*time.Microsecond || m < 7800*time.Microsecond || m > 8000*time.Microsecond {
+		t.Errorf("p50 %v p99 %v, want 1ms and 8ms", p, m)
+	}
+	if err := readFioReports(strings.NewReader("fio: pid=1, err=5/file:io_u.c\n"), &rec, &log); err == nil {
+		t.Error("output with no report accepted")
+	}
+	body := strings.TrimPrefix(fioOut, "connected to NBD server\n")
+	i := strings.Index(body, "}\n{") + 2
+	backwards := body[i:] + body[:i]
+	if err := readFioReports(strings.NewReader(backwards), &rec, &log); err == nil || !strings.Contains(err.Error(), "fewer") {
+		t.Errorf("totals going down: %v", err)
+	}
+}
+
+// A block point with engine fio against a Ceph target runs fio's rbd
+// engine on the image with the target's conf and user, and archives
+// latency percentiles from its histogram.
+func TestCephFio(t *testing.T) {
+	bin := t.TempDir()
+	args := filepath.Join(bin, "args")
+	out := filepath.Join(bin, "out.txt")
+	if err := os.WriteFile(out, []byte(strings.TrimPrefix(fioOut, "connected to NBD server\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, script := range map[string]string{
+		"rados": "#!/bin/sh\necho rbench\n",
+		"rbd":   "#!/bin/sh\necho rbd \"$@\" >> " + args + "\n",
+		"fio":   "#!/bin/sh\necho fio CEPH_CONF=$CEPH_CONF \"$@\" >> " + args + "\ncat " + out + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, user: client.bench}\nduration: 2s\n"+
+		"benchmarks:\n  block:\n    image: rbench/img\n    engine: fio\n    io_type: readwrite\n    iodepth: 16\n")
+	dir := t.TempDir()
+	if err := Run(context.Background(), s, Options{Archive: dir}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadArchive(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := a.Results[0]
+	if r.Ops != 5 || r.Bytes != 20480 || r.P99MS < 7.8 || r.P99MS > 8 || r.MeanMS != 2.6 {
+		t.Fatalf("result ops %d bytes %d p99 %v mean %v", r.Ops, r.Bytes, r.P99MS, r.MeanMS)
+	}
+	b, _ := os.ReadFile(args)
+	want := "fio CEPH_CONF=/etc/ceph/x.conf --name=sweep --rw=randrw --bs=4096 --iodepth=16 --numjobs=1 --size=1073741824 --time_based --runtime=2 " +
+		"--output-format=json+ --status-interval=1 --rwmixread=70 --ioengine=rbd --clientname=bench --pool=rbench --rbdname=img"
+	if !strings.Contains(string(b), want) {
+		t.Fatalf("calls\n%s\nwant\n%s", b, want)
+	}
+	// fio's rbd engine cannot take a keyring of its own: refused before any run
+	s = testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, keyring: /k}\nbenchmarks:\n  block:\n    engine: fio\n")
+	if err := Run(context.Background(), s, Options{Archive: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "keyring") {
+		t.Fatalf("engine fio with a keyring: %v", err)
+	}
+}

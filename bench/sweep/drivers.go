@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -297,6 +298,15 @@ func blockOptions(p Point) (bo bench.BlockOptions, pool, image string, size uint
 	if _, err := strconv.ParseBool(p.Params["prefill"]); err != nil {
 		return bo, "", "", 0, fmt.Errorf("prefill %q: true or false", p.Params["prefill"])
 	}
+	switch p.Params["engine"] {
+	case "bench":
+	case "fio":
+		if _, err := exec.LookPath("fio"); err != nil {
+			return bo, "", "", 0, fmt.Errorf("engine fio: %w (Debian: apt install fio)", err)
+		}
+	default:
+		return bo, "", "", 0, fmt.Errorf("engine %q: bench or fio", p.Params["engine"])
+	}
 	return bo, pool, image, uint64(n), nil
 }
 
@@ -417,6 +427,9 @@ func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *
 		img, err := d.image(ctx, p, out)
 		if err != nil {
 			return err
+		}
+		if p.Params["engine"] == "fio" {
+			return fioNBD(ctx, img, p, dur, rec, out)
 		}
 		bo, _, _, _, _ := blockOptions(p)
 		bo.Duration, bo.Total = dur, 1<<62

@@ -40,14 +40,20 @@ func lowOf(b int) time.Duration {
 }
 
 // Add counts one latency.
-func (h *Histogram) Add(d time.Duration) {
+func (h *Histogram) Add(d time.Duration) { h.AddN(d, 1) }
+
+// AddN counts n latencies of d.
+func (h *Histogram) AddN(d time.Duration, n uint64) {
+	if n == 0 {
+		return
+	}
 	b := bucketOf(d)
 	if b >= len(h.counts) {
 		h.counts = append(h.counts, make([]uint64, b+1-len(h.counts))...)
 	}
-	h.counts[b]++
-	h.n++
-	h.sum += d
+	h.counts[b] += n
+	h.n += n
+	h.sum += d * time.Duration(n)
 	h.max = max(h.max, d)
 }
 
@@ -147,6 +153,19 @@ func (r *Recorder) cut() (sample, uint64) {
 	s, e := r.cur, r.errors
 	r.cur, r.errors = sample{}, 0
 	return s, e
+}
+
+// hist records ops operations moving b bytes whose latencies an
+// external tool counted in h (fio's histogram).
+func (r *Recorder) hist(ops, b uint64, h *Histogram) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ops > 0 {
+		r.last = time.Now()
+	}
+	r.cur.ops += ops
+	r.cur.bytes += b
+	r.cur.lat.Merge(h)
 }
 
 // bulk records ops operations moving b bytes whose single latencies are

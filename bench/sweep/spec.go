@@ -133,6 +133,7 @@ var Params = map[string][]ParamDef{
 		{"pattern", "rand", false, "seq or rand"},
 		{"rw_mix_read", "70", false, "readwrite: percentage of reads"},
 		{"prefill", "true", false, "write an image the sweep creates whole before reading it"},
+		{"engine", "bench", false, "bench (rbd bench; Shoal's image library in process) or fio (its rbd engine on Ceph, its nbd engine on a Shoal image the sweep exports): fio gives latency percentiles"},
 	},
 	"s3": {
 		{"bucket", "shoal-sweep", true, "bucket, created if missing"},

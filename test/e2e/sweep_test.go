@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,61 @@ benchmarks:
 	os.WriteFile(unreachable, []byte("target: {kind: s3, endpoint: 'http://127.0.0.1:1', access_key: a, secret_key: b}\nbenchmarks:\n  s3: {}\n"), 0o644)
 	if out, err := c.run("bench", "sweep", unreachable, "--archive", filepath.Join(dir, "unreach")); err == nil || !strings.Contains(out, "connection refused") {
 		t.Fatalf("unreachable target: %v\n%s", err, out)
+	}
+}
+
+// TestSweepFio runs block points with engine fio against a real cluster:
+// the sweep exports the image over NBD on a socket of its own and runs
+// fio's nbd engine on it; each point archives throughput and latency
+// percentiles from fio's histogram, and the export and image go after.
+func TestSweepFio(t *testing.T) {
+	if _, err := exec.LookPath("fio"); err != nil {
+		t.Fatal("fio is not installed (Debian: fio; .ci/run installs it)")
+	}
+	c := up(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sweep.yaml")
+	err := os.WriteFile(file, []byte(`target:
+  conf: `+filepath.Join(c.data, "shoal.conf")+`
+duration: 2s
+benchmarks:
+  block:
+    image: data/sweep-fio
+    image_size: 16M
+    engine: fio
+    io_type: [read, readwrite]
+    iodepth: [1, 8]
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "archive")
+	out := c.must("bench", "sweep", file, "--archive", archive)
+	results, _ := filepath.Glob(filepath.Join(archive, "results", "00000000", "*", "result.json"))
+	if len(results) != 4 {
+		t.Fatalf("%d points archived, want 4\n%s", len(results), out)
+	}
+	for _, f := range results {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Ops   uint64  `json:"ops"`
+			P50MS float64 `json:"lat_p50_ms"`
+			P99MS float64 `json:"lat_p99_ms"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Ops < 10 || r.P50MS <= 0 || r.P99MS < r.P50MS {
+			t.Fatalf("%s: ops %d p50 %v p99 %v\n%s", f, r.Ops, r.P50MS, r.P99MS, b)
+		}
+	}
+	if ls := c.must("rbd", "ls", "data"); strings.Contains(ls, "sweep-fio") {
+		t.Fatalf("image left: %s", ls)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "shoal-sweep-nbd-*")); len(left) > 0 {
+		t.Fatalf("export sockets left: %v", left)
 	}
 }
