@@ -53,6 +53,13 @@ type Options struct {
 	// device (BlueStore's buffer cache, bluestore_default_buffered_read);
 	// default DefaultDataCache, negative disables it.
 	DataCacheSize int64
+	// MaxOpenFiles bounds the metadata store's open sstables and blob
+	// files (Pebble's file cache, MaxOpenFiles). 0 derives it from the
+	// process's open-file limit (maxOpenFilesFor). A store of 10 M 4 KiB
+	// objects has about 16,000 such files; with Pebble's default of 1,000,
+	// random reads of objects not in the onode cache reopen a file for
+	// most lookups.
+	MaxOpenFiles int
 	// CommitWindow is how long, under load, a commit group waits for more
 	// transactions before it syncs: syncs are the dominant per-commit
 	// cost, and when every core is busy the wait costs nothing. Applied
@@ -201,6 +208,13 @@ func Open(opts Options) (*BlockStore, error) {
 	popts.MemTableStopWritesThreshold = memTablesQueued
 	if !opts.legacyMeta {
 		separateValues(popts)
+	}
+	popts.MaxOpenFiles = opts.MaxOpenFiles
+	if popts.MaxOpenFiles <= 0 {
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
+			popts.MaxOpenFiles = maxOpenFilesFor(lim.Cur)
+		}
 	}
 	db, err := pebble.Open(opts.DBDir, popts)
 	if err != nil {
@@ -977,6 +991,15 @@ func (s *BlockStore) SetCacheSizes(data int64, onodes int) {
 // hold now, in bytes.
 func (s *BlockStore) CacheBytes() (data int64, onodes int) {
 	return s.dcache.bytes(), s.onodes.held()
+}
+
+// maxOpenFilesFor is the metadata store's file cache for a process
+// allowed limit open files: half of them (the rest are the OSD's sockets
+// and devices), at least Pebble's default of 1,000 and at most 131,072.
+// Go raises the soft limit to the hard one at start; Shoal's systemd unit
+// for OSDs sets LimitNOFILE=1048576, as Ceph's does.
+func maxOpenFilesFor(limit uint64) int {
+	return int(min(max(limit/2, 1000), 1<<17))
 }
 
 // metaFormat is the metadata store's on-disk format: Pebble's first with
