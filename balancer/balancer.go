@@ -540,25 +540,35 @@ func exists(m *osdmap.Map, o int32) bool {
 	return o >= 0 && o < m.MaxOSD() && m.OSDs[o].Exists
 }
 
-// ErrNoSpare: ShardOrderStep found no OSD to move a shard through.
+// ErrNoSpare: ShardOrderStep found no step that keeps the PG's rule.
 var ErrNoSpare = errors.New("no spare OSD")
 
 // ShardOrderStep returns the next placement of an erasure-coded PG of
 // rule placed on have (its OSDs by shard position, no holes) toward
-// want, the same size, when an OSD of have holds another position in
-// want. An OSD holds one shard of a PG at a time, so no OSD may change
-// position in one step: every position whose OSD in want is not in have
-// takes it; when none is (the positions form cycles), the first OSD
-// that changes position moves instead to a spare (Spare: in a failure
-// domain no OSD of have or want is in), which frees it for its position
-// in want. A cycle of L positions
-// thus takes L+1 steps. spare is the OSD used that way, or NoOSD; the
-// error is ErrNoSpare when no OSD qualifies. The MONs step an
+// want, the same size. An OSD holds one shard of a PG at a time, so no
+// OSD may change position in one step: every position whose OSD in want
+// is not in the placement takes it, unless that would put two of the
+// PG's OSDs in one failure domain (an OSD still to leave shares it);
+// when no position can (the positions form cycles), the first OSD that
+// changes position moves instead to a spare (Spare: in a failure domain
+// no OSD of have or want is in), which frees it for its position in
+// want. A cycle of L positions thus takes L+1 steps. spare is the OSD
+// used that way, or NoOSD; next is have when have is want. The error is
+// ErrNoSpare when no step keeps the rule: no OSD qualifies as a spare,
+// or the rule is not one the balancer reads (ErrRule: its failure
+// domains unknown, no OSD can be checked). The MONs step an
 // erasure-coded merge's source this way (mon's mergeShardStep).
 func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, spare int32, err error) {
+	if slices.Equal(have, want) {
+		return slices.Clone(have), osdmap.NoOSD, nil
+	}
+	d, err := ruleDomains(m, rule)
+	if err != nil {
+		return nil, osdmap.NoOSD, fmt.Errorf("%w: %v", ErrNoSpare, err)
+	}
 	next = slices.Clone(have)
 	for i := range have {
-		if have[i] != want[i] && !slices.Contains(have, want[i]) {
+		if next[i] != want[i] && !slices.Contains(have, want[i]) && d.allowed(next, next[i], want[i]) {
 			next[i] = want[i]
 		}
 	}
@@ -567,7 +577,7 @@ func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, 
 	}
 	j := slices.IndexFunc(have, func(o int32) bool { i := slices.Index(want, o); return i >= 0 && have[i] != o })
 	if j < 0 {
-		return next, osdmap.NoOSD, nil // in order already
+		return nil, osdmap.NoOSD, fmt.Errorf("%w: no position of %v can take its OSD of %v without two in one failure domain", ErrNoSpare, have, want)
 	}
 	// the OSD moved out stays in the PG (at another position, later), so
 	// the spare shares a failure domain with no OSD of either order
@@ -583,33 +593,23 @@ func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, 
 // Spare picks an OSD to stand in for from among members, a PG's
 // placement under rule (from may be NoOSD: an OSD to add): up, in and
 // under the rule's root, neither a member nor in avoid, and in a failure
-// domain no member other than from is in;
-// of those, the one of most weight (then the lowest id). For a rule the
-// balancer does not analyse (ErrRule) any up, in OSD outside members and
-// avoid qualifies. False when none does. The MONs use it to move an
-// erasure-coded PG's shard through another OSD when two of its OSDs must
-// trade positions (mon's merge steps).
+// domain no member other than from is in; of those, the one of most
+// weight (then the lowest id). False when none does, and for a rule the
+// balancer does not analyse (ErrRule: its failure domains unknown). The
+// MONs use it to move an erasure-coded PG's shard through another OSD
+// when two of its OSDs must trade positions (mon's merge steps).
 func Spare(m *osdmap.Map, rule int, members []int32, from int32, avoid []int32) (int32, bool) {
 	d, err := ruleDomains(m, rule)
-	if err != nil && !errors.Is(err, ErrRule) {
+	if err != nil {
 		return osdmap.NoOSD, false
 	}
 	best, bestW := osdmap.NoOSD, -1.0
 	for o := range m.MaxOSD() {
 		info := m.OSDs[o]
-		if !info.Exists || !info.Up || !info.In() || slices.Contains(avoid, o) {
+		if !info.Exists || !info.Up || !info.In() || slices.Contains(avoid, o) || !d.allowed(members, from, o) {
 			continue
 		}
-		w := float64(info.Weight)
-		if d != nil {
-			if !d.allowed(members, from, o) {
-				continue
-			}
-			w = d.weight[o]
-		} else if slices.Contains(members, o) {
-			continue
-		}
-		if w > bestW {
+		if w := d.weight[o]; w > bestW {
 			best, bestW = o, w
 		}
 	}

@@ -204,13 +204,11 @@ func TestBalanceInRounds(t *testing.T) {
 	t.Logf("%d rounds of 50; after reweighting osd.50: %d PGs changed", rounds, len(plan.Changes))
 }
 
-// Pools the balancer cannot handle are named, not touched; unknown pools
-// are an error.
-func TestBalanceBadInput(t *testing.T) {
-	m := testMap(t)
-	if _, err := balancer.Optimize(m, balancer.Options{Pools: []int64{9}}); !errors.Is(err, osdmap.ErrNoPool) {
-		t.Fatalf("unknown pool: %v", err)
-	}
+// twoStepMap has a rule of two choose steps (hosts, then an OSD in
+// each), whose failure domains the balancer does not read, and a
+// 2-replica pool under it on four OSDs of two hosts.
+func twoStepMap(t *testing.T) *osdmap.Map {
+	t.Helper()
 	src := `
 device 0 osd.0
 device 1 osd.1
@@ -245,6 +243,17 @@ rule two_steps {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m2
+}
+
+// Pools the balancer cannot handle are named, not touched; unknown pools
+// are an error.
+func TestBalanceBadInput(t *testing.T) {
+	m := testMap(t)
+	if _, err := balancer.Optimize(m, balancer.Options{Pools: []int64{9}}); !errors.Is(err, osdmap.ErrNoPool) {
+		t.Fatalf("unknown pool: %v", err)
+	}
+	m2 := twoStepMap(t)
 	plan, err := balancer.Optimize(m2, balancer.Options{MaxDeviation: 1})
 	if err != nil || len(plan.Changes) != 0 || len(plan.Skipped) != 1 {
 		t.Fatalf("two-step rule: %+v, %v", plan, err)
@@ -420,6 +429,51 @@ func TestShardOrderStep(t *testing.T) {
 		t.Fatal("no order needed a spare")
 	}
 
+	// want holds an OSD from outside have (pg_upmap_items' doing) on the
+	// host of one of have's OSDs, which it replaces: that host never
+	// holds two of the PG's shards on the way
+	waited := 0
+	for seed := uint32(0); seed < 64; seed++ {
+		mp, _ := m.MapPG(osdmap.PGID{Pool: 2, Seed: seed})
+		have := slices.Clone(mp.Up)
+		want := slices.Clone(have)
+		rng.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
+		k := rng.IntN(len(want))
+		for o := int32(0); o < m.MaxOSD(); o++ {
+			if o != want[k] && hostOf(m, o) == hostOf(m, want[k]) && m.OSDs[o].In() {
+				want[k] = o
+				break
+			}
+		}
+		cur := have
+		for steps := 0; !slices.Equal(cur, want); steps++ {
+			if steps == 2*len(have)+2 {
+				t.Fatalf("pg 2.%x: %v to %v not done in %d steps (at %v)", seed, have, want, steps, cur)
+			}
+			next, _, err := balancer.ShardOrderStep(m, 1, cur, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hosts := map[string]bool{}
+			for i, o := range next {
+				if j := slices.Index(cur, o); j >= 0 && j != i {
+					t.Fatalf("pg 2.%x: osd.%d moves from position %d to %d in one step (%v to %v)", seed, o, j, i, cur, next)
+				}
+				if hosts[hostOf(m, o)] {
+					t.Fatalf("pg 2.%x: %v puts two shards on host %s (toward %v)", seed, next, hostOf(m, o), want)
+				}
+				hosts[hostOf(m, o)] = true
+			}
+			if i := slices.Index(want, want[k]); next[i] != want[i] && !slices.Contains(cur, want[i]) {
+				waited++ // the outside OSD waited for its host to be free
+			}
+			cur = next
+		}
+	}
+	if waited == 0 {
+		t.Fatal("no outside OSD had to wait for its host: the failure-domain check is not exercised")
+	}
+
 	// three hosts, a 2+1 PG on all of them: a swap has no spare
 	c, err := crush.Simple(crush.SimpleSpec{HostsPerRack: 3, OSDsPerHost: 1})
 	if err != nil {
@@ -432,6 +486,9 @@ func TestShardOrderStep(t *testing.T) {
 	small, err := osdmap.New("", c).Apply(inc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := balancer.Spare(twoStepMap(t), 0, []int32{0, 2}, osdmap.NoOSD, nil); ok {
+		t.Error("a spare under a rule whose failure domains the balancer cannot read")
 	}
 	if _, _, err := balancer.ShardOrderStep(small, 1, []int32{0, 1, 2}, []int32{1, 0, 2}); !errors.Is(err, balancer.ErrNoSpare) {
 		t.Fatalf("swap on three OSDs: %v, want ErrNoSpare", err)
