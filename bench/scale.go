@@ -48,9 +48,10 @@ type ScaleOptions struct {
 	List, ListRounds int
 	// Start is how many objects the pool holds already, PREFIX_object0
 	// to PREFIX_object(Start-1) as an earlier run of the same prefix and
-	// object size wrote them: filling starts after them, and a level at
-	// or below Start is measured as it is (the hot set is drawn from all
-	// of them) [0].
+	// object size wrote them, its timed writes included: filling and the
+	// timed writes go on after them (too low a count makes them
+	// overwrites), and a level at or below Start is measured as it is
+	// (the hot set is drawn from all of them) [0].
 	Start int
 	// Prefix names the objects: PREFIX_objectN [scale].
 	Prefix string

@@ -242,7 +242,7 @@ func TestCephFio(t *testing.T) {
 	}
 	b, _ := os.ReadFile(args)
 	want := "fio CEPH_CONF=/etc/ceph/x.conf --name=sweep --rw=randrw --bs=4096 --iodepth=16 --numjobs=1 --size=1073741824 --time_based --runtime=2 " +
-		"--output-format=json+ --status-interval=1 --rwmixread=70 --ioengine=rbd --clientname=bench --pool=rbench --rbdname=img"
+		"--output-format=json+ --status-interval=1 --thread --rwmixread=70 --ioengine=rbd --clientname=bench --pool=rbench --rbdname=img"
 	if !strings.Contains(string(b), want) {
 		t.Fatalf("calls\n%s\nwant\n%s", b, want)
 	}

@@ -82,7 +82,11 @@ func (p Point) Key() string {
 		if d.Placement {
 			continue
 		}
-		parts = append(parts, d.Name+"="+p.Params[d.Name])
+		v, ok := p.Params[d.Name]
+		if !ok {
+			v = d.Default // a point archived before the parameter existed
+		}
+		parts = append(parts, d.Name+"="+v)
 	}
 	return p.Type + ":" + strings.Join(parts, ",")
 }

@@ -39,7 +39,10 @@ func fioArgs(p Point, dur time.Duration) []string {
 	bo, _, _, size, _ := blockOptions(p)
 	args := []string{"--name=sweep", "--rw=" + fioRW(bo.IOType, bo.Pattern), "--bs=" + strconv.Itoa(bo.IOSize),
 		"--iodepth=" + strconv.Itoa(bo.Threads), "--numjobs=1", "--size=" + strconv.FormatUint(size, 10),
-		"--time_based", "--runtime=" + secs(dur), "--output-format=json+", "--status-interval=1"}
+		"--time_based", "--runtime=" + secs(dur), "--output-format=json+", "--status-interval=1",
+		// the job as a thread of fio's one process, so that ending fio
+		// (the point's end, Ctrl-C, SIGTERM) ends the load with it
+		"--thread"}
 	if bo.IOType == "readwrite" {
 		args = append(args, "--rwmixread="+strconv.Itoa(bo.RWMixRead))
 	}
@@ -107,6 +110,9 @@ func runFio(ctx context.Context, args, env []string, rec *Recorder, out io.Write
 		return fmt.Errorf("fio: %w", err)
 	}
 	perr := readFioReports(stdout, rec, out)
+	if perr != nil {
+		cmd.Process.Kill() // its output is unreadable: stop the load now
+	}
 	io.Copy(io.Discard, stdout)
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("fio %s: %w", strings.Join(args, " "), err)

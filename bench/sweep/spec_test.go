@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,17 @@ func TestKeyIgnoresPlacement(t *testing.T) {
 	}
 	if !strings.Contains(a.Key(), "concurrency=8") || strings.Contains(a.Key(), "pool") {
 		t.Fatalf("key %s", a.Key())
+	}
+	// a point archived before a parameter existed matches one at its default
+	s, err := Parse([]byte("benchmarks:\n  block: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := s.Points()[0]
+	old := Point{Type: now.Type, Params: maps.Clone(now.Params)}
+	delete(old.Params, "engine")
+	if old.Key() != now.Key() || !strings.Contains(now.Key(), "engine=bench") {
+		t.Fatalf("keys %s / %s", old.Key(), now.Key())
 	}
 }
 

@@ -434,7 +434,7 @@ behind. The objects stay: use a pool of its own and remove it after.`,
 	f.IntVarP(&o.Concurrency, "concurrent-ios", "t", 64, "ops in flight")
 	f.IntVar(&o.Writes, "writes", 20_000, "new objects timed at each level")
 	f.IntVar(&o.HotSet, "hot", 1_000, "objects in the hot set")
-	f.IntVar(&o.Start, "start", 0, "objects an earlier run with the same object size left in the pool: filling resumes after them (a level at or below is measured as it is)")
+	f.IntVar(&o.Start, "start", 0, "objects an earlier run with the same object size left in the pool, its timed writes included: filling and timed writes go on after them (a level at or below is measured as it is; too low a count overwrites objects)")
 	f.IntVar(&o.Reads, "reads", 20_000, "stat+read pairs timed at each level")
 	f.IntVar(&o.List, "list", 10_000, "names listed at each level (from the start)")
 	f.IntVar(&o.ListRounds, "list-rounds", 100, "times the listing is repeated after its first pass, timed together")

@@ -151,6 +151,8 @@ benchmarks:
 		t.Fatal(err)
 	}
 	archive := filepath.Join(dir, "archive")
+	exports := filepath.Join(os.TempDir(), "shoal-sweep-nbd-*")
+	before, _ := filepath.Glob(exports)
 	out := c.must("bench", "sweep", file, "--archive", archive)
 	results, _ := filepath.Glob(filepath.Join(archive, "results", "00000000", "*", "result.json"))
 	if len(results) != 4 {
@@ -172,11 +174,15 @@ benchmarks:
 		if r.Ops < 10 || r.P50MS <= 0 || r.P99MS < r.P50MS {
 			t.Fatalf("%s: ops %d p50 %v p99 %v\n%s", f, r.Ops, r.P50MS, r.P99MS, b)
 		}
+		// fio ran, through the export (its nbd engine says so)
+		if log, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "output.txt")); !strings.Contains(string(log), "connected to NBD server") {
+			t.Fatalf("%s: no fio nbd output:\n%s", f, log)
+		}
 	}
 	if ls := c.must("rbd", "ls", "data"); strings.Contains(ls, "sweep-fio") {
 		t.Fatalf("image left: %s", ls)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "shoal-sweep-nbd-*")); len(left) > 0 {
-		t.Fatalf("export sockets left: %v", left)
+	if after, _ := filepath.Glob(exports); len(after) > len(before) {
+		t.Fatalf("export sockets left: %v (before the sweep: %v)", after, before)
 	}
 }
