@@ -590,6 +590,39 @@ func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, 
 	return next, spare, nil
 }
 
+// MergeStep is the next step of an erasure-coded merge's source PG
+// toward its target's shard order (NextMergeStep): from the source's up
+// set Have to Next, toward the target's up set Want; Spare is the OSD a
+// shard moves through, or NoOSD.
+type MergeStep struct {
+	Have, Want, Next []int32
+	Spare            int32
+}
+
+// NextMergeStep is ShardOrderStep for erasure-coded pool p's merge of PG
+// source into its target (osdmap.MergeTarget). whole is false, with no
+// step, while either PG's up set has a hole: the merge then waits for
+// its PGs, not for positions. Errors: the PGs' mapping errors, and
+// ShardOrderStep's (ErrNoSpare). The MONs take each step (mon's
+// mergeShardStep); health warns when there is none (status,
+// POOL_MERGE_BLOCKED).
+func NextMergeStep(m *osdmap.Map, p *osdmap.Pool, source uint32) (st MergeStep, whole bool, err error) {
+	sm, err := m.MapPG(osdmap.PGID{Pool: p.ID, Seed: source})
+	if err != nil {
+		return st, false, err
+	}
+	dm, err := m.MapPG(osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(source, source)})
+	if err != nil {
+		return st, false, err
+	}
+	if osdmap.Members(sm.Up) != p.Size || osdmap.Members(dm.Up) != p.Size {
+		return st, false, nil
+	}
+	st.Have, st.Want = sm.Up, dm.Up
+	st.Next, st.Spare, err = ShardOrderStep(m, p.CrushRule, st.Have, st.Want)
+	return st, true, err
+}
+
 // Spare picks an OSD to stand in for from among members, a PG's
 // placement under rule (from may be NoOSD: an OSD to add): up, in and
 // under the rule's root, neither a member nor in avoid, and in a failure

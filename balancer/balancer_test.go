@@ -368,6 +368,36 @@ func TestPlanFile(t *testing.T) {
 	}
 }
 
+// walkShardOrder takes PG 2.seed of m from have to want by
+// ShardOrderStep, failing the test if it takes more than limit steps, a
+// step fails, an OSD changes position within a step, or a step puts two
+// shards on one host; each sees every step.
+func walkShardOrder(t *testing.T, m *osdmap.Map, seed uint32, have, want []int32, limit int, each func(cur, next []int32, spare int32)) {
+	t.Helper()
+	cur := have
+	for steps := 0; !slices.Equal(cur, want); steps++ {
+		if steps == limit {
+			t.Fatalf("pg 2.%x: %v to %v not done in %d steps (at %v)", seed, have, want, limit, cur)
+		}
+		next, spare, err := balancer.ShardOrderStep(m, 1, cur, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts := map[string]bool{}
+		for i, o := range next {
+			if j := slices.Index(cur, o); j >= 0 && j != i {
+				t.Fatalf("pg 2.%x: osd.%d moves from position %d to %d in one step (%v to %v)", seed, o, j, i, cur, next)
+			}
+			if hosts[hostOf(m, o)] {
+				t.Fatalf("pg 2.%x: %v puts two shards on host %s (toward %v)", seed, next, hostOf(m, o), want)
+			}
+			hosts[hostOf(m, o)] = true
+		}
+		each(cur, next, spare)
+		cur = next
+	}
+}
+
 // ShardOrderStep brings an erasure-coded PG's OSDs into any other order
 // of the same OSDs without an OSD ever changing position within a step
 // (an OSD holds one shard of a PG): a cycle of L positions takes L+1
@@ -397,33 +427,14 @@ func TestShardOrderStep(t *testing.T) {
 				bound += l + 1
 			}
 		}
-		cur := have
-		for steps := 0; !slices.Equal(cur, want); steps++ {
-			if steps == bound {
-				t.Fatalf("pg 2.%x: %v to %v not done in %d steps (at %v)", seed, have, want, bound, cur)
-			}
-			next, spare, err := balancer.ShardOrderStep(m, 1, cur, want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hosts := map[string]bool{}
-			for i, o := range next {
-				if j := slices.Index(cur, o); j >= 0 && j != i {
-					t.Fatalf("pg 2.%x: osd.%d moves from position %d to %d in one step (%v to %v)", seed, o, j, i, cur, next)
-				}
-				if hosts[hostOf(m, o)] {
-					t.Fatalf("pg 2.%x: %v puts two shards on host %s", seed, next, hostOf(m, o))
-				}
-				hosts[hostOf(m, o)] = true
-			}
+		walkShardOrder(t, m, seed, have, want, bound, func(cur, next []int32, spare int32) {
 			if spare != osdmap.NoOSD {
 				spares++
 				if slices.Contains(have, spare) || !slices.Contains(next, spare) || !m.OSDs[spare].In() {
 					t.Fatalf("pg 2.%x: spare osd.%d (%v to %v)", seed, spare, cur, next)
 				}
 			}
-			cur = next
-		}
+		})
 	}
 	if spares == 0 {
 		t.Fatal("no order needed a spare")
@@ -445,30 +456,11 @@ func TestShardOrderStep(t *testing.T) {
 				break
 			}
 		}
-		cur := have
-		for steps := 0; !slices.Equal(cur, want); steps++ {
-			if steps == 2*len(have)+2 {
-				t.Fatalf("pg 2.%x: %v to %v not done in %d steps (at %v)", seed, have, want, steps, cur)
-			}
-			next, _, err := balancer.ShardOrderStep(m, 1, cur, want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hosts := map[string]bool{}
-			for i, o := range next {
-				if j := slices.Index(cur, o); j >= 0 && j != i {
-					t.Fatalf("pg 2.%x: osd.%d moves from position %d to %d in one step (%v to %v)", seed, o, j, i, cur, next)
-				}
-				if hosts[hostOf(m, o)] {
-					t.Fatalf("pg 2.%x: %v puts two shards on host %s (toward %v)", seed, next, hostOf(m, o), want)
-				}
-				hosts[hostOf(m, o)] = true
-			}
-			if i := slices.Index(want, want[k]); next[i] != want[i] && !slices.Contains(cur, want[i]) {
+		walkShardOrder(t, m, seed, have, want, 2*len(have)+2, func(cur, next []int32, _ int32) {
+			if next[k] != want[k] && !slices.Contains(cur, want[k]) {
 				waited++ // the outside OSD waited for its host to be free
 			}
-			cur = next
-		}
+		})
 	}
 	if waited == 0 {
 		t.Fatal("no outside OSD had to wait for its host: the failure-domain check is not exercised")

@@ -238,45 +238,31 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 // usual once pgp_num came down, as positional pg_upmaps keep the
 // source's OSDs where they were). A Shoal OSD holds one shard of a PG at
 // a time, so two OSDs cannot trade positions in place (Ceph's OSDs keep a
-// collection per shard and backfill each position in place). Each step
-// sets the source's pg_upmap (dropping its pg_upmap_items) to
-// balancer.ShardOrderStep's next placement: every position whose OSD in
-// the target's order is not in the source's set takes it; when there is
-// none — the positions form cycles — one conflicting position moves to a
-// spare OSD (outside both sets, in a failure domain no other member is
-// in), which frees its OSD for its position in the target's order. A
-// cycle of L positions thus takes L+1 backfills. Each step waits until the source
-// serves from its full up set with no pg_temp (its last backfill done)
-// and has activated there, and until the target is whole; with no spare
-// OSD the merge waits, with the reason. Once no OSD holds two positions,
+// collection per shard). The step, balancer.NextMergeStep's, becomes the
+// source's pg_upmap (its pg_upmap_items dropped); mergeStart takes one
+// only once the last has finished (mergeMoveWaits). With none possible
+// the merge waits, with the reason. Once no OSD holds two positions,
 // mergeStart gives the source the target's upmaps and the merge goes on
 // as for a replicated pool.
 func (s *State) mergeShardStep(p *osdmap.Pool, src, dst osdmap.PGID, conflict error) (*osdmap.Incremental, string, error) {
-	m := s.Map
-	sm, err := m.MapPG(src)
-	if err != nil {
-		return nil, "", err
+	st, whole, err := balancer.NextMergeStep(s.Map, p, src.Seed)
+	if err == nil && !whole {
+		err = errors.New("an up set has a hole") // mergeMoveWaits let it through: not expected
 	}
-	dm, err := m.MapPG(dst)
-	if err != nil {
-		return nil, "", err
-	}
-	have, want := sm.Up, dm.Up
-	next, spare, err := balancer.ShardOrderStep(m, p.CrushRule, have, want)
 	if err != nil {
 		return nil, "", fmt.Errorf("pool %q: merge of pg %s into %s waits: %w: %v; %v: add an OSD, or raise pg_num back", p.Name, src, dst, ErrBusy, conflict, err)
 	}
 	how := "to the target's OSDs"
-	if spare != osdmap.NoOSD {
-		j := slices.Index(next, spare)
-		how = fmt.Sprintf("osd.%d's shard %d through osd.%d", have[j], j, spare)
+	if st.Spare != osdmap.NoOSD {
+		j := slices.Index(st.Next, st.Spare)
+		how = fmt.Sprintf("osd.%d's shard %d through osd.%d", st.Have[j], j, st.Spare)
 	}
 	inc := s.next()
-	inc.NewPGUpmap = map[osdmap.PGID][]int32{src: next}
-	if len(m.PGUpmapItems[src]) > 0 {
+	inc.NewPGUpmap = map[osdmap.PGID][]int32{src: st.Next}
+	if len(s.Map.PGUpmapItems[src]) > 0 {
 		inc.NewPGUpmapItems = map[osdmap.PGID][]osdmap.UpmapItem{src: nil}
 	}
-	return inc, fmt.Sprintf("pool %d: pg %s placed on %v (from %v: %s), toward pg %s's shard order %v, to merge into it", p.ID, src, next, have, how, dst, want), nil
+	return inc, fmt.Sprintf("pool %d: pg %s placed on %v (from %v: %s), toward pg %s's shard order %v, to merge into it", p.ID, src, st.Next, st.Have, how, dst, st.Want), nil
 }
 
 // mergeMoveWaits says why an erasure-coded merge's source may not be

@@ -230,6 +230,21 @@ func TestPGNumMerge(t *testing.T) {
 	}
 }
 
+// ecMergePool makes a 2+1 pool (profile p21) of 16 PGs and brings
+// pg_num and pgp_num to 15 at once, so positional pg_upmaps keep PG 15's
+// OSDs where they were: its merge into PG 7 is the next one.
+func ecMergePool(t *testing.T, s *mon.State, name string) *osdmap.Pool {
+	t.Helper()
+	commit(t, s, mon.PoolCreate{Name: name, Erasure: true, ECProfile: "p21", PGNum: 16, PGPNum: 16})
+	commit(t, s, mon.PoolSet{Name: name, Key: "pg_num", Value: "15"})
+	commit(t, s, mon.PoolSet{Name: name, Key: "pgp_num_actual", Value: "15"})
+	p, err := s.Map.PoolByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestECMergePositions: on erasure-coded pools (2+1 over six hosts,
 // 16 PGs, pgp_num brought to 8 at once, so positional pg_upmaps keep the
 // sources' OSDs in place), a merge waits with the reason exactly when an
@@ -241,10 +256,7 @@ func TestECMergePositions(t *testing.T) {
 	conflicts, agree := 0, 0
 	for i := range 8 {
 		name := fmt.Sprintf("ec%d", i)
-		commit(t, s, mon.PoolCreate{Name: name, Erasure: true, ECProfile: "p21", PGNum: 16, PGPNum: 16})
-		commit(t, s, mon.PoolSet{Name: name, Key: "pg_num", Value: "15"})
-		commit(t, s, mon.PoolSet{Name: name, Key: "pgp_num_actual", Value: "15"})
-		p, _ := s.Map.PoolByName(name)
+		p := ecMergePool(t, s, name)
 		sm, _ := s.Map.MapPG(osdmap.PGID{Pool: p.ID, Seed: 15})
 		dm, _ := s.Map.MapPG(osdmap.PGID{Pool: p.ID, Seed: 7})
 		want := false
@@ -291,10 +303,7 @@ func TestECMergeShardSteps(t *testing.T) {
 	stepped, spared := 0, 0
 	for i := range 8 {
 		name := fmt.Sprintf("ec%d", i)
-		commit(t, s, mon.PoolCreate{Name: name, Erasure: true, ECProfile: "p21", PGNum: 16, PGPNum: 16})
-		commit(t, s, mon.PoolSet{Name: name, Key: "pg_num", Value: "15"})
-		commit(t, s, mon.PoolSet{Name: name, Key: "pgp_num_actual", Value: "15"})
-		p, _ := s.Map.PoolByName(name)
+		p := ecMergePool(t, s, name)
 		src, dst := osdmap.PGID{Pool: p.ID, Seed: 15}, osdmap.PGID{Pool: p.ID, Seed: 7}
 		if s.Map.MergeShardConflict(p, 15) == nil {
 			continue

@@ -70,27 +70,35 @@ func TestPGMerge(t *testing.T) {
 	c.mergeUnderLoad(ctx, cl, p, model, 12, clones, check)
 }
 
-// TestECPGMerge: an erasure-coded 2+1 pool of 6 PGs placed as 4
-// (pgp_num 4: each source's shards already at its target's positions,
-// which an erasure-coded merge needs, mon.ecPositionsAgree) shrinks to 4
-// under a writer (5 merges into 1, 4 into 0), its rollback stashes
-// dropped.
-func TestECPGMerge(t *testing.T) {
-	c := startClusterWith(t, 4, "target_max_misplaced_ratio = 0.5\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
-	defer cancel()
-	cl := c.Client(ctx)
+// ecMergePool makes the erasure-coded 2+1 pool "ec21" (failure domain
+// osd) of 6 PGs placed as pgpNum, and writes 80 objects of up to 40,000
+// random bytes (drawn from seed) into it and into the model it returns.
+func ecMergePool(ctx context.Context, t *testing.T, cl *client.Conn, pgpNum string, seed uint64) (*client.Pool, map[string][]byte) {
+	t.Helper()
 	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec21", "args", "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd")
-	monDo(ctx, t, cl, "pool create", "name", "ec21", "type", "erasure", "erasure_code_profile", "ec21", "pg_num", "6", "pgp_num", "4")
+	monDo(ctx, t, cl, "pool create", "name", "ec21", "type", "erasure", "erasure_code_profile", "ec21", "pg_num", "6", "pgp_num", pgpNum)
 	p, err := cl.Pool(ctx, "ec21")
 	if err != nil {
 		t.Fatal(err)
 	}
 	model := map[string][]byte{}
-	rng := rand.New(rand.NewPCG(1, 1))
+	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := range 80 {
 		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(rng, 1+rng.IntN(40000)))
 	}
+	return p, model
+}
+
+// TestECPGMerge: an erasure-coded 2+1 pool of 6 PGs placed as 4
+// (pgp_num 4: each source's shards already at its target's positions,
+// so no source moves first) shrinks to 4 under a writer (5 merges into
+// 1, 4 into 0), its rollback stashes dropped.
+func TestECPGMerge(t *testing.T) {
+	c := startClusterWith(t, 4, "target_max_misplaced_ratio = 0.5\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	cl := c.Client(ctx)
+	p, model := ecMergePool(ctx, t, cl, "4", 1)
 	c.mergeUnderLoad(ctx, cl, p, model, 4, func(string, map[string]bool) int64 { return 0 }, func(string) {})
 }
 
@@ -105,17 +113,7 @@ func TestECPGMergeShardOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	cl := c.Client(ctx)
-	monDo(ctx, t, cl, "osd erasure-code-profile set", "name", "ec21", "args", "k=2 m=1 stripe_unit=4096 crush-failure-domain=osd")
-	monDo(ctx, t, cl, "pool create", "name", "ec21", "type", "erasure", "erasure_code_profile", "ec21", "pg_num", "6", "pgp_num", "6")
-	p, err := cl.Pool(ctx, "ec21")
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := map[string][]byte{}
-	rng := rand.New(rand.NewPCG(2, 2))
-	for i := range 80 {
-		putModel(ctx, t, p, model, fmt.Sprintf("o%d", i), randBytes(rng, 1+rng.IntN(40000)))
-	}
+	p, model := ecMergePool(ctx, t, cl, "6", 2)
 	// watch the maps for a source placed on an OSD its target does not
 	// use: a shard moving through the spare
 	watch := c.Client(ctx)

@@ -7,6 +7,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -391,21 +392,15 @@ func mapChecks(m *osdmap.Map) []Check {
 
 // mergeNoSpare reports why erasure-coded pool p's next merge cannot go
 // on: an OSD holds one shard of the source and another of the target
-// (osdmap.MergeShardConflict), and the MONs find no spare OSD to move the
-// source's shards through toward the target's order
-// (balancer.ShardOrderStep). Nil when the merge can proceed or step.
+// (osdmap.MergeShardConflict), and the MONs have no step toward the
+// target's order to take (balancer.NextMergeStep: no spare OSD). Nil when
+// the merge can proceed or step, or waits for its PGs to be whole.
 func mergeNoSpare(m *osdmap.Map, p *osdmap.Pool) error {
-	source := p.PGNum - 1
-	conflict := m.MergeShardConflict(p, source)
+	conflict := m.MergeShardConflict(p, p.PGNum-1)
 	if conflict == nil {
 		return nil
 	}
-	sm, err1 := m.MapPG(osdmap.PGID{Pool: p.ID, Seed: source})
-	dm, err2 := m.MapPG(osdmap.PGID{Pool: p.ID, Seed: osdmap.MergeTarget(source, source)})
-	if err1 != nil || err2 != nil || osdmap.Members(sm.Up) != p.Size || osdmap.Members(dm.Up) != p.Size {
-		return nil // waits for its PGs, not for positions
-	}
-	if _, _, err := balancer.ShardOrderStep(m, p.CrushRule, sm.Up, dm.Up); err != nil {
+	if _, whole, err := balancer.NextMergeStep(m, p, p.PGNum-1); whole && errors.Is(err, balancer.ErrNoSpare) {
 		return fmt.Errorf("%v; %w", conflict, err)
 	}
 	return nil

@@ -241,7 +241,7 @@ func (d *cephDriver) stream(ctx context.Context, out io.Writer, name string, arg
 			line := sc.Text()
 			fmt.Fprintln(out, line)
 			ops, b, mean, mx := parse(line)
-			rec.bulk(ops, b, mean, mx)
+			rec.bulk(ops, b, nil, mean, mx)
 		}
 		io.Copy(io.Discard, pr)
 	}()

@@ -73,24 +73,29 @@ elapsed: 2   ops: 14208   ops/sec: 7000.1   bytes/sec: 27 MiB/s
 	}
 }
 
-// TestCephTarget runs a sweep against a stand-in for ceph-common's rados
-// (a script printing rados bench's output): the arguments it gets and
-// what the sweep archives from its output.
-func TestCephTarget(t *testing.T) {
+// toolStandIns puts scripts (by name: rados, rbd, fio) first on PATH, in
+// place of Ceph's and fio's tools, with output in a file for them to
+// print; scripts gets the file their arguments are to be appended to
+// (returned) and the output file.
+func toolStandIns(t *testing.T, output string, scripts func(args, out string) map[string]string) (args string) {
+	t.Helper()
 	bin := t.TempDir()
-	args := filepath.Join(bin, "args")
-	out := filepath.Join(bin, "out.txt")
-	if err := os.WriteFile(out, []byte(radosBenchOut), 0o644); err != nil {
+	args, out := filepath.Join(bin, "args"), filepath.Join(bin, "out.txt")
+	if err := os.WriteFile(out, []byte(output), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\necho \"$@\" >> " + args + "\ncase \"$*\" in *lspools*) echo rbench;; *' bench '*) cat " + out + ";; esac\n"
-	if err := os.WriteFile(filepath.Join(bin, "rados"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	for name, script := range scripts(args, out) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, osds: 3}\nduration: 2s\n"+
-		"setup: ['echo setup $CEPH_CONF >> "+args+"']\nteardown: ['echo teardown >> "+args+"']\n"+
-		"benchmarks:\n  rados:\n    setup: ['echo bench-setup >> "+args+"']\n    pool: rbench\n    concurrency: [16]\n")
+	return args
+}
+
+// runArchived runs sweep s into a new archive and reads it back.
+func runArchived(t *testing.T, s *Spec) *Archive {
+	t.Helper()
 	dir := t.TempDir()
 	if err := Run(context.Background(), s, Options{Archive: dir}); err != nil {
 		t.Fatal(err)
@@ -99,6 +104,19 @@ func TestCephTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// TestCephTarget runs a sweep against a stand-in for ceph-common's rados
+// (a script printing rados bench's output): the arguments it gets and
+// what the sweep archives from its output.
+func TestCephTarget(t *testing.T) {
+	args := toolStandIns(t, radosBenchOut, func(args, out string) map[string]string {
+		return map[string]string{"rados": "#!/bin/sh\necho \"$@\" >> " + args + "\ncase \"$*\" in *lspools*) echo rbench;; *' bench '*) cat " + out + ";; esac\n"}
+	})
+	a := runArchived(t, testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, osds: 3}\nduration: 2s\n"+
+		"setup: ['echo setup $CEPH_CONF >> "+args+"']\nteardown: ['echo teardown >> "+args+"']\n"+
+		"benchmarks:\n  rados:\n    setup: ['echo bench-setup >> "+args+"']\n    pool: rbench\n    concurrency: [16]\n"))
 	r := a.Results[0]
 	if r.Ops != 168 || r.MeanMS != 205.1 || r.MaxMS != 462.3 || a.Target.Counts.OSDs != 3 {
 		t.Fatalf("result ops %d mean %v max %v counts %+v", r.Ops, r.MeanMS, r.MaxMS, a.Target.Counts)
@@ -210,32 +228,15 @@ func TestReadFioReports(t *testing.T) {
 // engine on the image with the target's conf and user, and archives
 // latency percentiles from its histogram.
 func TestCephFio(t *testing.T) {
-	bin := t.TempDir()
-	args := filepath.Join(bin, "args")
-	out := filepath.Join(bin, "out.txt")
-	if err := os.WriteFile(out, []byte(strings.TrimPrefix(fioOut, "connected to NBD server\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for name, script := range map[string]string{
-		"rados": "#!/bin/sh\necho rbench\n",
-		"rbd":   "#!/bin/sh\necho rbd \"$@\" >> " + args + "\n",
-		"fio":   "#!/bin/sh\necho fio CEPH_CONF=$CEPH_CONF \"$@\" >> " + args + "\ncat " + out + "\n",
-	} {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
+	args := toolStandIns(t, strings.TrimPrefix(fioOut, "connected to NBD server\n"), func(args, out string) map[string]string {
+		return map[string]string{
+			"rados": "#!/bin/sh\necho rbench\n",
+			"rbd":   "#!/bin/sh\necho rbd \"$@\" >> " + args + "\n",
+			"fio":   "#!/bin/sh\necho fio CEPH_CONF=$CEPH_CONF \"$@\" >> " + args + "\ncat " + out + "\n",
 		}
-	}
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, user: client.bench}\nduration: 2s\n"+
-		"benchmarks:\n  block:\n    image: rbench/img\n    engine: fio\n    io_type: readwrite\n    iodepth: 16\n")
-	dir := t.TempDir()
-	if err := Run(context.Background(), s, Options{Archive: dir}); err != nil {
-		t.Fatal(err)
-	}
-	a, err := ReadArchive(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	a := runArchived(t, testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, user: client.bench}\nduration: 2s\n"+
+		"benchmarks:\n  block:\n    image: rbench/img\n    engine: fio\n    io_type: readwrite\n    iodepth: 16\n"))
 	r := a.Results[0]
 	if r.Ops != 5 || r.Bytes != 20480 || r.P99MS < 7.8 || r.P99MS > 8 || r.MeanMS != 2.6 {
 		t.Fatalf("result ops %d bytes %d p99 %v mean %v", r.Ops, r.Bytes, r.P99MS, r.MeanMS)
@@ -247,7 +248,7 @@ func TestCephFio(t *testing.T) {
 		t.Fatalf("calls\n%s\nwant\n%s", b, want)
 	}
 	// fio's rbd engine cannot take a keyring of its own: refused before any run
-	s = testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, keyring: /k}\nbenchmarks:\n  block:\n    engine: fio\n")
+	s := testSpec(t, "target: {kind: ceph, conf: /etc/ceph/x.conf, keyring: /k}\nbenchmarks:\n  block:\n    engine: fio\n")
 	if err := Run(context.Background(), s, Options{Archive: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "keyring") {
 		t.Fatalf("engine fio with a keyring: %v", err)
 	}

@@ -161,7 +161,7 @@ func readFioReports(r io.Reader, rec *Recorder, out io.Writer) error {
 					h.AddN(time.Duration(ns), d)
 				}
 			}
-			rec.hist(t.ops-prev.ops, t.bytes-prev.bytes, &h)
+			rec.bulk(t.ops-prev.ops, t.bytes-prev.bytes, &h, 0, 0)
 			prev = t
 		default:
 			fmt.Fprintln(out, line)

@@ -111,7 +111,7 @@ type Recorder struct {
 	cur    sample
 	errors uint64
 	// toolMean and toolMax are the latencies an external tool reported
-	// for operations recorded by bulk (it gives no single ones).
+	// for operations recorded by bulk without their single ones.
 	toolMean, toolMax time.Duration
 	// last is when the latest operation was recorded: the load's end,
 	// before what a generator does after it (sorting latencies, writing
@@ -155,9 +155,11 @@ func (r *Recorder) cut() (sample, uint64) {
 	return s, e
 }
 
-// hist records ops operations moving b bytes whose latencies an
-// external tool counted in h (fio's histogram).
-func (r *Recorder) hist(ops, b uint64, h *Histogram) {
+// bulk records ops operations moving b bytes that an external tool
+// reported in bulk: their latencies counted in lat (fio's histogram), or,
+// with lat nil, unknown one by one, the tool giving at most its own
+// summary of all its operations in mean and maxLat (each 0 if not).
+func (r *Recorder) bulk(ops, b uint64, lat *Histogram, mean, maxLat time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ops > 0 {
@@ -165,20 +167,9 @@ func (r *Recorder) hist(ops, b uint64, h *Histogram) {
 	}
 	r.cur.ops += ops
 	r.cur.bytes += b
-	r.cur.lat.Merge(h)
-}
-
-// bulk records ops operations moving b bytes whose single latencies are
-// unknown (an external tool's per-second totals); mean and max, when not
-// 0, are the tool's own summary of all its operations.
-func (r *Recorder) bulk(ops, b uint64, mean, maxLat time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ops > 0 {
-		r.last = time.Now()
+	if lat != nil {
+		r.cur.lat.Merge(lat)
 	}
-	r.cur.ops += ops
-	r.cur.bytes += b
 	if mean > 0 {
 		r.toolMean = mean
 	}
