@@ -49,14 +49,37 @@ func (c PGHistoryUpdate) install(s *State) {
 			continue // the pool is gone
 		}
 		h := s.PGHistory[e.PG]
-		if slices.ContainsFunc(h, func(x monc.PGInterval) bool {
-			return x.Epoch > e.Epoch || (x.Epoch == e.Epoch && slices.Equal(x.Acting, e.Acting))
-		}) {
+		if i := slices.IndexFunc(h, func(x monc.PGInterval) bool {
+			return x.Epoch == e.Epoch && slices.Equal(x.Acting, e.Acting)
+		}); i >= 0 {
+			h[i].Recovering = e.Recovering // its primary's later word: recovered (or, peered again, recovering)
+			continue
+		}
+		if slices.ContainsFunc(h, func(x monc.PGInterval) bool { return x.Epoch > e.Epoch }) {
 			continue
 		}
 		h = slices.DeleteFunc(h, func(x monc.PGInterval) bool { return x.Epoch < e.Epoch })
 		s.PGHistory[e.PG] = append(h, e)
 	}
+}
+
+// unsettled says why pg's data may still be moving on acting, its acting
+// set now ("" when it is not): it has a pg_temp (a backfill runs), its
+// recorded history does not end with acting (it has not activated there
+// since it last changed), or it activated there recovering and its
+// primary has not recorded the end of the recovery.
+func (s *State) unsettled(pg osdmap.PGID, acting []int32) string {
+	if _, temp := s.Map.PGTemp[pg]; temp {
+		return fmt.Sprintf("pg %s has a pg_temp (backfilling)", pg)
+	}
+	h := s.PGHistory[pg]
+	switch {
+	case len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, acting):
+		return fmt.Sprintf("pg %s has not activated on %v", pg, acting)
+	case h[len(h)-1].Recovering:
+		return fmt.Sprintf("pg %s is recovering on %v", pg, acting)
+	}
+	return ""
 }
 
 // History returns PG pg's recorded intervals, oldest first.

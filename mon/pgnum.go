@@ -68,9 +68,10 @@ func (s *State) checkPGNum(p *osdmap.Pool, n uint32) error {
 }
 
 // MovingPGs counts the PGs whose data is moving, as the MONs see it —
-// those with a pg_temp (backfilling) or whose recorded active set is not
-// their acting set now (still peering since the last change) — and all
-// PGs, and names up to five of the moving ones.
+// those with a pg_temp (backfilling), whose recorded active set is not
+// their acting set now (still peering since the last change), or that
+// activated recovering and have not recorded its end (unsettled) — and
+// all PGs, and names up to five of the moving ones.
 func (s *State) MovingPGs() (moving, total int, some []string) {
 	m := s.Map
 	for _, id := range m.PoolIDs() {
@@ -81,9 +82,7 @@ func (s *State) MovingPGs() (moving, total int, some []string) {
 		for seed, mp := range mps {
 			total++
 			pg := osdmap.PGID{Pool: id, Seed: uint32(seed)}
-			_, temp := m.PGTemp[pg]
-			h := s.History(pg)
-			if temp || len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, mp.Acting) {
+			if s.unsettled(pg, mp.Acting) != "" {
 				moving++
 				if len(some) < 5 {
 					some = append(some, pg.String())
@@ -220,12 +219,8 @@ func (s *State) mergeStart(p *osdmap.Pool, n uint32) (*osdmap.Incremental, strin
 		return busy("acting set %v is not the full up set %v", sm.Acting, sm.Up)
 	}
 	for _, pg := range []osdmap.PGID{src, dst} {
-		if _, temp := m.PGTemp[pg]; temp {
-			return busy("pg %s has a pg_temp (backfilling)", pg)
-		}
-		h := s.History(pg)
-		if len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, sm.Acting) {
-			return busy("pg %s has not activated on %v", pg, sm.Acting)
+		if why := s.unsettled(pg, sm.Acting); why != "" {
+			return busy("%s", why)
 		}
 	}
 	np.PGNumPending, np.PendingSince = n, inc.Epoch
@@ -267,8 +262,8 @@ func (s *State) mergeShardStep(p *osdmap.Pool, src, dst osdmap.PGID, conflict er
 
 // mergeMoveWaits says why an erasure-coded merge's source may not be
 // moved now ("" when it may): it, or its target, does not serve from its
-// full up set, or it has a pg_temp (a backfill runs) or has not activated
-// on its acting set since its last move.
+// full up set, or its data is still moving (unsettled: a pg_temp, not yet
+// activated on its acting set since its last move, or recovering there).
 func (s *State) mergeMoveWaits(p *osdmap.Pool, src, dst osdmap.PGID) string {
 	for _, pg := range []osdmap.PGID{src, dst} {
 		mp, err := s.Map.MapPG(pg)
@@ -278,14 +273,10 @@ func (s *State) mergeMoveWaits(p *osdmap.Pool, src, dst osdmap.PGID) string {
 		if osdmap.Members(mp.Up) != p.Size || !slices.Equal(mp.Acting, mp.Up) {
 			return fmt.Sprintf("pg %s serves from %v, not its full up set %v", pg, mp.Acting, mp.Up)
 		}
-		if pg != src {
-			continue
-		}
-		if _, temp := s.Map.PGTemp[src]; temp {
-			return fmt.Sprintf("pg %s has a pg_temp (backfilling)", src)
-		}
-		if h := s.History(src); len(h) == 0 || !slices.Equal(h[len(h)-1].Acting, mp.Acting) {
-			return fmt.Sprintf("pg %s has not activated on %v", src, mp.Acting)
+		if pg == src {
+			if why := s.unsettled(src, mp.Acting); why != "" {
+				return why
+			}
 		}
 	}
 	return ""

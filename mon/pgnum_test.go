@@ -292,7 +292,7 @@ func TestECMergePositions(t *testing.T) {
 // toward the target's order one backfill at a time — no OSD ever changes
 // position within a step, a swap goes through a spare OSD on a host of
 // its own, and each step waits for the source to activate on its new
-// set — until the merge itself starts.
+// set and recover there — until the merge itself starts.
 func TestECMergeShardSteps(t *testing.T) {
 	s, _ := bootSix(t)
 	commit(t, s, mon.ECProfileSet{Name: "p21", Args: []string{"k=2", "m=1"}})
@@ -308,13 +308,13 @@ func TestECMergeShardSteps(t *testing.T) {
 		if s.Map.MergeShardConflict(p, 15) == nil {
 			continue
 		}
-		activate := func() {
+		activate := func(recovering bool) {
 			sm, _ := s.Map.MapPG(src)
 			dm, _ := s.Map.MapPG(dst)
 			commit(t, s, mon.PGHistoryUpdate{Entries: []monc.PGInterval{
-				{PG: src, Epoch: uint32(s.Map.Epoch), Acting: sm.Acting}, {PG: dst, Epoch: uint32(s.Map.Epoch), Acting: dm.Acting}}})
+				{PG: src, Epoch: uint32(s.Map.Epoch), Acting: sm.Acting, Recovering: recovering}, {PG: dst, Epoch: uint32(s.Map.Epoch), Acting: dm.Acting}}})
 		}
-		activate()
+		activate(false)
 		for step := 0; ; step++ {
 			if step == 8 { // a swap of two positions takes three, a cycle of three four
 				t.Fatalf("%s: no merge after %d steps", name, step)
@@ -345,13 +345,22 @@ func TestECMergeShardSteps(t *testing.T) {
 				spared++
 			}
 			stepped++
-			// the next step waits for the source to activate on its new set
+			// the next step waits for the source to activate on its new
+			// set, and then for its primary to record the recovery's end
+			// (the same interval again, not recovering)
 			if !slices.Equal(before.Up, after.Up) {
 				if _, _, err := start(name); !errors.Is(err, mon.ErrBusy) || !strings.Contains(err.Error(), "has not activated") {
 					t.Fatalf("%s: step before the source activated: %v", name, err)
 				}
+				activate(true)
+				if _, _, err := start(name); !errors.Is(err, mon.ErrBusy) || !strings.Contains(err.Error(), "is recovering") {
+					t.Fatalf("%s: step while the source recovers: %v", name, err)
+				}
+				if moving, _, _ := s.MovingPGs(); moving == 0 {
+					t.Fatalf("%s: a recovering source is not counted as moving", name)
+				}
 			}
-			activate()
+			activate(false)
 		}
 	}
 	if stepped == 0 || spared == 0 {

@@ -3,6 +3,7 @@ package mon_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -490,8 +491,9 @@ func TestPGTempErasure(t *testing.T) {
 }
 
 // TestPGHistory: the acting set recorded last replaces those of earlier
-// intervals; a late record of an earlier interval is ignored; deleting the
-// pool forgets them.
+// intervals; a late record of an earlier interval is ignored; an interval
+// recorded recovering counts as moving until recorded again without;
+// deleting the pool forgets them.
 func TestPGHistory(t *testing.T) {
 	s := newState(t)
 	for i := range 3 {
@@ -531,6 +533,34 @@ func TestPGHistory(t *testing.T) {
 	rec(pg.String() + "@8:1") // late: never served
 	if got := acting(); !reflect.DeepEqual(got, [][]int32{{2, 1}}) {
 		t.Fatalf("history after a late record %v", got)
+	}
+	// recovering: the same interval recorded again flips the mark, a late
+	// record of an earlier one does not
+	recovering := func() bool { h := s.History(pg); return h[len(h)-1].Recovering }
+	rec(pg.String() + "@9:2,1:recovering")
+	if !recovering() || !reflect.DeepEqual(acting(), [][]int32{{2, 1}}) {
+		t.Fatalf("history %v, recovering %v", acting(), recovering())
+	}
+	rec(pg.String() + "@8:2,1")
+	if !recovering() {
+		t.Fatal("a late record of an earlier interval ended the recovery")
+	}
+	rec(pg.String() + "@9:2,1")
+	if recovering() || !reflect.DeepEqual(acting(), [][]int32{{2, 1}}) {
+		t.Fatalf("after the recovery: history %v, recovering %v", acting(), recovering())
+	}
+	// on the PG's acting set now: moving while recovering, not after
+	mp, _ := s.Map.MapPG(pg)
+	now := fmt.Sprintf("%s@%d:%s", pg, max(s.Map.Epoch, 10), monc.FormatOSDIDs(mp.Acting)) // an interval after those above
+	rec(now)
+	settled, _, _ := s.MovingPGs()
+	rec(now + ":recovering")
+	if moving, _, _ := s.MovingPGs(); moving != settled+1 {
+		t.Fatalf("%d PGs moving while pg %s recovers, %d when it does not", moving, pg, settled)
+	}
+	rec(now)
+	if moving, _, _ := s.MovingPGs(); moving != settled {
+		t.Fatalf("%d PGs moving after pg %s recovered, want %d", moving, pg, settled)
 	}
 	if _, err := mon.Translate(monc.Command{Prefix: "pg history", Args: map[string]string{"entries": "1.1@x:0"}}); !errors.Is(err, mon.ErrInvalid) {
 		t.Fatalf("bad epoch: %v", err)

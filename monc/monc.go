@@ -541,18 +541,33 @@ func FormatPGTemps(sets map[osdmap.PGID][]int32) string {
 // PGInterval is one entry of a PG's history kept by the MONs: an acting
 // set (OSD ids; osdmap.NoOSD for an erasure-coded PG's empty positions)
 // that activated in the interval that began at map epoch Epoch.
+// Recovering says the set activated with objects still to recover or
+// backfill onto some member; its primary records the interval again
+// without it once they are all there (the MONs' sign that the PG's data
+// has stopped moving, which pgp_num steps, the balancer and merges wait
+// for).
 type PGInterval struct {
-	PG     osdmap.PGID `json:"-"`
-	Epoch  uint32      `json:"epoch"`
-	Acting []int32     `json:"acting"`
+	PG         osdmap.PGID `json:"-"`
+	Epoch      uint32      `json:"epoch"`
+	Acting     []int32     `json:"acting"`
+	Recovering bool        `json:"recovering,omitempty"`
 }
 
+// recoveringSuffix marks a recovering interval in FormatPGIntervals's
+// text.
+const recoveringSuffix = ":recovering"
+
 // FormatPGIntervals writes intervals as the "pg history" command's
-// entries argument: "PGID@EPOCH:OSD,OSD" separated by spaces, in order.
+// entries argument: "PGID@EPOCH:OSD,OSD", with ":recovering" after a
+// recovering one, separated by spaces, in order.
 func FormatPGIntervals(ivs []PGInterval) string {
 	parts := make([]string, 0, len(ivs))
 	for _, iv := range ivs {
-		parts = append(parts, fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, FormatOSDIDs(iv.Acting)))
+		f := fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, FormatOSDIDs(iv.Acting))
+		if iv.Recovering {
+			f += recoveringSuffix
+		}
+		parts = append(parts, f)
 	}
 	return strings.Join(parts, " ")
 }
@@ -564,7 +579,7 @@ func ParsePGIntervals(s string) ([]PGInterval, error) {
 		head, osds, ok := strings.Cut(f, ":")
 		pgs, ep, ok2 := strings.Cut(head, "@")
 		if !ok || !ok2 {
-			return nil, fmt.Errorf("pg interval %q: want PGID@EPOCH:OSD[,OSD]", f)
+			return nil, fmt.Errorf("pg interval %q: want PGID@EPOCH:OSD[,OSD][:recovering]", f)
 		}
 		pg, err := osdmap.ParsePGID(pgs)
 		if err != nil {
@@ -575,6 +590,7 @@ func ParsePGIntervals(s string) ([]PGInterval, error) {
 			return nil, fmt.Errorf("pg interval %q: bad epoch", f)
 		}
 		iv := PGInterval{PG: pg, Epoch: uint32(e)}
+		osds, iv.Recovering = strings.CutSuffix(osds, recoveringSuffix)
 		if iv.Acting, err = ParseOSDIDs(osds); err != nil || len(iv.Acting) == 0 {
 			return nil, fmt.Errorf("pg interval %q: want its acting set: %v", f, err)
 		}

@@ -255,7 +255,7 @@ func (r *peerRun) query(ctx context.Context, t peering.Target) (memberInfo, erro
 // the only copies of objects the acting set lacks). Without it, the
 // other members are told at once that the earlier intervals are settled.
 func (pg *PG) activate(ctx context.Context, iv uint64, rec *recovery) error {
-	if err := pg.recordInterval(ctx, iv); err != nil {
+	if err := pg.recordInterval(ctx, iv, rec != nil); err != nil {
 		return err
 	}
 	if err := pg.setActive(ctx, iv, rec); err != nil {
@@ -268,8 +268,9 @@ func (pg *PG) activate(ctx context.Context, iv uint64, rec *recovery) error {
 }
 
 // settled forgets the earlier intervals, here and on the other members
-// (every acting copy now holds every write they took), and has the
-// former members delete their copies if the PG is clean.
+// (every acting copy now holds every write they took), has the former
+// members delete their copies if the PG is clean, and records at the MONs
+// that an interval recorded recovering has recovered.
 func (pg *PG) settled(iv uint64) {
 	pg.mu.Lock()
 	if pg.ps.Interval.ID != iv {
@@ -305,6 +306,7 @@ func (pg *PG) settled(iv uint64) {
 		pg.osd.pgTemp.request(pg, iv, nil)
 	}
 	pg.purgeStrays(iv)
+	pg.recordRecovered(iv)
 }
 
 // handleActivated: the primary's copy and every member's hold the writes

@@ -10,6 +10,7 @@ package osd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -77,19 +78,20 @@ func (d *OSD) historyLoop() {
 }
 
 // recordInterval records at the MONs that the PG's acting set of interval
-// iv is about to serve, unless it already did, and returns once the
-// record is committed and this OSD has the map the MONs had then — so
-// that a map change the record did not see has reached this PG (and
-// ended iv) before it serves.
-func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
+// iv is about to serve, recovering (objects still to copy onto some
+// member) or not, unless it already did, and returns once the record is
+// committed and this OSD has the map the MONs had then — so that a map
+// change the record did not see has reached this PG (and ended iv) before
+// it serves.
+func (pg *PG) recordInterval(ctx context.Context, iv uint64, recovering bool) error {
 	d := pg.osd
 	pg.mu.Lock()
 	if pg.ps.Interval.ID != iv {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
-	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ps.Interval.SameIntervalSince), Acting: pg.ps.Interval.PriorSet()} // with the backfill targets, which log every write too
-	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting)
+	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ps.Interval.SameIntervalSince), Acting: pg.ps.Interval.PriorSet(), Recovering: recovering} // with the backfill targets, which log every write too
+	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting) && pg.recorded.Recovering == recovering
 	pg.mu.Unlock()
 	if done {
 		return nil
@@ -114,6 +116,34 @@ func (pg *PG) recordInterval(ctx context.Context, iv uint64) error {
 	}
 	pg.recorded = rec
 	return nil
+}
+
+// recordRecovered records at the MONs that interval iv, recorded
+// recovering, has recovered (settled): until it does, the MONs count the
+// PG's data as moving. A failed record is tried again, at most every
+// 2 s, until it lands or iv ends.
+func (pg *PG) recordRecovered(iv uint64) {
+	d := pg.osd
+	for try := 0; ; try++ {
+		if try > 0 {
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-d.clock.After(2 * time.Second):
+			}
+		}
+		pg.mu.Lock()
+		pending := pg.ps.Interval.ID == iv && pg.recorded.Recovering
+		pg.mu.Unlock()
+		if !pending {
+			return
+		}
+		err := pg.recordInterval(d.ctx, iv, false)
+		if err == nil || errors.Is(err, context.Canceled) {
+			return
+		}
+		d.log.Warn("recording the end of a recovery at the MONs", "pg", pg.id, "err", err)
+	}
 }
 
 // loadHistory adds the PG's intervals recorded at the MONs to those this

@@ -3,15 +3,18 @@ package osd_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/monc"
 	"github.com/shoal-project/shoal/osd"
 	"github.com/shoal-project/shoal/osd/mclock"
 	"github.com/shoal-project/shoal/osdmap"
@@ -73,6 +76,9 @@ func TestRecoveryAfterActivation(t *testing.T) {
 	}
 	verifyModel(ctx, t, p, want, "after writes to degraded objects")
 	waitingForRecovery(ctx, t, cl, p.ID())
+	if rec := recordedRecovering(ctx, t, cl, p.ID()); len(rec) == 0 {
+		t.Fatal("no pg recorded recovering at the MONs under norecover")
+	}
 
 	// restarted, osd.2 still knows what its copy lacks; alone, it never
 	// serves a stale copy
@@ -91,10 +97,44 @@ func TestRecoveryAfterActivation(t *testing.T) {
 	monDo(ctx, t, cl, "osd unset", "key", "norecover")
 	waitClean(ctx, t, cl, p.ID())
 	verifyModel(ctx, t, p, want, "clean")
+	// each primary records its recovery's end: the MONs count no pg moving
+	var rec []string
+	eventually(ctx, t, func() bool {
+		rec = recordedRecovering(ctx, t, cl, p.ID())
+		return len(rec) == 0
+	}, func() string { return fmt.Sprintf("pgs recorded recovering at the MONs once clean: %v", rec) })
 	// now osd.2's copy is complete
 	c.stop(ctx, cl, 0, 1)
 	monDo(ctx, t, cl, "pool set", "name", "p", "key", "min_size", "value", "1")
 	verifyModel(ctx, t, p, want, "osd.2 alone after recovery")
+}
+
+// recordedRecovering names the pool's PGs whose last interval recorded at
+// the MONs is marked recovering.
+func recordedRecovering(ctx context.Context, t *testing.T, cl *client.Conn, pool int64) []string {
+	t.Helper()
+	_ = cl.RefreshMap(ctx)
+	m := cl.Map()
+	p, err := m.Pool(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for seed := range p.PGNum {
+		pg := osdmap.PGID{Pool: pool, Seed: seed}
+		r, err := cl.MonCommand(ctx, "pg history get", map[string]string{"pgid": pg.String(), "epoch": strconv.FormatUint(uint64(m.Epoch), 10)})
+		if err != nil {
+			t.Fatalf("pg history get %s: %v", pg, err)
+		}
+		var h []monc.PGInterval
+		if err := json.Unmarshal(r.Data, &h); err != nil {
+			t.Fatal(err)
+		}
+		if len(h) > 0 && h[len(h)-1].Recovering {
+			out = append(out, pg.String())
+		}
+	}
+	return out
 }
 
 // waitingForRecovery fails the test unless some of the pool's PGs wait

@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -58,4 +62,89 @@ func TestMergeSurvivesKill9(t *testing.T) {
 		t.Fatalf("pgs count %d objects (want %d): %v", n, 3000+len(l.acked), wrong)
 	}
 	t.Logf("osd.1 logged %d merges", k.count())
+}
+
+// TestECMergeStepsSurviveKill9: an erasure-coded 2+1 pool (failure
+// domain osd) of 6 PGs on 4 OSDs, holding 1,500 objects, shrinks to 4 PGs
+// under writers and readers with pgp_num coming down first, so that
+// positional pg_upmaps leave some source's OSD holding one position of
+// the source and another of its target: the MONs move such a source
+// through a spare OSD, one backfill at a time. The spare of the first
+// such step is killed with SIGKILL as soon as the leader logs the step,
+// while the backfill to it runs, and started again after the load has
+// gone on without it. The merges then complete (pg_num 4), the cluster
+// returns to HEALTH_OK, every acknowledged write reads back whole (no
+// read during it saw an older or torn version), and each PG counts the
+// objects a listing finds in it.
+func TestECMergeStepsSurviveKill9(t *testing.T) {
+	c := up(t, "--osds", "4", "--set", "target_max_misplaced_ratio=0.5")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn := c.connect(ctx)
+	c.must("osd", "erasure-code-profile", "set", "m21", "k=2", "m=1", "stripe_unit=4096", "crush-failure-domain=osd")
+	if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "ecmerge", "type": "erasure", "erasure_code_profile": "m21", "pg_num": "6", "pgp_num": "6"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := conn.Pool(ctx, "ecmerge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitClean(60 * time.Second)
+	prefill(ctx, t, p, 1500)
+	l := startLoad(ctx, t, p, 4, 2, 50)
+	l.waitOps(ctx, 200, "before the merges")
+
+	c.must("pool", "set", "ecmerge", "pg_num", "4")
+	spare, line := c.waitMonLog(ctx, regexp.MustCompile(`through osd\.(\d+)\)`))
+	victim := "osd." + spare[1]
+	c.kill9(victim)
+	t.Logf("killed %s, the spare of the first step: %s", victim, line)
+	l.waitOps(ctx, 200, "with "+victim+" killed mid-step")
+	if m := conn.Map(); m != nil {
+		if pool, err := m.Pool(p.ID()); err == nil && pool.PGNum == 4 {
+			t.Fatal("every merge done with the spare down: the kill came too late to test a step's backfill")
+		}
+	}
+	c.up() // starts the spare again
+	waitMap(ctx, t, conn, "pg_num 4", func(m *osdmap.Map) bool {
+		pool, err := m.Pool(p.ID())
+		return err == nil && pool.PGNum == 4 && pool.PGNumTarget == 0
+	})
+	l.waitOps(ctx, 200, "after the merges")
+	l.finish()
+	c.waitHealth("HEALTH_OK", 90*time.Second)
+	c.waitClean(90 * time.Second)
+	l.verify(ctx, "after the merge steps and the kill")
+	verifyPrefill(ctx, t, p, 1500)
+	n, wrong := c.poolObjects(ctx, conn, p)
+	if len(wrong) > 0 || n != 1500+len(l.acked) {
+		t.Fatalf("pgs count %d objects (want %d): %v", n, 1500+len(l.acked), wrong)
+	}
+}
+
+// waitMonLog waits for a line matching re in any MON's log (the leader
+// logs its own steps) and returns the match's groups and the line.
+func (c *tcluster) waitMonLog(ctx context.Context, re *regexp.Regexp) ([]string, string) {
+	c.t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(c.data, "log", "mon.*.log"))
+	if len(logs) == 0 {
+		c.t.Fatal("no MON log")
+	}
+	for ctx.Err() == nil {
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			for line := range bytes.Lines(b) {
+				if m := re.FindSubmatch(line); m != nil {
+					groups := make([]string, len(m))
+					for i, g := range m {
+						groups[i] = string(g)
+					}
+					return groups, string(bytes.TrimSpace(line))
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("no MON logged a line matching %q", re)
+	return nil, ""
 }
