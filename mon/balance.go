@@ -109,7 +109,7 @@ func (s *State) BalancerReady() string {
 		return fmt.Sprintf("%d PG(s) backfilling (pg_temp)", len(m.PGTemp))
 	}
 	if n, _, some := s.MovingPGs(); n > 0 {
-		return fmt.Sprintf("%d PG(s) not active on their acting set yet (%s)", n, strings.Join(some, " "))
+		return fmt.Sprintf("%d PG(s) not active and recovered on their acting set yet (%s)", n, strings.Join(some, " "))
 	}
 	return ""
 }

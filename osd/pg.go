@@ -38,12 +38,13 @@ type PG struct {
 	// their copy still lacks, and are filled in the background) — its
 	// past intervals, strays and state. The OSD carries out what it
 	// decides.
-	ps       peering.Machine
-	recorded monc.PGInterval // the last interval recorded at the MONs (pghistory.go)
-	epoch    osdmap.Epoch
-	log      *pgLog
-	applied  Version        // the newest write submitted to the store, in log order
-	objLocks *keylock.Table // by object name, guarded by mu
+	ps        peering.Machine
+	recorded  monc.PGInterval // the last interval recorded at the MONs (pghistory.go); zero while a record's outcome is unknown
+	recordSem chan struct{}   // capacity 1: one interval record of this PG at a time (recordInterval)
+	epoch     osdmap.Epoch
+	log       *pgLog
+	applied   Version        // the newest write submitted to the store, in log order
+	objLocks  *keylock.Table // by object name, guarded by mu
 	// prepLocks order the writes that share an object's lock (mode
 	// keylock.Write): each holds its object's here from its prepare to its
 	// submit (its own mutex).
@@ -85,7 +86,8 @@ type PG struct {
 
 func newPG(d *OSD, id osdmap.PGID, c objectstore.Coll, l *pgLog) *PG {
 	pg := &PG{id: id, coll: c, osd: d, changed: make(chan struct{}), log: l, applied: l.info.LastUpdate,
-		ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{}}
+		ps: peering.Machine{Whoami: d.id, Interval: peering.Interval{Primary: -1}, State: peering.Stray}, pending: map[uint64]bool{},
+		recordSem: make(chan struct{}, 1)}
 	pg.objLocks = keylock.New(&pg.mu) // blockChunk lists them with the scrub bounds it sets
 	pg.prepLocks = keylock.New(nil)
 	pg.projected, pg.writing = map[string]*projection{}, map[Version]chan struct{}{}

@@ -84,21 +84,39 @@ func (d *OSD) historyLoop() {
 // change the record did not see has reached this PG (and ended iv) before
 // it serves.
 func (pg *PG) recordInterval(ctx context.Context, iv uint64, recovering bool) error {
+	return pg.record(ctx, iv, recovering, nil)
+}
+
+// record is recordInterval; with still set, the record is made only if
+// still() holds (under pg.mu) once it is this PG's turn to record —
+// otherwise it returns context.Canceled. One record of a PG is made at a
+// time, in the order they were asked for, so a later word on an interval
+// (peering again in it) never lands before an earlier one; while one is
+// made pg.recorded is zero, so a record whose outcome is unknown (failed,
+// or abandoned while queued) is made again next time.
+func (pg *PG) record(ctx context.Context, iv uint64, recovering bool, still func() bool) error {
 	d := pg.osd
+	select {
+	case pg.recordSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-pg.recordSem }()
 	pg.mu.Lock()
-	if pg.ps.Interval.ID != iv {
+	if pg.ps.Interval.ID != iv || (still != nil && !still()) {
 		pg.mu.Unlock()
 		return context.Canceled
 	}
 	rec := monc.PGInterval{PG: pg.id, Epoch: uint32(pg.ps.Interval.SameIntervalSince), Acting: pg.ps.Interval.PriorSet(), Recovering: recovering} // with the backfill targets, which log every write too
-	done := pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting) && pg.recorded.Recovering == recovering
-	pg.mu.Unlock()
-	if done {
+	if pg.recorded.Epoch == rec.Epoch && slices.Equal(pg.recorded.Acting, rec.Acting) && pg.recorded.Recovering == recovering {
+		pg.mu.Unlock()
 		return nil
 	}
+	pg.recorded = monc.PGInterval{}
+	pg.mu.Unlock()
 	var res historyResult
 	select {
-	case res = <-d.history.add(rec):
+	case res = <-d.history.add(rec): // (sent even if abandoned: the batches keep their order)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -118,12 +136,16 @@ func (pg *PG) recordInterval(ctx context.Context, iv uint64, recovering bool) er
 	return nil
 }
 
-// recordRecovered records at the MONs that interval iv, recorded
-// recovering, has recovered (settled): until it does, the MONs count the
-// PG's data as moving. A failed record is tried again, at most every
-// 2 s, until it lands or iv ends.
+// recordRecovered records at the MONs that interval iv has recovered
+// (settled): until it does, the MONs count the PG's data as moving if
+// it was recorded recovering. It records only while the PG is still
+// active in iv with no recovery to do — a peering run begun since (the
+// same interval, peered again) has the word. A failed record is tried
+// again, at most every 2 s, until it lands, iv ends or the PG peers
+// again.
 func (pg *PG) recordRecovered(iv uint64) {
 	d := pg.osd
+	still := func() bool { return pg.rec == nil && pg.ps.State.IsActive() }
 	for try := 0; ; try++ {
 		if try > 0 {
 			select {
@@ -132,14 +154,8 @@ func (pg *PG) recordRecovered(iv uint64) {
 			case <-d.clock.After(2 * time.Second):
 			}
 		}
-		pg.mu.Lock()
-		pending := pg.ps.Interval.ID == iv && pg.recorded.Recovering
-		pg.mu.Unlock()
-		if !pending {
-			return
-		}
-		err := pg.recordInterval(d.ctx, iv, false)
-		if err == nil || errors.Is(err, context.Canceled) {
+		err := pg.record(d.ctx, iv, false, still)
+		if err == nil || errors.Is(err, context.Canceled) || d.ctx.Err() != nil {
 			return
 		}
 		d.log.Warn("recording the end of a recovery at the MONs", "pg", pg.id, "err", err)
