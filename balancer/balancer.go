@@ -547,17 +547,22 @@ var ErrNoSpare = errors.New("no spare OSD")
 // rule placed on have (its OSDs by shard position, no holes) toward
 // want, the same size. An OSD holds one shard of a PG at a time, so no
 // OSD may change position in one step: every position whose OSD in want
-// is not in the placement takes it, unless that would put two of the
-// PG's OSDs in one failure domain (an OSD still to leave shares it);
-// when no position can (the positions form cycles), the first OSD that
-// changes position moves instead to a spare (Spare: in a failure domain
-// no OSD of have or want is in), which frees it for its position in
-// want. A cycle of L positions thus takes L+1 steps. spare is the OSD
-// used that way, or NoOSD; next is have when have is want. The error is
-// ErrNoSpare when no step keeps the rule: no OSD qualifies as a spare,
-// or the rule is not one the balancer reads (ErrRule: its failure
-// domains unknown, no OSD can be checked). The MONs step an
-// erasure-coded merge's source this way (mon's mergeShardStep).
+// is not in the placement takes it, together, except those whose new
+// OSD would share a failure domain with another of the next placement
+// (an OSD still to leave is there; those wait for a later step). When no
+// position can (the positions form cycles), the first OSD that changes
+// position moves instead to a spare, which frees it for its position in
+// want: preferably in a failure domain no OSD of have or want is in
+// (Spare), else in one no other OSD of have is in — usually the leaving
+// OSD's own, as when the PG spans every failure domain (4+2 on six
+// hosts); that spare then leaves in the same step as the OSD sharing its
+// domain enters. A cycle of L positions takes L+1 steps through spares
+// of domains of their own, up to 2L through spares of the cycle's
+// domains. spare is the OSD used that way, or NoOSD; next is have when
+// have is want. The error is ErrNoSpare when no step keeps the rule: no
+// OSD qualifies as a spare, or the rule is not one the balancer reads
+// (ErrRule: its failure domains unknown, no OSD can be checked). The MONs
+// step an erasure-coded merge's source this way (mon's mergeShardStep).
 func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, spare int32, err error) {
 	if slices.Equal(have, want) {
 		return slices.Clone(have), osdmap.NoOSD, nil
@@ -568,9 +573,12 @@ func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, 
 	}
 	next = slices.Clone(have)
 	for i := range have {
-		if next[i] != want[i] && !slices.Contains(have, want[i]) && d.allowed(next, next[i], want[i]) {
+		if next[i] != want[i] && !slices.Contains(have, want[i]) {
 			next[i] = want[i]
 		}
+	}
+	for i := d.clash(have, next); i >= 0; i = d.clash(have, next) {
+		next[i] = have[i] // waits for the OSD sharing its domain to leave
 	}
 	if !slices.Equal(next, have) {
 		return next, osdmap.NoOSD, nil
@@ -579,15 +587,40 @@ func ShardOrderStep(m *osdmap.Map, rule int, have, want []int32) (next []int32, 
 	if j < 0 {
 		return nil, osdmap.NoOSD, fmt.Errorf("%w: no position of %v can take its OSD of %v without two in one failure domain", ErrNoSpare, have, want)
 	}
-	// the OSD moved out stays in the PG (at another position, later), so
-	// the spare shares a failure domain with no OSD of either order
+	// the OSD moved out stays in the PG (at another position, later)
 	members := slices.Concat(have, want)
 	spare, ok := Spare(m, rule, members, osdmap.NoOSD, members)
 	if !ok {
-		return nil, osdmap.NoOSD, fmt.Errorf("%w: no up, in OSD in a failure domain of its own to move osd.%d's shard %d through", ErrNoSpare, have[j], j)
+		spare, ok = Spare(m, rule, have, have[j], members)
+	}
+	if !ok {
+		return nil, osdmap.NoOSD, fmt.Errorf("%w: no up, in OSD outside both PGs in a failure domain no other OSD of %v is in, to move osd.%d's shard %d through", ErrNoSpare, have, have[j], j)
 	}
 	next[j] = spare
 	return next, spare, nil
+}
+
+// clash returns a position of next whose OSD differs from have's and
+// is not under the rule's root or shares a failure domain with another
+// OSD of next, or -1 when there is none.
+func (d *domainMap) clash(have, next []int32) int {
+	for i, o := range next {
+		if o == have[i] {
+			continue
+		}
+		dom := d.domain[o]
+		if _, ok := d.weight[o]; !ok {
+			return i
+		}
+		for k, p := range next {
+			if k != i && p != osdmap.NoOSD {
+				if pd, known := d.domain[p]; known && pd == dom {
+					return i
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // MergeStep is the next step of an erasure-coded merge's source PG

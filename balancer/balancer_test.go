@@ -398,11 +398,32 @@ func walkShardOrder(t *testing.T, m *osdmap.Map, seed uint32, have, want []int32
 	}
 }
 
+// hostsMap is a map of hosts × perHost OSDs, all up and in (rule 1:
+// erasure-coded, failure domain host), OSD o on host o/perHost.
+func hostsMap(t *testing.T, hosts, perHost int) *osdmap.Map {
+	t.Helper()
+	c, err := crush.Simple(crush.SimpleSpec{HostsPerRack: hosts, OSDsPerHost: perHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int32(hosts * perHost)
+	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: n, NewOSDs: map[int32]osdmap.OSD{}}
+	for i := range n {
+		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
+	}
+	m, err := osdmap.New("", c).Apply(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // ShardOrderStep brings an erasure-coded PG's OSDs into any other order
 // of the same OSDs without an OSD ever changing position within a step
 // (an OSD holds one shard of a PG): a cycle of L positions takes L+1
 // steps through a spare, which keeps the rule's failure domains and is
-// outside both orders. With no OSD to spare it says so.
+// outside both orders; where the PG spans every failure domain, through
+// spares on its own ones. With no OSD to spare it says so.
 func TestShardOrderStep(t *testing.T) {
 	m := testMap(t)
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -466,19 +487,39 @@ func TestShardOrderStep(t *testing.T) {
 		t.Fatal("no outside OSD had to wait for its host: the failure-domain check is not exercised")
 	}
 
+	// six hosts of three OSDs, 4+2 PGs on all of them (no host of its
+	// own for a spare): shards move through spares on the cycles' own
+	// hosts, in at most 2L steps per cycle of L, also where want holds
+	// other OSDs of the same hosts
+	six := hostsMap(t, 6, 3)
+	sameHost := 0
+	for seed := uint32(0); seed < 64; seed++ {
+		have, want := make([]int32, 6), make([]int32, 6)
+		for h, i := range rng.Perm(6) {
+			have[i] = int32(3*h + rng.IntN(3))
+		}
+		for h, i := range rng.Perm(6) {
+			want[i] = have[slices.IndexFunc(have, func(o int32) bool { return int(o)/3 == h })]
+			if rng.IntN(4) == 0 {
+				want[i] = int32(3*h + rng.IntN(3))
+			}
+		}
+		walkShardOrder(t, six, seed, have, want, 2*len(have)+1, func(cur, next []int32, spare int32) {
+			if spare == osdmap.NoOSD {
+				return
+			}
+			if slices.Contains(have, spare) || slices.Contains(want, spare) || !slices.Contains(next, spare) {
+				t.Fatalf("pg 2.%x: spare osd.%d (%v to %v, toward %v)", seed, spare, cur, next, want)
+			}
+			sameHost++
+		})
+	}
+	if sameHost == 0 {
+		t.Fatal("no order needed a spare on the PG's own hosts")
+	}
+
 	// three hosts, a 2+1 PG on all of them: a swap has no spare
-	c, err := crush.Simple(crush.SimpleSpec{HostsPerRack: 3, OSDsPerHost: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inc := &osdmap.Incremental{Epoch: 1, NewMaxOSD: 3, NewOSDs: map[int32]osdmap.OSD{}}
-	for i := int32(0); i < 3; i++ {
-		inc.NewOSDs[i] = osdmap.OSD{Exists: true, Up: true, Weight: osdmap.WeightIn, PrimaryAffinity: osdmap.DefaultPrimaryAffinity}
-	}
-	small, err := osdmap.New("", c).Apply(inc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	small := hostsMap(t, 3, 1)
 	if _, ok := balancer.Spare(twoStepMap(t), 0, []int32{0, 2}, osdmap.NoOSD, nil); ok {
 		t.Error("a spare under a rule whose failure domains the balancer cannot read")
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -78,10 +79,25 @@ func TestMergeSurvivesKill9(t *testing.T) {
 // objects a listing finds in it.
 func TestECMergeStepsSurviveKill9(t *testing.T) {
 	c := up(t, "--osds", "4", "--set", "target_max_misplaced_ratio=0.5")
+	ecMergeStepsKill(t, c, "osd")
+}
+
+// TestECMergeSameHostSpareKill9 is TestECMergeStepsSurviveKill9 on six
+// OSDs in three hosts with failure domain host: every PG spans every
+// host, so a shard moves through the other OSD of its own host.
+func TestECMergeSameHostSpareKill9(t *testing.T) {
+	c := up(t, "--osds", "6", "--set", "target_max_misplaced_ratio=0.5")
+	for o := range 6 {
+		c.must("osd", "crush", "add", fmt.Sprintf("osd.%d", o), "1", fmt.Sprintf("host=h%d", o/2), "root=default")
+	}
+	ecMergeStepsKill(t, c, "host")
+}
+
+func ecMergeStepsKill(t *testing.T, c *tcluster, domain string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn := c.connect(ctx)
-	c.must("osd", "erasure-code-profile", "set", "m21", "k=2", "m=1", "stripe_unit=4096", "crush-failure-domain=osd")
+	c.must("osd", "erasure-code-profile", "set", "m21", "k=2", "m=1", "stripe_unit=4096", "crush-failure-domain="+domain)
 	if _, err := conn.MonCommand(ctx, "pool create", map[string]string{"name": "ecmerge", "type": "erasure", "erasure_code_profile": "m21", "pg_num": "6", "pgp_num": "6"}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +116,9 @@ func TestECMergeStepsSurviveKill9(t *testing.T) {
 	c.kill9(victim)
 	t.Logf("killed %s, the spare of the first step: %s", victim, line)
 	l.waitOps(ctx, 200, "with "+victim+" killed mid-step")
+	if err := conn.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if m := conn.Map(); m != nil {
 		if pool, err := m.Pool(p.ID()); err == nil && pool.PGNum == 4 {
 			t.Fatal("every merge done with the spare down: the kill came too late to test a step's backfill")
