@@ -556,9 +556,11 @@ var ErrNoSpare = errors.New("no spare OSD")
 // (Spare), else in one no other OSD of have is in — usually the leaving
 // OSD's own, as when the PG spans every failure domain (4+2 on six
 // hosts); that spare then leaves in the same step as the OSD sharing its
-// domain enters. A cycle of L positions takes L+1 steps through spares
-// of domains of their own, up to 2L through spares of the cycle's
-// domains. spare is the OSD used that way, or NoOSD; next is have when
+// domain enters. A cycle of L positions takes L+1 steps: L+1 backfills
+// through a spare of a domain of its own, 2L through spares of the
+// cycle's own domains (whose last step backfills all L positions at
+// once, served meanwhile by the spares under the PG's pg_temp, as a
+// replicated remap is). spare is the OSD used that way, or NoOSD; next is have when
 // have is want. The error is ErrNoSpare when no step keeps the rule: no
 // OSD qualifies as a spare, or the rule is not one the balancer reads
 // (ErrRule: its failure domains unknown, no OSD can be checked). The MONs

@@ -398,6 +398,40 @@ func walkShardOrder(t *testing.T, m *osdmap.Map, seed uint32, have, want []int32
 	}
 }
 
+// cycleSteps is the most steps ShardOrderStep may take from have to
+// want. For want an order of have's OSDs, L+1 for each cycle of L ≥ 2
+// positions; otherwise each step puts a position in order or takes out
+// an OSD that want has at another position, so at most the count of
+// both.
+func cycleSteps(have, want []int32) int {
+	bound, seen := 0, make([]bool, len(have))
+	for i := range have {
+		if !slices.Contains(have, want[i]) {
+			bound = 0
+			for i := range have {
+				if have[i] != want[i] {
+					bound++
+				}
+				if k := slices.Index(want, have[i]); k >= 0 && k != i {
+					bound++
+				}
+			}
+			return bound
+		}
+	}
+	for i := range have {
+		l := 0
+		for j := i; !seen[j]; j = slices.Index(have, want[j]) {
+			seen[j] = true
+			l++
+		}
+		if l > 1 {
+			bound += l + 1
+		}
+	}
+	return bound
+}
+
 // hostsMap is a map of hosts × perHost OSDs, all up and in (rule 1:
 // erasure-coded, failure domain host), OSD o on host o/perHost.
 func hostsMap(t *testing.T, hosts, perHost int) *osdmap.Map {
@@ -436,19 +470,7 @@ func TestShardOrderStep(t *testing.T) {
 		have := slices.Clone(mp.Up)
 		want := slices.Clone(have)
 		rng.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
-		// the most steps: L+1 for each cycle of L ≥ 2 positions
-		bound, seen := 0, make([]bool, len(have))
-		for i := range have {
-			l := 0
-			for j := i; !seen[j]; j = slices.Index(have, want[j]) {
-				seen[j] = true
-				l++
-			}
-			if l > 1 {
-				bound += l + 1
-			}
-		}
-		walkShardOrder(t, m, seed, have, want, bound, func(cur, next []int32, spare int32) {
+		walkShardOrder(t, m, seed, have, want, cycleSteps(have, want), func(cur, next []int32, spare int32) {
 			if spare != osdmap.NoOSD {
 				spares++
 				if slices.Contains(have, spare) || !slices.Contains(next, spare) || !m.OSDs[spare].In() {
@@ -504,12 +526,13 @@ func TestShardOrderStep(t *testing.T) {
 				want[i] = int32(3*h + rng.IntN(3))
 			}
 		}
-		walkShardOrder(t, six, seed, have, want, 2*len(have)+1, func(cur, next []int32, spare int32) {
+		walkShardOrder(t, six, seed, have, want, cycleSteps(have, want), func(cur, next []int32, spare int32) {
 			if spare == osdmap.NoOSD {
 				return
 			}
-			if slices.Contains(have, spare) || slices.Contains(want, spare) || !slices.Contains(next, spare) {
-				t.Fatalf("pg 2.%x: spare osd.%d (%v to %v, toward %v)", seed, spare, cur, next, want)
+			j := slices.Index(next, spare)
+			if slices.Contains(have, spare) || slices.Contains(want, spare) || hostOf(six, spare) != hostOf(six, cur[j]) {
+				t.Fatalf("pg 2.%x: spare osd.%d not another OSD of the host it replaces one of (%v to %v, toward %v)", seed, spare, cur, next, want)
 			}
 			sameHost++
 		})
