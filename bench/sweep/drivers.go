@@ -86,7 +86,7 @@ func daemonNames(t Target, def []string) []string {
 type shoalDriver struct {
 	spec   *Spec
 	conf   *cluster.Conf
-	conns  []*client.Conn        // [0] always; more for rados points with procs > 1
+	conn   *client.Conn
 	images map[string]*rbd.Image // open, by POOL/IMAGE
 	made   *made                 // images and read sets the sweep made
 	s3     *s3Driver             // nil: the cluster has no gateway
@@ -104,7 +104,7 @@ func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.conns = []*client.Conn{conn}
+	d.conn = conn
 	if d.dms, err = pidFiles(c.Dir); err != nil {
 		d.close()
 		return nil, fmt.Errorf("sweep: target: %w (is the cluster in %s running?)", err, c.Dir)
@@ -149,38 +149,20 @@ func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
 }
 
 func (d *shoalDriver) connect(ctx context.Context) (*client.Conn, error) {
-	user := "client.admin"
-	if d.spec.Target.User != "" {
-		user = "client." + strings.TrimPrefix(d.spec.Target.User, "client.")
-	}
-	kr, err := d.conf.Keyring(user)
-	if err != nil {
-		return nil, fmt.Errorf("sweep: target: %w", err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	ccfg, err := d.conf.ClientConfig(user, kr)
-	if err != nil {
-		return nil, fmt.Errorf("sweep: target: %w", err)
-	}
-	conn, err := client.Connect(cctx, ccfg)
-	if err != nil {
-		return nil, fmt.Errorf("sweep: target: connect to %s: %w", strings.Join(d.conf.MonAddrs(), ","), err)
-	}
-	return conn, nil
+	return connect(ctx, d.conf, d.spec.Target.User)
 }
 
 // counters reads the up OSDs' perf counters, as "osd.N/NAME"; nil if
 // one cannot be read (a figure over part of the cluster would mislead).
 func (d *shoalDriver) counters(ctx context.Context) map[string]uint64 {
-	m := d.conns[0].Map()
+	m := d.conn.Map()
 	out := map[string]uint64{}
 	for id, o := range m.OSDs {
 		if !o.Up {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := d.conns[0].OSDStats(cctx, int32(id))
+		st, err := d.conn.OSDStats(cctx, int32(id))
 		cancel()
 		if err != nil {
 			return nil
@@ -201,8 +183,8 @@ func (d *shoalDriver) close() {
 	for _, img := range d.images {
 		img.Close(context.Background())
 	}
-	for _, c := range d.conns {
-		c.Close()
+	if d.conn != nil {
+		d.conn.Close()
 	}
 }
 
@@ -212,7 +194,7 @@ func (d *shoalDriver) check(ctx context.Context, p Point) error {
 		if _, err := radosOptions(p); err != nil {
 			return err
 		}
-		if _, err := d.conns[0].Pool(ctx, p.Params["pool"]); err != nil {
+		if _, err := d.conn.Pool(ctx, p.Params["pool"]); err != nil {
 			return fmt.Errorf("pool %s: %w", p.Params["pool"], err)
 		}
 	case "block":
@@ -220,7 +202,7 @@ func (d *shoalDriver) check(ctx context.Context, p Point) error {
 		if err != nil {
 			return err
 		}
-		if _, err := d.conns[0].Pool(ctx, pool); err != nil {
+		if _, err := d.conn.Pool(ctx, pool); err != nil {
 			return fmt.Errorf("pool %s: %w", pool, err)
 		}
 		if uint64(bo.IOSize) > size {
@@ -326,16 +308,6 @@ func prefillName(pool string, size int) string {
 func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error {
 	switch p.Type {
 	case "rados":
-		// the clients' connections, before the load (opening them is not
-		// measured)
-		procs, _ := positive(p, "procs")
-		for len(d.conns) < procs {
-			c, err := d.connect(ctx)
-			if err != nil {
-				return err
-			}
-			d.conns = append(d.conns, c)
-		}
 		o, _ := radosOptions(p)
 		if o.Mode == bench.ModeWrite {
 			return nil
@@ -344,7 +316,7 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 		if _, ok := d.made.Sets[name]; ok {
 			return nil
 		}
-		pool, err := d.conns[0].Pool(ctx, p.Params["pool"])
+		pool, err := d.conn.Pool(ctx, p.Params["pool"])
 		if err != nil {
 			return err
 		}
@@ -379,7 +351,7 @@ func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.I
 	bo, poolName, name, size, _ := blockOptions(p)
 	img, ok := d.images[spec]
 	if !ok {
-		pool, err := d.conns[0].Pool(ctx, poolName)
+		pool, err := d.conn.Pool(ctx, poolName)
 		if err != nil {
 			return nil, err
 		}
@@ -441,32 +413,28 @@ func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *
 	return fmt.Errorf("type %q", p.Type)
 }
 
-// runRados runs procs rados bench clients at once, each on its own
-// connection.
+// runRados runs the point's procs rados bench clients at once, each an
+// operating system process of its own (`shoal bench sweep-client`, this
+// executable; clientProcs).
 func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	o, _ := radosOptions(p)
 	procs, _ := positive(p, "procs")
-	return eachProc(procs, func(i int) error {
-		pool, err := d.conns[i].Pool(ctx, p.Params["pool"])
-		if err != nil {
-			return err
-		}
-		po := o
-		po.Duration, po.NoCleanup, po.IsNotFound = dur, true, isNotFound
-		po.Hostname, po.PID = fmt.Sprintf("sweep%d", i), 1
-		po.RunName = writeRunName(p, i)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("client processes: %w", err)
+	}
+	start := func(ctx context.Context, _ int) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, "bench", "sweep-client")
+	}
+	job := func(i int) ClientJob {
+		j := ClientJob{Conf: d.conf.Path, User: d.spec.Target.User, Pool: p.Params["pool"], Mode: o.Mode, BlockSize: o.BlockSize,
+			Concurrency: o.Concurrency, Duration: dur, RunName: writeRunName(p, i), Hostname: fmt.Sprintf("sweep%d", i)}
 		if o.Mode != bench.ModeWrite {
-			po.RunName = prefillName(p.Params["pool"], o.BlockSize)
+			j.RunName = prefillName(p.Params["pool"], o.BlockSize)
 		}
-		if i == 0 {
-			po.Out = out
-		}
-		res, err := bench.Run(ctx, recTarget{pool, rec}, po)
-		if err != nil {
-			removeWritten(pool, res, out) // a failed run records no metadata for after() to find
-		}
-		return err
-	})
+		return j
+	}
+	return clientProcs(ctx, procs, start, job, rec, out)
 }
 
 // eachProc runs f(0) … f(n-1) at once, one per client process of a
@@ -500,7 +468,7 @@ func (d *shoalDriver) after(ctx context.Context, p Point, out io.Writer) error {
 		return nil
 	}
 	procs, _ := positive(p, "procs")
-	pool, err := d.conns[0].Pool(ctx, p.Params["pool"])
+	pool, err := d.conn.Pool(ctx, p.Params["pool"])
 	if err != nil {
 		return err
 	}
@@ -515,7 +483,7 @@ func (d *shoalDriver) after(ctx context.Context, p Point, out io.Writer) error {
 func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
 	var errs []error
 	for name, pool := range d.made.Sets {
-		p, err := d.conns[0].Pool(ctx, pool)
+		p, err := d.conn.Pool(ctx, pool)
 		if err == nil {
 			_, err = bench.CleanupWith(ctx, p, bench.Options{RunName: name, IsNotFound: isNotFound, Out: out})
 		}
@@ -531,7 +499,7 @@ func (d *shoalDriver) cleanup(ctx context.Context, out io.Writer) error {
 			delete(d.images, spec)
 		}
 		poolName, name, _ := strings.Cut(spec, "/")
-		p, err := d.conns[0].Pool(ctx, poolName)
+		p, err := d.conn.Pool(ctx, poolName)
 		if err == nil {
 			err = rbd.Remove(ctx, p, name)
 		}

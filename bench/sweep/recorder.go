@@ -155,6 +155,13 @@ func (r *Recorder) cut() (sample, uint64) {
 	return s, e
 }
 
+// addErrors counts n failed operations reported by another process.
+func (r *Recorder) addErrors(n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors += n
+}
+
 // bulk records ops operations moving b bytes that an external tool
 // reported in bulk: their latencies counted in lat (fio's histogram), or,
 // with lat nil, unknown one by one, the tool giving at most its own

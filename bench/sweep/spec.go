@@ -121,7 +121,7 @@ var Params = map[string][]ParamDef{
 		{"mode", "write", false, "write, seq or rand (rados bench's modes; reads prefill first)"},
 		{"op_size", "4M", false, "object and op size"},
 		{"concurrency", "16", false, "ops in flight per client (rados bench -t)"},
-		{"procs", "1", false, "client processes (separate connections), each with concurrency ops"},
+		{"procs", "1", false, "client processes (each its own OS process and connection, started together), each with concurrency ops"},
 		{"prefill", "", false, "reads: write for this long first (default the point's ramp + duration)"},
 	},
 	"block": {

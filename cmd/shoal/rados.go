@@ -369,7 +369,7 @@ func benchCmd() *cobra.Command {
 	f.BoolVar(&o.NoCleanup, "no-cleanup", false, "keep the objects (for seq/rand)")
 	f.StringVar(&o.RunName, "run-name", "", "metadata object name (default benchmark_last_metadata)")
 	f.StringVar(&format, "format", "plain", "plain or json")
-	cmd.AddCommand(r, benchScaleCmd(), benchS3Cmd(), benchSweepCmd(), benchReportCmd(), benchCompareCmd())
+	cmd.AddCommand(r, benchScaleCmd(), benchS3Cmd(), benchSweepCmd(), benchSweepClientCmd(), benchReportCmd(), benchCompareCmd())
 	return cmd
 }
 

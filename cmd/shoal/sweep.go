@@ -72,6 +72,23 @@ Parameters (name, default, meaning):
 	return cmd
 }
 
+// benchSweepClientCmd is `shoal bench sweep-client`, a rados point's
+// client process, started by a sweep (hidden: its job comes on standard
+// input).
+func benchSweepClientCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "sweep-client",
+		Short:  "One client process of a sweep's rados point (started by shoal bench sweep; reads its job on standard input)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, cancel := cmdContext()
+			defer cancel()
+			return sweep.RunClient(ctx, os.Stdin, os.Stdout, c.ErrOrStderr())
+		},
+	}
+}
+
 // benchReportCmd is `shoal bench report ARCHIVE`.
 func benchReportCmd() *cobra.Command {
 	var out string

@@ -30,6 +30,7 @@ benchmarks:
     mode: seq
     op_size: [64K, 16K]
     concurrency: 2
+    procs: 2
   block:
     image: data/sweep-img
     image_size: 16M
@@ -85,6 +86,11 @@ benchmarks:
 				}
 			}
 		}
+	}
+	// procs: each rados point ran two client processes of their own
+	ran, _ := os.ReadFile(filepath.Join(archive, "results", "00000001", "rados.op_size=16K", "output.txt"))
+	if m := regexp.MustCompile(`2 client process\(es\), pids \[(\d+) (\d+)\]`).FindSubmatch(ran); m == nil || bytes.Equal(m[1], m[2]) {
+		t.Fatalf("rados point's output:\n%s", ran)
 	}
 	// Cleaned up: no benchmark object, image or key left.
 	if ls := c.must("rados", "-p", "data", "ls"); strings.Contains(ls, "benchmark") || strings.Contains(ls, "sweep") {

@@ -1,0 +1,356 @@
+package sweep
+
+// Client processes. A rados point's procs run as that many operating
+// system processes, as CBT runs one rados bench per client: each is
+// `shoal bench sweep-client` (RunClient), started by the sweep with its
+// job on standard input. Each connects to the cluster and says it is
+// ready; once all are, the sweep tells them to go, so that their loads
+// start together and connecting is not measured. While it runs, a
+// client writes what it completed every clientFlush as a JSON line —
+// operations, bytes, errors and the latencies' histogram — which the
+// sweep adds to the point's Recorder: per-second samples and
+// percentiles over all the processes, as for a load in the sweep's own
+// process.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shoal-project/shoal/bench"
+	"github.com/shoal-project/shoal/client"
+	"github.com/shoal-project/shoal/cluster"
+)
+
+// ClientJob is a client process's work: the cluster (its shoal.conf and
+// the user to connect as), the pool, and rados bench's options.
+type ClientJob struct {
+	Conf        string        `json:"conf"`
+	User        string        `json:"user"`
+	Pool        string        `json:"pool"`
+	Mode        bench.Mode    `json:"mode"`
+	BlockSize   int           `json:"block_size"`
+	Concurrency int           `json:"concurrency"`
+	Duration    time.Duration `json:"duration"`
+	RunName     string        `json:"run_name"`
+	Hostname    string        `json:"hostname"`
+}
+
+// clientMsg is a line a client process writes: Ready (with its PID)
+// once connected; samples (Ops … Max) while it runs; Done at the end, or
+// Error.
+type clientMsg struct {
+	Ready  bool        `json:"ready,omitempty"`
+	PID    int         `json:"pid,omitempty"`
+	Ops    uint64      `json:"ops,omitempty"`
+	Bytes  uint64      `json:"bytes,omitempty"`
+	Errors uint64      `json:"errors,omitempty"`
+	Lat    [][2]uint64 `json:"lat,omitempty"` // histogram buckets: index, count
+	Sum    int64       `json:"sum_ns,omitempty"`
+	Max    int64       `json:"max_ns,omitempty"`
+	Done   bool        `json:"done,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// clientFlush is how often a client process reports: a per-second
+// sample is off by at most this much of its second's operations.
+const clientFlush = 25 * time.Millisecond
+
+// RunClient is `shoal bench sweep-client`: it reads a ClientJob (one
+// JSON line) from in, connects, writes a ready line to out, waits for a
+// "go" line, runs the load and reports it on out until it ends, then
+// writes done (or an error, after removing what a failed write run
+// wrote). Its rados bench text goes to log. in closing before the load
+// ends stops it (the sweep went away).
+func RunClient(ctx context.Context, in io.Reader, out, log io.Writer) error {
+	enc := json.NewEncoder(out)
+	fail := func(err error) error {
+		enc.Encode(clientMsg{Error: err.Error()})
+		return err
+	}
+	lines := bufio.NewScanner(in)
+	var job ClientJob
+	if !lines.Scan() {
+		return fail(fmt.Errorf("sweep client: no job: %v", lines.Err()))
+	}
+	if err := json.Unmarshal(lines.Bytes(), &job); err != nil {
+		return fail(fmt.Errorf("sweep client: job: %w", err))
+	}
+	conf, err := cluster.FindConf(job.Conf)
+	if err != nil {
+		return fail(fmt.Errorf("sweep client: %w", err))
+	}
+	conn, err := connect(ctx, conf, job.User)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	pool, err := conn.Pool(ctx, job.Pool)
+	if err != nil {
+		return fail(fmt.Errorf("sweep client: pool %s: %w", job.Pool, err))
+	}
+	if err := enc.Encode(clientMsg{Ready: true, PID: os.Getpid()}); err != nil {
+		return err
+	}
+	if !lines.Scan() || lines.Text() != "go" {
+		return fmt.Errorf("sweep client: no go from the sweep: %v", lines.Err())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // owned by RunClient: ends with in (the sweep's end or ours)
+		for lines.Scan() {
+		}
+		cancel()
+	}()
+
+	rec := &Recorder{}
+	done := make(chan error, 1)
+	go func() {
+		o := bench.Options{Mode: job.Mode, BlockSize: job.BlockSize, Concurrency: job.Concurrency, Duration: job.Duration,
+			NoCleanup: true, RunName: job.RunName, Hostname: job.Hostname, PID: 1, IsNotFound: isNotFound, Out: log}
+		res, err := bench.Run(ctx, recTarget{pool, rec}, o)
+		if err != nil && job.Mode == bench.ModeWrite {
+			removeWritten(pool, res, log) // a failed run records no metadata for the sweep to clean up by
+		}
+		done <- err
+	}()
+	tick := time.NewTicker(clientFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if err := enc.Encode(clientSample(rec)); err != nil {
+				cancel()
+				return errors.Join(err, <-done)
+			}
+		case err := <-done:
+			if e := enc.Encode(clientSample(rec)); e != nil {
+				return e
+			}
+			if err != nil {
+				return fail(err)
+			}
+			return enc.Encode(clientMsg{Done: true})
+		}
+	}
+}
+
+// clientSample is what rec recorded since the last one, as a line.
+func clientSample(rec *Recorder) clientMsg {
+	s, errs := rec.cut()
+	m := clientMsg{Ops: s.ops, Bytes: s.bytes, Errors: errs, Sum: int64(s.lat.sum), Max: int64(s.lat.max)}
+	for b, c := range s.lat.counts {
+		if c > 0 {
+			m.Lat = append(m.Lat, [2]uint64{uint64(b), c})
+		}
+	}
+	return m
+}
+
+// add records a client's sample in rec.
+func (m clientMsg) add(rec *Recorder) {
+	var h Histogram
+	for _, bc := range m.Lat {
+		if b := int(bc[0]); b < 1<<16 { // a bucket index a latency can have
+			if b >= len(h.counts) {
+				h.counts = append(h.counts, make([]uint64, b+1-len(h.counts))...)
+			}
+			h.counts[b] += bc[1]
+			h.n += bc[1]
+		}
+	}
+	h.sum, h.max = time.Duration(m.Sum), time.Duration(m.Max)
+	rec.bulk(m.Ops, m.Bytes, &h, 0, 0)
+	rec.addErrors(m.Errors)
+}
+
+// clientProcs runs a point's client processes, each started by start
+// (the i-th of n) and given job(i) on its standard input: they start
+// their loads together once all are connected, their samples go to rec,
+// and the first process's rados bench text to out. It returns once all
+// have ended, with their errors joined (one failing stops the others).
+// Cancelling ctx interrupts them (SIGINT: a write run removes what it
+// wrote).
+func clientProcs(ctx context.Context, n int, start func(ctx context.Context, i int) *exec.Cmd, job func(i int) ClientJob, rec *Recorder, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	procs := make([]*clientProc, 0, n)
+	defer func() {
+		cancel()
+		for _, p := range procs {
+			p.stdin.Close()
+			p.wait()
+		}
+	}()
+	for i := range n {
+		cmd := start(ctx, i)
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = 2 * time.Minute // for a write run to remove its objects
+		p := &clientProc{cmd: cmd, stderr: &tailBuffer{max: 4 << 10}}
+		cmd.Stderr = p.stderr
+		if i == 0 {
+			cmd.Stderr = io.MultiWriter(out, p.stderr)
+		}
+		var err error
+		if p.stdin, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		p.lines = bufio.NewScanner(stdout)
+		p.lines.Buffer(nil, 1<<20)
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("client process %d: %w", i, err)
+		}
+		procs = append(procs, p)
+		b, _ := json.Marshal(job(i))
+		if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("client process %d: %w", i, err)
+		}
+	}
+	// each says it is ready (connected), or why not
+	pids := make([]int, n)
+	for i, p := range procs {
+		m, err := p.next()
+		switch {
+		case err == nil && m.Ready:
+			pids[i] = m.PID
+		case err == nil:
+			return fmt.Errorf("client process %d: %s", i, m.Error)
+		default:
+			cancel() // stop all, this one too if it lives
+			return fmt.Errorf("client process %d: %w%s", i, err, p.ended())
+		}
+	}
+	fmt.Fprintf(out, "%d client process(es), pids %v\n", n, pids)
+	for _, p := range procs {
+		io.WriteString(p.stdin, "go\n")
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() {
+			for {
+				m, err := p.next()
+				if err != nil {
+					cancel() // one failed: stop the others (and it, if it lives)
+					errs[i] = fmt.Errorf("client process %d: %w%s", i, err, p.ended())
+					return
+				}
+				m.add(rec)
+				if m.Error != "" {
+					cancel()
+					errs[i] = fmt.Errorf("client process %d: %s", i, m.Error)
+				}
+				if m.Done || m.Error != "" {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// clientProc is a running client process: its standard input, the
+// lines of its standard output, and the end of its standard error.
+type clientProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  *bufio.Scanner
+	stderr *tailBuffer
+	once   sync.Once
+	err    error // cmd.Wait's
+}
+
+// wait waits for the process to end (once) and returns how it ended.
+func (p *clientProc) wait() error {
+	p.once.Do(func() { p.err = p.cmd.Wait() })
+	return p.err
+}
+
+// ended says, for an error, how the process ended and the end of what
+// it wrote on its standard error (once it has ended: its output is
+// copied until then).
+func (p *clientProc) ended() string {
+	s := p.stderr.suffix()
+	if err := p.wait(); err != nil {
+		return " (" + err.Error() + ")" + s
+	}
+	return s
+}
+
+// next reads the process's next line.
+func (p *clientProc) next() (clientMsg, error) {
+	var m clientMsg
+	if !p.lines.Scan() {
+		if err := p.lines.Err(); err != nil {
+			return m, err
+		}
+		return m, errors.New("ended without a word")
+	}
+	err := json.Unmarshal(p.lines.Bytes(), &m)
+	return m, err
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// suffix is ": " and the kept text's last lines, or "".
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(bytes.ToValidUTF8(t.b, nil)))
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// connect connects to a Shoal cluster as user (client.admin if "").
+func connect(ctx context.Context, conf *cluster.Conf, user string) (*client.Conn, error) {
+	if user == "" {
+		user = "client.admin"
+	}
+	user = "client." + strings.TrimPrefix(user, "client.")
+	kr, err := conf.Keyring(user)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ccfg, err := conf.ClientConfig(user, kr)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: %w", err)
+	}
+	conn, err := client.Connect(cctx, ccfg)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: target: connect to %s: %w", strings.Join(conf.MonAddrs(), ","), err)
+	}
+	return conn, nil
+}
