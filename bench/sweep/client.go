@@ -3,14 +3,16 @@ package sweep
 // Client processes. A rados point's procs run as that many operating
 // system processes, as CBT runs one rados bench per client: each is
 // `shoal bench sweep-client` (RunClient), started by the sweep with its
-// job on standard input. Each connects to the cluster and says it is
-// ready; once all are, the sweep tells them to go, so that their loads
-// start together and connecting is not measured. While it runs, a
-// client writes what it completed every clientFlush as a JSON line —
-// operations, bytes, errors and the latencies' histogram — which the
-// sweep adds to the point's Recorder: per-second samples and
-// percentiles over all the processes, as for a load in the sweep's own
-// process.
+// job on standard input while it prepares the point (startClients). Each
+// connects to the cluster and says it is ready; the point's measured
+// window then begins, and the sweep tells them all to go (clientSet.run),
+// so that their loads start together and connecting is not measured.
+// While it runs, a client writes what it completed every clientFlush as
+// a JSON line — operations, bytes, errors, the latencies' histogram and
+// when its latest operation ended — which the sweep adds to the point's
+// Recorder: per-second samples and percentiles over all the processes,
+// and a window that ends with the last operation of any, as for a load
+// in the sweep's own process.
 
 import (
 	"bufio"
@@ -57,6 +59,7 @@ type clientMsg struct {
 	Lat    [][2]uint64 `json:"lat,omitempty"` // histogram buckets: index, count
 	Sum    int64       `json:"sum_ns,omitempty"`
 	Max    int64       `json:"max_ns,omitempty"`
+	Last   int64       `json:"last_ns,omitempty"` // when the latest operation ended (Unix ns)
 	Done   bool        `json:"done,omitempty"`
 	Error  string      `json:"error,omitempty"`
 }
@@ -64,6 +67,14 @@ type clientMsg struct {
 // clientFlush is how often a client process reports: a per-second
 // sample is off by at most this much of its second's operations.
 const clientFlush = 25 * time.Millisecond
+
+// clientReady is how long the sweep waits for its client processes to
+// connect; clientCleanup how long one may take to remove what a failed
+// write run wrote, once interrupted.
+const (
+	clientReady   = 90 * time.Second
+	clientCleanup = 5 * time.Minute
+)
 
 // RunClient is `shoal bench sweep-client`: it reads a ClientJob (one
 // JSON line) from in, connects, writes a ready line to out, waits for a
@@ -146,8 +157,12 @@ func RunClient(ctx context.Context, in io.Reader, out, log io.Writer) error {
 
 // clientSample is what rec recorded since the last one, as a line.
 func clientSample(rec *Recorder) clientMsg {
+	last := rec.lastAt()
 	s, errs := rec.cut()
 	m := clientMsg{Ops: s.ops, Bytes: s.bytes, Errors: errs, Sum: int64(s.lat.sum), Max: int64(s.lat.max)}
+	if !last.IsZero() {
+		m.Last = last.UnixNano()
+	}
 	for b, c := range s.lat.counts {
 		if c > 0 {
 			m.Lat = append(m.Lat, [2]uint64{uint64(b), c})
@@ -160,7 +175,7 @@ func clientSample(rec *Recorder) clientMsg {
 func (m clientMsg) add(rec *Recorder) {
 	var h Histogram
 	for _, bc := range m.Lat {
-		if b := int(bc[0]); b < 1<<16 { // a bucket index a latency can have
+		if b := int(bc[0]); b < 1<<12 { // bucketOf's range (3,711 for the longest duration)
 			if b >= len(h.counts) {
 				h.counts = append(h.counts, make([]uint64, b+1-len(h.counts))...)
 			}
@@ -169,32 +184,37 @@ func (m clientMsg) add(rec *Recorder) {
 		}
 	}
 	h.sum, h.max = time.Duration(m.Sum), time.Duration(m.Max)
-	rec.bulk(m.Ops, m.Bytes, &h, 0, 0)
-	rec.addErrors(m.Errors)
+	var last time.Time
+	if m.Last != 0 {
+		last = time.Unix(0, m.Last)
+	}
+	rec.merge(m.Ops, m.Bytes, m.Errors, &h, last)
 }
 
-// clientProcs runs a point's client processes, each started by start
-// (the i-th of n) and given job(i) on its standard input: they start
-// their loads together once all are connected, their samples go to rec,
-// and the first process's rados bench text to out. It returns once all
-// have ended, with their errors joined (one failing stops the others).
-// Cancelling ctx interrupts them (SIGINT: a write run removes what it
-// wrote).
-func clientProcs(ctx context.Context, n int, start func(ctx context.Context, i int) *exec.Cmd, job func(i int) ClientJob, rec *Recorder, out io.Writer) error {
+// clientSet is a point's client processes, connected and waiting for
+// the word to go (startClients).
+type clientSet struct {
+	procs  []*clientProc
+	cancel context.CancelFunc // interrupts them (SIGINT)
+}
+
+// startClients starts a point's n client processes, each started by
+// start (the i-th) under a context of its own and given job(i) on its
+// standard input, and waits until all have connected (at most
+// clientReady); the first process's rados bench text goes to out. Its
+// error names the process that failed and what it wrote on its standard
+// error. The set must be stopped (stop) once done with.
+func startClients(ctx context.Context, n int, start func(ctx context.Context, i int) *exec.Cmd, job func(i int) ClientJob, out io.Writer) (*clientSet, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	procs := make([]*clientProc, 0, n)
-	defer func() {
-		cancel()
-		for _, p := range procs {
-			p.stdin.Close()
-			p.wait()
-		}
-	}()
+	cs := &clientSet{cancel: cancel}
+	fail := func(err error) (*clientSet, error) {
+		cs.stop()
+		return nil, err
+	}
 	for i := range n {
 		cmd := start(ctx, i)
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		cmd.WaitDelay = 2 * time.Minute // for a write run to remove its objects
+		cmd.WaitDelay = clientCleanup + 30*time.Second // a write run removes its objects first
 		p := &clientProc{cmd: cmd, stderr: &tailBuffer{max: 4 << 10}}
 		cmd.Stderr = p.stderr
 		if i == 0 {
@@ -202,55 +222,86 @@ func clientProcs(ctx context.Context, n int, start func(ctx context.Context, i i
 		}
 		var err error
 		if p.stdin, err = cmd.StdinPipe(); err != nil {
-			return err
+			return fail(err)
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
+		if p.stdout, err = cmd.StdoutPipe(); err != nil {
+			return fail(err)
 		}
-		p.lines = bufio.NewScanner(stdout)
+		p.lines = bufio.NewScanner(p.stdout)
 		p.lines.Buffer(nil, 1<<20)
 		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("client process %d: %w", i, err)
+			return fail(fmt.Errorf("client process %d: %w", i, err))
 		}
-		procs = append(procs, p)
+		cs.procs = append(cs.procs, p)
 		b, _ := json.Marshal(job(i))
 		if _, err := p.stdin.Write(append(b, '\n')); err != nil {
-			return fmt.Errorf("client process %d: %w", i, err)
+			return fail(fmt.Errorf("client process %d: %w%s", i, err, p.ended()))
 		}
 	}
-	// each says it is ready (connected), or why not
+	// each says it is ready (connected), or why not; all at once, so a
+	// failure ends the wait for the others
+	type ready struct {
+		i   int
+		err error
+	}
+	readies := make(chan ready, n)
 	pids := make([]int, n)
-	for i, p := range procs {
-		m, err := p.next()
-		switch {
-		case err == nil && m.Ready:
-			pids[i] = m.PID
-		case err == nil:
-			return fmt.Errorf("client process %d: %s", i, m.Error)
-		default:
-			cancel() // stop all, this one too if it lives
-			return fmt.Errorf("client process %d: %w%s", i, err, p.ended())
+	for i, p := range cs.procs {
+		go func() { // ends with the process's output (stop)
+			m, err := p.next()
+			switch {
+			case err != nil:
+				err = fmt.Errorf("client process %d: %w", i, err)
+			case !m.Ready:
+				err = fmt.Errorf("client process %d: %s", i, m.Error)
+			default:
+				pids[i] = m.PID
+			}
+			readies <- ready{i, err}
+		}()
+	}
+	timeout := time.NewTimer(clientReady)
+	defer timeout.Stop()
+	for range n {
+		select {
+		case r := <-readies:
+			if r.err != nil {
+				cs.cancel()
+				return fail(fmt.Errorf("%w%s", r.err, cs.procs[r.i].ended()))
+			}
+		case <-timeout.C:
+			return fail(fmt.Errorf("client processes: not all connected within %v", clientReady))
+		case <-ctx.Done():
+			return fail(ctx.Err())
 		}
 	}
 	fmt.Fprintf(out, "%d client process(es), pids %v\n", n, pids)
-	for _, p := range procs {
+	return cs, nil
+}
+
+// run tells the processes to go and records their samples in rec until
+// all have ended, with their errors joined; one failing, or ctx ending,
+// interrupts the others.
+func (cs *clientSet) run(ctx context.Context, rec *Recorder) error {
+	stop := context.AfterFunc(ctx, cs.cancel)
+	defer stop()
+	for _, p := range cs.procs {
 		io.WriteString(p.stdin, "go\n")
 	}
-	errs := make([]error, n)
+	errs := make([]error, len(cs.procs))
 	var wg sync.WaitGroup
-	for i, p := range procs {
+	for i, p := range cs.procs {
 		wg.Go(func() {
 			for {
 				m, err := p.next()
 				if err != nil {
-					cancel() // one failed: stop the others (and it, if it lives)
+					cs.cancel() // one failed: stop the others (and it, if it lives)
 					errs[i] = fmt.Errorf("client process %d: %w%s", i, err, p.ended())
 					return
 				}
 				m.add(rec)
 				if m.Error != "" {
-					cancel()
+					cs.cancel()
 					errs[i] = fmt.Errorf("client process %d: %s", i, m.Error)
 				}
 				if m.Done || m.Error != "" {
@@ -263,30 +314,39 @@ func clientProcs(ctx context.Context, n int, start func(ctx context.Context, i i
 	return errors.Join(errs...)
 }
 
+// stop interrupts the processes still running and waits for them.
+func (cs *clientSet) stop() {
+	cs.cancel()
+	for _, p := range cs.procs {
+		p.stdin.Close()
+		p.ended()
+	}
+}
+
 // clientProc is a running client process: its standard input, the
 // lines of its standard output, and the end of its standard error.
 type clientProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout io.Reader
 	lines  *bufio.Scanner
 	stderr *tailBuffer
 	once   sync.Once
 	err    error // cmd.Wait's
 }
 
-// wait waits for the process to end (once) and returns how it ended.
-func (p *clientProc) wait() error {
-	p.once.Do(func() { p.err = p.cmd.Wait() })
-	return p.err
-}
-
-// ended says, for an error, how the process ended and the end of what
-// it wrote on its standard error (once it has ended: its output is
-// copied until then).
+// ended waits for the process to end (reading what is left of its
+// output: it would block on a full pipe) and returns, for an error
+// message, how it ended and the end of what it wrote on its standard
+// error. Only the process's reader calls it, once it reads no more.
 func (p *clientProc) ended() string {
+	p.once.Do(func() {
+		io.Copy(io.Discard, p.stdout)
+		p.err = p.cmd.Wait()
+	})
 	s := p.stderr.suffix()
-	if err := p.wait(); err != nil {
-		return " (" + err.Error() + ")" + s
+	if p.err != nil {
+		return " (" + p.err.Error() + ")" + s
 	}
 	return s
 }
@@ -321,7 +381,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// suffix is ": " and the kept text's last lines, or "".
+// suffix is ": " and the kept text, or "".
 func (t *tailBuffer) suffix() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -47,7 +47,7 @@ func fakeClient() {
 	}
 	rec := &Recorder{}
 	for i := range 100 {
-		rec.Op(job.BlockSize, time.Duration(i+1)*time.Millisecond, nil)
+		rec.Op(job.BlockSize, time.Duration(i+1)*time.Millisecond, nil) // Op notes when (the Recorder's last)
 		if i%50 == 49 {
 			enc.Encode(clientSample(rec))
 		}
@@ -79,21 +79,37 @@ func fakeClients(pools ...string) (func(context.Context, int) *exec.Cmd, func(in
 	return start, job
 }
 
+// runClients starts the fake client processes (one per pool) and runs
+// them into rec.
+func runClients(ctx context.Context, rec *Recorder, out *bytes.Buffer, pools ...string) error {
+	start, job := fakeClients(pools...)
+	cs, err := startClients(ctx, len(pools), start, job, out)
+	if err != nil {
+		return err
+	}
+	defer cs.stop()
+	return cs.run(ctx, rec)
+}
+
 // TestClientProcs: a point's client processes report into one Recorder
 // (operations, bytes, errors and every latency, the percentiles over all
-// of them); one failing stops the others and names its error; one that
-// dies before it is ready says what it wrote.
+// of them, and the latest operation's end); one failing stops the others
+// and names its error; one that dies before it is ready says what it
+// wrote; ones that never get to run are stopped.
 func TestClientProcs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start, job := fakeClients("a", "b", "c")
 	rec := &Recorder{}
 	var out bytes.Buffer
-	if err := clientProcs(ctx, 3, start, job, rec, &out); err != nil {
+	before := time.Now()
+	if err := runClients(ctx, rec, &out, "a", "b", "c"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "3 client process(es), pids [") {
 		t.Fatalf("output: %q", out.String())
+	}
+	if last := rec.lastAt(); last.Before(before) || last.After(time.Now()) {
+		t.Fatalf("last operation at %v, outside the run (%v on)", last, before)
 	}
 	s, errs := rec.cut()
 	if s.ops != 300 || s.bytes != 300*4096 || errs != 3 || s.lat.Count() != 300 {
@@ -107,8 +123,7 @@ func TestClientProcs(t *testing.T) {
 		t.Fatalf("mean %v, want 50.5 ms", m)
 	}
 
-	start, job = fakeClients("forever", "fail", "forever")
-	err := clientProcs(ctx, 3, start, job, &Recorder{}, &out)
+	err := runClients(ctx, &Recorder{}, &out, "forever", "fail", "forever")
 	if err == nil || !strings.Contains(err.Error(), "client process 1: boom") {
 		t.Fatalf("a failing process: %v", err)
 	}
@@ -116,9 +131,41 @@ func TestClientProcs(t *testing.T) {
 		t.Fatal("the others were not stopped")
 	}
 
-	start, job = fakeClients("a", "die")
-	err = clientProcs(ctx, 2, start, job, &Recorder{}, &out)
+	err = runClients(ctx, &Recorder{}, &out, "a", "die")
 	if err == nil || !strings.Contains(err.Error(), "client process 1") || !strings.Contains(err.Error(), "no such cluster") {
 		t.Fatalf("a process that died: %v", err)
+	}
+
+	// started, never told to go: stop ends them (interrupted; a real one
+	// also sees its input close)
+	start, job := fakeClients("a", "b")
+	cs, err := startClients(ctx, 2, start, job, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.stop()
+	for i, p := range cs.procs {
+		if st := p.cmd.ProcessState; st == nil || st.Success() {
+			t.Errorf("client process %d never told to go: %v after stop", i, st)
+		}
+	}
+}
+
+// TestRunClientBadJob: a client process given a job it cannot run says
+// why on its output, as its protocol's error line, before connecting.
+func TestRunClientBadJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for in, want := range map[string]string{
+		"":                                       "no job",
+		"{not json\n":                            "job:",
+		`{"conf": "/nonexistent/x.conf"}` + "\n": "no cluster configuration",
+	} {
+		var out, log bytes.Buffer
+		err := RunClient(ctx, strings.NewReader(in), &out, &log)
+		var m clientMsg
+		if err == nil || !strings.Contains(err.Error(), want) || json.Unmarshal(out.Bytes(), &m) != nil || m.Error != err.Error() {
+			t.Errorf("job %q: %v, output %q", in, err, out.String())
+		}
 	}
 }

@@ -84,14 +84,17 @@ func daemonNames(t Target, def []string) []string {
 // shoalDriver runs rados and block points through the client library,
 // and s3 points through the cluster's gateway.
 type shoalDriver struct {
-	spec   *Spec
-	conf   *cluster.Conf
-	conn   *client.Conn
-	images map[string]*rbd.Image // open, by POOL/IMAGE
-	made   *made                 // images and read sets the sweep made
-	s3     *s3Driver             // nil: the cluster has no gateway
-	dms    []Daemon
-	cnt    Counts
+	spec *Spec
+	conf *cluster.Conf
+	conn *client.Conn
+	// clients are a rados point's client processes, started by prepare
+	// and run by run
+	clients *clientSet
+	images  map[string]*rbd.Image // open, by POOL/IMAGE
+	made    *made                 // images and read sets the sweep made
+	s3      *s3Driver             // nil: the cluster has no gateway
+	dms     []Daemon
+	cnt     Counts
 }
 
 func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
@@ -180,6 +183,7 @@ func (d *shoalDriver) daemons() []Daemon { return d.dms }
 func (d *shoalDriver) counts() Counts    { return d.cnt }
 
 func (d *shoalDriver) close() {
+	d.stopClients()
 	for _, img := range d.images {
 		img.Close(context.Background())
 	}
@@ -309,12 +313,9 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 	switch p.Type {
 	case "rados":
 		o, _ := radosOptions(p)
-		if o.Mode == bench.ModeWrite {
-			return nil
-		}
 		name := prefillName(p.Params["pool"], o.BlockSize)
-		if _, ok := d.made.Sets[name]; ok {
-			return nil
+		if _, ok := d.made.Sets[name]; ok || o.Mode == bench.ModeWrite {
+			return d.startClients(ctx, p, out)
 		}
 		pool, err := d.conn.Pool(ctx, p.Params["pool"])
 		if err != nil {
@@ -332,6 +333,7 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 		if err := d.made.save(); err != nil {
 			return err
 		}
+		return d.startClients(ctx, p, out)
 	case "block":
 		_, err := d.image(ctx, p, out)
 		return err
@@ -394,7 +396,15 @@ func (d *shoalDriver) image(ctx context.Context, p Point, out io.Writer) (*rbd.I
 func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
 	switch p.Type {
 	case "rados":
-		return d.runRados(ctx, p, dur, rec, out)
+		// each of the client processes prepare started runs for the
+		// point's ramp and duration (dur)
+		cs := d.clients
+		if cs == nil {
+			return errors.New("rados point run before its client processes started")
+		}
+		d.clients = nil
+		defer cs.stop()
+		return cs.run(ctx, rec)
 	case "block":
 		img, err := d.image(ctx, p, out)
 		if err != nil {
@@ -413,10 +423,9 @@ func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *
 	return fmt.Errorf("type %q", p.Type)
 }
 
-// runRados runs the point's procs rados bench clients at once, each an
-// operating system process of its own (`shoal bench sweep-client`, this
-// executable; clientProcs).
-func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, rec *Recorder, out io.Writer) error {
+// startClients starts the rados point's procs client processes
+// (startClients), connected and waiting for the point's window to begin.
+func (d *shoalDriver) startClients(ctx context.Context, p Point, out io.Writer) error {
 	o, _ := radosOptions(p)
 	procs, _ := positive(p, "procs")
 	exe, err := os.Executable()
@@ -428,13 +437,23 @@ func (d *shoalDriver) runRados(ctx context.Context, p Point, dur time.Duration, 
 	}
 	job := func(i int) ClientJob {
 		j := ClientJob{Conf: d.conf.Path, User: d.spec.Target.User, Pool: p.Params["pool"], Mode: o.Mode, BlockSize: o.BlockSize,
-			Concurrency: o.Concurrency, Duration: dur, RunName: writeRunName(p, i), Hostname: fmt.Sprintf("sweep%d", i)}
+			Concurrency: o.Concurrency, Duration: d.spec.Ramp + d.spec.Duration, RunName: writeRunName(p, i), Hostname: fmt.Sprintf("sweep%d", i)}
 		if o.Mode != bench.ModeWrite {
 			j.RunName = prefillName(p.Params["pool"], o.BlockSize)
 		}
 		return j
 	}
-	return clientProcs(ctx, procs, start, job, rec, out)
+	d.stopClients()
+	d.clients, err = startClients(ctx, procs, start, job, out)
+	return err
+}
+
+// stopClients stops client processes started and not run.
+func (d *shoalDriver) stopClients() {
+	if d.clients != nil {
+		d.clients.stop()
+		d.clients = nil
+	}
 }
 
 // eachProc runs f(0) … f(n-1) at once, one per client process of a

@@ -155,11 +155,19 @@ func (r *Recorder) cut() (sample, uint64) {
 	return s, e
 }
 
-// addErrors counts n failed operations reported by another process.
-func (r *Recorder) addErrors(n uint64) {
+// merge records what another process's Recorder recorded: ops
+// operations moving b bytes, errs failed ones, their latencies in lat,
+// the latest ended at last (zero: none).
+func (r *Recorder) merge(ops, b, errs uint64, lat *Histogram, last time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.errors += n
+	if last.After(r.last) {
+		r.last = last
+	}
+	r.cur.ops += ops
+	r.cur.bytes += b
+	r.cur.lat.Merge(lat)
+	r.errors += errs
 }
 
 // bulk records ops operations moving b bytes that an external tool

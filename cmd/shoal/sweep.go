@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -82,6 +84,9 @@ func benchSweepClientCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// a sweep gone away fails a write (EPIPE) instead of killing
+			// the process before it removes what it wrote
+			signal.Ignore(syscall.SIGPIPE)
 			ctx, cancel := cmdContext()
 			defer cancel()
 			return sweep.RunClient(ctx, os.Stdin, os.Stdout, c.ErrOrStderr())

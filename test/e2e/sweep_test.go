@@ -27,7 +27,7 @@ duration: 1s
 iterations: 2
 benchmarks:
   rados:
-    mode: seq
+    mode: [seq, write]
     op_size: [64K, 16K]
     concurrency: 2
     procs: 2
@@ -59,11 +59,11 @@ benchmarks:
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		log.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "[3/12]") {
+		if strings.HasPrefix(sc.Text(), "[3/16]") {
 			cmd.Process.Signal(syscall.SIGINT)
 		}
 	}
-	if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "2 of 12 points done") {
+	if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "2 of 16 points done") {
 		t.Fatalf("interrupted sweep: %v\n%s%s", err, log.String(), stderr.String())
 	}
 	done, _ := filepath.Glob(filepath.Join(archive, "results", "00000000", "*", "result.json"))
@@ -75,10 +75,10 @@ benchmarks:
 	// written: each read checks its bytes, so sets that overwrote one
 	// another would fail here.
 	out := c.must("bench", "sweep", file, "--archive", archive)
-	if strings.Count(out, "done earlier, kept") != 2 || strings.Count(out, "MB/s") != 10 {
+	if strings.Count(out, "done earlier, kept") != 2 || strings.Count(out, "MB/s") != 14 {
 		t.Fatalf("resumed sweep:\n%s", out)
 	}
-	for _, p := range []string{"rados.op_size=16K", "block.iodepth=4", "s3.op=get"} {
+	for _, p := range []string{"rados.mode=seq.op_size=16K", "rados.mode=write.op_size=64K", "block.iodepth=4", "s3.op=get"} {
 		for _, f := range []string{"params.json", "samples.csv", "result.json", "output.txt"} {
 			for _, it := range []string{"00000000", "00000001"} {
 				if _, err := os.Stat(filepath.Join(archive, "results", it, p, f)); err != nil {
@@ -88,9 +88,11 @@ benchmarks:
 		}
 	}
 	// procs: each rados point ran two client processes of their own
-	ran, _ := os.ReadFile(filepath.Join(archive, "results", "00000001", "rados.op_size=16K", "output.txt"))
-	if m := regexp.MustCompile(`2 client process\(es\), pids \[(\d+) (\d+)\]`).FindSubmatch(ran); m == nil || bytes.Equal(m[1], m[2]) {
-		t.Fatalf("rados point's output:\n%s", ran)
+	for _, p := range []string{"rados.mode=seq.op_size=16K", "rados.mode=write.op_size=64K"} {
+		ran, _ := os.ReadFile(filepath.Join(archive, "results", "00000001", p, "output.txt"))
+		if m := regexp.MustCompile(`2 client process\(es\), pids \[(\d+) (\d+)\]`).FindSubmatch(ran); m == nil || bytes.Equal(m[1], m[2]) {
+			t.Fatalf("%s's output:\n%s", p, ran)
+		}
 	}
 	// Cleaned up: no benchmark object, image or key left.
 	if ls := c.must("rados", "-p", "data", "ls"); strings.Contains(ls, "benchmark") || strings.Contains(ls, "sweep") {
@@ -108,7 +110,7 @@ benchmarks:
 	}
 	md, _ := os.ReadFile(filepath.Join(archive, "report", "report.md"))
 	// a seq read of a set written for as long as it reads may finish early: marked short
-	if !regexp.MustCompile(`\| op_size=16K( \(short\))? \| 2 \|`).Match(md) || !strings.Contains(string(md), "3 OSDs") {
+	if !regexp.MustCompile(`\| mode=seq op_size=16K( \(short\))? \| 2 \|`).Match(md) || !strings.Contains(string(md), "3 OSDs") {
 		t.Fatalf("report.md:\n%s", md)
 	}
 
