@@ -422,7 +422,7 @@ func Translate(c monc.Command) (Command, error) {
 	case "osd rm":
 		cmd = OSDRemove{ID: int32(n("id"))}
 	case "pg history":
-		ivs, err := monc.ParsePGIntervals(a["entries"])
+		ivs, err := monc.ParsePGHistoryArgs(a)
 		if err != nil {
 			return nil, fmt.Errorf("pg history: %w: %v", ErrInvalid, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shoal-project/shoal/config"
@@ -504,7 +505,11 @@ func TestPGHistory(t *testing.T) {
 	pg := osdmap.PGID{Pool: p.ID, Seed: 1}
 	rec := func(text string) {
 		t.Helper()
-		cmd, err := mon.Translate(monc.Command{Prefix: "pg history", Args: map[string]string{"entries": text}})
+		args := map[string]string{"entries": text}
+		if e, ok := strings.CutSuffix(text, " recovering"); ok {
+			args = map[string]string{"entries": e, "recovering": "0"}
+		}
+		cmd, err := mon.Translate(monc.Command{Prefix: "pg history", Args: args})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -537,7 +542,7 @@ func TestPGHistory(t *testing.T) {
 	// recovering: the same interval recorded again flips the mark, a late
 	// record of an earlier one does not
 	recovering := func() bool { h := s.History(pg); return h[len(h)-1].Recovering }
-	rec(pg.String() + "@9:2,1:recovering")
+	rec(pg.String() + "@9:2,1 recovering")
 	if !recovering() || !reflect.DeepEqual(acting(), [][]int32{{2, 1}}) {
 		t.Fatalf("history %v, recovering %v", acting(), recovering())
 	}
@@ -554,7 +559,7 @@ func TestPGHistory(t *testing.T) {
 	now := fmt.Sprintf("%s@%d:%s", pg, max(s.Map.Epoch, 10), monc.FormatOSDIDs(mp.Acting)) // an interval after those above
 	rec(now)
 	settled, _, _ := s.MovingPGs()
-	rec(now + ":recovering")
+	rec(now + " recovering")
 	if moving, _, _ := s.MovingPGs(); moving != settled+1 {
 		t.Fatalf("%d PGs moving while pg %s recovers, %d when it does not", moving, pg, settled)
 	}

@@ -553,23 +553,40 @@ type PGInterval struct {
 	Recovering bool        `json:"recovering,omitempty"`
 }
 
-// recoveringSuffix marks a recovering interval in FormatPGIntervals's
-// text.
-const recoveringSuffix = ":recovering"
-
-// FormatPGIntervals writes intervals as the "pg history" command's
-// entries argument: "PGID@EPOCH:OSD,OSD", with ":recovering" after a
-// recovering one, separated by spaces, in order.
-func FormatPGIntervals(ivs []PGInterval) string {
+// PGHistoryArgs are the "pg history" command's arguments for ivs:
+// entries ("PGID@EPOCH:OSD,OSD" separated by spaces, in order) and, if
+// any is recovering, recovering: their indexes in entries, separated by
+// spaces. (A MON that does not know the mark reads the entries alone.)
+func PGHistoryArgs(ivs []PGInterval) map[string]string {
 	parts := make([]string, 0, len(ivs))
-	for _, iv := range ivs {
-		f := fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, FormatOSDIDs(iv.Acting))
+	var rec []string
+	for i, iv := range ivs {
+		parts = append(parts, fmt.Sprintf("%s@%d:%s", iv.PG, iv.Epoch, FormatOSDIDs(iv.Acting)))
 		if iv.Recovering {
-			f += recoveringSuffix
+			rec = append(rec, strconv.Itoa(i))
 		}
-		parts = append(parts, f)
 	}
-	return strings.Join(parts, " ")
+	args := map[string]string{"entries": strings.Join(parts, " ")}
+	if len(rec) > 0 {
+		args["recovering"] = strings.Join(rec, " ")
+	}
+	return args
+}
+
+// ParsePGHistoryArgs reads PGHistoryArgs's arguments.
+func ParsePGHistoryArgs(args map[string]string) ([]PGInterval, error) {
+	ivs, err := ParsePGIntervals(args["entries"])
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Fields(args["recovering"]) {
+		i, err := strconv.Atoi(f)
+		if err != nil || i < 0 || i >= len(ivs) {
+			return nil, fmt.Errorf("pg history: recovering %q: want indexes of entries (0 to %d)", f, len(ivs)-1)
+		}
+		ivs[i].Recovering = true
+	}
+	return ivs, nil
 }
 
 // ParsePGIntervals reads FormatPGIntervals's text.
@@ -579,7 +596,7 @@ func ParsePGIntervals(s string) ([]PGInterval, error) {
 		head, osds, ok := strings.Cut(f, ":")
 		pgs, ep, ok2 := strings.Cut(head, "@")
 		if !ok || !ok2 {
-			return nil, fmt.Errorf("pg interval %q: want PGID@EPOCH:OSD[,OSD][:recovering]", f)
+			return nil, fmt.Errorf("pg interval %q: want PGID@EPOCH:OSD[,OSD]", f)
 		}
 		pg, err := osdmap.ParsePGID(pgs)
 		if err != nil {
@@ -590,7 +607,6 @@ func ParsePGIntervals(s string) ([]PGInterval, error) {
 			return nil, fmt.Errorf("pg interval %q: bad epoch", f)
 		}
 		iv := PGInterval{PG: pg, Epoch: uint32(e)}
-		osds, iv.Recovering = strings.CutSuffix(osds, recoveringSuffix)
 		if iv.Acting, err = ParseOSDIDs(osds); err != nil || len(iv.Acting) == 0 {
 			return nil, fmt.Errorf("pg interval %q: want its acting set: %v", f, err)
 		}

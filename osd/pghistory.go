@@ -66,7 +66,7 @@ func (d *OSD) historyLoop() {
 			ivs[i] = r.iv
 		}
 		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-		r, err := d.mc.Command(ctx, "pg history", map[string]string{"entries": monc.FormatPGIntervals(ivs)})
+		r, err := d.mc.Command(ctx, "pg history", monc.PGHistoryArgs(ivs))
 		cancel()
 		if err != nil {
 			d.log.Warn("recording pg intervals at the MONs", "records", len(ivs), "err", err)
