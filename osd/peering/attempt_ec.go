@@ -296,10 +296,13 @@ func (a *Attempt) planEC() []Action {
 // moves to its shard's position leaves its own empty unless another
 // fills it: its copy there was of no use, and moved it keeps its shard's
 // data in use (reset at its new position, it would lose it). An empty
-// position of the acting set stays empty (the up set has no OSD for it
-// either). Not while a pg_temp already holds (backfill targets), not
-// twice in one interval, and not below min_size. The former members are
-// those probeFormers reached.
+// position of the acting set (its up OSD is down) takes such an OSD too
+// once a pg_temp is asked for: were it left empty, a PG all of whose
+// positions moved at once (an erasure-coded merge's last step) would
+// keep fewer than k shards of its newest writes acting when an incoming
+// OSD dies, and stay incomplete until it returns. Not while a pg_temp
+// already holds (backfill targets), not twice in one interval, and not
+// below min_size. The former members are those probeFormers reached.
 func (a *Attempt) shardsFromFormers(misplaced []Member, need func(i int) bool, ok func(Member) bool, then func([]int32) []Action) []Action {
 	iv := &a.c.Interval
 	acting := iv.Acting
@@ -340,7 +343,7 @@ func (a *Attempt) placeShards(cands []Member, need func(i int) bool, ok func(Mem
 		changed = false
 		for _, c := range cands {
 			pos := int(c.Info.Shard)
-			if placed[c.ID] || pos < 0 || pos >= len(want) || acting[pos] == osdmap.NoOSD || !need(pos) ||
+			if placed[c.ID] || pos < 0 || pos >= len(want) || (acting[pos] != osdmap.NoOSD && !need(pos)) ||
 				(want[pos] != acting[pos] && want[pos] != osdmap.NoOSD) || c.Info.LastUpdate == (Version{}) || !ok(c) {
 				continue
 			}

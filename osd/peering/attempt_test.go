@@ -374,10 +374,24 @@ func TestAttempt(t *testing.T) {
 			want: []string{"query osd.1 osd.2", "send logs osd.2[b c d e f g h i j k] at 5'10", "activate from osd.0 at 5'10 osd.2[b c d e f g h i j k]whole backfill"},
 		},
 		{
-			name: "erasure-coded: a shard's copy elsewhere is too few to peer with: incomplete",
+			// (before 2026-12-01 the empty position stayed empty, and the
+			// PG incomplete with two shards up)
+			name: "erasure-coded: a member's copy of another shard goes to that shard's empty position",
 			c:    Config{Whoami: 0, Interval: ec21(0, 1, osdmap.NoOSD), Map: upMap(3), K: 2, Self: shardAt(0, 0, 5, 10)},
 			f:    fakePeers{members: map[int32]Member{1: shardAt(1, 2, 5, 10)}},
-			want: []string{"query osd.1", "state incomplete", "fail incomplete"},
+			want: []string{"query osd.1", "state peering", "pg_temp [0 2147483647 1]"},
+		},
+		{
+			// (test/e2e TestECMergeSameHostSpareKill9: an erasure-coded
+			// merge's source took its target's OSDs at every position at
+			// once and the one entering at position 0 died; the pg_temp
+			// left that position empty, the writes newer than shard 1's
+			// were on shards 0 and 2 only, and the PG stayed incomplete)
+			name: "erasure-coded: an empty position takes the former member holding its shard, in the pg_temp asked for the others",
+			c: Config{Whoami: 4, Interval: Interval{ID: 7, Acting: []int32{osdmap.NoOSD, 4, 2}, Up: []int32{osdmap.NoOSD, 4, 2}, Primary: 4, Size: 3, MinSize: 2, EC: true,
+				Addrs: []string{"", "a4", "a2"}}, Map: upMap(6, 1), K: 2, Self: shardAt(4, 1, 0, 0), Past: [][]int32{{5, 3, 0}}},
+			f:    fakePeers{members: map[int32]Member{2: shardAt(2, 2, 0, 0), 5: shardAt(5, 0, 5, 12), 3: shardAt(3, 1, 5, 10), 0: shardAt(0, 2, 5, 12)}},
+			want: []string{"query osd.2", "query optional osd.0 osd.3 osd.5", "state peering", "pg_temp [5 3 0]"},
 		},
 		{
 			name: "erasure-coded: writes on k shards only counting a moved copy are not rolled back",

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,27 +75,47 @@ func TestMergeSurvivesKill9(t *testing.T) {
 // through a spare OSD, one backfill at a time. The spare of the first
 // such step is killed with SIGKILL as soon as the leader logs the step,
 // while the backfill to it runs, and started again after the load has
-// gone on without it. The merges then complete (pg_num 4), the cluster
+// gone on without it (ecMergeStepsKill: the step named by a pattern of
+// the leader's log line, the victim picked from its match). The merges then complete (pg_num 4), the cluster
 // returns to HEALTH_OK, every acknowledged write reads back whole (no
 // read during it saw an older or torn version), and each PG counts the
 // objects a listing finds in it.
 func TestECMergeStepsSurviveKill9(t *testing.T) {
 	c := up(t, "--osds", "4", "--set", "target_max_misplaced_ratio=0.5")
-	ecMergeStepsKill(t, c, "osd")
+	ecMergeStepsKill(t, c, "osd", `through osd\.(\d+)\)`, func(m []string) string { return "osd." + m[1] })
 }
 
 // TestECMergeSameHostSpareKill9 is TestECMergeStepsSurviveKill9 on six
 // OSDs in three hosts with failure domain host: every PG spans every
-// host, so a shard moves through the other OSD of its own host.
+// host, so shards move through the other OSD of their own host, and once
+// no OSD holds two positions the source takes its target's placement,
+// every position's OSD coming in at once. The kill is of an OSD coming
+// in then, while it is backfilled.
 func TestECMergeSameHostSpareKill9(t *testing.T) {
 	c := up(t, "--osds", "6", "--set", "target_max_misplaced_ratio=0.5")
 	for o := range 6 {
 		c.must("osd", "crush", "add", fmt.Sprintf("osd.%d", o), "1", fmt.Sprintf("host=h%d", o/2), "root=default")
 	}
-	ecMergeStepsKill(t, c, "host")
+	ecMergeStepsKill(t, c, "host", `pg (\S+) given the upmaps of pg \S+, to merge into it`, func(m []string) string {
+		// the source's last step: "pg SRC placed on [NEXT] (…), toward
+		// pg DST's shard order [WANT]": an OSD of WANT not in NEXT
+		steps := c.monLogMatches(regexp.MustCompile(`pg ` + regexp.QuoteMeta(m[1]) + ` placed on \[([\d ]+)\] \(.*\), toward pg \S+'s shard order \[([\d ]+)\]`))
+		if len(steps) == 0 {
+			t.Fatalf("pg %s took its target's placement with no step through a spare before: the same-host spares were not exercised", m[1])
+		}
+		last := steps[len(steps)-1]
+		next := strings.Fields(last[1])
+		for _, o := range strings.Fields(last[2]) {
+			if !slices.Contains(next, o) {
+				return "osd." + o
+			}
+		}
+		t.Fatalf("pg %s's last step %q brings no OSD in", m[1], last[0])
+		return ""
+	})
 }
 
-func ecMergeStepsKill(t *testing.T, c *tcluster, domain string) {
+func ecMergeStepsKill(t *testing.T, c *tcluster, domain, step string, victim func(match []string) string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn := c.connect(ctx)
@@ -111,20 +133,20 @@ func ecMergeStepsKill(t *testing.T, c *tcluster, domain string) {
 	l.waitOps(ctx, 200, "before the merges")
 
 	c.must("pool", "set", "ecmerge", "pg_num", "4")
-	spare, line := c.waitMonLog(ctx, regexp.MustCompile(`through osd\.(\d+)\)`))
-	victim := "osd." + spare[1]
-	c.kill9(victim)
-	t.Logf("killed %s, the spare of the first step: %s", victim, line)
-	l.waitOps(ctx, 200, "with "+victim+" killed mid-step")
+	m, line := c.waitMonLog(ctx, regexp.MustCompile(step))
+	dead := victim(m)
+	c.kill9(dead)
+	t.Logf("killed %s: %s", dead, line)
+	l.waitOps(ctx, 200, "with "+dead+" killed mid-step")
 	if err := conn.RefreshMap(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if m := conn.Map(); m != nil {
 		if pool, err := m.Pool(p.ID()); err == nil && pool.PGNum == 4 {
-			t.Fatal("every merge done with the spare down: the kill came too late to test a step's backfill")
+			t.Fatalf("every merge done with %s down: the kill came too late to test a step's backfill", dead)
 		}
 	}
-	c.up() // starts the spare again
+	c.up() // starts it again
 	waitMap(ctx, t, conn, "pg_num 4", func(m *osdmap.Map) bool {
 		pool, err := m.Pool(p.ID())
 		return err == nil && pool.PGNum == 4 && pool.PGNumTarget == 0
@@ -139,6 +161,24 @@ func ecMergeStepsKill(t *testing.T, c *tcluster, domain string) {
 	if len(wrong) > 0 || n != 1500+len(l.acked) {
 		t.Fatalf("pgs count %d objects (want %d): %v", n, 1500+len(l.acked), wrong)
 	}
+}
+
+// monLogMatches returns the matches of re in the MONs' logs, each
+// log's in order.
+func (c *tcluster) monLogMatches(re *regexp.Regexp) [][]string {
+	logs, _ := filepath.Glob(filepath.Join(c.data, "log", "mon.*.log"))
+	var out [][]string
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		for _, m := range re.FindAllSubmatch(b, -1) {
+			groups := make([]string, len(m))
+			for i, g := range m {
+				groups[i] = string(g)
+			}
+			out = append(out, groups)
+		}
+	}
+	return out
 }
 
 // waitMonLog waits for a line matching re in any MON's log (the leader
