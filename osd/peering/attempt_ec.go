@@ -310,8 +310,8 @@ func (a *Attempt) shardsFromFormers(misplaced []Member, need func(i int) bool, o
 		return then(nil)
 	}
 	needed := false
-	for i, o := range acting {
-		needed = needed || (o != osdmap.NoOSD && need(i))
+	for i := range acting {
+		needed = needed || need(i) // at an empty position, only behind's holds (a former member ahead)
 	}
 	if !needed {
 		return then(nil)
@@ -364,13 +364,25 @@ func (a *Attempt) placeShards(cands []Member, need func(i int) bool, ok func(Mem
 		// min_size allows; else the PG stays on its old positions (settling
 		// keeps such a pg_temp): an OSD holds one shard of a PG, and taking
 		// its new one would leave fewer shards than min_size
+		// (only an up member that left its up position for another
+		// member's: a former member has none, and one that filled an
+		// empty position left nothing of the up set's to backfill)
+		moved := false
 		for _, c := range cands {
-			if at := slices.Index(want, c.ID); placed[c.ID] && at >= 0 && slices.Index(up, c.ID) != at && osdmap.Members(want) > iv.MinSize {
+			at := slices.Index(want, c.ID)
+			if !placed[c.ID] || at < 0 || !slices.Contains(up, c.ID) || slices.Index(up, c.ID) == at || acting[at] == osdmap.NoOSD {
+				continue
+			}
+			moved = true
+			if osdmap.Members(want) > iv.MinSize {
 				want[at] = osdmap.NoOSD
+				if slices.Equal(want, acting) {
+					return nil, false
+				}
 				return want, false
 			}
 		}
-		return want, true
+		return want, moved
 	}
 	return want, false
 }

@@ -382,6 +382,15 @@ func TestAttempt(t *testing.T) {
 			want: []string{"query osd.1", "state peering", "pg_temp [0 2147483647 1]"},
 		},
 		{
+			// (a review's case: the swapped branch dropped the former
+			// member from [0 3 1], leaving [0 NONE 1]: 5'12 on shard 0
+			// only, incomplete)
+			name: "erasure-coded: a former member fills its position while a member moves to its shard's empty one",
+			c:    Config{Whoami: 0, Interval: ec21(0, 1, osdmap.NoOSD), Map: upMap(4), K: 2, Self: shardAt(0, 0, 5, 12), Strays: []int32{3}},
+			f:    fakePeers{members: map[int32]Member{1: shardAt(1, 2, 5, 10), 3: shardAt(3, 1, 5, 12)}},
+			want: []string{"query osd.1", "query optional osd.3", "state peering", "pg_temp [0 3 1]"},
+		},
+		{
 			// (test/e2e TestECMergeSameHostSpareKill9: an erasure-coded
 			// merge's source took its target's OSDs at every position at
 			// once and the one entering at position 0 died; the pg_temp
