@@ -111,7 +111,8 @@ type Machine struct {
 	// their copies once the PG is clean.
 	Strays []int32
 	// TempAsked is the ID of the interval in which peering asked for a
-	// pg_temp: it asks once per interval.
+	// pg_temp: it asks once per interval, until the map moves the PG to
+	// another one (AdvMap clears it).
 	TempAsked uint64
 }
 
@@ -145,6 +146,11 @@ func (m *Machine) AdvMap(iv Interval, in bool, prev []int32) (changed, peer bool
 		m.Past = append(m.Past, prior)
 	}
 	m.Interval, m.DownReason = iv, ""
+	// a pg_temp asked for in an interval whose set comes back later (A,
+	// its pg_temp B, cleared: A again, the same digest) may be needed
+	// again there: a write in flight when B ended reached the former
+	// members only
+	m.TempAsked = 0
 	switch {
 	case !in:
 		m.State = Stray

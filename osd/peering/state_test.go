@@ -111,6 +111,29 @@ func TestMachineAdvMap(t *testing.T) {
 	}
 }
 
+// TestTempAskedOncePerInterval: a pg_temp asked for in an interval holds
+// the ask while the interval does, and is forgotten once the map moves
+// the PG on — also when it comes back to an interval of the same digest
+// (its set, the pg_temp, cleared: TestECPGMergeShardOrder once stayed
+// incomplete there, the writes of the last moment on a former member).
+func TestTempAskedOncePerInterval(t *testing.T) {
+	m := Machine{Whoami: 0}
+	a := mapping(1, []int32{0, 1, 2})
+	m.AdvMap(a, true, nil)
+	m.TempAsked = a.ID
+	if changed, _ := m.AdvMap(a, true, nil); changed || m.TempAsked != a.ID {
+		t.Fatalf("the same interval: changed %v, TempAsked %d", changed, m.TempAsked)
+	}
+	m.AdvMap(mapping(2, []int32{3, 1, 2}), true, nil)
+	if m.TempAsked != 0 {
+		t.Fatalf("another interval keeps the ask: %d", m.TempAsked)
+	}
+	m.AdvMap(a, true, nil)
+	if m.TempAsked != 0 {
+		t.Fatalf("back in the first interval's set: TempAsked %d", m.TempAsked)
+	}
+}
+
 // TestMachineLifecycle: repeer, progress (Down stays Down), activation,
 // recovery and settling, and an interval that ends under them.
 func TestMachineLifecycle(t *testing.T) {
