@@ -573,7 +573,9 @@ func PGHistoryArgs(ivs []PGInterval) map[string]string {
 	return args
 }
 
-// ParsePGHistoryArgs reads PGHistoryArgs's arguments.
+// ParsePGHistoryArgs reads PGHistoryArgs's arguments: the intervals in
+// entries' order. Errors: entries missing or malformed
+// (ParsePGIntervals'), or a recovering index that is not one of them.
 func ParsePGHistoryArgs(args map[string]string) ([]PGInterval, error) {
 	ivs, err := ParsePGIntervals(args["entries"])
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,18 +34,18 @@ import (
 	"github.com/shoal-project/shoal/cluster"
 )
 
-// ClientJob is a client process's work: the cluster (its shoal.conf and
-// the user to connect as), the pool, and rados bench's options.
+// ClientJob is a client process's work, sent as one JSON line: the
+// cluster, the pool, and rados bench's options (bench.Options).
 type ClientJob struct {
-	Conf        string        `json:"conf"`
-	User        string        `json:"user"`
-	Pool        string        `json:"pool"`
-	Mode        bench.Mode    `json:"mode"`
-	BlockSize   int           `json:"block_size"`
-	Concurrency int           `json:"concurrency"`
-	Duration    time.Duration `json:"duration"`
-	RunName     string        `json:"run_name"`
-	Hostname    string        `json:"hostname"`
+	Conf        string        `json:"conf"`        // the cluster's shoal.conf ("": cluster.FindConf's default)
+	User        string        `json:"user"`        // entity to connect as ("": client.admin)
+	Pool        string        `json:"pool"`        // pool to write to or read from
+	Mode        bench.Mode    `json:"mode"`        // write, seq or rand
+	BlockSize   int           `json:"block_size"`  // bytes per object and op (write)
+	Concurrency int           `json:"concurrency"` // ops in flight
+	Duration    time.Duration `json:"duration"`    // how long to start ops (nanoseconds in JSON)
+	RunName     string        `json:"run_name"`    // metadata object: written by a write run, read by seq and rand
+	Hostname    string        `json:"hostname"`    // the object names' host part (bench.ObjectPrefix)
 }
 
 // clientMsg is a line a client process writes: Ready (with its PID)
@@ -171,16 +172,16 @@ func clientSample(rec *Recorder) clientMsg {
 	return m
 }
 
+// lastBucket is the histogram bucket of the longest duration: a sample
+// naming a later one is not a latency (it is dropped).
+var lastBucket = uint64(bucketOf(math.MaxInt64))
+
 // add records a client's sample in rec.
 func (m clientMsg) add(rec *Recorder) {
 	var h Histogram
 	for _, bc := range m.Lat {
-		if b := int(bc[0]); b < 1<<12 { // bucketOf's range (3,711 for the longest duration)
-			if b >= len(h.counts) {
-				h.counts = append(h.counts, make([]uint64, b+1-len(h.counts))...)
-			}
-			h.counts[b] += bc[1]
-			h.n += bc[1]
+		if bc[0] <= lastBucket {
+			h.AddN(lowOf(int(bc[0])), bc[1]) // the bucket's own (sum and max are the client's)
 		}
 	}
 	h.sum, h.max = time.Duration(m.Sum), time.Duration(m.Max)

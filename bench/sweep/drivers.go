@@ -103,7 +103,7 @@ func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
 		return nil, fmt.Errorf("sweep: target: %w", err)
 	}
 	d := &shoalDriver{spec: s, conf: c, images: map[string]*rbd.Image{}, made: m}
-	conn, err := d.connect(ctx)
+	conn, err := connect(ctx, c, s.Target.User)
 	if err != nil {
 		return nil, err
 	}
@@ -149,10 +149,6 @@ func openShoal(ctx context.Context, s *Spec, m *made) (*shoalDriver, error) {
 		}
 	}
 	return d, nil
-}
-
-func (d *shoalDriver) connect(ctx context.Context) (*client.Conn, error) {
-	return connect(ctx, d.conf, d.spec.Target.User)
 }
 
 // counters reads the up OSDs' perf counters, as "osd.N/NAME"; nil if
@@ -315,7 +311,7 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 		o, _ := radosOptions(p)
 		name := prefillName(p.Params["pool"], o.BlockSize)
 		if _, ok := d.made.Sets[name]; ok || o.Mode == bench.ModeWrite {
-			return d.startClients(ctx, p, out)
+			return d.startRadosClients(ctx, p, out)
 		}
 		pool, err := d.conn.Pool(ctx, p.Params["pool"])
 		if err != nil {
@@ -333,7 +329,7 @@ func (d *shoalDriver) prepare(ctx context.Context, p Point, out io.Writer) error
 		if err := d.made.save(); err != nil {
 			return err
 		}
-		return d.startClients(ctx, p, out)
+		return d.startRadosClients(ctx, p, out)
 	case "block":
 		_, err := d.image(ctx, p, out)
 		return err
@@ -423,9 +419,9 @@ func (d *shoalDriver) run(ctx context.Context, p Point, dur time.Duration, rec *
 	return fmt.Errorf("type %q", p.Type)
 }
 
-// startClients starts the rados point's procs client processes
+// startRadosClients starts the rados point's procs client processes
 // (startClients), connected and waiting for the point's window to begin.
-func (d *shoalDriver) startClients(ctx context.Context, p Point, out io.Writer) error {
+func (d *shoalDriver) startRadosClients(ctx context.Context, p Point, out io.Writer) error {
 	o, _ := radosOptions(p)
 	procs, _ := positive(p, "procs")
 	exe, err := os.Executable()

@@ -155,9 +155,10 @@ func (r *Recorder) cut() (sample, uint64) {
 	return s, e
 }
 
-// merge records what another process's Recorder recorded: ops
-// operations moving b bytes, errs failed ones, their latencies in lat,
-// the latest ended at last (zero: none).
+// merge records operations counted elsewhere (another process's
+// Recorder, an external tool): ops operations moving b bytes, errs failed
+// ones, their latencies in lat (nil: unknown one by one), the latest
+// ended at last (zero: none).
 func (r *Recorder) merge(ops, b, errs uint64, lat *Histogram, last time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -166,25 +167,25 @@ func (r *Recorder) merge(ops, b, errs uint64, lat *Histogram, last time.Time) {
 	}
 	r.cur.ops += ops
 	r.cur.bytes += b
-	r.cur.lat.Merge(lat)
+	if lat != nil {
+		r.cur.lat.Merge(lat)
+	}
 	r.errors += errs
 }
 
 // bulk records ops operations moving b bytes that an external tool
-// reported in bulk: their latencies counted in lat (fio's histogram), or,
-// with lat nil, unknown one by one, the tool giving at most its own
-// summary of all its operations in mean and maxLat (each 0 if not).
+// reported in bulk, as they are reported (merge): their latencies
+// counted in lat (fio's histogram), or, with lat nil, unknown one by one,
+// the tool giving at most its own summary of all its operations in mean
+// and maxLat (each 0 if not).
 func (r *Recorder) bulk(ops, b uint64, lat *Histogram, mean, maxLat time.Duration) {
+	var now time.Time
+	if ops > 0 {
+		now = time.Now()
+	}
+	r.merge(ops, b, 0, lat, now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if ops > 0 {
-		r.last = time.Now()
-	}
-	r.cur.ops += ops
-	r.cur.bytes += b
-	if lat != nil {
-		r.cur.lat.Merge(lat)
-	}
 	if mean > 0 {
 		r.toolMean = mean
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-project/shoal/client"
 	"github.com/shoal-project/shoal/osdmap"
 )
 
@@ -44,26 +45,7 @@ func TestMergeSurvivesKill9(t *testing.T) {
 	c.must("pool", "set", "merge", "pg_num", "8")
 	k.wait(t)
 	l.waitOps(ctx, 200, "with osd.1 killed mid-merges")
-	if m := conn.Map(); m != nil {
-		if pool, err := m.Pool(p.ID()); err == nil && pool.PGNum == 8 {
-			t.Fatal("every merge done with osd.1 down: the kill came too late to test a restart mid-merges")
-		}
-	}
-	c.up() // starts osd.1 again
-	waitMap(ctx, t, conn, "pg_num 8", func(m *osdmap.Map) bool {
-		pool, err := m.Pool(p.ID())
-		return err == nil && pool.PGNum == 8 && pool.PGNumTarget == 0
-	})
-	l.waitOps(ctx, 200, "after the merges")
-	l.finish()
-	c.waitHealth("HEALTH_OK", 90*time.Second)
-	c.waitClean(90 * time.Second)
-	l.verify(ctx, "after the merges and the kill")
-	verifyPrefill(ctx, t, p, 3000)
-	n, wrong := c.poolObjects(ctx, conn, p)
-	if len(wrong) > 0 || n != 3000+len(l.acked) {
-		t.Fatalf("pgs count %d objects (want %d): %v", n, 3000+len(l.acked), wrong)
-	}
+	c.mergedAfterRestart(ctx, conn, p, l, 8, 3000, "osd.1")
 	t.Logf("osd.1 logged %d merges", k.count())
 }
 
@@ -133,77 +115,66 @@ func ecMergeStepsKill(t *testing.T, c *tcluster, domain, step string, victim fun
 	l.waitOps(ctx, 200, "before the merges")
 
 	c.must("pool", "set", "ecmerge", "pg_num", "4")
-	m, line := c.waitMonLog(ctx, regexp.MustCompile(step))
+	m := c.waitMonLog(ctx, regexp.MustCompile(step))
 	dead := victim(m)
 	c.kill9(dead)
-	t.Logf("killed %s: %s", dead, line)
+	t.Logf("killed %s: %s", dead, m[0])
 	l.waitOps(ctx, 200, "with "+dead+" killed mid-step")
+	c.mergedAfterRestart(ctx, conn, p, l, 4, 1500, dead)
+}
+
+// mergedAfterRestart checks that pool p has not reached pgNum PGs with
+// killed down (the kill came before the last merge), starts killed
+// again, waits for the merges to end, and checks the cluster as
+// verifyAfterLoad does.
+func (c *tcluster) mergedAfterRestart(ctx context.Context, conn *client.Conn, p *client.Pool, l *load, pgNum uint32, prefilled int, killed string) {
+	t := c.t
+	t.Helper()
 	if err := conn.RefreshMap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m := conn.Map(); m != nil {
-		if pool, err := m.Pool(p.ID()); err == nil && pool.PGNum == 4 {
-			t.Fatalf("every merge done with %s down: the kill came too late to test a step's backfill", dead)
-		}
+	if pool, err := conn.Map().Pool(p.ID()); err == nil && pool.PGNum == pgNum {
+		t.Fatalf("every merge done with %s down: the kill came too late to test a restart mid-merges", killed)
 	}
 	c.up() // starts it again
-	waitMap(ctx, t, conn, "pg_num 4", func(m *osdmap.Map) bool {
+	waitMap(ctx, t, conn, fmt.Sprintf("pg_num %d", pgNum), func(m *osdmap.Map) bool {
 		pool, err := m.Pool(p.ID())
-		return err == nil && pool.PGNum == 4 && pool.PGNumTarget == 0
+		return err == nil && pool.PGNum == pgNum && pool.PGNumTarget == 0
 	})
 	l.waitOps(ctx, 200, "after the merges")
-	l.finish()
-	c.waitHealth("HEALTH_OK", 90*time.Second)
-	c.waitClean(90 * time.Second)
-	l.verify(ctx, "after the merge steps and the kill")
-	verifyPrefill(ctx, t, p, 1500)
-	n, wrong := c.poolObjects(ctx, conn, p)
-	if len(wrong) > 0 || n != 1500+len(l.acked) {
-		t.Fatalf("pgs count %d objects (want %d): %v", n, 1500+len(l.acked), wrong)
-	}
+	c.verifyAfterLoad(ctx, conn, p, l, prefilled, "after the merges and the kill of "+killed)
 }
 
-// monLogMatches returns the matches of re in the MONs' logs, each
-// log's in order.
+// monLogMatches returns, for each line of the MONs' logs that re
+// matches (each log's in order), the line and then re's groups.
 func (c *tcluster) monLogMatches(re *regexp.Regexp) [][]string {
 	logs, _ := filepath.Glob(filepath.Join(c.data, "log", "mon.*.log"))
 	var out [][]string
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
-		for _, m := range re.FindAllSubmatch(b, -1) {
-			groups := make([]string, len(m))
-			for i, g := range m {
-				groups[i] = string(g)
+		for line := range bytes.Lines(b) {
+			if m := re.FindSubmatch(line); m != nil {
+				groups := []string{string(bytes.TrimSpace(line))}
+				for _, g := range m[1:] {
+					groups = append(groups, string(g))
+				}
+				out = append(out, groups)
 			}
-			out = append(out, groups)
 		}
 	}
 	return out
 }
 
 // waitMonLog waits for a line matching re in any MON's log (the leader
-// logs its own steps) and returns the match's groups and the line.
-func (c *tcluster) waitMonLog(ctx context.Context, re *regexp.Regexp) ([]string, string) {
+// logs its own steps) and returns it and re's groups (monLogMatches).
+func (c *tcluster) waitMonLog(ctx context.Context, re *regexp.Regexp) []string {
 	c.t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(c.data, "log", "mon.*.log"))
-	if len(logs) == 0 {
-		c.t.Fatal("no MON log")
-	}
 	for ctx.Err() == nil {
-		for _, l := range logs {
-			b, _ := os.ReadFile(l)
-			for line := range bytes.Lines(b) {
-				if m := re.FindSubmatch(line); m != nil {
-					groups := make([]string, len(m))
-					for i, g := range m {
-						groups[i] = string(g)
-					}
-					return groups, string(bytes.TrimSpace(line))
-				}
-			}
+		if ms := c.monLogMatches(re); len(ms) > 0 {
+			return ms[0]
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.t.Fatalf("no MON logged a line matching %q", re)
-	return nil, ""
+	return nil
 }

@@ -48,15 +48,7 @@ func TestSplitSurvivesKill9(t *testing.T) {
 		return err == nil && pool.PGPNum == 32
 	})
 	l.waitOps(ctx, 300, "after pgp_num followed")
-	l.finish()
-	c.waitHealth("HEALTH_OK", 90*time.Second)
-	c.waitClean(90 * time.Second)
-	l.verify(ctx, "after the split and the kill")
-	verifyPrefill(ctx, t, p, 6000)
-	n, wrong := c.poolObjects(ctx, conn, p)
-	if len(wrong) > 0 || n != 6000+len(l.acked) {
-		t.Fatalf("pgs count %d objects (want %d): %v", n, 6000+len(l.acked), wrong)
-	}
+	c.verifyAfterLoad(ctx, conn, p, l, 6000, "after the split and the kill")
 	// osd.1 holds all 4 PGs: the kill came before it split them all
 	after := k.count() - splitBefore
 	t.Logf("osd.1 split %d PGs before the kill, %d after its restart", splitBefore, after)
@@ -101,6 +93,25 @@ func verifyPrefill(ctx context.Context, t *testing.T, p *client.Pool, n int) {
 		if got, err := p.Read(ctx, oid, 0, 0); err != nil || !bytes.Equal(got, prefillContent(i)) {
 			t.Fatalf("%s: %v (%d bytes)", oid, err, len(got))
 		}
+	}
+}
+
+// verifyAfterLoad stops load l on pool p, whose first prefilled objects
+// prefill wrote, and checks the cluster once it is HEALTH_OK and clean:
+// every acknowledged write reads back whole (no read during the load saw
+// an older or torn version), the prefill is intact, and each PG counts
+// the objects a listing finds in it.
+func (c *tcluster) verifyAfterLoad(ctx context.Context, conn *client.Conn, p *client.Pool, l *load, prefilled int, when string) {
+	t := c.t
+	t.Helper()
+	l.finish()
+	c.waitHealth("HEALTH_OK", 90*time.Second)
+	c.waitClean(90 * time.Second)
+	l.verify(ctx, when)
+	verifyPrefill(ctx, t, p, prefilled)
+	n, wrong := c.poolObjects(ctx, conn, p)
+	if len(wrong) > 0 || n != prefilled+len(l.acked) {
+		t.Fatalf("%s: pgs count %d objects (want %d): %v", when, n, prefilled+len(l.acked), wrong)
 	}
 }
 
