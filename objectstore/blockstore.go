@@ -66,6 +66,12 @@ type Options struct {
 	// only when the previous group held more than one transaction, so a
 	// lone writer never waits. Default DefaultCommitWindow; negative: never.
 	CommitWindow time.Duration
+	// DeferredMax is the most new data, in bytes, a commit group puts
+	// into its metadata commit instead of syncing the data device before
+	// it (deferred writes, deferred.go; BlueStore's
+	// bluestore_prefer_deferred_size). Default DefaultDeferredMax;
+	// negative: never.
+	DeferredMax int
 	// Logger receives the store's and Pebble's warnings; default slog's.
 	Logger *slog.Logger
 	// legacyMeta opens a new metadata store in the format Shoal used
@@ -136,6 +142,21 @@ type BlockStore struct {
 	// refs holds the extra reference counts of shared blocks by region
 	// (refs.go); owned by the committer.
 	refs map[uint64]refRegion
+	// deferMax is Options.DeferredMax; deferPending the bytes of deferred
+	// records outstanding and deferSeq the next record's number (owned by
+	// the committer; deferred.go).
+	deferMax       int
+	deferPending   int
+	deferSeq       uint64
+	deferredGroups atomic.Uint64 // groups committed with a deferred record
+	// pending maps the onode keys of a deferred group being committed to
+	// a channel closed once its data is on the device (deferData);
+	// npending counts such groups, so that readers skip pendMu when none.
+	pendMu   sync.Mutex
+	pending  map[string]chan struct{}
+	npending atomic.Int32
+	// deferWaits counts the reads that waited for one (tests).
+	deferWaits atomic.Uint64
 }
 
 type request struct {
@@ -223,8 +244,11 @@ func Open(opts Options) (*BlockStore, error) {
 	if opts.CommitWindow == 0 {
 		opts.CommitWindow = DefaultCommitWindow
 	}
+	if opts.DeferredMax == 0 {
+		opts.DeferredMax = DefaultDeferredMax
+	}
 	s := &BlockStore{window: opts.CommitWindow, db: db, log: opts.Logger, reqs: make(chan *request, maxGroup), quit: make(chan struct{}), exited: make(chan struct{}),
-		onodes: newOnodeCache(opts.OnodeCacheSize), dcache: newDataCache(opts.DataCacheSize)}
+		onodes: newOnodeCache(opts.OnodeCacheSize), dcache: newDataCache(opts.DataCacheSize), deferMax: opts.DeferredMax}
 	if err := s.load(opts); err != nil {
 		db.Close()
 		return nil, err
@@ -258,6 +282,9 @@ func (s *BlockStore) load(opts Options) error {
 		if s.dev, err = openFileDevice(filepath.Join(opts.Dir, "block"), int64(s.sb.Blocks*BlockSize)); err != nil {
 			return fmt.Errorf("objectstore: open data device: %w", err)
 		}
+	}
+	if err := s.replayDeferred(); err != nil {
+		return err
 	}
 	s.alloc = newAllocator(s.sb.Blocks)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pBitmap}, UpperBound: []byte{pBitmap + 1}})
@@ -502,6 +529,7 @@ func (s *BlockStore) Close() error {
 		s.submitMu.Unlock()
 		close(s.quit)
 		<-s.exited
+		s.retireDeferred()
 		s.metaMu.Lock() // a CompactMeta stops at its next step (s.quit)
 		defer s.metaMu.Unlock()
 		s.mu.Lock()
@@ -560,8 +588,9 @@ func (s *BlockStore) committer() {
 	}
 }
 
-// CommitStats reports how many commit groups (each one data sync and one
-// metadata sync) the store has made and how many transactions they held.
+// CommitStats reports how many commit groups (each one metadata sync,
+// and one data sync before it if it wrote more data than it could defer)
+// the store has made and how many transactions they held.
 func (s *BlockStore) CommitStats() (groups, txns uint64) { return s.groups.Load(), s.txns.Load() }
 
 // ChecksumStats counts the data blocks the store has written since it
@@ -590,6 +619,11 @@ type group struct {
 	// fences holds the splits the group applied, by collection, and nil
 	// for a collection it removed (SplitCollection).
 	fences map[Coll][]*Split
+	// deferred is the bytes of data the group put into its commit as a
+	// deferred record; retired, whether the commit retires the records
+	// outstanding (deferred.go).
+	deferred int
+	retired  bool
 }
 
 // pendingWrite is one allocated run: data (whole blocks) for the device
@@ -656,6 +690,7 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 			}
 		}
 		installFences(&s.fences, g.fences)
+		s.deferCommitted(g)
 	}
 	s.used.Store(s.alloc.used)
 	for _, r := range reqs {
@@ -663,9 +698,11 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 	}
 }
 
-// persist writes the group's data, syncs it, then commits the metadata
-// batch (with the new bitmap regions) synchronously: metadata never refers
-// to blocks that are not yet durable.
+// persist writes the group's data and makes it durable — by syncing the
+// device before it commits the metadata batch (with the new bitmap
+// regions) synchronously, or, if the data is small, as a deferred record
+// in that commit (deferData) — so that metadata never refers to blocks
+// that are not durable once it is.
 func (g *group) persist() error {
 	if len(g.alloced)+len(g.freed) > 0 {
 		regions := map[uint64]bool{}
@@ -694,16 +731,23 @@ func (g *group) persist() error {
 	}
 	// Write the allocated runs from the buffers they were placed from,
 	// skipping blocks freed again within the group; runs that end where
-	// another starts go in one vectored write (writeRuns).
+	// another starts go in one vectored write (writeRuns). Few of them
+	// are deferred: written beside the commit that holds them as well.
 	pieces := unfreed(g.writes, g.freed)
+	if deferred, err := g.deferData(pieces); err != nil || deferred {
+		return err
+	}
 	if err := writeRuns(g.s.dev, pieces); err != nil {
 		return err
 	}
-	if len(pieces) > 0 {
-		if err := g.s.dev.Sync(); err != nil {
-			return fmt.Errorf("sync data device: %w", err)
-		}
+	if err := g.syncData(len(pieces) > 0); err != nil {
+		return err
 	}
+	return g.commit()
+}
+
+// commit commits the group's metadata batch synchronously.
+func (g *group) commit() error {
 	if err := g.b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("commit metadata: %w", err)
 	}

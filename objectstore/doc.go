@@ -71,8 +71,12 @@
 //  3. writes the new blocks from the callers' buffers (bounced when
 //     not block-aligned), the runs that follow one another on the device
 //     in one pwritev (the allocator's cursor places a group's writes back
-//     to back, and a direct write costs mostly per call), and fdatasyncs
-//     the device;
+//     to back, and a direct write costs mostly per call), and makes them
+//     durable: a group with at most Options.DeferredMax bytes of them
+//     (64 KiB) also puts them into its batch (deferred writes, deferred.go,
+//     as BlueStore's), so that the log sync below covers them; a larger
+//     group fdatasyncs the device, and its batch retires the deferred
+//     records outstanding, whose data that sync has made durable;
 //  4. commits the batch — onodes, omap, the changed bitmap regions — with
 //     a synced log write (the log file is kept written with zeros ahead of
 //     its records, so that the sync writes only the records and not the
@@ -83,9 +87,11 @@
 // Metadata therefore never refers to data that is not durable, a block is
 // never overwritten while durable metadata or a reader still refers to it,
 // and a crash at any point leaves either the old or the new state: blocks
-// written but not committed are free in the persisted bitmap. One device
-// sync and one log sync serve the whole group, so concurrent writers share
-// them (group commit).
+// written but not committed are free in the persisted bitmap; a deferred
+// record left by a crash is written to the device again when the store
+// opens, before anything reads. One log sync, and one device sync before
+// it unless the group deferred its data, serve the whole group, so
+// concurrent writers share them (group commit).
 //
 // # Clones share blocks
 //
@@ -127,7 +133,7 @@
 // machine the data device is not the bottleneck either way (sequential
 // writes 1.6 GB/s, 4 KiB random writes 74.6k IOPS by fio, see
 // docs/PERFORMANCE.md, against 611 MB/s and 12.4k transactions/s measured
-// for the whole store): the CPU and the two syncs per group are, and both
+// for the whole store): the CPU and the syncs per group are, and both
 // layouts pay those.
 //
 // # Durability tests

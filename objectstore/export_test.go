@@ -10,3 +10,7 @@ func (s *BlockStore) SettleForTest() error {
 	}
 	return s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true)
 }
+
+// DeferredWaitsForTest is how many reads waited for a deferred group's
+// device write (cachedOnode).
+func (s *BlockStore) DeferredWaitsForTest() uint64 { return s.deferWaits.Load() }

@@ -17,6 +17,7 @@ import (
 //	'M' u16(len coll) coll u32(len oid) oid key   omap entry
 //	'F' u64be(region)                    allocation bitmap region
 //	'R' u64be(region)                    shared blocks' reference counts (refs.go)
+//	'W' u64be(seq)                       a deferred data write (deferred.go)
 const (
 	pSuper  = 'S'
 	pColl   = 'C'

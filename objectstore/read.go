@@ -252,12 +252,21 @@ func (s *BlockStore) cachedOnode(c Coll, oid string) (*onode, error) {
 	if o, ok := s.onodes.get(key); ok {
 		return o, nil
 	}
-	o, err := s.readOnode(s.db, c, oid)
-	if err != nil {
-		return nil, err
+	for {
+		o, err := s.readOnode(s.db, c, oid)
+		if ch := s.deferring(key); ch != nil {
+			// What was read may name blocks still being written
+			// (deferData): read again once they are.
+			s.deferWaits.Add(1)
+			<-ch
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.onodes.put(key, o)
+		return o, nil
 	}
-	s.onodes.put(key, o)
-	return o, nil
 }
 
 // Stat returns the object's size.

@@ -212,7 +212,7 @@ func Start(o Options) (*OSD, error) {
 		o.Logger.Info("memory budget", "budget", mem.String())
 		opts := objectstore.Options{Dir: filepath.Join(o.DataDir, "store"), Size: int64(cfg.Size("bluestore_block_size")),
 			DBDir: fastDir(cfg.String("bluestore_block_db_path"), o.DataDir, "block.db"), WALDir: fastDir(cfg.String("bluestore_block_wal_path"), o.DataDir, "block.wal"),
-			Logger: o.Logger, CommitWindow: storeCommitWindow(cfg)}
+			Logger: o.Logger, CommitWindow: storeCommitWindow(cfg), DeferredMax: storeDeferredMax(cfg)}
 		mem.storeOptions(&opts)
 		bs, err := objectstore.Open(opts)
 		if err != nil {
@@ -617,6 +617,16 @@ func storeCommitWindow(cfg *config.Config) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// storeDeferredMax is bluestore_prefer_deferred_size as
+// objectstore.Options takes it: the option's 0 (disabled) is the store's
+// negative, since the store's 0 means its default.
+func storeDeferredMax(cfg *config.Config) int {
+	if n := int(cfg.Size("bluestore_prefer_deferred_size")); n > 0 {
+		return n
+	}
+	return -1
 }
 
 // pgList is a snapshot of the PGs the OSD holds, for a background pass

@@ -82,10 +82,14 @@ func newPerf(daemon string, store any, mclockScale func() float64) *perfCounters
 		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "osd", Name: name, Help: help, ConstLabels: labels}, f))
 	}
 	if cs, ok := store.(commitStater); ok {
-		counterFunc("commit_groups_total", "Commit groups of the object store (one metadata log sync, and one device sync if data was written, each).",
+		counterFunc("commit_groups_total", "Commit groups of the object store (one metadata log sync each, and one device sync before it if the group wrote more data than it could defer).",
 			func() float64 { g, _ := cs.CommitStats(); return float64(g) })
 		counterFunc("commit_txns_total", "Transactions those groups committed (their ratio is the group commit's batching).",
 			func() float64 { _, t := cs.CommitStats(); return float64(t) })
+	}
+	if ds, ok := store.(interface{ DeferredWrites() uint64 }); ok {
+		counterFunc("store_deferred_writes_total", "Commit groups whose few new data blocks went into their metadata commit instead of a device sync before it (deferred writes, bluestore_prefer_deferred_size).",
+			func() float64 { return float64(ds.DeferredWrites()) })
 	}
 	if cs, ok := store.(checksumStater); ok {
 		counterFunc("store_csum_given_blocks_total", "Data blocks the object store wrote with the crc32c the messenger computed checking the frame they came in (no second pass over them).",

@@ -6,8 +6,10 @@
 #
 #   SPECS="randread:4k:16 read:128k:32" RT=10 docs/bench/nbd-fio.sh
 #
-# SPECS: RW:BS:IODEPTH points (fio's --rw, --bs, --iodepth); RT: seconds
-# per point (default 15); PERF=1 also records `perf record -g` of the
+# SPECS: RW:BS:IODEPTH points (fio's --rw, --bs, --iodepth; RW randrw is
+# fio's 70/30 mix); RT: seconds per point (default 15); UP_ARGS: more
+# `shoal up` arguments (say "--set bluestore_prefer_deferred_size=0");
+# PERF=1 also records `perf record -g` of the
 # OSDs and the server per point into /tmp/nbdprof-RW.perf. The server
 # writes a Go CPU profile to /tmp/nbdprof-PID.prof (SHOAL_CPUPROFILE).
 # Needs fio (Debian's, with the nbd engine) and a built ./shoal.
@@ -16,7 +18,7 @@ HERE=$(cd "$(dirname "$0")/../.." && pwd)
 SHOAL=${SHOAL:-$HERE/shoal}
 D=/var/tmp/shoal-nbdprof
 SOCK=/tmp/nbdprof.sock
-rm -rf $D; $SHOAL up --detach --data $D --osds 3 --no-gateway > /tmp/nbdprof-up.log
+rm -rf $D; $SHOAL up --detach --data $D --osds 3 --no-gateway ${UP_ARGS:-} > /tmp/nbdprof-up.log
 export SHOAL_CONF=$D/shoal.conf
 $SHOAL pool create rbd --size 3 --pg-num 32 > /dev/null
 $SHOAL rbd create img --size 1G > /dev/null
@@ -28,11 +30,13 @@ for i in $(seq 50); do [ -S $SOCK ] && break; sleep 0.2; done
 for spec in ${SPECS:-randread:4k:16 read:128k:32}; do
   IFS=: read rw bs qd <<< "$spec"
   if [ -n "${PERF:-}" ]; then perf record -F 999 -g -o /tmp/nbdprof-$rw.perf -p $(cat $D/run/osd.*.pid | paste -sd,),$NBD -- sleep $((RT-2)) > /dev/null 2>&1 & PP=$!; fi
-  fio --name=p --rw=$rw --bs=$bs --iodepth=$qd --numjobs=1 --runtime=${RT:-15} --time_based --ioengine=nbd --uri="nbd+unix:///img?socket=$SOCK" --output-format=json 2>/dev/null | python3 -c '
+  fio --name=p --rw=$rw --bs=$bs --iodepth=$qd --rwmixread=70 --numjobs=1 --runtime=${RT:-15} --time_based --ioengine=nbd --uri="nbd+unix:///img?socket=$SOCK" --output-format=json 2>/dev/null | python3 -c '
 import sys,json
 raw=sys.stdin.read(); j=json.loads(raw[raw.index("{"):])
-r=j["jobs"][0]["write" if "write" in "'$rw'" else "read"]
-print("'$spec'", "IOPS %.0f MB/s %.1f mean %.2f ms p99 %.2f ms" % (r["iops"], r["bw_bytes"]/1e6, r["clat_ns"]["mean"]/1e6, r["clat_ns"]["percentile"]["99.000000"]/1e6))'
+rs=[j["jobs"][0][d] for d in ("read","write") if j["jobs"][0][d]["io_bytes"] > 0]
+n=sum(r["total_ios"] for r in rs)
+p99=max(r["clat_ns"]["percentile"]["99.000000"] for r in rs)
+print("'$spec'", "IOPS %.0f MB/s %.1f mean %.2f ms p99 %.2f ms" % (sum(r["iops"] for r in rs), sum(r["bw_bytes"] for r in rs)/1e6, sum(r["clat_ns"]["mean"]*r["total_ios"] for r in rs)/n/1e6, p99/1e6))'
   [ -n "${PERF:-}" ] && wait $PP
 done
 kill -INT $NBD; wait $NBD
