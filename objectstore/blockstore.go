@@ -152,9 +152,11 @@ type BlockStore struct {
 	// pending maps the onode keys of a deferred group being committed to
 	// a channel closed once its data is on the device (deferData);
 	// npending counts such groups, so that readers skip pendMu when none.
-	pendMu   sync.Mutex
-	pending  map[string]chan struct{}
-	npending atomic.Int32
+	pendMu    sync.Mutex
+	pending   map[string]chan struct{}
+	npending  atomic.Int32
+	unwritten map[string]bool // keys of a committed group whose device write failed
+	lost      atomic.Bool     // unwritten is not empty
 	// deferWaits counts the reads that waited for one (tests).
 	deferWaits atomic.Uint64
 }
@@ -529,7 +531,9 @@ func (s *BlockStore) Close() error {
 		s.submitMu.Unlock()
 		close(s.quit)
 		<-s.exited
-		s.retireDeferred()
+		if s.failed.Load() == nil { // a failed store's records may be all some committed data has
+			s.retireDeferred()
+		}
 		s.metaMu.Lock() // a CompactMeta stops at its next step (s.quit)
 		defer s.metaMu.Unlock()
 		s.mu.Lock()
@@ -636,6 +640,12 @@ type pendingWrite struct {
 func (s *BlockStore) commitGroup(reqs []*request) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
+	if p := s.failed.Load(); p != nil { // queued before the store stopped: nothing more commits
+		for _, r := range reqs {
+			r.out <- fmt.Errorf("objectstore: %w: %v", ErrClosed, *p)
+		}
+		return
+	}
 	g := &group{s: s, b: s.db.NewIndexedBatch(), committed: map[string]*onode{}, colls: map[Coll]bool{}, fences: map[Coll][]*Split{}}
 	defer g.b.Close()
 	var fatal error
@@ -652,7 +662,23 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 	if fatal == nil {
 		fatal = g.persist()
 	}
-	if fatal != nil {
+	var unwritten *unwrittenError
+	switch {
+	case errors.As(fatal, &unwritten):
+		// Committed, but its data did not reach the device: the group
+		// stands (its deferred record is written again at the next open)
+		// and the store stops, answering the group with an error as a
+		// crash would leave it unanswered.
+		s.install(g, false)
+		s.failed.CompareAndSwap(nil, &fatal)
+		s.log.Error("objectstore: data device write failed after its commit; store is now read-only", "err", fatal)
+		fatal = fmt.Errorf("objectstore: %w: %v", ErrClosed, fatal)
+		for _, r := range reqs {
+			if r.ok {
+				r.err = fatal
+			}
+		}
+	case fatal != nil:
 		for _, a := range g.alloced {
 			s.alloc.set(a.start, a.n, false)
 		}
@@ -669,33 +695,44 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 				r.err = fatal
 			}
 		}
-	} else {
-		// Readers that looked up metadata before the commit may still be
-		// reading the freed blocks: wait for them before reuse.
-		s.mu.Lock()
-		for _, f := range g.freed {
-			s.alloc.set(f.start, f.n, false)
-			s.dcache.drop(f.start, f.n)
-		}
-		for k, o := range g.committed {
-			s.onodes.put(k, o)
-		}
-		s.mu.Unlock()
-		g.installRefs()
-		for c, live := range g.colls {
-			if live {
-				s.colls[c] = true
-			} else {
-				delete(s.colls, c)
-			}
-		}
-		installFences(&s.fences, g.fences)
-		s.deferCommitted(g)
+	default:
+		s.install(g, true)
 	}
 	s.used.Store(s.alloc.used)
 	for _, r := range reqs {
 		r.out <- r.err
 	}
+}
+
+// install makes a committed group's state the store's: freed blocks back
+// to the allocator (once readers that looked up metadata before the
+// commit have finished with them), the onode cache, shared-block counts,
+// collections, splits and deferred records. With cache false the
+// group's onodes leave the cache instead of entering it (their data is
+// not on the device: readers must find them unwritten, cachedOnode).
+func (s *BlockStore) install(g *group, cache bool) {
+	s.mu.Lock()
+	for _, f := range g.freed {
+		s.alloc.set(f.start, f.n, false)
+		s.dcache.drop(f.start, f.n)
+	}
+	for k, o := range g.committed {
+		if !cache {
+			o = nil
+		}
+		s.onodes.put(k, o)
+	}
+	s.mu.Unlock()
+	g.installRefs()
+	for c, live := range g.colls {
+		if live {
+			s.colls[c] = true
+		} else {
+			delete(s.colls, c)
+		}
+	}
+	installFences(&s.fences, g.fences)
+	s.deferCommitted(g)
 }
 
 // persist writes the group's data and makes it durable — by syncing the

@@ -125,11 +125,18 @@ func (g *group) deferData(pieces []pendingWrite) (bool, error) {
 	go func() { written <- writeRuns(s.dev, pieces) }()
 	err := g.commit()
 	if werr := <-written; werr != nil && err == nil {
-		err = werr // committed, and replayed at the next open; the store stops here
+		err = &unwrittenError{werr}
 	}
 	s.pendMu.Lock()
 	for k := range g.committed {
 		delete(s.pending, k)
+		if _, ok := err.(*unwrittenError); ok {
+			if s.unwritten == nil {
+				s.unwritten = map[string]bool{}
+			}
+			s.unwritten[k] = true
+			s.lost.Store(true)
+		}
 	}
 	s.npending.Add(-1)
 	s.pendMu.Unlock()
@@ -137,15 +144,27 @@ func (g *group) deferData(pieces []pendingWrite) (bool, error) {
 	return true, err
 }
 
+// unwrittenError is a deferred group whose metadata committed but whose
+// device write failed: the group stands, its record is replayed at the
+// next open, and the store stops (commitGroup).
+type unwrittenError struct{ err error }
+
+func (e *unwrittenError) Error() string {
+	return "data device write failed after the metadata commit: " + e.err.Error()
+}
+func (e *unwrittenError) Unwrap() error { return e.err }
+
 // deferring is the channel closed when the deferred group committing a
-// change of the onode under key has written its data, or nil if none is.
-func (s *BlockStore) deferring(key string) chan struct{} {
-	if s.npending.Load() == 0 {
-		return nil
+// change of the onode under key has written its data, or nil if none is;
+// lost is true if that group's device write failed (the data is in its
+// record only, until the store is opened again).
+func (s *BlockStore) deferring(key string) (ch chan struct{}, lost bool) {
+	if s.npending.Load() == 0 && !s.lost.Load() {
+		return nil, false
 	}
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
-	return s.pending[key]
+	return s.pending[key], s.unwritten[key]
 }
 
 // syncData makes the data blocks a group wrote durable, if it wrote any,

@@ -2,10 +2,12 @@ package objectstore_test
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -219,5 +221,75 @@ func TestDeferredReadDuringCommit(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failingDevice fails writes with err while armed.
+type failingDevice struct {
+	*memDevice
+	err   error
+	armed atomic.Bool
+}
+
+func (f *failingDevice) WriteAt(p []byte, off int64) (int, error) {
+	if f.armed.Load() {
+		return 0, f.err
+	}
+	return f.memDevice.WriteAt(p, off)
+}
+
+// TestDeferredWriteFailsAfterCommit: a deferred group whose metadata
+// committed but whose device write failed (EIO, or ENOSPC from a sparse
+// file's full file system) stands: the store stops, answers an error,
+// reads of the object fail rather than return unwritten blocks, Close
+// keeps the record, and opening the store again writes the data.
+func TestDeferredWriteFailsAfterCommit(t *testing.T) {
+	for _, werr := range []error{syscall.EIO, syscall.ENOSPC} {
+		t.Run(werr.Error(), func(t *testing.T) {
+			fs := vfs.NewMem()
+			dev := &failingDevice{memDevice: newMemDevice(1 << 20), err: werr}
+			open := func(d objectstore.Device) *objectstore.BlockStore {
+				s, err := objectstore.Open(objectstore.Options{Dir: "store", FS: fs, Device: d, Size: 1 << 20, InlineMax: 1024})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			s := open(dev)
+			a, b := seeded(2*objectstore.BlockSize, 6), seeded(3*objectstore.BlockSize, 7)
+			var t1 objectstore.Transaction
+			t1.CreateCollection(crashColl)
+			t1.WriteFull(crashColl, "a", a) // deferred: a record outstanding
+			if err := s.Apply(&t1); err != nil {
+				t.Fatal(err)
+			}
+			dev.armed.Store(true)
+			var t2 objectstore.Transaction
+			t2.WriteFull(crashColl, "b", b)
+			if err := s.Apply(&t2); !errors.Is(err, objectstore.ErrClosed) {
+				t.Fatalf("write whose device write failed: %v, want ErrClosed", err)
+			}
+			dev.armed.Store(false)
+			if _, err := s.Read(crashColl, "b", 0, 0); !errors.Is(err, objectstore.ErrClosed) {
+				t.Fatalf("read of the unwritten object: %v, want ErrClosed", err)
+			}
+			var t3 objectstore.Transaction
+			t3.WriteFull(crashColl, "c", seeded(100<<10, 8)) // would sync and retire the records
+			if err := s.Apply(&t3); !errors.Is(err, objectstore.ErrClosed) {
+				t.Fatalf("write after the store stopped: %v, want ErrClosed", err)
+			}
+			s.Close()
+
+			s2 := open(dev.memDevice)
+			defer s2.Close()
+			for name, want := range map[string][]byte{"a": a, "b": b} {
+				if got, err := s2.Read(crashColl, name, 0, 0); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s after reopening: %d bytes, %v; want the %d written", name, len(got), err, len(want))
+				}
+			}
+			if err := s2.Fsck(true); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

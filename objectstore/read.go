@@ -254,7 +254,11 @@ func (s *BlockStore) cachedOnode(c Coll, oid string) (*onode, error) {
 	}
 	for {
 		o, err := s.readOnode(s.db, c, oid)
-		if ch := s.deferring(key); ch != nil {
+		ch, lost := s.deferring(key)
+		if lost {
+			return nil, fmt.Errorf("%s/%s: %w: the data device write of its last change failed (the store stopped; opening it again writes the data)", c, oid, ErrClosed)
+		}
+		if ch != nil {
 			// What was read may name blocks still being written
 			// (deferData): read again once they are.
 			s.deferWaits.Add(1)
