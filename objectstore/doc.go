@@ -73,10 +73,12 @@
 //     in one pwritev (the allocator's cursor places a group's writes back
 //     to back, and a direct write costs mostly per call), and makes them
 //     durable: a group with at most Options.DeferredMax bytes of them
-//     (64 KiB) also puts them into its batch (deferred writes, deferred.go,
-//     as BlueStore's), so that the log sync below covers them; a larger
-//     group fdatasyncs the device, and its batch retires the deferred
-//     records outstanding, whose data that sync has made durable;
+//     (64 KiB by default in this package; OSDs leave it off unless
+//     bluestore_prefer_deferred_size is set) also puts them into its batch
+//     (deferred writes, deferred.go, as BlueStore's) and writes them
+//     beside the commit, so that the log sync below covers them; any
+//     other group fdatasyncs the device, and its batch retires the
+//     deferred records outstanding, whose data that sync made durable;
 //  4. commits the batch — onodes, omap, the changed bitmap regions — with
 //     a synced log write (the log file is kept written with zeros ahead of
 //     its records, so that the sync writes only the records and not the

@@ -129,15 +129,15 @@ func TestStoreCommitWindow(t *testing.T) {
 	}
 }
 
-// TestStoreDeferredMax: bluestore_prefer_deferred_size's default, a
-// setting, and 0 ("disabled"), which the store must see as negative (its
-// own 0 would be its default).
+// TestStoreDeferredMax: bluestore_prefer_deferred_size's default (0,
+// disabled), a setting, and 0 set explicitly, which the store must see
+// as negative (its own 0 would be its default).
 func TestStoreDeferredMax(t *testing.T) {
 	for _, c := range []struct {
 		set  map[string]string
 		want int
 	}{
-		{map[string]string{}, 64 << 10},
+		{map[string]string{}, -1},
 		{map[string]string{"bluestore_prefer_deferred_size": "16K"}, 16 << 10},
 		{map[string]string{"bluestore_prefer_deferred_size": "0"}, -1},
 	} {
