@@ -289,24 +289,11 @@ func (s *BlockStore) load(opts Options) error {
 		return err
 	}
 	s.alloc = newAllocator(s.sb.Blocks)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pBitmap}, UpperBound: []byte{pBitmap + 1}})
+	err = scanNumbered(s.db, pBitmap, "bitmap", func(region uint64, v []byte) error {
+		s.alloc.loadRegion(region, v)
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if len(k) != 9 {
-			it.Close()
-			return fmt.Errorf("objectstore: %w: bitmap key %x", ErrCorrupt, k)
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return fmt.Errorf("objectstore: read bitmap: %w", err)
-		}
-		s.alloc.loadRegion(beUint64(k[1:]), v)
-	}
-	if err := it.Close(); err != nil {
 		return err
 	}
 	s.alloc.settle()
@@ -670,14 +657,7 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 		// and the store stops, answering the group with an error as a
 		// crash would leave it unanswered.
 		s.install(g, false)
-		s.failed.CompareAndSwap(nil, &fatal)
-		s.log.Error("objectstore: data device write failed after its commit; store is now read-only", "err", fatal)
-		fatal = fmt.Errorf("objectstore: %w: %v", ErrClosed, fatal)
-		for _, r := range reqs {
-			if r.ok {
-				r.err = fatal
-			}
-		}
+		fatal = s.stop(fatal, "data device write failed after its commit")
 	case fatal != nil:
 		for _, a := range g.alloced {
 			s.alloc.set(a.start, a.n, false)
@@ -686,22 +666,30 @@ func (s *BlockStore) commitGroup(reqs []*request) {
 		if errors.Is(fatal, ErrNoSpace) || (errors.As(fatal, &errno) && errno == syscall.ENOSPC) {
 			fatal = fmt.Errorf("objectstore: %w: %v", ErrNoSpace, fatal)
 		} else {
-			s.failed.CompareAndSwap(nil, &fatal)
-			s.log.Error("objectstore: commit failed; store is now read-only", "err", fatal)
-			fatal = fmt.Errorf("objectstore: %w: %v", ErrClosed, fatal)
+			fatal = s.stop(fatal, "commit failed")
 		}
+	default:
+		s.install(g, true)
+	}
+	if fatal != nil {
 		for _, r := range reqs {
 			if r.ok {
 				r.err = fatal
 			}
 		}
-	default:
-		s.install(g, true)
 	}
 	s.used.Store(s.alloc.used)
 	for _, r := range reqs {
 		r.out <- r.err
 	}
+}
+
+// stop makes the store read-only after err (what failed: why) and
+// returns the error its transactions get: ErrClosed, with err's text.
+func (s *BlockStore) stop(err error, why string) error {
+	s.failed.CompareAndSwap(nil, &err)
+	s.log.Error("objectstore: "+why+"; store is now read-only", "err", err)
+	return fmt.Errorf("objectstore: %w: %v", ErrClosed, err)
 }
 
 // install makes a committed group's state the store's: freed blocks back

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/shoal-project/shoal/internal/wire"
 )
 
@@ -73,6 +75,33 @@ func omapKeyObject(k []byte) (c Coll, oid string, ok bool) {
 		return "", "", false
 	}
 	return c, string(rest[4 : 4+n]), true
+}
+
+// scanNumbered calls fn, in key order, with the number and value of
+// every record of r under prefix p whose key is p u64be(n) (bitmap
+// regions, reference counts, deferred writes); what names them in
+// errors. A key of another length is ErrCorrupt; fn's error stops the
+// scan and is returned, as is an iterator's.
+func scanNumbered(r pebble.Reader, p byte, what string, fn func(n uint64, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if len(k) != 9 {
+			return fmt.Errorf("objectstore: %w: %s key %x", ErrCorrupt, what, k)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("objectstore: read %s: %w", what, err)
+		}
+		if err := fn(beUint64(k[1:]), v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
 }
 
 func bitmapKey(region uint64) []byte {

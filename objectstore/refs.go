@@ -246,25 +246,13 @@ func (s *BlockStore) SharedBlocks() (blocks, extra uint64) {
 // loadRefs reads the reference table from r (the DB or a snapshot).
 func loadRefs(r pebble.Reader) (map[uint64]refRegion, error) {
 	refs := map[uint64]refRegion{}
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{pRefs}, UpperBound: []byte{pRefs + 1}})
+	err := scanNumbered(r, pRefs, "reference table", func(region uint64, v []byte) error {
+		reg, err := decodeRefRegion(v)
+		refs[region] = reg
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if len(k) != 9 {
-			return nil, fmt.Errorf("objectstore: %w: reference table key %x", ErrCorrupt, k)
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return nil, err
-		}
-		reg, err := decodeRefRegion(v)
-		if err != nil {
-			return nil, err
-		}
-		refs[beUint64(k[1:])] = reg
-	}
-	return refs, it.Error()
+	return refs, nil
 }
